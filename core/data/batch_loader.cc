@@ -1,0 +1,77 @@
+#include "core/data/batch_loader.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/status.h"
+#include "core/util/rng.h"
+
+namespace strata {
+
+BatchLoader::BatchLoader(const Dataset& dataset, BatchLoaderOptions options)
+    : dataset_(dataset), options_(std::move(options)) {
+  STRATA_CHECK(options_.world >= 1 && options_.rank >= 0 && options_.rank < options_.world &&
+                   options_.global_batch % options_.world == 0,
+               "global batch ", options_.global_batch, " over ", options_.world, " ranks");
+  const int64_t channels = dataset.sample_shape.dims().back();
+  scale_.resize(channels);
+  offset_.resize(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    auto pick = [c](const std::vector<float>& v, float fallback) {
+      if (v.empty()) return fallback;
+      return v.size() == 1 ? v[0] : v[c];
+    };
+    const float mean = pick(options_.mean, 0.0f);
+    const float std = pick(options_.std, 1.0f);
+    scale_[c] = 1.0f / (255.0f * std);
+    offset_[c] = -mean / std;
+  }
+  order_.resize(dataset.size());
+  std::iota(order_.begin(), order_.end(), 0);
+}
+
+int64_t BatchLoader::steps_per_epoch() const {
+  const int64_t g = options_.global_batch;
+  return options_.drop_last ? dataset_.size() / g : (dataset_.size() + g - 1) / g;
+}
+
+void BatchLoader::StartEpoch(int64_t epoch) {
+  std::iota(order_.begin(), order_.end(), 0);
+  if (!options_.shuffle) return;
+  Rng rng(DeriveSeed(options_.seed, 0xE90C0000ULL + static_cast<uint64_t>(epoch)));
+  for (int64_t i = static_cast<int64_t>(order_.size()) - 1; i > 0; --i) {
+    std::swap(order_[i], order_[rng.Below(i + 1)]);
+  }
+}
+
+Batch BatchLoader::Get(int64_t step) const {
+  const int64_t g = options_.global_batch;
+  const int64_t begin = std::min(step * g, dataset_.size());
+  const int64_t end = std::min(begin + g, dataset_.size());
+  // Split [begin, end) into `world` contiguous parts; rank r takes part r.
+  const int64_t span = end - begin;
+  const int64_t local_begin = begin + span * options_.rank / options_.world;
+  const int64_t local_end = begin + span * (options_.rank + 1) / options_.world;
+  const int64_t n = local_end - local_begin;
+  const int64_t numel = dataset_.sample_shape.numel();
+  const int64_t channels = dataset_.sample_shape.dims().back();
+  std::vector<int64_t> dims = {n};
+  for (int64_t d : dataset_.sample_shape.dims()) dims.push_back(d);
+  Batch batch;
+  batch.images = Tensor::Empty(Shape(dims));
+  batch.labels.resize(n);
+  float* out = batch.images.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t index = order_[local_begin + i];
+    batch.labels[i] = dataset_.labels[index];
+    const uint8_t* src = dataset_.pixels.data() + index * numel;
+    float* dst = out + i * numel;
+    for (int64_t j = 0; j < numel; ++j) {
+      const int64_t c = j % channels;
+      dst[j] = static_cast<float>(src[j]) * scale_[c] + offset_[c];
+    }
+  }
+  return batch;
+}
+
+}  // namespace strata

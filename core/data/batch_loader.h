@@ -1,0 +1,58 @@
+// BatchLoader: turns a Dataset into normalised float batches, shuffled per
+// epoch from a seed and sharded by rank.
+//
+// Sharding keeps a cluster numerically equal to one process: every epoch has
+// one global order (a seeded shuffle); global batch s is items
+// [s*G, (s+1)*G) of that order, and rank r of R takes the contiguous slice
+// [r*G/R, (r+1)*G/R) of it. One process with batch G and R processes with
+// batch G/R each therefore see the same samples at every step.
+#ifndef STRATA_CORE_DATA_BATCH_LOADER_H_
+#define STRATA_CORE_DATA_BATCH_LOADER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/data/dataset.h"
+#include "core/tensor/tensor.h"
+
+namespace strata {
+
+struct Batch {
+  Tensor images;                // {n, H, W, C}, normalised
+  std::vector<int32_t> labels;  // n labels
+};
+
+struct BatchLoaderOptions {
+  int64_t global_batch = 64;
+  int rank = 0;
+  int world = 1;          // global_batch must be divisible by world
+  bool shuffle = true;
+  bool drop_last = true;  // false keeps a final short batch
+  uint64_t seed = 1;
+  std::vector<float> mean;  // per channel, or one value; empty = 0
+  std::vector<float> std;   // per channel, or one value; empty = 1
+};
+
+class BatchLoader {
+ public:
+  // `dataset` must outlive the loader. Aborts if global_batch is not divisible
+  // by world (the launcher validates this first).
+  BatchLoader(const Dataset& dataset, BatchLoaderOptions options);
+
+  int64_t steps_per_epoch() const;
+  // Re-orders the data for `epoch` (a pure function of seed and epoch).
+  void StartEpoch(int64_t epoch);
+  // This rank's part of global batch `step` of the current epoch.
+  Batch Get(int64_t step) const;
+
+ private:
+  const Dataset& dataset_;
+  BatchLoaderOptions options_;
+  std::vector<int64_t> order_;
+  std::vector<float> scale_;   // per channel: 1 / (255 * std)
+  std::vector<float> offset_;  // per channel: -mean / std
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_DATA_BATCH_LOADER_H_

@@ -1,0 +1,58 @@
+// ReLU, Flatten and Dropout: layers without oneDNN kernels of their own.
+#ifndef STRATA_CORE_LAYERS_ACTIVATION_H_
+#define STRATA_CORE_LAYERS_ACTIVATION_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "core/layers/layer.h"
+
+namespace strata {
+
+// y = max(x, 0), any shape.
+class Relu final : public Layer {
+ public:
+  Relu(std::string name, const Shape& input_shape) : Layer(std::move(name), input_shape) {}
+  const char* kind() const override { return "relu"; }
+  Shape output_shape() const override { return input_shape(); }
+  Tensor Forward(const Tensor& input, bool training) override;
+  Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
+
+ private:
+  Tensor output_;
+};
+
+// Reshapes each sample to a vector (free: NHWC is already contiguous).
+class Flatten final : public Layer {
+ public:
+  Flatten(std::string name, const Shape& input_shape) : Layer(std::move(name), input_shape) {}
+  const char* kind() const override { return "flatten"; }
+  Shape output_shape() const override { return Shape{input_shape().numel()}; }
+  Tensor Forward(const Tensor& input, bool training) override;
+  Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
+};
+
+// Inverted dropout: in training each element is zeroed with probability p and
+// the rest scaled by 1/(1-p); in evaluation it is the identity. The mask
+// stream is seeded, so a run is reproducible.
+class Dropout final : public Layer {
+ public:
+  // Fails unless 0 <= p < 1.
+  static absl::StatusOr<std::unique_ptr<Dropout>> Create(std::string name, const Shape& input_shape,
+                                                         float p, uint64_t seed);
+  const char* kind() const override { return "dropout"; }
+  Shape output_shape() const override { return input_shape(); }
+  Tensor Forward(const Tensor& input, bool training) override;
+  Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
+
+ private:
+  Dropout(std::string name, const Shape& input_shape, float p, uint64_t seed)
+      : Layer(std::move(name), input_shape), p_(p), rng_(seed) {}
+  float p_;
+  Rng rng_;
+  Tensor mask_;  // 0 or 1/(1-p) per element, from the last training Forward
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_LAYERS_ACTIVATION_H_

@@ -1,0 +1,75 @@
+// Layer: one differentiable stage of a model, forward and backward.
+//
+// Contract:
+//  * A layer is built for a fixed per-sample input shape (no batch dimension;
+//    images are {H, W, C}, vectors {F}) and reports its per-sample output
+//    shape. Batch size may vary between calls; per-batch-size kernels are
+//    created on first use and cached, never rebuilt per step.
+//  * Forward(x, training) returns the output and keeps what Backward needs.
+//  * Backward(dy, need_input_grad) must follow a training Forward. It
+//    overwrites (not accumulates) every parameter's `grad`, and returns dL/dx,
+//    or an undefined Tensor when `need_input_grad` is false (the first layer
+//    of a model skips that work).
+//  * Not thread-safe: one thread drives a layer at a time.
+#ifndef STRATA_CORE_LAYERS_LAYER_H_
+#define STRATA_CORE_LAYERS_LAYER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor/tensor.h"
+#include "core/util/rng.h"
+
+namespace strata {
+
+// A trainable tensor and its gradient. `name` is stable across runs and
+// processes ("conv1.weight"); parameter-server keys derive from it.
+struct Parameter {
+  std::string name;
+  Tensor value;
+  Tensor grad;
+};
+
+// A non-trainable tensor that is part of the model state (BatchNorm running
+// statistics); checkpointed with the parameters.
+struct StateBuffer {
+  std::string name;
+  Tensor value;
+};
+
+class Layer {
+ public:
+  Layer(std::string name, Shape input_shape)
+      : name_(std::move(name)), input_shape_(std::move(input_shape)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual const char* kind() const = 0;
+  const Shape& input_shape() const { return input_shape_; }
+  virtual Shape output_shape() const = 0;
+
+  virtual Tensor Forward(const Tensor& input, bool training) = 0;
+  virtual Tensor Backward(const Tensor& grad_output, bool need_input_grad) = 0;
+
+  virtual std::vector<Parameter*> parameters() { return {}; }
+  virtual std::vector<StateBuffer*> state_buffers() { return {}; }
+  // Draws initial parameter values from `rng`.
+  virtual void InitParameters(Rng& rng) {}
+  // Multiply-adds x2 of one sample's forward pass (for the FLOP limit).
+  virtual int64_t ForwardFlopsPerSample() const { return 0; }
+
+ protected:
+  // Batch input shape {N, input_shape...}.
+  Shape BatchShape(int64_t n, const Shape& per_sample) const;
+
+ private:
+  std::string name_;
+  Shape input_shape_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_LAYERS_LAYER_H_

@@ -1,0 +1,75 @@
+#include "core/layers/linear.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/ops/cpu/dnnl_runtime.h"
+#include "core/ops/cpu/elementwise.h"
+#include "core/status.h"
+
+namespace strata {
+
+absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(std::string name, const Shape& input_shape,
+                                                       int64_t out_features) {
+  if (input_shape.rank() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "linear needs a vector input [F], got ", input_shape.ToString(),
+        " (put a flatten layer before it)"));
+  }
+  if (out_features <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("linear needs out_features > 0, got ", out_features));
+  }
+  return std::unique_ptr<Linear>(new Linear(std::move(name), input_shape, out_features));
+}
+
+Linear::Linear(std::string name, const Shape& input_shape, int64_t out_features)
+    : Layer(std::move(name), input_shape),
+      in_features_(input_shape[0]),
+      out_features_(out_features) {
+  weight_.name = this->name() + ".weight";
+  weight_.value = Tensor::Zeros({out_features_, in_features_});
+  weight_.grad = Tensor::Zeros(weight_.value.shape());
+  bias_.name = this->name() + ".bias";
+  bias_.value = Tensor::Zeros({out_features_});
+  bias_.grad = Tensor::Zeros({out_features_});
+}
+
+void Linear::InitParameters(Rng& rng) {
+  const float bound = 1.0f / std::sqrt(static_cast<float>(in_features_));
+  for (float& v : absl::MakeSpan(weight_.value.data(), weight_.value.numel())) {
+    v = rng.Uniform(-bound, bound);
+  }
+  for (float& v : absl::MakeSpan(bias_.value.data(), bias_.value.numel())) {
+    v = rng.Uniform(-bound, bound);
+  }
+}
+
+Tensor Linear::Forward(const Tensor& input, bool training) {
+  const int64_t batch = input.dim(0);
+  Tensor output = Tensor::Empty({batch, out_features_});
+  BroadcastRows(bias_.value.data(), output.data(), batch, out_features_);
+  Sgemm('N', 'T', batch, out_features_, in_features_, 1.0f, input.data(), in_features_,
+        weight_.value.data(), in_features_, 1.0f, output.data(), out_features_);
+  if (training) input_ = input;
+  return output;
+}
+
+Tensor Linear::Backward(const Tensor& grad_output, bool need_input_grad) {
+  STRATA_CHECK(input_.defined(), "Linear::Backward without a training Forward");
+  const int64_t batch = input_.dim(0);
+  // dW = dY^T X ; db = column sums of dY ; dX = dY W.
+  Sgemm('T', 'N', out_features_, in_features_, batch, 1.0f, grad_output.data(), out_features_,
+        input_.data(), in_features_, 0.0f, weight_.grad.data(), in_features_);
+  SumRows(grad_output.data(), bias_.grad.data(), batch, out_features_);
+  Tensor grad_input;
+  if (need_input_grad) {
+    grad_input = Tensor::Empty(input_.shape());
+    Sgemm('N', 'N', batch, in_features_, out_features_, 1.0f, grad_output.data(), out_features_,
+          weight_.value.data(), in_features_, 0.0f, grad_input.data(), in_features_);
+  }
+  input_ = Tensor();
+  return grad_input;
+}
+
+}  // namespace strata

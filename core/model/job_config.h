@@ -1,0 +1,103 @@
+// JobConfig: everything one training job needs, read from one JSON file.
+//
+// The format (README.md, "Job config", has the full reference):
+//
+//   {
+//     "name": "fashion_mnist",
+//     "data": {"dataset": "fashion_mnist", "path": "/usr/share/datasets/fashion-mnist",
+//              "mean": [0.2860], "std": [0.3530]},
+//     "model": {"input": [28, 28, 1], "classes": 10, "split_after": "pool2",
+//               "layers": [{"type": "conv2d", "name": "conv1", "out_channels": 32,
+//                           "kernel": 3, "padding": 1}, ...]},
+//     "optimizer": {"type": "sgd", "lr": 0.05, "momentum": 0.9},
+//     "schedule": {"type": "cosine", "warmup_steps": 100},
+//     "training": {"batch_size": 64, "epochs": 3, "seed": 1, "threads": 2},
+//     "cluster": {"mode": "single", "servers": 1, "conv_workers": 2, "fc_workers": 1}
+//   }
+//
+// Parsing checks types, ranges and unknown fields, and names the offending
+// field by its path ("model.layers[3].kernel: missing field"). Whether the
+// layers chain (shapes) is checked when the model is built (model.h).
+#ifndef STRATA_CORE_MODEL_JOB_CONFIG_H_
+#define STRATA_CORE_MODEL_JOB_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/tensor/tensor.h"
+
+namespace strata {
+
+// One entry of model.layers. Only the fields of its type are meaningful.
+struct LayerSpec {
+  std::string type;  // conv2d, relu, maxpool2d, avgpool2d, global_avgpool,
+                     // batchnorm2d, flatten, linear, dropout
+  std::string name;  // unique in the model; defaults to type + ordinal ("conv2")
+  std::string path;  // "model.layers[3]", for error messages
+  int64_t out_channels = 0;  // conv2d
+  int64_t kernel = 0;        // conv2d (default 3), pooling (default 2)
+  int64_t stride = 0;        // conv2d (default 1), pooling (default = kernel)
+  int64_t padding = 0;       // conv2d, pooling
+  int64_t out_features = 0;  // linear
+  float p = 0.5f;            // dropout
+  float epsilon = 1e-5f;     // batchnorm2d
+  float momentum = 0.1f;     // batchnorm2d
+};
+
+struct ModelConfig {
+  Shape input;             // per-sample input, [H, W, C]
+  int64_t classes = 0;
+  std::vector<LayerSpec> layers;
+  std::string split_after; // last layer of the conv trunk; "" = no split
+  int split_index = 0;     // index of the first head layer (layers.size() if no split)
+};
+
+struct DataConfig {
+  std::string dataset;          // fashion_mnist, mnist, cifar10, synthetic
+  std::string path;             // directory of the data files
+  std::vector<float> mean;      // per channel (or one value for all)
+  std::vector<float> std;       // per channel (or one value for all)
+  int64_t synthetic_train = 0;  // synthetic: sizes of the two splits
+  int64_t synthetic_test = 0;
+};
+
+struct TrainingConfig {
+  int64_t batch_size = 64;
+  int64_t epochs = 1;
+  int64_t max_steps = 0;    // 0 = no limit beyond epochs
+  int64_t seed = 1;
+  int64_t threads = 0;      // 0 = the machine's default
+  int64_t log_every = 50;   // steps between metric lines
+  bool evaluate = true;     // test-set accuracy after every epoch
+};
+
+struct ClusterConfig {
+  std::string mode = "single";  // single, ps, stanza
+  int64_t servers = 1;
+  int64_t conv_workers = 1;
+  int64_t fc_workers = 1;
+};
+
+struct JobConfig {
+  std::string name;
+  std::string source;  // file the config came from
+  DataConfig data;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  LrScheduleConfig schedule;
+  TrainingConfig training;
+  ClusterConfig cluster;
+};
+
+// Reads and validates a job config file. Errors name the file and the field.
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
+// Same, from JSON text; `source` names it in errors.
+absl::StatusOr<JobConfig> ParseJobConfig(const std::string& text, const std::string& source);
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_MODEL_JOB_CONFIG_H_

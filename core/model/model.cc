@@ -1,0 +1,121 @@
+#include "core/model/model.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/layers/activation.h"
+#include "core/layers/batchnorm2d.h"
+#include "core/layers/conv2d.h"
+#include "core/layers/linear.h"
+#include "core/layers/pool2d.h"
+#include "core/status.h"
+
+namespace strata {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const LayerSpec& spec, const Shape& input,
+                                                 uint64_t seed, int index) {
+  if (spec.type == "conv2d") {
+    return Conv2d::Create(spec.name, input,
+                          Conv2dOptions{spec.out_channels, spec.kernel, spec.stride, spec.padding});
+  }
+  if (spec.type == "maxpool2d" || spec.type == "avgpool2d" || spec.type == "global_avgpool") {
+    Pool2dOptions o;
+    o.kind = spec.type == "maxpool2d" ? PoolKind::kMax : PoolKind::kAverage;
+    o.kernel = spec.kernel;
+    o.stride = spec.stride;
+    o.padding = spec.padding;
+    o.global = spec.type == "global_avgpool";
+    return Pool2d::Create(spec.name, input, o);
+  }
+  if (spec.type == "batchnorm2d") {
+    return BatchNorm2d::Create(spec.name, input, BatchNormOptions{spec.epsilon, spec.momentum});
+  }
+  if (spec.type == "linear") return Linear::Create(spec.name, input, spec.out_features);
+  if (spec.type == "dropout") {
+    return Dropout::Create(spec.name, input, spec.p, DeriveSeed(seed, 1000 + index));
+  }
+  if (spec.type == "relu") return std::unique_ptr<Layer>(new Relu(spec.name, input));
+  if (spec.type == "flatten") return std::unique_ptr<Layer>(new Flatten(spec.name, input));
+  return absl::InvalidArgumentError(absl::StrCat("unknown layer type \"", spec.type, "\""));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_t seed) {
+  std::unique_ptr<Model> model(new Model());
+  model->input_shape_ = config.input;
+  model->split_index_ = config.split_index;
+  Shape shape = config.input;
+  for (size_t i = 0; i < config.layers.size(); ++i) {
+    const LayerSpec& spec = config.layers[i];
+    absl::StatusOr<std::unique_ptr<Layer>> layer =
+        MakeLayer(spec, shape, seed, static_cast<int>(i));
+    if (!layer.ok()) {
+      return WithContext(layer.status(),
+                         absl::StrCat(spec.path, " (", spec.type, " \"", spec.name, "\")"));
+    }
+    shape = (*layer)->output_shape();
+    model->layers_.push_back(*std::move(layer));
+  }
+  if (shape != Shape{config.classes}) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.layers: the last layer outputs ", shape.ToString(), " per sample, but the model has ",
+        config.classes, " classes (end with a linear layer of out_features ", config.classes,
+        ")"));
+  }
+  // Each layer draws from its own stream, so adding a layer does not change
+  // the initial values of the others.
+  for (size_t i = 0; i < model->layers_.size(); ++i) {
+    Rng rng(DeriveSeed(seed, i));
+    model->layers_[i]->InitParameters(rng);
+  }
+  return model;
+}
+
+Shape Model::boundary_shape() const {
+  if (split_index_ == 0) return input_shape_;
+  return layers_[split_index_ - 1]->output_shape();
+}
+
+Tensor Model::Forward(const Tensor& input, bool training, int begin, int end) {
+  Tensor x = input;
+  for (int i = begin; i < End(end); ++i) x = layers_[i]->Forward(x, training);
+  return x;
+}
+
+Tensor Model::Backward(const Tensor& grad_output, int begin, int end, bool need_input_grad) {
+  Tensor g = grad_output;
+  for (int i = End(end) - 1; i >= begin; --i) {
+    g = layers_[i]->Backward(g, /*need_input_grad=*/i > begin || need_input_grad);
+  }
+  return g;
+}
+
+std::vector<Parameter*> Model::parameters(int begin, int end) {
+  std::vector<Parameter*> out;
+  for (int i = begin; i < End(end); ++i) {
+    for (Parameter* p : layers_[i]->parameters()) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<StateBuffer*> Model::state_buffers() {
+  std::vector<StateBuffer*> out;
+  for (auto& layer : layers_) {
+    for (StateBuffer* b : layer->state_buffers()) out.push_back(b);
+  }
+  return out;
+}
+
+int64_t Model::num_parameter_elements() {
+  int64_t n = 0;
+  for (Parameter* p : parameters()) n += p->value.numel();
+  return n;
+}
+
+int64_t Model::ForwardFlopsPerSample() const {
+  int64_t flops = 0;
+  for (const auto& layer : layers_) flops += layer->ForwardFlopsPerSample();
+  return flops;
+}
+
+}  // namespace strata

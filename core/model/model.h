@@ -1,0 +1,62 @@
+// Model: the layers of a job config, built and chained, with the Stanza split
+// between the conv trunk (layers [0, split)) and the head ([split, end)).
+//
+// Parameters are listed in layer order; a parameter's index in that list is
+// its key (stable for a given config, on every process of a cluster).
+//
+//   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, /*seed=*/1));
+//   Tensor logits = model->Forward(images, /*training=*/true);
+//   model->Backward(grad_logits);     // fills every parameter's grad
+#ifndef STRATA_CORE_MODEL_MODEL_H_
+#define STRATA_CORE_MODEL_MODEL_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/layers/layer.h"
+#include "core/model/job_config.h"
+
+namespace strata {
+
+class Model {
+ public:
+  // Builds the layers, checks that their shapes chain from `config.input` to
+  // {classes}, and initialises parameters from `seed`. Errors name the layer
+  // by its config path: "model.layers[4] (linear \"fc1\"): ...".
+  static absl::StatusOr<std::unique_ptr<Model>> Build(const ModelConfig& config, uint64_t seed);
+
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  Layer& layer(int i) { return *layers_[i]; }
+  // Index of the first head layer (num_layers() when the model has no split).
+  int split_index() const { return split_index_; }
+  const Shape& input_shape() const { return input_shape_; }
+  // Per-sample shape of the activations at the split.
+  Shape boundary_shape() const;
+
+  // Runs layers [begin, end) forward. Defaults: the whole model.
+  Tensor Forward(const Tensor& input, bool training, int begin = 0, int end = -1);
+  // Runs layers [begin, end) backward from dL/d(output of layer end-1).
+  // Returns dL/d(input of layer begin) if `need_input_grad`, else undefined.
+  Tensor Backward(const Tensor& grad_output, int begin = 0, int end = -1,
+                  bool need_input_grad = false);
+
+  // Parameters of layers [begin, end), in order. Defaults: all of them.
+  std::vector<Parameter*> parameters(int begin = 0, int end = -1);
+  std::vector<StateBuffer*> state_buffers();
+  int64_t num_parameter_elements();
+  // Forward multiply-add FLOPs of one sample (x2 per multiply-add).
+  int64_t ForwardFlopsPerSample() const;
+
+ private:
+  Model() = default;
+  int End(int end) const { return end < 0 ? num_layers() : end; }
+
+  std::vector<std::unique_ptr<Layer>> layers_;
+  int split_index_ = 0;
+  Shape input_shape_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_MODEL_MODEL_H_

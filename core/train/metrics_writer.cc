@@ -1,0 +1,57 @@
+#include "core/train/metrics_writer.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace strata {
+
+absl::StatusOr<MetricsWriter> MetricsWriter::Open(const std::string& path) {
+  if (path.empty()) return MetricsWriter(nullptr);
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("cannot open metrics file ", path, ": ", std::strerror(errno)));
+  }
+  return MetricsWriter(f);
+}
+
+MetricsWriter::MetricsWriter(MetricsWriter&& other) noexcept : file_(other.file_) {
+  other.file_ = nullptr;
+}
+
+MetricsWriter::~MetricsWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void MetricsWriter::Write(const nlohmann::json& record) {
+  if (file_ == nullptr) return;
+  const std::string line = record.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fflush(file_);
+}
+
+absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
+  }
+  const std::string text = value.dump(2) + "\n";
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ",
+                                            std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace strata

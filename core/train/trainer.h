@@ -1,0 +1,66 @@
+// Single-process training: the reference that every distributed mode must
+// match (same data order, same math), and the `single` mode of strata_launch.
+#ifndef STRATA_CORE_TRAIN_TRAINER_H_
+#define STRATA_CORE_TRAIN_TRAINER_H_
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "core/data/batch_loader.h"
+#include "core/data/dataset.h"
+#include "core/model/job_config.h"
+#include "core/model/model.h"
+
+namespace strata {
+
+struct RunOptions {
+  std::string metrics_out;      // JSON lines; "" = none
+  std::string summary_out;      // summary JSON; "" = none
+  std::string checkpoint_path;  // "" = no checkpoints
+  int64_t checkpoint_every = 0; // steps between checkpoints (0 = only at the end)
+  bool restore = false;         // resume from checkpoint_path
+  int64_t train_limit = 0;      // use the first N training images only (0 = all)
+  int64_t eval_limit = 0;       // evaluate on the first N test images only (0 = all)
+  bool progress = true;         // progress line on stderr
+};
+
+// What a run reports; ToJson() is the summary file.
+struct RunSummary {
+  std::string mode;
+  std::string config;
+  int64_t steps = 0;
+  int64_t epochs = 0;
+  int64_t batch_size = 0;
+  int64_t threads = 0;
+  int64_t parameters = 0;
+  double test_accuracy = 0.0;
+  double test_loss = 0.0;
+  double train_loss = 0.0;      // mean loss over the last epoch's steps
+  double images_per_sec = 0.0;  // training images / training seconds
+  double train_seconds = 0.0;   // time in training steps (no start-up, no evaluation)
+  double forward_flops_per_image = 0.0;
+
+  nlohmann::json ToJson() const;
+};
+
+struct EvalResult {
+  double accuracy = 0.0;
+  double loss = 0.0;
+  int64_t samples = 0;
+};
+
+// Accuracy and mean loss of `model` on the first `limit` samples of
+// `dataset` (all when 0), in evaluation mode.
+absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,
+                                    const BatchLoaderOptions& normalization, int64_t limit);
+
+// Trains `config` in this process and returns the summary (also written to
+// options.summary_out). Errors name what failed (data files, config).
+absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions& options);
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_TRAIN_TRAINER_H_
