@@ -129,6 +129,7 @@ Tensor BatchNorm2d::Backward(const Tensor& grad_output, bool need_input_grad) {
                               {DNNL_ARG_VARIANCE, WrapMemory(k.stat_md, batch_var_)},
                               {DNNL_ARG_DIFF_DST, WrapMemory(k.data_md, grad_output)},
                               {DNNL_ARG_SCALE, WrapMemory(k.stat_md, weight_.value)},
+                              {DNNL_ARG_SHIFT, WrapMemory(k.stat_md, bias_.value)},
                               {DNNL_ARG_DIFF_SRC, WrapMemory(k.data_md, grad_input)},
                               {DNNL_ARG_DIFF_SCALE, WrapMemory(k.stat_md, weight_.grad)},
                               {DNNL_ARG_DIFF_SHIFT, WrapMemory(k.stat_md, bias_.grad)}});

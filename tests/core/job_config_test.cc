@@ -1,0 +1,102 @@
+// Job config parsing and model building: errors name the field's path.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/model/job_config.h"
+#include "core/model/model.h"
+
+namespace strata {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const std::string kDefaultConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
+
+// The default config with `from` replaced by `to` (which must occur).
+std::string Edited(const std::string& from, const std::string& to) {
+  std::string text = ReadFile(kDefaultConfig);
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+std::string ErrorOf(const std::string& text) {
+  auto config = ParseJobConfig(text, "job.json");
+  if (!config.ok()) return std::string(config.status().message());
+  auto model = Model::Build(config->model, 1);
+  return model.ok() ? "" : std::string(model.status().message());
+}
+
+TEST(JobConfigTest, DefaultConfigLoadsAndBuilds) {
+  auto config = LoadJobConfig(kDefaultConfig);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model.layers.size(), 10u);
+  EXPECT_EQ(config->model.split_index, 6);
+  EXPECT_EQ(config->training.batch_size, 64);
+  EXPECT_EQ(config->optimizer.type, "sgd");
+  EXPECT_FLOAT_EQ(config->optimizer.momentum, 0.9f);
+  auto model = Model::Build(config->model, 1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->boundary_shape(), Shape({7, 7, 64}));
+  // conv1 320 + conv2 18496 + fc1 1606144 + fc2 5130
+  EXPECT_EQ((*model)->num_parameter_elements(), 1630090);
+  EXPECT_EQ((*model)->parameters(0, 6).size(), 4u);
+  EXPECT_EQ((*model)->parameters()[0]->name, "conv1.weight");
+  EXPECT_EQ((*model)->parameters().back()->name, "fc2.bias");
+}
+
+TEST(JobConfigTest, UnknownLayerType) {
+  EXPECT_EQ(ErrorOf(Edited(R"("type": "relu", "name": "relu2")", R"("type": "gelu")")),
+            "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: conv2d, relu, "
+            "maxpool2d, avgpool2d, global_avgpool, batchnorm2d, flatten, linear, dropout)");
+}
+
+TEST(JobConfigTest, MissingField) {
+  EXPECT_EQ(ErrorOf(Edited(R"("name": "fc1", "out_features": 512)", R"("name": "fc1")")),
+            "job.json: model.layers[7].out_features: missing field");
+  EXPECT_EQ(ErrorOf(Edited(R"("type": "sgd", "lr": 0.05,)", R"("type": "sgd",)")),
+            "job.json: optimizer.lr: missing field");
+}
+
+TEST(JobConfigTest, WrongTypeAndUnknownField) {
+  EXPECT_EQ(ErrorOf(Edited(R"("batch_size": 64)", R"("batch_size": "64")")),
+            "job.json: training.batch_size: expected an integer, got string \"64\"");
+  EXPECT_EQ(ErrorOf(Edited(R"("batch_size": 64)", R"("batchsize": 64)")),
+            "job.json: training.batchsize: unknown field");
+}
+
+TEST(JobConfigTest, ShapesThatDoNotChain) {
+  // Without flatten, fc1 gets an image.
+  EXPECT_EQ(ErrorOf(Edited(R"({"type": "flatten", "name": "flatten"},)", "")),
+            "model.layers[6] (linear \"fc1\"): linear needs a vector input [F], got [7, 7, 64] "
+            "(put a flatten layer before it)");
+  // A head that does not end in `classes` outputs.
+  EXPECT_EQ(ErrorOf(Edited(R"("name": "fc2", "out_features": 10)",
+                           R"("name": "fc2", "out_features": 12)")),
+            "model.layers: the last layer outputs [12] per sample, but the model has 10 classes "
+            "(end with a linear layer of out_features 10)");
+}
+
+TEST(JobConfigTest, SplitMustNameALayer) {
+  EXPECT_EQ(ErrorOf(Edited(R"("split_after": "pool2")", R"("split_after": "pool9")")),
+            "job.json: model.split_after: no layer is named \"pool9\"");
+}
+
+TEST(JobConfigTest, InvalidJsonNamesLineAndSource) {
+  const std::string error = ErrorOf("{\"data\": }");
+  EXPECT_NE(error.find("job.json: invalid JSON"), std::string::npos) << error;
+}
+
+TEST(JobConfigTest, MissingFileIsNotFound) {
+  EXPECT_EQ(LoadJobConfig("/nonexistent/job.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,256 @@
+// Every layer: forward against the naive reference (oneDNN-backed ones), and
+// backward against finite differences for inputs and parameters.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/layers/activation.h"
+#include "core/layers/batchnorm2d.h"
+#include "core/layers/conv2d.h"
+#include "core/layers/linear.h"
+#include "core/layers/pool2d.h"
+#include "core/layers/softmax_cross_entropy.h"
+#include "tests/core/gradient_check.h"
+#include "tests/core/reference_ops.h"
+
+namespace strata {
+namespace {
+
+using testing::ExpectGradientsMatch;
+using testing::GradientCheckOptions;
+using testing::RandomTensor;
+
+void InitRandom(Layer& layer, uint64_t seed) {
+  Rng rng(seed);
+  layer.InitParameters(rng);
+  // Perturb parameters that start constant (BatchNorm's gamma=1, beta=0).
+  for (Parameter* p : layer.parameters()) {
+    for (int64_t i = 0; i < p->value.numel(); ++i) p->value.data()[i] += rng.Uniform(-0.3f, 0.3f);
+  }
+}
+
+struct ConvCase {
+  int64_t h, w, c, out, kernel, stride, padding;
+};
+
+class Conv2dTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(Conv2dTest, ForwardMatchesReference) {
+  const ConvCase p = GetParam();
+  auto conv = Conv2d::Create("conv", {p.h, p.w, p.c}, {p.out, p.kernel, p.stride, p.padding});
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  InitRandom(**conv, 1);
+  for (int64_t batch : {3, 5}) {  // two batch sizes: two cached kernel sets
+    Tensor x = RandomTensor({batch, p.h, p.w, p.c}, 2 + batch);
+    Tensor y = (*conv)->Forward(x, false);
+    Tensor want = reference::Conv2d(x, (*conv)->parameters()[0]->value,
+                                    (*conv)->parameters()[1]->value, p.stride, p.padding);
+    ASSERT_EQ(y.shape(), want.shape());
+    EXPECT_LT(MaxAbsDiff(y, want), 1e-4f);
+  }
+}
+
+TEST_P(Conv2dTest, GradientsMatchFiniteDifferences) {
+  const ConvCase p = GetParam();
+  auto conv = Conv2d::Create("conv", {p.h, p.w, p.c}, {p.out, p.kernel, p.stride, p.padding});
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  InitRandom(**conv, 3);
+  ExpectGradientsMatch(**conv, RandomTensor({2, p.h, p.w, p.c}, 4));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dTest,
+                         ::testing::Values(ConvCase{6, 6, 1, 4, 3, 1, 1},    // first layer
+                                           ConvCase{7, 5, 3, 8, 3, 2, 1},    // stride 2
+                                           ConvCase{5, 5, 16, 16, 1, 1, 0},  // 1x1
+                                           ConvCase{8, 8, 4, 6, 5, 1, 2}));
+
+TEST(Conv2dTest, SkipsInputGradientWhenNotNeeded) {
+  auto conv = Conv2d::Create("conv", {4, 4, 1}, {2, 3, 1, 1});
+  ASSERT_TRUE(conv.ok());
+  Tensor x = RandomTensor({2, 4, 4, 1}, 1);
+  Tensor y = (*conv)->Forward(x, true);
+  EXPECT_FALSE((*conv)->Backward(RandomTensor(y.shape(), 2), false).defined());
+}
+
+TEST(Conv2dTest, RejectsBadShapes) {
+  auto vector_input = Conv2d::Create("c", {10}, {4, 3, 1, 0});
+  EXPECT_EQ(vector_input.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(vector_input.status().message().find("[H, W, C]"), std::string::npos);
+  auto big_kernel = Conv2d::Create("c", {2, 2, 1}, {4, 5, 1, 0});
+  EXPECT_NE(big_kernel.status().message().find("larger than the padded input"), std::string::npos);
+}
+
+struct PoolCase {
+  PoolKind kind;
+  int64_t kernel, stride, padding;
+};
+
+class Pool2dTest : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(Pool2dTest, ForwardMatchesReferenceAndGradientsMatch) {
+  const PoolCase p = GetParam();
+  Pool2dOptions o;
+  o.kind = p.kind;
+  o.kernel = p.kernel;
+  o.stride = p.stride;
+  o.padding = p.padding;
+  auto pool = Pool2d::Create("pool", {6, 6, 3}, o);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  Tensor x = RandomTensor({2, 6, 6, 3}, 11);
+  Tensor y = (*pool)->Forward(x, false);
+  Tensor want = reference::Pool2d(x, p.kind == PoolKind::kMax, p.kernel,
+                                  p.stride == 0 ? p.kernel : p.stride, p.padding);
+  ASSERT_EQ(y.shape(), want.shape());
+  EXPECT_LT(MaxAbsDiff(y, want), 1e-6f);
+  GradientCheckOptions go;
+  go.step = 1e-3f;  // small enough not to reorder the maxima of random inputs
+  ExpectGradientsMatch(**pool, x, go);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, Pool2dTest,
+                         ::testing::Values(PoolCase{PoolKind::kMax, 2, 0, 0},
+                                           PoolCase{PoolKind::kMax, 3, 2, 1},
+                                           PoolCase{PoolKind::kAverage, 2, 0, 0},
+                                           PoolCase{PoolKind::kAverage, 3, 1, 1}));
+
+TEST(GlobalAvgPoolTest, AveragesEachChannel) {
+  Pool2dOptions o;
+  o.global = true;
+  auto pool = Pool2d::Create("gap", {4, 4, 5}, o);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ((*pool)->output_shape(), Shape({5}));
+  Tensor x = RandomTensor({3, 4, 4, 5}, 5);
+  Tensor y = (*pool)->Forward(x, false);
+  ASSERT_EQ(y.shape(), Shape({3, 5}));
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t c = 0; c < 5; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < 16; ++i) sum += x.data()[(b * 16 + i) * 5 + c];
+      EXPECT_NEAR(y.data()[b * 5 + c], sum / 16, 1e-5);
+    }
+  ExpectGradientsMatch(**pool, x);
+}
+
+TEST(BatchNorm2dTest, TrainForwardMatchesReferenceAndGradientsMatch) {
+  auto bn = BatchNorm2d::Create("bn", {3, 3, 4}, {});
+  ASSERT_TRUE(bn.ok());
+  InitRandom(**bn, 9);
+  Tensor x = RandomTensor({4, 3, 3, 4}, 10);
+  Tensor y = (*bn)->Forward(x, true);
+  Tensor want = reference::BatchNormTrain(x, (*bn)->parameters()[0]->value,
+                                          (*bn)->parameters()[1]->value, 1e-5f);
+  EXPECT_LT(MaxAbsDiff(y, want), 1e-4f);
+  GradientCheckOptions go;
+  go.step = 1e-3f;
+  ExpectGradientsMatch(**bn, x, go);
+}
+
+TEST(BatchNorm2dTest, RunningStatisticsDriveEvaluation) {
+  BatchNormOptions o;
+  o.momentum = 1.0f;  // running stats = the last batch's
+  auto bn = BatchNorm2d::Create("bn", {2, 2, 1}, o);
+  ASSERT_TRUE(bn.ok());
+  Tensor x = Tensor::FromVector({2, 2, 2, 1}, {1, 2, 3, 4, 5, 6, 7, 8});
+  (*bn)->Forward(x, true);
+  auto state = (*bn)->state_buffers();
+  EXPECT_FLOAT_EQ(state[0]->value.data()[0], 4.5f);       // mean
+  EXPECT_NEAR(state[1]->value.data()[0], 6.0f, 1e-5);     // unbiased variance 42/7
+  Tensor y = (*bn)->Forward(Tensor::FromVector({1, 2, 2, 1}, {4.5f, 4.5f, 4.5f, 4.5f}), false);
+  EXPECT_NEAR(y.data()[0], 0.0f, 1e-6);
+}
+
+TEST(LinearTest, ForwardMatchesReferenceAndGradientsMatch) {
+  auto fc = Linear::Create("fc", {13}, 7);
+  ASSERT_TRUE(fc.ok());
+  InitRandom(**fc, 12);
+  Tensor x = RandomTensor({5, 13}, 13);
+  Tensor y = (*fc)->Forward(x, false);
+  Tensor want =
+      reference::Linear(x, (*fc)->parameters()[0]->value, (*fc)->parameters()[1]->value);
+  EXPECT_LT(MaxAbsDiff(y, want), 1e-5f);
+  ExpectGradientsMatch(**fc, x);
+}
+
+TEST(LinearTest, RejectsImageInput) {
+  auto fc = Linear::Create("fc", {7, 7, 64}, 10);
+  EXPECT_EQ(fc.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(fc.status().message().find("put a flatten layer before it"), std::string::npos);
+}
+
+TEST(ReluTest, ForwardAndGradients) {
+  Relu relu("relu", {8});
+  Tensor x = Tensor::FromVector({1, 8}, {-2, -1, -0.5f, 0.25f, 0.5f, 1, 2, -3});
+  Tensor y = relu.Forward(x, true);
+  EXPECT_EQ(y.ToVector(), std::vector<float>({0, 0, 0, 0.25f, 0.5f, 1, 2, 0}));
+  GradientCheckOptions go;
+  go.step = 1e-3f;  // keep perturbed inputs on the same side of zero
+  ExpectGradientsMatch(relu, RandomTensor({3, 8}, 3), go);
+}
+
+TEST(FlattenTest, IsAFreeReshape) {
+  Flatten flatten("flatten", {2, 3, 4});
+  EXPECT_EQ(flatten.output_shape(), Shape({24}));
+  Tensor x = RandomTensor({2, 2, 3, 4}, 1);
+  Tensor y = flatten.Forward(x, true);
+  EXPECT_EQ(y.shape(), Shape({2, 24}));
+  EXPECT_TRUE(y.SharesBufferWith(x));
+  ExpectGradientsMatch(flatten, x);
+}
+
+TEST(DropoutTest, ZeroesAboutPAndScalesTheRest) {
+  auto dropout = Dropout::Create("drop", {10000}, 0.25f, 42);
+  ASSERT_TRUE(dropout.ok());
+  Tensor x = Tensor::Full({1, 10000}, 1.0f);
+  Tensor y = (*dropout)->Forward(x, true);
+  int64_t zeros = 0;
+  for (float v : y.ToVector()) {
+    if (v == 0.0f) {
+      ++zeros;
+    } else {
+      EXPECT_FLOAT_EQ(v, 1.0f / 0.75f);
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(zeros) / 10000.0, 0.25, 0.02);
+  // Backward applies the same mask.
+  Tensor g = (*dropout)->Backward(Tensor::Full({1, 10000}, 2.0f), true);
+  for (int64_t i = 0; i < 10000; ++i) EXPECT_FLOAT_EQ(g.data()[i], 2.0f * y.data()[i]);
+  // Evaluation is the identity.
+  EXPECT_TRUE((*dropout)->Forward(x, false).SharesBufferWith(x));
+  EXPECT_EQ(Dropout::Create("d", {3}, 1.0f, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SoftmaxCrossEntropyTest, LossAccuracyAndGradient) {
+  Tensor logits = Tensor::FromVector({2, 3}, {1, 2, 3, 0, 0, 0});
+  std::vector<int32_t> labels = {2, 1};
+  auto result = SoftmaxCrossEntropy(logits, labels, true);
+  ASSERT_TRUE(result.ok());
+  const double l0 = std::log(std::exp(1) + std::exp(2) + std::exp(3)) - 3;
+  const double l1 = std::log(3.0);
+  EXPECT_NEAR(result->loss, (l0 + l1) / 2, 1e-6);
+  EXPECT_EQ(result->correct, 1);  // row 1 ties: arg-max is class 0
+  // Finite differences of the mean loss.
+  for (int64_t i = 0; i < 6; ++i) {
+    Tensor plus = logits.Clone(), minus = logits.Clone();
+    plus.data()[i] += 1e-3f;
+    minus.data()[i] -= 1e-3f;
+    const double numeric = (SoftmaxCrossEntropy(plus, labels, false)->loss -
+                            SoftmaxCrossEntropy(minus, labels, false)->loss) /
+                           2e-3;
+    EXPECT_NEAR(result->grad_logits.data()[i], numeric, 1e-3);
+  }
+}
+
+TEST(SoftmaxCrossEntropyTest, RejectsBadLabels) {
+  Tensor logits = Tensor::Zeros({2, 3});
+  std::vector<int32_t> out_of_range = {0, 3};
+  auto r = SoftmaxCrossEntropy(logits, out_of_range, false);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("label 3 of row 1 is outside [0, 3)"), std::string::npos);
+  std::vector<int32_t> too_few = {0};
+  EXPECT_EQ(SoftmaxCrossEntropy(logits, too_few, false).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace strata

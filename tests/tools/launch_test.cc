@@ -1,0 +1,93 @@
+// strata_launch as a user runs it: a real process, its output and files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+Result RunLaunch(const std::string& args) {
+  const std::string cmd =
+      std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+const std::string kConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
+
+TEST(LaunchTest, SingleModeWritesSummaryMetricsAndFinalLine) {
+  const std::string dir = std::filesystem::temp_directory_path() / "strata_launch_test";
+  std::filesystem::create_directories(dir);
+  const Result r = RunLaunch("--config " + kConfig +
+                       " --mode single --max-steps 40 --threads 2 --seed 3 --metrics-out " + dir +
+                       "/m.jsonl --summary-out " + dir + "/s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("final: mode=single test_accuracy=0."), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("epoch 1/1  step 40/937"), std::string::npos) << r.output;
+
+  std::ifstream in(dir + "/s.json");
+  nlohmann::json summary = nlohmann::json::parse(in);
+  EXPECT_EQ(summary["mode"], "single");
+  EXPECT_EQ(summary["steps"], 40);
+  EXPECT_EQ(summary["epochs"], 1);
+  EXPECT_EQ(summary["threads"], 2);
+  EXPECT_GT(summary["test_accuracy"].get<double>(), 0.5);  // 40 steps already learn a lot
+  EXPECT_GT(summary["images_per_sec"].get<double>(), 0.0);
+  EXPECT_TRUE(summary.contains("train_loss"));
+
+  std::ifstream metrics(dir + "/m.jsonl");
+  std::string line;
+  int train_lines = 0, eval_lines = 0;
+  while (std::getline(metrics, line)) {
+    nlohmann::json record = nlohmann::json::parse(line);
+    if (record["event"] == "train") ++train_lines;
+    if (record["event"] == "eval") ++eval_lines;
+  }
+  EXPECT_EQ(train_lines, 1);  // log_every is 100: one line at the last step
+  EXPECT_EQ(eval_lines, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LaunchTest, ConfigErrorsExitWithTheFieldPath) {
+  const std::string path = std::filesystem::temp_directory_path() / "strata_bad_config.json";
+  std::ifstream in(kConfig);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string bad = text.str();
+  const std::string from = R"("maxpool2d", "name": "pool1")";
+  bad.replace(bad.find(from), from.size(), R"("maxpool3d", "name": "pool1")");
+  std::ofstream(path) << bad;
+  const Result r = RunLaunch("--config " + path);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("strata_launch: error: " + path +
+                          ": model.layers[2].type: unknown layer type \"maxpool3d\""),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove(path);
+}
+
+TEST(LaunchTest, MissingConfigAndBadDataPath) {
+  Result r = RunLaunch("");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--config is required"), std::string::npos) << r.output;
+  r = RunLaunch("--config /nonexistent.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot open job config /nonexistent.json"), std::string::npos);
+}
+
+}  // namespace
