@@ -118,4 +118,12 @@ int64_t Model::ForwardFlopsPerSample() const {
   return flops;
 }
 
+int64_t Model::TrainingFlopsPerSample() const {
+  int64_t flops = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    flops += layers_[i]->ForwardFlopsPerSample() * (i == 0 ? 2 : 3);
+  }
+  return flops;
+}
+
 }  // namespace strata

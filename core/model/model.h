@@ -47,6 +47,10 @@ class Model {
   int64_t num_parameter_elements();
   // Forward multiply-add FLOPs of one sample (x2 per multiply-add).
   int64_t ForwardFlopsPerSample() const;
+  // FLOPs of one sample's training step: forward, input gradient and weight
+  // gradient (each about the forward's cost), without the first layer's
+  // input gradient, which training never computes.
+  int64_t TrainingFlopsPerSample() const;
 
  private:
   Model() = default;

@@ -1,0 +1,46 @@
+# Thin wrapper over CMake/CTest. Each target does its own setup, so on a
+# fresh Debian machine `make demo` and `make test` work with nothing
+# installed by hand.
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+STRATA_CUDA ?= AUTO
+JOBS ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all setup setup-bench configure build test demo bench format tidy clean
+
+all: build
+
+setup:
+	bash tools/setup.sh
+
+setup-bench:
+	bash tools/setup.sh --bench
+
+configure: setup
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSTRATA_CUDA=$(STRATA_CUDA) $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The whole suite (unit, integration and end-to-end multi-process tests).
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The default job on a local cluster: Fashion-MNIST, 3 epochs.
+demo: build
+	$(BUILD_DIR)/bin/strata_launch --config configs/fashion_mnist.json --mode single \
+	  --metrics-out $(BUILD_DIR)/demo_metrics.jsonl --summary-out $(BUILD_DIR)/demo_summary.json
+
+# Throughput against the PyTorch peer, side by side.
+bench: setup-bench build
+	$(BUILD_DIR)/bin/strata_bench train --mode single --config configs/fashion_mnist.json
+
+format:
+	find core tools tests -name '*.h' -o -name '*.cc' -o -name '*.cu' | xargs clang-format -i
+
+tidy: configure
+	find core tools -name '*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,40 @@
+// Subprocess: start a program with a modified environment, its output
+// redirected to a file, and wait for it with a deadline.
+//
+//   ProcessSpec spec;
+//   spec.argv = {"/usr/bin/python3", "peer.py", "--steps", "300"};
+//   spec.unset_env = {"OPENBLAS_CORETYPE"};
+//   spec.set_env = {{"OMP_NUM_THREADS", "2"}};
+//   spec.output_path = "/tmp/peer.log";
+//   STRATA_ASSIGN_OR_RETURN(int code, RunProcess(spec, absl::Minutes(10)));
+#ifndef STRATA_CORE_UTIL_SUBPROCESS_H_
+#define STRATA_CORE_UTIL_SUBPROCESS_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace strata {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;  // argv[0] is the program (searched in PATH)
+  std::vector<std::string> unset_env;
+  std::vector<std::pair<std::string, std::string>> set_env;
+  std::string output_path;  // stdout and stderr go here; "" = inherit
+};
+
+// Runs the process to completion and returns its exit code (128 + signal if
+// it was killed by a signal). When `timeout` passes first, the process (and
+// its process group) is killed and DeadlineExceeded is returned. Fails when
+// the program cannot be started.
+absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout);
+
+// The last `max_bytes` of a file (for showing the end of a failed run's log).
+std::string FileTail(const std::string& path, size_t max_bytes);
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_UTIL_SUBPROCESS_H_

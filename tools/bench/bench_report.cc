@@ -1,0 +1,40 @@
+#include "tools/bench/bench_report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace strata::bench {
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+const std::vector<std::string>& UnsetForBenchmarks() {
+  static const std::vector<std::string> names = {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"};
+  return names;
+}
+
+std::vector<std::pair<std::string, std::string>> PeerEnvironment(int threads) {
+  const std::string t = std::to_string(threads);
+  return {{"OMP_NUM_THREADS", t},
+          {"OPENBLAS_NUM_THREADS", t},
+          {"GLIBC_TUNABLES",
+           "glibc.malloc.mmap_threshold=1000000000:glibc.malloc.trim_threshold=4000000000"},
+          {"PYTHONUNBUFFERED", "1"}};
+}
+
+std::string BinaryDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+std::string SourceDir() { return STRATA_SOURCE_DIR; }
+
+}  // namespace strata::bench

@@ -1,0 +1,29 @@
+// Small helpers shared by the strata_bench subcommands: medians, the
+// environment each contender runs in, and where the tool's files are.
+#ifndef STRATA_TOOLS_BENCH_BENCH_REPORT_H_
+#define STRATA_TOOLS_BENCH_BENCH_REPORT_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::bench {
+
+double Median(std::vector<double> values);
+
+// Variables unset for every contender: on these machines they force slow
+// OpenBLAS kernels that a user's machine would not have.
+const std::vector<std::string>& UnsetForBenchmarks();
+
+// The environment that gives a PyTorch/NumPy peer its best speed with
+// `threads` threads (DESIGN.md, "Measuring").
+std::vector<std::pair<std::string, std::string>> PeerEnvironment(int threads);
+
+// Directory of the running strata_bench binary (to find strata_launch).
+std::string BinaryDir();
+// The project's source directory (to find tools/bench/peers), baked in at build time.
+std::string SourceDir();
+
+}  // namespace strata::bench
+
+#endif  // STRATA_TOOLS_BENCH_BENCH_REPORT_H_

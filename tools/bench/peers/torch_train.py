@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""PyTorch peer for `strata_bench train`: trains the model of a Strata job
+config with PyTorch on the same data, batch, optimizer and thread count, and
+reports training images per second as JSON.
+
+Run with Debian's interpreter (/usr/bin/python3, python3-torch 1.13). The
+benchmark tool sets the environment that gives PyTorch its best speed
+(OPENBLAS_NUM_THREADS/OMP_NUM_THREADS and glibc malloc tuning).
+
+    /usr/bin/python3 torch_train.py --config configs/fashion_mnist.json \
+        --steps 300 --threads 2 --json out.json
+"""
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    ndims = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndims)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndims).reshape(dims)
+
+
+def load_train_data(data_cfg, input_shape, classes, size):
+    """Returns (images NCHW float32 normalised, labels int64)."""
+    if data_cfg["dataset"] in ("fashion_mnist", "mnist"):
+        d = data_cfg["path"]
+        pick = lambda stem: os.path.join(d, stem + ".gz") if os.path.exists(
+            os.path.join(d, stem + ".gz")) else os.path.join(d, stem)
+        images = read_idx(pick("train-images-idx3-ubyte"))[:, :, :, None]
+        labels = read_idx(pick("train-labels-idx1-ubyte")).astype(np.int64)
+    else:  # synthetic or other: random data of the model's shape
+        rng = np.random.default_rng(1)
+        images = rng.integers(0, 256, size=(size, *input_shape), dtype=np.uint8)
+        labels = rng.integers(0, classes, size=size).astype(np.int64)
+    mean = np.array(data_cfg.get("mean", [0.0]), dtype=np.float32)
+    std = np.array(data_cfg.get("std", [1.0]), dtype=np.float32)
+    x = (images.astype(np.float32) / 255.0 - mean) / std  # NHWC
+    x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))      # NCHW
+    return torch.from_numpy(x), torch.from_numpy(labels)
+
+
+def build_model(model_cfg):
+    h, w, c = model_cfg["input"]
+    layers = []
+    for spec in model_cfg["layers"]:
+        t = spec["type"]
+        if t == "conv2d":
+            layers.append(nn.Conv2d(c, spec["out_channels"], spec.get("kernel", 3),
+                                    spec.get("stride", 1), spec.get("padding", 0)))
+            k, s, p = spec.get("kernel", 3), spec.get("stride", 1), spec.get("padding", 0)
+            h, w, c = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1, spec["out_channels"]
+        elif t in ("maxpool2d", "avgpool2d"):
+            k = spec.get("kernel", 2)
+            s = spec.get("stride", 0) or k
+            p = spec.get("padding", 0)
+            cls = nn.MaxPool2d if t == "maxpool2d" else nn.AvgPool2d
+            layers.append(cls(k, s, p) if t == "maxpool2d" else cls(k, s, p, count_include_pad=False))
+            h, w = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+        elif t == "global_avgpool":
+            layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+            h = w = 1
+        elif t == "batchnorm2d":
+            layers.append(nn.BatchNorm2d(c, eps=spec.get("epsilon", 1e-5),
+                                         momentum=spec.get("momentum", 0.1)))
+        elif t == "relu":
+            layers.append(nn.ReLU())
+        elif t == "flatten":
+            layers.append(nn.Flatten())
+            c, h, w = c * h * w, 1, 1
+        elif t == "linear":
+            layers.append(nn.Linear(c * h * w, spec["out_features"]))
+            c, h, w = spec["out_features"], 1, 1
+        elif t == "dropout":
+            layers.append(nn.Dropout(spec.get("p", 0.5)))
+        else:
+            raise SystemExit(f"torch_train.py: layer type {t!r} has no PyTorch mapping")
+    return nn.Sequential(*layers)
+
+
+def make_optimizer(cfg, params):
+    o = cfg["optimizer"]
+    if o["type"] == "sgd":
+        return torch.optim.SGD(params, lr=o["lr"], momentum=o.get("momentum", 0.0),
+                               nesterov=o.get("nesterov", False),
+                               weight_decay=o.get("weight_decay", 0.0))
+    cls = torch.optim.AdamW if o["type"] == "adamw" else torch.optim.Adam
+    return cls(params, lr=o["lr"], betas=(o.get("beta1", 0.9), o.get("beta2", 0.999)),
+               eps=o.get("epsilon", 1e-8), weight_decay=o.get("weight_decay", 0.0))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=0)
+    ap.add_argument("--channels-last", action="store_true",
+                    help="NHWC memory format (oneDNN's blocked path is often faster)")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    with open(args.config) as f:
+        cfg = json.load(f)
+    batch = args.batch_size or cfg.get("training", {}).get("batch_size", 64)
+    model_cfg = cfg["model"]
+    x, y = load_train_data(cfg["data"], model_cfg["input"], model_cfg["classes"],
+                           max(batch * args.steps, 1024))
+    model = build_model(model_cfg)
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    opt = make_optimizer(cfg, model.parameters())
+    loss_fn = nn.CrossEntropyLoss()
+    n = x.shape[0]
+    perm = torch.randperm(n)
+    steps_per_epoch = n // batch
+
+    def step(i):
+        j = i % steps_per_epoch
+        idx = perm[j * batch:(j + 1) * batch]
+        xb, yb = x[idx], y[idx]
+        if args.channels_last:
+            xb = xb.contiguous(memory_format=torch.channels_last)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    start = time.perf_counter()
+    for i in range(args.steps):
+        loss = step(i)
+    seconds = time.perf_counter() - start
+    result = {"peer": "pytorch", "torch_version": torch.__version__, "steps": args.steps,
+              "batch_size": batch, "threads": args.threads, "channels_last": args.channels_last,
+              "train_seconds": seconds, "images_per_sec": args.steps * batch / seconds,
+              "final_loss": float(loss)}
+    text = json.dumps(result)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+// strata_bench: Strata's benchmark tool.
+//
+//   strata_bench train --config configs/fashion_mnist.json [--modes single]
+//                      [--steps 300] [--repeat 3] [--threads 2] [--json out.json]
+//
+// Every figure is measured side by side with its peer in one run (contenders
+// alternate), reported as medians and ratios, next to the machine's limit.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_split.h"
+#include "core/util/flag_names.h"
+#include "tools/bench/train_bench.h"
+
+ABSL_FLAG(std::string, config, "", "job config JSON file");
+ABSL_FLAG(std::string, mode, "", "one mode to benchmark (same as --modes with one entry)");
+ABSL_FLAG(std::string, modes, "single", "comma-separated modes to benchmark");
+ABSL_FLAG(int32_t, steps, 300, "training steps per run");
+ABSL_FLAG(int32_t, repeat, 3, "runs per contender (alternated)");
+ABSL_FLAG(int32_t, threads, 2, "CPU threads per process, for Strata and its peers alike");
+ABSL_FLAG(int32_t, batch_size, 0, "batch size (0: the config's)");
+ABSL_FLAG(bool, peer, true, "also run the PyTorch peer (skipped when torch is missing)");
+ABSL_FLAG(std::string, json, "", "write the report as JSON to this file");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Strata's benchmark tool.\n  strata_bench train --config JOB.json [--modes single] "
+      "[--steps K] [--repeat R] [--threads T] [--json out.json]");
+  strata::NormalizedArgs args(argc, argv);
+  std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
+  if (positional.size() < 2) {
+    std::fprintf(stderr, "strata_bench: error: name a benchmark (train)\n");
+    return 2;
+  }
+  const std::string command = positional[1];
+  absl::Status status;
+  if (command == "train") {
+    strata::bench::TrainBenchOptions o;
+    o.config = absl::GetFlag(FLAGS_config);
+    const std::string modes =
+        absl::GetFlag(FLAGS_mode).empty() ? absl::GetFlag(FLAGS_modes) : absl::GetFlag(FLAGS_mode);
+    o.modes = absl::StrSplit(modes, ',', absl::SkipEmpty());
+    o.steps = absl::GetFlag(FLAGS_steps);
+    o.repeat = absl::GetFlag(FLAGS_repeat);
+    o.threads = absl::GetFlag(FLAGS_threads);
+    o.batch_size = absl::GetFlag(FLAGS_batch_size);
+    o.with_peer = absl::GetFlag(FLAGS_peer);
+    o.json_out = absl::GetFlag(FLAGS_json);
+    status = strata::bench::RunTrainBench(o);
+  } else {
+    std::fprintf(stderr, "strata_bench: error: unknown benchmark \"%s\" (known: train)\n",
+                 command.c_str());
+    return 2;
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "strata_bench: error: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs every Debian package that Strata's build, tests and demo need.
+# Idempotent: installs only what is missing, runs `apt-get update` at most
+# once, and says what it does.
+#
+#   tools/setup.sh           build, test and demo dependencies
+#   tools/setup.sh --bench   also the benchmark peers (python3-torch) and plotting
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libdnnl-dev libopenblas-dev zlib1g-dev
+  libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+  libabsl-dev nlohmann-json3-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+  iproute2 procps
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch python3-numpy gnuplot-nox)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} required packages are installed"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO="sudo"
+fi
+echo "setup: installing ${#missing[@]} missing packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"
