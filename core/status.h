@@ -14,8 +14,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include "absl/strings/string_view.h"
 #include <utility>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,45 +43,45 @@ const absl::Status& AsStatus(const absl::StatusOr<T>& s) {
 #define STRATA_STATUS_CONCAT_(a, b) STRATA_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the calling function when `expr` (a Status) is not OK.
-#define STRATA_RETURN_IF_ERROR(expr)                                   \
-  do {                                                                 \
-    const absl::Status strata_status_ = (expr);                        \
-    if (!strata_status_.ok()) return strata_status_;                   \
+#define STRATA_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    const absl::Status strata_status_ = (expr);      \
+    if (!strata_status_.ok()) return strata_status_; \
   } while (0)
 
 // Like STRATA_RETURN_IF_ERROR, adding `context` in front of the message.
-#define STRATA_RETURN_IF_ERROR_CTX(expr, context)                      \
-  do {                                                                 \
-    const absl::Status strata_status_ = (expr);                        \
-    if (!strata_status_.ok())                                          \
-      return ::strata::WithContext(strata_status_, (context));         \
+#define STRATA_RETURN_IF_ERROR_CTX(expr, context)                                      \
+  do {                                                                                 \
+    const absl::Status strata_status_ = (expr);                                        \
+    if (!strata_status_.ok()) return ::strata::WithContext(strata_status_, (context)); \
   } while (0)
 
 // `lhs = value of expr` when `expr` (a StatusOr) is OK; returns its error otherwise.
 #define STRATA_ASSIGN_OR_RETURN(lhs, expr) \
   STRATA_ASSIGN_OR_RETURN_IMPL_(STRATA_STATUS_CONCAT_(strata_statusor_, __LINE__), lhs, expr, "")
 
-#define STRATA_ASSIGN_OR_RETURN_CTX(lhs, expr, context) \
-  STRATA_ASSIGN_OR_RETURN_IMPL_(STRATA_STATUS_CONCAT_(strata_statusor_, __LINE__), lhs, expr, context)
+#define STRATA_ASSIGN_OR_RETURN_CTX(lhs, expr, context)                                       \
+  STRATA_ASSIGN_OR_RETURN_IMPL_(STRATA_STATUS_CONCAT_(strata_statusor_, __LINE__), lhs, expr, \
+                                context)
 
-#define STRATA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr, context)          \
-  auto tmp = (expr);                                                    \
-  if (!tmp.ok()) {                                                      \
-    absl::string_view strata_ctx_ = (context);                           \
-    if (strata_ctx_.empty()) return tmp.status();                       \
-    return ::strata::WithContext(tmp.status(), strata_ctx_);            \
-  }                                                                     \
+#define STRATA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr, context) \
+  auto tmp = (expr);                                           \
+  if (!tmp.ok()) {                                             \
+    absl::string_view strata_ctx_ = (context);                 \
+    if (strata_ctx_.empty()) return tmp.status();              \
+    return ::strata::WithContext(tmp.status(), strata_ctx_);   \
+  }                                                            \
   lhs = std::move(tmp).value()
 
 // Programmer-error check: aborts with file:line and the message. Never use it
 // for anything that comes from a file, a flag or the network.
-#define STRATA_CHECK(cond, ...)                                                  \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
+#define STRATA_CHECK(cond, ...)                                                       \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
       std::fprintf(stderr, "%s:%d: check failed: %s %s\n", __FILE__, __LINE__, #cond, \
-                   absl::StrCat(__VA_ARGS__).c_str());                           \
-      std::abort();                                                              \
-    }                                                                            \
+                   absl::StrCat(__VA_ARGS__).c_str());                                \
+      std::abort();                                                                   \
+    }                                                                                 \
   } while (0)
 
 #endif  // STRATA_CORE_STATUS_H_

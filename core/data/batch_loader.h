@@ -25,7 +25,7 @@ struct Batch {
 struct BatchLoaderOptions {
   int64_t global_batch = 64;
   int rank = 0;
-  int world = 1;          // global_batch must be divisible by world
+  int world = 1;  // global_batch must be divisible by world
   bool shuffle = true;
   bool drop_last = true;  // false keeps a final short batch
   uint64_t seed = 1;

@@ -23,9 +23,9 @@ absl::StatusOr<Dataset> ReadCifar10(const std::vector<std::string>& paths) {
     if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
     const int64_t bytes = static_cast<int64_t>(in.tellg());
     if (bytes == 0 || bytes % kCifarRecord != 0) {
-      return absl::DataLossError(absl::StrCat(
-          path, ": ", bytes, " bytes is not a whole number of CIFAR-10 records of ", kCifarRecord,
-          " bytes (truncated or not a CIFAR-10 binary batch)"));
+      return absl::DataLossError(
+          absl::StrCat(path, ": ", bytes, " bytes is not a whole number of CIFAR-10 records of ",
+                       kCifarRecord, " bytes (truncated or not a CIFAR-10 binary batch)"));
     }
     in.seekg(0);
     const int64_t count = bytes / kCifarRecord;
@@ -37,8 +37,8 @@ absl::StatusOr<Dataset> ReadCifar10(const std::vector<std::string>& paths) {
       }
       const int label = static_cast<unsigned char>(record[0]);
       if (label >= kCifarClasses) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": label ", label, " of record ", r, " is outside [0, 10)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": label ", label, " of record ", r, " is outside [0, 10)"));
       }
       ds.labels.push_back(label);
       // Records are channel-major (all R, then G, then B); Strata is HWC.

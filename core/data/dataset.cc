@@ -43,13 +43,13 @@ namespace {
 absl::Status CheckMatches(const Dataset& ds, const std::string& what, const Shape& model_input,
                           int64_t classes) {
   if (ds.sample_shape != model_input) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " has samples of shape ", ds.sample_shape.ToString(), " but model.input is ",
-        model_input.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(what, " has samples of shape ",
+                                                   ds.sample_shape.ToString(),
+                                                   " but model.input is ", model_input.ToString()));
   }
   if (ds.classes > classes) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " has ", ds.classes,
-                                                   " classes but model.classes is ", classes));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has ", ds.classes, " classes but model.classes is ", classes));
   }
   return absl::OkStatus();
 }
@@ -63,10 +63,10 @@ absl::StatusOr<DataSplits> LoadDataSplits(const DataConfig& data, const Shape& m
     if (model_input.rank() != 3) {
       return absl::InvalidArgumentError("synthetic data needs an image model.input [H, W, C]");
     }
-    splits.train = MakeSyntheticDataset(model_input, classes, data.synthetic_train,
-                                        DeriveSeed(seed, 1));
-    splits.test = MakeSyntheticDataset(model_input, classes, data.synthetic_test,
-                                       DeriveSeed(seed, 2));
+    splits.train =
+        MakeSyntheticDataset(model_input, classes, data.synthetic_train, DeriveSeed(seed, 1));
+    splits.test =
+        MakeSyntheticDataset(model_input, classes, data.synthetic_test, DeriveSeed(seed, 2));
   } else if (data.dataset == "fashion_mnist" || data.dataset == "mnist") {
     const std::string& dir = data.path;
     // Debian ships the files gzip-compressed; accept the unpacked names too.
@@ -74,9 +74,8 @@ absl::StatusOr<DataSplits> LoadDataSplits(const DataConfig& data, const Shape& m
       const std::string gz = absl::StrCat(dir, "/", stem, ".gz");
       return std::ifstream(gz).good() ? gz : absl::StrCat(dir, "/", stem);
     };
-    STRATA_ASSIGN_OR_RETURN(splits.train,
-                            ReadIdxDataset(pick("train-images-idx3-ubyte"),
-                                           pick("train-labels-idx1-ubyte"), 10));
+    STRATA_ASSIGN_OR_RETURN(splits.train, ReadIdxDataset(pick("train-images-idx3-ubyte"),
+                                                         pick("train-labels-idx1-ubyte"), 10));
     STRATA_ASSIGN_OR_RETURN(splits.test, ReadIdxDataset(pick("t10k-images-idx3-ubyte"),
                                                         pick("t10k-labels-idx1-ubyte"), 10));
   } else if (data.dataset == "cifar10") {

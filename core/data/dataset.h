@@ -20,7 +20,7 @@ namespace strata {
 
 struct Dataset {
   std::string name;
-  Shape sample_shape;           // {H, W, C}
+  Shape sample_shape;  // {H, W, C}
   int64_t classes = 0;
   std::vector<uint8_t> pixels;  // size() * sample_shape.numel() bytes, HWC per image
   std::vector<int32_t> labels;  // in [0, classes)

@@ -29,8 +29,8 @@ absl::Status ReadExact(gzFile f, const std::string& path, void* out, size_t n,
           absl::StrCat(path, ": corrupt compressed data while reading ", what, ": ", message));
     }
     if (got == 0) {
-      return absl::DataLossError(absl::StrCat(path, ": truncated: expected ", n, " bytes of ",
-                                              what, ", found ", done));
+      return absl::DataLossError(
+          absl::StrCat(path, ": truncated: expected ", n, " bytes of ", what, ", found ", done));
     }
     done += static_cast<size_t>(got);
   }
@@ -45,13 +45,13 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
   unsigned char magic[4];
   STRATA_RETURN_IF_ERROR(ReadExact(file.get(), path, magic, 4, "the IDX header"));
   if (magic[0] != 0 || magic[1] != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": not an IDX file (wrong magic number: first bytes ", magic[0], " ", magic[1],
-        ", expected 0 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not an IDX file (wrong magic number: first bytes ", magic[0], " ",
+                     magic[1], ", expected 0 0)"));
   }
   if (magic[2] != 0x08) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": unsupported IDX element type 0x", absl::Hex(magic[2]), " (only unsigned bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported IDX element type 0x",
+                                                   absl::Hex(magic[2]), " (only unsigned bytes)"));
   }
   const int ndims = magic[3];
   if (ndims < 1 || ndims > 4) {
@@ -63,7 +63,8 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
   for (int i = 0; i < ndims; ++i) {
     unsigned char b[4];
     STRATA_RETURN_IF_ERROR(ReadExact(file.get(), path, b, 4, "the IDX dimensions"));
-    const uint32_t d = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+    const uint32_t d =
+        (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
     if (d == 0 || d > (1u << 28)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": IDX dimension ", i, " is ", d, " (implausible)"));
@@ -81,9 +82,8 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
   const int more = gzread(file.get(), &extra, 1);
   if (more < 0) {
     int err = 0;
-    return absl::DataLossError(
-        absl::StrCat(path, ": corrupt compressed data after the IDX array: ",
-                     gzerror(file.get(), &err)));
+    return absl::DataLossError(absl::StrCat(
+        path, ": corrupt compressed data after the IDX array: ", gzerror(file.get(), &err)));
   }
   if (more > 0) {
     return absl::InvalidArgumentError(
@@ -97,14 +97,14 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
   STRATA_ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(images_path));
   STRATA_ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(labels_path));
   if (images.dims.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        images_path, ": expected a 3-dimensional image array, found ", images.dims.size(),
-        " dimensions"));
+    return absl::InvalidArgumentError(absl::StrCat(images_path,
+                                                   ": expected a 3-dimensional image array, found ",
+                                                   images.dims.size(), " dimensions"));
   }
   if (labels.dims.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        labels_path, ": expected a 1-dimensional label array, found ", labels.dims.size(),
-        " dimensions"));
+    return absl::InvalidArgumentError(absl::StrCat(labels_path,
+                                                   ": expected a 1-dimensional label array, found ",
+                                                   labels.dims.size(), " dimensions"));
   }
   if (images.dims[0] != labels.dims[0]) {
     return absl::InvalidArgumentError(absl::StrCat(images_path, " holds ", images.dims[0],
@@ -118,9 +118,9 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
   ds.labels.resize(labels.data.size());
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] >= classes) {
-      return absl::InvalidArgumentError(absl::StrCat(labels_path, ": label ",
-                                                     int{labels.data[i]}, " at index ", i,
-                                                     " is outside [0, ", classes, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(labels_path, ": label ", int{labels.data[i]},
+                                                     " at index ", i, " is outside [0, ", classes,
+                                                     ")"));
     }
     ds.labels[i] = labels.data[i];
   }

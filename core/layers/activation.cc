@@ -33,9 +33,8 @@ Tensor Flatten::Backward(const Tensor& grad_output, bool need_input_grad) {
   return grad_output.View(BatchShape(grad_output.dim(0), input_shape()));
 }
 
-absl::StatusOr<std::unique_ptr<Dropout>> Dropout::Create(std::string name,
-                                                         const Shape& input_shape, float p,
-                                                         uint64_t seed) {
+absl::StatusOr<std::unique_ptr<Dropout>> Dropout::Create(std::string name, const Shape& input_shape,
+                                                         float p, uint64_t seed) {
   if (!(p >= 0.0f && p < 1.0f)) {
     return absl::InvalidArgumentError(absl::StrCat("dropout needs 0 <= p < 1, got ", p));
   }

@@ -29,9 +29,9 @@ absl::StatusOr<std::unique_ptr<BatchNorm2d>> BatchNorm2d::Create(std::string nam
         absl::StrCat("batchnorm2d needs an image input [H, W, C], got ", input_shape.ToString()));
   }
   if (!(options.epsilon > 0.0f) || !(options.momentum >= 0.0f && options.momentum <= 1.0f)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batchnorm2d needs epsilon > 0 and 0 <= momentum <= 1; got epsilon=",
-                     options.epsilon, " momentum=", options.momentum));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batchnorm2d needs epsilon > 0 and 0 <= momentum <= 1; got epsilon=", options.epsilon,
+        " momentum=", options.momentum));
   }
   return std::unique_ptr<BatchNorm2d>(new BatchNorm2d(std::move(name), input_shape, options));
 }

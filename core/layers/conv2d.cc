@@ -28,8 +28,8 @@ struct Conv2d::Kernels {
 absl::StatusOr<std::unique_ptr<Conv2d>> Conv2d::Create(std::string name, const Shape& input_shape,
                                                        const Conv2dOptions& o) {
   if (input_shape.rank() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "conv2d needs an image input [H, W, C], got ", input_shape.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("conv2d needs an image input [H, W, C], got ", input_shape.ToString()));
   }
   if (o.out_channels <= 0 || o.kernel <= 0 || o.stride <= 0 || o.padding < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -37,9 +37,8 @@ absl::StatusOr<std::unique_ptr<Conv2d>> Conv2d::Create(std::string name, const S
         o.out_channels, " kernel=", o.kernel, " stride=", o.stride, " padding=", o.padding));
   }
   if (input_shape[0] + 2 * o.padding < o.kernel || input_shape[1] + 2 * o.padding < o.kernel) {
-    return absl::InvalidArgumentError(absl::StrCat("conv2d kernel ", o.kernel,
-                                                   " is larger than the padded input ",
-                                                   input_shape.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv2d kernel ", o.kernel, " is larger than the padded input ", input_shape.ToString()));
   }
   return std::unique_ptr<Conv2d>(new Conv2d(std::move(name), input_shape, o));
 }
@@ -140,9 +139,9 @@ Tensor Conv2d::Backward(const Tensor& grad_output, bool need_input_grad) {
 
   // Write straight into weight_.grad when the kernel's layout is OIHW already.
   const bool direct = !k.diff_weight_to_user.needed();
-  OwnedMemory diff_weights =
-      direct ? OwnedMemory{WrapMemory(k.user_weight_md, weight_.grad), Tensor()}
-             : AllocateMemory(k.bwd_weights_pd.diff_weights_desc());
+  OwnedMemory diff_weights = direct
+                                 ? OwnedMemory{WrapMemory(k.user_weight_md, weight_.grad), Tensor()}
+                                 : AllocateMemory(k.bwd_weights_pd.diff_weights_desc());
   k.bwd_weights.execute(CpuStream(), {{DNNL_ARG_SRC, WrapMemory(k.src_md, input_)},
                                       {DNNL_ARG_DIFF_DST, diff_dst},
                                       {DNNL_ARG_DIFF_WEIGHTS, diff_weights.memory},

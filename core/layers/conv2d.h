@@ -47,8 +47,8 @@ class Conv2d final : public Layer {
   Parameter weight_;
   Parameter bias_;
   std::map<int64_t, std::unique_ptr<Kernels>> kernels_;
-  Tensor input_;               // saved by Forward for Backward
-  Tensor weight_in_layout_;    // weights as the forward kernel wants them
+  Tensor input_;             // saved by Forward for Backward
+  Tensor weight_in_layout_;  // weights as the forward kernel wants them
 };
 
 }  // namespace strata

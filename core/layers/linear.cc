@@ -12,9 +12,9 @@ namespace strata {
 absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(std::string name, const Shape& input_shape,
                                                        int64_t out_features) {
   if (input_shape.rank() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "linear needs a vector input [F], got ", input_shape.ToString(),
-        " (put a flatten layer before it)"));
+    return absl::InvalidArgumentError(absl::StrCat("linear needs a vector input [F], got ",
+                                                   input_shape.ToString(),
+                                                   " (put a flatten layer before it)"));
   }
   if (out_features <= 0) {
     return absl::InvalidArgumentError(

@@ -43,9 +43,8 @@ absl::StatusOr<std::unique_ptr<Pool2d>> Pool2d::Create(std::string name, const S
         " stride=", o.stride, " padding=", o.padding));
   }
   if (input_shape[0] + 2 * o.padding < o.kernel || input_shape[1] + 2 * o.padding < o.kernel) {
-    return absl::InvalidArgumentError(absl::StrCat("pooling window ", o.kernel,
-                                                   " is larger than the input ",
-                                                   input_shape.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pooling window ", o.kernel, " is larger than the input ", input_shape.ToString()));
   }
   return std::unique_ptr<Pool2d>(new Pool2d(std::move(name), input_shape, o));
 }

@@ -43,8 +43,8 @@ class Pool2d final : public Layer {
   Kernels& KernelsFor(int64_t batch);
 
   Pool2dOptions options_;
-  Shape output_shape_;        // per-sample output as reported ({C} when global)
-  Shape spatial_output_;      // {H_out, W_out, C}
+  Shape output_shape_;    // per-sample output as reported ({C} when global)
+  Shape spatial_output_;  // {H_out, W_out, C}
   std::map<int64_t, std::unique_ptr<Kernels>> kernels_;
   int64_t saved_batch_ = -1;  // batch of the last training Forward
   Tensor workspace_;          // max pooling's argmax record

@@ -16,9 +16,9 @@
 namespace strata {
 
 struct LossResult {
-  double loss = 0.0;      // mean over the batch
-  int64_t correct = 0;    // rows whose arg-max is the label
-  Tensor grad_logits;     // {N, K}; undefined unless requested
+  double loss = 0.0;    // mean over the batch
+  int64_t correct = 0;  // rows whose arg-max is the label
+  Tensor grad_logits;   // {N, K}; undefined unless requested
 };
 
 // Fails with InvalidArgument when logits are not {N, K}, the label count is

@@ -15,9 +15,9 @@ namespace {
 using nlohmann::json;
 
 const std::set<std::string>& KnownLayerTypes() {
-  static const std::set<std::string> types = {
-      "conv2d",      "relu",    "maxpool2d", "avgpool2d", "global_avgpool",
-      "batchnorm2d", "flatten", "linear",    "dropout"};
+  static const std::set<std::string> types = {"conv2d",    "relu",           "maxpool2d",
+                                              "avgpool2d", "global_avgpool", "batchnorm2d",
+                                              "flatten",   "linear",         "dropout"};
   return types;
 }
 
@@ -86,9 +86,8 @@ absl::Status ParseModel(const json& j, ModelConfig* model) {
   std::map<std::string, int> ordinals;
   std::set<std::string> names;
   for (size_t i = 0; i < layers->size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(LayerSpec spec,
-                            ParseLayer((*layers)[i], absl::StrCat("model.layers[", i, "]"),
-                                       &ordinals));
+    STRATA_ASSIGN_OR_RETURN(
+        LayerSpec spec, ParseLayer((*layers)[i], absl::StrCat("model.layers[", i, "]"), &ordinals));
     if (!names.insert(spec.name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat(spec.path, ".name: duplicate layer name \"", spec.name, "\""));
@@ -105,8 +104,8 @@ absl::Status ParseModel(const json& j, ModelConfig* model) {
       }
     }
     if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model.split_after: no layer is named \"", model->split_after, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.split_after: no layer is named \"", model->split_after, "\""));
     }
     if (model->split_index == static_cast<int>(model->layers.size())) {
       return absl::InvalidArgumentError(
@@ -121,9 +120,9 @@ absl::Status ParseData(const json& j, DataConfig* data) {
   STRATA_RETURN_IF_ERROR(r.Required("dataset", &data->dataset));
   const std::set<std::string> known = {"fashion_mnist", "mnist", "cifar10", "synthetic"};
   if (known.count(data->dataset) == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.dataset: unknown data set \"", data->dataset,
-        "\" (use fashion_mnist, mnist, cifar10 or synthetic)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.dataset: unknown data set \"", data->dataset,
+                     "\" (use fashion_mnist, mnist, cifar10 or synthetic)"));
   }
   if (data->dataset == "synthetic") {
     data->synthetic_train = 60000;
@@ -201,8 +200,8 @@ absl::Status ParseCluster(const json& j, ClusterConfig* c) {
   STRATA_RETURN_IF_ERROR(r.Optional("conv_workers", &c->conv_workers));
   STRATA_RETURN_IF_ERROR(r.Optional("fc_workers", &c->fc_workers));
   if (c->mode != "single" && c->mode != "ps" && c->mode != "stanza") {
-    return absl::InvalidArgumentError(absl::StrCat("cluster.mode: unknown mode \"", c->mode,
-                                                   "\" (use single, ps or stanza)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster.mode: unknown mode \"", c->mode, "\" (use single, ps or stanza)"));
   }
   STRATA_RETURN_IF_ERROR(Positive(c->servers, "cluster.servers"));
   STRATA_RETURN_IF_ERROR(Positive(c->conv_workers, "cluster.conv_workers"));
@@ -236,8 +235,8 @@ absl::StatusOr<JobConfig> ParseTopLevel(const json& j) {
   const size_t channels = static_cast<size_t>(config.model.input.dims().back());
   for (const auto* values : {&config.data.mean, &config.data.std}) {
     if (values->size() > 1 && values->size() != channels) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "data.mean/std: ", values->size(), " values for ", channels, " input channels"));
+      return absl::InvalidArgumentError(absl::StrCat("data.mean/std: ", values->size(),
+                                                     " values for ", channels, " input channels"));
     }
   }
   return config;

@@ -34,10 +34,10 @@ namespace strata {
 
 // One entry of model.layers. Only the fields of its type are meaningful.
 struct LayerSpec {
-  std::string type;  // conv2d, relu, maxpool2d, avgpool2d, global_avgpool,
-                     // batchnorm2d, flatten, linear, dropout
-  std::string name;  // unique in the model; defaults to type + ordinal ("conv2")
-  std::string path;  // "model.layers[3]", for error messages
+  std::string type;          // conv2d, relu, maxpool2d, avgpool2d, global_avgpool,
+                             // batchnorm2d, flatten, linear, dropout
+  std::string name;          // unique in the model; defaults to type + ordinal ("conv2")
+  std::string path;          // "model.layers[3]", for error messages
   int64_t out_channels = 0;  // conv2d
   int64_t kernel = 0;        // conv2d (default 3), pooling (default 2)
   int64_t stride = 0;        // conv2d (default 1), pooling (default = kernel)
@@ -49,11 +49,11 @@ struct LayerSpec {
 };
 
 struct ModelConfig {
-  Shape input;             // per-sample input, [H, W, C]
+  Shape input;  // per-sample input, [H, W, C]
   int64_t classes = 0;
   std::vector<LayerSpec> layers;
-  std::string split_after; // last layer of the conv trunk; "" = no split
-  int split_index = 0;     // index of the first head layer (layers.size() if no split)
+  std::string split_after;  // last layer of the conv trunk; "" = no split
+  int split_index = 0;      // index of the first head layer (layers.size() if no split)
 };
 
 struct DataConfig {
@@ -68,11 +68,11 @@ struct DataConfig {
 struct TrainingConfig {
   int64_t batch_size = 64;
   int64_t epochs = 1;
-  int64_t max_steps = 0;    // 0 = no limit beyond epochs
+  int64_t max_steps = 0;  // 0 = no limit beyond epochs
   int64_t seed = 1;
-  int64_t threads = 0;      // 0 = the machine's default
-  int64_t log_every = 50;   // steps between metric lines
-  bool evaluate = true;     // test-set accuracy after every epoch
+  int64_t threads = 0;     // 0 = the machine's default
+  int64_t log_every = 50;  // steps between metric lines
+  bool evaluate = true;    // test-set accuracy after every epoch
 };
 
 struct ClusterConfig {

@@ -57,10 +57,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, u
     model->layers_.push_back(*std::move(layer));
   }
   if (shape != Shape{config.classes}) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.layers: the last layer outputs ", shape.ToString(), " per sample, but the model has ",
-        config.classes, " classes (end with a linear layer of out_features ", config.classes,
-        ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.layers: the last layer outputs ", shape.ToString(),
+                     " per sample, but the model has ", config.classes,
+                     " classes (end with a linear layer of out_features ", config.classes, ")"));
   }
   // Each layer draws from its own stream, so adding a layer does not change
   // the initial values of the others.

@@ -9,8 +9,8 @@ namespace strata {
 
 absl::Status ValidateLrSchedule(const LrScheduleConfig& c) {
   if (c.type != "constant" && c.type != "step" && c.type != "cosine") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "schedule.type: unknown schedule \"", c.type, "\" (use constant, step or cosine)"));
+    return absl::InvalidArgumentError(absl::StrCat("schedule.type: unknown schedule \"", c.type,
+                                                   "\" (use constant, step or cosine)"));
   }
   if (c.warmup_steps < 0) {
     return absl::InvalidArgumentError(
@@ -24,8 +24,7 @@ absl::Status ValidateLrSchedule(const LrScheduleConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat("schedule.gamma must be > 0, got ", c.gamma));
   }
   if (!(c.min_lr >= 0.0f)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("schedule.min_lr must be >= 0, got ", c.min_lr));
+    return absl::InvalidArgumentError(absl::StrCat("schedule.min_lr must be >= 0, got ", c.min_lr));
   }
   return absl::OkStatus();
 }

@@ -18,7 +18,7 @@ struct LrScheduleConfig {
   int64_t warmup_steps = 0;       // linear ramp from base_lr/warmup_steps to base_lr
   int64_t step_size = 0;          // step: multiply by gamma every step_size steps
   float gamma = 0.1f;
-  float min_lr = 0.0f;            // cosine: the value reached at total_steps
+  float min_lr = 0.0f;  // cosine: the value reached at total_steps
 };
 
 // Fails with InvalidArgument naming the field that is wrong.

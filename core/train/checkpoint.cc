@@ -134,9 +134,9 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   uint32_t version = 0;
   STRATA_RETURN_IF_ERROR(cursor.Read(&version, "the version"));
   if (version != kCheckpointVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": checkpoint format version ", version, ", this build reads version ",
-        kCheckpointVersion));
+    return absl::FailedPreconditionError(absl::StrCat(path, ": checkpoint format version ", version,
+                                                      ", this build reads version ",
+                                                      kCheckpointVersion));
   }
   if (crc != stored_crc) {
     return absl::DataLossError(absl::StrCat(path, ": checkpoint CRC mismatch (file corrupt)"));
@@ -165,8 +165,8 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
     STRATA_RETURN_IF_ERROR(cursor.Read(&dtype, "a dtype"));
     STRATA_RETURN_IF_ERROR(cursor.Read(&rank, "a rank"));
     if (dtype != static_cast<uint8_t>(DType::kF32) || rank > 8) {
-      return absl::DataLossError(absl::StrCat(path, ": tensor ", t.name, " has dtype ",
-                                              int{dtype}, " and rank ", int{rank}));
+      return absl::DataLossError(absl::StrCat(path, ": tensor ", t.name, " has dtype ", int{dtype},
+                                              " and rank ", int{rank}));
     }
     std::vector<int64_t> dims(rank);
     uint64_t numel = 1;
@@ -196,8 +196,7 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   return checkpoint;
 }
 
-Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimizer,
-                                int64_t epoch) {
+Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimizer, int64_t epoch) {
   Checkpoint c;
   nlohmann::json meta = {{"step", optimizer.step()}, {"epoch", epoch}};
   c.metadata_json = meta.dump();
@@ -205,8 +204,8 @@ Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimize
   for (StateBuffer* b : model.state_buffers()) c.tensors.push_back({b->name, b->value.Clone()});
   for (size_t i = 0; i < optimizer.parameters().size(); ++i) {
     if (!optimizer.states()[i].defined()) continue;
-    c.tensors.push_back({optimizer.parameters()[i]->name + ".optimizer_state",
-                         optimizer.states()[i].Clone()});
+    c.tensors.push_back(
+        {optimizer.parameters()[i]->name + ".optimizer_state", optimizer.states()[i].Clone()});
   }
   return c;
 }
@@ -222,10 +221,9 @@ absl::StatusOr<int64_t> RestoreTrainingState(const Checkpoint& checkpoint, Model
       return absl::NotFoundError(absl::StrCat("checkpoint has no tensor \"", name, "\""));
     }
     if (it->second->shape() != dst.shape()) {
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint tensor \"", name, "\" has shape ",
-                                                     it->second->shape().ToString(),
-                                                     ", the model expects ",
-                                                     dst.shape().ToString()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint tensor \"", name, "\" has shape ", it->second->shape().ToString(),
+          ", the model expects ", dst.shape().ToString()));
     }
     copies.emplace_back(it->second, dst);
     return absl::OkStatus();

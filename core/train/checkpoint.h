@@ -41,8 +41,7 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
 
 // The training state of one process: parameters, state buffers, optimizer
 // state ("<param>.optimizer_state") and the step in the metadata.
-Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimizer,
-                                int64_t epoch);
+Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimizer, int64_t epoch);
 // Restores what CaptureTrainingState saved. Fails, changing nothing, when a
 // tensor is missing or has another shape (naming it). Returns the epoch.
 absl::StatusOr<int64_t> RestoreTrainingState(const Checkpoint& checkpoint, Model& model,

@@ -48,8 +48,8 @@ absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value)
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ",
-                                            std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -14,11 +14,11 @@
 namespace strata {
 
 struct ProgressState {
-  int64_t epoch = 0;          // 1-based
+  int64_t epoch = 0;  // 1-based
   int64_t epochs = 0;
   int64_t step_in_epoch = 0;  // 1-based
   int64_t steps_per_epoch = 0;
-  int64_t steps_done = 0;     // over the whole run
+  int64_t steps_done = 0;  // over the whole run
   int64_t total_steps = 0;
   double loss = 0.0;
   double images_per_sec = 0.0;

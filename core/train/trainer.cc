@@ -18,8 +18,7 @@ namespace strata {
 namespace {
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 constexpr int64_t kEvalBatch = 500;
@@ -77,9 +76,9 @@ absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,
 absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions& options) {
   const TrainingConfig& tc = config.training;
   SetCpuThreads(static_cast<int>(tc.threads));
-  STRATA_ASSIGN_OR_RETURN(
-      DataSplits data, LoadDataSplits(config.data, config.model.input, config.model.classes,
-                                      static_cast<uint64_t>(tc.seed)));
+  STRATA_ASSIGN_OR_RETURN(DataSplits data,
+                          LoadDataSplits(config.data, config.model.input, config.model.classes,
+                                         static_cast<uint64_t>(tc.seed)));
   if (options.train_limit > 0 && options.train_limit < data.train.size()) {
     data.train.labels.resize(options.train_limit);
     data.train.pixels.resize(options.train_limit * data.train.sample_shape.numel());
@@ -176,14 +175,13 @@ absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions
       }
       if (!options.checkpoint_path.empty() && options.checkpoint_every > 0 &&
           step % options.checkpoint_every == 0) {
-        STRATA_RETURN_IF_ERROR(WriteCheckpoint(options.checkpoint_path,
-                                               CaptureTrainingState(*model, opt, epoch)));
+        STRATA_RETURN_IF_ERROR(
+            WriteCheckpoint(options.checkpoint_path, CaptureTrainingState(*model, opt, epoch)));
       }
     }
     const bool epoch_done = step % steps_per_epoch == 0 || step == total_steps;
     if (tc.evaluate && epoch_done) {
-      STRATA_ASSIGN_OR_RETURN(EvalResult eval,
-                              Evaluate(*model, data.test, lo, options.eval_limit));
+      STRATA_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(*model, data.test, lo, options.eval_limit));
       summary.test_accuracy = eval.accuracy;
       summary.test_loss = eval.loss;
       metrics.Write({{"event", "eval"},

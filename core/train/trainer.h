@@ -17,14 +17,14 @@
 namespace strata {
 
 struct RunOptions {
-  std::string metrics_out;      // JSON lines; "" = none
-  std::string summary_out;      // summary JSON; "" = none
-  std::string checkpoint_path;  // "" = no checkpoints
-  int64_t checkpoint_every = 0; // steps between checkpoints (0 = only at the end)
-  bool restore = false;         // resume from checkpoint_path
-  int64_t train_limit = 0;      // use the first N training images only (0 = all)
-  int64_t eval_limit = 0;       // evaluate on the first N test images only (0 = all)
-  bool progress = true;         // progress line on stderr
+  std::string metrics_out;       // JSON lines; "" = none
+  std::string summary_out;       // summary JSON; "" = none
+  std::string checkpoint_path;   // "" = no checkpoints
+  int64_t checkpoint_every = 0;  // steps between checkpoints (0 = only at the end)
+  bool restore = false;          // resume from checkpoint_path
+  int64_t train_limit = 0;       // use the first N training images only (0 = all)
+  int64_t eval_limit = 0;        // evaluate on the first N test images only (0 = all)
+  bool progress = true;          // progress line on stderr
 };
 
 // What a run reports; ToJson() is the summary file.

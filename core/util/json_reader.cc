@@ -75,8 +75,8 @@ JsonObjectReader::JsonObjectReader(const nlohmann::json& json, std::string path)
 
 absl::Status JsonObjectReader::CheckObject() const {
   if (json_.is_object()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(path_.empty() ? "config" : path_, ": expected an object, got ", Describe(json_)));
+  return absl::InvalidArgumentError(absl::StrCat(path_.empty() ? "config" : path_,
+                                                 ": expected an object, got ", Describe(json_)));
 }
 
 bool JsonObjectReader::Has(const std::string& key) const {

@@ -74,8 +74,8 @@ absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) 
   ::close(exec_pipe[0]);
   if (n == sizeof(exec_errno)) {
     ::waitpid(pid, nullptr, 0);
-    return absl::NotFoundError(absl::StrCat("cannot start ", spec.argv[0], ": ",
-                                            std::strerror(exec_errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot start ", spec.argv[0], ": ", std::strerror(exec_errno)));
   }
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
@@ -91,9 +91,9 @@ absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) 
     if (absl::Now() > deadline) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
-      return absl::DeadlineExceededError(absl::StrCat(
-          absl::StrJoin(spec.argv, " "), " did not finish within ", absl::FormatDuration(timeout),
-          " and was killed"));
+      return absl::DeadlineExceededError(
+          absl::StrCat(absl::StrJoin(spec.argv, " "), " did not finish within ",
+                       absl::FormatDuration(timeout), " and was killed"));
     }
     ::usleep(5000);
   }

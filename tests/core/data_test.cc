@@ -65,8 +65,9 @@ TEST(IdxReaderTest, RawFileWithWrongMagic) {
   WriteBytes(dir.File("bad"), std::string("\x01\x02\x08\x01", 4) + std::string(10, 'x'));
   auto r = ReadIdxFile(dir.File("bad"));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().message(),
-            dir.File("bad") + ": not an IDX file (wrong magic number: first bytes 1 2, expected 0 0)");
+  EXPECT_EQ(
+      r.status().message(),
+      dir.File("bad") + ": not an IDX file (wrong magic number: first bytes 1 2, expected 0 0)");
 }
 
 TEST(IdxReaderTest, TruncatedRawFile) {
@@ -75,8 +76,8 @@ TEST(IdxReaderTest, TruncatedRawFile) {
   auto r = ReadIdxFile(dir.File("short"));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(r.status().message(), dir.File("short") +
-                                       ": truncated: expected 7840 bytes of IDX data (7840 "
-                                       "declared), found 1000");
+                                      ": truncated: expected 7840 bytes of IDX data (7840 "
+                                      "declared), found 1000");
 }
 
 TEST(IdxReaderTest, TruncatedGzipOfTheRealFile) {
@@ -108,12 +109,11 @@ TEST(IdxReaderTest, LabelOutOfRangeAndCountMismatch) {
   WriteBytes(dir.File("images"), IdxBytes({3, 2, 2}, 12));
   WriteBytes(dir.File("labels"), IdxBytes({3}, 3, 11));
   auto r = ReadIdxDataset(dir.File("images"), dir.File("labels"), 10);
-  EXPECT_EQ(r.status().message(),
-            dir.File("labels") + ": label 11 at index 0 is outside [0, 10)");
+  EXPECT_EQ(r.status().message(), dir.File("labels") + ": label 11 at index 0 is outside [0, 10)");
   WriteBytes(dir.File("labels2"), IdxBytes({2}, 2, 1));
   auto mismatch = ReadIdxDataset(dir.File("images"), dir.File("labels2"), 10);
-  EXPECT_EQ(mismatch.status().message(), dir.File("images") + " holds 3 images but " +
-                                             dir.File("labels2") + " holds 2 labels");
+  EXPECT_EQ(mismatch.status().message(),
+            dir.File("images") + " holds 3 images but " + dir.File("labels2") + " holds 2 labels");
 }
 
 TEST(IdxReaderTest, MissingFile) {
@@ -124,10 +124,10 @@ TEST(Cifar10ReaderTest, ReadsRecordsAsHwc) {
   TempDir dir;
   std::string record(3073, 0);
   record[0] = 7;
-  record[1] = 10;          // R of pixel 0
-  record[1 + 1024] = 20;   // G of pixel 0
-  record[1 + 2048] = 30;   // B of pixel 0
-  record[1 + 5] = 40;      // R of pixel 5
+  record[1] = 10;         // R of pixel 0
+  record[1 + 1024] = 20;  // G of pixel 0
+  record[1 + 2048] = 30;  // B of pixel 0
+  record[1 + 5] = 40;     // R of pixel 5
   WriteBytes(dir.File("b.bin"), record + record);
   auto ds = ReadCifar10({dir.File("b.bin")});
   ASSERT_TRUE(ds.ok()) << ds.status();

@@ -64,8 +64,7 @@ void ExpectGradientsMatch(Layer& layer, const Tensor& input, const GradientCheck
   }
   auto params = layer.parameters();
   for (size_t k = 0; k < params.size(); ++k) {
-    CheckTensor(layer, input, upstream, params[k]->value, param_grads[k], params[k]->name,
-                options);
+    CheckTensor(layer, input, upstream, params[k]->value, param_grads[k], params[k]->name, options);
   }
 }
 

@@ -11,9 +11,9 @@
 namespace strata::testing {
 
 struct GradientCheckOptions {
-  float step = 1e-2f;          // central-difference step h
-  float tolerance = 2e-2f;     // |analytic - numeric| <= tolerance * max(1, |numeric|)
-  int samples_per_tensor = 40; // elements checked per tensor (all when fewer)
+  float step = 1e-2f;           // central-difference step h
+  float tolerance = 2e-2f;      // |analytic - numeric| <= tolerance * max(1, |numeric|)
+  int samples_per_tensor = 40;  // elements checked per tensor (all when fewer)
   bool check_input = true;
   uint64_t seed = 7;
 };

@@ -153,8 +153,8 @@ TEST(BatchNorm2dTest, RunningStatisticsDriveEvaluation) {
   Tensor x = Tensor::FromVector({2, 2, 2, 1}, {1, 2, 3, 4, 5, 6, 7, 8});
   (*bn)->Forward(x, true);
   auto state = (*bn)->state_buffers();
-  EXPECT_FLOAT_EQ(state[0]->value.data()[0], 4.5f);       // mean
-  EXPECT_NEAR(state[1]->value.data()[0], 6.0f, 1e-5);     // unbiased variance 42/7
+  EXPECT_FLOAT_EQ(state[0]->value.data()[0], 4.5f);    // mean
+  EXPECT_NEAR(state[1]->value.data()[0], 6.0f, 1e-5);  // unbiased variance 42/7
   Tensor y = (*bn)->Forward(Tensor::FromVector({1, 2, 2, 1}, {4.5f, 4.5f, 4.5f, 4.5f}), false);
   EXPECT_NEAR(y.data()[0], 0.0f, 1e-6);
 }
@@ -165,8 +165,7 @@ TEST(LinearTest, ForwardMatchesReferenceAndGradientsMatch) {
   InitRandom(**fc, 12);
   Tensor x = RandomTensor({5, 13}, 13);
   Tensor y = (*fc)->Forward(x, false);
-  Tensor want =
-      reference::Linear(x, (*fc)->parameters()[0]->value, (*fc)->parameters()[1]->value);
+  Tensor want = reference::Linear(x, (*fc)->parameters()[0]->value, (*fc)->parameters()[1]->value);
   EXPECT_LT(MaxAbsDiff(y, want), 1e-5f);
   ExpectGradientsMatch(**fc, x);
 }
@@ -216,8 +215,7 @@ TEST(DropoutTest, ZeroesAboutPAndScalesTheRest) {
   for (int64_t i = 0; i < 10000; ++i) EXPECT_FLOAT_EQ(g.data()[i], 2.0f * y.data()[i]);
   // Evaluation is the identity.
   EXPECT_TRUE((*dropout)->Forward(x, false).SharesBufferWith(x));
-  EXPECT_EQ(Dropout::Create("d", {3}, 1.0f, 1).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Dropout::Create("d", {3}, 1.0f, 1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SoftmaxCrossEntropyTest, LossAccuracyAndGradient) {

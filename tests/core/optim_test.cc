@@ -99,8 +99,7 @@ TEST(OptimizerConfigTest, RejectsBadValuesByField) {
   EXPECT_NE(Optimizer::Create(c).status().message().find("optimizer.lr"), std::string::npos);
   c = OptimizerConfig();
   c.momentum = 1.0f;
-  EXPECT_NE(Optimizer::Create(c).status().message().find("optimizer.momentum"),
-            std::string::npos);
+  EXPECT_NE(Optimizer::Create(c).status().message().find("optimizer.momentum"), std::string::npos);
   c = OptimizerConfig();
   c.nesterov = true;
   EXPECT_NE(Optimizer::Create(c).status().message().find("nesterov"), std::string::npos);

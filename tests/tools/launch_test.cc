@@ -18,8 +18,7 @@ struct Result {
 };
 
 Result RunLaunch(const std::string& args) {
-  const std::string cmd =
-      std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args + " 2>&1";
+  const std::string cmd = std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string output;
   std::array<char, 4096> buf;
@@ -34,8 +33,8 @@ TEST(LaunchTest, SingleModeWritesSummaryMetricsAndFinalLine) {
   const std::string dir = std::filesystem::temp_directory_path() / "strata_launch_test";
   std::filesystem::create_directories(dir);
   const Result r = RunLaunch("--config " + kConfig +
-                       " --mode single --max-steps 40 --threads 2 --seed 3 --metrics-out " + dir +
-                       "/m.jsonl --summary-out " + dir + "/s.json");
+                             " --mode single --max-steps 40 --threads 2 --seed 3 --metrics-out " +
+                             dir + "/m.jsonl --summary-out " + dir + "/s.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("final: mode=single test_accuracy=0."), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("epoch 1/1  step 40/937"), std::string::npos) << r.output;

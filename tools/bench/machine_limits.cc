@@ -18,8 +18,7 @@ double MeasureSgemmGflops(int n, int threads) {
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     Sgemm('N', 'N', n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    const double dt =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::min(best, dt);
   }
   return 2.0 * n * n * static_cast<double>(n) / best / 1e9;

@@ -86,10 +86,21 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     Contender c;
     c.label = "strata " + mode;
     c.result_path = absl::StrCat(scratch, "/strata_", mode, ".json");
-    c.spec.argv = {BinaryDir() + "/strata_launch", "--config", o.config, "--mode", mode,
-                   "--max-steps", std::to_string(o.steps), "--threads", std::to_string(o.threads),
-                   "--batch-size", std::to_string(batch), "--evaluate=false", "--progress=false",
-                   "--summary-out", c.result_path};
+    c.spec.argv = {BinaryDir() + "/strata_launch",
+                   "--config",
+                   o.config,
+                   "--mode",
+                   mode,
+                   "--max-steps",
+                   std::to_string(o.steps),
+                   "--threads",
+                   std::to_string(o.threads),
+                   "--batch-size",
+                   std::to_string(batch),
+                   "--evaluate=false",
+                   "--progress=false",
+                   "--summary-out",
+                   c.result_path};
     c.spec.unset_env = UnsetForBenchmarks();
     c.spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o.threads)}};
     contenders.push_back(std::move(c));
@@ -103,10 +114,12 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     Contender c;
     c.label = "pytorch 1.13";
     c.result_path = scratch + "/pytorch.json";
-    c.spec.argv = {o.python, SourceDir() + "/tools/bench/peers/torch_train.py", "--config",
-                   o.config, "--steps", std::to_string(o.steps), "--threads",
-                   std::to_string(o.threads), "--batch-size", std::to_string(batch), "--json",
-                   c.result_path};
+    c.spec.argv = {o.python,       SourceDir() + "/tools/bench/peers/torch_train.py",
+                   "--config",     o.config,
+                   "--steps",      std::to_string(o.steps),
+                   "--threads",    std::to_string(o.threads),
+                   "--batch-size", std::to_string(batch),
+                   "--json",       c.result_path};
     c.spec.unset_env = UnsetForBenchmarks();
     c.spec.set_env = PeerEnvironment(o.threads);
     contenders.push_back(std::move(c));
@@ -119,8 +132,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
       ++run;
       std::printf("[%d/%d] %-14s ", run, total_runs, c.label.c_str());
       std::fflush(stdout);
-      STRATA_ASSIGN_OR_RETURN(double ips,
-                              RunOnce(c, absl::StrCat(scratch, "/run", run, ".log")));
+      STRATA_ASSIGN_OR_RETURN(double ips, RunOnce(c, absl::StrCat(scratch, "/run", run, ".log")));
       c.images_per_sec.push_back(ips);
       std::printf("%8.0f images/s\n", ips);
       std::fflush(stdout);
@@ -144,8 +156,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
     std::printf("%-16s %12.0f %10.0f %10.0f %13.1f%%\n", c.label.c_str(), med, *mn, *mx,
                 100.0 * med / limit_ips);
-    report["contenders"][c.label] = {{"median_images_per_sec", med},
-                                     {"runs", c.images_per_sec}};
+    report["contenders"][c.label] = {{"median_images_per_sec", med}, {"runs", c.images_per_sec}};
   }
   std::printf("limit: %.1f MFLOP per training image at %.1f GFLOP/s = %.0f images/s\n",
               train_flops / 1e6, gflops, limit_ips);

@@ -28,7 +28,8 @@ ABSL_FLAG(int64_t, seed, -1, "random seed (overrides training.seed)");
 ABSL_FLAG(bool, evaluate, true, "evaluate on the test set after every epoch");
 ABSL_FLAG(std::string, metrics_out, "", "write metrics as JSON lines to this file");
 ABSL_FLAG(std::string, summary_out, "", "write the summary JSON to this file");
-ABSL_FLAG(std::string, checkpoint, "", "checkpoint file (written at the end and every --checkpoint-every steps)");
+ABSL_FLAG(std::string, checkpoint, "",
+          "checkpoint file (written at the end and every --checkpoint-every steps)");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "steps between checkpoints (0: only at the end)");
 ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
 ABSL_FLAG(bool, progress, true, "show the progress line on stderr");
@@ -42,8 +43,10 @@ absl::StatusOr<JobConfig> ConfigFromFlags() {
   STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(path));
   if (!absl::GetFlag(FLAGS_mode).empty()) config.cluster.mode = absl::GetFlag(FLAGS_mode);
   if (absl::GetFlag(FLAGS_epochs) > 0) config.training.epochs = absl::GetFlag(FLAGS_epochs);
-  if (absl::GetFlag(FLAGS_max_steps) > 0) config.training.max_steps = absl::GetFlag(FLAGS_max_steps);
-  if (absl::GetFlag(FLAGS_batch_size) > 0) config.training.batch_size = absl::GetFlag(FLAGS_batch_size);
+  if (absl::GetFlag(FLAGS_max_steps) > 0)
+    config.training.max_steps = absl::GetFlag(FLAGS_max_steps);
+  if (absl::GetFlag(FLAGS_batch_size) > 0)
+    config.training.batch_size = absl::GetFlag(FLAGS_batch_size);
   if (absl::GetFlag(FLAGS_threads) > 0) config.training.threads = absl::GetFlag(FLAGS_threads);
   if (absl::GetFlag(FLAGS_seed) >= 0) config.training.seed = absl::GetFlag(FLAGS_seed);
   config.training.evaluate = absl::GetFlag(FLAGS_evaluate);

@@ -67,9 +67,8 @@ void LayoutConverter::ConvertInto(const dnnl::memory& src, const dnnl::memory& d
   }
 }
 
-void Sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc) {
+void Sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   dnnl_status_t status = dnnl_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   STRATA_CHECK(status == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(status),
                " (m=", m, " n=", n, " k=", k, ")");

@@ -60,9 +60,8 @@ class LayoutConverter {
 // C = alpha * op(A) * op(B) + beta * C, row-major, through oneDNN's JIT sgemm.
 // `trans_a`/`trans_b` are 'N' or 'T'. Aborts on invalid arguments (a
 // programmer error: every caller passes shapes it has validated).
-void Sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc);
+void Sgemm(char trans_a, char trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace strata
 

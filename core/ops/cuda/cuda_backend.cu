@@ -36,8 +36,8 @@ absl::Status CheckDevice(const Tensor& t, const char* what) {
 
 absl::Status CheckSameSize(const Tensor& a, const Tensor& b) {
   if (a.numel() == b.numel()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("tensor sizes differ: ", a.shape().ToString(),
-                                                 " and ", b.shape().ToString()));
+  return absl::InvalidArgumentError(
+      absl::StrCat("tensor sizes differ: ", a.shape().ToString(), " and ", b.shape().ToString()));
 }
 
 int Blocks(int64_t n) { return static_cast<int>((n + 255) / 256); }
