@@ -95,4 +95,29 @@ absl::StatusOr<DataSplits> LoadDataSplits(const DataConfig& data, const Shape& m
   return splits;
 }
 
+absl::StatusOr<int64_t> TrainingSetSize(const DataConfig& data) {
+  if (data.dataset == "synthetic") return data.synthetic_train;
+  if (data.dataset == "cifar10") {
+    int64_t total = 0;
+    for (int i = 1; i <= 5; ++i) {
+      const std::string path = absl::StrCat(data.path, "/data_batch_", i, ".bin");
+      std::ifstream in(path, std::ios::binary | std::ios::ate);
+      if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+      total += static_cast<int64_t>(in.tellg()) / 3073;
+    }
+    return total;
+  }
+  const std::string gz = absl::StrCat(data.path, "/train-labels-idx1-ubyte.gz");
+  const std::string path =
+      std::ifstream(gz).good() ? gz : absl::StrCat(data.path, "/train-labels-idx1-ubyte");
+  STRATA_ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(path));
+  return static_cast<int64_t>(labels.dims[0]);
+}
+
+int64_t TotalTrainingSteps(const TrainingConfig& training, int64_t train_size) {
+  int64_t steps = train_size / training.batch_size * training.epochs;
+  if (training.max_steps > 0) steps = std::min(steps, training.max_steps);
+  return steps;
+}
+
 }  // namespace strata

@@ -61,6 +61,13 @@ Dataset MakeSyntheticDataset(const Shape& sample_shape, int64_t classes, int64_t
 absl::StatusOr<DataSplits> LoadDataSplits(const DataConfig& data, const Shape& model_input,
                                           int64_t classes, uint64_t seed);
 
+// Number of training samples `data` names, read from file headers only
+// (no pixel data), so servers can size schedules without loading images.
+absl::StatusOr<int64_t> TrainingSetSize(const DataConfig& data);
+
+// Steps of a run: epochs x (train_size / global batch), capped by max_steps.
+int64_t TotalTrainingSteps(const TrainingConfig& training, int64_t train_size);
+
 }  // namespace strata
 
 #endif  // STRATA_CORE_DATA_DATASET_H_

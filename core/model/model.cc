@@ -82,10 +82,12 @@ Tensor Model::Forward(const Tensor& input, bool training, int begin, int end) {
   return x;
 }
 
-Tensor Model::Backward(const Tensor& grad_output, int begin, int end, bool need_input_grad) {
+Tensor Model::Backward(const Tensor& grad_output, int begin, int end, bool need_input_grad,
+                       const std::function<void(int)>& after_layer) {
   Tensor g = grad_output;
   for (int i = End(end) - 1; i >= begin; --i) {
     g = layers_[i]->Backward(g, /*need_input_grad=*/i > begin || need_input_grad);
+    if (after_layer) after_layer(i);
   }
   return g;
 }

@@ -10,6 +10,7 @@
 #ifndef STRATA_CORE_MODEL_MODEL_H_
 #define STRATA_CORE_MODEL_MODEL_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,8 +39,12 @@ class Model {
   Tensor Forward(const Tensor& input, bool training, int begin = 0, int end = -1);
   // Runs layers [begin, end) backward from dL/d(output of layer end-1).
   // Returns dL/d(input of layer begin) if `need_input_grad`, else undefined.
+  // `after_layer(i)`, when given, runs as soon as layer i's parameter
+  // gradients are final (last layer first), so they can be sent while the
+  // earlier layers are still in backward.
   Tensor Backward(const Tensor& grad_output, int begin = 0, int end = -1,
-                  bool need_input_grad = false);
+                  bool need_input_grad = false,
+                  const std::function<void(int)>& after_layer = nullptr);
 
   // Parameters of layers [begin, end), in order. Defaults: all of them.
   std::vector<Parameter*> parameters(int begin = 0, int end = -1);

@@ -6,6 +6,9 @@
 //   final: mode=single test_accuracy=0.9123 images_per_sec=2950
 // and, with --summary-out, a summary JSON. Exit status 0 on success, 1 on any
 // error (printed as "strata_launch: error: ...").
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -17,9 +20,10 @@
 #include "core/status.h"
 #include "core/train/trainer.h"
 #include "core/util/flag_names.h"
+#include "tools/launch/local_cluster.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
-ABSL_FLAG(std::string, mode, "", "single (default: the config's cluster.mode)");
+ABSL_FLAG(std::string, mode, "", "single or ps (default: the config's cluster.mode)");
 ABSL_FLAG(int64_t, epochs, 0, "epochs to train (overrides training.epochs)");
 ABSL_FLAG(int64_t, max_steps, 0, "stop after this many steps (overrides training.max_steps)");
 ABSL_FLAG(int64_t, batch_size, 0, "global batch size (overrides training.batch_size)");
@@ -33,6 +37,12 @@ ABSL_FLAG(std::string, checkpoint, "",
 ABSL_FLAG(int64_t, checkpoint_every, 0, "steps between checkpoints (0: only at the end)");
 ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
 ABSL_FLAG(bool, progress, true, "show the progress line on stderr");
+ABSL_FLAG(int32_t, servers, 0, "ps: parameter servers (default: cluster.servers)");
+ABSL_FLAG(int32_t, conv_workers, 0, "ps: conv workers (default: cluster.conv_workers)");
+ABSL_FLAG(std::string, consistency, "bsp", "ps: bsp, ssp or asp");
+ABSL_FLAG(int32_t, staleness, 2, "ps: SSP staleness bound");
+ABSL_FLAG(double, timeout, 60.0, "ps: seconds a worker waits for a server before failing");
+ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
 
 namespace strata {
 namespace {
@@ -53,12 +63,62 @@ absl::StatusOr<JobConfig> ConfigFromFlags() {
   return config;
 }
 
+std::string BinaryDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  const std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+void PrintFinal(const RunSummary& summary) {
+  std::printf("final: mode=%s test_accuracy=%.4f images_per_sec=%.0f\n", summary.mode.c_str(),
+              summary.test_accuracy, summary.images_per_sec);
+  std::fflush(stdout);
+}
+
+// `--mode ps`: a local cluster of servers and conv workers.
+absl::Status RunPs(const JobConfig& config) {
+  LocalClusterOptions o;
+  o.config_path = absl::GetFlag(FLAGS_config);
+  o.config = config;
+  o.bin_dir = BinaryDir();
+  o.servers = absl::GetFlag(FLAGS_servers) > 0 ? absl::GetFlag(FLAGS_servers)
+                                               : static_cast<int>(config.cluster.servers);
+  o.conv_workers = absl::GetFlag(FLAGS_conv_workers) > 0
+                       ? absl::GetFlag(FLAGS_conv_workers)
+                       : static_cast<int>(config.cluster.conv_workers);
+  o.consistency = absl::GetFlag(FLAGS_consistency);
+  o.staleness = absl::GetFlag(FLAGS_staleness);
+  o.timeout_seconds = absl::GetFlag(FLAGS_timeout);
+  o.summary_out = absl::GetFlag(FLAGS_summary_out);
+  o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
+  o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
+  o.threads_per_worker = std::max(1, threads / o.conv_workers);
+  const TrainingConfig& tc = config.training;
+  o.override_flags = {"--epochs",     std::to_string(tc.epochs),
+                      "--max-steps",  std::to_string(tc.max_steps),
+                      "--batch-size", std::to_string(tc.batch_size),
+                      "--seed",       std::to_string(tc.seed)};
+  if (!tc.evaluate) o.extra_worker_flags.push_back("--evaluate=false");
+  if (config.training.batch_size % o.conv_workers != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "training.batch_size %d is not divisible by %d conv workers", tc.batch_size,
+        o.conv_workers));
+  }
+  STRATA_ASSIGN_OR_RETURN(RunSummary summary, RunLocalCluster(o));
+  PrintFinal(summary);
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
   STRATA_ASSIGN_OR_RETURN(JobConfig config, ConfigFromFlags());
+  if (config.cluster.mode == "ps") return RunPs(config);
   if (config.cluster.mode != "single") {
     return absl::UnimplementedError(absl::StrFormat(
-        "--mode %s: this build runs only --mode single (the parameter-server modes ps and "
-        "stanza are not built yet)",
+        "--mode %s: this build runs --mode single and --mode ps (stanza is not built yet)",
         config.cluster.mode));
   }
   RunOptions options;
@@ -72,9 +132,7 @@ absl::Status Run() {
     return absl::InvalidArgumentError("--restore needs --checkpoint");
   }
   STRATA_ASSIGN_OR_RETURN(RunSummary summary, TrainSingle(config, options));
-  std::printf("final: mode=%s test_accuracy=%.4f images_per_sec=%.0f\n", summary.mode.c_str(),
-              summary.test_accuracy, summary.images_per_sec);
-  std::fflush(stdout);
+  PrintFinal(summary);
   return absl::OkStatus();
 }
 

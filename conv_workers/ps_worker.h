@@ -1,0 +1,36 @@
+// The `ps` mode worker: the classic data-parallel parameter-server worker
+// (what ps-lite and MXNet dist_sync users run). It trains the whole model
+// on its shard of every global batch, pushes every gradient layer by layer
+// as backward produces them (last layer first), and pulls every parameter
+// for the next iteration.
+//
+// Worker 0 initialises the servers from its seeded model, evaluates the
+// test set after every epoch and writes the summary; with BSP every worker
+// holds identical parameters after each pull.
+#ifndef STRATA_CONV_WORKERS_PS_WORKER_H_
+#define STRATA_CONV_WORKERS_PS_WORKER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/model/job_config.h"
+#include "core/net/ps_client.h"
+#include "core/train/trainer.h"
+
+namespace strata {
+
+struct WorkerOptions {
+  JobConfig config;
+  PsClientOptions client;
+  RunOptions run;               // metrics, summary, progress, limits
+  int64_t chunk_elements = kDefaultChunkElements;
+  std::string parameters_out;   // worker 0: final parameters as a checkpoint file
+};
+
+// Trains until the configured steps are done; returns worker 0's summary
+// (other workers return theirs without evaluation).
+absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options);
+
+}  // namespace strata
+
+#endif  // STRATA_CONV_WORKERS_PS_WORKER_H_

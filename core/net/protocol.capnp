@@ -1,0 +1,73 @@
+# Strata wire protocol: the header frame (frame 0) of every message.
+#
+# A message is multipart: the Header, then one raw data frame per entry of
+# `frameBytes` (tensor bytes, sent zero-copy). This schema is a versioned
+# interface: add fields at the end with new ordinals, never renumber or
+# change a field's type. A peer whose `major` differs is refused.
+@0xf70e05aea7a5f14d;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("strata::wire");
+
+const protocolMajor :UInt16 = 1;
+const protocolMinor :UInt16 = 0;
+
+enum Kind {
+  error @0;           # reply: errorCode + errorMessage
+  register @1;        # node -> coordinator: nodes[0] describes the sender
+  clusterMap @2;      # coordinator -> node: every node, with the sender's rank
+  barrier @3;         # node -> coordinator: barrierName, iteration as generation
+  barrierRelease @4;  # coordinator -> node
+  heartbeat @5;       # node -> coordinator (no reply)
+  push @6;            # worker -> server: gradient slices for `iteration`
+  pushAck @7;
+  pull @8;            # worker -> server: slices wanted at version >= `iteration`
+  pullReply @9;       # server -> worker: slices, one data frame each
+  init @10;           # worker 0 -> server: initial parameter values (slices)
+  initAck @11;
+  shutdown @12;       # launcher/worker -> server: finish and exit
+  shutdownAck @13;
+  clock @14;          # tool -> server: ask for the per-worker clocks
+  clockReply @15;     # clocks in `clocks`
+  done @16;           # worker -> server: this worker has finished training
+}
+
+enum Role {
+  server @0;
+  convWorker @1;
+  fcWorker @2;
+  launcher @3;
+  tool @4;
+}
+
+# Elements [offset, offset + length) of parameter `key`.
+struct Slice {
+  key @0 :UInt32;
+  offset @1 :UInt64;
+  length @2 :UInt64;
+}
+
+struct NodeInfo {
+  role @0 :Role;
+  rank @1 :Int32;
+  address @2 :Text;   # where the node serves (servers), "" otherwise
+}
+
+struct Header {
+  major @0 :UInt16;
+  minor @1 :UInt16;
+  kind @2 :Kind;
+  jobId @3 :UInt64;
+  iteration @4 :Int64;
+  senderRole @5 :Role;
+  senderRank @6 :Int32;
+  requestId @7 :UInt64;       # echoed in the reply
+  slices @8 :List(Slice);     # push, pull, pullReply, init
+  frameBytes @9 :List(UInt64);# size of each data frame that follows
+  errorCode @10 :UInt32;      # absl::StatusCode of an error reply
+  errorMessage @11 :Text;
+  nodes @12 :List(NodeInfo);  # register, clusterMap
+  barrierName @13 :Text;
+  clocks @14 :List(Int64);    # clockReply: last iteration pushed, per worker rank
+  expectedNodes @15 :List(UInt32); # register from a server: servers, workers expected
+}

@@ -1,0 +1,390 @@
+#include "core/net/ps_client.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace strata {
+
+int64_t Operation::version() const {
+  absl::MutexLock lock(&mu_);
+  return version_;
+}
+
+void Operation::AddParts(int n) {
+  absl::MutexLock lock(&mu_);
+  remaining_ += n;
+}
+
+void Operation::PartDone(const absl::Status& status, int64_t version) {
+  absl::MutexLock lock(&mu_);
+  if (!status.ok() && status_.ok()) status_ = status;
+  if (version >= 0) version_ = version_ < 0 ? version : std::min(version_, version);
+  remaining_--;
+}
+
+PsClient::PsClient(const PsClientOptions& options) : options_(options) {}
+
+PsClient::~PsClient() {
+  {
+    absl::MutexLock lock(&queue_mu_);
+    stop_ = true;
+  }
+  Wake();
+  if (io_thread_.joinable()) io_thread_.join();
+}
+
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options) {
+  if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
+  std::unique_ptr<PsClient> client(new PsClient(options));
+  STRATA_RETURN_IF_ERROR(client->Bootstrap());
+  return client;
+}
+
+absl::Status PsClient::Bootstrap() {
+  STRATA_ASSIGN_OR_RETURN(coordinator_, Socket::Connect(context_, SocketKind::kDealer,
+                                                        options_.coordinator, options_.limits));
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  while (true) {
+    OutgoingMessage m(wire::Kind::REGISTER);
+    auto h = m.header();
+    h.setJobId(options_.job_id);
+    h.setSenderRole(options_.role);
+    h.setSenderRank(options_.rank);
+    auto nodes = h.initNodes(1);
+    nodes[0].setRole(options_.role);
+    nodes[0].setRank(options_.rank);
+    STRATA_RETURN_IF_ERROR(coordinator_->Send(m));
+    // The map comes once every node has registered; re-register every few
+    // seconds in case the coordinator restarted meanwhile.
+    const absl::Time retry = std::min(deadline, absl::Now() + absl::Seconds(5));
+    while (absl::Now() < retry) {
+      absl::StatusOr<RawMessage> raw = coordinator_->Receive(retry - absl::Now());
+      if (!raw.ok()) break;
+      STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
+      const auto r = reply.header();
+      if (r.getKind() == wire::Kind::ERROR) {
+        return WithContext(ErrorFromHeader(r),
+                           absl::StrCat("coordinator ", options_.coordinator, " refused to register us"));
+      }
+      if (r.getKind() != wire::Kind::CLUSTER_MAP) continue;
+      rank_ = r.getSenderRank();
+      const auto expected = r.getExpectedNodes();
+      num_workers_ = expected.size() == 2 ? static_cast<int>(expected[1]) : 0;
+      server_addresses_.clear();
+      for (const auto node : r.getNodes()) server_addresses_.push_back(node.getAddress().cStr());
+      break;
+    }
+    if (rank_ >= 0) break;
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no cluster map from the coordinator ", options_.coordinator, " within ",
+          absl::FormatDuration(options_.timeout),
+          " (is strata_server --rank 0 running there, and have all nodes started?)"));
+    }
+  }
+  for (const std::string& address : server_addresses_) {
+    STRATA_ASSIGN_OR_RETURN(auto s, Socket::Connect(context_, SocketKind::kDealer, address,
+                                                    options_.limits));
+    servers_.push_back(std::move(s));
+  }
+  const std::string wake = absl::StrCat("inproc://strata-client-wake-",
+                                        reinterpret_cast<uintptr_t>(this));
+  wake_receiver_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
+  wake_receiver_->bind(wake);
+  {
+    absl::MutexLock lock(&queue_mu_);
+    wake_sender_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
+    wake_sender_->connect(wake);
+  }
+  io_thread_ = std::thread([this] { IoLoop(); });
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::SetPlan(PartitionPlan plan) {
+  if (plan.servers() != num_servers()) {
+    return absl::InvalidArgumentError(absl::StrCat("partition plan for ", plan.servers(),
+                                                   " servers, the cluster has ", num_servers()));
+  }
+  plan_ = std::move(plan);
+  return absl::OkStatus();
+}
+
+void PsClient::Wake() {
+  absl::MutexLock lock(&queue_mu_);
+  if (wake_sender_ != nullptr) wake_sender_->send(zmq::str_buffer("w"), zmq::send_flags::dontwait);
+}
+
+void PsClient::Enqueue(std::vector<Request> requests) {
+  {
+    absl::MutexLock lock(&queue_mu_);
+    for (Request& r : requests) {
+      r.id = next_id_++;
+      queue_.push_back(std::move(r));
+    }
+  }
+  Wake();
+}
+
+Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor) {
+  auto op = std::make_shared<Operation>(
+      absl::StrCat(KindName(kind), " of key ", key, " for iteration ", iteration));
+  std::map<int, Request> by_server;
+  for (const Chunk& c : plan_.chunks_of_key(key)) {
+    Request& r = by_server[c.server];
+    r.server = c.server;
+    r.kind = kind;
+    r.iteration = iteration;
+    r.tensor = tensor;
+    r.op = op;
+    r.chunks.push_back(c);
+  }
+  std::vector<Request> requests;
+  {
+    absl::MutexLock lock(&op->mu_);
+    for (auto& [server, r] : by_server) {
+      op->waiting_on_.push_back(absl::StrCat("server ", server, " (", server_addresses_[server], ")"));
+      requests.push_back(std::move(r));
+    }
+  }
+  op->AddParts(static_cast<int>(requests.size()));
+  Enqueue(std::move(requests));
+  return op;
+}
+
+Ticket PsClient::Init(uint32_t key, const Tensor& value) {
+  return Submit(wire::Kind::INIT, 0, key, value);
+}
+
+Ticket PsClient::Push(int64_t iteration, uint32_t key, const Tensor& gradient) {
+  return Submit(wire::Kind::PUSH, iteration, key, gradient);
+}
+
+Ticket PsClient::Pull(int64_t iteration, uint32_t key, const Tensor& destination) {
+  return Submit(wire::Kind::PULL, iteration, key, destination);
+}
+
+Ticket PsClient::SubmitToAll(wire::Kind kind) {
+  auto op = std::make_shared<Operation>(KindName(kind));
+  std::vector<Request> requests;
+  {
+    absl::MutexLock lock(&op->mu_);
+    for (int s = 0; s < num_servers(); ++s) {
+      Request r;
+      r.server = s;
+      r.kind = kind;
+      r.op = op;
+      op->waiting_on_.push_back(absl::StrCat("server ", s, " (", server_addresses_[s], ")"));
+      requests.push_back(std::move(r));
+    }
+  }
+  op->AddParts(static_cast<int>(requests.size()));
+  Enqueue(std::move(requests));
+  return op;
+}
+
+absl::Status PsClient::Done() { return Wait(SubmitToAll(wire::Kind::DONE)); }
+
+absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
+  auto op = std::make_shared<Operation>("clock");
+  Request r;
+  r.server = server;
+  r.kind = wire::Kind::CLOCK;
+  r.op = op;
+  {
+    absl::MutexLock lock(&op->mu_);
+    op->waiting_on_.push_back(absl::StrCat("server ", server));
+  }
+  op->AddParts(1);
+  std::vector<Request> requests;
+  requests.push_back(std::move(r));
+  Enqueue(std::move(requests));
+  STRATA_RETURN_IF_ERROR(Wait(op));
+  absl::MutexLock lock(&op->mu_);
+  return op->clocks_;
+}
+
+absl::Status PsClient::Wait(const Ticket& ticket) {
+  absl::MutexLock lock(&ticket->mu_);
+  auto done = [&ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ticket->mu_) {
+    return ticket->remaining_ == 0;
+  };
+  if (!ticket->mu_.AwaitWithTimeout(absl::Condition(&done), options_.timeout)) {
+    std::string who;
+    for (const auto& w : ticket->waiting_on_) who += (who.empty() ? "" : ", ") + w;
+    return absl::DeadlineExceededError(absl::StrCat("no reply to ", ticket->what_, " from ", who,
+                                                    " within ",
+                                                    absl::FormatDuration(options_.timeout)));
+  }
+  return ticket->status_;
+}
+
+absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
+  absl::Status first;
+  for (const Ticket& t : tickets) {
+    absl::Status s = Wait(t);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+uint64_t PsClient::bytes_sent() const {
+  uint64_t n = coordinator_->counters().bytes_sent;
+  for (const auto& s : servers_) n += s->counters().bytes_sent;
+  return n;
+}
+
+uint64_t PsClient::bytes_received() const {
+  uint64_t n = coordinator_->counters().bytes_received;
+  for (const auto& s : servers_) n += s->counters().bytes_received;
+  return n;
+}
+
+void PsClient::SendRequest(Request& r) {
+  OutgoingMessage m(r.kind);
+  auto h = m.header();
+  h.setJobId(options_.job_id);
+  h.setIteration(r.iteration);
+  h.setSenderRole(options_.role);
+  h.setSenderRank(rank_);
+  h.setRequestId(r.id);
+  auto slices = h.initSlices(static_cast<unsigned>(r.chunks.size()));
+  const bool carries_data = r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT;
+  Tensor flat = r.tensor.defined() ? r.tensor.View({r.tensor.numel()}) : Tensor();
+  for (size_t i = 0; i < r.chunks.size(); ++i) {
+    const Chunk& c = r.chunks[i];
+    slices[i].setKey(c.key);
+    slices[i].setOffset(c.offset);
+    slices[i].setLength(c.length);
+    if (carries_data) {
+      m.AddFrame(flat.Slice(static_cast<int64_t>(c.offset), static_cast<int64_t>(c.offset + c.length)));
+    }
+  }
+  r.sent_at = absl::Now();
+  absl::Status s = servers_[r.server]->Send(m);
+  if (!s.ok()) {
+    std::fprintf(stderr, "[worker %d] send to server %d failed (will retry): %s\n", rank_,
+                 r.server, std::string(s.message()).c_str());
+  }
+}
+
+void PsClient::HandleReply(int server, RawMessage raw) {
+  absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), options_.limits);
+  if (!message.ok()) {
+    std::fprintf(stderr, "[worker %d] dropped a malformed reply from server %d: %s\n", rank_,
+                 server, std::string(message.status().message()).c_str());
+    return;
+  }
+  const auto h = message->header();
+  auto it = inflight_.find(h.getRequestId());
+  if (it == inflight_.end()) return;  // a reply to a resent request, already answered
+  Request r = std::move(it->second);
+  inflight_.erase(it);
+  const std::string who = absl::StrCat("server ", server, " (", server_addresses_[server], ")");
+  absl::Status status;
+  int64_t version = -1;
+  switch (h.getKind()) {
+    case wire::Kind::ERROR:
+      status = WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused ", r.op->what()));
+      break;
+    case wire::Kind::PULL_REPLY: {
+      const auto slices = h.getSlices();
+      if (slices.size() != r.chunks.size() || message->num_frames() != r.chunks.size()) {
+        status = absl::DataLossError(absl::StrCat(who, " answered ", r.op->what(),
+                                                  " with the wrong number of slices"));
+        break;
+      }
+      float* dst = r.tensor.data();
+      for (size_t i = 0; i < r.chunks.size(); ++i) {
+        const Chunk& c = r.chunks[i];
+        if (slices[i].getOffset() != c.offset || slices[i].getLength() != c.length ||
+            message->frame_size(i) != c.length * sizeof(float)) {
+          status = absl::DataLossError(
+              absl::StrCat(who, " answered ", r.op->what(), " with a mismatched slice"));
+          break;
+        }
+        message->CopyFrameTo(i, dst + c.offset);
+      }
+      version = h.getIteration();
+      break;
+    }
+    case wire::Kind::CLOCK_REPLY: {
+      absl::MutexLock lock(&r.op->mu_);
+      r.op->clocks_.clocks.clear();
+      for (int64_t c : h.getClocks()) r.op->clocks_.clocks.push_back(c);
+      r.op->clocks_.max_served_lead = h.getIteration();
+      break;
+    }
+    default:
+      break;  // acks
+  }
+  {
+    absl::MutexLock lock(&r.op->mu_);
+    auto& w = r.op->waiting_on_;
+    auto pos = std::find_if(w.begin(), w.end(), [&](const std::string& s) {
+      return s.rfind(absl::StrCat("server ", server, " "), 0) == 0 ||
+             s == absl::StrCat("server ", server);
+    });
+    if (pos != w.end()) w.erase(pos);
+  }
+  r.op->PartDone(status, version);
+}
+
+void PsClient::IoLoop() {
+  std::vector<zmq::pollitem_t> items;
+  items.push_back({static_cast<void*>(*wake_receiver_), 0, ZMQ_POLLIN, 0});
+  items.push_back({static_cast<void*>(coordinator_->raw()), 0, ZMQ_POLLIN, 0});
+  for (auto& s : servers_) items.push_back({static_cast<void*>(s->raw()), 0, ZMQ_POLLIN, 0});
+  absl::Time next_heartbeat = absl::Now();
+  while (true) {
+    try {
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
+    } catch (const zmq::error_t&) {
+      continue;
+    }
+    if (items[0].revents & ZMQ_POLLIN) {
+      zmq::message_t m;
+      while (wake_receiver_->recv(m, zmq::recv_flags::dontwait)) {
+      }
+    }
+    std::deque<Request> fresh;
+    {
+      absl::MutexLock lock(&queue_mu_);
+      if (stop_) break;
+      fresh.swap(queue_);
+    }
+    for (Request& r : fresh) {
+      SendRequest(r);
+      const uint64_t id = r.id;
+      inflight_.emplace(id, std::move(r));
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+      while (coordinator_->ReceiveNow().ok()) {
+      }
+    }
+    for (size_t s = 0; s < servers_.size(); ++s) {
+      if (!(items[2 + s].revents & ZMQ_POLLIN)) continue;
+      while (true) {
+        absl::StatusOr<RawMessage> raw = servers_[s]->ReceiveNow();
+        if (!raw.ok()) break;
+        HandleReply(static_cast<int>(s), *std::move(raw));
+      }
+    }
+    const absl::Time now = absl::Now();
+    for (auto& [id, r] : inflight_) {
+      if (now - r.sent_at > options_.resend_after) SendRequest(r);
+    }
+    if (now >= next_heartbeat) {
+      OutgoingMessage beat(wire::Kind::HEARTBEAT);
+      beat.header().setJobId(options_.job_id);
+      beat.header().setSenderRole(options_.role);
+      beat.header().setSenderRank(rank_);
+      (void)coordinator_->Send(beat);
+      next_heartbeat = now + options_.heartbeat_every;
+    }
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,158 @@
+// PsClient: a worker's connection to the parameter servers.
+//
+// Connect() registers with the coordinator, receives the cluster map (this
+// worker's rank, every server's address) and connects to every server.
+// Push, Pull and Init are asynchronous: they split a tensor into the chunks
+// of the partition plan, queue one request per server, and return a Ticket
+// to Wait() on. A background I/O thread owns every socket; it sends queued
+// requests, matches replies, resends requests left unanswered for
+// `resend_after` (a restarted server answers them; pushes are de-duplicated
+// by (worker, iteration)), and sends heartbeats.
+//
+// Contracts: a pushed tensor must not change, and a pulled tensor must not
+// be read, until its ticket has completed. Wait() fails with
+// DeadlineExceeded after `timeout`, naming the server and the request, so a
+// dead peer never hangs a worker forever.
+//
+//   auto client = PsClient::Connect(options);
+//   (*client)->SetPlan(plan);
+//   Ticket t = (*client)->Push(step, key, param->grad);
+//   Ticket u = (*client)->Pull(step + 1, key, param->value);
+//   STRATA_RETURN_IF_ERROR((*client)->Wait(t));
+#ifndef STRATA_CORE_NET_PS_CLIENT_H_
+#define STRATA_CORE_NET_PS_CLIENT_H_
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/net/partition_plan.h"
+#include "core/net/transport.h"
+
+namespace strata {
+
+struct PsClientOptions {
+  std::string coordinator;
+  wire::Role role = wire::Role::CONV_WORKER;
+  int rank = -1;  // -1: the coordinator assigns one
+  uint64_t job_id = 1;
+  absl::Duration timeout = absl::Seconds(60);
+  absl::Duration resend_after = absl::Seconds(3);
+  absl::Duration heartbeat_every = absl::Seconds(1);
+  WireLimits limits;
+};
+
+// Completion state of one asynchronous operation.
+class Operation;
+using Ticket = std::shared_ptr<Operation>;
+
+struct ClockReport {
+  std::vector<int64_t> clocks;   // iterations pushed, per worker
+  int64_t max_served_lead = 0;   // see ParameterStore::max_served_lead
+};
+
+class PsClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<PsClient>> Connect(const PsClientOptions& options);
+  ~PsClient();
+
+  int rank() const { return rank_; }
+  int num_servers() const { return static_cast<int>(server_addresses_.size()); }
+  int num_workers() const { return num_workers_; }
+  const std::vector<std::string>& server_addresses() const { return server_addresses_; }
+
+  // The plan must be set before the first Init/Push/Pull; its server count
+  // must match the cluster map.
+  absl::Status SetPlan(PartitionPlan plan);
+  const PartitionPlan& plan() const { return plan_; }
+
+  Ticket Init(uint32_t key, const Tensor& value);
+  Ticket Push(int64_t iteration, uint32_t key, const Tensor& gradient);
+  // Fills `destination` with the values at version >= iteration (any
+  // initialised version when iteration < 0). The ticket's version() then
+  // holds the smallest chunk version received.
+  Ticket Pull(int64_t iteration, uint32_t key, const Tensor& destination);
+
+  absl::Status Wait(const Ticket& ticket);
+  // Waits for every ticket; returns the first error.
+  absl::Status WaitAll(const std::vector<Ticket>& tickets);
+  // Tells every server this worker has finished.
+  absl::Status Done();
+  absl::StatusOr<ClockReport> Clocks(int server);
+
+  uint64_t bytes_sent() const;
+  uint64_t bytes_received() const;
+
+ private:
+  struct Request {
+    uint64_t id = 0;
+    int server = 0;
+    wire::Kind kind = wire::Kind::PULL;
+    int64_t iteration = 0;
+    std::vector<Chunk> chunks;
+    Tensor tensor;  // push/init source or pull destination (whole parameter)
+    Ticket op;
+    absl::Time sent_at;
+  };
+
+  explicit PsClient(const PsClientOptions& options);
+  absl::Status Bootstrap();
+  Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
+  Ticket SubmitToAll(wire::Kind kind);
+  void Enqueue(std::vector<Request> requests);
+  void IoLoop();
+  void SendRequest(Request& request);
+  void HandleReply(int server, RawMessage raw);
+  void Wake();
+
+  PsClientOptions options_;
+  zmq::context_t context_{1};
+  int rank_ = -1;
+  int num_workers_ = 0;
+  std::vector<std::string> server_addresses_;
+  PartitionPlan plan_;
+
+  // Owned by the I/O thread after Connect().
+  std::unique_ptr<Socket> coordinator_;
+  std::vector<std::unique_ptr<Socket>> servers_;
+  std::unique_ptr<zmq::socket_t> wake_receiver_;
+  std::map<uint64_t, Request> inflight_;
+
+  absl::Mutex queue_mu_;
+  std::deque<Request> queue_ ABSL_GUARDED_BY(queue_mu_);
+  std::unique_ptr<zmq::socket_t> wake_sender_ ABSL_GUARDED_BY(queue_mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(queue_mu_) = 1;
+  bool stop_ ABSL_GUARDED_BY(queue_mu_) = false;
+  std::thread io_thread_;
+};
+
+class Operation {
+ public:
+  explicit Operation(std::string what) : what_(std::move(what)) {}
+  // Smallest version seen in pull replies (-1 before any).
+  int64_t version() const;
+  const std::string& what() const { return what_; }
+
+ private:
+  friend class PsClient;
+  void AddParts(int n);
+  void PartDone(const absl::Status& status, int64_t version);
+
+  const std::string what_;
+  mutable absl::Mutex mu_;
+  int remaining_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  int64_t version_ ABSL_GUARDED_BY(mu_) = -1;
+  std::vector<std::string> waiting_on_ ABSL_GUARDED_BY(mu_);
+  ClockReport clocks_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_PS_CLIENT_H_

@@ -1,0 +1,273 @@
+#include "core/net/transport.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace strata {
+namespace {
+
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::DONE);
+
+void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
+
+}  // namespace
+
+const char* KindName(wire::Kind kind) {
+  switch (kind) {
+    case wire::Kind::ERROR: return "error";
+    case wire::Kind::REGISTER: return "register";
+    case wire::Kind::CLUSTER_MAP: return "cluster-map";
+    case wire::Kind::BARRIER: return "barrier";
+    case wire::Kind::BARRIER_RELEASE: return "barrier-release";
+    case wire::Kind::HEARTBEAT: return "heartbeat";
+    case wire::Kind::PUSH: return "push";
+    case wire::Kind::PUSH_ACK: return "push-ack";
+    case wire::Kind::PULL: return "pull";
+    case wire::Kind::PULL_REPLY: return "pull-reply";
+    case wire::Kind::INIT: return "init";
+    case wire::Kind::INIT_ACK: return "init-ack";
+    case wire::Kind::SHUTDOWN: return "shutdown";
+    case wire::Kind::SHUTDOWN_ACK: return "shutdown-ack";
+    case wire::Kind::CLOCK: return "clock";
+    case wire::Kind::CLOCK_REPLY: return "clock-reply";
+    case wire::Kind::DONE: return "done";
+  }
+  return "unknown";
+}
+
+OutgoingMessage::OutgoingMessage(wire::Kind kind) : header_(builder_.initRoot<wire::Header>()) {
+  header_.setMajor(wire::PROTOCOL_MAJOR);
+  header_.setMinor(wire::PROTOCOL_MINOR);
+  header_.setKind(kind);
+}
+
+void OutgoingMessage::AddFrame(const Tensor& tensor) { frames_.push_back({tensor, {}}); }
+
+void OutgoingMessage::AddFrame(std::string bytes) { frames_.push_back({Tensor(), std::move(bytes)}); }
+
+void IncomingMessage::CopyFrameTo(size_t i, float* dst) const {
+  std::memcpy(dst, frames_[i].data(), frames_[i].size());
+}
+
+absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits) {
+  if (raw.frames.empty()) return absl::InvalidArgumentError("empty message (no header frame)");
+  if (raw.frames.size() - 1 > limits.max_frames) {
+    return absl::InvalidArgumentError(absl::StrCat("message has ", raw.frames.size() - 1,
+                                                   " data frames, the limit is ",
+                                                   limits.max_frames));
+  }
+  uint64_t total = 0;
+  for (const auto& f : raw.frames) total += f.size();
+  if (total > limits.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("message of ", total,
+                                                     " bytes exceeds the limit of ",
+                                                     limits.max_message_bytes, " bytes"));
+  }
+  const zmq::message_t& head = raw.frames[0];
+  if (head.size() == 0 || head.size() % sizeof(capnp::word) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "malformed header: ", head.size(), " bytes is not a whole number of 8-byte words"));
+  }
+  IncomingMessage msg;
+  msg.identity_ = std::move(raw.identity);
+  msg.header_words_ = kj::heapArray<capnp::word>(head.size() / sizeof(capnp::word));
+  std::memcpy(msg.header_words_.begin(), head.data(), head.size());
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = limits.traversal_limit_words;
+  options.nestingLimit = 16;
+  try {
+    msg.reader_ = std::make_unique<capnp::FlatArrayMessageReader>(msg.header_words_, options);
+    wire::Header::Reader h = msg.reader_->getRoot<wire::Header>();
+    if (h.getMajor() != wire::PROTOCOL_MAJOR) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "peer speaks protocol version ", h.getMajor(), ".", h.getMinor(),
+          ", this node speaks ", wire::PROTOCOL_MAJOR, ".", wire::PROTOCOL_MINOR,
+          " (major versions must match)"));
+    }
+    if (static_cast<uint16_t>(h.getKind()) > kMaxKind) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown message kind ", static_cast<uint16_t>(h.getKind())));
+    }
+    auto sizes = h.getFrameBytes();
+    if (sizes.size() != raw.frames.size() - 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          KindName(h.getKind()), " header declares ", sizes.size(), " data frames, ",
+          raw.frames.size() - 1, " arrived"));
+    }
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] != raw.frames[i + 1].size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            KindName(h.getKind()), " data frame ", i, " has ", raw.frames[i + 1].size(),
+            " bytes, the header declares ", sizes[i]));
+      }
+    }
+  } catch (const kj::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed header: ", e.getDescription().cStr()));
+  }
+  for (size_t i = 1; i < raw.frames.size(); ++i) msg.frames_.push_back(std::move(raw.frames[i]));
+  return msg;
+}
+
+uint64_t PeekRequestId(const RawMessage& raw, const WireLimits& limits) {
+  if (raw.frames.empty()) return 0;
+  const zmq::message_t& head = raw.frames[0];
+  if (head.size() == 0 || head.size() % sizeof(capnp::word) != 0) return 0;
+  auto words = kj::heapArray<capnp::word>(head.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), head.data(), head.size());
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = limits.traversal_limit_words;
+  try {
+    capnp::FlatArrayMessageReader reader(words, options);
+    return reader.getRoot<wire::Header>().getRequestId();
+  } catch (const kj::Exception&) {
+    return 0;
+  }
+}
+
+Socket::Socket(zmq::context_t& context, SocketKind kind, const WireLimits& limits)
+    : socket_(context, kind == SocketKind::kRouter ? zmq::socket_type::router
+                                                   : zmq::socket_type::dealer),
+      kind_(kind),
+      limits_(limits) {
+  socket_.set(zmq::sockopt::linger, 0);
+  // A frame far above the message limit is dropped by ZeroMQ before it is
+  // buffered (the peer is disconnected); smaller oversize messages reach
+  // Decode, which refuses them with an error reply.
+  socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(2 * limits.max_message_bytes + 4096));
+  socket_.set(zmq::sockopt::sndhwm, 0);
+  socket_.set(zmq::sockopt::rcvhwm, 0);
+  if (kind == SocketKind::kRouter) socket_.set(zmq::sockopt::router_mandatory, 1);
+}
+
+Socket::~Socket() = default;
+
+absl::StatusOr<std::unique_ptr<Socket>> Socket::Bind(zmq::context_t& context, SocketKind kind,
+                                                     const std::string& address,
+                                                     const WireLimits& limits) {
+  std::unique_ptr<Socket> s(new Socket(context, kind, limits));
+  try {
+    s->socket_.bind(address);
+    s->address_ = s->socket_.get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(absl::StrCat("cannot bind ", address, ": ", e.what()));
+  }
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<Socket>> Socket::Connect(zmq::context_t& context, SocketKind kind,
+                                                        const std::string& address,
+                                                        const WireLimits& limits) {
+  std::unique_ptr<Socket> s(new Socket(context, kind, limits));
+  try {
+    s->socket_.set(zmq::sockopt::reconnect_ivl, 100);
+    s->socket_.set(zmq::sockopt::reconnect_ivl_max, 1000);
+    s->socket_.connect(address);
+    s->address_ = address;
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", address, ": ", e.what()));
+  }
+  return s;
+}
+
+absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity) {
+  auto sizes = message.header_.initFrameBytes(static_cast<unsigned>(message.frames_.size()));
+  for (size_t i = 0; i < message.frames_.size(); ++i) {
+    const auto& f = message.frames_[i];
+    sizes.set(static_cast<unsigned>(i), f.tensor.defined() ? f.tensor.nbytes() : f.bytes.size());
+  }
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(message.builder_);
+  auto bytes = words.asBytes();
+  uint64_t total = bytes.size();
+  try {
+    const bool has_frames = !message.frames_.empty();
+    if (kind_ == SocketKind::kRouter) {
+      socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+    }
+    socket_.send(zmq::buffer(bytes.begin(), bytes.size()),
+                 has_frames ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    for (size_t i = 0; i < message.frames_.size(); ++i) {
+      auto& f = message.frames_[i];
+      const auto flags =
+          i + 1 < message.frames_.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      if (f.tensor.defined()) {
+        // Zero-copy: ZeroMQ calls ReleaseTensorFrame when it no longer needs the bytes.
+        auto* hold = new Tensor(f.tensor);
+        zmq::message_t frame(hold->raw_data(), hold->nbytes(), ReleaseTensorFrame, hold);
+        total += frame.size();
+        socket_.send(frame, flags);
+      } else {
+        total += f.bytes.size();
+        socket_.send(zmq::buffer(f.bytes), flags);
+      }
+    }
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EHOSTUNREACH) {
+      return absl::UnavailableError("peer is no longer connected");
+    }
+    return absl::UnavailableError(absl::StrCat("send failed: ", e.what()));
+  }
+  counters_.bytes_sent += total;
+  counters_.messages_sent++;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RawMessage> Socket::Receive(absl::Duration timeout) {
+  zmq::pollitem_t item{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0};
+  const long ms = timeout == absl::InfiniteDuration() ? -1 : absl::ToInt64Milliseconds(timeout);
+  int ready = 0;
+  try {
+    ready = zmq::poll(&item, 1, std::chrono::milliseconds(ms));
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(absl::StrCat("poll failed: ", e.what()));
+  }
+  if (ready == 0) {
+    if (timeout == absl::ZeroDuration()) return absl::UnavailableError("no message queued");
+    return absl::DeadlineExceededError(
+        absl::StrCat("no message from ", address_, " within ", absl::FormatDuration(timeout)));
+  }
+  return ReadMultipart();
+}
+
+absl::StatusOr<RawMessage> Socket::ReadMultipart() {
+  RawMessage raw;
+  bool first = true;
+  uint64_t total = 0;
+  while (true) {
+    zmq::message_t frame;
+    try {
+      if (!socket_.recv(frame, zmq::recv_flags::none)) {
+        return absl::UnavailableError("receive interrupted");
+      }
+    } catch (const zmq::error_t& e) {
+      return absl::UnavailableError(absl::StrCat("receive failed: ", e.what()));
+    }
+    total += frame.size();
+    const bool more = frame.more();
+    if (first && kind_ == SocketKind::kRouter) {
+      raw.identity.assign(static_cast<const char*>(frame.data()), frame.size());
+    } else {
+      raw.frames.push_back(std::move(frame));
+    }
+    first = false;
+    if (!more) break;
+  }
+  counters_.bytes_received += total;
+  counters_.messages_received++;
+  return raw;
+}
+
+void FillError(wire::Header::Builder header, const absl::Status& status) {
+  header.setErrorCode(static_cast<uint32_t>(status.code()));
+  header.setErrorMessage(std::string(status.message()));
+}
+
+absl::Status ErrorFromHeader(wire::Header::Reader header) {
+  const auto code = static_cast<absl::StatusCode>(header.getErrorCode());
+  return absl::Status(code == absl::StatusCode::kOk ? absl::StatusCode::kUnknown : code,
+                      header.getErrorMessage().cStr());
+}
+
+}  // namespace strata

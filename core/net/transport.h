@@ -1,0 +1,161 @@
+// ZeroMQ transport: sockets that send and receive Strata messages.
+//
+// A message on the wire is multipart: [identity (ROUTER only)] [header]
+// [data frame]... The header is a Cap'n Proto `wire::Header`; data frames
+// are raw tensor bytes, sent zero-copy (the frame holds a reference to the
+// tensor's buffer until ZeroMQ has sent it).
+//
+// Everything received is untrusted. Receive() returns the raw frames;
+// Decode() checks the protocol version, the header's encoding (with Cap'n
+// Proto traversal limits), the frame count and sizes against the header,
+// and the size limit, and names what was wrong. Kind-specific checks (keys,
+// shapes, job ids) belong to the receiver.
+//
+// Thread safety: a Socket is used by one thread at a time (ZeroMQ's rule).
+//
+//   auto server = Socket::Bind(ctx, SocketKind::kRouter, "tcp://127.0.0.1:0");
+//   auto client = Socket::Connect(ctx, SocketKind::kDealer, (*server)->address());
+//   OutgoingMessage m(wire::Kind::PULL);
+//   STRATA_RETURN_IF_ERROR((*client)->Send(m));
+#ifndef STRATA_CORE_NET_TRANSPORT_H_
+#define STRATA_CORE_NET_TRANSPORT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <zmq.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/net/protocol.capnp.h"
+#include "core/tensor/tensor.h"
+
+namespace strata {
+
+struct WireLimits {
+  // Largest message (all frames) a receiver accepts; larger ones are refused
+  // with an error. ZeroMQ drops single frames above 2x this before they are
+  // buffered whole.
+  uint64_t max_message_bytes = uint64_t{1} << 30;
+  uint64_t traversal_limit_words = uint64_t{1} << 20;  // 8 MiB of header
+  size_t max_frames = 65536;
+};
+
+// Bytes counted by a socket, for traffic accounting.
+struct TrafficCounters {
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> messages_sent{0};
+  std::atomic<uint64_t> messages_received{0};
+};
+
+class OutgoingMessage {
+ public:
+  // A header with the protocol version and `kind` set.
+  explicit OutgoingMessage(wire::Kind kind);
+  wire::Header::Builder header() { return header_; }
+  // Appends `tensor`'s bytes as a data frame, zero-copy: the buffer stays
+  // referenced until ZeroMQ has sent it. Records the size in frameBytes.
+  void AddFrame(const Tensor& tensor);
+  // Appends a copy of `bytes` as a data frame.
+  void AddFrame(std::string bytes);
+
+ private:
+  friend class Socket;
+  capnp::MallocMessageBuilder builder_;
+  wire::Header::Builder header_;
+  struct Frame {
+    Tensor tensor;      // zero-copy source, or
+    std::string bytes;  // owned copy
+  };
+  std::vector<Frame> frames_;
+};
+
+// The frames of one received message, undecoded.
+struct RawMessage {
+  std::string identity;  // the sender (ROUTER sockets only)
+  std::vector<zmq::message_t> frames;
+};
+
+// A decoded, structurally checked message.
+class IncomingMessage {
+ public:
+  const std::string& identity() const { return identity_; }
+  wire::Header::Reader header() const { return reader_->getRoot<wire::Header>(); }
+  size_t num_frames() const { return frames_.size(); }
+  const void* frame_data(size_t i) const { return frames_[i].data(); }
+  size_t frame_size(size_t i) const { return frames_[i].size(); }
+  // Copies frame i (whose size must equal dst.nbytes()) into `dst`.
+  void CopyFrameTo(size_t i, float* dst) const;
+
+ private:
+  friend absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits);
+  std::string identity_;
+  kj::Array<capnp::word> header_words_;
+  std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+  std::vector<zmq::message_t> frames_;  // data frames only
+};
+
+// Checks and decodes `raw`. Errors are InvalidArgument (malformed), or
+// FailedPrecondition (another protocol major version), or ResourceExhausted
+// (over the size limit), each naming the problem.
+absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits);
+
+// The request id of a raw message if its header can be read, else 0 (used to
+// address an error reply to a message that failed to decode).
+uint64_t PeekRequestId(const RawMessage& raw, const WireLimits& limits);
+
+enum class SocketKind { kRouter, kDealer };
+
+class Socket {
+ public:
+  // Binds a ROUTER (or DEALER) socket; port 0 picks a free port. address()
+  // then returns the bound "tcp://host:port".
+  static absl::StatusOr<std::unique_ptr<Socket>> Bind(zmq::context_t& context, SocketKind kind,
+                                                      const std::string& address,
+                                                      const WireLimits& limits = {});
+  static absl::StatusOr<std::unique_ptr<Socket>> Connect(zmq::context_t& context,
+                                                         SocketKind kind,
+                                                         const std::string& address,
+                                                         const WireLimits& limits = {});
+  ~Socket();
+
+  const std::string& address() const { return address_; }
+  const WireLimits& limits() const { return limits_; }
+  // Sends `message` (to `identity` on a ROUTER). Never blocks for long: a
+  // full send queue fails with Unavailable.
+  absl::Status Send(OutgoingMessage& message, const std::string& identity = "");
+  // Waits up to `timeout` for a message; DeadlineExceeded when none came.
+  absl::StatusOr<RawMessage> Receive(absl::Duration timeout);
+  // Receives without waiting; Unavailable when nothing is queued.
+  absl::StatusOr<RawMessage> ReceiveNow() { return Receive(absl::ZeroDuration()); }
+
+  zmq::socket_t& raw() { return socket_; }
+  TrafficCounters& counters() { return counters_; }
+
+ private:
+  Socket(zmq::context_t& context, SocketKind kind, const WireLimits& limits);
+  absl::StatusOr<RawMessage> ReadMultipart();
+
+  zmq::socket_t socket_;
+  SocketKind kind_;
+  WireLimits limits_;
+  std::string address_;
+  TrafficCounters counters_;
+};
+
+// A status carried in an error reply, and back.
+void FillError(wire::Header::Builder header, const absl::Status& status);
+absl::Status ErrorFromHeader(wire::Header::Reader header);
+
+// "push", "pull", ... for log lines and errors.
+const char* KindName(wire::Kind kind);
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_TRANSPORT_H_

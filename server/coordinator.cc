@@ -1,0 +1,151 @@
+#include "server/coordinator.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace strata {
+
+Coordinator::Coordinator(Socket* socket, const CoordinatorOptions& options,
+                         std::string self_address)
+    : socket_(socket), options_(options) {
+  Node self{wire::Role::SERVER, 0, std::move(self_address), "", absl::Now()};
+  servers_[0] = self;
+}
+
+std::string Coordinator::Describe(const Node& node) {
+  return absl::StrCat(node.role == wire::Role::SERVER ? "server " : "worker ", node.rank);
+}
+
+bool Coordinator::all_registered() const {
+  return static_cast<int>(servers_.size()) == options_.servers &&
+         static_cast<int>(workers_.size()) == options_.workers;
+}
+
+absl::Status Coordinator::Handle(const IncomingMessage& message) {
+  const auto h = message.header();
+  switch (h.getKind()) {
+    case wire::Kind::REGISTER:
+      return Register(message);
+    case wire::Kind::BARRIER:
+      return Barrier(message);
+    case wire::Kind::HEARTBEAT: {
+      const int rank = h.getSenderRank();
+      auto& table = h.getSenderRole() == wire::Role::SERVER ? servers_ : workers_;
+      auto it = table.find(rank);
+      if (it != table.end()) {
+        it->second.last_seen = absl::Now();
+        if (it->second.dead) {
+          std::fprintf(stderr, "[coordinator] %s is alive again\n", Describe(it->second).c_str());
+          it->second.dead = false;
+        }
+      }
+      return absl::OkStatus();
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("the coordinator does not handle ", KindName(h.getKind())));
+  }
+}
+
+absl::Status Coordinator::Register(const IncomingMessage& message) {
+  const auto h = message.header();
+  if (h.getNodes().size() != 1) {
+    return absl::InvalidArgumentError("register must describe exactly one node");
+  }
+  const auto info = h.getNodes()[0];
+  Node node{info.getRole(), info.getRank(), info.getAddress().cStr(), message.identity(),
+            absl::Now()};
+  const bool is_server = node.role == wire::Role::SERVER;
+  auto& table = is_server ? servers_ : workers_;
+  const int limit = is_server ? options_.servers : options_.workers;
+  if (!is_server && node.rank < 0) {
+    // Lowest free worker rank.
+    node.rank = 0;
+    while (table.count(node.rank) != 0) node.rank++;
+  }
+  if (node.rank < 0 || node.rank >= limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        is_server ? "server" : "worker", " rank ", node.rank, " outside [0, ", limit,
+        ") for this job"));
+  }
+  if (is_server && node.rank == 0) {
+    return absl::InvalidArgumentError("rank 0 is the coordinator itself");
+  }
+  const bool again = table.count(node.rank) != 0;
+  table[node.rank] = node;
+  std::fprintf(stderr, "[coordinator] %s %s (%d/%d servers, %d/%d workers)\n",
+               Describe(node).c_str(), again ? "registered again" : "registered",
+               static_cast<int>(servers_.size()), options_.servers,
+               static_cast<int>(workers_.size()), options_.workers);
+  if (map_sent_) {
+    SendMap(node);
+  } else if (all_registered()) {
+    map_sent_ = true;
+    for (const auto& [rank, n] : servers_) {
+      if (rank != 0) SendMap(n);
+    }
+    for (const auto& [rank, n] : workers_) SendMap(n);
+  }
+  return absl::OkStatus();
+}
+
+void Coordinator::SendMap(const Node& node) {
+  OutgoingMessage reply(wire::Kind::CLUSTER_MAP);
+  auto h = reply.header();
+  h.setJobId(options_.job_id);
+  h.setSenderRole(wire::Role::SERVER);
+  h.setSenderRank(node.rank);  // the recipient's rank
+  auto nodes = h.initNodes(static_cast<unsigned>(servers_.size()));
+  unsigned i = 0;
+  for (const auto& [rank, n] : servers_) {
+    nodes[i].setRole(wire::Role::SERVER);
+    nodes[i].setRank(rank);
+    nodes[i].setAddress(n.address);
+    ++i;
+  }
+  auto expected = h.initExpectedNodes(2);
+  expected.set(0, static_cast<uint32_t>(options_.servers));
+  expected.set(1, static_cast<uint32_t>(options_.workers));
+  absl::Status s = socket_->Send(reply, node.identity);
+  if (!s.ok()) {
+    std::fprintf(stderr, "[coordinator] cannot send the cluster map to %s: %s\n",
+                 Describe(node).c_str(), std::string(s.message()).c_str());
+  }
+}
+
+absl::Status Coordinator::Barrier(const IncomingMessage& message) {
+  const auto h = message.header();
+  const std::string name = absl::StrCat(h.getBarrierName().cStr(), "#", h.getIteration());
+  auto& waiting = barriers_[name];
+  waiting.emplace_back(message.identity(), h.getRequestId());
+  if (static_cast<int>(waiting.size()) < options_.workers) return absl::OkStatus();
+  for (const auto& [identity, request] : waiting) {
+    OutgoingMessage release(wire::Kind::BARRIER_RELEASE);
+    release.header().setJobId(options_.job_id);
+    release.header().setRequestId(request);
+    (void)socket_->Send(release, identity);
+  }
+  barriers_.erase(name);
+  return absl::OkStatus();
+}
+
+std::vector<int> Coordinator::CheckLiveness(absl::Time now) {
+  std::vector<int> newly_dead;
+  for (auto* table : {&servers_, &workers_}) {
+    for (auto& [rank, node] : *table) {
+      if (node.identity.empty() || node.dead) continue;  // self, or already reported
+      if (now - node.last_seen > options_.dead_after) {
+        node.dead = true;
+        std::fprintf(stderr, "[coordinator] %s sent no heartbeat for %s: marking it dead\n",
+                     Describe(node).c_str(),
+                     absl::FormatDuration(absl::Trunc(now - node.last_seen, absl::Milliseconds(100))).c_str());
+        if (table == &workers_) newly_dead.push_back(rank);
+      }
+    }
+  }
+  return newly_dead;
+}
+
+}  // namespace strata

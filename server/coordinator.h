@@ -1,0 +1,69 @@
+// Coordinator: registration, rank assignment, the cluster map, barriers,
+// heartbeats and dead-node detection. It lives in server rank 0's process
+// and shares its socket: ServerNode hands it the messages of those kinds.
+//
+// Bootstrap: every node sends REGISTER (role, requested rank, serving
+// address). Servers bring their rank (--rank); workers get the lowest free
+// worker rank unless they ask for one. When the expected number of servers
+// and workers has registered, every node receives the CLUSTER_MAP: all
+// servers' addresses by rank, and its own rank. A node that registers again
+// (a restarted process) gets the map at once.
+#ifndef STRATA_SERVER_COORDINATOR_H_
+#define STRATA_SERVER_COORDINATOR_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/net/transport.h"
+
+namespace strata {
+
+struct CoordinatorOptions {
+  int servers = 1;
+  int workers = 1;
+  uint64_t job_id = 1;
+  absl::Duration dead_after = absl::Seconds(10);  // silence that marks a node dead
+};
+
+class Coordinator {
+ public:
+  // `socket` is server 0's ROUTER socket; `self_address` its address.
+  Coordinator(Socket* socket, const CoordinatorOptions& options, std::string self_address);
+
+  // Handles REGISTER, HEARTBEAT and BARRIER. Returns an error to be sent
+  // back to the sender when the request is invalid.
+  absl::Status Handle(const IncomingMessage& message);
+  // Checks heartbeats; logs each node that falls silent once. Returns the
+  // worker ranks newly found dead.
+  std::vector<int> CheckLiveness(absl::Time now);
+  bool all_registered() const;
+
+ private:
+  struct Node {
+    wire::Role role;
+    int rank;
+    std::string address;
+    std::string identity;
+    absl::Time last_seen;
+    bool dead = false;
+  };
+  absl::Status Register(const IncomingMessage& message);
+  absl::Status Barrier(const IncomingMessage& message);
+  void SendMap(const Node& node);
+  static std::string Describe(const Node& node);
+
+  Socket* socket_;
+  CoordinatorOptions options_;
+  std::map<int, Node> servers_;  // by rank
+  std::map<int, Node> workers_;  // by rank
+  bool map_sent_ = false;
+  // barrier name -> identities waiting, with their request ids
+  std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> barriers_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SERVER_COORDINATOR_H_

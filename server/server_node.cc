@@ -1,0 +1,388 @@
+#include "server/server_node.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/data/dataset.h"
+#include "core/model/model.h"
+#include "core/status.h"
+#include "core/train/checkpoint.h"
+
+namespace strata {
+
+absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config) {
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
+  std::vector<int64_t> sizes;
+  for (Parameter* p : model->parameters()) sizes.push_back(p->value.numel());
+  return sizes;
+}
+
+ServerNode::ServerNode(const ServerOptions& options)
+    : options_(options), done_(options.workers, false) {}
+
+ServerNode::~ServerNode() = default;
+
+absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptions& options) {
+  if (options.rank < 0 || options.rank >= options.servers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank ", options.rank, " outside [0, ", options.servers, ")"));
+  }
+  if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
+  std::unique_ptr<ServerNode> node(new ServerNode(options));
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ParameterSizes(options.config));
+  node->plan_ = PartitionPlan::Build(sizes, options.servers, options.chunk_elements);
+  STRATA_ASSIGN_OR_RETURN(int64_t train_size, TrainingSetSize(options.config.data));
+  StoreOptions so;
+  so.consistency = options.consistency;
+  so.staleness = options.staleness;
+  so.workers = options.workers;
+  so.optimizer = options.config.optimizer;
+  so.schedule = options.config.schedule;
+  so.total_steps = TotalTrainingSteps(options.config.training, train_size);
+  STRATA_ASSIGN_OR_RETURN(node->store_, ParameterStore::Create(node->plan_, options.rank, so));
+  if (options.restore) {
+    STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(options.checkpoint_path));
+    STRATA_RETURN_IF_ERROR_CTX(node->store_->Restore(checkpoint),
+                               absl::StrCat("restoring ", options.checkpoint_path));
+    int64_t version = 0;
+    for (const Chunk& c : node->plan_.chunks_of_server(options.rank)) {
+      version = std::max(version, node->store_->version(c));
+    }
+    node->last_checkpoint_version_ = version;
+    std::fprintf(stderr, "[server %d] restored %s at iteration %lld\n", options.rank,
+                 options.checkpoint_path.c_str(), static_cast<long long>(version));
+  }
+  const std::string bind = options.rank == 0 ? options.coordinator : options.bind;
+  STRATA_ASSIGN_OR_RETURN(node->socket_,
+                          Socket::Bind(node->context_, SocketKind::kRouter, bind, options.limits));
+  if (options.rank == 0) {
+    CoordinatorOptions co;
+    co.servers = options.servers;
+    co.workers = options.workers;
+    co.job_id = options.job_id;
+    co.dead_after = options.dead_after;
+    node->coordinator_ =
+        std::make_unique<Coordinator>(node->socket_.get(), co, node->socket_->address());
+  } else {
+    STRATA_RETURN_IF_ERROR(node->Register());
+  }
+  // The launcher reads this line to learn the address.
+  std::printf("[server %d] serving %lld parameters in %zu chunks on %s (%s)\n", options.rank,
+              static_cast<long long>(node->plan_.elements_of_server(options.rank)),
+              node->plan_.chunks_of_server(options.rank).size(),
+              node->socket_->address().c_str(), ConsistencyName(options.consistency));
+  std::fflush(stdout);
+  return node;
+}
+
+absl::Status ServerNode::Register() {
+  STRATA_ASSIGN_OR_RETURN(coordinator_link_, Socket::Connect(context_, SocketKind::kDealer,
+                                                             options_.coordinator,
+                                                             options_.limits));
+  OutgoingMessage m(wire::Kind::REGISTER);
+  auto h = m.header();
+  h.setJobId(options_.job_id);
+  h.setSenderRole(wire::Role::SERVER);
+  h.setSenderRank(options_.rank);
+  auto nodes = h.initNodes(1);
+  nodes[0].setRole(wire::Role::SERVER);
+  nodes[0].setRank(options_.rank);
+  nodes[0].setAddress(socket_->address());
+  return coordinator_link_->Send(m);
+}
+
+absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& reply) {
+  reply.header().setJobId(options_.job_id);
+  reply.header().setSenderRole(wire::Role::SERVER);
+  reply.header().setSenderRank(options_.rank);
+  return socket_->Send(reply, identity);
+}
+
+void ServerNode::SendError(const std::string& identity, uint64_t request_id,
+                           const absl::Status& status) {
+  ++errors_sent_;
+  std::fprintf(stderr, "[server %d] refused a request: %s\n", options_.rank,
+               std::string(status.message()).c_str());
+  OutgoingMessage reply(wire::Kind::ERROR);
+  reply.header().setRequestId(request_id);
+  FillError(reply.header(), status);
+  (void)Reply(identity, reply);
+}
+
+absl::Status ServerNode::CheckSender(const IncomingMessage& message) const {
+  const auto h = message.header();
+  if (h.getJobId() != options_.job_id) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown job id ", h.getJobId(),
+                                                   " (this server serves job ", options_.job_id,
+                                                   ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Chunk>> ServerNode::ResolveSlices(const IncomingMessage& message,
+                                                             bool with_frames) const {
+  const auto h = message.header();
+  const auto slices = h.getSlices();
+  if (slices.size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " names no slices"));
+  }
+  if (with_frames && message.num_frames() != slices.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " has ",
+                                                   slices.size(), " slices but ",
+                                                   message.num_frames(), " data frames"));
+  }
+  std::vector<Chunk> chunks;
+  for (unsigned i = 0; i < slices.size(); ++i) {
+    const auto s = slices[i];
+    if (s.getKey() >= static_cast<uint32_t>(plan_.num_keys())) {
+      return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " of unknown key ",
+                                                     s.getKey(), " (the model has ",
+                                                     plan_.num_keys(), " keys)"));
+    }
+    const Chunk* c = plan_.Find(s.getKey(), s.getOffset(), s.getLength());
+    if (c == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          KindName(h.getKind()), " of key ", s.getKey(), " elements [", s.getOffset(), ", ",
+          s.getOffset() + s.getLength(), ") does not match a chunk of the partition plan"));
+    }
+    if (!store_->Owns(*c)) {
+      return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " of key ",
+                                                     s.getKey(), " chunk ", c->index,
+                                                     " sent to server ", options_.rank,
+                                                     "; it lives on server ", c->server));
+    }
+    if (with_frames && message.frame_size(i) != c->length * sizeof(float)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
+          message.frame_size(i), " bytes, expected ", c->length * sizeof(float), " (",
+          c->length, " float32 values)"));
+    }
+    chunks.push_back(*c);
+  }
+  return chunks;
+}
+
+absl::Status ServerNode::HandleInit(const IncomingMessage& message) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, true));
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(
+        store_->Init(chunks[i], static_cast<const float*>(message.frame_data(i))));
+  }
+  OutgoingMessage ack(wire::Kind::INIT_ACK);
+  ack.header().setRequestId(message.header().getRequestId());
+  (void)Reply(message.identity(), ack);
+  ServePending();
+  return absl::OkStatus();
+}
+
+absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
+  const auto h = message.header();
+  STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, true));
+  const int worker = h.getSenderRank();
+  if (worker < 0 || worker >= options_.workers) {
+    return absl::InvalidArgumentError(absl::StrCat("push from worker rank ", worker,
+                                                   ", the job has ", options_.workers,
+                                                   " workers"));
+  }
+  for (const Chunk& c : chunks) {
+    if (!store_->initialized(c)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("push to key ", c.key, " before it was initialised"));
+    }
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(store_->Push(worker, h.getIteration(), chunks[i],
+                                        static_cast<const float*>(message.frame_data(i)))
+                               .status());
+  }
+  OutgoingMessage ack(wire::Kind::PUSH_ACK);
+  ack.header().setRequestId(h.getRequestId());
+  ack.header().setIteration(h.getIteration());
+  (void)Reply(message.identity(), ack);
+  ServePending();
+  MaybeCheckpoint();
+  return absl::OkStatus();
+}
+
+void ServerNode::SendPull(const PendingPull& pull) {
+  OutgoingMessage reply(wire::Kind::PULL_REPLY);
+  auto h = reply.header();
+  h.setRequestId(pull.request_id);
+  auto slices = h.initSlices(static_cast<unsigned>(pull.chunks.size()));
+  int64_t version = -1;
+  for (size_t i = 0; i < pull.chunks.size(); ++i) {
+    const Chunk& c = pull.chunks[i];
+    slices[i].setKey(c.key);
+    slices[i].setOffset(c.offset);
+    slices[i].setLength(c.length);
+    // Copy: the store's values change with the next update, before ZeroMQ
+    // may have sent these bytes.
+    Tensor copy = Tensor::Empty({static_cast<int64_t>(c.length)});
+    std::memcpy(copy.data(), store_->value(c), c.length * sizeof(float));
+    reply.AddFrame(copy);
+    const int64_t v = store_->version(c);
+    version = version < 0 ? v : std::min(version, v);
+  }
+  h.setIteration(version);
+  store_->NoteServed(pull.iteration);
+  (void)Reply(pull.identity, reply);
+}
+
+absl::Status ServerNode::HandlePull(const IncomingMessage& message) {
+  const auto h = message.header();
+  STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, false));
+  PendingPull pull{message.identity(), h.getRequestId(), h.getIteration(), std::move(chunks),
+                   h.getSenderRank()};
+  bool ready = true;
+  for (const Chunk& c : pull.chunks) ready = ready && store_->CanServe(c, pull.iteration);
+  if (ready) {
+    SendPull(pull);
+  } else {
+    pending_.push_back(std::move(pull));
+  }
+  return absl::OkStatus();
+}
+
+void ServerNode::ServePending() {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    bool ready = true;
+    for (const Chunk& c : it->chunks) ready = ready && store_->CanServe(c, it->iteration);
+    if (ready) {
+      SendPull(*it);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ServerNode::FailPendingPulls(const absl::Status& status) {
+  for (const PendingPull& p : pending_) SendError(p.identity, p.request_id, status);
+  pending_.clear();
+}
+
+void ServerNode::MaybeCheckpoint() {
+  if (options_.checkpoint_path.empty() || options_.checkpoint_every <= 0) return;
+  int64_t version = -1;
+  for (const Chunk& c : plan_.chunks_of_server(options_.rank)) {
+    const int64_t v = store_->version(c);
+    version = version < 0 ? v : std::min(version, v);
+  }
+  if (version >= last_checkpoint_version_ + options_.checkpoint_every) {
+    absl::Status s = WriteCheckpoint(options_.checkpoint_path, store_->Capture());
+    if (s.ok()) {
+      last_checkpoint_version_ = version;
+      std::fprintf(stderr, "[server %d] checkpoint at iteration %lld -> %s\n", options_.rank,
+                   static_cast<long long>(version), options_.checkpoint_path.c_str());
+    } else {
+      std::fprintf(stderr, "[server %d] checkpoint failed: %s\n", options_.rank,
+                   std::string(s.message()).c_str());
+    }
+  }
+}
+
+absl::Status ServerNode::Handle(const IncomingMessage& message) {
+  STRATA_RETURN_IF_ERROR(CheckSender(message));
+  const auto h = message.header();
+  switch (h.getKind()) {
+    case wire::Kind::REGISTER:
+    case wire::Kind::HEARTBEAT:
+    case wire::Kind::BARRIER:
+      if (coordinator_ == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            KindName(h.getKind()), " sent to server ", options_.rank,
+            "; only server 0 coordinates"));
+      }
+      return coordinator_->Handle(message);
+    case wire::Kind::INIT:
+      return HandleInit(message);
+    case wire::Kind::PUSH:
+      return HandlePush(message);
+    case wire::Kind::PULL:
+      return HandlePull(message);
+    case wire::Kind::CLOCK: {
+      OutgoingMessage reply(wire::Kind::CLOCK_REPLY);
+      reply.header().setRequestId(h.getRequestId());
+      reply.header().setIteration(store_->max_served_lead());
+      auto clocks = reply.header().initClocks(static_cast<unsigned>(store_->clocks().size()));
+      for (size_t i = 0; i < store_->clocks().size(); ++i) {
+        clocks.set(static_cast<unsigned>(i), store_->clocks()[i]);
+      }
+      return Reply(message.identity(), reply);
+    }
+    case wire::Kind::DONE: {
+      const int worker = h.getSenderRank();
+      if (worker < 0 || worker >= options_.workers) {
+        return absl::InvalidArgumentError(absl::StrCat("done from worker rank ", worker));
+      }
+      done_[worker] = true;
+      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
+      ack.header().setRequestId(h.getRequestId());
+      return Reply(message.identity(), ack);
+    }
+    case wire::Kind::SHUTDOWN: {
+      shutdown_ = true;
+      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
+      ack.header().setRequestId(h.getRequestId());
+      return Reply(message.identity(), ack);
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("a server does not accept ", KindName(h.getKind()), " messages"));
+  }
+}
+
+void ServerNode::HandleRaw(RawMessage raw) {
+  const std::string identity = raw.identity;
+  const uint64_t request_id = PeekRequestId(raw, options_.limits);
+  absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), options_.limits);
+  if (!message.ok()) {
+    SendError(identity, request_id, message.status());
+    return;
+  }
+  absl::Status s = Handle(*message);
+  if (!s.ok()) SendError(identity, request_id, s);
+}
+
+absl::Status ServerNode::Run() {
+  absl::Time next_heartbeat = absl::Now();
+  while (!shutdown_) {
+    bool all_done = true;
+    for (bool d : done_) all_done = all_done && d;
+    if (all_done) break;
+    absl::StatusOr<RawMessage> raw = socket_->Receive(absl::Milliseconds(200));
+    if (raw.ok()) {
+      HandleRaw(*std::move(raw));
+    } else if (!absl::IsDeadlineExceeded(raw.status())) {
+      return raw.status();
+    }
+    const absl::Time now = absl::Now();
+    if (coordinator_ != nullptr) {
+      for (int worker : coordinator_->CheckLiveness(now)) {
+        FailPendingPulls(absl::UnavailableError(absl::StrCat(
+            "worker ", worker, " stopped sending heartbeats; iteration cannot complete")));
+      }
+    }
+    if (coordinator_link_ != nullptr && now >= next_heartbeat) {
+      OutgoingMessage beat(wire::Kind::HEARTBEAT);
+      beat.header().setJobId(options_.job_id);
+      beat.header().setSenderRole(wire::Role::SERVER);
+      beat.header().setSenderRank(options_.rank);
+      (void)coordinator_link_->Send(beat);
+      next_heartbeat = now + options_.heartbeat_every;
+      // Drain the coordinator's replies (the cluster map).
+      while (coordinator_link_->ReceiveNow().ok()) {
+      }
+    }
+  }
+  if (!options_.checkpoint_path.empty()) {
+    STRATA_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, store_->Capture()));
+  }
+  std::fprintf(stderr, "[server %d] finished (%llu requests refused)\n", options_.rank,
+               static_cast<unsigned long long>(errors_sent_));
+  return absl::OkStatus();
+}
+
+}  // namespace strata

@@ -1,0 +1,107 @@
+// ServerNode: one parameter-server process. It binds a ROUTER socket, holds
+// its ParameterStore shard, answers init/push/pull/clock/done/shutdown
+// requests, checkpoints its shard, and on rank 0 also runs the Coordinator.
+//
+// Every request is checked before it touches state (job id, sender rank,
+// slices against the partition plan, frame sizes); a bad one gets an error
+// reply naming the problem and a log line, and the server keeps serving.
+// A request is applied whole or not at all.
+//
+//   auto node = ServerNode::Create(options);   // binds, restores, registers
+//   STRATA_RETURN_IF_ERROR((*node)->Run());   // until every worker is done
+#ifndef STRATA_SERVER_SERVER_NODE_H_
+#define STRATA_SERVER_SERVER_NODE_H_
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/model/job_config.h"
+#include "core/net/partition_plan.h"
+#include "core/net/transport.h"
+#include "server/coordinator.h"
+#include "server/parameter_store.h"
+
+namespace strata {
+
+struct ServerOptions {
+  int rank = 0;
+  // Rank 0 binds this address; other ranks connect to it to register.
+  std::string coordinator;
+  // Where ranks > 0 bind (port 0: any free port).
+  std::string bind = "tcp://127.0.0.1:0";
+  JobConfig config;
+  int servers = 1;
+  int workers = 1;
+  uint64_t job_id = 1;
+  Consistency consistency = Consistency::kBsp;
+  int staleness = 0;
+  int64_t chunk_elements = kDefaultChunkElements;
+  std::string checkpoint_path;   // "" = no checkpoints
+  int64_t checkpoint_every = 0;  // iterations
+  bool restore = false;
+  absl::Duration dead_after = absl::Seconds(10);
+  absl::Duration heartbeat_every = absl::Seconds(1);
+  WireLimits limits;
+};
+
+class ServerNode {
+ public:
+  static absl::StatusOr<std::unique_ptr<ServerNode>> Create(const ServerOptions& options);
+  ~ServerNode();
+  // The address this server serves on.
+  const std::string& address() const { return socket_->address(); }
+  // Serves until every worker has sent DONE or a SHUTDOWN arrives. Writes a
+  // final checkpoint when checkpointing is on.
+  absl::Status Run();
+
+  const ParameterStore& store() const { return *store_; }
+
+ private:
+  struct PendingPull {
+    std::string identity;
+    uint64_t request_id;
+    int64_t iteration;
+    std::vector<Chunk> chunks;
+    int sender;
+  };
+  explicit ServerNode(const ServerOptions& options);
+  absl::Status Register();
+  void HandleRaw(RawMessage raw);
+  absl::Status Handle(const IncomingMessage& message);
+  absl::Status CheckSender(const IncomingMessage& message) const;
+  absl::StatusOr<std::vector<Chunk>> ResolveSlices(const IncomingMessage& message,
+                                                   bool with_frames) const;
+  absl::Status HandleInit(const IncomingMessage& message);
+  absl::Status HandlePush(const IncomingMessage& message);
+  absl::Status HandlePull(const IncomingMessage& message);
+  void ServePending();
+  absl::Status Reply(const std::string& identity, OutgoingMessage& reply);
+  void SendPull(const PendingPull& pull);
+  void SendError(const std::string& identity, uint64_t request_id, const absl::Status& status);
+  void MaybeCheckpoint();
+  void FailPendingPulls(const absl::Status& status);
+
+  ServerOptions options_;
+  zmq::context_t context_{1};
+  std::unique_ptr<Socket> socket_;
+  std::unique_ptr<Socket> coordinator_link_;  // ranks > 0
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0
+  PartitionPlan plan_;
+  std::unique_ptr<ParameterStore> store_;
+  std::deque<PendingPull> pending_;
+  std::vector<bool> done_;
+  bool shutdown_ = false;
+  int64_t last_checkpoint_version_ = 0;
+  uint64_t errors_sent_ = 0;
+};
+
+// Parameter sizes of a job's model, in key order.
+absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config);
+
+}  // namespace strata
+
+#endif  // STRATA_SERVER_SERVER_NODE_H_

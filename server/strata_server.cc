@@ -1,0 +1,93 @@
+// strata_server: a parameter-server process (rank 0 is also the coordinator).
+//
+//   strata_server --rank 0 --coordinator tcp://HOST:PORT --config job.json \
+//       [--servers S] [--workers N] [--consistency bsp|ssp|asp] [--staleness s] \
+//       [--checkpoint shard.ckpt --checkpoint-every K [--restore]]
+//
+// Rank 0 binds the coordinator address; other ranks bind --bind (default
+// tcp://127.0.0.1:0, any free port) and register with the coordinator. It
+// serves until every worker reports done, then writes its final checkpoint.
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "core/model/job_config.h"
+#include "core/status.h"
+#include "core/util/flag_names.h"
+#include "server/server_node.h"
+
+ABSL_FLAG(int32_t, rank, 0, "server rank in [0, servers); 0 is also the coordinator");
+ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
+ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
+ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0", "address ranks > 0 serve on (port 0: any)");
+ABSL_FLAG(int32_t, servers, 0, "number of servers (default: cluster.servers)");
+ABSL_FLAG(int32_t, workers, 0, "number of workers (default: cluster.conv_workers)");
+ABSL_FLAG(uint64_t, job_id, 1, "job id every message must carry");
+ABSL_FLAG(std::string, consistency, "bsp", "bsp, ssp or asp");
+ABSL_FLAG(int32_t, staleness, 2, "SSP staleness bound");
+ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements,
+          "largest chunk of a tensor held by one server (elements)");
+ABSL_FLAG(std::string, checkpoint, "", "this shard's checkpoint file");
+ABSL_FLAG(int64_t, checkpoint_every, 0, "iterations between checkpoints");
+ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
+ABSL_FLAG(double, dead_timeout, 10.0, "seconds without a heartbeat before a node is declared dead");
+ABSL_FLAG(int64_t, epochs, 0, "epochs (overrides training.epochs; sizes the LR schedule)");
+ABSL_FLAG(int64_t, max_steps, 0, "steps (overrides training.max_steps)");
+ABSL_FLAG(int64_t, batch_size, 0, "global batch size (overrides training.batch_size)");
+ABSL_FLAG(int64_t, seed, -1, "seed (overrides training.seed)");
+ABSL_FLAG(int64_t, max_message_mb, 1024, "largest message accepted (MiB)");
+
+namespace strata {
+namespace {
+
+absl::Status Run() {
+  ServerOptions o;
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (config_path.empty()) return absl::InvalidArgumentError("--config is required");
+  STRATA_ASSIGN_OR_RETURN(o.config, LoadJobConfig(config_path));
+  TrainingConfig& tc = o.config.training;
+  if (absl::GetFlag(FLAGS_epochs) > 0) tc.epochs = absl::GetFlag(FLAGS_epochs);
+  if (absl::GetFlag(FLAGS_max_steps) > 0) tc.max_steps = absl::GetFlag(FLAGS_max_steps);
+  if (absl::GetFlag(FLAGS_batch_size) > 0) tc.batch_size = absl::GetFlag(FLAGS_batch_size);
+  if (absl::GetFlag(FLAGS_seed) >= 0) tc.seed = absl::GetFlag(FLAGS_seed);
+  o.rank = absl::GetFlag(FLAGS_rank);
+  o.coordinator = absl::GetFlag(FLAGS_coordinator);
+  o.bind = absl::GetFlag(FLAGS_bind);
+  o.servers = absl::GetFlag(FLAGS_servers) > 0 ? absl::GetFlag(FLAGS_servers)
+                                               : static_cast<int>(o.config.cluster.servers);
+  o.workers = absl::GetFlag(FLAGS_workers) > 0 ? absl::GetFlag(FLAGS_workers)
+                                               : static_cast<int>(o.config.cluster.conv_workers);
+  o.job_id = absl::GetFlag(FLAGS_job_id);
+  STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(absl::GetFlag(FLAGS_consistency)));
+  o.staleness = absl::GetFlag(FLAGS_staleness);
+  o.chunk_elements = absl::GetFlag(FLAGS_chunk_elements);
+  o.checkpoint_path = absl::GetFlag(FLAGS_checkpoint);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.restore = absl::GetFlag(FLAGS_restore);
+  o.dead_after = absl::Seconds(absl::GetFlag(FLAGS_dead_timeout));
+  o.limits.max_message_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_message_mb)) << 20;
+  if (o.restore && o.checkpoint_path.empty()) {
+    return absl::InvalidArgumentError("--restore needs --checkpoint");
+  }
+  STRATA_ASSIGN_OR_RETURN(auto node, ServerNode::Create(o));
+  return node->Run();
+}
+
+}  // namespace
+}  // namespace strata
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Strata parameter server.\n  strata_server --rank R --coordinator tcp://HOST:PORT "
+      "--config JOB.json [--servers S] [--workers N] [--consistency bsp|ssp|asp]");
+  strata::NormalizedArgs args(argc, argv);
+  absl::ParseCommandLine(args.argc(), args.argv());
+  absl::Status status = strata::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "strata_server: error: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

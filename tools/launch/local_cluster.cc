@@ -1,0 +1,289 @@
+#include "tools/launch/local_cluster.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace strata {
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void OnSignal(int) { g_interrupted = 1; }
+
+struct Child {
+  std::string label;  // "server 0", "worker 1"
+  pid_t pid = -1;
+  int out_fd = -1;    // read end of the child's stdout+stderr
+  std::string partial;
+  std::deque<std::string> tail;  // last lines, for error reports
+  bool exited = false;
+  int status = 0;
+};
+
+absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    ::setpgid(0, 0);                      // Ctrl-C reaches the launcher, which stops us
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);   // never outlive the launcher
+    if (::getppid() != parent) ::_exit(1);
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(fds[1], STDERR_FILENO);
+    ::execv(cargs[0], cargs.data());
+    std::fprintf(stderr, "cannot start %s: %s\n", cargs[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  Child c;
+  c.label = label;
+  c.pid = pid;
+  c.out_fd = fds[0];
+  return c;
+}
+
+// Prints complete lines of `c`'s output, prefixed with its label unless the
+// process labelled them itself. Returns the lines for inspection.
+std::vector<std::string> Pump(Child& c) {
+  std::vector<std::string> lines;
+  char buf[8192];
+  while (true) {
+    const ssize_t n = ::read(c.out_fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    c.partial.append(buf, static_cast<size_t>(n));
+  }
+  size_t pos;
+  while ((pos = c.partial.find('\n')) != std::string::npos) {
+    std::string line = c.partial.substr(0, pos);
+    c.partial.erase(0, pos + 1);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string shown = absl::StartsWith(line, "[") ? line : absl::StrCat("[", c.label, "] ", line);
+    std::fprintf(stderr, "%s\n", shown.c_str());
+    c.tail.push_back(shown);
+    if (c.tail.size() > 20) c.tail.pop_front();
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+void StopAll(std::vector<Child>& children) {
+  for (Child& c : children) {
+    if (!c.exited) ::kill(-c.pid, SIGTERM);
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(3);
+  for (Child& c : children) {
+    while (!c.exited) {
+      int status = 0;
+      const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
+      if (r == c.pid) {
+        c.exited = true;
+        c.status = status;
+      } else if (absl::Now() > deadline) {
+        ::kill(-c.pid, SIGKILL);
+        ::waitpid(c.pid, &status, 0);
+        c.exited = true;
+        c.status = status;
+      } else {
+        ::usleep(10000);
+      }
+    }
+  }
+  for (Child& c : children) {
+    if (c.out_fd >= 0) {
+      Pump(c);
+      ::close(c.out_fd);
+      c.out_fd = -1;
+    }
+  }
+}
+
+std::string ExitText(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return absl::StrCat("was killed by signal ", WTERMSIG(status));
+  return "stopped";
+}
+
+}  // namespace
+
+absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
+  g_interrupted = 0;
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  std::string summary_path = o.summary_out;
+  std::string scratch;
+  if (summary_path.empty()) {
+    char tmpl[] = "/tmp/strata_launch_XXXXXX";
+    scratch = ::mkdtemp(tmpl);
+    summary_path = scratch + "/summary.json";
+  }
+  std::filesystem::remove(summary_path);
+  const std::string server_bin = o.bin_dir + "/strata_server";
+  const std::string worker_bin = o.bin_dir + "/strata_conv_worker";
+  // Flags every process gets: the config and its overrides.
+  auto common = [&](std::vector<std::string> argv) {
+    argv.push_back("--config");
+    argv.push_back(o.config_path);
+    for (const auto& f : o.override_flags) argv.push_back(f);
+    return argv;
+  };
+  auto server_argv = [&](int rank, const std::string& coordinator) {
+    std::vector<std::string> argv = common({server_bin, "--rank", std::to_string(rank),
+                                            "--coordinator", coordinator, "--consistency",
+                                            o.consistency, "--staleness",
+                                            std::to_string(o.staleness), "--servers",
+                                            std::to_string(o.servers), "--workers",
+                                            std::to_string(o.conv_workers)});
+    if (!o.checkpoint_dir.empty()) {
+      argv.push_back("--checkpoint");
+      argv.push_back(absl::StrCat(o.checkpoint_dir, "/server", rank, ".ckpt"));
+      argv.push_back("--checkpoint-every");
+      argv.push_back(std::to_string(o.checkpoint_every));
+    }
+    return argv;
+  };
+
+  std::vector<Child> children;
+  auto fail = [&](absl::Status status) -> absl::Status {
+    StopAll(children);
+    if (!scratch.empty()) std::filesystem::remove_all(scratch);
+    return status;
+  };
+
+  // Server 0 (the coordinator) first: its first line names its address.
+  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", server_argv(0, "tcp://127.0.0.1:0")));
+  children.push_back(std::move(s0));
+  std::string coordinator;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (coordinator.empty()) {
+    pollfd p{children[0].out_fd, POLLIN, 0};
+    ::poll(&p, 1, 100);
+    for (const std::string& line : Pump(children[0])) {
+      const size_t at = line.find(" on tcp://");
+      if (at != std::string::npos) {
+        coordinator = line.substr(at + 4, line.find(' ', at + 4) - (at + 4));
+      }
+    }
+    int status = 0;
+    if (::waitpid(children[0].pid, &status, WNOHANG) == children[0].pid) {
+      children[0].exited = true;
+      children[0].status = status;
+      Pump(children[0]);
+      return fail(absl::InternalError(absl::StrCat("server 0 ", ExitText(status),
+                                                   " before serving")));
+    }
+    if (g_interrupted) return fail(absl::CancelledError("interrupted"));
+    if (absl::Now() > deadline) {
+      return fail(absl::DeadlineExceededError("server 0 did not report its address within 30s"));
+    }
+  }
+  for (int r = 1; r < o.servers; ++r) {
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("server ", r), server_argv(r, coordinator)));
+    children.push_back(std::move(c));
+  }
+  for (int w = 0; w < o.conv_workers; ++w) {
+    std::vector<std::string> argv = common({worker_bin, "--mode", "ps", "--coordinator",
+                                            coordinator, "--rank", std::to_string(w),
+                                            "--threads", std::to_string(o.threads_per_worker),
+                                            "--timeout", std::to_string(o.timeout_seconds)});
+    if (w == 0) {
+      argv.push_back("--summary-out");
+      argv.push_back(summary_path);
+      if (!o.metrics_out.empty()) {
+        argv.push_back("--metrics-out");
+        argv.push_back(o.metrics_out);
+      }
+    }
+    for (const auto& f : o.extra_worker_flags) argv.push_back(f);
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv));
+    children.push_back(std::move(c));
+  }
+
+  // Merge output until every process has exited; stop everything on the
+  // first failure or on Ctrl-C.
+  while (true) {
+    std::vector<pollfd> fds;
+    for (const Child& c : children) fds.push_back({c.out_fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    bool all_exited = true;
+    for (Child& c : children) {
+      Pump(c);
+      if (c.exited) continue;
+      int status = 0;
+      if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        c.exited = true;
+        c.status = status;
+        Pump(c);
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+          std::string tail;
+          for (const auto& line : c.tail) tail += "\n  " + line;
+          return fail(absl::InternalError(absl::StrCat(c.label, " ", ExitText(status),
+                                                       "; stopped the cluster. Its last lines:",
+                                                       tail)));
+        }
+      } else {
+        all_exited = false;
+      }
+    }
+    if (all_exited) break;
+    if (g_interrupted) {
+      std::fprintf(stderr, "[launcher] interrupted: stopping %zu processes\n", children.size());
+      return fail(absl::CancelledError("interrupted by a signal; every process was stopped"));
+    }
+  }
+  for (Child& c : children) {
+    if (c.out_fd >= 0) ::close(c.out_fd);
+  }
+
+  std::ifstream in(summary_path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!scratch.empty()) std::filesystem::remove_all(scratch);
+  if (!j.is_object()) {
+    return absl::InternalError(absl::StrCat("worker 0 wrote no summary to ", summary_path));
+  }
+  RunSummary s;
+  s.mode = j.value("mode", "ps");
+  s.config = j.value("config", "");
+  s.steps = j.value("steps", int64_t{0});
+  s.epochs = j.value("epochs", int64_t{0});
+  s.batch_size = j.value("batch_size", int64_t{0});
+  s.threads = j.value("threads", int64_t{0});
+  s.parameters = j.value("parameters", int64_t{0});
+  s.test_accuracy = j.value("test_accuracy", 0.0);
+  s.test_loss = j.value("test_loss", 0.0);
+  s.train_loss = j.value("train_loss", 0.0);
+  s.images_per_sec = j.value("images_per_sec", 0.0);
+  s.train_seconds = j.value("train_seconds", 0.0);
+  s.forward_flops_per_image = j.value("forward_flops_per_image", 0.0);
+  return s;
+}
+
+}  // namespace strata

@@ -1,0 +1,45 @@
+// LocalCluster: starts a whole Strata cluster on this machine as separate
+// processes (servers, then workers) on loopback with free ports, merges
+// their output into one view, and stops all of them cleanly on Ctrl-C or on
+// the first failure — no orphans: children also die with the launcher
+// (PR_SET_PDEATHSIG).
+#ifndef STRATA_TOOLS_LAUNCH_LOCAL_CLUSTER_H_
+#define STRATA_TOOLS_LAUNCH_LOCAL_CLUSTER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/model/job_config.h"
+#include "core/train/trainer.h"
+
+namespace strata {
+
+struct LocalClusterOptions {
+  std::string config_path;
+  JobConfig config;          // with flag overrides applied
+  std::string bin_dir;       // where strata_server and strata_conv_worker are
+  int servers = 1;
+  int conv_workers = 2;
+  std::string consistency = "bsp";
+  int staleness = 2;
+  int threads_per_worker = 1;
+  double timeout_seconds = 60;
+  std::string summary_out;   // worker 0's summary (a temp file when empty)
+  std::string metrics_out;
+  std::string checkpoint_dir;  // servers checkpoint here when set
+  int64_t checkpoint_every = 0;
+  // Config overrides (--epochs, --max-steps, --batch-size, --seed) that
+  // every process must apply alike.
+  std::vector<std::string> override_flags;
+  std::vector<std::string> extra_worker_flags;
+};
+
+// Runs the cluster to completion and returns worker 0's summary. Fails,
+// naming the process and showing the end of its output, when any process
+// exits with an error; every other process is then stopped.
+absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& options);
+
+}  // namespace strata
+
+#endif  // STRATA_TOOLS_LAUNCH_LOCAL_CLUSTER_H_
