@@ -23,14 +23,6 @@ double Now() {
       .count();
 }
 
-// Parameters only (no optimizer state: that lives on the servers).
-Checkpoint CaptureParameters(Model& model, int64_t step) {
-  Checkpoint c;
-  c.metadata_json = absl::StrCat("{\"step\":", step, "}");
-  for (Parameter* p : model.parameters()) c.tensors.push_back({p->name, p->value.Clone()});
-  return c;
-}
-
 }  // namespace
 
 absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {

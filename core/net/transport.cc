@@ -47,6 +47,12 @@ void OutgoingMessage::AddFrame(const Tensor& tensor) { frames_.push_back({tensor
 
 void OutgoingMessage::AddFrame(std::string bytes) { frames_.push_back({Tensor(), std::move(bytes)}); }
 
+std::string OutgoingMessage::SerializedHeaderForTest() {
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(builder_);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
 void IncomingMessage::CopyFrameTo(size_t i, float* dst) const {
   std::memcpy(dst, frames_[i].data(), frames_[i].size());
 }

@@ -64,6 +64,9 @@ class OutgoingMessage {
   void AddFrame(const Tensor& tensor);
   // Appends a copy of `bytes` as a data frame.
   void AddFrame(std::string bytes);
+  // The encoded header frame as it would be sent (frameBytes as set by the
+  // caller); for tests that craft malformed messages.
+  std::string SerializedHeaderForTest();
 
  private:
   friend class Socket;

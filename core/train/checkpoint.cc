@@ -210,6 +210,13 @@ Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimize
   return c;
 }
 
+Checkpoint CaptureParameters(Model& model, int64_t step) {
+  Checkpoint c;
+  c.metadata_json = nlohmann::json({{"step", step}}).dump();
+  for (Parameter* p : model.parameters()) c.tensors.push_back({p->name, p->value.Clone()});
+  return c;
+}
+
 absl::StatusOr<int64_t> RestoreTrainingState(const Checkpoint& checkpoint, Model& model,
                                              ParameterOptimizer& optimizer) {
   std::map<std::string, const Tensor*> by_name;

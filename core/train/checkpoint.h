@@ -42,6 +42,9 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
 // The training state of one process: parameters, state buffers, optimizer
 // state ("<param>.optimizer_state") and the step in the metadata.
 Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimizer, int64_t epoch);
+// Parameters only (for comparing runs, or a worker whose optimizer state
+// lives on the servers), with the step in the metadata.
+Checkpoint CaptureParameters(Model& model, int64_t step);
 // Restores what CaptureTrainingState saved. Fails, changing nothing, when a
 // tensor is missing or has another shape (naming it). Returns the epoch.
 absl::StatusOr<int64_t> RestoreTrainingState(const Checkpoint& checkpoint, Model& model,

@@ -200,6 +200,9 @@ absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions
     STRATA_RETURN_IF_ERROR(WriteCheckpoint(
         options.checkpoint_path, CaptureTrainingState(*model, opt, (step - 1) / steps_per_epoch)));
   }
+  if (!options.parameters_out.empty()) {
+    STRATA_RETURN_IF_ERROR(WriteCheckpoint(options.parameters_out, CaptureParameters(*model, step)));
+  }
   summary.steps = step;
   summary.epochs = epochs;
   summary.train_loss = epoch_loss_steps > 0 ? epoch_loss_sum / epoch_loss_steps : 0.0;

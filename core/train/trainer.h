@@ -25,6 +25,7 @@ struct RunOptions {
   int64_t train_limit = 0;       // use the first N training images only (0 = all)
   int64_t eval_limit = 0;        // evaluate on the first N test images only (0 = all)
   bool progress = true;          // progress line on stderr
+  std::string parameters_out;    // final parameters as a checkpoint file; "" = none
 };
 
 // What a run reports; ToJson() is the summary file.

@@ -37,6 +37,7 @@ ABSL_FLAG(std::string, checkpoint, "",
 ABSL_FLAG(int64_t, checkpoint_every, 0, "steps between checkpoints (0: only at the end)");
 ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
 ABSL_FLAG(bool, progress, true, "show the progress line on stderr");
+ABSL_FLAG(std::string, parameters_out, "", "write the final parameters (checkpoint format) here");
 ABSL_FLAG(int32_t, servers, 0, "ps: parameter servers (default: cluster.servers)");
 ABSL_FLAG(int32_t, conv_workers, 0, "ps: conv workers (default: cluster.conv_workers)");
 ABSL_FLAG(std::string, consistency, "bsp", "ps: bsp, ssp or asp");
@@ -103,6 +104,11 @@ absl::Status RunPs(const JobConfig& config) {
                       "--batch-size", std::to_string(tc.batch_size),
                       "--seed",       std::to_string(tc.seed)};
   if (!tc.evaluate) o.extra_worker_flags.push_back("--evaluate=false");
+  if (!absl::GetFlag(FLAGS_progress)) o.extra_worker_flags.push_back("--progress=false");
+  if (!absl::GetFlag(FLAGS_parameters_out).empty()) {
+    o.extra_worker_flags.push_back("--parameters-out");
+    o.extra_worker_flags.push_back(absl::GetFlag(FLAGS_parameters_out));
+  }
   if (config.training.batch_size % o.conv_workers != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "training.batch_size %d is not divisible by %d conv workers", tc.batch_size,
@@ -128,6 +134,7 @@ absl::Status Run() {
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   options.restore = absl::GetFlag(FLAGS_restore);
   options.progress = absl::GetFlag(FLAGS_progress);
+  options.parameters_out = absl::GetFlag(FLAGS_parameters_out);
   if (options.restore && options.checkpoint_path.empty()) {
     return absl::InvalidArgumentError("--restore needs --checkpoint");
   }

@@ -1,0 +1,194 @@
+// Partition plan, wire decoding (every malformed-message case), and the
+// parameter store's consistency rules.
+#include <gtest/gtest.h>
+
+#include "core/net/partition_plan.h"
+#include "core/net/transport.h"
+#include "server/parameter_store.h"
+
+namespace strata {
+namespace {
+
+TEST(PartitionPlanTest, ChunksLargeTensorsAndBalancesServers) {
+  const std::vector<int64_t> sizes = {320, 32, 1605632, 512, 5120, 10};
+  PartitionPlan plan = PartitionPlan::Build(sizes, 2, 1 << 20);
+  ASSERT_EQ(plan.chunks_of_key(2).size(), 2u);
+  EXPECT_EQ(plan.chunks_of_key(2)[0].length, 1u << 20);
+  EXPECT_EQ(plan.chunks_of_key(2)[1].offset, 1u << 20);
+  EXPECT_NE(plan.chunks_of_key(2)[0].server, plan.chunks_of_key(2)[1].server);
+  int64_t total = 0;
+  for (int s = 0; s < 2; ++s) total += plan.elements_of_server(s);
+  EXPECT_EQ(total, 320 + 32 + 1605632 + 512 + 5120 + 10);
+  // Greedy least-loaded: the two servers differ by less than one chunk.
+  EXPECT_LT(std::abs(plan.elements_of_server(0) - plan.elements_of_server(1)), 1 << 20);
+  // Deterministic: the same inputs give the same plan.
+  PartitionPlan again = PartitionPlan::Build(sizes, 2, 1 << 20);
+  for (size_t i = 0; i < plan.chunks().size(); ++i) {
+    EXPECT_EQ(plan.chunks()[i].server, again.chunks()[i].server);
+  }
+  EXPECT_NE(plan.Find(2, 1 << 20, 1605632 - (1 << 20)), nullptr);
+  EXPECT_EQ(plan.Find(2, 5, 10), nullptr);
+  EXPECT_EQ(plan.Find(99, 0, 1), nullptr);
+}
+
+class WireTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WireLimits limits;
+    limits.max_message_bytes = 1 << 16;
+    auto server = Socket::Bind(context_, SocketKind::kRouter, "tcp://127.0.0.1:0", limits);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    auto client = Socket::Connect(context_, SocketKind::kDealer, server_->address(), limits);
+    ASSERT_TRUE(client.ok());
+    client_ = *std::move(client);
+  }
+  // Sends raw frames from the client; returns the decode result on the server.
+  absl::StatusOr<IncomingMessage> RoundTrip(const std::vector<std::string>& frames) {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      client_->raw().send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore
+                                                                         : zmq::send_flags::none);
+    }
+    auto raw = server_->Receive(absl::Seconds(5));
+    if (!raw.ok()) return raw.status();
+    return Decode(*std::move(raw), server_->limits());
+  }
+  zmq::context_t context_{1};
+  std::unique_ptr<Socket> server_;
+  std::unique_ptr<Socket> client_;
+};
+
+TEST_F(WireTest, WellFormedMessageWithZeroCopyFrames) {
+  OutgoingMessage m(wire::Kind::PUSH);
+  m.header().setIteration(7);
+  Tensor t = Tensor::FromVector({3}, {1, 2, 3});
+  m.AddFrame(t);
+  ASSERT_TRUE(client_->Send(m).ok());
+  auto raw = server_->Receive(absl::Seconds(5));
+  ASSERT_TRUE(raw.ok());
+  auto msg = Decode(*std::move(raw), server_->limits());
+  ASSERT_TRUE(msg.ok()) << msg.status();
+  EXPECT_EQ(msg->header().getKind(), wire::Kind::PUSH);
+  EXPECT_EQ(msg->header().getIteration(), 7);
+  ASSERT_EQ(msg->num_frames(), 1u);
+  float out[3];
+  msg->CopyFrameTo(0, out);
+  EXPECT_EQ(out[2], 3.0f);
+}
+
+TEST_F(WireTest, GarbageHeader) {
+  auto r = RoundTrip({"this is not a capnp message"});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("malformed header"), std::string::npos) << r.status();
+}
+
+TEST_F(WireTest, TruncatedHeader) {
+  OutgoingMessage m(wire::Kind::PULL);
+  m.header().initSlices(4);
+  std::string bytes = m.SerializedHeaderForTest();
+  auto r = RoundTrip({bytes.substr(0, bytes.size() / 2 / 8 * 8)});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("malformed header"), std::string::npos) << r.status();
+}
+
+TEST_F(WireTest, WrongProtocolVersion) {
+  OutgoingMessage m(wire::Kind::PULL);
+  m.header().setMajor(9);
+  auto r = RoundTrip({m.SerializedHeaderForTest()});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.status().message(),
+            "peer speaks protocol version 9.0, this node speaks 1.0 (major versions must match)");
+}
+
+TEST_F(WireTest, FrameCountAndSizeMustMatchTheHeader) {
+  OutgoingMessage m(wire::Kind::PUSH);
+  auto sizes = m.header().initFrameBytes(2);
+  sizes.set(0, 8);
+  sizes.set(1, 8);
+  auto r = RoundTrip({m.SerializedHeaderForTest(), std::string(8, 'a')});
+  EXPECT_EQ(r.status().message(), "push header declares 2 data frames, 1 arrived");
+  auto r2 = RoundTrip({m.SerializedHeaderForTest(), std::string(8, 'a'), std::string(5, 'b')});
+  EXPECT_EQ(r2.status().message(), "push data frame 1 has 5 bytes, the header declares 8");
+}
+
+TEST_F(WireTest, OverTheSizeLimit) {
+  OutgoingMessage m(wire::Kind::PUSH);
+  m.header().initFrameBytes(1).set(0, 100000);
+  auto r = RoundTrip({m.SerializedHeaderForTest(), std::string(100000, 'x')});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("exceeds the limit of 65536 bytes"), std::string::npos);
+}
+
+StoreOptions Options(Consistency c, int workers, int staleness = 0) {
+  StoreOptions o;
+  o.consistency = c;
+  o.workers = workers;
+  o.staleness = staleness;
+  o.optimizer.lr = 0.5f;
+  return o;
+}
+
+TEST(ParameterStoreTest, BspAveragesAllWorkersThenAppliesOnce) {
+  PartitionPlan plan = PartitionPlan::Build({4}, 1);
+  auto store = ParameterStore::Create(plan, 0, Options(Consistency::kBsp, 2));
+  ASSERT_TRUE(store.ok());
+  const Chunk c = plan.chunks()[0];
+  const float init[4] = {1, 1, 1, 1};
+  ASSERT_TRUE((*store)->Init(c, init).ok());
+  EXPECT_TRUE((*store)->CanServe(c, 0));
+  EXPECT_FALSE((*store)->CanServe(c, 1));
+  const float g0[4] = {1, 2, 3, 4}, g1[4] = {3, 2, 1, 0};
+  EXPECT_EQ(*(*store)->Push(0, 0, c, g0), PushOutcome::kAccepted);
+  EXPECT_EQ(*(*store)->Push(0, 0, c, g0), PushOutcome::kDuplicate);  // retried push
+  EXPECT_FALSE((*store)->CanServe(c, 1));
+  EXPECT_EQ(*(*store)->Push(1, 0, c, g1), PushOutcome::kApplied);
+  EXPECT_TRUE((*store)->CanServe(c, 1));
+  // mean gradient is 2 everywhere; p = 1 - 0.5 * 2 = 0.
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ((*store)->value(c)[i], 0.0f);
+  EXPECT_EQ(*(*store)->Push(1, 0, c, g1), PushOutcome::kDuplicate);  // late retry
+  auto ahead = (*store)->Push(0, 5, c, g0);
+  EXPECT_EQ(ahead.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto stranger = (*store)->Push(7, 1, c, g0);
+  EXPECT_EQ(stranger.status().message(), "push from worker rank 7, the job has 2 workers");
+}
+
+TEST(ParameterStoreTest, SspBoundsTheLeadOverTheSlowestWorker) {
+  PartitionPlan plan = PartitionPlan::Build({2}, 1);
+  auto store = ParameterStore::Create(plan, 0, Options(Consistency::kSsp, 2, /*staleness=*/1));
+  ASSERT_TRUE(store.ok());
+  const Chunk c = plan.chunks()[0];
+  const float zero[2] = {0, 0};
+  ASSERT_TRUE((*store)->Init(c, zero).ok());
+  const float g[2] = {1, 1};
+  // Worker 0 races ahead; worker 1 has pushed nothing (clock 0).
+  ASSERT_TRUE((*store)->Push(0, 0, c, g).ok());
+  EXPECT_TRUE((*store)->CanServe(c, 1));   // lead 1 <= s
+  ASSERT_TRUE((*store)->Push(0, 1, c, g).ok());
+  EXPECT_FALSE((*store)->CanServe(c, 2));  // lead 2 > s: worker 0 must wait
+  ASSERT_TRUE((*store)->Push(1, 0, c, g).ok());
+  EXPECT_TRUE((*store)->CanServe(c, 2));
+  EXPECT_EQ((*store)->clocks(), std::vector<int64_t>({2, 1}));
+  // Each push applied on arrival with gradient / workers: 3 pushes x 0.5 x 0.5.
+  EXPECT_FLOAT_EQ((*store)->value(c)[0], -0.75f);
+}
+
+TEST(ParameterStoreTest, AspNeverWaitsAndCheckpointRoundTrips) {
+  PartitionPlan plan = PartitionPlan::Build({3, 5}, 2, 4);
+  auto store = ParameterStore::Create(plan, 1, Options(Consistency::kAsp, 3));
+  ASSERT_TRUE(store.ok());
+  for (const Chunk& c : plan.chunks_of_server(1)) {
+    std::vector<float> v(c.length, 2.0f);
+    ASSERT_TRUE((*store)->Init(c, v.data()).ok());
+    EXPECT_TRUE((*store)->CanServe(c, 1000));
+  }
+  Checkpoint saved = (*store)->Capture();
+  auto other = ParameterStore::Create(plan, 1, Options(Consistency::kAsp, 3));
+  ASSERT_TRUE((*other)->Restore(saved).ok());
+  const Chunk c = plan.chunks_of_server(1)[0];
+  EXPECT_FLOAT_EQ((*other)->value(c)[0], 2.0f);
+  auto wrong_server = ParameterStore::Create(plan, 0, Options(Consistency::kAsp, 3));
+  EXPECT_EQ((*wrong_server)->Restore(saved).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,291 @@
+// The parameter server end to end, with real processes on loopback:
+// equivalence with single-process training, accuracy, and bad input from a
+// raw ZeroMQ client while honest workers train.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "core/net/transport.h"
+#include "core/train/checkpoint.h"
+
+namespace strata {
+namespace {
+
+const std::string kBin = std::string(STRATA_BINARY_DIR) + "/bin/";
+const std::string kConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs a command line to completion; returns (exit code, output).
+std::pair<int, std::string> RunCommand(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A background process whose output goes to a file.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* f = freopen(log.c_str(), "w", stdout);
+      (void)f;
+      dup2(fileno(stdout), fileno(stderr));
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Waits until the log contains `text`; returns the line holding it.
+  std::string WaitFor(const std::string& text, int seconds = 30) {
+    for (int i = 0; i < seconds * 20; ++i) {
+      std::istringstream lines(ReadFile(log_));
+      std::string line;
+      while (std::getline(lines, line)) {
+        if (line.find(text) != std::string::npos) return line;
+      }
+      usleep(50000);
+    }
+    return "";
+  }
+  int Wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string log() const { return ReadFile(log_); }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string log_;
+};
+
+class PsClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/strata_ps_test_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // The default config with plain SGD and a constant learning rate.
+  std::string PlainSgdConfig() {
+    std::string text = ReadFile(kConfig);
+    auto replace = [&text](const std::string& from, const std::string& to) {
+      const size_t at = text.find(from);
+      ASSERT_NE(at, std::string::npos) << from;
+      text.replace(at, from.size(), to);
+    };
+    replace(R"("momentum": 0.9)", R"("momentum": 0.0)");
+    replace(R"("schedule": {"type": "cosine"})", R"("schedule": {"type": "constant"})");
+    const std::string path = dir_ + "/plain_sgd.json";
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  static std::map<std::string, std::vector<float>> Parameters(const std::string& path) {
+    auto c = ReadCheckpoint(path);
+    EXPECT_TRUE(c.ok()) << c.status();
+    std::map<std::string, std::vector<float>> out;
+    if (!c.ok()) return out;
+    for (const auto& t : c->tensors) out[t.name] = t.value.ToVector();
+    return out;
+  }
+
+  static float MaxDifference(const std::string& a, const std::string& b) {
+    auto pa = Parameters(a), pb = Parameters(b);
+    EXPECT_EQ(pa.size(), pb.size());
+    float worst = 0;
+    for (const auto& [name, values] : pa) {
+      const auto& other = pb[name];
+      EXPECT_EQ(values.size(), other.size()) << name;
+      for (size_t i = 0; i < values.size() && i < other.size(); ++i) {
+        worst = std::max(worst, std::fabs(values[i] - other[i]));
+      }
+    }
+    return worst;
+  }
+
+  static nlohmann::json Summary(const std::string& path) {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in, nullptr, false);
+  }
+
+  std::string dir_;
+};
+
+TEST_F(PsClusterTest, TwoWorkersEqualSingleProcessWithTheGlobalBatch) {
+  const std::string config = PlainSgdConfig();
+  auto [single_code, single_out] =
+      RunCommand(kBin + "strata_launch --config " + config + " --mode single --batch-size 64 "
+          "--max-steps 20 --evaluate=false --progress=false --parameters-out " + dir_ + "/single.ckpt");
+  ASSERT_EQ(single_code, 0) << single_out;
+  auto [ps_code, ps_out] =
+      RunCommand(kBin + "strata_launch --config " + config + " --mode ps --servers 2 --conv-workers 2 "
+          "--batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out " +
+          dir_ + "/ps.ckpt");
+  ASSERT_EQ(ps_code, 0) << ps_out;
+  EXPECT_NE(ps_out.find("final: mode=ps"), std::string::npos) << ps_out;
+  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/ps.ckpt"), 1e-4f);
+}
+
+TEST_F(PsClusterTest, OneServerTwoWorkersReach88PercentInOneEpoch) {
+  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
+                         " --mode ps --servers 1 --conv-workers 2 --epochs 1 --summary-out " +
+                         dir_ + "/s.json");
+  ASSERT_EQ(code, 0) << out;
+  nlohmann::json s = Summary(dir_ + "/s.json");
+  EXPECT_EQ(s["mode"], "ps");
+  EXPECT_EQ(s["steps"], 937);
+  EXPECT_GE(s["test_accuracy"].get<double>(), 0.88) << out;
+}
+
+TEST_F(PsClusterTest, TwoServersTwoWorkersReach88PercentInOneEpoch) {
+  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
+                         " --mode ps --servers 2 --conv-workers 2 --epochs 1 --summary-out " +
+                         dir_ + "/s.json");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_GE(Summary(dir_ + "/s.json")["test_accuracy"].get<double>(), 0.88) << out;
+}
+
+// A raw ZeroMQ client speaking to a live server.
+class RawClient {
+ public:
+  explicit RawClient(const std::string& address) : socket_(context_, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(address);
+  }
+  // Sends frames; returns the error message of the server's reply.
+  std::string Exchange(const std::vector<std::string>& frames) {
+    for (size_t i = 0; i < frames.size(); ++i) {
+      socket_.send(zmq::buffer(frames[i]),
+                   i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+    zmq::pollitem_t item{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::seconds(10)) == 0) return "<no reply>";
+    RawMessage raw;
+    while (true) {
+      zmq::message_t m;
+      (void)socket_.recv(m);
+      const bool more = m.more();
+      raw.frames.push_back(std::move(m));
+      if (!more) break;
+    }
+    auto msg = Decode(std::move(raw), WireLimits());
+    if (!msg.ok()) return "<undecodable reply>";
+    if (msg->header().getKind() != wire::Kind::ERROR) return "<not an error>";
+    return msg->header().getErrorMessage().cStr();
+  }
+
+ private:
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+};
+
+std::string Header(OutgoingMessage& m) { return m.SerializedHeaderForTest(); }
+
+// The header of a push of one slice, declaring one data frame of `bytes`.
+std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t bytes,
+                       uint64_t job = 1, int sender = 0) {
+  OutgoingMessage m(wire::Kind::PUSH);
+  auto h = m.header();
+  h.setJobId(job);
+  h.setSenderRank(sender);
+  h.setIteration(0);
+  auto s = h.initSlices(1);
+  s[0].setKey(key);
+  s[0].setOffset(offset);
+  s[0].setLength(length);
+  h.initFrameBytes(1).set(0, bytes);
+  return m.SerializedHeaderForTest();
+}
+
+TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
+  // Reference: an undisturbed run of one worker.
+  auto [ref_code, ref_out] =
+      RunCommand(kBin + "strata_launch --config " + kConfig + " --mode ps --servers 1 --conv-workers 1 "
+          "--max-steps 30 --evaluate=false --progress=false --parameters-out " + dir_ + "/ref.ckpt");
+  ASSERT_EQ(ref_code, 0) << ref_out;
+
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--config", kConfig, "--servers", "1", "--workers", "1", "--max-steps", "30",
+                  "--max-message-mb", "8"},
+                 dir_ + "/server.log");
+  const std::string line = server.WaitFor(" on tcp://");
+  ASSERT_FALSE(line.empty()) << server.log();
+  const size_t at = line.find("tcp://");
+  const std::string address = line.substr(at, line.find(' ', at) - at);
+
+  RawClient attacker(address);
+  // Before any worker: keys are not initialised, but structural checks come first.
+  EXPECT_NE(attacker.Exchange({"garbage bytes!!"}).find("malformed header"), std::string::npos);
+  OutgoingMessage pull(wire::Kind::PULL);
+  pull.header().setJobId(1);
+  pull.header().initSlices(3);
+  const std::string h = Header(pull);
+  EXPECT_NE(attacker.Exchange({h.substr(0, 16)}).find("malformed header"), std::string::npos);
+  OutgoingMessage version(wire::Kind::PULL);
+  version.header().setMajor(2);
+  EXPECT_EQ(attacker.Exchange({Header(version)}),
+            "peer speaks protocol version 2.0, this node speaks 1.0 (major versions must match)");
+  EXPECT_EQ(attacker.Exchange({PushHeader(99, 0, 4, 16), std::string(16, 'x')}),
+            "push of unknown key 99 (the model has 8 keys)");
+  EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 12), std::string(12, 'x')}),
+            "push of key 0: data frame 0 has 12 bytes, expected 1152 (288 float32 values)");
+  EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 100, 400), std::string(400, 'x')}),
+            "push of key 0 elements [0, 100) does not match a chunk of the partition plan");
+  EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 1152, /*job=*/77), std::string(1152, 'x')}),
+            "unknown job id 77 (this server serves job 1)");
+  const std::string oversize =
+      attacker.Exchange({PushHeader(2, 0, 1 << 20, 10 << 20), std::string(10 << 20, 'x')});
+  EXPECT_NE(oversize.find("exceeds the limit of 8388608 bytes"), std::string::npos) << oversize;
+
+  // Now the honest worker trains while the attacker keeps sending garbage.
+  Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address,
+                  "--config", kConfig, "--threads", "1", "--max-steps", "30",
+                  "--evaluate=false", "--progress=false", "--parameters-out",
+                  dir_ + "/attacked.ckpt"},
+                 dir_ + "/worker.log");
+  for (int i = 0; i < 20; ++i) {
+    const std::string stranger = attacker.Exchange(
+        {PushHeader(0, 0, 288, 1152, 1, /*sender=*/5), std::string(1152, 'x')});
+    EXPECT_EQ(stranger, "push from worker rank 5, the job has 1 workers");
+    EXPECT_NE(attacker.Exchange({"more garbage"}).find("malformed"), std::string::npos);
+  }
+  ASSERT_EQ(worker.Wait(), 0) << worker.log();
+  ASSERT_EQ(server.Wait(), 0) << server.log();
+  EXPECT_NE(server.log().find("requests refused"), std::string::npos);
+  EXPECT_LE(MaxDifference(dir_ + "/ref.ckpt", dir_ + "/attacked.ckpt"), 1e-6f);
+}
+
+}  // namespace
+}  // namespace strata
