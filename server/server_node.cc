@@ -380,7 +380,13 @@ absl::Status ServerNode::Run() {
   if (!options_.checkpoint_path.empty()) {
     STRATA_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, store_->Capture()));
   }
-  std::fprintf(stderr, "[server %d] finished (%llu requests refused)\n", options_.rank,
+  std::string clocks;
+  for (int64_t c : store_->clocks()) clocks += (clocks.empty() ? "" : " ") + std::to_string(c);
+  std::fprintf(stderr,
+               "[server %d] finished: worker clocks [%s], max pull lead %lld (%s, staleness %d), "
+               "%llu requests refused\n",
+               options_.rank, clocks.c_str(), static_cast<long long>(store_->max_served_lead()),
+               ConsistencyName(options_.consistency), options_.staleness,
                static_cast<unsigned long long>(errors_sent_));
   return absl::OkStatus();
 }

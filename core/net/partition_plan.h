@@ -22,7 +22,7 @@ struct Chunk {
   uint64_t offset = 0;  // first element within the parameter
   uint64_t length = 0;  // elements
   int server = 0;
-  int index = 0;        // position in PartitionPlan::chunks()
+  int index = 0;  // position in PartitionPlan::chunks()
 };
 
 inline constexpr int64_t kDefaultChunkElements = 1 << 20;  // 4 MiB of float32

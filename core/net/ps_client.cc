@@ -66,8 +66,8 @@ absl::Status PsClient::Bootstrap() {
       STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
       const auto r = reply.header();
       if (r.getKind() == wire::Kind::ERROR) {
-        return WithContext(ErrorFromHeader(r),
-                           absl::StrCat("coordinator ", options_.coordinator, " refused to register us"));
+        return WithContext(ErrorFromHeader(r), absl::StrCat("coordinator ", options_.coordinator,
+                                                            " refused to register us"));
       }
       if (r.getKind() != wire::Kind::CLUSTER_MAP) continue;
       rank_ = r.getSenderRank();
@@ -79,19 +79,19 @@ absl::Status PsClient::Bootstrap() {
     }
     if (rank_ >= 0) break;
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "no cluster map from the coordinator ", options_.coordinator, " within ",
-          absl::FormatDuration(options_.timeout),
-          " (is strata_server --rank 0 running there, and have all nodes started?)"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("no cluster map from the coordinator ", options_.coordinator, " within ",
+                       absl::FormatDuration(options_.timeout),
+                       " (is strata_server --rank 0 running there, and have all nodes started?)"));
     }
   }
   for (const std::string& address : server_addresses_) {
-    STRATA_ASSIGN_OR_RETURN(auto s, Socket::Connect(context_, SocketKind::kDealer, address,
-                                                    options_.limits));
+    STRATA_ASSIGN_OR_RETURN(
+        auto s, Socket::Connect(context_, SocketKind::kDealer, address, options_.limits));
     servers_.push_back(std::move(s));
   }
-  const std::string wake = absl::StrCat("inproc://strata-client-wake-",
-                                        reinterpret_cast<uintptr_t>(this));
+  const std::string wake =
+      absl::StrCat("inproc://strata-client-wake-", reinterpret_cast<uintptr_t>(this));
   wake_receiver_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
   wake_receiver_->bind(wake);
   {
@@ -145,7 +145,8 @@ Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const 
   {
     absl::MutexLock lock(&op->mu_);
     for (auto& [server, r] : by_server) {
-      op->waiting_on_.push_back(absl::StrCat("server ", server, " (", server_addresses_[server], ")"));
+      op->waiting_on_.push_back(
+          absl::StrCat("server ", server, " (", server_addresses_[server], ")"));
       requests.push_back(std::move(r));
     }
   }
@@ -208,9 +209,8 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
 
 absl::Status PsClient::Wait(const Ticket& ticket) {
   absl::MutexLock lock(&ticket->mu_);
-  auto done = [&ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ticket->mu_) {
-    return ticket->remaining_ == 0;
-  };
+  auto done = [&ticket]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(ticket->mu_) { return ticket->remaining_ == 0; };
   if (!ticket->mu_.AwaitWithTimeout(absl::Condition(&done), options_.timeout)) {
     std::string who;
     for (const auto& w : ticket->waiting_on_) who += (who.empty() ? "" : ", ") + w;
@@ -259,14 +259,15 @@ void PsClient::SendRequest(Request& r) {
     slices[i].setOffset(c.offset);
     slices[i].setLength(c.length);
     if (carries_data) {
-      m.AddFrame(flat.Slice(static_cast<int64_t>(c.offset), static_cast<int64_t>(c.offset + c.length)));
+      m.AddFrame(
+          flat.Slice(static_cast<int64_t>(c.offset), static_cast<int64_t>(c.offset + c.length)));
     }
   }
   r.sent_at = absl::Now();
   absl::Status s = servers_[r.server]->Send(m);
   if (!s.ok()) {
-    std::fprintf(stderr, "[worker %d] send to server %d failed (will retry): %s\n", rank_,
-                 r.server, std::string(s.message()).c_str());
+    std::fprintf(stderr, "[worker %d] send to server %d failed (will retry): %s\n", rank_, r.server,
+                 std::string(s.message()).c_str());
   }
 }
 
@@ -292,8 +293,8 @@ void PsClient::HandleReply(int server, RawMessage raw) {
     case wire::Kind::PULL_REPLY: {
       const auto slices = h.getSlices();
       if (slices.size() != r.chunks.size() || message->num_frames() != r.chunks.size()) {
-        status = absl::DataLossError(absl::StrCat(who, " answered ", r.op->what(),
-                                                  " with the wrong number of slices"));
+        status = absl::DataLossError(
+            absl::StrCat(who, " answered ", r.op->what(), " with the wrong number of slices"));
         break;
       }
       float* dst = r.tensor.data();

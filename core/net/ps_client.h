@@ -53,8 +53,8 @@ class Operation;
 using Ticket = std::shared_ptr<Operation>;
 
 struct ClockReport {
-  std::vector<int64_t> clocks;   // iterations pushed, per worker
-  int64_t max_served_lead = 0;   // see ParameterStore::max_served_lead
+  std::vector<int64_t> clocks;  // iterations pushed, per worker
+  int64_t max_served_lead = 0;  // see ParameterStore::max_served_lead
 };
 
 class PsClient {

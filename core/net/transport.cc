@@ -16,23 +16,40 @@ void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*
 
 const char* KindName(wire::Kind kind) {
   switch (kind) {
-    case wire::Kind::ERROR: return "error";
-    case wire::Kind::REGISTER: return "register";
-    case wire::Kind::CLUSTER_MAP: return "cluster-map";
-    case wire::Kind::BARRIER: return "barrier";
-    case wire::Kind::BARRIER_RELEASE: return "barrier-release";
-    case wire::Kind::HEARTBEAT: return "heartbeat";
-    case wire::Kind::PUSH: return "push";
-    case wire::Kind::PUSH_ACK: return "push-ack";
-    case wire::Kind::PULL: return "pull";
-    case wire::Kind::PULL_REPLY: return "pull-reply";
-    case wire::Kind::INIT: return "init";
-    case wire::Kind::INIT_ACK: return "init-ack";
-    case wire::Kind::SHUTDOWN: return "shutdown";
-    case wire::Kind::SHUTDOWN_ACK: return "shutdown-ack";
-    case wire::Kind::CLOCK: return "clock";
-    case wire::Kind::CLOCK_REPLY: return "clock-reply";
-    case wire::Kind::DONE: return "done";
+    case wire::Kind::ERROR:
+      return "error";
+    case wire::Kind::REGISTER:
+      return "register";
+    case wire::Kind::CLUSTER_MAP:
+      return "cluster-map";
+    case wire::Kind::BARRIER:
+      return "barrier";
+    case wire::Kind::BARRIER_RELEASE:
+      return "barrier-release";
+    case wire::Kind::HEARTBEAT:
+      return "heartbeat";
+    case wire::Kind::PUSH:
+      return "push";
+    case wire::Kind::PUSH_ACK:
+      return "push-ack";
+    case wire::Kind::PULL:
+      return "pull";
+    case wire::Kind::PULL_REPLY:
+      return "pull-reply";
+    case wire::Kind::INIT:
+      return "init";
+    case wire::Kind::INIT_ACK:
+      return "init-ack";
+    case wire::Kind::SHUTDOWN:
+      return "shutdown";
+    case wire::Kind::SHUTDOWN_ACK:
+      return "shutdown-ack";
+    case wire::Kind::CLOCK:
+      return "clock";
+    case wire::Kind::CLOCK_REPLY:
+      return "clock-reply";
+    case wire::Kind::DONE:
+      return "done";
   }
   return "unknown";
 }
@@ -45,7 +62,9 @@ OutgoingMessage::OutgoingMessage(wire::Kind kind) : header_(builder_.initRoot<wi
 
 void OutgoingMessage::AddFrame(const Tensor& tensor) { frames_.push_back({tensor, {}}); }
 
-void OutgoingMessage::AddFrame(std::string bytes) { frames_.push_back({Tensor(), std::move(bytes)}); }
+void OutgoingMessage::AddFrame(std::string bytes) {
+  frames_.push_back({Tensor(), std::move(bytes)});
+}
 
 std::string OutgoingMessage::SerializedHeaderForTest() {
   kj::Array<capnp::word> words = capnp::messageToFlatArray(builder_);
@@ -60,21 +79,19 @@ void IncomingMessage::CopyFrameTo(size_t i, float* dst) const {
 absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits) {
   if (raw.frames.empty()) return absl::InvalidArgumentError("empty message (no header frame)");
   if (raw.frames.size() - 1 > limits.max_frames) {
-    return absl::InvalidArgumentError(absl::StrCat("message has ", raw.frames.size() - 1,
-                                                   " data frames, the limit is ",
-                                                   limits.max_frames));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "message has ", raw.frames.size() - 1, " data frames, the limit is ", limits.max_frames));
   }
   uint64_t total = 0;
   for (const auto& f : raw.frames) total += f.size();
   if (total > limits.max_message_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("message of ", total,
-                                                     " bytes exceeds the limit of ",
-                                                     limits.max_message_bytes, " bytes"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "message of ", total, " bytes exceeds the limit of ", limits.max_message_bytes, " bytes"));
   }
   const zmq::message_t& head = raw.frames[0];
   if (head.size() == 0 || head.size() % sizeof(capnp::word) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "malformed header: ", head.size(), " bytes is not a whole number of 8-byte words"));
+    return absl::InvalidArgumentError(absl::StrCat("malformed header: ", head.size(),
+                                                   " bytes is not a whole number of 8-byte words"));
   }
   IncomingMessage msg;
   msg.identity_ = std::move(raw.identity);
@@ -88,9 +105,8 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
     wire::Header::Reader h = msg.reader_->getRoot<wire::Header>();
     if (h.getMajor() != wire::PROTOCOL_MAJOR) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "peer speaks protocol version ", h.getMajor(), ".", h.getMinor(),
-          ", this node speaks ", wire::PROTOCOL_MAJOR, ".", wire::PROTOCOL_MINOR,
-          " (major versions must match)"));
+          "peer speaks protocol version ", h.getMajor(), ".", h.getMinor(), ", this node speaks ",
+          wire::PROTOCOL_MAJOR, ".", wire::PROTOCOL_MINOR, " (major versions must match)"));
     }
     if (static_cast<uint16_t>(h.getKind()) > kMaxKind) {
       return absl::InvalidArgumentError(
@@ -98,15 +114,15 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
     }
     auto sizes = h.getFrameBytes();
     if (sizes.size() != raw.frames.size() - 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          KindName(h.getKind()), " header declares ", sizes.size(), " data frames, ",
-          raw.frames.size() - 1, " arrived"));
+      return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " header declares ",
+                                                     sizes.size(), " data frames, ",
+                                                     raw.frames.size() - 1, " arrived"));
     }
     for (size_t i = 0; i < sizes.size(); ++i) {
       if (sizes[i] != raw.frames[i + 1].size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            KindName(h.getKind()), " data frame ", i, " has ", raw.frames[i + 1].size(),
-            " bytes, the header declares ", sizes[i]));
+        return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " data frame ", i,
+                                                       " has ", raw.frames[i + 1].size(),
+                                                       " bytes, the header declares ", sizes[i]));
       }
     }
   } catch (const kj::Exception& e) {
@@ -134,8 +150,8 @@ uint64_t PeekRequestId(const RawMessage& raw, const WireLimits& limits) {
 }
 
 Socket::Socket(zmq::context_t& context, SocketKind kind, const WireLimits& limits)
-    : socket_(context, kind == SocketKind::kRouter ? zmq::socket_type::router
-                                                   : zmq::socket_type::dealer),
+    : socket_(context,
+              kind == SocketKind::kRouter ? zmq::socket_type::router : zmq::socket_type::dealer),
       kind_(kind),
       limits_(limits) {
   socket_.set(zmq::sockopt::linger, 0);

@@ -122,8 +122,7 @@ class Socket {
   static absl::StatusOr<std::unique_ptr<Socket>> Bind(zmq::context_t& context, SocketKind kind,
                                                       const std::string& address,
                                                       const WireLimits& limits = {});
-  static absl::StatusOr<std::unique_ptr<Socket>> Connect(zmq::context_t& context,
-                                                         SocketKind kind,
+  static absl::StatusOr<std::unique_ptr<Socket>> Connect(zmq::context_t& context, SocketKind kind,
                                                          const std::string& address,
                                                          const WireLimits& limits = {});
   ~Socket();

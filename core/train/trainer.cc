@@ -201,7 +201,8 @@ absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions
         options.checkpoint_path, CaptureTrainingState(*model, opt, (step - 1) / steps_per_epoch)));
   }
   if (!options.parameters_out.empty()) {
-    STRATA_RETURN_IF_ERROR(WriteCheckpoint(options.parameters_out, CaptureParameters(*model, step)));
+    STRATA_RETURN_IF_ERROR(
+        WriteCheckpoint(options.parameters_out, CaptureParameters(*model, step)));
   }
   summary.steps = step;
   summary.epochs = epochs;

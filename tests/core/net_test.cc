@@ -46,8 +46,8 @@ class WireTest : public ::testing::Test {
   // Sends raw frames from the client; returns the decode result on the server.
   absl::StatusOr<IncomingMessage> RoundTrip(const std::vector<std::string>& frames) {
     for (size_t i = 0; i < frames.size(); ++i) {
-      client_->raw().send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore
-                                                                         : zmq::send_flags::none);
+      client_->raw().send(zmq::buffer(frames[i]),
+                          i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
     auto raw = server_->Receive(absl::Seconds(5));
     if (!raw.ok()) return raw.status();
@@ -162,7 +162,7 @@ TEST(ParameterStoreTest, SspBoundsTheLeadOverTheSlowestWorker) {
   const float g[2] = {1, 1};
   // Worker 0 races ahead; worker 1 has pushed nothing (clock 0).
   ASSERT_TRUE((*store)->Push(0, 0, c, g).ok());
-  EXPECT_TRUE((*store)->CanServe(c, 1));   // lead 1 <= s
+  EXPECT_TRUE((*store)->CanServe(c, 1));  // lead 1 <= s
   ASSERT_TRUE((*store)->Push(0, 1, c, g).ok());
   EXPECT_FALSE((*store)->CanServe(c, 2));  // lead 2 > s: worker 0 must wait
   ASSERT_TRUE((*store)->Push(1, 0, c, g).ok());

@@ -146,22 +146,25 @@ class PsClusterTest : public ::testing::Test {
 TEST_F(PsClusterTest, TwoWorkersEqualSingleProcessWithTheGlobalBatch) {
   const std::string config = PlainSgdConfig();
   auto [single_code, single_out] =
-      RunCommand(kBin + "strata_launch --config " + config + " --mode single --batch-size 64 "
-          "--max-steps 20 --evaluate=false --progress=false --parameters-out " + dir_ + "/single.ckpt");
+      RunCommand(kBin + "strata_launch --config " + config +
+                 " --mode single --batch-size 64 "
+                 "--max-steps 20 --evaluate=false --progress=false --parameters-out " +
+                 dir_ + "/single.ckpt");
   ASSERT_EQ(single_code, 0) << single_out;
-  auto [ps_code, ps_out] =
-      RunCommand(kBin + "strata_launch --config " + config + " --mode ps --servers 2 --conv-workers 2 "
-          "--batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out " +
-          dir_ + "/ps.ckpt");
+  auto [ps_code, ps_out] = RunCommand(
+      kBin + "strata_launch --config " + config +
+      " --mode ps --servers 2 --conv-workers 2 "
+      "--batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out " +
+      dir_ + "/ps.ckpt");
   ASSERT_EQ(ps_code, 0) << ps_out;
   EXPECT_NE(ps_out.find("final: mode=ps"), std::string::npos) << ps_out;
   EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/ps.ckpt"), 1e-4f);
 }
 
 TEST_F(PsClusterTest, OneServerTwoWorkersReach88PercentInOneEpoch) {
-  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
-                         " --mode ps --servers 1 --conv-workers 2 --epochs 1 --summary-out " +
-                         dir_ + "/s.json");
+  auto [code, out] = RunCommand(
+      kBin + "strata_launch --config " + kConfig +
+      " --mode ps --servers 1 --conv-workers 2 --epochs 1 --summary-out " + dir_ + "/s.json");
   ASSERT_EQ(code, 0) << out;
   nlohmann::json s = Summary(dir_ + "/s.json");
   EXPECT_EQ(s["mode"], "ps");
@@ -170,11 +173,41 @@ TEST_F(PsClusterTest, OneServerTwoWorkersReach88PercentInOneEpoch) {
 }
 
 TEST_F(PsClusterTest, TwoServersTwoWorkersReach88PercentInOneEpoch) {
-  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
-                         " --mode ps --servers 2 --conv-workers 2 --epochs 1 --summary-out " +
-                         dir_ + "/s.json");
+  auto [code, out] = RunCommand(
+      kBin + "strata_launch --config " + kConfig +
+      " --mode ps --servers 2 --conv-workers 2 --epochs 1 --summary-out " + dir_ + "/s.json");
   ASSERT_EQ(code, 0) << out;
   EXPECT_GE(Summary(dir_ + "/s.json")["test_accuracy"].get<double>(), 0.88) << out;
+}
+
+// The lead recorded in the server's closing line "max pull lead N".
+int64_t MaxPullLead(const std::string& output) {
+  const size_t at = output.find("max pull lead ");
+  if (at == std::string::npos) return -1;
+  return std::stoll(output.substr(at + 14));
+}
+
+TEST_F(PsClusterTest, SspKeepsEveryWorkerWithinTheStalenessBound) {
+  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
+                                " --mode ps --consistency ssp --staleness 1 --servers 1 "
+                                "--conv-workers 2 --max-steps 60 --evaluate=false");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("worker clocks [60 60]"), std::string::npos) << out;
+  const int64_t lead = MaxPullLead(out);
+  EXPECT_GE(lead, 0) << out;
+  EXPECT_LE(lead, 1) << out;
+}
+
+TEST_F(PsClusterTest, AspRunsToCompletion) {
+  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
+                                " --mode ps --consistency asp --servers 2 --conv-workers 2 "
+                                "--max-steps 60 --summary-out " +
+                                dir_ + "/s.json");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("worker clocks [60 60]"), std::string::npos) << out;
+  nlohmann::json s = Summary(dir_ + "/s.json");
+  EXPECT_EQ(s["steps"], 60);
+  EXPECT_GT(s["test_accuracy"].get<double>(), 0.6);  // it learns, without lockstep
 }
 
 // A raw ZeroMQ client speaking to a live server.
@@ -232,14 +265,16 @@ std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t 
 TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   // Reference: an undisturbed run of one worker.
   auto [ref_code, ref_out] =
-      RunCommand(kBin + "strata_launch --config " + kConfig + " --mode ps --servers 1 --conv-workers 1 "
-          "--max-steps 30 --evaluate=false --progress=false --parameters-out " + dir_ + "/ref.ckpt");
+      RunCommand(kBin + "strata_launch --config " + kConfig +
+                 " --mode ps --servers 1 --conv-workers 1 "
+                 "--max-steps 30 --evaluate=false --progress=false --parameters-out " +
+                 dir_ + "/ref.ckpt");
   ASSERT_EQ(ref_code, 0) << ref_out;
 
-  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
-                  "--config", kConfig, "--servers", "1", "--workers", "1", "--max-steps", "30",
-                  "--max-message-mb", "8"},
-                 dir_ + "/server.log");
+  Process server(
+      {kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0", "--config",
+       kConfig, "--servers", "1", "--workers", "1", "--max-steps", "30", "--max-message-mb", "8"},
+      dir_ + "/server.log");
   const std::string line = server.WaitFor(" on tcp://");
   ASSERT_FALSE(line.empty()) << server.log();
   const size_t at = line.find("tcp://");
@@ -270,14 +305,13 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   EXPECT_NE(oversize.find("exceeds the limit of 8388608 bytes"), std::string::npos) << oversize;
 
   // Now the honest worker trains while the attacker keeps sending garbage.
-  Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address,
-                  "--config", kConfig, "--threads", "1", "--max-steps", "30",
-                  "--evaluate=false", "--progress=false", "--parameters-out",
-                  dir_ + "/attacked.ckpt"},
+  Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address, "--config",
+                  kConfig, "--threads", "1", "--max-steps", "30", "--evaluate=false",
+                  "--progress=false", "--parameters-out", dir_ + "/attacked.ckpt"},
                  dir_ + "/worker.log");
   for (int i = 0; i < 20; ++i) {
-    const std::string stranger = attacker.Exchange(
-        {PushHeader(0, 0, 288, 1152, 1, /*sender=*/5), std::string(1152, 'x')});
+    const std::string stranger =
+        attacker.Exchange({PushHeader(0, 0, 288, 1152, 1, /*sender=*/5), std::string(1152, 'x')});
     EXPECT_EQ(stranger, "push from worker rank 5, the job has 1 workers");
     EXPECT_NE(attacker.Exchange({"more garbage"}).find("malformed"), std::string::npos);
   }

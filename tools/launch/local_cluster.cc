@@ -30,7 +30,7 @@ void OnSignal(int) { g_interrupted = 1; }
 struct Child {
   std::string label;  // "server 0", "worker 1"
   pid_t pid = -1;
-  int out_fd = -1;    // read end of the child's stdout+stderr
+  int out_fd = -1;  // read end of the child's stdout+stderr
   std::string partial;
   std::deque<std::string> tail;  // last lines, for error reports
   bool exited = false;
@@ -50,8 +50,8 @@ absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::str
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
-    ::setpgid(0, 0);                      // Ctrl-C reaches the launcher, which stops us
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);   // never outlive the launcher
+    ::setpgid(0, 0);                     // Ctrl-C reaches the launcher, which stops us
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the launcher
     if (::getppid() != parent) ::_exit(1);
     ::dup2(fds[1], STDOUT_FILENO);
     ::dup2(fds[1], STDERR_FILENO);
@@ -83,7 +83,8 @@ std::vector<std::string> Pump(Child& c) {
     std::string line = c.partial.substr(0, pos);
     c.partial.erase(0, pos + 1);
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::string shown = absl::StartsWith(line, "[") ? line : absl::StrCat("[", c.label, "] ", line);
+    const std::string shown =
+        absl::StartsWith(line, "[") ? line : absl::StrCat("[", c.label, "] ", line);
     std::fprintf(stderr, "%s\n", shown.c_str());
     c.tail.push_back(shown);
     if (c.tail.size() > 20) c.tail.pop_front();
@@ -156,12 +157,10 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     return argv;
   };
   auto server_argv = [&](int rank, const std::string& coordinator) {
-    std::vector<std::string> argv = common({server_bin, "--rank", std::to_string(rank),
-                                            "--coordinator", coordinator, "--consistency",
-                                            o.consistency, "--staleness",
-                                            std::to_string(o.staleness), "--servers",
-                                            std::to_string(o.servers), "--workers",
-                                            std::to_string(o.conv_workers)});
+    std::vector<std::string> argv = common(
+        {server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator, "--consistency",
+         o.consistency, "--staleness", std::to_string(o.staleness), "--servers",
+         std::to_string(o.servers), "--workers", std::to_string(o.conv_workers)});
     if (!o.checkpoint_dir.empty()) {
       argv.push_back("--checkpoint");
       argv.push_back(absl::StrCat(o.checkpoint_dir, "/server", rank, ".ckpt"));
@@ -197,8 +196,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
       children[0].exited = true;
       children[0].status = status;
       Pump(children[0]);
-      return fail(absl::InternalError(absl::StrCat("server 0 ", ExitText(status),
-                                                   " before serving")));
+      return fail(
+          absl::InternalError(absl::StrCat("server 0 ", ExitText(status), " before serving")));
     }
     if (g_interrupted) return fail(absl::CancelledError("interrupted"));
     if (absl::Now() > deadline) {
@@ -206,14 +205,15 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     }
   }
   for (int r = 1; r < o.servers; ++r) {
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("server ", r), server_argv(r, coordinator)));
+    STRATA_ASSIGN_OR_RETURN(Child c,
+                            Spawn(absl::StrCat("server ", r), server_argv(r, coordinator)));
     children.push_back(std::move(c));
   }
   for (int w = 0; w < o.conv_workers; ++w) {
-    std::vector<std::string> argv = common({worker_bin, "--mode", "ps", "--coordinator",
-                                            coordinator, "--rank", std::to_string(w),
-                                            "--threads", std::to_string(o.threads_per_worker),
-                                            "--timeout", std::to_string(o.timeout_seconds)});
+    std::vector<std::string> argv =
+        common({worker_bin, "--mode", "ps", "--coordinator", coordinator, "--rank",
+                std::to_string(w), "--threads", std::to_string(o.threads_per_worker), "--timeout",
+                std::to_string(o.timeout_seconds)});
     if (w == 0) {
       argv.push_back("--summary-out");
       argv.push_back(summary_path);
@@ -245,9 +245,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
         if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
           std::string tail;
           for (const auto& line : c.tail) tail += "\n  " + line;
-          return fail(absl::InternalError(absl::StrCat(c.label, " ", ExitText(status),
-                                                       "; stopped the cluster. Its last lines:",
-                                                       tail)));
+          return fail(absl::InternalError(absl::StrCat(
+              c.label, " ", ExitText(status), "; stopped the cluster. Its last lines:", tail)));
         }
       } else {
         all_exited = false;

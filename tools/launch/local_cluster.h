@@ -17,15 +17,15 @@ namespace strata {
 
 struct LocalClusterOptions {
   std::string config_path;
-  JobConfig config;          // with flag overrides applied
-  std::string bin_dir;       // where strata_server and strata_conv_worker are
+  JobConfig config;     // with flag overrides applied
+  std::string bin_dir;  // where strata_server and strata_conv_worker are
   int servers = 1;
   int conv_workers = 2;
   std::string consistency = "bsp";
   int staleness = 2;
   int threads_per_worker = 1;
   double timeout_seconds = 60;
-  std::string summary_out;   // worker 0's summary (a temp file when empty)
+  std::string summary_out;  // worker 0's summary (a temp file when empty)
   std::string metrics_out;
   std::string checkpoint_dir;  // servers checkpoint here when set
   int64_t checkpoint_every = 0;

@@ -99,10 +99,9 @@ absl::Status RunPs(const JobConfig& config) {
   const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
   o.threads_per_worker = std::max(1, threads / o.conv_workers);
   const TrainingConfig& tc = config.training;
-  o.override_flags = {"--epochs",     std::to_string(tc.epochs),
-                      "--max-steps",  std::to_string(tc.max_steps),
-                      "--batch-size", std::to_string(tc.batch_size),
-                      "--seed",       std::to_string(tc.seed)};
+  o.override_flags = {
+      "--epochs",     std::to_string(tc.epochs),     "--max-steps", std::to_string(tc.max_steps),
+      "--batch-size", std::to_string(tc.batch_size), "--seed",      std::to_string(tc.seed)};
   if (!tc.evaluate) o.extra_worker_flags.push_back("--evaluate=false");
   if (!absl::GetFlag(FLAGS_progress)) o.extra_worker_flags.push_back("--progress=false");
   if (!absl::GetFlag(FLAGS_parameters_out).empty()) {
@@ -110,9 +109,9 @@ absl::Status RunPs(const JobConfig& config) {
     o.extra_worker_flags.push_back(absl::GetFlag(FLAGS_parameters_out));
   }
   if (config.training.batch_size % o.conv_workers != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "training.batch_size %d is not divisible by %d conv workers", tc.batch_size,
-        o.conv_workers));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("training.batch_size %d is not divisible by %d conv workers", tc.batch_size,
+                        o.conv_workers));
   }
   STRATA_ASSIGN_OR_RETURN(RunSummary summary, RunLocalCluster(o));
   PrintFinal(summary);
