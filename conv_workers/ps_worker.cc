@@ -80,13 +80,18 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
     }
     STRATA_RETURN_IF_ERROR_CTX(client->WaitAll(inits), "initialising the servers");
   }
-  std::vector<Ticket> pulls;
-  for (size_t k = 0; k < params.size(); ++k) {
-    pulls.push_back(client->Pull(-1, static_cast<uint32_t>(k), params[k]->value));
-  }
-  STRATA_RETURN_IF_ERROR_CTX(client->WaitAll(pulls), "pulling the initial parameters");
-  int64_t step = pulls.front()->version();
-  for (const Ticket& t : pulls) step = std::min(step, t->version());
+  // Pulls the servers' current values; returns the iteration to continue at.
+  auto rejoin = [&]() -> absl::StatusOr<int64_t> {
+    std::vector<Ticket> pulls;
+    for (size_t k = 0; k < params.size(); ++k) {
+      pulls.push_back(client->Pull(-1, static_cast<uint32_t>(k), params[k]->value));
+    }
+    STRATA_RETURN_IF_ERROR_CTX(client->WaitAll(pulls), "pulling the current parameters");
+    int64_t version = pulls.front()->version();
+    for (const Ticket& t : pulls) version = std::min(version, t->version());
+    return version;
+  };
+  STRATA_ASSIGN_OR_RETURN(int64_t step, rejoin());
   if (step > 0) {
     std::fprintf(stderr, "%sresuming at iteration %lld\n", prefix.c_str(),
                  static_cast<long long>(step));
@@ -108,54 +113,68 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   double train_seconds = 0.0, epoch_loss = 0.0, window_loss = 0.0;
   int64_t epoch_steps = 0, window_steps = 0, steps_run = 0;
   std::vector<Ticket> tickets;
+  int64_t loaded_epoch = -1;
   while (step < total_steps) {
     const int64_t epoch = step / steps_per_epoch;
-    loader.StartEpoch(epoch);
-    epoch_loss = 0.0;
-    epoch_steps = 0;
-    for (int64_t s = step % steps_per_epoch; s < steps_per_epoch && step < total_steps; ++s) {
-      const double t0 = Now();
-      Batch batch = loader.Get(s);
-      Tensor logits = model->Forward(batch.images, /*training=*/true);
-      STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
-      tickets.clear();
-      const int64_t iteration = step;
-      model->Backward(loss.grad_logits, 0, -1, false, [&](int layer) {
-        for (Parameter* p : model->layer(layer).parameters()) {
-          const uint32_t key = key_of[p];
-          tickets.push_back(client->Push(iteration, key, p->grad));
-          tickets.push_back(client->Pull(iteration + 1, key, p->value));
-        }
-      });
-      STRATA_RETURN_IF_ERROR_CTX(client->WaitAll(tickets),
-                                 absl::StrCat("iteration ", iteration));
-      train_seconds += Now() - t0;
-      ++step;
-      ++steps_run;
-      epoch_loss += loss.loss;
-      ++epoch_steps;
-      window_loss += loss.loss;
-      ++window_steps;
-      ProgressState ps;
-      ps.epoch = epoch + 1;
-      ps.epochs = epochs;
-      ps.step_in_epoch = s + 1;
-      ps.steps_per_epoch = steps_per_epoch;
-      ps.steps_done = step;
-      ps.total_steps = total_steps;
-      ps.loss = loss.loss;
-      ps.images_per_sec = static_cast<double>(steps_run * tc.batch_size) / train_seconds;
-      ps.seconds_per_step = train_seconds / static_cast<double>(steps_run);
-      if (show) progress.Update(ps);
-      if (step % tc.log_every == 0 || step == total_steps) {
-        metrics.Write({{"event", "train"},
-                       {"epoch", epoch + 1},
-                       {"step", step},
-                       {"loss", window_loss / static_cast<double>(window_steps)},
-                       {"images_per_sec", ps.images_per_sec}});
-        window_loss = 0.0;
-        window_steps = 0;
+    const int64_t s = step % steps_per_epoch;
+    if (epoch != loaded_epoch) {
+      loader.StartEpoch(epoch);
+      loaded_epoch = epoch;
+      epoch_loss = 0.0;
+      epoch_steps = 0;
+    }
+    const double t0 = Now();
+    Batch batch = loader.Get(s);
+    Tensor logits = model->Forward(batch.images, /*training=*/true);
+    STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
+    tickets.clear();
+    const int64_t iteration = step;
+    model->Backward(loss.grad_logits, 0, -1, false, [&](int layer) {
+      for (Parameter* p : model->layer(layer).parameters()) {
+        const uint32_t key = key_of[p];
+        tickets.push_back(client->Push(iteration, key, p->grad));
+        tickets.push_back(client->Pull(iteration + 1, key, p->value));
       }
+    });
+    absl::Status exchanged = client->WaitAll(tickets);
+    if (absl::IsAborted(exchanged)) {
+      // A server came back from a checkpoint: drop what is in flight and
+      // continue from the servers' iteration (the data order follows it).
+      client->CancelAll();
+      std::fprintf(stderr, "%s%s\n", prefix.c_str(), std::string(exchanged.message()).c_str());
+      STRATA_ASSIGN_OR_RETURN(step, rejoin());
+      std::fprintf(stderr, "%srewound to iteration %lld\n", prefix.c_str(),
+                   static_cast<long long>(step));
+      loaded_epoch = -1;
+      continue;
+    }
+    STRATA_RETURN_IF_ERROR_CTX(exchanged, absl::StrCat("iteration ", iteration));
+    train_seconds += Now() - t0;
+    ++step;
+    ++steps_run;
+    epoch_loss += loss.loss;
+    ++epoch_steps;
+    window_loss += loss.loss;
+    ++window_steps;
+    ProgressState ps;
+    ps.epoch = epoch + 1;
+    ps.epochs = epochs;
+    ps.step_in_epoch = s + 1;
+    ps.steps_per_epoch = steps_per_epoch;
+    ps.steps_done = step;
+    ps.total_steps = total_steps;
+    ps.loss = loss.loss;
+    ps.images_per_sec = static_cast<double>(steps_run * tc.batch_size) / train_seconds;
+    ps.seconds_per_step = train_seconds / static_cast<double>(steps_run);
+    if (show) progress.Update(ps);
+    if (step % tc.log_every == 0 || step == total_steps) {
+      metrics.Write({{"event", "train"},
+                     {"epoch", epoch + 1},
+                     {"step", step},
+                     {"loss", window_loss / static_cast<double>(window_steps)},
+                     {"images_per_sec", ps.images_per_sec}});
+      window_loss = 0.0;
+      window_steps = 0;
     }
     const bool epoch_done = step % steps_per_epoch == 0 || step == total_steps;
     if (rank == 0 && tc.evaluate && epoch_done) {

@@ -20,7 +20,7 @@ absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config) {
 }
 
 ServerNode::ServerNode(const ServerOptions& options)
-    : options_(options), done_(options.workers, false) {}
+    : options_(options), done_(options.workers, false), rejoined_(options.workers, false) {}
 
 ServerNode::~ServerNode() = default;
 
@@ -51,6 +51,8 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
       version = std::max(version, node->store_->version(c));
     }
     node->last_checkpoint_version_ = version;
+    node->restored_ = true;
+    node->restored_version_ = version;
     std::fprintf(stderr, "[server %d] restored %s at iteration %lld\n", options.rank,
                  options.checkpoint_path.c_str(), static_cast<long long>(version));
   }
@@ -164,6 +166,18 @@ absl::StatusOr<std::vector<Chunk>> ServerNode::ResolveSlices(const IncomingMessa
   return chunks;
 }
 
+absl::Status ServerNode::CheckRejoined(int worker, int64_t iteration) {
+  if (!restored_ || worker < 0 || worker >= options_.workers) return absl::OkStatus();
+  if (iteration < 0) {
+    rejoined_[worker] = true;  // a pull of the current values
+    return absl::OkStatus();
+  }
+  if (rejoined_[worker]) return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat(
+      "server ", options_.rank, " was restored from a checkpoint at iteration ",
+      restored_version_, "; pull the current parameters and continue from there"));
+}
+
 absl::Status ServerNode::HandleInit(const IncomingMessage& message) {
   STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, true));
   for (size_t i = 0; i < chunks.size(); ++i) {
@@ -186,6 +200,7 @@ absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
                                                    ", the job has ", options_.workers,
                                                    " workers"));
   }
+  STRATA_RETURN_IF_ERROR(CheckRejoined(worker, h.getIteration()));
   for (const Chunk& c : chunks) {
     if (!store_->initialized(c)) {
       return absl::FailedPreconditionError(
@@ -233,6 +248,7 @@ void ServerNode::SendPull(const PendingPull& pull) {
 absl::Status ServerNode::HandlePull(const IncomingMessage& message) {
   const auto h = message.header();
   STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, false));
+  STRATA_RETURN_IF_ERROR(CheckRejoined(h.getSenderRank(), h.getIteration()));
   PendingPull pull{message.identity(), h.getRequestId(), h.getIteration(), std::move(chunks),
                    h.getSenderRank()};
   bool ready = true;

@@ -73,6 +73,7 @@ class ServerNode {
   void HandleRaw(RawMessage raw);
   absl::Status Handle(const IncomingMessage& message);
   absl::Status CheckSender(const IncomingMessage& message) const;
+  absl::Status CheckRejoined(int worker, int64_t iteration);
   absl::StatusOr<std::vector<Chunk>> ResolveSlices(const IncomingMessage& message,
                                                    bool with_frames) const;
   absl::Status HandleInit(const IncomingMessage& message);
@@ -94,6 +95,12 @@ class ServerNode {
   std::unique_ptr<ParameterStore> store_;
   std::deque<PendingPull> pending_;
   std::vector<bool> done_;
+  // After --restore, a worker must pull the current values (iteration -1)
+  // before it may push or pull by iteration again: its own state is ahead
+  // of the restored shard.
+  bool restored_ = false;
+  int64_t restored_version_ = 0;
+  std::vector<bool> rejoined_;
   bool shutdown_ = false;
   int64_t last_checkpoint_version_ = 0;
   uint64_t errors_sent_ = 0;

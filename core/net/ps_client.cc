@@ -186,6 +186,21 @@ Ticket PsClient::SubmitToAll(wire::Kind kind) {
   return op;
 }
 
+void PsClient::CancelAll() {
+  std::deque<Request> dropped;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    dropped.swap(queue_);
+    cancel_ = true;
+  }
+  for (Request& r : dropped) r.op->PartDone(absl::CancelledError("cancelled"), -1);
+  Wake();
+  // Wait until the I/O thread has dropped its in-flight requests.
+  absl::MutexLock lock(&queue_mu_);
+  auto cancelled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) { return !cancel_; };
+  queue_mu_.Await(absl::Condition(&cancelled));
+}
+
 absl::Status PsClient::Done() { return Wait(SubmitToAll(wire::Kind::DONE)); }
 
 absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
@@ -351,10 +366,18 @@ void PsClient::IoLoop() {
       }
     }
     std::deque<Request> fresh;
+    bool cancel = false;
     {
       absl::MutexLock lock(&queue_mu_);
       if (stop_) break;
       fresh.swap(queue_);
+      cancel = cancel_;
+    }
+    if (cancel) {
+      for (auto& [id, r] : inflight_) r.op->PartDone(absl::CancelledError("cancelled"), -1);
+      inflight_.clear();
+      absl::MutexLock lock(&queue_mu_);
+      cancel_ = false;
     }
     for (Request& r : fresh) {
       SendRequest(r);

@@ -82,6 +82,10 @@ class PsClient {
   absl::Status Wait(const Ticket& ticket);
   // Waits for every ticket; returns the first error.
   absl::Status WaitAll(const std::vector<Ticket>& tickets);
+  // Abandons every queued and in-flight request: their tickets complete
+  // with Cancelled and late replies are ignored, so no stale pull can write
+  // into a tensor afterwards. Used to rewind after a server restart.
+  void CancelAll();
   // Tells every server this worker has finished.
   absl::Status Done();
   absl::StatusOr<ClockReport> Clocks(int server);
@@ -129,6 +133,7 @@ class PsClient {
   std::unique_ptr<zmq::socket_t> wake_sender_ ABSL_GUARDED_BY(queue_mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(queue_mu_) = 1;
   bool stop_ ABSL_GUARDED_BY(queue_mu_) = false;
+  bool cancel_ ABSL_GUARDED_BY(queue_mu_) = false;  // asks the I/O thread to drop in-flight requests
   std::thread io_thread_;
 };
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <chrono>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -74,6 +75,12 @@ class Process {
       usleep(50000);
     }
     return "";
+  }
+  void Interrupt() { kill(pid_, SIGINT); }
+  void Kill9() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    exited_ = true;
   }
   int Wait() {
     int status = 0;
@@ -208,6 +215,118 @@ TEST_F(PsClusterTest, AspRunsToCompletion) {
   nlohmann::json s = Summary(dir_ + "/s.json");
   EXPECT_EQ(s["steps"], 60);
   EXPECT_GT(s["test_accuracy"].get<double>(), 0.6);  // it learns, without lockstep
+}
+
+TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
+  const std::string checkpoint = dir_ + "/server0.ckpt";
+  std::vector<std::string> server_argv = {
+      kBin + "strata_server", "--rank", "0", "--config", kConfig, "--servers", "1",
+      "--workers", "2", "--max-steps", "150", "--checkpoint", checkpoint,
+      "--checkpoint-every", "10", "--coordinator"};
+  auto first_argv = server_argv;
+  first_argv.push_back("tcp://127.0.0.1:0");
+  auto first = std::make_unique<Process>(first_argv, dir_ + "/first.log");
+  const std::string line = first->WaitFor(" on tcp://");
+  ASSERT_FALSE(line.empty()) << first->log();
+  const size_t at = line.find("tcp://");
+  const std::string address = line.substr(at, line.find(' ', at) - at);
+
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int w = 0; w < 2; ++w) {
+    workers.push_back(std::make_unique<Process>(
+        std::vector<std::string>{kBin + "strata_conv_worker", "--mode", "ps", "--coordinator",
+                                 address, "--config", kConfig, "--rank", std::to_string(w),
+                                 "--threads", "1", "--max-steps", "150", "--evaluate=false",
+                                 "--progress=false", "--summary-out", dir_ + "/summary.json"},
+        dir_ + "/worker" + std::to_string(w) + ".log"));
+  }
+  ASSERT_FALSE(first->WaitFor("checkpoint at iteration").empty()) << first->log();
+  first->Kill9();  // mid-run, after at least one checkpoint
+
+  auto second_argv = server_argv;
+  second_argv.push_back(address);  // same address: the workers reconnect
+  second_argv.push_back("--restore");
+  Process second(second_argv, dir_ + "/second.log");
+  const std::string restored = second.WaitFor("restored");
+  ASSERT_FALSE(restored.empty()) << second.log();
+  const int64_t from = std::stoll(restored.substr(restored.find("at iteration ") + 13));
+  EXPECT_GE(from, 10);
+
+  for (int w = 0; w < 2; ++w) {
+    ASSERT_EQ(workers[w]->Wait(), 0) << workers[w]->log();
+    EXPECT_NE(workers[w]->log().find("rewound to iteration " + std::to_string(from)),
+              std::string::npos)
+        << workers[w]->log();
+  }
+  ASSERT_EQ(second.Wait(), 0) << second.log();
+  EXPECT_NE(second.log().find("worker clocks [150 150]"), std::string::npos) << second.log();
+  EXPECT_EQ(Summary(dir_ + "/summary.json")["steps"], 150);
+}
+
+TEST_F(PsClusterTest, WorkersStopWithAClearErrorWhenTheServerNeverReturns) {
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--config", kConfig, "--servers", "1", "--workers", "1", "--max-steps", "500"},
+                 dir_ + "/server.log");
+  const std::string line = server.WaitFor(" on tcp://");
+  ASSERT_FALSE(line.empty()) << server.log();
+  const size_t at = line.find("tcp://");
+  const std::string address = line.substr(at, line.find(' ', at) - at);
+  Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address,
+                  "--config", kConfig, "--threads", "1", "--max-steps", "500", "--timeout", "3",
+                  "--evaluate=false", "--progress=false"},
+                 dir_ + "/worker.log");
+  ASSERT_FALSE(server.WaitFor("registered").empty());
+  usleep(500000);  // let training start
+  server.Kill9();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(worker.Wait(), 1);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(waited, 30.0);
+  EXPECT_NE(worker.log().find("strata_conv_worker: error: "), std::string::npos) << worker.log();
+  EXPECT_NE(worker.log().find("from server 0 (" + address + ") within 3s"), std::string::npos)
+      << worker.log();
+}
+
+// Processes whose command line mentions `marker` (a unique temp path).
+int CountProcessesMentioning(const std::string& marker) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    if (cmdline.find(marker) != std::string::npos &&
+        cmdline.find("strata_") != std::string::npos) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+TEST_F(PsClusterTest, CtrlCStopsTheWholeClusterWithoutOrphans) {
+  // A private copy of the config: its path marks this test's processes.
+  const std::string config = dir_ + "/ctrl_c.json";
+  std::ofstream(config) << ReadFile(kConfig);
+  Process launcher({kBin + "strata_launch", "--config", config, "--mode", "ps", "--servers", "2",
+                    "--conv-workers", "2", "--epochs", "5"},
+                   dir_ + "/launch.log");
+  ASSERT_FALSE(launcher.WaitFor("step 100/").empty()) << launcher.log();
+  EXPECT_EQ(CountProcessesMentioning(config), 5);  // launcher, 2 servers, 2 workers
+  launcher.Interrupt();
+  EXPECT_EQ(launcher.Wait(), 1);
+  EXPECT_NE(launcher.log().find("interrupted"), std::string::npos) << launcher.log();
+  EXPECT_EQ(CountProcessesMentioning(config), 0);
+}
+
+TEST_F(PsClusterTest, AFailingWorkerStopsTheClusterAndIsNamed) {
+  // Worker ranks are fixed by the launcher; a train limit smaller than one
+  // global batch makes every worker fail at start with a clear error.
+  const std::string config = dir_ + "/fail.json";
+  std::ofstream(config) << ReadFile(kConfig);
+  auto [code, out] = RunCommand(kBin + "strata_launch --config " + config +
+                                " --mode ps --servers 1 --conv-workers 2 --batch-size 60000000");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("strata_launch: error: worker "), std::string::npos) << out;
+  EXPECT_NE(out.find("exited with status 1; stopped the cluster"), std::string::npos) << out;
+  EXPECT_EQ(CountProcessesMentioning(config), 0);
 }
 
 // A raw ZeroMQ client speaking to a live server.
