@@ -15,6 +15,7 @@
 #include "conv_workers/ps_worker.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
+#include "core/util/process_setup.h"
 
 ABSL_FLAG(std::string, mode, "ps", "ps (stanza comes with the Stanza issue)");
 ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
@@ -71,6 +72,7 @@ absl::Status Run() {
 }  // namespace strata
 
 int main(int argc, char** argv) {
+  strata::ConfigureProcessAllocator();
   absl::SetProgramUsageMessage(
       "Strata conv worker.\n  strata_conv_worker --mode ps --coordinator tcp://HOST:PORT "
       "--config JOB.json [--rank R] [--threads T]");

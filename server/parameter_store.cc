@@ -92,16 +92,12 @@ bool ParameterStore::initialized(const Chunk& c) const {
 
 void ParameterStore::Apply(Slot& slot, const float* gradient, float scale, int64_t iteration) {
   const int64_t n = static_cast<int64_t>(slot.chunk.length);
-  const float* g = gradient;
-  Tensor scaled;
-  if (scale != 1.0f) {
-    scaled = Tensor::Empty({n});
-    for (int64_t i = 0; i < n; ++i) scaled.data()[i] = gradient[i] * scale;
-    g = scaled.data();
-  }
+  // Copy on write: a pull reply still being sent holds the current buffer.
+  if (slot.value.use_count() > 1) slot.value = slot.value.Clone();
   slot.updates++;
-  optimizer_->Update(slot.value.data(), g, slot.state.defined() ? slot.state.data() : nullptr, n,
-                     schedule_.At(iteration), slot.updates);
+  optimizer_->Update(slot.value.data(), gradient,
+                     slot.state.defined() ? slot.state.data() : nullptr, n,
+                     schedule_.At(iteration), slot.updates, scale);
 }
 
 absl::StatusOr<PushOutcome> ParameterStore::Push(int worker, int64_t iteration, const Chunk& c,
@@ -138,6 +134,12 @@ absl::StatusOr<PushOutcome> ParameterStore::Push(int worker, int64_t iteration, 
     return absl::FailedPreconditionError(absl::StrCat(
         "BSP push for iteration ", iteration, " of key ", c.key, " while the server is at ",
         slot->version, " (a worker ran ahead without pulling)"));
+  }
+  if (options_.workers == 1) {  // nothing to wait for: apply straight from the message
+    slot->pushed.clear();
+    Apply(*slot, gradient, 1.0f, iteration);
+    slot->version = iteration + 1;
+    return PushOutcome::kApplied;
   }
   if (slot->pushed.empty()) {
     if (!slot->pending.defined()) slot->pending = Tensor::Empty({n});
@@ -181,6 +183,11 @@ void ParameterStore::NoteServed(int64_t iteration) {
 const float* ParameterStore::value(const Chunk& c) const {
   const Slot* slot = Find(c);
   return slot == nullptr ? nullptr : slot->value.data();
+}
+
+Tensor ParameterStore::value_tensor(const Chunk& c) const {
+  const Slot* slot = Find(c);
+  return slot == nullptr ? Tensor() : slot->value;
 }
 
 int64_t ParameterStore::version(const Chunk& c) const {

@@ -83,6 +83,10 @@ class ParameterStore {
   // Records that a pull for `iteration` was answered (for the SSP bound check).
   void NoteServed(int64_t iteration);
   const float* value(const Chunk& c) const;
+  // The chunk's current values as a tensor sharing the store's buffer. The
+  // store never writes into a buffer someone else still holds (it copies on
+  // write), so the handle may be sent zero-copy.
+  Tensor value_tensor(const Chunk& c) const;
   int64_t version(const Chunk& c) const;
 
   // Pushes seen per worker rank (its clock).

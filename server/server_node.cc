@@ -31,16 +31,21 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   }
   if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
   std::unique_ptr<ServerNode> node(new ServerNode(options));
-  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ParameterSizes(options.config));
+  std::vector<int64_t> sizes = options.kv_sizes;
+  int64_t total_steps = 1;
+  if (sizes.empty()) {
+    STRATA_ASSIGN_OR_RETURN(sizes, ParameterSizes(options.config));
+    STRATA_ASSIGN_OR_RETURN(int64_t train_size, TrainingSetSize(options.config.data));
+    total_steps = TotalTrainingSteps(options.config.training, train_size);
+  }
   node->plan_ = PartitionPlan::Build(sizes, options.servers, options.chunk_elements);
-  STRATA_ASSIGN_OR_RETURN(int64_t train_size, TrainingSetSize(options.config.data));
   StoreOptions so;
   so.consistency = options.consistency;
   so.staleness = options.staleness;
   so.workers = options.workers;
   so.optimizer = options.config.optimizer;
   so.schedule = options.config.schedule;
-  so.total_steps = TotalTrainingSteps(options.config.training, train_size);
+  so.total_steps = total_steps;
   STRATA_ASSIGN_OR_RETURN(node->store_, ParameterStore::Create(node->plan_, options.rank, so));
   if (options.restore) {
     STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(options.checkpoint_path));
@@ -232,11 +237,8 @@ void ServerNode::SendPull(const PendingPull& pull) {
     slices[i].setKey(c.key);
     slices[i].setOffset(c.offset);
     slices[i].setLength(c.length);
-    // Copy: the store's values change with the next update, before ZeroMQ
-    // may have sent these bytes.
-    Tensor copy = Tensor::Empty({static_cast<int64_t>(c.length)});
-    std::memcpy(copy.data(), store_->value(c), c.length * sizeof(float));
-    reply.AddFrame(copy);
+    // Zero-copy: the store copies on write while this reply holds the buffer.
+    reply.AddFrame(store_->value_tensor(c));
     const int64_t v = store_->version(c);
     version = version < 0 ? v : std::min(version, v);
   }

@@ -34,6 +34,10 @@ struct ServerOptions {
   // Where ranks > 0 bind (port 0: any free port).
   std::string bind = "tcp://127.0.0.1:0";
   JobConfig config;
+  // Plain key-value mode (benchmarks, generic use): these parameter sizes
+  // instead of the model's; config.optimizer still applies, the schedule is
+  // constant. Empty = the model of `config`.
+  std::vector<int64_t> kv_sizes;
   int servers = 1;
   int workers = 1;
   uint64_t job_id = 1;

@@ -13,15 +13,21 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/model/job_config.h"
+#include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
+#include "core/util/process_setup.h"
 #include "server/server_node.h"
 
 ABSL_FLAG(int32_t, rank, 0, "server rank in [0, servers); 0 is also the coordinator");
 ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
-ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0", "address ranks > 0 serve on (port 0: any)");
+ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0",
+          "address ranks > 0 serve on (tcp port 0: any free port; ipc://* : a fresh Unix socket)");
 ABSL_FLAG(int32_t, servers, 0, "number of servers (default: cluster.servers)");
 ABSL_FLAG(int32_t, workers, 0, "number of workers (default: cluster.conv_workers)");
 ABSL_FLAG(uint64_t, job_id, 1, "job id every message must carry");
@@ -37,6 +43,12 @@ ABSL_FLAG(int64_t, epochs, 0, "epochs (overrides training.epochs; sizes the LR s
 ABSL_FLAG(int64_t, max_steps, 0, "steps (overrides training.max_steps)");
 ABSL_FLAG(int64_t, batch_size, 0, "global batch size (overrides training.batch_size)");
 ABSL_FLAG(int64_t, seed, -1, "seed (overrides training.seed)");
+ABSL_FLAG(std::string, kv_sizes, "",
+          "plain key-value mode: comma-separated parameter sizes (elements) instead of a model; "
+          "--config is then optional (plain SGD, lr --kv-lr)");
+ABSL_FLAG(double, kv_lr, 0.01, "learning rate of the plain key-value mode");
+ABSL_FLAG(int32_t, threads, 1,
+          "CPU threads for the optimizer; 1 leaves the other cores to the network");
 ABSL_FLAG(int64_t, max_message_mb, 1024, "largest message accepted (MiB)");
 
 namespace strata {
@@ -45,8 +57,22 @@ namespace {
 absl::Status Run() {
   ServerOptions o;
   const std::string config_path = absl::GetFlag(FLAGS_config);
-  if (config_path.empty()) return absl::InvalidArgumentError("--config is required");
-  STRATA_ASSIGN_OR_RETURN(o.config, LoadJobConfig(config_path));
+  if (!absl::GetFlag(FLAGS_kv_sizes).empty()) {
+    for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_kv_sizes), ',')) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(part, &n) || n <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--kv-sizes: \"", part, "\" is not a positive element count"));
+      }
+      o.kv_sizes.push_back(n);
+    }
+    o.config.optimizer.lr = static_cast<float>(absl::GetFlag(FLAGS_kv_lr));
+  } else if (config_path.empty()) {
+    return absl::InvalidArgumentError("--config is required (or --kv-sizes)");
+  }
+  if (!config_path.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.config, LoadJobConfig(config_path));
+  }
   TrainingConfig& tc = o.config.training;
   if (absl::GetFlag(FLAGS_epochs) > 0) tc.epochs = absl::GetFlag(FLAGS_epochs);
   if (absl::GetFlag(FLAGS_max_steps) > 0) tc.max_steps = absl::GetFlag(FLAGS_max_steps);
@@ -71,6 +97,7 @@ absl::Status Run() {
   if (o.restore && o.checkpoint_path.empty()) {
     return absl::InvalidArgumentError("--restore needs --checkpoint");
   }
+  SetCpuThreads(absl::GetFlag(FLAGS_threads));
   STRATA_ASSIGN_OR_RETURN(auto node, ServerNode::Create(o));
   return node->Run();
 }
@@ -79,6 +106,7 @@ absl::Status Run() {
 }  // namespace strata
 
 int main(int argc, char** argv) {
+  strata::ConfigureProcessAllocator();
   absl::SetProgramUsageMessage(
       "Strata parameter server.\n  strata_server --rank R --coordinator tcp://HOST:PORT "
       "--config JOB.json [--servers S] [--workers N] [--consistency bsp|ssp|asp]");

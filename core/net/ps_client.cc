@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -223,12 +224,17 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
 }
 
 absl::Status PsClient::Wait(const Ticket& ticket) {
+  return WaitUntil(ticket, absl::Now() + options_.timeout);
+}
+
+absl::Status PsClient::WaitUntil(const Ticket& ticket, absl::Time deadline) {
   absl::MutexLock lock(&ticket->mu_);
   auto done = [&ticket]()
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(ticket->mu_) { return ticket->remaining_ == 0; };
-  if (!ticket->mu_.AwaitWithTimeout(absl::Condition(&done), options_.timeout)) {
+  if (!ticket->mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+    std::set<std::string> servers(ticket->waiting_on_.begin(), ticket->waiting_on_.end());
     std::string who;
-    for (const auto& w : ticket->waiting_on_) who += (who.empty() ? "" : ", ") + w;
+    for (const auto& w : servers) who += (who.empty() ? "" : ", ") + w;
     return absl::DeadlineExceededError(absl::StrCat("no reply to ", ticket->what_, " from ", who,
                                                     " within ",
                                                     absl::FormatDuration(options_.timeout)));
@@ -237,9 +243,10 @@ absl::Status PsClient::Wait(const Ticket& ticket) {
 }
 
 absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
+  const absl::Time deadline = absl::Now() + options_.timeout;
   absl::Status first;
   for (const Ticket& t : tickets) {
-    absl::Status s = Wait(t);
+    absl::Status s = WaitUntil(t, deadline);
     if (!s.ok() && first.ok()) first = s;
   }
   return first;

@@ -80,7 +80,7 @@ class PsClient {
   Ticket Pull(int64_t iteration, uint32_t key, const Tensor& destination);
 
   absl::Status Wait(const Ticket& ticket);
-  // Waits for every ticket; returns the first error.
+  // Waits for every ticket, all within one `timeout`; returns the first error.
   absl::Status WaitAll(const std::vector<Ticket>& tickets);
   // Abandons every queued and in-flight request: their tickets complete
   // with Cancelled and late replies are ignored, so no stale pull can write
@@ -114,6 +114,7 @@ class PsClient {
   void SendRequest(Request& request);
   void HandleReply(int server, RawMessage raw);
   void Wake();
+  absl::Status WaitUntil(const Ticket& ticket, absl::Time deadline);
 
   PsClientOptions options_;
   zmq::context_t context_{1};
@@ -133,7 +134,8 @@ class PsClient {
   std::unique_ptr<zmq::socket_t> wake_sender_ ABSL_GUARDED_BY(queue_mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(queue_mu_) = 1;
   bool stop_ ABSL_GUARDED_BY(queue_mu_) = false;
-  bool cancel_ ABSL_GUARDED_BY(queue_mu_) = false;  // asks the I/O thread to drop in-flight requests
+  bool cancel_ ABSL_GUARDED_BY(queue_mu_) =
+      false;  // asks the I/O thread to drop in-flight requests
   std::thread io_thread_;
 };
 

@@ -12,20 +12,21 @@ class Sgd final : public Optimizer {
  public:
   explicit Sgd(OptimizerConfig config) : Optimizer(std::move(config)) {}
   int state_slots() const override { return config_.momentum > 0.0f ? 1 : 0; }
-  void Update(float* p, const float* g, float* state, int64_t n, float lr,
-              int64_t step) const override {
+  void Update(float* p, const float* g, float* state, int64_t n, float lr, int64_t step,
+              float grad_scale) const override {
     const float wd = config_.weight_decay;
     const float mu = config_.momentum;
+    const float gs = grad_scale;
     if (mu == 0.0f) {
 #pragma omp parallel for simd if (n > (1 << 16)) schedule(static)
-      for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+      for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] * gs + wd * p[i]);
       return;
     }
     float* buf = state;
     const bool nesterov = config_.nesterov;
 #pragma omp parallel for simd if (n > (1 << 16)) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
+      const float d = g[i] * gs + wd * p[i];
       buf[i] = mu * buf[i] + d;
       p[i] -= lr * (nesterov ? d + mu * buf[i] : buf[i]);
     }
@@ -38,8 +39,9 @@ class Adam final : public Optimizer {
   Adam(OptimizerConfig config, bool decoupled)
       : Optimizer(std::move(config)), decoupled_(decoupled) {}
   int state_slots() const override { return 2; }
-  void Update(float* p, const float* g, float* state, int64_t n, float lr,
-              int64_t step) const override {
+  void Update(float* p, const float* g, float* state, int64_t n, float lr, int64_t step,
+              float grad_scale) const override {
+    const float gs = grad_scale;
     const float b1 = config_.beta1;
     const float b2 = config_.beta2;
     const float eps = config_.epsilon;
@@ -53,7 +55,7 @@ class Adam final : public Optimizer {
     float* v = state + n;
 #pragma omp parallel for simd if (n > (1 << 16)) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      float d = g[i];
+      float d = g[i] * gs;
       if (decoupled) {
         p[i] -= lr * wd * p[i];
       } else {

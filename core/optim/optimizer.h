@@ -42,10 +42,12 @@ class Optimizer {
   virtual int state_slots() const = 0;
   // One update of `n` elements with learning rate `lr`. `state` holds
   // state_slots() arrays of n floats, back to back. `step` is this
-  // parameter's 1-based update count. Thread-compatible: concurrent calls on
-  // disjoint memory are safe.
+  // parameter's 1-based update count. The gradient used is grad *
+  // `grad_scale` (a server passes 1/workers to average summed pushes without
+  // an extra pass). Thread-compatible: concurrent calls on disjoint memory
+  // are safe.
   virtual void Update(float* param, const float* grad, float* state, int64_t n, float lr,
-                      int64_t step) const = 0;
+                      int64_t step, float grad_scale = 1.0f) const = 0;
 
  protected:
   explicit Optimizer(OptimizerConfig config) : config_(std::move(config)) {}

@@ -107,6 +107,8 @@ class Tensor {
   void Fill(float value) const;
   std::vector<float> ToVector() const;
 
+  // Handles sharing this tensor's buffer (views included); 0 when undefined.
+  long use_count() const { return buffer_.use_count(); }
   // True when both handles refer to the same bytes.
   bool SharesBufferWith(const Tensor& other) const { return buffer_ == other.buffer_; }
 

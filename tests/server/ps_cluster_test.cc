@@ -6,11 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <chrono>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -219,10 +219,22 @@ TEST_F(PsClusterTest, AspRunsToCompletion) {
 
 TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
   const std::string checkpoint = dir_ + "/server0.ckpt";
-  std::vector<std::string> server_argv = {
-      kBin + "strata_server", "--rank", "0", "--config", kConfig, "--servers", "1",
-      "--workers", "2", "--max-steps", "150", "--checkpoint", checkpoint,
-      "--checkpoint-every", "10", "--coordinator"};
+  std::vector<std::string> server_argv = {kBin + "strata_server",
+                                          "--rank",
+                                          "0",
+                                          "--config",
+                                          kConfig,
+                                          "--servers",
+                                          "1",
+                                          "--workers",
+                                          "2",
+                                          "--max-steps",
+                                          "150",
+                                          "--checkpoint",
+                                          checkpoint,
+                                          "--checkpoint-every",
+                                          "10",
+                                          "--coordinator"};
   auto first_argv = server_argv;
   first_argv.push_back("tcp://127.0.0.1:0");
   auto first = std::make_unique<Process>(first_argv, dir_ + "/first.log");
@@ -271,8 +283,8 @@ TEST_F(PsClusterTest, WorkersStopWithAClearErrorWhenTheServerNeverReturns) {
   ASSERT_FALSE(line.empty()) << server.log();
   const size_t at = line.find("tcp://");
   const std::string address = line.substr(at, line.find(' ', at) - at);
-  Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address,
-                  "--config", kConfig, "--threads", "1", "--max-steps", "500", "--timeout", "3",
+  Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address, "--config",
+                  kConfig, "--threads", "1", "--max-steps", "500", "--timeout", "3",
                   "--evaluate=false", "--progress=false"},
                  dir_ + "/worker.log");
   ASSERT_FALSE(server.WaitFor("registered").empty());
@@ -293,8 +305,7 @@ int CountProcessesMentioning(const std::string& marker) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
-    if (cmdline.find(marker) != std::string::npos &&
-        cmdline.find("strata_") != std::string::npos) {
+    if (cmdline.find(marker) != std::string::npos && cmdline.find("strata_") != std::string::npos) {
       ++count;
     }
   }

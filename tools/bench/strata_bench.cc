@@ -14,6 +14,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
 #include "core/util/flag_names.h"
+#include "core/util/process_setup.h"
+#include "tools/bench/ps_bench.h"
 #include "tools/bench/train_bench.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file");
@@ -25,8 +27,13 @@ ABSL_FLAG(int32_t, threads, 2, "CPU threads per process, for Strata and its peer
 ABSL_FLAG(int32_t, batch_size, 0, "batch size (0: the config's)");
 ABSL_FLAG(bool, peer, true, "also run the PyTorch peer (skipped when torch is missing)");
 ABSL_FLAG(std::string, json, "", "write the report as JSON to this file");
+ABSL_FLAG(std::string, workers, "1,2,4", "ps: worker counts");
+ABSL_FLAG(std::string, transports, "tcp,ipc", "ps: tcp (127.0.0.1) and/or ipc (Unix sockets)");
+ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
+ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
 
 int main(int argc, char** argv) {
+  strata::ConfigureProcessAllocator();
   absl::SetProgramUsageMessage(
       "Strata's benchmark tool.\n  strata_bench train --config JOB.json [--modes single] "
       "[--steps K] [--repeat R] [--threads T] [--json out.json]");
@@ -51,8 +58,24 @@ int main(int argc, char** argv) {
     o.with_peer = absl::GetFlag(FLAGS_peer);
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunTrainBench(o);
+  } else if (command == "ps") {
+    strata::bench::PsBenchOptions o;
+    o.workers.clear();
+    o.sizes_mib.clear();
+    for (absl::string_view w :
+         absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty())) {
+      o.workers.push_back(std::stoi(std::string(w)));
+    }
+    for (absl::string_view m :
+         absl::StrSplit(absl::GetFlag(FLAGS_sizes_mib), ',', absl::SkipEmpty())) {
+      o.sizes_mib.push_back(std::stoi(std::string(m)));
+    }
+    o.transports = absl::StrSplit(absl::GetFlag(FLAGS_transports), ',', absl::SkipEmpty());
+    o.seconds_per_point = absl::GetFlag(FLAGS_seconds);
+    o.json_out = absl::GetFlag(FLAGS_json);
+    status = strata::bench::RunPsBench(o);
   } else {
-    std::fprintf(stderr, "strata_bench: error: unknown benchmark \"%s\" (known: train)\n",
+    std::fprintf(stderr, "strata_bench: error: unknown benchmark \"%s\" (known: train, ps)\n",
                  command.c_str());
     return 2;
   }

@@ -161,6 +161,10 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
         {server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator, "--consistency",
          o.consistency, "--staleness", std::to_string(o.staleness), "--servers",
          std::to_string(o.servers), "--workers", std::to_string(o.conv_workers)});
+    if (rank > 0) {
+      argv.push_back("--bind");
+      argv.push_back(o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0");
+    }
     if (!o.checkpoint_dir.empty()) {
       argv.push_back("--checkpoint");
       argv.push_back(absl::StrCat(o.checkpoint_dir, "/server", rank, ".ckpt"));
@@ -178,7 +182,13 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   };
 
   // Server 0 (the coordinator) first: its first line names its address.
-  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", server_argv(0, "tcp://127.0.0.1:0")));
+  if (o.transport != "ipc" && o.transport != "tcp") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--transport ", o.transport, ": use ipc or tcp"));
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      Child s0,
+      Spawn("server 0", server_argv(0, o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0")));
   children.push_back(std::move(s0));
   std::string coordinator;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -186,7 +196,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     pollfd p{children[0].out_fd, POLLIN, 0};
     ::poll(&p, 1, 100);
     for (const std::string& line : Pump(children[0])) {
-      const size_t at = line.find(" on tcp://");
+      size_t at = line.find(" on tcp://");
+      if (at == std::string::npos) at = line.find(" on ipc://");
       if (at != std::string::npos) {
         coordinator = line.substr(at + 4, line.find(' ', at + 4) - (at + 4));
       }

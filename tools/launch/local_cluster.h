@@ -21,6 +21,9 @@ struct LocalClusterOptions {
   std::string bin_dir;  // where strata_server and strata_conv_worker are
   int servers = 1;
   int conv_workers = 2;
+  // "ipc" (Unix sockets: the fastest between processes of one host) or
+  // "tcp" (127.0.0.1, the path separate hosts use).
+  std::string transport = "ipc";
   std::string consistency = "bsp";
   int staleness = 2;
   int threads_per_worker = 1;

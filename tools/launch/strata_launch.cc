@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "core/train/trainer.h"
 #include "core/util/flag_names.h"
+#include "core/util/process_setup.h"
 #include "tools/launch/local_cluster.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
@@ -41,6 +42,8 @@ ABSL_FLAG(std::string, parameters_out, "", "write the final parameters (checkpoi
 ABSL_FLAG(int32_t, servers, 0, "ps: parameter servers (default: cluster.servers)");
 ABSL_FLAG(int32_t, conv_workers, 0, "ps: conv workers (default: cluster.conv_workers)");
 ABSL_FLAG(std::string, consistency, "bsp", "ps: bsp, ssp or asp");
+ABSL_FLAG(std::string, transport, "ipc",
+          "ps: ipc (Unix sockets) or tcp (127.0.0.1) between processes");
 ABSL_FLAG(int32_t, staleness, 2, "ps: SSP staleness bound");
 ABSL_FLAG(double, timeout, 60.0, "ps: seconds a worker waits for a server before failing");
 ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
@@ -90,6 +93,7 @@ absl::Status RunPs(const JobConfig& config) {
                        ? absl::GetFlag(FLAGS_conv_workers)
                        : static_cast<int>(config.cluster.conv_workers);
   o.consistency = absl::GetFlag(FLAGS_consistency);
+  o.transport = absl::GetFlag(FLAGS_transport);
   o.staleness = absl::GetFlag(FLAGS_staleness);
   o.timeout_seconds = absl::GetFlag(FLAGS_timeout);
   o.summary_out = absl::GetFlag(FLAGS_summary_out);
@@ -146,6 +150,7 @@ absl::Status Run() {
 }  // namespace strata
 
 int main(int argc, char** argv) {
+  strata::ConfigureProcessAllocator();
   absl::SetProgramUsageMessage(
       "Runs a Strata training job.\n  strata_launch --config JOB.json [--mode single] "
       "[--epochs E] [--max-steps K] [--threads T] [--seed S] [--metrics-out m.jsonl] "

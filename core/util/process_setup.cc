@@ -1,0 +1,16 @@
+#include "core/util/process_setup.h"
+
+#include <malloc.h>
+
+#include "core/util/env.h"
+
+namespace strata {
+
+void ConfigureProcessAllocator() {
+  if (EnvInt("STRATA_MALLOC_TUNING", 1) == 0) return;
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);  // fixed: also stops the dynamic threshold
+  mallopt(M_TRIM_THRESHOLD, -1);       // never trim the heap top
+  mallopt(M_ARENA_MAX, 1);             // one heap: other threads' arenas shrink and refault
+}
+
+}  // namespace strata

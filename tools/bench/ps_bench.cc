@@ -1,0 +1,242 @@
+#include "tools/bench/ps_bench.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "core/net/ps_client.h"
+#include "core/status.h"
+#include "core/train/metrics_writer.h"
+#include "tools/bench/bench_report.h"
+
+namespace strata::bench {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A strata_server in plain key-value mode, stopped when this goes away.
+class BenchServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<BenchServer>> Start(const std::string& transport,
+                                                            int64_t elements, int workers) {
+    auto server = std::unique_ptr<BenchServer>(new BenchServer());
+    char tmpl[] = "/tmp/strata_ps_bench_XXXXXX";
+    server->log_ = std::string(::mkdtemp(tmpl));
+    server->dir_ = server->log_;
+    server->log_ += "/server.log";
+    const std::vector<std::string> argv = {BinaryDir() + "/strata_server",
+                                           "--rank",
+                                           "0",
+                                           "--coordinator",
+                                           transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0",
+                                           "--kv-sizes",
+                                           std::to_string(elements),
+                                           "--workers",
+                                           std::to_string(workers),
+                                           "--max-message-mb",
+                                           "2048"};
+    std::fflush(stdout);  // or the child would print our buffered output again
+    server->pid_ = ::fork();
+    if (server->pid_ == 0) {
+      std::FILE* f = std::freopen(server->log_.c_str(), "w", stdout);
+      (void)f;
+      ::dup2(::fileno(stdout), ::fileno(stderr));
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 400 && server->address_.empty(); ++i) {
+      ::usleep(25000);
+      std::ifstream in(server->log_);
+      std::string line;
+      while (std::getline(in, line)) {
+        const size_t at = line.find(transport == "ipc" ? " on ipc://" : " on tcp://");
+        if (at != std::string::npos) {
+          server->address_ = line.substr(at + 4, line.find(' ', at + 4) - (at + 4));
+        }
+      }
+    }
+    if (server->address_.empty()) {
+      return absl::InternalError(
+          absl::StrCat("the benchmark server did not start; see ", server->log_));
+    }
+    return server;
+  }
+  ~BenchServer() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    std::remove(log_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  BenchServer() = default;
+  pid_t pid_ = -1;
+  std::string log_, dir_, address_;
+};
+
+struct Point {
+  std::string transport;
+  int workers;
+  int mib;
+  double gbps;
+  double rounds;
+};
+
+// `workers` clients each push then pull one tensor of `elements` floats
+// per round (BSP), for about `seconds`. Returns aggregate push+pull GB/s.
+absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, int mib,
+                                     double seconds) {
+  const int64_t elements = static_cast<int64_t>(mib) << 18;  // MiB -> floats
+  STRATA_ASSIGN_OR_RETURN(auto server, BenchServer::Start(transport, elements, workers));
+  std::vector<std::unique_ptr<PsClient>> clients(workers);
+  std::vector<absl::Status> errors(workers);
+  std::vector<int64_t> rounds_done(workers, 0);
+  std::vector<double> elapsed(workers, 0.0);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      PsClientOptions o;
+      o.coordinator = server->address();
+      o.rank = w;
+      o.timeout = absl::Seconds(120);
+      o.resend_after = absl::Seconds(60);
+      auto client = PsClient::Connect(o);
+      if (!client.ok()) {
+        errors[w] = client.status();
+        return;
+      }
+      errors[w] = (*client)->SetPlan(PartitionPlan::Build({elements}, 1));
+      if (!errors[w].ok()) return;
+      Tensor grad = Tensor::Full({elements}, 1e-6f);
+      Tensor value = Tensor::Zeros({elements});
+      if (w == 0) {
+        errors[w] = (*client)->Wait((*client)->Init(0, value));
+        if (!errors[w].ok()) return;
+      }
+      errors[w] = (*client)->Wait((*client)->Pull(-1, 0, value));
+      if (!errors[w].ok()) return;
+      // Rounds are lockstep under BSP, so every worker runs the same count,
+      // sized to move about `seconds` worth of data at 4 GB/s.
+      const int64_t warmup = 2;
+      const double round_bytes = 8.0 * static_cast<double>(elements) * workers;
+      const int64_t target =
+          warmup + std::clamp<int64_t>(static_cast<int64_t>(seconds * 4e9 / round_bytes), 4, 2000);
+      double start = 0.0;
+      for (int64_t r = 0; r < target; ++r) {
+        if (r == warmup) start = Now();
+        Ticket push = (*client)->Push(r, 0, grad);
+        Ticket pull = (*client)->Pull(r + 1, 0, value);
+        errors[w] = (*client)->WaitAll({push, pull});
+        if (!errors[w].ok()) return;
+      }
+      elapsed[w] = Now() - start;
+      rounds_done[w] = target - warmup;
+      errors[w] = (*client)->Done();
+      clients[w] = *std::move(client);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) STRATA_RETURN_IF_ERROR(e);
+  double wall = 0.0;
+  int64_t rounds = rounds_done[0];
+  for (int w = 0; w < workers; ++w) {
+    wall = std::max(wall, elapsed[w]);
+    rounds = std::min(rounds, rounds_done[w]);
+  }
+  const double bytes =
+      2.0 * static_cast<double>(elements) * 4.0 * workers * static_cast<double>(rounds);
+  return Point{transport, workers, mib, bytes / wall / 1e9, static_cast<double>(rounds)};
+}
+
+absl::StatusOr<std::vector<double>> MeasurePullLatencies(const std::string& transport, int pulls) {
+  const int64_t elements = 1024;  // 4 KiB
+  STRATA_ASSIGN_OR_RETURN(auto server, BenchServer::Start(transport, elements, 1));
+  PsClientOptions o;
+  o.coordinator = server->address();
+  STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(o));
+  STRATA_RETURN_IF_ERROR(client->SetPlan(PartitionPlan::Build({elements}, 1)));
+  Tensor value = Tensor::Zeros({elements});
+  STRATA_RETURN_IF_ERROR(client->Wait(client->Init(0, value)));
+  std::vector<double> micros;
+  for (int i = 0; i < pulls + 100; ++i) {
+    const double t0 = Now();
+    STRATA_RETURN_IF_ERROR(client->Wait(client->Pull(-1, 0, value)));
+    if (i >= 100) micros.push_back((Now() - t0) * 1e6);  // after 100 warm-up pulls
+  }
+  STRATA_RETURN_IF_ERROR(client->Done());
+  std::sort(micros.begin(), micros.end());
+  return micros;
+}
+
+}  // namespace
+
+double MeasureMemcpyGBps(size_t bytes) {
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  std::memcpy(b.data(), a.data(), bytes);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    const double t0 = Now();
+    std::memcpy(b.data(), a.data(), bytes);
+    best = std::min(best, Now() - t0);
+  }
+  return static_cast<double>(bytes) / best / 1e9;
+}
+
+absl::Status RunPsBench(const PsBenchOptions& o) {
+  std::printf(
+      "strata_bench ps: BSP push+pull of one tensor per worker per round, 1 server, loopback\n");
+  const double memcpy_gbps = MeasureMemcpyGBps(size_t{256} << 20);
+  std::printf("machine: memcpy (1 thread, 256 MiB) %.1f GB/s\n\n", memcpy_gbps);
+  std::printf("%9s %8s %10s %14s %8s\n", "transport", "workers", "tensor", "push+pull GB/s",
+              "rounds");
+  nlohmann::json report = {{"benchmark", "ps"}, {"memcpy_gbps", memcpy_gbps}};
+  for (const std::string& transport : o.transports) {
+    for (int workers : o.workers) {
+      for (int mib : o.sizes_mib) {
+        STRATA_ASSIGN_OR_RETURN(Point p,
+                                MeasureGoodput(transport, workers, mib, o.seconds_per_point));
+        std::printf("%9s %8d %6d MiB %14.2f %8.0f\n", p.transport.c_str(), p.workers, p.mib, p.gbps,
+                    p.rounds);
+        std::fflush(stdout);
+        report["goodput"].push_back({{"transport", p.transport},
+                                     {"workers", p.workers},
+                                     {"mib", p.mib},
+                                     {"gbps", p.gbps},
+                                     {"rounds", p.rounds}});
+      }
+    }
+  }
+  std::printf("\n");
+  for (const std::string& transport : o.transports) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<double> micros,
+                            MeasurePullLatencies(transport, o.latency_pulls));
+    const double p50 = micros[micros.size() / 2];
+    const double p99 = micros[micros.size() * 99 / 100];
+    std::printf("pull latency (%s), 4 KiB tensor, %zu pulls: p50 %.1f us, p99 %.1f us\n",
+                transport.c_str(), micros.size(), p50, p99);
+    report["pull_latency_us"][transport] = {{"p50", p50}, {"p99", p99}, {"pulls", micros.size()}};
+  }
+  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
+  return absl::OkStatus();
+}
+
+}  // namespace strata::bench
