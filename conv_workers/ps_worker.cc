@@ -1,5 +1,7 @@
 #include "conv_workers/ps_worker.h"
 
+#include "conv_workers/parameter_sync.h"
+
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -30,15 +32,8 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   const TrainingConfig& tc = config.training;
   SetCpuThreads(static_cast<int>(tc.threads));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
-  std::vector<Parameter*> params = model->parameters();
-  std::map<const Parameter*, uint32_t> key_of;
-  std::vector<int64_t> sizes;
-  for (size_t k = 0; k < params.size(); ++k) {
-    key_of[params[k]] = static_cast<uint32_t>(k);
-    sizes.push_back(params[k]->value.numel());
-  }
-
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));
+  ParameterSync sync(*client, *model, 0, model->num_layers());
   const int rank = client->rank();
   const int workers = client->num_workers();
   if (tc.batch_size % workers != 0) {
@@ -46,8 +41,8 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
                                                    " is not divisible by the ", workers,
                                                    " workers"));
   }
-  STRATA_RETURN_IF_ERROR(
-      client->SetPlan(PartitionPlan::Build(sizes, client->num_servers(), options.chunk_elements)));
+  STRATA_RETURN_IF_ERROR(client->SetPlan(
+      PartitionPlan::Build(sync.sizes(), client->num_servers(), options.chunk_elements)));
   const std::string prefix = absl::StrCat("[worker ", rank, "] ");
 
   STRATA_ASSIGN_OR_RETURN(
@@ -73,25 +68,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
 
   // Worker 0 seeds the servers; everyone then pulls the current values (a
   // restored server answers with its checkpoint, and training resumes there).
-  if (rank == 0) {
-    std::vector<Ticket> inits;
-    for (size_t k = 0; k < params.size(); ++k) {
-      inits.push_back(client->Init(static_cast<uint32_t>(k), params[k]->value));
-    }
-    STRATA_RETURN_IF_ERROR_CTX(client->WaitAll(inits), "initialising the servers");
-  }
-  // Pulls the servers' current values; returns the iteration to continue at.
-  auto rejoin = [&]() -> absl::StatusOr<int64_t> {
-    std::vector<Ticket> pulls;
-    for (size_t k = 0; k < params.size(); ++k) {
-      pulls.push_back(client->Pull(-1, static_cast<uint32_t>(k), params[k]->value));
-    }
-    STRATA_RETURN_IF_ERROR_CTX(client->WaitAll(pulls), "pulling the current parameters");
-    int64_t version = pulls.front()->version();
-    for (const Ticket& t : pulls) version = std::min(version, t->version());
-    return version;
-  };
-  STRATA_ASSIGN_OR_RETURN(int64_t step, rejoin());
+  STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
   if (step > 0) {
     std::fprintf(stderr, "%sresuming at iteration %lld\n", prefix.c_str(),
                  static_cast<long long>(step));
@@ -112,7 +89,6 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
 
   double train_seconds = 0.0, epoch_loss = 0.0, window_loss = 0.0;
   int64_t epoch_steps = 0, window_steps = 0, steps_run = 0;
-  std::vector<Ticket> tickets;
   int64_t loaded_epoch = -1;
   while (step < total_steps) {
     const int64_t epoch = step / steps_per_epoch;
@@ -127,22 +103,14 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
     Batch batch = loader.Get(s);
     Tensor logits = model->Forward(batch.images, /*training=*/true);
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
-    tickets.clear();
     const int64_t iteration = step;
-    model->Backward(loss.grad_logits, 0, -1, false, [&](int layer) {
-      for (Parameter* p : model->layer(layer).parameters()) {
-        const uint32_t key = key_of[p];
-        tickets.push_back(client->Push(iteration, key, p->grad));
-        tickets.push_back(client->Pull(iteration + 1, key, p->value));
-      }
-    });
-    absl::Status exchanged = client->WaitAll(tickets);
+    model->Backward(loss.grad_logits, 0, -1, false, sync.AfterLayer(iteration));
+    absl::Status exchanged = sync.Finish();
     if (absl::IsAborted(exchanged)) {
       // A server came back from a checkpoint: drop what is in flight and
       // continue from the servers' iteration (the data order follows it).
-      client->CancelAll();
       std::fprintf(stderr, "%s%s\n", prefix.c_str(), std::string(exchanged.message()).c_str());
-      STRATA_ASSIGN_OR_RETURN(step, rejoin());
+      STRATA_ASSIGN_OR_RETURN(step, sync.Rejoin());
       std::fprintf(stderr, "%srewound to iteration %lld\n", prefix.c_str(),
                    static_cast<long long>(step));
       loaded_epoch = -1;

@@ -13,11 +13,12 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "conv_workers/ps_worker.h"
+#include "conv_workers/stanza_worker.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 
-ABSL_FLAG(std::string, mode, "ps", "ps (stanza comes with the Stanza issue)");
+ABSL_FLAG(std::string, mode, "ps", "ps (the whole model) or stanza (the conv trunk only)");
 ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(int32_t, rank, -1, "worker rank (-1: assigned by the coordinator)");
@@ -40,9 +41,9 @@ namespace strata {
 namespace {
 
 absl::Status Run() {
-  if (absl::GetFlag(FLAGS_mode) != "ps") {
-    return absl::UnimplementedError(absl::StrCat("--mode ", absl::GetFlag(FLAGS_mode),
-                                                 ": this build runs --mode ps"));
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "ps" && mode != "stanza") {
+    return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
   WorkerOptions o;
   const std::string path = absl::GetFlag(FLAGS_config);
@@ -65,6 +66,7 @@ absl::Status Run() {
   o.run.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   o.run.progress = absl::GetFlag(FLAGS_progress);
   o.parameters_out = absl::GetFlag(FLAGS_parameters_out);
+  if (mode == "stanza") return RunStanzaConvWorker(o);
   return RunPsWorker(o).status();
 }
 

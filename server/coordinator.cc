@@ -15,12 +15,28 @@ Coordinator::Coordinator(Socket* socket, const CoordinatorOptions& options,
 }
 
 std::string Coordinator::Describe(const Node& node) {
-  return absl::StrCat(node.role == wire::Role::SERVER ? "server " : "worker ", node.rank);
+  const char* role = node.role == wire::Role::SERVER      ? "server "
+                     : node.role == wire::Role::FC_WORKER ? "fc worker "
+                                                          : "worker ";
+  return absl::StrCat(role, node.rank);
+}
+
+std::map<int, Coordinator::Node>& Coordinator::TableFor(wire::Role role) {
+  if (role == wire::Role::SERVER) return servers_;
+  if (role == wire::Role::FC_WORKER) return fc_workers_;
+  return workers_;
+}
+
+int Coordinator::LimitFor(wire::Role role) const {
+  if (role == wire::Role::SERVER) return options_.servers;
+  if (role == wire::Role::FC_WORKER) return options_.fc_workers;
+  return options_.workers;
 }
 
 bool Coordinator::all_registered() const {
   return static_cast<int>(servers_.size()) == options_.servers &&
-         static_cast<int>(workers_.size()) == options_.workers;
+         static_cast<int>(workers_.size()) == options_.workers &&
+         static_cast<int>(fc_workers_.size()) == options_.fc_workers;
 }
 
 absl::Status Coordinator::Handle(const IncomingMessage& message) {
@@ -32,7 +48,7 @@ absl::Status Coordinator::Handle(const IncomingMessage& message) {
       return Barrier(message);
     case wire::Kind::HEARTBEAT: {
       const int rank = h.getSenderRank();
-      auto& table = h.getSenderRole() == wire::Role::SERVER ? servers_ : workers_;
+      auto& table = TableFor(h.getSenderRole());
       auto it = table.find(rank);
       if (it != table.end()) {
         it->second.last_seen = absl::Now();
@@ -58,27 +74,27 @@ absl::Status Coordinator::Register(const IncomingMessage& message) {
   Node node{info.getRole(), info.getRank(), info.getAddress().cStr(), message.identity(),
             absl::Now()};
   const bool is_server = node.role == wire::Role::SERVER;
-  auto& table = is_server ? servers_ : workers_;
-  const int limit = is_server ? options_.servers : options_.workers;
-  if (!is_server && node.rank < 0) {
+  auto& table = TableFor(node.role);
+  const int limit = LimitFor(node.role);
+  if (node.role == wire::Role::CONV_WORKER && node.rank < 0) {
     // Lowest free worker rank.
     node.rank = 0;
     while (table.count(node.rank) != 0) node.rank++;
   }
   if (node.rank < 0 || node.rank >= limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        is_server ? "server" : "worker", " rank ", node.rank, " outside [0, ", limit,
-        ") for this job"));
+    return absl::InvalidArgumentError(absl::StrCat(Describe(node), " is outside [0, ", limit,
+                                                   ") for this job"));
   }
   if (is_server && node.rank == 0) {
     return absl::InvalidArgumentError("rank 0 is the coordinator itself");
   }
   const bool again = table.count(node.rank) != 0;
   table[node.rank] = node;
-  std::fprintf(stderr, "[coordinator] %s %s (%d/%d servers, %d/%d workers)\n",
+  std::fprintf(stderr, "[coordinator] %s %s (%d/%d servers, %d/%d workers, %d/%d fc workers)\n",
                Describe(node).c_str(), again ? "registered again" : "registered",
                static_cast<int>(servers_.size()), options_.servers,
-               static_cast<int>(workers_.size()), options_.workers);
+               static_cast<int>(workers_.size()), options_.workers,
+               static_cast<int>(fc_workers_.size()), options_.fc_workers);
   if (map_sent_) {
     SendMap(node);
   } else if (all_registered()) {
@@ -87,6 +103,7 @@ absl::Status Coordinator::Register(const IncomingMessage& message) {
       if (rank != 0) SendMap(n);
     }
     for (const auto& [rank, n] : workers_) SendMap(n);
+    for (const auto& [rank, n] : fc_workers_) SendMap(n);
   }
   return absl::OkStatus();
 }
@@ -97,17 +114,20 @@ void Coordinator::SendMap(const Node& node) {
   h.setJobId(options_.job_id);
   h.setSenderRole(wire::Role::SERVER);
   h.setSenderRank(node.rank);  // the recipient's rank
-  auto nodes = h.initNodes(static_cast<unsigned>(servers_.size()));
+  auto nodes = h.initNodes(static_cast<unsigned>(servers_.size() + fc_workers_.size()));
   unsigned i = 0;
-  for (const auto& [rank, n] : servers_) {
-    nodes[i].setRole(wire::Role::SERVER);
-    nodes[i].setRank(rank);
-    nodes[i].setAddress(n.address);
-    ++i;
+  for (const auto* table : {&servers_, &fc_workers_}) {
+    for (const auto& [rank, n] : *table) {
+      nodes[i].setRole(n.role);
+      nodes[i].setRank(rank);
+      nodes[i].setAddress(n.address);
+      ++i;
+    }
   }
-  auto expected = h.initExpectedNodes(2);
+  auto expected = h.initExpectedNodes(3);
   expected.set(0, static_cast<uint32_t>(options_.servers));
   expected.set(1, static_cast<uint32_t>(options_.workers));
+  expected.set(2, static_cast<uint32_t>(options_.fc_workers));
   absl::Status s = socket_->Send(reply, node.identity);
   if (!s.ok()) {
     std::fprintf(stderr, "[coordinator] cannot send the cluster map to %s: %s\n",
@@ -133,7 +153,7 @@ absl::Status Coordinator::Barrier(const IncomingMessage& message) {
 
 std::vector<int> Coordinator::CheckLiveness(absl::Time now) {
   std::vector<int> newly_dead;
-  for (auto* table : {&servers_, &workers_}) {
+  for (auto* table : {&servers_, &workers_, &fc_workers_}) {
     for (auto& [rank, node] : *table) {
       if (node.identity.empty() || node.dead) continue;  // self, or already reported
       if (now - node.last_seen > options_.dead_after) {

@@ -3,10 +3,11 @@
 // and shares its socket: ServerNode hands it the messages of those kinds.
 //
 // Bootstrap: every node sends REGISTER (role, requested rank, serving
-// address). Servers bring their rank (--rank); workers get the lowest free
-// worker rank unless they ask for one. When the expected number of servers
-// and workers has registered, every node receives the CLUSTER_MAP: all
-// servers' addresses by rank, and its own rank. A node that registers again
+// address). Servers and FC workers bring their rank; conv workers get the
+// lowest free rank unless they ask for one. When the expected numbers of
+// servers, conv workers and FC workers have registered, every node receives
+// the CLUSTER_MAP: the servers' and FC workers' addresses by rank, and its
+// own rank. A node that registers again
 // (a restarted process) gets the map at once.
 #ifndef STRATA_SERVER_COORDINATOR_H_
 #define STRATA_SERVER_COORDINATOR_H_
@@ -23,7 +24,8 @@ namespace strata {
 
 struct CoordinatorOptions {
   int servers = 1;
-  int workers = 1;
+  int workers = 1;     // conv workers
+  int fc_workers = 0;  // FC workers (stanza mode)
   uint64_t job_id = 1;
   absl::Duration dead_after = absl::Seconds(10);  // silence that marks a node dead
 };
@@ -58,7 +60,10 @@ class Coordinator {
   Socket* socket_;
   CoordinatorOptions options_;
   std::map<int, Node> servers_;  // by rank
-  std::map<int, Node> workers_;  // by rank
+  std::map<int, Node> workers_;  // conv workers, by rank
+  std::map<int, Node> fc_workers_;  // by rank
+  std::map<int, Node>& TableFor(wire::Role role);
+  int LimitFor(wire::Role role) const;
   bool map_sent_ = false;
   // barrier name -> identities waiting, with their request ids
   std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> barriers_;

@@ -12,15 +12,19 @@
 
 namespace strata {
 
-absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config) {
+absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config, bool trunk_only) {
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
   std::vector<int64_t> sizes;
-  for (Parameter* p : model->parameters()) sizes.push_back(p->value.numel());
+  for (Parameter* p : model->parameters(0, trunk_only ? model->split_index() : -1)) {
+    sizes.push_back(p->value.numel());
+  }
   return sizes;
 }
 
 ServerNode::ServerNode(const ServerOptions& options)
-    : options_(options), done_(options.workers, false), rejoined_(options.workers, false) {}
+    : options_(options),
+      done_(options.workers + options.fc_workers, false),
+      rejoined_(options.workers, false) {}
 
 ServerNode::~ServerNode() = default;
 
@@ -34,7 +38,7 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   std::vector<int64_t> sizes = options.kv_sizes;
   int64_t total_steps = 1;
   if (sizes.empty()) {
-    STRATA_ASSIGN_OR_RETURN(sizes, ParameterSizes(options.config));
+    STRATA_ASSIGN_OR_RETURN(sizes, ParameterSizes(options.config, options.trunk_only));
     STRATA_ASSIGN_OR_RETURN(int64_t train_size, TrainingSetSize(options.config.data));
     total_steps = TotalTrainingSteps(options.config.training, train_size);
   }
@@ -68,6 +72,7 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     CoordinatorOptions co;
     co.servers = options.servers;
     co.workers = options.workers;
+    co.fc_workers = options.fc_workers;
     co.job_id = options.job_id;
     co.dead_after = options.dead_after;
     node->coordinator_ =
@@ -331,11 +336,14 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
       return Reply(message.identity(), reply);
     }
     case wire::Kind::DONE: {
+      // Conv workers first, then FC workers (stanza), in done_.
+      const bool fc = h.getSenderRole() == wire::Role::FC_WORKER;
       const int worker = h.getSenderRank();
-      if (worker < 0 || worker >= options_.workers) {
-        return absl::InvalidArgumentError(absl::StrCat("done from worker rank ", worker));
+      if (worker < 0 || worker >= (fc ? options_.fc_workers : options_.workers)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("done from ", fc ? "fc worker " : "worker ", worker));
       }
-      done_[worker] = true;
+      done_[fc ? options_.workers + worker : worker] = true;
       OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
       ack.header().setRequestId(h.getRequestId());
       return Reply(message.identity(), ack);

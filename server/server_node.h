@@ -39,7 +39,11 @@ struct ServerOptions {
   // constant. Empty = the model of `config`.
   std::vector<int64_t> kv_sizes;
   int servers = 1;
-  int workers = 1;
+  int workers = 1;     // conv workers: the pushers of every key held here
+  int fc_workers = 0;  // stanza: FC workers that register with the coordinator
+  // stanza: hold only the conv trunk's parameters (the head stays with the
+  // FC workers).
+  bool trunk_only = false;
   uint64_t job_id = 1;
   Consistency consistency = Consistency::kBsp;
   int staleness = 0;
@@ -110,8 +114,10 @@ class ServerNode {
   uint64_t errors_sent_ = 0;
 };
 
-// Parameter sizes of a job's model, in key order.
-absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config);
+// Parameter sizes of a job's model in key order: every parameter, or only
+// the conv trunk's (layers before the split).
+absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config,
+                                                    bool trunk_only = false);
 
 }  // namespace strata
 

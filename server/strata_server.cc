@@ -31,6 +31,8 @@ ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0",
 ABSL_FLAG(int32_t, servers, 0, "number of servers (default: cluster.servers)");
 ABSL_FLAG(int32_t, workers, 0, "number of workers (default: cluster.conv_workers)");
 ABSL_FLAG(uint64_t, job_id, 1, "job id every message must carry");
+ABSL_FLAG(std::string, mode, "ps", "ps (every parameter) or stanza (the conv trunk's only)");
+ABSL_FLAG(int32_t, fc_workers, -1, "stanza: FC workers (default: cluster.fc_workers)");
 ABSL_FLAG(std::string, consistency, "bsp", "bsp, ssp or asp");
 ABSL_FLAG(int32_t, staleness, 2, "SSP staleness bound");
 ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements,
@@ -86,6 +88,15 @@ absl::Status Run() {
   o.workers = absl::GetFlag(FLAGS_workers) > 0 ? absl::GetFlag(FLAGS_workers)
                                                : static_cast<int>(o.config.cluster.conv_workers);
   o.job_id = absl::GetFlag(FLAGS_job_id);
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "ps" && mode != "stanza") {
+    return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
+  }
+  o.trunk_only = mode == "stanza";
+  if (o.trunk_only) {
+    o.fc_workers = absl::GetFlag(FLAGS_fc_workers) >= 0 ? absl::GetFlag(FLAGS_fc_workers)
+                                                        : static_cast<int>(o.config.cluster.fc_workers);
+  }
   STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(absl::GetFlag(FLAGS_consistency)));
   o.staleness = absl::GetFlag(FLAGS_staleness);
   o.chunk_elements = absl::GetFlag(FLAGS_chunk_elements);

@@ -30,6 +30,8 @@ enum Kind {
   clock @14;          # tool -> server: ask for the per-worker clocks
   clockReply @15;     # clocks in `clocks`
   done @16;           # worker -> server: this worker has finished training
+  activations @17;    # conv worker -> FC worker: boundary activations + labels
+  activationGrads @18;# FC worker -> conv worker: d(loss)/d(activations)
 }
 
 enum Role {
@@ -69,5 +71,6 @@ struct Header {
   nodes @12 :List(NodeInfo);  # register, clusterMap
   barrierName @13 :Text;
   clocks @14 :List(Int64);    # clockReply: last iteration pushed, per worker rank
-  expectedNodes @15 :List(UInt32); # register from a server: servers, workers expected
+  expectedNodes @15 :List(UInt32); # cluster map: servers, conv workers, FC workers
+  shape @16 :List(Int64);     # activations, activationGrads: tensor shape
 }

@@ -57,6 +57,7 @@ absl::Status PsClient::Bootstrap() {
     auto nodes = h.initNodes(1);
     nodes[0].setRole(options_.role);
     nodes[0].setRank(options_.rank);
+    nodes[0].setAddress(options_.serving_address);
     STRATA_RETURN_IF_ERROR(coordinator_->Send(m));
     // The map comes once every node has registered; re-register every few
     // seconds in case the coordinator restarted meanwhile.
@@ -73,9 +74,14 @@ absl::Status PsClient::Bootstrap() {
       if (r.getKind() != wire::Kind::CLUSTER_MAP) continue;
       rank_ = r.getSenderRank();
       const auto expected = r.getExpectedNodes();
-      num_workers_ = expected.size() == 2 ? static_cast<int>(expected[1]) : 0;
+      num_workers_ = expected.size() >= 2 ? static_cast<int>(expected[1]) : 0;
+      num_fc_workers_ = expected.size() >= 3 ? static_cast<int>(expected[2]) : 0;
       server_addresses_.clear();
-      for (const auto node : r.getNodes()) server_addresses_.push_back(node.getAddress().cStr());
+      fc_addresses_.clear();
+      for (const auto node : r.getNodes()) {
+        auto& list = node.getRole() == wire::Role::FC_WORKER ? fc_addresses_ : server_addresses_;
+        list.push_back(node.getAddress().cStr());
+      }
       break;
     }
     if (rank_ >= 0) break;

@@ -40,7 +40,8 @@ namespace strata {
 struct PsClientOptions {
   std::string coordinator;
   wire::Role role = wire::Role::CONV_WORKER;
-  int rank = -1;  // -1: the coordinator assigns one
+  int rank = -1;                // -1: the coordinator assigns one (conv workers only)
+  std::string serving_address;  // FC workers: where conv workers reach them
   uint64_t job_id = 1;
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration resend_after = absl::Seconds(3);
@@ -64,8 +65,11 @@ class PsClient {
 
   int rank() const { return rank_; }
   int num_servers() const { return static_cast<int>(server_addresses_.size()); }
-  int num_workers() const { return num_workers_; }
+  int num_workers() const { return num_workers_; }  // conv workers
+  int num_fc_workers() const { return num_fc_workers_; }
   const std::vector<std::string>& server_addresses() const { return server_addresses_; }
+  // FC workers' addresses by rank (stanza mode).
+  const std::vector<std::string>& fc_addresses() const { return fc_addresses_; }
 
   // The plan must be set before the first Init/Push/Pull; its server count
   // must match the cluster map.
@@ -120,7 +124,9 @@ class PsClient {
   zmq::context_t context_{1};
   int rank_ = -1;
   int num_workers_ = 0;
+  int num_fc_workers_ = 0;
   std::vector<std::string> server_addresses_;
+  std::vector<std::string> fc_addresses_;
   PartitionPlan plan_;
 
   // Owned by the I/O thread after Connect().

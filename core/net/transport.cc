@@ -8,7 +8,7 @@
 namespace strata {
 namespace {
 
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::DONE);
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::ACTIVATION_GRADS);
 
 void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 

@@ -149,6 +149,12 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   std::filesystem::remove(summary_path);
   const std::string server_bin = o.bin_dir + "/strata_server";
   const std::string worker_bin = o.bin_dir + "/strata_conv_worker";
+  const std::string fc_bin = o.bin_dir + "/strata_fc_worker";
+  const bool stanza = o.mode == "stanza";
+  if (!stanza && o.mode != "ps") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown cluster mode ", o.mode));
+  }
+  const std::string any_address = o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0";
   // Flags every process gets: the config and its overrides.
   auto common = [&](std::vector<std::string> argv) {
     argv.push_back("--config");
@@ -157,13 +163,14 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     return argv;
   };
   auto server_argv = [&](int rank, const std::string& coordinator) {
-    std::vector<std::string> argv = common(
-        {server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator, "--consistency",
-         o.consistency, "--staleness", std::to_string(o.staleness), "--servers",
-         std::to_string(o.servers), "--workers", std::to_string(o.conv_workers)});
+    std::vector<std::string> argv =
+        common({server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator,
+                "--consistency", o.consistency, "--staleness", std::to_string(o.staleness),
+                "--servers", std::to_string(o.servers), "--workers", std::to_string(o.conv_workers),
+                "--mode", o.mode, "--fc-workers", std::to_string(stanza ? o.fc_workers : 0)});
     if (rank > 0) {
       argv.push_back("--bind");
-      argv.push_back(o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0");
+      argv.push_back(any_address);
     }
     if (!o.checkpoint_dir.empty()) {
       argv.push_back("--checkpoint");
@@ -186,9 +193,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--transport ", o.transport, ": use ipc or tcp"));
   }
-  STRATA_ASSIGN_OR_RETURN(
-      Child s0,
-      Spawn("server 0", server_argv(0, o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0")));
+  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", server_argv(0, any_address)));
   children.push_back(std::move(s0));
   std::string coordinator;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -220,20 +225,31 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                             Spawn(absl::StrCat("server ", r), server_argv(r, coordinator)));
     children.push_back(std::move(c));
   }
-  for (int w = 0; w < o.conv_workers; ++w) {
-    std::vector<std::string> argv =
-        common({worker_bin, "--mode", "ps", "--coordinator", coordinator, "--rank",
-                std::to_string(w), "--threads", std::to_string(o.threads_per_worker), "--timeout",
-                std::to_string(o.timeout_seconds)});
-    if (w == 0) {
-      argv.push_back("--summary-out");
-      argv.push_back(summary_path);
-      if (!o.metrics_out.empty()) {
-        argv.push_back("--metrics-out");
-        argv.push_back(o.metrics_out);
-      }
+  // The process that reports (progress, evaluation, summary).
+  auto add_reporting_flags = [&](std::vector<std::string>& argv) {
+    argv.push_back("--summary-out");
+    argv.push_back(summary_path);
+    if (!o.metrics_out.empty()) {
+      argv.push_back("--metrics-out");
+      argv.push_back(o.metrics_out);
     }
     for (const auto& f : o.extra_worker_flags) argv.push_back(f);
+  };
+  for (int f = 0; stanza && f < o.fc_workers; ++f) {
+    std::vector<std::string> argv =
+        common({fc_bin, "--rank", std::to_string(f), "--coordinator", coordinator, "--bind",
+                any_address, "--threads", std::to_string(o.threads_per_worker), "--timeout",
+                std::to_string(o.timeout_seconds)});
+    if (f == 0) add_reporting_flags(argv);
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("fc worker ", f), argv));
+    children.push_back(std::move(c));
+  }
+  for (int w = 0; w < o.conv_workers; ++w) {
+    std::vector<std::string> argv =
+        common({worker_bin, "--mode", o.mode, "--coordinator", coordinator, "--rank",
+                std::to_string(w), "--threads", std::to_string(o.threads_per_worker), "--timeout",
+                std::to_string(o.timeout_seconds)});
+    if (w == 0 && !stanza) add_reporting_flags(argv);
     STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv));
     children.push_back(std::move(c));
   }
@@ -277,7 +293,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (!scratch.empty()) std::filesystem::remove_all(scratch);
   if (!j.is_object()) {
-    return absl::InternalError(absl::StrCat("worker 0 wrote no summary to ", summary_path));
+    return absl::InternalError(
+        absl::StrCat(stanza ? "fc worker 0" : "worker 0", " wrote no summary to ", summary_path));
   }
   RunSummary s;
   s.mode = j.value("mode", "ps");

@@ -17,10 +17,12 @@ namespace strata {
 
 struct LocalClusterOptions {
   std::string config_path;
-  JobConfig config;     // with flag overrides applied
-  std::string bin_dir;  // where strata_server and strata_conv_worker are
+  JobConfig config;         // with flag overrides applied
+  std::string bin_dir;      // where strata_server and strata_conv_worker are
+  std::string mode = "ps";  // ps or stanza
   int servers = 1;
   int conv_workers = 2;
+  int fc_workers = 1;  // stanza only
   // "ipc" (Unix sockets: the fastest between processes of one host) or
   // "tcp" (127.0.0.1, the path separate hosts use).
   std::string transport = "ipc";
@@ -38,7 +40,8 @@ struct LocalClusterOptions {
   std::vector<std::string> extra_worker_flags;
 };
 
-// Runs the cluster to completion and returns worker 0's summary. Fails,
+// Runs the cluster to completion and returns the summary of the reporting
+// process (worker 0 in ps mode, FC worker 0 in stanza mode). Fails,
 // naming the process and showing the end of its output, when any process
 // exits with an error; every other process is then stopped.
 absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& options);

@@ -24,7 +24,7 @@
 #include "tools/launch/local_cluster.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
-ABSL_FLAG(std::string, mode, "", "single or ps (default: the config's cluster.mode)");
+ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cluster.mode)");
 ABSL_FLAG(int64_t, epochs, 0, "epochs to train (overrides training.epochs)");
 ABSL_FLAG(int64_t, max_steps, 0, "stop after this many steps (overrides training.max_steps)");
 ABSL_FLAG(int64_t, batch_size, 0, "global batch size (overrides training.batch_size)");
@@ -40,7 +40,8 @@ ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
 ABSL_FLAG(bool, progress, true, "show the progress line on stderr");
 ABSL_FLAG(std::string, parameters_out, "", "write the final parameters (checkpoint format) here");
 ABSL_FLAG(int32_t, servers, 0, "ps: parameter servers (default: cluster.servers)");
-ABSL_FLAG(int32_t, conv_workers, 0, "ps: conv workers (default: cluster.conv_workers)");
+ABSL_FLAG(int32_t, conv_workers, 0, "ps, stanza: conv workers (default: cluster.conv_workers)");
+ABSL_FLAG(int32_t, fc_workers, 0, "stanza: FC workers (default: cluster.fc_workers)");
 ABSL_FLAG(std::string, consistency, "bsp", "ps: bsp, ssp or asp");
 ABSL_FLAG(std::string, transport, "ipc",
           "ps: ipc (Unix sockets) or tcp (127.0.0.1) between processes");
@@ -81,9 +82,12 @@ void PrintFinal(const RunSummary& summary) {
   std::fflush(stdout);
 }
 
-// `--mode ps`: a local cluster of servers and conv workers.
-absl::Status RunPs(const JobConfig& config) {
+// `--mode ps` / `--mode stanza`: a local cluster of processes.
+absl::Status RunCluster(const JobConfig& config) {
   LocalClusterOptions o;
+  o.mode = config.cluster.mode;
+  o.fc_workers = absl::GetFlag(FLAGS_fc_workers) > 0 ? absl::GetFlag(FLAGS_fc_workers)
+                                                     : static_cast<int>(config.cluster.fc_workers);
   o.config_path = absl::GetFlag(FLAGS_config);
   o.config = config;
   o.bin_dir = BinaryDir();
@@ -124,11 +128,10 @@ absl::Status RunPs(const JobConfig& config) {
 
 absl::Status Run() {
   STRATA_ASSIGN_OR_RETURN(JobConfig config, ConfigFromFlags());
-  if (config.cluster.mode == "ps") return RunPs(config);
+  if (config.cluster.mode == "ps" || config.cluster.mode == "stanza") return RunCluster(config);
   if (config.cluster.mode != "single") {
-    return absl::UnimplementedError(absl::StrFormat(
-        "--mode %s: this build runs --mode single and --mode ps (stanza is not built yet)",
-        config.cluster.mode));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--mode %s: use single, ps or stanza", config.cluster.mode));
   }
   RunOptions options;
   options.metrics_out = absl::GetFlag(FLAGS_metrics_out);

@@ -1,0 +1,62 @@
+#include "conv_workers/parameter_sync.h"
+
+#include <algorithm>
+
+#include "core/status.h"
+
+namespace strata {
+
+ParameterSync::ParameterSync(PsClient& client, Model& model, int begin, int end)
+    : client_(client), model_(model), params_(model.parameters(begin, end)) {
+  for (size_t k = 0; k < params_.size(); ++k) key_of_[params_[k]] = static_cast<uint32_t>(k);
+}
+
+std::vector<int64_t> ParameterSync::sizes() const {
+  std::vector<int64_t> out;
+  for (const Parameter* p : params_) out.push_back(p->value.numel());
+  return out;
+}
+
+absl::StatusOr<int64_t> ParameterSync::PullCurrent() {
+  std::vector<Ticket> pulls;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    pulls.push_back(client_.Pull(-1, static_cast<uint32_t>(k), params_[k]->value));
+  }
+  STRATA_RETURN_IF_ERROR_CTX(client_.WaitAll(pulls), "pulling the current parameters");
+  int64_t version = pulls.front()->version();
+  for (const Ticket& t : pulls) version = std::min(version, t->version());
+  return version;
+}
+
+absl::StatusOr<int64_t> ParameterSync::Join(bool initialise) {
+  if (initialise) {
+    std::vector<Ticket> inits;
+    for (size_t k = 0; k < params_.size(); ++k) {
+      inits.push_back(client_.Init(static_cast<uint32_t>(k), params_[k]->value));
+    }
+    STRATA_RETURN_IF_ERROR_CTX(client_.WaitAll(inits), "initialising the servers");
+  }
+  return PullCurrent();
+}
+
+absl::StatusOr<int64_t> ParameterSync::Rejoin() {
+  client_.CancelAll();
+  tickets_.clear();
+  return PullCurrent();
+}
+
+std::function<void(int)> ParameterSync::AfterLayer(int64_t iteration) {
+  tickets_.clear();
+  return [this, iteration](int layer) {
+    for (Parameter* p : model_.layer(layer).parameters()) {
+      auto it = key_of_.find(p);
+      if (it == key_of_.end()) continue;  // not a parameter this object syncs
+      tickets_.push_back(client_.Push(iteration, it->second, p->grad));
+      tickets_.push_back(client_.Pull(iteration + 1, it->second, p->value));
+    }
+  };
+}
+
+absl::Status ParameterSync::Finish() { return client_.WaitAll(tickets_); }
+
+}  // namespace strata

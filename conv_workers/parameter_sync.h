@@ -1,0 +1,55 @@
+// ParameterSync: a worker's parameter traffic with the servers for a range
+// of model layers — initialisation, (re)joining at the servers' iteration,
+// and the per-iteration push of each layer's gradients as backward produces
+// them, with the pull of the same keys queued right behind.
+//
+//   ParameterSync sync(client, model, 0, model.split_index());
+//   STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
+//   model.Backward(grad, 0, split, false, sync.AfterLayer(step));
+//   absl::Status s = sync.Finish();   // Aborted: a server was restored; Rejoin()
+#ifndef STRATA_CONV_WORKERS_PARAMETER_SYNC_H_
+#define STRATA_CONV_WORKERS_PARAMETER_SYNC_H_
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/model/model.h"
+#include "core/net/ps_client.h"
+
+namespace strata {
+
+class ParameterSync {
+ public:
+  // Keys are the indices of the parameters of layers [begin, end) in order.
+  // `client` and `model` must outlive this object.
+  ParameterSync(PsClient& client, Model& model, int begin, int end);
+
+  // Parameter sizes in key order (for the partition plan).
+  std::vector<int64_t> sizes() const;
+  // When `initialise`, seeds the servers with this model's values first.
+  // Then pulls the current values; returns the iteration to start at.
+  absl::StatusOr<int64_t> Join(bool initialise);
+  // After a server restart: drops what is in flight, pulls the current
+  // values, returns the iteration to continue at.
+  absl::StatusOr<int64_t> Rejoin();
+  // A Model::Backward hook that pushes layer i's gradients for `iteration`
+  // and queues the pull of its values for iteration + 1.
+  std::function<void(int)> AfterLayer(int64_t iteration);
+  // Waits for this iteration's pushes and pulls (one deadline for all).
+  absl::Status Finish();
+
+ private:
+  absl::StatusOr<int64_t> PullCurrent();
+
+  PsClient& client_;
+  Model& model_;
+  std::vector<Parameter*> params_;
+  std::map<const Parameter*, uint32_t> key_of_;
+  std::vector<Ticket> tickets_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CONV_WORKERS_PARAMETER_SYNC_H_

@@ -1,0 +1,76 @@
+#include "core/net/fc_link.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace strata {
+
+absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& options) {
+  std::unique_ptr<FcLink> link(new FcLink(options));
+  STRATA_ASSIGN_OR_RETURN(link->socket_, Socket::Connect(link->context_, SocketKind::kDealer,
+                                                         options.address, options.limits));
+  return link;
+}
+
+absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Tensor& labels) {
+  OutgoingMessage m(wire::Kind::ACTIVATIONS);
+  auto h = m.header();
+  h.setJobId(options_.job_id);
+  h.setIteration(iteration);
+  h.setSenderRole(wire::Role::CONV_WORKER);
+  h.setSenderRank(options_.conv_rank);
+  h.setRequestId(current_request_);
+  auto shape = h.initShape(static_cast<unsigned>(activations.rank()));
+  for (int i = 0; i < activations.rank(); ++i)
+    shape.set(static_cast<unsigned>(i), activations.dim(i));
+  m.AddFrame(activations);
+  m.AddFrame(labels);
+  return socket_->Send(m);
+}
+
+absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activations,
+                                        const std::vector<int32_t>& labels) {
+  // Labels travel as a frame of int32 values.
+  Tensor label_frame = Tensor::Empty({static_cast<int64_t>(labels.size())});
+  std::memcpy(label_frame.raw_data(), labels.data(), labels.size() * sizeof(int32_t));
+  current_request_ = next_request_++;
+  STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
+  const std::string who = absl::StrCat("fc worker ", options_.fc_rank, " (", options_.address, ")");
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  absl::Time resend_at = absl::Now() + options_.resend_after;
+  while (true) {
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("no activation gradients from ", who,
+                                                      " for iteration ", iteration, " within ",
+                                                      absl::FormatDuration(options_.timeout)));
+    }
+    absl::StatusOr<RawMessage> raw = socket_->Receive(std::min(deadline, resend_at) - now);
+    if (!raw.ok()) {
+      if (!absl::IsDeadlineExceeded(raw.status())) return raw.status();
+      if (absl::Now() >= resend_at) {
+        STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
+        resend_at = absl::Now() + options_.resend_after;
+      }
+      continue;
+    }
+    STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
+    const auto h = reply.header();
+    if (h.getRequestId() != current_request_) continue;  // an answer to an older request
+    if (h.getKind() == wire::Kind::ERROR) {
+      return WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused our activations"));
+    }
+    if (h.getKind() != wire::Kind::ACTIVATION_GRADS || reply.num_frames() != 1 ||
+        reply.frame_size(0) != activations.nbytes()) {
+      return absl::DataLossError(absl::StrCat(who, " answered iteration ", iteration,
+                                              " with a malformed gradient message"));
+    }
+    Tensor grad = Tensor::Empty(activations.shape());
+    reply.CopyFrameTo(0, grad.data());
+    return grad;
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,53 @@
+// FcLink: a conv worker's connection to its FC worker in stanza mode.
+//
+// Exchange() sends one iteration's boundary activations (zero-copy) and
+// labels, and returns the gradient of the loss with respect to those
+// activations. It runs on the calling thread, resends the request if no
+// answer comes within `resend_after` (the FC worker answers a repeated
+// iteration again), and fails after `timeout` naming the FC worker, so a
+// dead FC worker never hangs a conv worker.
+#ifndef STRATA_CORE_NET_FC_LINK_H_
+#define STRATA_CORE_NET_FC_LINK_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/net/transport.h"
+
+namespace strata {
+
+struct FcLinkOptions {
+  std::string address;  // the FC worker's
+  int fc_rank = 0;
+  int conv_rank = 0;
+  uint64_t job_id = 1;
+  absl::Duration timeout = absl::Seconds(60);
+  absl::Duration resend_after = absl::Seconds(5);
+  WireLimits limits;
+};
+
+class FcLink {
+ public:
+  static absl::StatusOr<std::unique_ptr<FcLink>> Connect(const FcLinkOptions& options);
+  // `activations` is {b, boundary shape...}; returns a tensor of the same shape.
+  absl::StatusOr<Tensor> Exchange(int64_t iteration, const Tensor& activations,
+                                  const std::vector<int32_t>& labels);
+  TrafficCounters& counters() { return socket_->counters(); }
+
+ private:
+  explicit FcLink(const FcLinkOptions& options) : options_(options) {}
+  absl::Status Send(int64_t iteration, const Tensor& activations, const Tensor& labels);
+
+  FcLinkOptions options_;
+  zmq::context_t context_{1};
+  std::unique_ptr<Socket> socket_;
+  uint64_t next_request_ = 1;
+  uint64_t current_request_ = 0;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_FC_LINK_H_

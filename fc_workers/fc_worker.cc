@@ -1,0 +1,394 @@
+#include "fc_workers/fc_worker.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/data/batch_loader.h"
+#include "core/data/dataset.h"
+#include "core/layers/softmax_cross_entropy.h"
+#include "core/model/model.h"
+#include "core/net/transport.h"
+#include "core/ops/cpu/dnnl_runtime.h"
+#include "core/ops/cpu/elementwise.h"
+#include "core/optim/parameter_optimizer.h"
+#include "core/status.h"
+#include "core/train/checkpoint.h"
+#include "core/train/metrics_writer.h"
+#include "core/train/progress.h"
+
+namespace strata {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string ShapeText(capnp::List<int64_t>::Reader shape) {
+  std::vector<int64_t> dims;
+  for (int64_t d : shape) dims.push_back(d);
+  return Shape(dims).ToString();
+}
+
+// What one conv worker sent for the iteration being gathered, and what we
+// answered last (kept to answer a resent request again).
+struct ConvPeer {
+  std::string identity;
+  bool arrived = false;
+  uint64_t request_id = 0;
+  Tensor activations;
+  std::vector<int32_t> labels;
+  int64_t answered_iteration = -1;
+  uint64_t answered_request = 0;
+  Tensor answered_grads;
+};
+
+class FcServer {
+ public:
+  FcServer(Socket& socket, const std::vector<int>& conv_ranks, Shape expected, int64_t classes,
+           uint64_t job_id, int rank)
+      : socket_(socket), expected_(std::move(expected)), classes_(classes), job_id_(job_id),
+        rank_(rank) {
+    for (int r : conv_ranks) peers_[r] = ConvPeer();
+  }
+
+  // Receives until every conv worker's activations for `iteration` are in.
+  absl::Status Gather(int64_t iteration, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (!AllArrived()) {
+      const absl::Time now = absl::Now();
+      if (now >= deadline) {
+        std::vector<int> missing;
+        for (const auto& [r, p] : peers_) {
+          if (!p.arrived) missing.push_back(r);
+        }
+        return absl::DeadlineExceededError(absl::StrCat(
+            "no activations from conv worker(s) ", absl::StrJoin(missing, ", "),
+            " for iteration ", iteration, " within ", absl::FormatDuration(timeout)));
+      }
+      absl::StatusOr<RawMessage> raw = socket_.Receive(deadline - now);
+      if (!raw.ok()) {
+        if (absl::IsDeadlineExceeded(raw.status())) continue;
+        return raw.status();
+      }
+      const std::string identity = raw->identity;
+      const uint64_t request_id = PeekRequestId(*raw, socket_.limits());
+      absl::StatusOr<IncomingMessage> message = Decode(*std::move(raw), socket_.limits());
+      absl::Status s = message.ok() ? Accept(*message, iteration) : message.status();
+      if (!s.ok()) {
+        ++refused_;
+        std::fprintf(stderr, "[fc worker %d] refused a request: %s\n", rank_,
+                     std::string(s.message()).c_str());
+        OutgoingMessage reply(wire::Kind::ERROR);
+        reply.header().setJobId(job_id_);
+        reply.header().setRequestId(request_id);
+        FillError(reply.header(), s);
+        (void)socket_.Send(reply, identity);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The gathered batch, in conv-rank order.
+  std::pair<Tensor, std::vector<int32_t>> Concatenate() const {
+    const int64_t b = expected_[0];
+    std::vector<int64_t> dims = expected_.dims();
+    dims[0] = b * static_cast<int64_t>(peers_.size());
+    Tensor x = Tensor::Empty(Shape(dims));
+    std::vector<int32_t> labels;
+    int64_t row = 0;
+    for (const auto& [r, p] : peers_) {
+      x.Slice(row, row + b).CopyFrom(p.activations);
+      labels.insert(labels.end(), p.labels.begin(), p.labels.end());
+      row += b;
+    }
+    return {x, labels};
+  }
+
+  // Sends each conv worker its slice of `grads` and resets for the next iteration.
+  void Answer(int64_t iteration, const Tensor& grads) {
+    const int64_t b = expected_[0];
+    int64_t row = 0;
+    for (auto& [r, p] : peers_) {
+      p.answered_grads = grads.Slice(row, row + b).Clone();
+      p.answered_iteration = iteration;
+      p.answered_request = p.request_id;
+      Send(p);
+      p.arrived = false;
+      p.activations = Tensor();
+      row += b;
+    }
+  }
+
+  uint64_t refused() const { return refused_; }
+
+ private:
+  bool AllArrived() const {
+    for (const auto& [r, p] : peers_) {
+      if (!p.arrived) return false;
+    }
+    return true;
+  }
+
+  void Send(const ConvPeer& p) {
+    OutgoingMessage reply(wire::Kind::ACTIVATION_GRADS);
+    auto h = reply.header();
+    h.setJobId(job_id_);
+    h.setIteration(p.answered_iteration);
+    h.setRequestId(p.answered_request);
+    h.setSenderRole(wire::Role::FC_WORKER);
+    h.setSenderRank(rank_);
+    auto shape = h.initShape(static_cast<unsigned>(p.answered_grads.rank()));
+    for (int i = 0; i < p.answered_grads.rank(); ++i) {
+      shape.set(static_cast<unsigned>(i), p.answered_grads.dim(i));
+    }
+    reply.AddFrame(p.answered_grads);
+    (void)socket_.Send(reply, p.identity);
+  }
+
+  absl::Status Accept(const IncomingMessage& m, int64_t iteration) {
+    const auto h = m.header();
+    if (h.getJobId() != job_id_) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown job id ", h.getJobId(),
+                                                     " (this FC worker serves job ", job_id_, ")"));
+    }
+    if (h.getKind() != wire::Kind::ACTIVATIONS) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("an FC worker does not accept ", KindName(h.getKind()), " messages"));
+    }
+    const int sender = h.getSenderRank();
+    auto it = peers_.find(sender);
+    if (it == peers_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "activations from conv worker ", sender, ", which is not served by FC worker ", rank_));
+    }
+    ConvPeer& peer = it->second;
+    if (h.getIteration() == peer.answered_iteration && h.getIteration() == iteration - 1) {
+      peer.identity = m.identity();  // a resent request: answer it again
+      Send(peer);
+      return absl::OkStatus();
+    }
+    if (h.getIteration() != iteration) {
+      return absl::InvalidArgumentError(absl::StrCat("activations for iteration ",
+                                                     h.getIteration(), ", expected iteration ",
+                                                     iteration));
+    }
+    const std::string expected = expected_.ToString();
+    const std::string received = ShapeText(h.getShape());
+    if (expected != received) {
+      return absl::InvalidArgumentError(absl::StrCat("activations of shape ", received,
+                                                     ", expected ", expected));
+    }
+    const int64_t b = expected_[0];
+    if (m.num_frames() != 2 || m.frame_size(0) != static_cast<size_t>(expected_.numel()) * 4 ||
+        m.frame_size(1) != static_cast<size_t>(b) * 4) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "activations of shape ", expected, " need 2 frames of ", expected_.numel() * 4, " and ",
+          b * 4, " bytes (activations, int32 labels)"));
+    }
+    std::vector<int32_t> labels(b);
+    std::memcpy(labels.data(), m.frame_data(1), b * sizeof(int32_t));
+    for (int64_t i = 0; i < b; ++i) {
+      if (labels[i] < 0 || labels[i] >= classes_) {
+        return absl::InvalidArgumentError(absl::StrCat("label ", labels[i], " of sample ", i,
+                                                       " is outside [0, ", classes_, ")"));
+      }
+    }
+    peer.identity = m.identity();
+    peer.request_id = h.getRequestId();
+    peer.activations = Tensor::Empty(expected_);
+    m.CopyFrameTo(0, peer.activations.data());
+    peer.labels = std::move(labels);
+    peer.arrived = true;
+    return absl::OkStatus();
+  }
+
+  Socket& socket_;
+  Shape expected_;  // {b, boundary...}
+  int64_t classes_;
+  uint64_t job_id_;
+  int rank_;
+  std::map<int, ConvPeer> peers_;  // by conv rank
+  uint64_t refused_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
+  const JobConfig& config = options.config;
+  const TrainingConfig& tc = config.training;
+  SetCpuThreads(static_cast<int>(tc.threads));
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
+  const int split = model->split_index();
+  if (split == model->num_layers()) {
+    return absl::InvalidArgumentError("stanza mode needs model.split_after in the job config");
+  }
+  zmq::context_t context(1);
+  STRATA_ASSIGN_OR_RETURN(auto socket, Socket::Bind(context, SocketKind::kRouter, options.bind,
+                                                    options.client.limits));
+  PsClientOptions co = options.client;
+  co.role = wire::Role::FC_WORKER;
+  co.serving_address = socket->address();
+  if (co.rank < 0) return absl::InvalidArgumentError("an FC worker needs --rank");
+  STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(co));
+  const int rank = client->rank();
+  const int fc_workers = client->num_fc_workers();
+  const int conv_workers = client->num_workers();
+  if (fc_workers != 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "stanza with ", fc_workers, " FC workers: this build runs one FC worker (the FC-group "
+        "head reduction is not built yet)"));
+  }
+  if (tc.batch_size % conv_workers != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("training.batch_size ", tc.batch_size,
+                                                   " is not divisible by the ", conv_workers,
+                                                   " conv workers"));
+  }
+  std::vector<Parameter*> trunk = model->parameters(0, split);
+  std::vector<int64_t> trunk_sizes;
+  for (Parameter* p : trunk) trunk_sizes.push_back(p->value.numel());
+  STRATA_RETURN_IF_ERROR(client->SetPlan(
+      PartitionPlan::Build(trunk_sizes, client->num_servers(), options.chunk_elements)));
+  std::vector<int> mine;
+  for (int r = 0; r < conv_workers; ++r) {
+    if (r % fc_workers == rank) mine.push_back(r);
+  }
+  const int64_t per_worker = tc.batch_size / conv_workers;
+  std::vector<int64_t> dims = {per_worker};
+  const Shape boundary = model->boundary_shape();
+  for (int64_t d : boundary.dims()) dims.push_back(d);
+  FcServer server(*socket, mine, Shape(dims), config.model.classes, co.job_id, rank);
+  std::printf("[fc worker %d] serving conv workers %s on %s\n", rank,
+              absl::StrJoin(mine, ",").c_str(), socket->address().c_str());
+  std::fflush(stdout);
+
+  STRATA_ASSIGN_OR_RETURN(
+      DataSplits data, LoadDataSplits(config.data, config.model.input, config.model.classes,
+                                      static_cast<uint64_t>(tc.seed)));
+  const int64_t train_size =
+      options.run.train_limit > 0 ? std::min(options.run.train_limit, data.train.size())
+                                  : data.train.size();
+  const int64_t total_steps = TotalTrainingSteps(tc, train_size);
+  const int64_t steps_per_epoch = train_size / tc.batch_size;
+  STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
+  ParameterOptimizer head(std::move(optimizer),
+                          LrSchedule(config.schedule, config.optimizer.lr, total_steps),
+                          model->parameters(split, -1));
+  BatchLoaderOptions normalization;
+  normalization.mean = config.data.mean;
+  normalization.std = config.data.std;
+
+  // Pulls the trunk at version `iteration` so the whole model can be evaluated.
+  auto pull_trunk = [&](int64_t iteration) -> absl::Status {
+    std::vector<Ticket> pulls;
+    for (size_t k = 0; k < trunk.size(); ++k) {
+      pulls.push_back(client->Pull(iteration, static_cast<uint32_t>(k), trunk[k]->value));
+    }
+    return client->WaitAll(pulls);
+  };
+
+  STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
+                          MetricsWriter::Open(rank == 0 ? options.run.metrics_out : ""));
+  ProgressReporter progress(stderr, absl::StrCat("[fc worker ", rank, "] "), tc.log_every);
+  const bool show = options.run.progress && rank == 0;
+  const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
+  RunSummary summary;
+  summary.mode = "stanza";
+  summary.config = config.source;
+  summary.batch_size = tc.batch_size;
+  summary.threads = CpuThreads();
+  summary.parameters = model->num_parameter_elements();
+  summary.forward_flops_per_image = static_cast<double>(model->ForwardFlopsPerSample());
+  const double k = static_cast<double>(mine.size());
+  double train_seconds = 0.0, epoch_loss = 0.0, window_loss = 0.0;
+  int64_t epoch_steps = 0, window_steps = 0;
+  double last = Now();
+  for (int64_t step = 0; step < total_steps; ++step) {
+    STRATA_RETURN_IF_ERROR(server.Gather(step, options.client.timeout));
+    auto [x, labels] = server.Concatenate();
+    Tensor logits = model->Forward(x, /*training=*/true, split, -1);
+    STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, labels, true));
+    Tensor grad_x = model->Backward(loss.grad_logits, split, -1, /*need_input_grad=*/true);
+    // The loss is the mean over our k conv workers' samples; each conv
+    // worker's trunk gradient must be the mean over its own samples.
+    Scale(static_cast<float>(k), grad_x.data(), grad_x.numel());
+    server.Answer(step, grad_x);
+    head.Step();
+    const double now = Now();
+    train_seconds += now - last;  // wall time per iteration: the cluster's pace
+    last = now;
+    if (step % steps_per_epoch == 0) {
+      epoch_loss = 0.0;
+      epoch_steps = 0;
+    }
+    epoch_loss += loss.loss;
+    ++epoch_steps;
+    window_loss += loss.loss;
+    ++window_steps;
+    const int64_t done = step + 1;
+    ProgressState ps;
+    ps.epoch = step / steps_per_epoch + 1;
+    ps.epochs = epochs;
+    ps.step_in_epoch = step % steps_per_epoch + 1;
+    ps.steps_per_epoch = steps_per_epoch;
+    ps.steps_done = done;
+    ps.total_steps = total_steps;
+    ps.loss = loss.loss;
+    ps.images_per_sec = static_cast<double>(done * tc.batch_size) / train_seconds;
+    ps.seconds_per_step = train_seconds / static_cast<double>(done);
+    if (show) progress.Update(ps);
+    if (done % tc.log_every == 0 || done == total_steps) {
+      metrics.Write({{"event", "train"},
+                     {"epoch", ps.epoch},
+                     {"step", done},
+                     {"loss", window_loss / static_cast<double>(window_steps)},
+                     {"images_per_sec", ps.images_per_sec}});
+      window_loss = 0.0;
+      window_steps = 0;
+    }
+    const bool epoch_done = done % steps_per_epoch == 0 || done == total_steps;
+    if (rank == 0 && tc.evaluate && epoch_done) {
+      STRATA_RETURN_IF_ERROR_CTX(pull_trunk(done), "pulling the trunk for evaluation");
+      STRATA_ASSIGN_OR_RETURN(EvalResult eval,
+                              Evaluate(*model, data.test, normalization, options.run.eval_limit));
+      summary.test_accuracy = eval.accuracy;
+      summary.test_loss = eval.loss;
+      metrics.Write({{"event", "eval"},
+                     {"epoch", ps.epoch},
+                     {"step", done},
+                     {"test_accuracy", eval.accuracy},
+                     {"test_loss", eval.loss}});
+      if (show) {
+        progress.Message(absl::StrFormat("epoch %d: test_accuracy=%.4f test_loss=%.4f", ps.epoch,
+                                         eval.accuracy, eval.loss));
+      }
+      last = Now();  // evaluation is not training time
+    }
+  }
+  if (show) progress.Finish();
+  summary.steps = total_steps;
+  summary.epochs = epochs;
+  summary.train_loss = epoch_steps > 0 ? epoch_loss / static_cast<double>(epoch_steps) : 0.0;
+  summary.train_seconds = train_seconds;
+  summary.images_per_sec =
+      train_seconds > 0 ? static_cast<double>(total_steps * tc.batch_size) / train_seconds : 0.0;
+  if (rank == 0 && !options.parameters_out.empty()) {
+    STRATA_RETURN_IF_ERROR_CTX(pull_trunk(total_steps), "pulling the final trunk");
+    STRATA_RETURN_IF_ERROR(
+        WriteCheckpoint(options.parameters_out, CaptureParameters(*model, total_steps)));
+  }
+  if (rank == 0 && !options.run.summary_out.empty()) {
+    STRATA_RETURN_IF_ERROR(WriteJsonFile(options.run.summary_out, summary.ToJson()));
+  }
+  STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
+  std::fprintf(stderr, "[fc worker %d] finished (%llu requests refused)\n", rank,
+               static_cast<unsigned long long>(server.refused()));
+  return summary;
+}
+
+}  // namespace strata

@@ -1,0 +1,44 @@
+// The FC worker of stanza mode: it owns the model's head (the layers after
+// model.split_after), serves the conv workers assigned to it (conv worker i
+// goes to FC worker i mod F), and per iteration
+//   1. gathers the boundary activations and labels of all its conv workers,
+//   2. concatenates them into one batch (bigger GEMMs: why few FC workers
+//      keep up with many conv workers), runs head forward, loss, backward,
+//   3. returns each conv worker its slice of the activation gradients,
+//      scaled so that the conv worker's trunk gradient is the mean over its
+//      own samples (the servers then average over conv workers, exactly as
+//      in ps mode),
+//   4. updates the head with its own optimizer (F = 1: head parameters never
+//      leave this process).
+// FC worker 0 reports progress, evaluates the whole model after every epoch
+// (pulling the trunk from the servers) and writes the summary.
+//
+// Bad activations (wrong shape, batch, byte count, label range, iteration,
+// or a conv worker that is not ours) get an error reply naming expected and
+// received values; the FC worker keeps serving the others.
+#ifndef STRATA_FC_WORKERS_FC_WORKER_H_
+#define STRATA_FC_WORKERS_FC_WORKER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/model/job_config.h"
+#include "core/net/ps_client.h"
+#include "core/train/trainer.h"
+
+namespace strata {
+
+struct FcWorkerOptions {
+  JobConfig config;
+  PsClientOptions client;  // role FC_WORKER, rank = this FC worker's
+  std::string bind = "tcp://127.0.0.1:0";  // where conv workers reach us
+  RunOptions run;
+  int64_t chunk_elements = kDefaultChunkElements;
+  std::string parameters_out;  // FC worker 0: final parameters of the whole model
+};
+
+absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options);
+
+}  // namespace strata
+
+#endif  // STRATA_FC_WORKERS_FC_WORKER_H_
