@@ -18,137 +18,18 @@
 #include "absl/strings/str_cat.h"
 #include "core/net/transport.h"
 #include "core/train/checkpoint.h"
+#include "tests/support/cluster_fixture.h"
 
 namespace strata {
 namespace {
 
-const std::string kBin = std::string(STRATA_BINARY_DIR) + "/bin/";
-const std::string kConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
+using testing::kBin;
+using testing::kConfig;
+using testing::Process;
+using testing::ReadFile;
+using testing::RunCommand;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs a command line to completion; returns (exit code, output).
-std::pair<int, std::string> RunCommand(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-// A background process whose output goes to a file.
-class Process {
- public:
-  Process(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* f = freopen(log.c_str(), "w", stdout);
-      (void)f;
-      dup2(fileno(stdout), fileno(stderr));
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-  }
-  ~Process() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Waits until the log contains `text`; returns the line holding it.
-  std::string WaitFor(const std::string& text, int seconds = 30) {
-    for (int i = 0; i < seconds * 20; ++i) {
-      std::istringstream lines(ReadFile(log_));
-      std::string line;
-      while (std::getline(lines, line)) {
-        if (line.find(text) != std::string::npos) return line;
-      }
-      usleep(50000);
-    }
-    return "";
-  }
-  void Interrupt() { kill(pid_, SIGINT); }
-  void Kill9() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    exited_ = true;
-  }
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  std::string log() const { return ReadFile(log_); }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::string log_;
-};
-
-class PsClusterTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/strata_ps_test_XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  // The default config with plain SGD and a constant learning rate.
-  std::string PlainSgdConfig() {
-    std::string text = ReadFile(kConfig);
-    auto replace = [&text](const std::string& from, const std::string& to) {
-      const size_t at = text.find(from);
-      ASSERT_NE(at, std::string::npos) << from;
-      text.replace(at, from.size(), to);
-    };
-    replace(R"("momentum": 0.9)", R"("momentum": 0.0)");
-    replace(R"("schedule": {"type": "cosine"})", R"("schedule": {"type": "constant"})");
-    const std::string path = dir_ + "/plain_sgd.json";
-    std::ofstream(path) << text;
-    return path;
-  }
-
-  static std::map<std::string, std::vector<float>> Parameters(const std::string& path) {
-    auto c = ReadCheckpoint(path);
-    EXPECT_TRUE(c.ok()) << c.status();
-    std::map<std::string, std::vector<float>> out;
-    if (!c.ok()) return out;
-    for (const auto& t : c->tensors) out[t.name] = t.value.ToVector();
-    return out;
-  }
-
-  static float MaxDifference(const std::string& a, const std::string& b) {
-    auto pa = Parameters(a), pb = Parameters(b);
-    EXPECT_EQ(pa.size(), pb.size());
-    float worst = 0;
-    for (const auto& [name, values] : pa) {
-      const auto& other = pb[name];
-      EXPECT_EQ(values.size(), other.size()) << name;
-      for (size_t i = 0; i < values.size() && i < other.size(); ++i) {
-        worst = std::max(worst, std::fabs(values[i] - other[i]));
-      }
-    }
-    return worst;
-  }
-
-  static nlohmann::json Summary(const std::string& path) {
-    std::ifstream in(path);
-    return nlohmann::json::parse(in, nullptr, false);
-  }
-
-  std::string dir_;
-};
+class PsClusterTest : public testing::ClusterTest {};
 
 TEST_F(PsClusterTest, TwoWorkersEqualSingleProcessWithTheGlobalBatch) {
   const std::string config = PlainSgdConfig();

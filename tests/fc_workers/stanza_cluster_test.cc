@@ -1,0 +1,148 @@
+// Stanza mode end to end with real processes: the same math as single and
+// ps, accuracy, bad activations from a raw ZeroMQ client, and a dead FC
+// worker.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/net/transport.h"
+#include "tests/support/cluster_fixture.h"
+
+namespace strata {
+namespace {
+
+using testing::AddressIn;
+using testing::kBin;
+using testing::kConfig;
+using testing::Process;
+using testing::RunCommand;
+
+class StanzaTest : public testing::ClusterTest {
+ protected:
+  // Starts a server, one FC worker and two conv workers by hand.
+  void StartCluster(int max_steps, double timeout) {
+    server_ = std::make_unique<Process>(
+        std::vector<std::string>{kBin + "strata_server", "--rank", "0", "--coordinator",
+                                 "tcp://127.0.0.1:0", "--config", kConfig, "--mode", "stanza",
+                                 "--servers", "1", "--workers", "2", "--fc-workers", "1",
+                                 "--max-steps", std::to_string(max_steps)},
+        dir_ + "/server.log");
+    const std::string coordinator = AddressIn(server_->WaitFor(" on tcp://"));
+    ASSERT_FALSE(coordinator.empty()) << server_->log();
+    fc_ = std::make_unique<Process>(
+        std::vector<std::string>{kBin + "strata_fc_worker", "--rank", "0", "--coordinator",
+                                 coordinator, "--config", kConfig, "--threads", "1", "--max-steps",
+                                 std::to_string(max_steps), "--evaluate=false", "--progress=false",
+                                 "--timeout", std::to_string(timeout)},
+        dir_ + "/fc.log");
+    for (int w = 0; w < 2; ++w) {
+      conv_.push_back(std::make_unique<Process>(
+          std::vector<std::string>{kBin + "strata_conv_worker", "--mode", "stanza", "--coordinator",
+                                   coordinator, "--config", kConfig, "--rank", std::to_string(w),
+                                   "--threads", "1", "--max-steps", std::to_string(max_steps),
+                                   "--timeout", std::to_string(timeout)},
+          dir_ + "/conv" + std::to_string(w) + ".log"));
+    }
+    fc_address_ = AddressIn(fc_->WaitFor("serving conv workers"));
+    ASSERT_FALSE(fc_address_.empty()) << fc_->log();
+  }
+
+  std::unique_ptr<Process> server_, fc_;
+  std::vector<std::unique_ptr<Process>> conv_;
+  std::string fc_address_;
+};
+
+TEST_F(StanzaTest, EqualsSingleAndPsWithTheSameGlobalBatch) {
+  const std::string config = PlainSgdConfig();
+  const std::string common =
+      " --batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out ";
+  for (const std::string mode : {"single", "ps", "stanza"}) {
+    std::string cmd = kBin + "strata_launch --config " + config + " --mode " + mode;
+    if (mode != "single") cmd += " --servers 1 --conv-workers 2 --fc-workers 1";
+    auto [code, out] = RunCommand(cmd + common + dir_ + "/" + mode + ".ckpt");
+    ASSERT_EQ(code, 0) << out;
+  }
+  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza.ckpt"), 1e-4f);
+  EXPECT_LE(MaxDifference(dir_ + "/ps.ckpt", dir_ + "/stanza.ckpt"), 1e-4f);
+}
+
+TEST_F(StanzaTest, TwoConvWorkersOneFcWorkerReach90PercentInThreeEpochs) {
+  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
+                                " --mode stanza --servers 1 --conv-workers 2 --fc-workers 1 "
+                                "--epochs 3 --summary-out " +
+                                dir_ + "/s.json");
+  ASSERT_EQ(code, 0) << out;
+  nlohmann::json s = Summary(dir_ + "/s.json");
+  EXPECT_EQ(s["mode"], "stanza");
+  EXPECT_EQ(s["steps"], 3 * 937);
+  EXPECT_GE(s["test_accuracy"].get<double>(), 0.90) << out;
+  EXPECT_NE(out.find("final: mode=stanza test_accuracy=0.9"), std::string::npos) << out;
+}
+
+// Sends one ACTIVATIONS message and returns the error text of the reply.
+std::string SendActivations(const std::string& address, int sender, int64_t iteration,
+                            const std::vector<int64_t>& shape, size_t act_bytes,
+                            size_t label_bytes) {
+  zmq::context_t context(1);
+  auto socket = Socket::Connect(context, SocketKind::kDealer, address);
+  if (!socket.ok()) return "<no socket>";
+  OutgoingMessage m(wire::Kind::ACTIVATIONS);
+  auto h = m.header();
+  h.setJobId(1);
+  h.setIteration(iteration);
+  h.setSenderRole(wire::Role::CONV_WORKER);
+  h.setSenderRank(sender);
+  h.setRequestId(99);
+  auto s = h.initShape(static_cast<unsigned>(shape.size()));
+  for (size_t i = 0; i < shape.size(); ++i) s.set(static_cast<unsigned>(i), shape[i]);
+  m.AddFrame(std::string(act_bytes, '\0'));
+  m.AddFrame(std::string(label_bytes, '\0'));
+  if (!(*socket)->Send(m).ok()) return "<send failed>";
+  auto raw = (*socket)->Receive(absl::Seconds(10));
+  if (!raw.ok()) return "<no reply>";
+  auto reply = Decode(*std::move(raw), WireLimits());
+  if (!reply.ok() || reply->header().getKind() != wire::Kind::ERROR) return "<not an error>";
+  return reply->header().getErrorMessage().cStr();
+}
+
+TEST_F(StanzaTest, BadActivationsGetErrorsAndTheOthersKeepTraining) {
+  StartCluster(/*max_steps=*/40, /*timeout=*/60);
+  ASSERT_FALSE(fc_address_.empty());
+  const size_t good = 32 * 7 * 7 * 64 * 4;
+  EXPECT_EQ(SendActivations(fc_address_, 0, 0, {32, 7, 7, 32}, good / 2, 128)
+                .find("activations of shape [32, 7, 7, 32], expected [32, 7, 7, 64]"),
+            0u);
+  EXPECT_EQ(SendActivations(fc_address_, 1, 0, {16, 7, 7, 64}, good / 2, 64)
+                .find("activations of shape [16, 7, 7, 64], expected [32, 7, 7, 64]"),
+            0u);
+  EXPECT_EQ(SendActivations(fc_address_, 5, 0, {32, 7, 7, 64}, good, 128),
+            "activations from conv worker 5, which is not served by FC worker 0");
+  EXPECT_EQ(SendActivations(fc_address_, 0, 0, {32, 7, 7, 64}, good, 100),
+            "activations of shape [32, 7, 7, 64] need 2 frames of 401408 and 128 bytes "
+            "(activations, int32 labels)");
+  for (auto& c : conv_) EXPECT_EQ(c->Wait(), 0) << c->log();
+  EXPECT_EQ(fc_->Wait(), 0) << fc_->log();
+  EXPECT_EQ(server_->Wait(), 0) << server_->log();
+  EXPECT_NE(fc_->log().find("finished (4 requests refused)"), std::string::npos) << fc_->log();
+}
+
+TEST_F(StanzaTest, ADeadFcWorkerStopsItsConvWorkersWithAClearError) {
+  StartCluster(/*max_steps=*/100000, /*timeout=*/3);
+  ASSERT_FALSE(fc_address_.empty());
+  usleep(1000000);  // training is under way
+  fc_->Kill9();
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& c : conv_) {
+    EXPECT_EQ(c->Wait(), 1);
+    EXPECT_NE(c->log().find("no activation gradients from fc worker 0 (" + fc_address_ + ")"),
+              std::string::npos)
+        << c->log();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+}
+
+}  // namespace
+}  // namespace strata

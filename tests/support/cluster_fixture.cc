@@ -1,0 +1,141 @@
+#include "tests/support/cluster_fixture.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/train/checkpoint.h"
+
+namespace strata::testing {
+
+const std::string kBin = std::string(STRATA_BINARY_DIR) + "/bin/";
+const std::string kConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::pair<int, std::string> RunCommand(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string AddressIn(const std::string& line) {
+  size_t at = line.find("tcp://");
+  if (at == std::string::npos) at = line.find("ipc://");
+  if (at == std::string::npos) return "";
+  return line.substr(at, line.find(' ', at) - at);
+}
+
+Process::Process(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    FILE* f = freopen(log.c_str(), "w", stdout);
+    (void)f;
+    dup2(fileno(stdout), fileno(stderr));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !exited_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::string Process::WaitFor(const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    std::istringstream lines(ReadFile(log_));
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.find(text) != std::string::npos) return line;
+    }
+    usleep(50000);
+  }
+  return "";
+}
+
+void Process::Interrupt() { kill(pid_, SIGINT); }
+
+void Process::Kill9() {
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  exited_ = true;
+}
+
+int Process::Wait() {
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  exited_ = true;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Process::log() const { return ReadFile(log_); }
+
+void ClusterTest::SetUp() {
+  char tmpl[] = "/tmp/strata_cluster_test_XXXXXX";
+  dir_ = mkdtemp(tmpl);
+}
+
+void ClusterTest::TearDown() { std::filesystem::remove_all(dir_); }
+
+std::string ClusterTest::PlainSgdConfig() {
+  std::string text = ReadFile(kConfig);
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {R"("momentum": 0.9)", R"("momentum": 0.0)"},
+           {R"("schedule": {"type": "cosine"})", R"("schedule": {"type": "constant"})"}}) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  }
+  const std::string path = dir_ + "/plain_sgd.json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::map<std::string, std::vector<float>> ClusterTest::Parameters(const std::string& path) {
+  auto c = ReadCheckpoint(path);
+  EXPECT_TRUE(c.ok()) << c.status();
+  std::map<std::string, std::vector<float>> out;
+  if (!c.ok()) return out;
+  for (const auto& t : c->tensors) out[t.name] = t.value.ToVector();
+  return out;
+}
+
+float ClusterTest::MaxDifference(const std::string& a, const std::string& b) {
+  auto pa = Parameters(a), pb = Parameters(b);
+  EXPECT_EQ(pa.size(), pb.size());
+  float worst = 0;
+  for (const auto& [name, values] : pa) {
+    const auto& other = pb[name];
+    EXPECT_EQ(values.size(), other.size()) << name;
+    for (size_t i = 0; i < values.size() && i < other.size(); ++i) {
+      worst = std::max(worst, std::fabs(values[i] - other[i]));
+    }
+  }
+  return worst;
+}
+
+nlohmann::json ClusterTest::Summary(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+}  // namespace strata::testing

@@ -1,0 +1,70 @@
+// Helpers for tests that start real Strata processes: running a command,
+// a background process with its log, and a fixture with a scratch directory
+// and parameter-file comparisons.
+#ifndef STRATA_TESTS_SUPPORT_CLUSTER_FIXTURE_H_
+#define STRATA_TESTS_SUPPORT_CLUSTER_FIXTURE_H_
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace strata::testing {
+
+extern const std::string kBin;     // build/bin/
+extern const std::string kConfig;  // configs/fashion_mnist.json
+
+std::string ReadFile(const std::string& path);
+
+// Runs a command line to completion; returns (exit code, stdout+stderr).
+std::pair<int, std::string> RunCommand(const std::string& command);
+
+// The "tcp://..." or "ipc://..." address in a log line ("... on ADDRESS ...").
+std::string AddressIn(const std::string& line);
+
+// A background process whose output goes to a log file; killed (SIGKILL)
+// when destroyed unless it was waited for.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::string& log);
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  // Waits until the log contains `text`; returns the line holding it ("" on timeout).
+  std::string WaitFor(const std::string& text, int seconds = 30);
+  void Interrupt();
+  void Kill9();
+  // Waits for exit; returns the exit status (-1 if killed by a signal).
+  int Wait();
+  std::string log() const;
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string log_;
+};
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // The default config with plain SGD and a constant learning rate.
+  std::string PlainSgdConfig();
+  // Parameters by name from a checkpoint file.
+  static std::map<std::string, std::vector<float>> Parameters(const std::string& path);
+  // Largest element difference between two parameter files (same names).
+  static float MaxDifference(const std::string& a, const std::string& b);
+  static nlohmann::json Summary(const std::string& path);
+
+  std::string dir_;
+};
+
+}  // namespace strata::testing
+
+#endif  // STRATA_TESTS_SUPPORT_CLUSTER_FIXTURE_H_
