@@ -6,9 +6,12 @@
 
 namespace strata {
 
-ParameterSync::ParameterSync(PsClient& client, Model& model, int begin, int end)
-    : client_(client), model_(model), params_(model.parameters(begin, end)) {
-  for (size_t k = 0; k < params_.size(); ++k) key_of_[params_[k]] = static_cast<uint32_t>(k);
+ParameterSync::ParameterSync(PsClient& client, Model& model, int begin, int end,
+                             uint32_t key_offset)
+    : client_(client), model_(model), params_(model.parameters(begin, end)), key_offset_(key_offset) {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    key_of_[params_[k]] = key_offset_ + static_cast<uint32_t>(k);
+  }
 }
 
 std::vector<int64_t> ParameterSync::sizes() const {
@@ -20,7 +23,7 @@ std::vector<int64_t> ParameterSync::sizes() const {
 absl::StatusOr<int64_t> ParameterSync::PullCurrent() {
   std::vector<Ticket> pulls;
   for (size_t k = 0; k < params_.size(); ++k) {
-    pulls.push_back(client_.Pull(-1, static_cast<uint32_t>(k), params_[k]->value));
+    pulls.push_back(client_.Pull(-1, key_offset_ + static_cast<uint32_t>(k), params_[k]->value));
   }
   STRATA_RETURN_IF_ERROR_CTX(client_.WaitAll(pulls), "pulling the current parameters");
   int64_t version = pulls.front()->version();
@@ -32,7 +35,7 @@ absl::StatusOr<int64_t> ParameterSync::Join(bool initialise) {
   if (initialise) {
     std::vector<Ticket> inits;
     for (size_t k = 0; k < params_.size(); ++k) {
-      inits.push_back(client_.Init(static_cast<uint32_t>(k), params_[k]->value));
+      inits.push_back(client_.Init(key_offset_ + static_cast<uint32_t>(k), params_[k]->value));
     }
     STRATA_RETURN_IF_ERROR_CTX(client_.WaitAll(inits), "initialising the servers");
   }

@@ -22,9 +22,9 @@ namespace strata {
 
 class ParameterSync {
  public:
-  // Keys are the indices of the parameters of layers [begin, end) in order.
-  // `client` and `model` must outlive this object.
-  ParameterSync(PsClient& client, Model& model, int begin, int end);
+  // Keys are key_offset + the indices of the parameters of layers
+  // [begin, end) in order. `client` and `model` must outlive this object.
+  ParameterSync(PsClient& client, Model& model, int begin, int end, uint32_t key_offset = 0);
 
   // Parameter sizes in key order (for the partition plan).
   std::vector<int64_t> sizes() const;
@@ -46,6 +46,7 @@ class ParameterSync {
   PsClient& client_;
   Model& model_;
   std::vector<Parameter*> params_;
+  uint32_t key_offset_;
   std::map<const Parameter*, uint32_t> key_of_;
   std::vector<Ticket> tickets_;
 };

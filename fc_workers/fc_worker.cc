@@ -1,5 +1,7 @@
 #include "fc_workers/fc_worker.h"
 
+#include "conv_workers/parameter_sync.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -239,10 +241,10 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
   const int rank = client->rank();
   const int fc_workers = client->num_fc_workers();
   const int conv_workers = client->num_workers();
-  if (fc_workers != 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "stanza with ", fc_workers, " FC workers: this build runs one FC worker (the FC-group "
-        "head reduction is not built yet)"));
+  if (conv_workers % fc_workers != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        conv_workers, " conv workers do not divide evenly over ", fc_workers,
+        " FC workers (every FC worker must serve the same number)"));
   }
   if (tc.batch_size % conv_workers != 0) {
     return absl::InvalidArgumentError(absl::StrCat("training.batch_size ", tc.batch_size,
@@ -250,10 +252,16 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
                                                    " conv workers"));
   }
   std::vector<Parameter*> trunk = model->parameters(0, split);
-  std::vector<int64_t> trunk_sizes;
-  for (Parameter* p : trunk) trunk_sizes.push_back(p->value.numel());
+  // One FC worker keeps the head to itself; several keep their replicas
+  // identical by reducing head gradients through the servers, on the head's
+  // own keys (after the trunk's): conv workers never see them.
+  const bool shared_head = fc_workers > 1;
+  std::vector<int64_t> plan_sizes;
+  for (Parameter* p : model->parameters(0, shared_head ? -1 : split)) {
+    plan_sizes.push_back(p->value.numel());
+  }
   STRATA_RETURN_IF_ERROR(client->SetPlan(
-      PartitionPlan::Build(trunk_sizes, client->num_servers(), options.chunk_elements)));
+      PartitionPlan::Build(plan_sizes, client->num_servers(), options.chunk_elements)));
   std::vector<int> mine;
   for (int r = 0; r < conv_workers; ++r) {
     if (r % fc_workers == rank) mine.push_back(r);
@@ -275,10 +283,23 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
                                   : data.train.size();
   const int64_t total_steps = TotalTrainingSteps(tc, train_size);
   const int64_t steps_per_epoch = train_size / tc.batch_size;
-  STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
-  ParameterOptimizer head(std::move(optimizer),
-                          LrSchedule(config.schedule, config.optimizer.lr, total_steps),
-                          model->parameters(split, -1));
+  std::unique_ptr<ParameterOptimizer> local_head;
+  std::unique_ptr<ParameterSync> head_sync;
+  if (shared_head) {
+    head_sync = std::make_unique<ParameterSync>(*client, *model, split, model->num_layers(),
+                                                static_cast<uint32_t>(trunk.size()));
+    STRATA_ASSIGN_OR_RETURN(int64_t version, head_sync->Join(/*initialise=*/rank == 0));
+    if (version != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the servers' head is at iteration ", version,
+          "; FC workers cannot resume a run (start the job afresh)"));
+    }
+  } else {
+    STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
+    local_head = std::make_unique<ParameterOptimizer>(
+        std::move(optimizer), LrSchedule(config.schedule, config.optimizer.lr, total_steps),
+        model->parameters(split, -1));
+  }
   BatchLoaderOptions normalization;
   normalization.mean = config.data.mean;
   normalization.std = config.data.std;
@@ -313,12 +334,18 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
     auto [x, labels] = server.Concatenate();
     Tensor logits = model->Forward(x, /*training=*/true, split, -1);
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, labels, true));
-    Tensor grad_x = model->Backward(loss.grad_logits, split, -1, /*need_input_grad=*/true);
+    Tensor grad_x =
+        model->Backward(loss.grad_logits, split, -1, /*need_input_grad=*/true,
+                        shared_head ? head_sync->AfterLayer(step) : std::function<void(int)>());
     // The loss is the mean over our k conv workers' samples; each conv
     // worker's trunk gradient must be the mean over its own samples.
     Scale(static_cast<float>(k), grad_x.data(), grad_x.numel());
     server.Answer(step, grad_x);
-    head.Step();
+    if (shared_head) {
+      STRATA_RETURN_IF_ERROR_CTX(head_sync->Finish(), absl::StrCat("head sync, iteration ", step));
+    } else {
+      local_head->Step();
+    }
     const double now = Now();
     train_seconds += now - last;  // wall time per iteration: the cluster's pace
     last = now;

@@ -58,10 +58,15 @@ ParameterStore::ParameterStore(const PartitionPlan& plan, int server, StoreOptio
     const auto n = static_cast<int64_t>(c.length);
     slot.value = Tensor::Zeros({n});
     if (slots > 0) slot.state = Tensor::Zeros({slots, n});
-    slot.last_push.assign(options_.workers, -1);
+    slot.last_push.assign(pushers(c.key), -1);
     slot_of_chunk_[c.index] = static_cast<int>(slots_.size());
     slots_.push_back(std::move(slot));
   }
+}
+
+int ParameterStore::pushers(uint32_t key) const {
+  const bool head = options_.head_first_key >= 0 && key >= static_cast<uint32_t>(options_.head_first_key);
+  return head ? options_.head_workers : options_.workers;
 }
 
 ParameterStore::Slot* ParameterStore::Find(const Chunk& c) {
@@ -106,10 +111,10 @@ absl::StatusOr<PushOutcome> ParameterStore::Push(int worker, int64_t iteration, 
   if (slot == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("chunk ", c.index, " is not on server ", server_));
   }
-  if (worker < 0 || worker >= options_.workers) {
+  const int pushers = this->pushers(c.key);
+  if (worker < 0 || worker >= pushers) {
     return absl::InvalidArgumentError(absl::StrCat("push from worker rank ", worker,
-                                                   ", the job has ", options_.workers,
-                                                   " workers"));
+                                                   ", the job has ", pushers, " workers"));
   }
   if (slot->version < 0) {
     return absl::FailedPreconditionError(
@@ -118,12 +123,15 @@ absl::StatusOr<PushOutcome> ParameterStore::Push(int worker, int64_t iteration, 
   if (iteration < 0) {
     return absl::InvalidArgumentError(absl::StrCat("push for iteration ", iteration));
   }
-  clocks_[worker] = std::max(clocks_[worker], iteration + 1);
+  if (pushers == options_.workers &&
+      (options_.head_first_key < 0 || c.key < static_cast<uint32_t>(options_.head_first_key))) {
+    clocks_[worker] = std::max(clocks_[worker], iteration + 1);
+  }
   const int64_t n = static_cast<int64_t>(c.length);
   if (options_.consistency != Consistency::kBsp) {
     if (iteration <= slot->last_push[worker]) return PushOutcome::kDuplicate;
     slot->last_push[worker] = iteration;
-    Apply(*slot, gradient, 1.0f / static_cast<float>(options_.workers), iteration);
+    Apply(*slot, gradient, 1.0f / static_cast<float>(pushers), iteration);
     slot->version++;
     return PushOutcome::kApplied;
   }
@@ -135,7 +143,7 @@ absl::StatusOr<PushOutcome> ParameterStore::Push(int worker, int64_t iteration, 
         "BSP push for iteration ", iteration, " of key ", c.key, " while the server is at ",
         slot->version, " (a worker ran ahead without pulling)"));
   }
-  if (options_.workers == 1) {  // nothing to wait for: apply straight from the message
+  if (pushers == 1) {  // nothing to wait for: apply straight from the message
     slot->pushed.clear();
     Apply(*slot, gradient, 1.0f, iteration);
     slot->version = iteration + 1;
@@ -150,8 +158,8 @@ absl::StatusOr<PushOutcome> ParameterStore::Push(int worker, int64_t iteration, 
     for (int64_t i = 0; i < n; ++i) acc[i] += gradient[i];
   }
   slot->pushed.insert(worker);
-  if (static_cast<int>(slot->pushed.size()) < options_.workers) return PushOutcome::kAccepted;
-  Apply(*slot, slot->pending.data(), 1.0f / static_cast<float>(options_.workers), iteration);
+  if (static_cast<int>(slot->pushed.size()) < pushers) return PushOutcome::kAccepted;
+  Apply(*slot, slot->pending.data(), 1.0f / static_cast<float>(pushers), iteration);
   slot->pushed.clear();
   slot->version = iteration + 1;
   return PushOutcome::kApplied;
@@ -253,7 +261,7 @@ absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
     slot.version = meta["chunks"][i][1].get<int64_t>();
     slot.updates = meta["chunks"][i][2].get<int64_t>();
     slot.pushed.clear();
-    slot.last_push.assign(options_.workers, slot.version - 1);
+    slot.last_push.assign(pushers(slot.chunk.key), slot.version - 1);
   }
   for (size_t w = 0; w < clocks_.size(); ++w) clocks_[w] = meta["clocks"][w].get<int64_t>();
   return absl::OkStatus();

@@ -42,7 +42,12 @@ const char* ConsistencyName(Consistency c);
 struct StoreOptions {
   Consistency consistency = Consistency::kBsp;
   int staleness = 0;  // SSP bound s
-  int workers = 1;
+  int workers = 1;  // pushers of every key, unless head_first_key says otherwise
+  // Stanza with several FC workers: keys >= head_first_key hold the head;
+  // their pushers are the `head_workers` FC workers. Clocks count the
+  // pushes of keys below head_first_key only. -1: no head keys.
+  int head_first_key = -1;
+  int head_workers = 0;
   OptimizerConfig optimizer;
   LrScheduleConfig schedule;
   int64_t total_steps = 1;  // for the schedule
@@ -71,7 +76,11 @@ class ParameterStore {
   absl::Status Init(const Chunk& c, const float* values);
   bool initialized(const Chunk& c) const;
 
-  // Fails with InvalidArgument for a worker rank out of range, an iteration
+  // Number of pushers of `key` (workers, or head_workers for head keys).
+  int pushers(uint32_t key) const;
+
+  // `worker` is the pusher's rank among pushers(key). Fails with
+  // InvalidArgument for a worker rank out of range, an iteration
   // ahead of what the consistency model allows (BSP: a push for t while the
   // chunk is at version < t), or an uninitialised chunk.
   absl::StatusOr<PushOutcome> Push(int worker, int64_t iteration, const Chunk& c,

@@ -39,6 +39,10 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   int64_t total_steps = 1;
   if (sizes.empty()) {
     STRATA_ASSIGN_OR_RETURN(sizes, ParameterSizes(options.config, options.trunk_only));
+    if (options.head_first_key >= 0) {
+      STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> trunk, ParameterSizes(options.config, true));
+      node->head_first_key_ = static_cast<int>(trunk.size());
+    }
     STRATA_ASSIGN_OR_RETURN(int64_t train_size, TrainingSetSize(options.config.data));
     total_steps = TotalTrainingSteps(options.config.training, train_size);
   }
@@ -47,6 +51,10 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   so.consistency = options.consistency;
   so.staleness = options.staleness;
   so.workers = options.workers;
+  if (node->head_first_key_ >= 0) {
+    so.head_first_key = node->head_first_key_;
+    so.head_workers = options.fc_workers;
+  }
   so.optimizer = options.config.optimizer;
   so.schedule = options.config.schedule;
   so.total_steps = total_steps;
@@ -205,12 +213,23 @@ absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
   const auto h = message.header();
   STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, true));
   const int worker = h.getSenderRank();
-  if (worker < 0 || worker >= options_.workers) {
-    return absl::InvalidArgumentError(absl::StrCat("push from worker rank ", worker,
-                                                   ", the job has ", options_.workers,
-                                                   " workers"));
+  const bool from_fc = h.getSenderRole() == wire::Role::FC_WORKER;
+  for (const Chunk& c : chunks) {
+    // Head keys (stanza, several FC workers) take pushes from FC workers
+    // only; every other key from conv workers only.
+    const bool head_key = head_first_key_ >= 0 && c.key >= static_cast<uint32_t>(head_first_key_);
+    if (head_key != from_fc) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "push of key ", c.key, " from ", from_fc ? "an FC" : "a conv", " worker; key ", c.key,
+          " belongs to the ", head_key ? "FC workers (head)" : "conv workers"));
+    }
+    const int pushers = store_->pushers(c.key);
+    if (worker < 0 || worker >= pushers) {
+      return absl::InvalidArgumentError(absl::StrCat("push from worker rank ", worker,
+                                                     ", the job has ", pushers, " workers"));
+    }
   }
-  STRATA_RETURN_IF_ERROR(CheckRejoined(worker, h.getIteration()));
+  if (!from_fc) STRATA_RETURN_IF_ERROR(CheckRejoined(worker, h.getIteration()));
   for (const Chunk& c : chunks) {
     if (!store_->initialized(c)) {
       return absl::FailedPreconditionError(

@@ -44,6 +44,9 @@ struct ServerOptions {
   // stanza: hold only the conv trunk's parameters (the head stays with the
   // FC workers).
   bool trunk_only = false;
+  // stanza with several FC workers: hold every parameter; the head's keys
+  // (from the first head parameter on) are pushed by the FC workers.
+  int head_first_key = -1;  // set >= 0 to enable; the server computes the key
   uint64_t job_id = 1;
   Consistency consistency = Consistency::kBsp;
   int staleness = 0;
@@ -106,6 +109,7 @@ class ServerNode {
   // After --restore, a worker must pull the current values (iteration -1)
   // before it may push or pull by iteration again: its own state is ahead
   // of the restored shard.
+  int head_first_key_ = -1;  // first head key, or -1
   bool restored_ = false;
   int64_t restored_version_ = 0;
   std::vector<bool> rejoined_;

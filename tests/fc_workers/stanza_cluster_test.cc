@@ -59,14 +59,20 @@ TEST_F(StanzaTest, EqualsSingleAndPsWithTheSameGlobalBatch) {
   const std::string config = PlainSgdConfig();
   const std::string common =
       " --batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out ";
-  for (const std::string mode : {"single", "ps", "stanza"}) {
-    std::string cmd = kBin + "strata_launch --config " + config + " --mode " + mode;
-    if (mode != "single") cmd += " --servers 1 --conv-workers 2 --fc-workers 1";
-    auto [code, out] = RunCommand(cmd + common + dir_ + "/" + mode + ".ckpt");
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"single", "--mode single"},
+      {"ps", "--mode ps --servers 1 --conv-workers 2"},
+      {"stanza", "--mode stanza --servers 1 --conv-workers 2 --fc-workers 1"},
+      {"stanza2", "--mode stanza --servers 2 --conv-workers 2 --fc-workers 2"}};
+  for (const auto& [name, flags] : runs) {
+    auto [code, out] = RunCommand(kBin + "strata_launch --config " + config + " " + flags + common +
+                                  dir_ + "/" + name + ".ckpt");
     ASSERT_EQ(code, 0) << out;
   }
   EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza.ckpt"), 1e-4f);
   EXPECT_LE(MaxDifference(dir_ + "/ps.ckpt", dir_ + "/stanza.ckpt"), 1e-4f);
+  // Two FC workers reduce the head through the servers: still the same math.
+  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza2.ckpt"), 1e-4f);
 }
 
 TEST_F(StanzaTest, TwoConvWorkersOneFcWorkerReach90PercentInThreeEpochs) {
@@ -80,6 +86,15 @@ TEST_F(StanzaTest, TwoConvWorkersOneFcWorkerReach90PercentInThreeEpochs) {
   EXPECT_EQ(s["steps"], 3 * 937);
   EXPECT_GE(s["test_accuracy"].get<double>(), 0.90) << out;
   EXPECT_NE(out.find("final: mode=stanza test_accuracy=0.9"), std::string::npos) << out;
+}
+
+TEST_F(StanzaTest, TwoFcWorkersReach90PercentInThreeEpochs) {
+  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
+                                " --mode stanza --servers 1 --conv-workers 2 --fc-workers 2 "
+                                "--epochs 3 --summary-out " +
+                                dir_ + "/s.json");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_GE(Summary(dir_ + "/s.json")["test_accuracy"].get<double>(), 0.90) << out;
 }
 
 // Sends one ACTIVATIONS message and returns the error text of the reply.
