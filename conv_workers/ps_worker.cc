@@ -1,6 +1,7 @@
 #include "conv_workers/ps_worker.h"
 
 #include "conv_workers/parameter_sync.h"
+#include "core/net/traffic.h"
 
 #include <chrono>
 #include <cstdio>
@@ -163,6 +164,12 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   }
   if (show) progress.Finish();
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
+  TrafficReport traffic;
+  traffic.process = absl::StrCat("worker ", rank);
+  traffic.steps = steps_run;
+  traffic.AddSent(PeerKind::kServer, client->bytes_sent());
+  traffic.AddReceived(PeerKind::kServer, client->bytes_received());
+  traffic.Print();
   summary.steps = step;
   summary.epochs = epochs;
   summary.train_loss = epoch_steps > 0 ? epoch_loss / static_cast<double>(epoch_steps) : 0.0;

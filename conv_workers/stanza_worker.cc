@@ -7,6 +7,7 @@
 #include "core/data/batch_loader.h"
 #include "core/model/model.h"
 #include "core/net/fc_link.h"
+#include "core/net/traffic.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 
@@ -67,6 +68,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   const int64_t total_steps = TotalTrainingSteps(tc, data.train.size());
 
   STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
+  const int64_t first_step = step;
   int64_t loaded_epoch = -1;
   while (step < total_steps) {
     const int64_t epoch = step / steps_per_epoch;
@@ -90,7 +92,16 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
     STRATA_RETURN_IF_ERROR_CTX(exchanged, absl::StrCat("iteration ", step));
     ++step;
   }
-  return WithContext(client->Done(), "reporting completion to the servers");
+  STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
+  TrafficReport traffic;
+  traffic.process = absl::StrCat("worker ", rank);
+  traffic.steps = step - first_step;
+  traffic.AddSent(PeerKind::kServer, client->bytes_sent());
+  traffic.AddReceived(PeerKind::kServer, client->bytes_received());
+  traffic.AddSent(PeerKind::kFc, link->counters().bytes_sent);
+  traffic.AddReceived(PeerKind::kFc, link->counters().bytes_received);
+  traffic.Print();
+  return absl::OkStatus();
 }
 
 }  // namespace strata

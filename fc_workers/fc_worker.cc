@@ -14,6 +14,7 @@
 #include "core/data/dataset.h"
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
+#include "core/net/traffic.h"
 #include "core/net/transport.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/ops/cpu/elementwise.h"
@@ -413,6 +414,14 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
     STRATA_RETURN_IF_ERROR(WriteJsonFile(options.run.summary_out, summary.ToJson()));
   }
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
+  TrafficReport traffic;
+  traffic.process = absl::StrCat("fc worker ", rank);
+  traffic.steps = total_steps;
+  traffic.AddSent(PeerKind::kServer, client->bytes_sent());
+  traffic.AddReceived(PeerKind::kServer, client->bytes_received());
+  traffic.AddSent(PeerKind::kConv, socket->counters().bytes_sent);
+  traffic.AddReceived(PeerKind::kConv, socket->counters().bytes_received);
+  traffic.Print();
   std::fprintf(stderr, "[fc worker %d] finished (%llu requests refused)\n", rank,
                static_cast<unsigned long long>(server.refused()));
   return summary;

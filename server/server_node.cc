@@ -117,7 +117,10 @@ absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& rep
   reply.header().setJobId(options_.job_id);
   reply.header().setSenderRole(wire::Role::SERVER);
   reply.header().setSenderRank(options_.rank);
-  return socket_->Send(reply, identity);
+  const uint64_t before = socket_->counters().bytes_sent;
+  absl::Status s = socket_->Send(reply, identity);
+  traffic_.AddSent(current_peer_, socket_->counters().bytes_sent - before);
+  return s;
 }
 
 void ServerNode::SendError(const std::string& identity, uint64_t request_id,
@@ -381,8 +384,12 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
 
 void ServerNode::HandleRaw(RawMessage raw) {
   const std::string identity = raw.identity;
+  uint64_t bytes = 0;
+  for (const auto& f : raw.frames) bytes += f.size();
   const uint64_t request_id = PeekRequestId(raw, options_.limits);
   absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), options_.limits);
+  current_peer_ = message.ok() ? PeerKindOf(message->header().getSenderRole()) : PeerKind::kConv;
+  traffic_.AddReceived(current_peer_, bytes);
   if (!message.ok()) {
     SendError(identity, request_id, message.status());
     return;
@@ -425,6 +432,9 @@ absl::Status ServerNode::Run() {
   if (!options_.checkpoint_path.empty()) {
     STRATA_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, store_->Capture()));
   }
+  traffic_.process = absl::StrCat("server ", options_.rank);
+  traffic_.steps = store_->min_clock();
+  traffic_.Print();
   std::string clocks;
   for (int64_t c : store_->clocks()) clocks += (clocks.empty() ? "" : " ") + std::to_string(c);
   std::fprintf(stderr,

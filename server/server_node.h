@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "core/model/job_config.h"
 #include "core/net/partition_plan.h"
+#include "core/net/traffic.h"
 #include "core/net/transport.h"
 #include "server/coordinator.h"
 #include "server/parameter_store.h"
@@ -116,6 +117,8 @@ class ServerNode {
   bool shutdown_ = false;
   int64_t last_checkpoint_version_ = 0;
   uint64_t errors_sent_ = 0;
+  TrafficReport traffic_;
+  PeerKind current_peer_ = PeerKind::kConv;  // the peer of the message being handled
 };
 
 // Parameter sizes of a job's model in key order: every parameter, or only

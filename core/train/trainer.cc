@@ -38,7 +38,9 @@ nlohmann::json RunSummary::ToJson() const {
           {"train_loss", train_loss},
           {"images_per_sec", images_per_sec},
           {"train_seconds", train_seconds},
-          {"forward_flops_per_image", forward_flops_per_image}};
+          {"forward_flops_per_image", forward_flops_per_image},
+          {"bytes_per_iteration", bytes_per_iteration},
+          {"bytes_per_iteration_by_role", bytes_per_iteration_by_role}};
 }
 
 absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,

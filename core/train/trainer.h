@@ -4,6 +4,7 @@
 #define STRATA_CORE_TRAIN_TRAINER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,10 @@ struct RunSummary {
   double images_per_sec = 0.0;  // training images / training seconds
   double train_seconds = 0.0;   // time in training steps (no start-up, no evaluation)
   double forward_flops_per_image = 0.0;
+  // Cluster modes: bytes sent per iteration by every process together, and
+  // by role ("servers", "conv_workers", "fc_workers"); 0 in single mode.
+  double bytes_per_iteration = 0.0;
+  std::map<std::string, double> bytes_per_iteration_by_role;
 
   nlohmann::json ToJson() const;
 };

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
+#include "tools/bench/plan_report.h"
 #include "tools/bench/ps_bench.h"
 #include "tools/bench/train_bench.h"
 
@@ -31,12 +32,20 @@ ABSL_FLAG(std::string, workers, "1,2,4", "ps: worker counts");
 ABSL_FLAG(std::string, transports, "tcp,ipc", "ps: tcp (127.0.0.1) and/or ipc (Unix sockets)");
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
+ABSL_FLAG(int32_t, servers, 1, "train, plan: parameter servers");
+ABSL_FLAG(int32_t, conv_workers, 2, "train, plan: conv workers");
+ABSL_FLAG(int32_t, fc_workers, 1, "train, plan: FC workers (stanza)");
+ABSL_FLAG(std::string, bandwidth, "1gbit", "plan: each host's link (e.g. 100mbit, 1gbit, 10gbit)");
+ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-thread SGEMM, x0.5)");
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
   absl::SetProgramUsageMessage(
-      "Strata's benchmark tool.\n  strata_bench train --config JOB.json [--modes single] "
-      "[--steps K] [--repeat R] [--threads T] [--json out.json]");
+      "Strata's benchmark tool.\n"
+      "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
+      "                     [--fc-workers F] [--servers S] [--steps K] [--repeat R] [--json f]\n"
+      "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc]\n"
+      "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
   if (positional.size() < 2) {
@@ -57,7 +66,20 @@ int main(int argc, char** argv) {
     o.batch_size = absl::GetFlag(FLAGS_batch_size);
     o.with_peer = absl::GetFlag(FLAGS_peer);
     o.json_out = absl::GetFlag(FLAGS_json);
+    o.servers = absl::GetFlag(FLAGS_servers);
+    o.conv_workers = absl::GetFlag(FLAGS_conv_workers);
+    o.fc_workers = absl::GetFlag(FLAGS_fc_workers);
     status = strata::bench::RunTrainBench(o);
+  } else if (command == "plan") {
+    strata::bench::PlanOptions o;
+    o.config = absl::GetFlag(FLAGS_config);
+    o.shape.servers = absl::GetFlag(FLAGS_servers);
+    o.shape.conv_workers = absl::GetFlag(FLAGS_conv_workers);
+    o.shape.fc_workers = absl::GetFlag(FLAGS_fc_workers);
+    o.shape.global_batch = absl::GetFlag(FLAGS_batch_size);
+    o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
+    o.gflops = absl::GetFlag(FLAGS_gflops);
+    status = strata::bench::RunPlan(o);
   } else if (command == "ps") {
     strata::bench::PsBenchOptions o;
     o.workers.clear();
@@ -75,7 +97,7 @@ int main(int argc, char** argv) {
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunPsBench(o);
   } else {
-    std::fprintf(stderr, "strata_bench: error: unknown benchmark \"%s\" (known: train, ps)\n",
+    std::fprintf(stderr, "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan)\n",
                  command.c_str());
     return 2;
   }

@@ -27,6 +27,7 @@ struct Contender {
   ProcessSpec spec;
   std::string result_path;  // JSON with "images_per_sec"
   std::vector<double> images_per_sec;
+  double bytes_per_iteration = 0;  // from the last run's summary (cluster modes)
 };
 
 absl::StatusOr<double> RunOnce(Contender& c, const std::string& log_path) {
@@ -43,6 +44,7 @@ absl::StatusOr<double> RunOnce(Contender& c, const std::string& log_path) {
   if (!result.is_object() || !result.contains("images_per_sec")) {
     return absl::InternalError(absl::StrCat(c.label, " wrote no result to ", c.result_path));
   }
+  c.bytes_per_iteration = result.value("bytes_per_iteration", 0.0);
   return result["images_per_sec"].get<double>();
 }
 
@@ -62,9 +64,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     return absl::InvalidArgumentError("train: --steps, --repeat and --threads must be > 0");
   }
   for (const std::string& mode : o.modes) {
-    if (mode != "single") {
-      return absl::UnimplementedError(absl::StrCat(
-          "train: mode \"", mode, "\" is not built yet (this build benchmarks --modes single)"));
+    if (mode != "single" && mode != "ps" && mode != "stanza") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("train: unknown mode \"", mode, "\" (use single, ps, stanza)"));
     }
   }
   STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(o.config));
@@ -105,8 +107,11 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     c.spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o.threads)}};
     contenders.push_back(std::move(c));
   }
-  const bool peer = o.with_peer && PythonHasTorch(o.python, scratch);
-  if (o.with_peer && !peer) {
+  // The PyTorch peer is a single process: it stands beside `single`.
+  const bool wants_peer =
+      o.with_peer && std::find(o.modes.begin(), o.modes.end(), "single") != o.modes.end();
+  const bool peer = wants_peer && PythonHasTorch(o.python, scratch);
+  if (wants_peer && !peer) {
     std::printf("peer: skipped (%s cannot import torch; apt-get install python3-torch)\n",
                 o.python.c_str());
   }
@@ -140,8 +145,8 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   }
 
   const double limit_ips = gflops * 1e9 / train_flops;
-  std::printf("\n%-16s %12s %10s %10s %14s\n", "contender", "median img/s", "min", "max",
-              "of the limit");
+  std::printf("\n%-16s %12s %10s %10s %14s %14s %10s\n", "contender", "median img/s", "min", "max",
+              "of the limit", "MB/iteration", "vs first");
   nlohmann::json report = {{"benchmark", "train"},
                            {"config", o.config},
                            {"batch_size", batch},

@@ -19,6 +19,9 @@ struct TrainBenchOptions {
   int repeat = 3;
   int threads = 2;
   int batch_size = 0;     // 0 = the config's
+  int servers = 1;        // ps, stanza
+  int conv_workers = 2;   // ps, stanza
+  int fc_workers = 1;     // stanza
   bool with_peer = true;  // run the PyTorch peer where torch is installed
   std::string json_out;   // "" = no JSON report
   std::string python = "/usr/bin/python3";

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <filesystem>
 #include <fstream>
 
@@ -19,7 +20,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/net/traffic.h"
 #include "core/status.h"
+#include "core/train/metrics_writer.h"
 
 namespace strata {
 namespace {
@@ -35,6 +38,7 @@ struct Child {
   std::deque<std::string> tail;  // last lines, for error reports
   bool exited = false;
   int status = 0;
+  nlohmann::json traffic;  // the process's "[traffic] {...}" report
 };
 
 absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::string>& argv) {
@@ -83,6 +87,11 @@ std::vector<std::string> Pump(Child& c) {
     std::string line = c.partial.substr(0, pos);
     c.partial.erase(0, pos + 1);
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (absl::StartsWith(line, kTrafficLinePrefix)) {  // summed at the end, not shown
+      c.traffic = nlohmann::json::parse(line.substr(std::strlen(kTrafficLinePrefix)), nullptr,
+                                        false);
+      continue;
+    }
     const std::string shown =
         absl::StartsWith(line, "[") ? line : absl::StrCat("[", c.label, "] ", line);
     std::fprintf(stderr, "%s\n", shown.c_str());
@@ -310,6 +319,33 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   s.images_per_sec = j.value("images_per_sec", 0.0);
   s.train_seconds = j.value("train_seconds", 0.0);
   s.forward_flops_per_image = j.value("forward_flops_per_image", 0.0);
+  // Cluster traffic: every byte is counted once, by its sender.
+  uint64_t total = 0;
+  std::map<std::string, uint64_t> by_role;
+  for (const Child& c : children) {
+    if (!c.traffic.is_object()) continue;
+    const std::string role = absl::StartsWith(c.label, "server")      ? "servers"
+                             : absl::StartsWith(c.label, "fc worker") ? "fc_workers"
+                                                                      : "conv_workers";
+    for (const auto& [peer, bytes] : c.traffic["sent"].items()) {
+      total += bytes.get<uint64_t>();
+      by_role[role] += bytes.get<uint64_t>();
+    }
+  }
+  if (s.steps > 0 && total > 0) {
+    s.bytes_per_iteration = static_cast<double>(total) / static_cast<double>(s.steps);
+    for (const auto& [role, bytes] : by_role) {
+      s.bytes_per_iteration_by_role[role] = static_cast<double>(bytes) / static_cast<double>(s.steps);
+    }
+    std::fprintf(stderr, "[launcher] traffic: %.3f MB per iteration", s.bytes_per_iteration / 1e6);
+    for (const auto& [role, bytes] : s.bytes_per_iteration_by_role) {
+      std::fprintf(stderr, ", %s sent %.3f MB", role.c_str(), bytes / 1e6);
+    }
+    std::fprintf(stderr, "\n");
+    j["bytes_per_iteration"] = s.bytes_per_iteration;
+    j["bytes_per_iteration_by_role"] = s.bytes_per_iteration_by_role;
+    if (!o.summary_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.summary_out, j));
+  }
   return s;
 }
 
