@@ -103,6 +103,14 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
                    "--progress=false",
                    "--summary-out",
                    c.result_path};
+    if (mode != "single") {
+      for (const std::string& flag :
+           {std::string("--servers"), std::to_string(o.servers), std::string("--conv-workers"),
+            std::to_string(o.conv_workers), std::string("--fc-workers"),
+            std::to_string(o.fc_workers)}) {
+        c.spec.argv.push_back(flag);
+      }
+    }
     c.spec.unset_env = UnsetForBenchmarks();
     c.spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o.threads)}};
     contenders.push_back(std::move(c));
@@ -159,9 +167,13 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   for (const Contender& c : contenders) {
     const double med = Median(c.images_per_sec);
     const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
-    std::printf("%-16s %12.0f %10.0f %10.0f %13.1f%%\n", c.label.c_str(), med, *mn, *mx,
-                100.0 * med / limit_ips);
-    report["contenders"][c.label] = {{"median_images_per_sec", med}, {"runs", c.images_per_sec}};
+    const double first = Median(contenders.front().images_per_sec);
+    std::printf("%-16s %12.0f %10.0f %10.0f %13.1f%% %14.3f %9.2fx\n", c.label.c_str(), med, *mn,
+                *mx, 100.0 * med / limit_ips, c.bytes_per_iteration / 1e6, med / first);
+    report["contenders"][c.label] = {{"median_images_per_sec", med},
+                                     {"runs", c.images_per_sec},
+                                     {"bytes_per_iteration", c.bytes_per_iteration},
+                                     {"ratio_to_first", med / first}};
   }
   std::printf("limit: %.1f MFLOP per training image at %.1f GFLOP/s = %.0f images/s\n",
               train_flops / 1e6, gflops, limit_ips);
