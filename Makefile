@@ -27,9 +27,11 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-# The default job on a local cluster: Fashion-MNIST, 3 epochs.
+# The default job on a local cluster in stanza mode: 1 server, 2 conv workers
+# and 1 FC worker as separate processes; Fashion-MNIST, 3 epochs.
 demo: build
-	$(BUILD_DIR)/bin/strata_launch --config configs/fashion_mnist.json --mode single \
+	$(BUILD_DIR)/bin/strata_launch --config configs/fashion_mnist.json --mode stanza \
+	  --servers 1 --conv-workers 2 --fc-workers 1 \
 	  --metrics-out $(BUILD_DIR)/demo_metrics.jsonl --summary-out $(BUILD_DIR)/demo_summary.json
 
 # Throughput against the PyTorch peer, side by side.
