@@ -1,6 +1,9 @@
 #include "conv_workers/parameter_sync.h"
 
 #include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
 
 #include "core/status.h"
 
@@ -61,5 +64,21 @@ std::function<void(int)> ParameterSync::AfterLayer(int64_t iteration) {
 }
 
 absl::Status ParameterSync::Finish() { return client_.WaitAll(tickets_); }
+
+absl::StatusOr<bool> ParameterSync::CompleteOrRewind(int64_t* iteration,
+                                                     const std::string& log_prefix) {
+  absl::Status exchanged = Finish();
+  if (!absl::IsAborted(exchanged)) {
+    STRATA_RETURN_IF_ERROR_CTX(exchanged, absl::StrCat("iteration ", *iteration));
+    return true;
+  }
+  // A server came back from a checkpoint: drop what is in flight and continue
+  // from the servers' iteration (the data order follows the iteration).
+  std::fprintf(stderr, "%s%s\n", log_prefix.c_str(), std::string(exchanged.message()).c_str());
+  STRATA_ASSIGN_OR_RETURN(*iteration, Rejoin());
+  std::fprintf(stderr, "%srewound to iteration %lld\n", log_prefix.c_str(),
+               static_cast<long long>(*iteration));
+  return false;
+}
 
 }  // namespace strata

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,11 @@ class ParameterSync {
   std::function<void(int)> AfterLayer(int64_t iteration);
   // Waits for this iteration's pushes and pulls (one deadline for all).
   absl::Status Finish();
+  // Finish(), and when a server turns out to have been restored from a
+  // checkpoint, Rejoin(): sets *iteration to the servers' iteration, logs it
+  // with `log_prefix`, and returns false (redo from there). True when the
+  // iteration completed.
+  absl::StatusOr<bool> CompleteOrRewind(int64_t* iteration, const std::string& log_prefix);
 
  private:
   absl::StatusOr<int64_t> PullCurrent();

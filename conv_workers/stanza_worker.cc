@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "conv_workers/parameter_sync.h"
-#include "core/data/batch_loader.h"
+#include "core/data/training_data.h"
 #include "core/model/model.h"
 #include "core/net/fc_link.h"
 #include "core/net/traffic.h"
@@ -18,20 +18,13 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   const TrainingConfig& tc = config.training;
   SetCpuThreads(static_cast<int>(tc.threads));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
+  STRATA_RETURN_IF_ERROR(model->RequireSplit());
   const int split = model->split_index();
-  if (split == model->num_layers()) {
-    return absl::InvalidArgumentError("stanza mode needs model.split_after in the job config");
-  }
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));
   const int rank = client->rank();
   const int workers = client->num_workers();
   if (client->fc_addresses().empty()) {
     return absl::FailedPreconditionError("the cluster map lists no FC workers (stanza mode)");
-  }
-  if (tc.batch_size % workers != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("training.batch_size ", tc.batch_size,
-                                                   " is not divisible by the ", workers,
-                                                   " conv workers"));
   }
   ParameterSync sync(*client, *model, 0, split);
   STRATA_RETURN_IF_ERROR(client->SetPlan(
@@ -46,26 +39,11 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto link, FcLink::Connect(lo));
   const std::string prefix = absl::StrCat("[worker ", rank, "] ");
 
-  STRATA_ASSIGN_OR_RETURN(
-      DataSplits data, LoadDataSplits(config.data, config.model.input, config.model.classes,
-                                      static_cast<uint64_t>(tc.seed)));
-  if (options.run.train_limit > 0 && options.run.train_limit < data.train.size()) {
-    data.train.labels.resize(options.run.train_limit);
-    data.train.pixels.resize(options.run.train_limit * data.train.sample_shape.numel());
-  }
-  BatchLoaderOptions bo;
-  bo.global_batch = tc.batch_size;
-  bo.rank = rank;
-  bo.world = workers;
-  bo.seed = static_cast<uint64_t>(tc.seed);
-  bo.mean = config.data.mean;
-  bo.std = config.data.std;
-  BatchLoader loader(data.train, bo);
-  const int64_t steps_per_epoch = loader.steps_per_epoch();
-  if (steps_per_epoch == 0) {
-    return absl::InvalidArgumentError("the training set is smaller than one global batch");
-  }
-  const int64_t total_steps = TotalTrainingSteps(tc, data.train.size());
+  STRATA_ASSIGN_OR_RETURN(auto data,
+                          LoadTrainingData(config, rank, workers, options.run.train_limit));
+  BatchLoader& loader = *data->loader;
+  const int64_t steps_per_epoch = data->steps_per_epoch;
+  const int64_t total_steps = data->total_steps;
 
   STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
   const int64_t first_step = step;
@@ -80,16 +58,11 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
     Tensor activations = model->Forward(batch.images, /*training=*/true, 0, split);
     STRATA_ASSIGN_OR_RETURN(Tensor grad, link->Exchange(step, activations, batch.labels));
     model->Backward(grad, 0, split, false, sync.AfterLayer(step));
-    absl::Status exchanged = sync.Finish();
-    if (absl::IsAborted(exchanged)) {
-      std::fprintf(stderr, "%s%s\n", prefix.c_str(), std::string(exchanged.message()).c_str());
-      STRATA_ASSIGN_OR_RETURN(step, sync.Rejoin());
-      std::fprintf(stderr, "%srewound to iteration %lld\n", prefix.c_str(),
-                   static_cast<long long>(step));
+    STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
+    if (!completed) {
       loaded_epoch = -1;
       continue;
     }
-    STRATA_RETURN_IF_ERROR_CTX(exchanged, absl::StrCat("iteration ", step));
     ++step;
   }
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");

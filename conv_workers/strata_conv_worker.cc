@@ -1,41 +1,28 @@
 // strata_conv_worker: a conv worker process.
 //
-//   strata_conv_worker --mode ps --coordinator tcp://HOST:PORT --config job.json \
+//   strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT --config job.json \
 //       [--rank R] [--threads T] [--timeout 60] [--summary-out s.json] [--metrics-out m.jsonl]
 //
 // `--mode ps` trains the whole model and exchanges every parameter with the
-// servers (the classic parameter-server baseline). Worker 0 prints progress,
-// evaluates, and writes the summary.
+// servers (the classic parameter-server baseline); worker 0 then reports
+// (progress, evaluation, summary). `--mode stanza` trains the conv trunk and
+// exchanges activations with its FC worker, which reports.
 #include <cstdio>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "conv_workers/ps_worker.h"
 #include "conv_workers/stanza_worker.h"
+#include "conv_workers/worker_flags.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 
 ABSL_FLAG(std::string, mode, "ps", "ps (the whole model) or stanza (the conv trunk only)");
-ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
-ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(int32_t, rank, -1, "worker rank (-1: assigned by the coordinator)");
-ABSL_FLAG(uint64_t, job_id, 1, "job id");
-ABSL_FLAG(int64_t, threads, 0, "CPU threads (overrides training.threads)");
-ABSL_FLAG(int64_t, epochs, 0, "epochs (overrides training.epochs)");
-ABSL_FLAG(int64_t, max_steps, 0, "stop after this many steps (overrides training.max_steps)");
-ABSL_FLAG(int64_t, batch_size, 0, "global batch size (overrides training.batch_size)");
-ABSL_FLAG(int64_t, seed, -1, "seed (overrides training.seed)");
-ABSL_FLAG(bool, evaluate, true, "worker 0 evaluates the test set after every epoch");
-ABSL_FLAG(double, timeout, 60.0, "seconds to wait for any server reply before failing");
-ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements, "must match the servers'");
-ABSL_FLAG(int64_t, train_limit, 0, "use only the first N training images (0: all)");
-ABSL_FLAG(std::string, summary_out, "", "worker 0: summary JSON");
-ABSL_FLAG(std::string, metrics_out, "", "worker 0: metrics JSON lines");
-ABSL_FLAG(std::string, parameters_out, "", "worker 0: final parameters (checkpoint format)");
-ABSL_FLAG(bool, progress, true, "worker 0 shows progress on stderr");
 
 namespace strata {
 namespace {
@@ -46,26 +33,8 @@ absl::Status Run() {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
   WorkerOptions o;
-  const std::string path = absl::GetFlag(FLAGS_config);
-  if (path.empty()) return absl::InvalidArgumentError("--config is required");
-  STRATA_ASSIGN_OR_RETURN(o.config, LoadJobConfig(path));
-  TrainingConfig& tc = o.config.training;
-  if (absl::GetFlag(FLAGS_threads) > 0) tc.threads = absl::GetFlag(FLAGS_threads);
-  if (absl::GetFlag(FLAGS_epochs) > 0) tc.epochs = absl::GetFlag(FLAGS_epochs);
-  if (absl::GetFlag(FLAGS_max_steps) > 0) tc.max_steps = absl::GetFlag(FLAGS_max_steps);
-  if (absl::GetFlag(FLAGS_batch_size) > 0) tc.batch_size = absl::GetFlag(FLAGS_batch_size);
-  if (absl::GetFlag(FLAGS_seed) >= 0) tc.seed = absl::GetFlag(FLAGS_seed);
-  tc.evaluate = absl::GetFlag(FLAGS_evaluate);
-  o.client.coordinator = absl::GetFlag(FLAGS_coordinator);
+  STRATA_RETURN_IF_ERROR(WorkerOptionsFromFlags(&o));
   o.client.rank = absl::GetFlag(FLAGS_rank);
-  o.client.job_id = absl::GetFlag(FLAGS_job_id);
-  o.client.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
-  o.chunk_elements = absl::GetFlag(FLAGS_chunk_elements);
-  o.run.train_limit = absl::GetFlag(FLAGS_train_limit);
-  o.run.summary_out = absl::GetFlag(FLAGS_summary_out);
-  o.run.metrics_out = absl::GetFlag(FLAGS_metrics_out);
-  o.run.progress = absl::GetFlag(FLAGS_progress);
-  o.parameters_out = absl::GetFlag(FLAGS_parameters_out);
   if (mode == "stanza") return RunStanzaConvWorker(o);
   return RunPsWorker(o).status();
 }
@@ -76,7 +45,7 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
   absl::SetProgramUsageMessage(
-      "Strata conv worker.\n  strata_conv_worker --mode ps --coordinator tcp://HOST:PORT "
+      "Strata conv worker.\n  strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT "
       "--config JOB.json [--rank R] [--threads T]");
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());

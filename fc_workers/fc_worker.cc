@@ -10,8 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/data/batch_loader.h"
-#include "core/data/dataset.h"
+#include "core/data/training_data.h"
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
 #include "core/net/traffic.h"
@@ -22,7 +21,7 @@
 #include "core/status.h"
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
-#include "core/train/progress.h"
+#include "core/train/training_reporter.h"
 
 namespace strata {
 namespace {
@@ -170,17 +169,6 @@ class FcServer {
       return absl::InvalidArgumentError(absl::StrCat(
           "activations from conv worker ", sender, ", which is not served by FC worker ", rank_));
     }
-    ConvPeer& peer = it->second;
-    if (h.getIteration() == peer.answered_iteration && h.getIteration() == iteration - 1) {
-      peer.identity = m.identity();  // a resent request: answer it again
-      Send(peer);
-      return absl::OkStatus();
-    }
-    if (h.getIteration() != iteration) {
-      return absl::InvalidArgumentError(absl::StrCat("activations for iteration ",
-                                                     h.getIteration(), ", expected iteration ",
-                                                     iteration));
-    }
     const std::string expected = expected_.ToString();
     const std::string received = ShapeText(h.getShape());
     if (expected != received) {
@@ -202,6 +190,17 @@ class FcServer {
                                                        " is outside [0, ", classes_, ")"));
       }
     }
+    ConvPeer& peer = it->second;
+    if (h.getIteration() == peer.answered_iteration && h.getIteration() == iteration - 1) {
+      peer.identity = m.identity();  // a resent request: answer it again
+      Send(peer);
+      return absl::OkStatus();
+    }
+    if (h.getIteration() != iteration) {
+      return absl::InvalidArgumentError(absl::StrCat("activations for iteration ",
+                                                     h.getIteration(), ", expected iteration ",
+                                                     iteration));
+    }
     peer.identity = m.identity();
     peer.request_id = h.getRequestId();
     peer.activations = Tensor::Empty(expected_);
@@ -222,17 +221,16 @@ class FcServer {
 
 }  // namespace
 
-absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
+absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
+  const WorkerOptions& options = fc_options.worker;
   const JobConfig& config = options.config;
   const TrainingConfig& tc = config.training;
   SetCpuThreads(static_cast<int>(tc.threads));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
+  STRATA_RETURN_IF_ERROR(model->RequireSplit());
   const int split = model->split_index();
-  if (split == model->num_layers()) {
-    return absl::InvalidArgumentError("stanza mode needs model.split_after in the job config");
-  }
   zmq::context_t context(1);
-  STRATA_ASSIGN_OR_RETURN(auto socket, Socket::Bind(context, SocketKind::kRouter, options.bind,
+  STRATA_ASSIGN_OR_RETURN(auto socket, Socket::Bind(context, SocketKind::kRouter, fc_options.bind,
                                                     options.client.limits));
   PsClientOptions co = options.client;
   co.role = wire::Role::FC_WORKER;
@@ -276,14 +274,11 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
               absl::StrJoin(mine, ",").c_str(), socket->address().c_str());
   std::fflush(stdout);
 
-  STRATA_ASSIGN_OR_RETURN(
-      DataSplits data, LoadDataSplits(config.data, config.model.input, config.model.classes,
-                                      static_cast<uint64_t>(tc.seed)));
-  const int64_t train_size =
-      options.run.train_limit > 0 ? std::min(options.run.train_limit, data.train.size())
-                                  : data.train.size();
-  const int64_t total_steps = TotalTrainingSteps(tc, train_size);
-  const int64_t steps_per_epoch = train_size / tc.batch_size;
+  // The FC worker reads no training batches; it needs the run length and
+  // (FC worker 0) the test set.
+  STRATA_ASSIGN_OR_RETURN(auto data, LoadTrainingData(config, 0, 1, options.run.train_limit));
+  const int64_t total_steps = data->total_steps;
+  const int64_t steps_per_epoch = data->steps_per_epoch;
   std::unique_ptr<ParameterOptimizer> local_head;
   std::unique_ptr<ParameterSync> head_sync;
   if (shared_head) {
@@ -301,9 +296,6 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
         std::move(optimizer), LrSchedule(config.schedule, config.optimizer.lr, total_steps),
         model->parameters(split, -1));
   }
-  BatchLoaderOptions normalization;
-  normalization.mean = config.data.mean;
-  normalization.std = config.data.std;
 
   // Pulls the trunk at version `iteration` so the whole model can be evaluated.
   auto pull_trunk = [&](int64_t iteration) -> absl::Status {
@@ -316,19 +308,10 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
 
   STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
                           MetricsWriter::Open(rank == 0 ? options.run.metrics_out : ""));
-  ProgressReporter progress(stderr, absl::StrCat("[fc worker ", rank, "] "), tc.log_every);
-  const bool show = options.run.progress && rank == 0;
-  const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
-  RunSummary summary;
-  summary.mode = "stanza";
-  summary.config = config.source;
-  summary.batch_size = tc.batch_size;
-  summary.threads = CpuThreads();
-  summary.parameters = model->num_parameter_elements();
-  summary.forward_flops_per_image = static_cast<double>(model->ForwardFlopsPerSample());
+  TrainingReporter reporter(tc, total_steps, steps_per_epoch, absl::StrCat("[fc worker ", rank, "] "),
+                            options.run.progress && rank == 0, &metrics);
+  RunSummary summary = NewRunSummary("stanza", config, *model);
   const double k = static_cast<double>(mine.size());
-  double train_seconds = 0.0, epoch_loss = 0.0, window_loss = 0.0;
-  int64_t epoch_steps = 0, window_steps = 0;
   double last = Now();
   for (int64_t step = 0; step < total_steps; ++step) {
     STRATA_RETURN_IF_ERROR(server.Gather(step, options.client.timeout));
@@ -347,64 +330,19 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options) {
     } else {
       local_head->Step();
     }
+    // Wall time per iteration (waiting included): the whole cluster's pace.
     const double now = Now();
-    train_seconds += now - last;  // wall time per iteration: the cluster's pace
+    reporter.StepDone(step, loss.loss, now - last);
     last = now;
-    if (step % steps_per_epoch == 0) {
-      epoch_loss = 0.0;
-      epoch_steps = 0;
-    }
-    epoch_loss += loss.loss;
-    ++epoch_steps;
-    window_loss += loss.loss;
-    ++window_steps;
-    const int64_t done = step + 1;
-    ProgressState ps;
-    ps.epoch = step / steps_per_epoch + 1;
-    ps.epochs = epochs;
-    ps.step_in_epoch = step % steps_per_epoch + 1;
-    ps.steps_per_epoch = steps_per_epoch;
-    ps.steps_done = done;
-    ps.total_steps = total_steps;
-    ps.loss = loss.loss;
-    ps.images_per_sec = static_cast<double>(done * tc.batch_size) / train_seconds;
-    ps.seconds_per_step = train_seconds / static_cast<double>(done);
-    if (show) progress.Update(ps);
-    if (done % tc.log_every == 0 || done == total_steps) {
-      metrics.Write({{"event", "train"},
-                     {"epoch", ps.epoch},
-                     {"step", done},
-                     {"loss", window_loss / static_cast<double>(window_steps)},
-                     {"images_per_sec", ps.images_per_sec}});
-      window_loss = 0.0;
-      window_steps = 0;
-    }
-    const bool epoch_done = done % steps_per_epoch == 0 || done == total_steps;
-    if (rank == 0 && tc.evaluate && epoch_done) {
-      STRATA_RETURN_IF_ERROR_CTX(pull_trunk(done), "pulling the trunk for evaluation");
+    if (rank == 0 && tc.evaluate && reporter.EpochEnds(step + 1)) {
+      STRATA_RETURN_IF_ERROR_CTX(pull_trunk(step + 1), "pulling the trunk for evaluation");
       STRATA_ASSIGN_OR_RETURN(EvalResult eval,
-                              Evaluate(*model, data.test, normalization, options.run.eval_limit));
-      summary.test_accuracy = eval.accuracy;
-      summary.test_loss = eval.loss;
-      metrics.Write({{"event", "eval"},
-                     {"epoch", ps.epoch},
-                     {"step", done},
-                     {"test_accuracy", eval.accuracy},
-                     {"test_loss", eval.loss}});
-      if (show) {
-        progress.Message(absl::StrFormat("epoch %d: test_accuracy=%.4f test_loss=%.4f", ps.epoch,
-                                         eval.accuracy, eval.loss));
-      }
+                              Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
+      reporter.Evaluated(step + 1, eval);
       last = Now();  // evaluation is not training time
     }
   }
-  if (show) progress.Finish();
-  summary.steps = total_steps;
-  summary.epochs = epochs;
-  summary.train_loss = epoch_steps > 0 ? epoch_loss / static_cast<double>(epoch_steps) : 0.0;
-  summary.train_seconds = train_seconds;
-  summary.images_per_sec =
-      train_seconds > 0 ? static_cast<double>(total_steps * tc.batch_size) / train_seconds : 0.0;
+  reporter.Finish(total_steps, &summary);
   if (rank == 0 && !options.parameters_out.empty()) {
     STRATA_RETURN_IF_ERROR_CTX(pull_trunk(total_steps), "pulling the final trunk");
     STRATA_RETURN_IF_ERROR(

@@ -24,17 +24,16 @@
 #include "absl/status/statusor.h"
 #include "core/model/job_config.h"
 #include "core/net/ps_client.h"
+#include "conv_workers/ps_worker.h"
 #include "core/train/trainer.h"
 
 namespace strata {
 
 struct FcWorkerOptions {
-  JobConfig config;
-  PsClientOptions client;  // role FC_WORKER, rank = this FC worker's
+  // What every worker takes; client.rank is this FC worker's rank (the role
+  // is set to FC_WORKER), parameters_out holds the whole model's parameters.
+  WorkerOptions worker;
   std::string bind = "tcp://127.0.0.1:0";  // where conv workers reach us
-  RunOptions run;
-  int64_t chunk_elements = kDefaultChunkElements;
-  std::string parameters_out;  // FC worker 0: final parameters of the whole model
 };
 
 absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options);

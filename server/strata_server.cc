@@ -19,6 +19,7 @@
 #include "core/model/job_config.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
+#include "core/train/training_flags.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "server/server_node.h"
@@ -41,10 +42,6 @@ ABSL_FLAG(std::string, checkpoint, "", "this shard's checkpoint file");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "iterations between checkpoints");
 ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
 ABSL_FLAG(double, dead_timeout, 10.0, "seconds without a heartbeat before a node is declared dead");
-ABSL_FLAG(int64_t, epochs, 0, "epochs (overrides training.epochs; sizes the LR schedule)");
-ABSL_FLAG(int64_t, max_steps, 0, "steps (overrides training.max_steps)");
-ABSL_FLAG(int64_t, batch_size, 0, "global batch size (overrides training.batch_size)");
-ABSL_FLAG(int64_t, seed, -1, "seed (overrides training.seed)");
 ABSL_FLAG(std::string, kv_sizes, "",
           "plain key-value mode: comma-separated parameter sizes (elements) instead of a model; "
           "--config is then optional (plain SGD, lr --kv-lr)");
@@ -75,11 +72,7 @@ absl::Status Run() {
   if (!config_path.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.config, LoadJobConfig(config_path));
   }
-  TrainingConfig& tc = o.config.training;
-  if (absl::GetFlag(FLAGS_epochs) > 0) tc.epochs = absl::GetFlag(FLAGS_epochs);
-  if (absl::GetFlag(FLAGS_max_steps) > 0) tc.max_steps = absl::GetFlag(FLAGS_max_steps);
-  if (absl::GetFlag(FLAGS_batch_size) > 0) tc.batch_size = absl::GetFlag(FLAGS_batch_size);
-  if (absl::GetFlag(FLAGS_seed) >= 0) tc.seed = absl::GetFlag(FLAGS_seed);
+  ApplyTrainingFlags(&o.config.training);
   o.rank = absl::GetFlag(FLAGS_rank);
   o.coordinator = absl::GetFlag(FLAGS_coordinator);
   o.bind = absl::GetFlag(FLAGS_bind);

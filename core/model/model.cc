@@ -108,10 +108,15 @@ std::vector<StateBuffer*> Model::state_buffers() {
   return out;
 }
 
-int64_t Model::num_parameter_elements() {
+int64_t Model::num_parameter_elements() const {
   int64_t n = 0;
-  for (Parameter* p : parameters()) n += p->value.numel();
+  for (Parameter* p : const_cast<Model*>(this)->parameters()) n += p->value.numel();
   return n;
+}
+
+absl::Status Model::RequireSplit() const {
+  if (split_index_ < num_layers()) return absl::OkStatus();
+  return absl::InvalidArgumentError("stanza mode needs model.split_after in the job config");
 }
 
 int64_t Model::ForwardFlopsPerSample() const {

@@ -31,6 +31,8 @@ class Model {
   Layer& layer(int i) { return *layers_[i]; }
   // Index of the first head layer (num_layers() when the model has no split).
   int split_index() const { return split_index_; }
+  // OK when the config names a split (model.split_after); stanza needs one.
+  absl::Status RequireSplit() const;
   const Shape& input_shape() const { return input_shape_; }
   // Per-sample shape of the activations at the split.
   Shape boundary_shape() const;
@@ -49,7 +51,7 @@ class Model {
   // Parameters of layers [begin, end), in order. Defaults: all of them.
   std::vector<Parameter*> parameters(int begin = 0, int end = -1);
   std::vector<StateBuffer*> state_buffers();
-  int64_t num_parameter_elements();
+  int64_t num_parameter_elements() const;
   // Forward multiply-add FLOPs of one sample (x2 per multiply-add).
   int64_t ForwardFlopsPerSample() const;
   // FLOPs of one sample's training step: forward, input gradient and weight

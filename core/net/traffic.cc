@@ -6,17 +6,23 @@ namespace strata {
 
 PeerKind PeerKindOf(wire::Role role) {
   switch (role) {
-    case wire::Role::SERVER: return PeerKind::kServer;
-    case wire::Role::FC_WORKER: return PeerKind::kFc;
-    default: return PeerKind::kConv;
+    case wire::Role::SERVER:
+      return PeerKind::kServer;
+    case wire::Role::FC_WORKER:
+      return PeerKind::kFc;
+    default:
+      return PeerKind::kConv;
   }
 }
 
 const char* PeerKindName(PeerKind kind) {
   switch (kind) {
-    case PeerKind::kServer: return "server";
-    case PeerKind::kConv: return "conv";
-    case PeerKind::kFc: return "fc";
+    case PeerKind::kServer:
+      return "server";
+    case PeerKind::kConv:
+      return "conv";
+    case PeerKind::kFc:
+      return "fc";
   }
   return "?";
 }

@@ -52,6 +52,10 @@ struct RunSummary {
   nlohmann::json ToJson() const;
 };
 
+// A summary with the run's fixed facts filled in: mode, config file, batch,
+// threads, parameter count and forward FLOPs per image.
+RunSummary NewRunSummary(const std::string& mode, const JobConfig& config, const Model& model);
+
 struct EvalResult {
   double accuracy = 0.0;
   double loss = 0.0;

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -124,7 +128,7 @@ std::string SendActivations(const std::string& address, int sender, int64_t iter
 }
 
 TEST_F(StanzaTest, BadActivationsGetErrorsAndTheOthersKeepTraining) {
-  StartCluster(/*max_steps=*/40, /*timeout=*/60);
+  StartCluster(/*max_steps=*/300, /*timeout=*/60);  // long enough to be attacked mid-run
   ASSERT_FALSE(fc_address_.empty());
   const size_t good = 32 * 7 * 7 * 64 * 4;
   EXPECT_EQ(SendActivations(fc_address_, 0, 0, {32, 7, 7, 32}, good / 2, 128)
@@ -157,6 +161,41 @@ TEST_F(StanzaTest, ADeadFcWorkerStopsItsConvWorkersWithAClearError) {
         << c->log();
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+}
+
+// Processes whose command line mentions `marker` (a unique temp path).
+int CountStrataProcesses(const std::string& marker) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string cmdline = testing::ReadFile(entry.path().string() + "/cmdline");
+    if (cmdline.find(marker) != std::string::npos && cmdline.find("strata_") != std::string::npos) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+TEST_F(StanzaTest, TheLauncherStopsEverythingWhenAnFcWorkerDies) {
+  const std::string config = dir_ + "/fc_dies.json";
+  std::ofstream(config) << testing::ReadFile(kConfig);
+  Process launcher(
+      {kBin + "strata_launch", "--config", config, "--mode", "stanza", "--servers", "1",
+       "--conv-workers", "2", "--fc-workers", "1", "--epochs", "5", "--timeout", "3"},
+      dir_ + "/launch.log");
+  ASSERT_FALSE(launcher.WaitFor("step 100/").empty()) << launcher.log();
+  // Kill the FC worker (the process of this run whose command line names strata_fc_worker).
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string cmdline = testing::ReadFile(entry.path().string() + "/cmdline");
+    if (cmdline.find(config) != std::string::npos &&
+        cmdline.find("strata_fc_worker") != std::string::npos) {
+      kill(std::stoi(entry.path().filename().string()), SIGKILL);
+    }
+  }
+  EXPECT_EQ(launcher.Wait(), 1);
+  EXPECT_NE(launcher.log().find("strata_launch: error: fc worker 0 was killed by signal 9"),
+            std::string::npos)
+      << launcher.log();
+  EXPECT_EQ(CountStrataProcesses(config), 0);
 }
 
 }  // namespace

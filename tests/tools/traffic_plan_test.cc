@@ -48,13 +48,14 @@ TEST_F(TrafficPlanTest, MeasuredBytesMatchThePlanWithinFivePercent) {
     const std::string summary = dir_ + "/" + mode + ".json";
     auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig + " --mode " + mode +
                                   " --servers 1 --conv-workers 2 --fc-workers 1 --max-steps 100 "
-                                  "--evaluate=false --progress=false --summary-out " + summary);
+                                  "--evaluate=false --progress=false --summary-out " +
+                                  summary);
     ASSERT_EQ(code, 0) << out;
     const double measured = Summary(summary)["bytes_per_iteration"].get<double>();
     const double planned =
         mode == "ps" ? plan->ps.bytes_per_iteration : plan->stanza.bytes_per_iteration;
-    EXPECT_NEAR(measured / planned, 1.0, 0.05) << mode << ": measured " << measured
-                                               << " bytes per iteration, planned " << planned;
+    EXPECT_NEAR(measured / planned, 1.0, 0.05)
+        << mode << ": measured " << measured << " bytes per iteration, planned " << planned;
   }
 }
 

@@ -16,15 +16,17 @@ absl::Status RunPlan(const PlanOptions& o) {
   // Training kernels reach about half the SGEMM rate (see strata_bench train).
   const double gflops = o.gflops > 0 ? o.gflops : 0.5 * MeasureSgemmGflops(1024, 1);
   STRATA_ASSIGN_OR_RETURN(TrafficPlan plan, PlanTraffic(config, shape, bandwidth, gflops));
-  std::printf("strata_bench plan: %s, %d conv workers, %d FC workers, %d servers, global batch %lld, "
-              "%s links, %.1f GFLOP/s per process\n",
-              o.config.c_str(), shape.conv_workers, shape.fc_workers, shape.servers,
-              static_cast<long long>(shape.global_batch), o.bandwidth.c_str(), gflops);
-  std::printf("parameters: %lld (trunk %lld, head %lld = %.1f%%); boundary activations %lld per sample\n\n",
-              static_cast<long long>(plan.parameters), static_cast<long long>(plan.trunk_parameters),
-              static_cast<long long>(plan.head_parameters),
-              100.0 * static_cast<double>(plan.head_parameters) / static_cast<double>(plan.parameters),
-              static_cast<long long>(plan.boundary_elements));
+  std::printf(
+      "strata_bench plan: %s, %d conv workers, %d FC workers, %d servers, global batch %lld, "
+      "%s links, %.1f GFLOP/s per process\n",
+      o.config.c_str(), shape.conv_workers, shape.fc_workers, shape.servers,
+      static_cast<long long>(shape.global_batch), o.bandwidth.c_str(), gflops);
+  std::printf(
+      "parameters: %lld (trunk %lld, head %lld = %.1f%%); boundary activations %lld per sample\n\n",
+      static_cast<long long>(plan.parameters), static_cast<long long>(plan.trunk_parameters),
+      static_cast<long long>(plan.head_parameters),
+      100.0 * static_cast<double>(plan.head_parameters) / static_cast<double>(plan.parameters),
+      static_cast<long long>(plan.boundary_elements));
   std::printf("%-8s %16s %14s %12s %12s %12s\n", "mode", "bytes/iteration", "busiest link",
               "compute s", "iteration s", "images/s");
   for (const auto& [name, m] : {std::pair<const char*, const ModePlan&>{"ps", plan.ps},

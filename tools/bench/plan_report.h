@@ -15,7 +15,7 @@ struct PlanOptions {
   std::string config;
   ClusterShape shape;  // global_batch <= 0: the config's
   std::string bandwidth = "1gbit";
-  double gflops = 0;   // 0: measured
+  double gflops = 0;  // 0: measured
 };
 
 absl::Status RunPlan(const PlanOptions& options);

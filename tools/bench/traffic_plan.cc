@@ -16,7 +16,8 @@ absl::StatusOr<double> ParseBandwidth(const std::string& text) {
   const std::pair<const char*, double> units[] = {
       {"gbit", 1e9 / 8}, {"mbit", 1e6 / 8}, {"kbit", 1e3 / 8}};
   for (const auto& [unit, scale] : units) {
-    if (t.size() > std::strlen(unit) && t.compare(t.size() - std::strlen(unit), std::string::npos, unit) == 0) {
+    if (t.size() > std::strlen(unit) &&
+        t.compare(t.size() - std::strlen(unit), std::string::npos, unit) == 0) {
       double value = 0;
       if (absl::SimpleAtod(t.substr(0, t.size() - std::strlen(unit)), &value) && value > 0) {
         return value * scale;
@@ -54,7 +55,8 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const JobConfig& config, const ClusterSh
   // FLOPs of one sample's training step, trunk and head.
   double trunk_flops = 0, head_flops = 0;
   for (int i = 0; i < model->num_layers(); ++i) {
-    const double fl = static_cast<double>(model->layer(i).ForwardFlopsPerSample()) * (i == 0 ? 2 : 3);
+    const double fl =
+        static_cast<double>(model->layer(i).ForwardFlopsPerSample()) * (i == 0 ? 2 : 3);
     (i < split ? trunk_flops : head_flops) += fl;
   }
 

@@ -104,10 +104,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
                    "--summary-out",
                    c.result_path};
     if (mode != "single") {
-      for (const std::string& flag :
-           {std::string("--servers"), std::to_string(o.servers), std::string("--conv-workers"),
-            std::to_string(o.conv_workers), std::string("--fc-workers"),
-            std::to_string(o.fc_workers)}) {
+      for (const std::string& flag : {std::string("--servers"), std::to_string(o.servers),
+                                      std::string("--conv-workers"), std::to_string(o.conv_workers),
+                                      std::string("--fc-workers"), std::to_string(o.fc_workers)}) {
         c.spec.argv.push_back(flag);
       }
     }

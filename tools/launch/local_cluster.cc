@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -88,8 +88,8 @@ std::vector<std::string> Pump(Child& c) {
     c.partial.erase(0, pos + 1);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (absl::StartsWith(line, kTrafficLinePrefix)) {  // summed at the end, not shown
-      c.traffic = nlohmann::json::parse(line.substr(std::strlen(kTrafficLinePrefix)), nullptr,
-                                        false);
+      c.traffic =
+          nlohmann::json::parse(line.substr(std::strlen(kTrafficLinePrefix)), nullptr, false);
       continue;
     }
     const std::string shown =
@@ -335,7 +335,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   if (s.steps > 0 && total > 0) {
     s.bytes_per_iteration = static_cast<double>(total) / static_cast<double>(s.steps);
     for (const auto& [role, bytes] : by_role) {
-      s.bytes_per_iteration_by_role[role] = static_cast<double>(bytes) / static_cast<double>(s.steps);
+      s.bytes_per_iteration_by_role[role] =
+          static_cast<double>(bytes) / static_cast<double>(s.steps);
     }
     std::fprintf(stderr, "[launcher] traffic: %.3f MB per iteration", s.bytes_per_iteration / 1e6);
     for (const auto& [role, bytes] : s.bytes_per_iteration_by_role) {

@@ -19,17 +19,14 @@
 #include "core/model/job_config.h"
 #include "core/status.h"
 #include "core/train/trainer.h"
+#include "core/train/training_flags.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "tools/launch/local_cluster.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cluster.mode)");
-ABSL_FLAG(int64_t, epochs, 0, "epochs to train (overrides training.epochs)");
-ABSL_FLAG(int64_t, max_steps, 0, "stop after this many steps (overrides training.max_steps)");
-ABSL_FLAG(int64_t, batch_size, 0, "global batch size (overrides training.batch_size)");
 ABSL_FLAG(int64_t, threads, 0, "CPU threads per process (overrides training.threads)");
-ABSL_FLAG(int64_t, seed, -1, "random seed (overrides training.seed)");
 ABSL_FLAG(bool, evaluate, true, "evaluate on the test set after every epoch");
 ABSL_FLAG(std::string, metrics_out, "", "write metrics as JSON lines to this file");
 ABSL_FLAG(std::string, summary_out, "", "write the summary JSON to this file");
@@ -57,13 +54,8 @@ absl::StatusOr<JobConfig> ConfigFromFlags() {
   if (path.empty()) return absl::InvalidArgumentError("--config is required");
   STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(path));
   if (!absl::GetFlag(FLAGS_mode).empty()) config.cluster.mode = absl::GetFlag(FLAGS_mode);
-  if (absl::GetFlag(FLAGS_epochs) > 0) config.training.epochs = absl::GetFlag(FLAGS_epochs);
-  if (absl::GetFlag(FLAGS_max_steps) > 0)
-    config.training.max_steps = absl::GetFlag(FLAGS_max_steps);
-  if (absl::GetFlag(FLAGS_batch_size) > 0)
-    config.training.batch_size = absl::GetFlag(FLAGS_batch_size);
+  ApplyTrainingFlags(&config.training);
   if (absl::GetFlag(FLAGS_threads) > 0) config.training.threads = absl::GetFlag(FLAGS_threads);
-  if (absl::GetFlag(FLAGS_seed) >= 0) config.training.seed = absl::GetFlag(FLAGS_seed);
   config.training.evaluate = absl::GetFlag(FLAGS_evaluate);
   return config;
 }
@@ -107,9 +99,7 @@ absl::Status RunCluster(const JobConfig& config) {
   const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
   o.threads_per_worker = std::max(1, threads / o.conv_workers);
   const TrainingConfig& tc = config.training;
-  o.override_flags = {
-      "--epochs",     std::to_string(tc.epochs),     "--max-steps", std::to_string(tc.max_steps),
-      "--batch-size", std::to_string(tc.batch_size), "--seed",      std::to_string(tc.seed)};
+  o.override_flags = TrainingFlagArgs(tc);
   if (!tc.evaluate) o.extra_worker_flags.push_back("--evaluate=false");
   if (!absl::GetFlag(FLAGS_progress)) o.extra_worker_flags.push_back("--progress=false");
   if (!absl::GetFlag(FLAGS_parameters_out).empty()) {

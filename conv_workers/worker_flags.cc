@@ -1,0 +1,44 @@
+#include "conv_workers/worker_flags.h"
+
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "core/status.h"
+#include "core/train/training_flags.h"
+
+ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
+ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
+ABSL_FLAG(uint64_t, job_id, 1, "job id");
+ABSL_FLAG(int64_t, threads, 0, "CPU threads (overrides training.threads)");
+ABSL_FLAG(bool, evaluate, true, "the reporting worker evaluates after every epoch");
+ABSL_FLAG(double, timeout, 60.0, "seconds to wait for any peer before failing");
+ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements, "must match the servers'");
+ABSL_FLAG(int64_t, train_limit, 0, "use only the first N training images (0: all)");
+ABSL_FLAG(std::string, summary_out, "", "reporting worker: summary JSON");
+ABSL_FLAG(std::string, metrics_out, "", "reporting worker: metrics JSON lines");
+ABSL_FLAG(std::string, parameters_out, "", "reporting worker: final parameters (checkpoint format)");
+ABSL_FLAG(bool, progress, true, "the reporting worker shows progress on stderr");
+
+namespace strata {
+
+absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
+  const std::string path = absl::GetFlag(FLAGS_config);
+  if (path.empty()) return absl::InvalidArgumentError("--config is required");
+  STRATA_ASSIGN_OR_RETURN(o->config, LoadJobConfig(path));
+  TrainingConfig& tc = o->config.training;
+  ApplyTrainingFlags(&tc);
+  if (absl::GetFlag(FLAGS_threads) > 0) tc.threads = absl::GetFlag(FLAGS_threads);
+  tc.evaluate = absl::GetFlag(FLAGS_evaluate);
+  o->client.coordinator = absl::GetFlag(FLAGS_coordinator);
+  o->client.job_id = absl::GetFlag(FLAGS_job_id);
+  o->client.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  o->chunk_elements = absl::GetFlag(FLAGS_chunk_elements);
+  o->run.train_limit = absl::GetFlag(FLAGS_train_limit);
+  o->run.summary_out = absl::GetFlag(FLAGS_summary_out);
+  o->run.metrics_out = absl::GetFlag(FLAGS_metrics_out);
+  o->run.progress = absl::GetFlag(FLAGS_progress);
+  o->parameters_out = absl::GetFlag(FLAGS_parameters_out);
+  return absl::OkStatus();
+}
+
+}  // namespace strata

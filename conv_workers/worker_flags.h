@@ -1,0 +1,21 @@
+// The command-line flags every worker binary (strata_conv_worker,
+// strata_fc_worker) shares, and their reading into WorkerOptions:
+// --config, --coordinator, --job-id, --threads, --evaluate, --timeout,
+// --chunk-elements, --train-limit, --summary-out, --metrics-out,
+// --parameters-out, --progress, plus the training overrides
+// (core/train/training_flags.h). Each binary adds its own --rank.
+#ifndef STRATA_CONV_WORKERS_WORKER_FLAGS_H_
+#define STRATA_CONV_WORKERS_WORKER_FLAGS_H_
+
+#include "absl/status/status.h"
+#include "conv_workers/ps_worker.h"
+
+namespace strata {
+
+// Loads --config with every override applied and fills `options` (all but
+// the rank). Fails when --config is missing or invalid.
+absl::Status WorkerOptionsFromFlags(WorkerOptions* options);
+
+}  // namespace strata
+
+#endif  // STRATA_CONV_WORKERS_WORKER_FLAGS_H_
