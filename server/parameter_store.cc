@@ -261,9 +261,17 @@ absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
     slot.version = meta["chunks"][i][1].get<int64_t>();
     slot.updates = meta["chunks"][i][2].get<int64_t>();
     slot.pushed.clear();
-    slot.last_push.assign(pushers(slot.chunk.key), slot.version - 1);
   }
   for (size_t w = 0; w < clocks_.size(); ++w) clocks_[w] = meta["clocks"][w].get<int64_t>();
+  // SSP/ASP de-duplicate by the last iteration each pusher applied; after a
+  // restore that is what its clock says (iterations are pushed in order).
+  for (Slot& slot : slots_) {
+    const int n = pushers(slot.chunk.key);
+    slot.last_push.assign(n, -1);
+    if (n == options_.workers) {
+      for (int w = 0; w < n; ++w) slot.last_push[w] = clocks_[w] - 1;
+    }
+  }
   return absl::OkStatus();
 }
 
