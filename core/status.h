@@ -45,14 +45,14 @@ const absl::Status& AsStatus(const absl::StatusOr<T>& s) {
 // Returns from the calling function when `expr` (a Status) is not OK.
 #define STRATA_RETURN_IF_ERROR(expr)                 \
   do {                                               \
-    const absl::Status strata_status_ = (expr);      \
+    absl::Status strata_status_ = (expr);            \
     if (!strata_status_.ok()) return strata_status_; \
   } while (0)
 
 // Like STRATA_RETURN_IF_ERROR, adding `context` in front of the message.
 #define STRATA_RETURN_IF_ERROR_CTX(expr, context)                                      \
   do {                                                                                 \
-    const absl::Status strata_status_ = (expr);                                        \
+    absl::Status strata_status_ = (expr);                                              \
     if (!strata_status_.ok()) return ::strata::WithContext(strata_status_, (context)); \
   } while (0)
 
@@ -64,6 +64,9 @@ const absl::Status& AsStatus(const absl::StatusOr<T>& s) {
   STRATA_ASSIGN_OR_RETURN_IMPL_(STRATA_STATUS_CONCAT_(strata_statusor_, __LINE__), lhs, expr, \
                                 context)
 
+// `tmp` is a generated name and `lhs` may be a declaration ("auto x"), so
+// neither can be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define STRATA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr, context) \
   auto tmp = (expr);                                           \
   if (!tmp.ok()) {                                             \
@@ -72,6 +75,7 @@ const absl::Status& AsStatus(const absl::StatusOr<T>& s) {
     return ::strata::WithContext(tmp.status(), strata_ctx_);   \
   }                                                            \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 // Programmer-error check: aborts with file:line and the message. Never use it
 // for anything that comes from a file, a flag or the network.

@@ -121,7 +121,12 @@ absl::Status PsClient::SetPlan(PartitionPlan plan) {
 
 void PsClient::Wake() {
   absl::MutexLock lock(&queue_mu_);
-  if (wake_sender_ != nullptr) wake_sender_->send(zmq::str_buffer("w"), zmq::send_flags::dontwait);
+  if (wake_sender_ == nullptr) return;
+  try {
+    wake_sender_->send(zmq::str_buffer("w"), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t&) {
+    // The I/O thread also polls with a timeout; a lost wake-up only delays it.
+  }
 }
 
 void PsClient::Enqueue(std::vector<Request> requests) {
