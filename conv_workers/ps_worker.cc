@@ -62,23 +62,14 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   RunSummary summary = NewRunSummary("ps", config, *model);
 
   const int64_t first_step = step;
-  int64_t loaded_epoch = -1;
   while (step < total_steps) {
-    const int64_t epoch = step / steps_per_epoch;
-    if (epoch != loaded_epoch) {
-      loader.StartEpoch(epoch);
-      loaded_epoch = epoch;
-    }
     const double t0 = Now();
-    Batch batch = loader.Get(step % steps_per_epoch);
+    Batch batch = loader.ForStep(step);
     Tensor logits = model->Forward(batch.images, /*training=*/true);
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
     model->Backward(loss.grad_logits, 0, -1, false, sync.AfterLayer(step));
     STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
-    if (!completed) {
-      loaded_epoch = -1;
-      continue;
-    }
+    if (!completed) continue;
     reporter.StepDone(step, loss.loss, Now() - t0);
     ++step;
     if (rank == 0 && tc.evaluate && reporter.EpochEnds(step)) {

@@ -42,27 +42,17 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto data,
                           LoadTrainingData(config, rank, workers, options.run.train_limit));
   BatchLoader& loader = *data->loader;
-  const int64_t steps_per_epoch = data->steps_per_epoch;
   const int64_t total_steps = data->total_steps;
 
   STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
   const int64_t first_step = step;
-  int64_t loaded_epoch = -1;
   while (step < total_steps) {
-    const int64_t epoch = step / steps_per_epoch;
-    if (epoch != loaded_epoch) {
-      loader.StartEpoch(epoch);
-      loaded_epoch = epoch;
-    }
-    Batch batch = loader.Get(step % steps_per_epoch);
+    Batch batch = loader.ForStep(step);
     Tensor activations = model->Forward(batch.images, /*training=*/true, 0, split);
     STRATA_ASSIGN_OR_RETURN(Tensor grad, link->Exchange(step, activations, batch.labels));
     model->Backward(grad, 0, split, false, sync.AfterLayer(step));
     STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
-    if (!completed) {
-      loaded_epoch = -1;
-      continue;
-    }
+    if (!completed) continue;
     ++step;
   }
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");

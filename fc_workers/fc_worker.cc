@@ -43,7 +43,7 @@ struct ConvPeer {
   std::string identity;
   bool arrived = false;
   uint64_t request_id = 0;
-  Tensor activations;
+  Tensor activations;  // this peer's rows of the batch being gathered
   std::vector<int32_t> labels;
   int64_t answered_iteration = -1;
   uint64_t answered_request = 0;
@@ -61,6 +61,16 @@ class FcServer {
 
   // Receives until every conv worker's activations for `iteration` are in.
   absl::Status Gather(int64_t iteration, absl::Duration timeout) {
+    // Activations arrive straight into their rows of one batch tensor.
+    const int64_t b = expected_[0];
+    std::vector<int64_t> dims = expected_.dims();
+    dims[0] = b * static_cast<int64_t>(peers_.size());
+    batch_ = Tensor::Empty(Shape(dims));
+    int64_t row = 0;
+    for (auto& [r, p] : peers_) {
+      p.activations = batch_.Slice(row, row + b);
+      row += b;
+    }
     const absl::Time deadline = absl::Now() + timeout;
     while (!AllArrived()) {
       const absl::Time now = absl::Now();
@@ -98,18 +108,9 @@ class FcServer {
 
   // The gathered batch, in conv-rank order.
   std::pair<Tensor, std::vector<int32_t>> Concatenate() const {
-    const int64_t b = expected_[0];
-    std::vector<int64_t> dims = expected_.dims();
-    dims[0] = b * static_cast<int64_t>(peers_.size());
-    Tensor x = Tensor::Empty(Shape(dims));
     std::vector<int32_t> labels;
-    int64_t row = 0;
-    for (const auto& [r, p] : peers_) {
-      x.Slice(row, row + b).CopyFrom(p.activations);
-      labels.insert(labels.end(), p.labels.begin(), p.labels.end());
-      row += b;
-    }
-    return {x, labels};
+    for (const auto& [r, p] : peers_) labels.insert(labels.end(), p.labels.begin(), p.labels.end());
+    return {batch_, labels};
   }
 
   // Sends each conv worker its slice of `grads` and resets for the next iteration.
@@ -122,7 +123,6 @@ class FcServer {
       p.answered_request = p.request_id;
       Send(p);
       p.arrived = false;
-      p.activations = Tensor();
       row += b;
     }
   }
@@ -203,7 +203,6 @@ class FcServer {
     }
     peer.identity = m.identity();
     peer.request_id = h.getRequestId();
-    peer.activations = Tensor::Empty(expected_);
     m.CopyFrameTo(0, peer.activations.data());
     peer.labels = std::move(labels);
     peer.arrived = true;
@@ -216,6 +215,7 @@ class FcServer {
   uint64_t job_id_;
   int rank_;
   std::map<int, ConvPeer> peers_;  // by conv rank
+  Tensor batch_;                   // the activations of the iteration being gathered
   uint64_t refused_ = 0;
 };
 

@@ -36,12 +36,19 @@ int64_t BatchLoader::steps_per_epoch() const {
 }
 
 void BatchLoader::StartEpoch(int64_t epoch) {
+  epoch_ = epoch;
   std::iota(order_.begin(), order_.end(), 0);
   if (!options_.shuffle) return;
   Rng rng(DeriveSeed(options_.seed, 0xE90C0000ULL + static_cast<uint64_t>(epoch)));
   for (int64_t i = static_cast<int64_t>(order_.size()) - 1; i > 0; --i) {
     std::swap(order_[i], order_[rng.Below(i + 1)]);
   }
+}
+
+Batch BatchLoader::ForStep(int64_t step) {
+  const int64_t per_epoch = steps_per_epoch();
+  if (step / per_epoch != epoch_) StartEpoch(step / per_epoch);
+  return Get(step % per_epoch);
 }
 
 Batch BatchLoader::Get(int64_t step) const {

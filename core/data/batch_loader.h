@@ -44,11 +44,16 @@ class BatchLoader {
   void StartEpoch(int64_t epoch);
   // This rank's part of global batch `step` of the current epoch.
   Batch Get(int64_t step) const;
+  // This rank's part of the batch of global training step `step` (counted
+  // over the whole run): re-orders for a new epoch when the step enters one,
+  // so a loop may also jump back (a rewind after a server restart).
+  Batch ForStep(int64_t step);
 
  private:
   const Dataset& dataset_;
   BatchLoaderOptions options_;
   std::vector<int64_t> order_;
+  int64_t epoch_ = -1;         // the epoch order_ was built for
   std::vector<float> scale_;   // per channel: 1 / (255 * std)
   std::vector<float> offset_;  // per channel: -mean / std
 };

@@ -157,8 +157,7 @@ Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const 
   {
     absl::MutexLock lock(&op->mu_);
     for (auto& [server, r] : by_server) {
-      op->waiting_on_.push_back(
-          absl::StrCat("server ", server, " (", server_addresses_[server], ")"));
+      op->waiting_on_.push_back(server);
       requests.push_back(std::move(r));
     }
   }
@@ -189,7 +188,7 @@ Ticket PsClient::SubmitToAll(wire::Kind kind) {
       r.server = s;
       r.kind = kind;
       r.op = op;
-      op->waiting_on_.push_back(absl::StrCat("server ", s, " (", server_addresses_[s], ")"));
+      op->waiting_on_.push_back(s);
       requests.push_back(std::move(r));
     }
   }
@@ -223,7 +222,7 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
   r.op = op;
   {
     absl::MutexLock lock(&op->mu_);
-    op->waiting_on_.push_back(absl::StrCat("server ", server));
+    op->waiting_on_.push_back(server);
   }
   op->AddParts(1);
   std::vector<Request> requests;
@@ -243,9 +242,11 @@ absl::Status PsClient::WaitUntil(const Ticket& ticket, absl::Time deadline) {
   auto done = [&ticket]()
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(ticket->mu_) { return ticket->remaining_ == 0; };
   if (!ticket->mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    std::set<std::string> servers(ticket->waiting_on_.begin(), ticket->waiting_on_.end());
+    const std::set<int> servers(ticket->waiting_on_.begin(), ticket->waiting_on_.end());
     std::string who;
-    for (const auto& w : servers) who += (who.empty() ? "" : ", ") + w;
+    for (int s : servers) {
+      absl::StrAppend(&who, who.empty() ? "" : ", ", "server ", s, " (", server_addresses_[s], ")");
+    }
     return absl::DeadlineExceededError(absl::StrCat("no reply to ", ticket->what_, " from ", who,
                                                     " within ",
                                                     absl::FormatDuration(options_.timeout)));
@@ -357,10 +358,7 @@ void PsClient::HandleReply(int server, RawMessage raw) {
   {
     absl::MutexLock lock(&r.op->mu_);
     auto& w = r.op->waiting_on_;
-    auto pos = std::find_if(w.begin(), w.end(), [&](const std::string& s) {
-      return s.rfind(absl::StrCat("server ", server, " "), 0) == 0 ||
-             s == absl::StrCat("server ", server);
-    });
+    auto pos = std::find(w.begin(), w.end(), server);
     if (pos != w.end()) w.erase(pos);
   }
   r.op->PartDone(status, version);

@@ -162,7 +162,7 @@ class Operation {
   int remaining_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = -1;
-  std::vector<std::string> waiting_on_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> waiting_on_ ABSL_GUARDED_BY(mu_);  // server of each unanswered part
   ClockReport clocks_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -114,15 +114,9 @@ absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions
   RunSummary summary = NewRunSummary("single", config, *model);
 
   int64_t step = opt.step();
-  int64_t loaded_epoch = -1;
   while (step < total_steps) {
-    const int64_t epoch = step / steps_per_epoch;
-    if (epoch != loaded_epoch) {
-      loader.StartEpoch(epoch);
-      loaded_epoch = epoch;
-    }
     const double t0 = Now();
-    Batch batch = loader.Get(step % steps_per_epoch);
+    Batch batch = loader.ForStep(step);
     Tensor logits = model->Forward(batch.images, /*training=*/true);
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
     model->Backward(loss.grad_logits);
@@ -133,7 +127,8 @@ absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions
     if (!options.checkpoint_path.empty() && options.checkpoint_every > 0 &&
         step % options.checkpoint_every == 0) {
       STRATA_RETURN_IF_ERROR(
-          WriteCheckpoint(options.checkpoint_path, CaptureTrainingState(*model, opt, epoch)));
+          WriteCheckpoint(options.checkpoint_path,
+                          CaptureTrainingState(*model, opt, (step - 1) / steps_per_epoch)));
     }
     if (tc.evaluate && reporter.EpochEnds(step)) {
       STRATA_ASSIGN_OR_RETURN(EvalResult eval,

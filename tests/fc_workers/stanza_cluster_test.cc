@@ -163,18 +163,6 @@ TEST_F(StanzaTest, ADeadFcWorkerStopsItsConvWorkersWithAClearError) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
 }
 
-// Processes whose command line mentions `marker` (a unique temp path).
-int CountStrataProcesses(const std::string& marker) {
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string cmdline = testing::ReadFile(entry.path().string() + "/cmdline");
-    if (cmdline.find(marker) != std::string::npos && cmdline.find("strata_") != std::string::npos) {
-      ++count;
-    }
-  }
-  return count;
-}
-
 TEST_F(StanzaTest, TheLauncherStopsEverythingWhenAnFcWorkerDies) {
   const std::string config = dir_ + "/fc_dies.json";
   std::ofstream(config) << testing::ReadFile(kConfig);
@@ -195,7 +183,7 @@ TEST_F(StanzaTest, TheLauncherStopsEverythingWhenAnFcWorkerDies) {
   EXPECT_NE(launcher.log().find("strata_launch: error: fc worker 0 was killed by signal 9"),
             std::string::npos)
       << launcher.log();
-  EXPECT_EQ(CountStrataProcesses(config), 0);
+  EXPECT_EQ(testing::CountStrataProcesses(config), 0);
 }
 
 }  // namespace

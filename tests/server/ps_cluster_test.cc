@@ -181,18 +181,6 @@ TEST_F(PsClusterTest, WorkersStopWithAClearErrorWhenTheServerNeverReturns) {
       << worker.log();
 }
 
-// Processes whose command line mentions `marker` (a unique temp path).
-int CountProcessesMentioning(const std::string& marker) {
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
-    if (cmdline.find(marker) != std::string::npos && cmdline.find("strata_") != std::string::npos) {
-      ++count;
-    }
-  }
-  return count;
-}
-
 TEST_F(PsClusterTest, CtrlCStopsTheWholeClusterWithoutOrphans) {
   // A private copy of the config: its path marks this test's processes.
   const std::string config = dir_ + "/ctrl_c.json";
@@ -201,11 +189,11 @@ TEST_F(PsClusterTest, CtrlCStopsTheWholeClusterWithoutOrphans) {
                     "--conv-workers", "2", "--epochs", "5"},
                    dir_ + "/launch.log");
   ASSERT_FALSE(launcher.WaitFor("step 100/").empty()) << launcher.log();
-  EXPECT_EQ(CountProcessesMentioning(config), 5);  // launcher, 2 servers, 2 workers
+  EXPECT_EQ(testing::CountStrataProcesses(config), 5);  // launcher, 2 servers, 2 workers
   launcher.Interrupt();
   EXPECT_EQ(launcher.Wait(), 1);
   EXPECT_NE(launcher.log().find("interrupted"), std::string::npos) << launcher.log();
-  EXPECT_EQ(CountProcessesMentioning(config), 0);
+  EXPECT_EQ(testing::CountStrataProcesses(config), 0);
 }
 
 TEST_F(PsClusterTest, AFailingWorkerStopsTheClusterAndIsNamed) {
@@ -218,7 +206,7 @@ TEST_F(PsClusterTest, AFailingWorkerStopsTheClusterAndIsNamed) {
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("strata_launch: error: worker "), std::string::npos) << out;
   EXPECT_NE(out.find("exited with status 1; stopped the cluster"), std::string::npos) << out;
-  EXPECT_EQ(CountProcessesMentioning(config), 0);
+  EXPECT_EQ(testing::CountStrataProcesses(config), 0);
 }
 
 // A raw ZeroMQ client speaking to a live server.

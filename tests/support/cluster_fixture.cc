@@ -39,6 +39,17 @@ std::string AddressIn(const std::string& line) {
   return line.substr(at, line.find(' ', at) - at);
 }
 
+int CountStrataProcesses(const std::string& marker) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    if (cmdline.find(marker) != std::string::npos && cmdline.find("strata_") != std::string::npos) {
+      ++count;
+    }
+  }
+  return count;
+}
+
 Process::Process(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
   pid_ = fork();
   if (pid_ == 0) {

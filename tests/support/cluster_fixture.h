@@ -27,6 +27,10 @@ std::pair<int, std::string> RunCommand(const std::string& command);
 // The "tcp://..." or "ipc://..." address in a log line ("... on ADDRESS ...").
 std::string AddressIn(const std::string& line);
 
+// Strata processes whose command line mentions `marker` (a unique temp
+// path passed to the run), from /proc.
+int CountStrataProcesses(const std::string& marker);
+
 // A background process whose output goes to a log file; killed (SIGKILL)
 // when destroyed unless it was waited for.
 class Process {
