@@ -25,7 +25,9 @@ struct Chunk {
   int index = 0;  // position in PartitionPlan::chunks()
 };
 
-inline constexpr int64_t kDefaultChunkElements = 1 << 20;  // 4 MiB of float32
+// 1 MiB of float32: the unit of transfer, so a large tensor streams as a
+// pipeline of chunks (push of one overlapping the pull of the previous).
+inline constexpr int64_t kDefaultChunkElements = 1 << 18;
 
 class PartitionPlan {
  public:

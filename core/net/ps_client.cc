@@ -143,21 +143,20 @@ void PsClient::Enqueue(std::vector<Request> requests) {
 Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor) {
   auto op = std::make_shared<Operation>(
       absl::StrCat(KindName(kind), " of key ", key, " for iteration ", iteration));
-  std::map<int, Request> by_server;
-  for (const Chunk& c : plan_.chunks_of_key(key)) {
-    Request& r = by_server[c.server];
-    r.server = c.server;
-    r.kind = kind;
-    r.iteration = iteration;
-    r.tensor = tensor;
-    r.op = op;
-    r.chunks.push_back(c);
-  }
+  // One request per chunk: the server applies and answers each chunk as it
+  // arrives, so the pull of one chunk overlaps the push of the next.
   std::vector<Request> requests;
   {
     absl::MutexLock lock(&op->mu_);
-    for (auto& [server, r] : by_server) {
-      op->waiting_on_.push_back(server);
+    for (const Chunk& c : plan_.chunks_of_key(key)) {
+      Request r;
+      r.server = c.server;
+      r.kind = kind;
+      r.iteration = iteration;
+      r.tensor = tensor;
+      r.op = op;
+      r.chunks.push_back(c);
+      op->waiting_on_.push_back(c.server);
       requests.push_back(std::move(r));
     }
   }
