@@ -17,17 +17,9 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "core/util/clock.h"
 
 namespace strata {
-namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   const JobConfig& config = options.config;
   const TrainingConfig& tc = config.training;
@@ -62,15 +54,22 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   RunSummary summary = NewRunSummary("ps", config, *model);
 
   const int64_t first_step = step;
+  StepTimes times;
   while (step < total_steps) {
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     Batch batch = loader.ForStep(step);
+    const double t1 = MonotonicSeconds();
     Tensor logits = model->Forward(batch.images, /*training=*/true);
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
     model->Backward(loss.grad_logits, 0, -1, false, sync.AfterLayer(step));
+    const double t2 = MonotonicSeconds();
     STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
+    const double t3 = MonotonicSeconds();
+    times.compute += t2 - t1;
+    times.network += t3 - t2;
+    times.wall += t3 - t0;
     if (!completed) continue;
-    reporter.StepDone(step, loss.loss, Now() - t0);
+    reporter.StepDone(step, loss.loss, t3 - t0);
     ++step;
     if (rank == 0 && tc.evaluate && reporter.EpochEnds(step)) {
       STRATA_ASSIGN_OR_RETURN(EvalResult eval,
@@ -85,6 +84,8 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   traffic.steps = step - first_step;
   traffic.AddSent(PeerKind::kServer, client->bytes_sent());
   traffic.AddReceived(PeerKind::kServer, client->bytes_received());
+  traffic.has_times = true;
+  traffic.times = times;
   traffic.Print();
   if (rank == 0 && !options.run.summary_out.empty()) {
     STRATA_RETURN_IF_ERROR(WriteJsonFile(options.run.summary_out, summary.ToJson()));

@@ -10,6 +10,7 @@
 #include "core/net/traffic.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 
 namespace strata {
 
@@ -46,12 +47,22 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
 
   STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
   const int64_t first_step = step;
+  StepTimes times;
   while (step < total_steps) {
+    const double t0 = MonotonicSeconds();
     Batch batch = loader.ForStep(step);
+    const double t1 = MonotonicSeconds();
     Tensor activations = model->Forward(batch.images, /*training=*/true, 0, split);
+    const double t2 = MonotonicSeconds();
     STRATA_ASSIGN_OR_RETURN(Tensor grad, link->Exchange(step, activations, batch.labels));
+    const double t3 = MonotonicSeconds();
     model->Backward(grad, 0, split, false, sync.AfterLayer(step));
+    const double t4 = MonotonicSeconds();
     STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
+    const double t5 = MonotonicSeconds();
+    times.compute += (t2 - t1) + (t4 - t3);
+    times.network += (t3 - t2) + (t5 - t4);
+    times.wall += t5 - t0;
     if (!completed) continue;
     ++step;
   }
@@ -63,6 +74,8 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   traffic.AddReceived(PeerKind::kServer, client->bytes_received());
   traffic.AddSent(PeerKind::kFc, link->counters().bytes_sent);
   traffic.AddReceived(PeerKind::kFc, link->counters().bytes_received);
+  traffic.has_times = true;
+  traffic.times = times;
   traffic.Print();
   return absl::OkStatus();
 }

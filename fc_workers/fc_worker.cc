@@ -22,14 +22,10 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "core/util/clock.h"
 
 namespace strata {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string ShapeText(capnp::List<int64_t>::Reader shape) {
   std::vector<int64_t> dims;
@@ -312,7 +308,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
                             options.run.progress && rank == 0, &metrics);
   RunSummary summary = NewRunSummary("stanza", config, *model);
   const double k = static_cast<double>(mine.size());
-  double last = Now();
+  double last = MonotonicSeconds();
   for (int64_t step = 0; step < total_steps; ++step) {
     STRATA_RETURN_IF_ERROR(server.Gather(step, options.client.timeout));
     auto [x, labels] = server.Concatenate();
@@ -331,7 +327,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
       local_head->Step();
     }
     // Wall time per iteration (waiting included): the whole cluster's pace.
-    const double now = Now();
+    const double now = MonotonicSeconds();
     reporter.StepDone(step, loss.loss, now - last);
     last = now;
     if (rank == 0 && tc.evaluate && reporter.EpochEnds(step + 1)) {
@@ -339,7 +335,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
       STRATA_ASSIGN_OR_RETURN(EvalResult eval,
                               Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
       reporter.Evaluated(step + 1, eval);
-      last = Now();  // evaluation is not training time
+      last = MonotonicSeconds();  // evaluation is not training time
     }
   }
   reporter.Finish(total_steps, &summary);

@@ -4,7 +4,7 @@
 # once, and says what it does.
 #
 #   tools/setup.sh           build, test and demo dependencies
-#   tools/setup.sh --bench   also the benchmark peers (python3-torch) and plotting
+#   tools/setup.sh --bench   also the benchmark peers (python3-torch)
 set -euo pipefail
 
 packages=(
@@ -14,10 +14,10 @@ packages=(
   libabsl-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
-  iproute2 procps
+  iproute2 procps gnuplot-nox
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy gnuplot-nox)
+  packages+=(python3-torch python3-numpy)
 fi
 
 missing=()

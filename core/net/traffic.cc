@@ -34,6 +34,9 @@ nlohmann::json TrafficReport::ToJson() const {
     j["sent"][name] = sent[k];
     j["received"][name] = received[k];
   }
+  if (has_times) {
+    j["times"] = {{"compute", times.compute}, {"network", times.network}, {"wall", times.wall}};
+  }
   return j;
 }
 

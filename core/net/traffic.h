@@ -2,7 +2,7 @@
 // of peer, reported once at the end as one line that the launcher sums:
 //
 //   [traffic] {"process":"worker 0","steps":937,"sent":{"server":...,"conv":0,"fc":...},
-//              "received":{...}}
+//              "received":{...},"times":{"compute":...,"network":...,"wall":...}}
 //
 // Bytes are ZeroMQ payload (headers and tensor frames); TCP/IP framing is
 // not counted.
@@ -26,11 +26,20 @@ enum class PeerKind { kServer = 0, kConv = 1, kFc = 2 };
 PeerKind PeerKindOf(wire::Role role);
 const char* PeerKindName(PeerKind kind);
 
+// Where a worker's iterations went, summed over its run, in seconds.
+struct StepTimes {
+  double compute = 0;  // forward, backward, local updates
+  double network = 0;  // blocked on the network: pushes, pulls, activation exchange
+  double wall = 0;     // whole iterations (the rest is input loading and idling)
+};
+
 struct TrafficReport {
   std::string process;  // "server 0", "worker 1", "fc worker 0"
   int64_t steps = 0;
   std::array<uint64_t, 3> sent{};
   std::array<uint64_t, 3> received{};
+  bool has_times = false;  // workers time their iterations; servers do not
+  StepTimes times;
 
   void AddSent(PeerKind peer, uint64_t bytes) { sent[static_cast<int>(peer)] += bytes; }
   void AddReceived(PeerKind peer, uint64_t bytes) { received[static_cast<int>(peer)] += bytes; }

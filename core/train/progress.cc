@@ -5,14 +5,9 @@
 #include <chrono>
 
 #include "absl/strings/str_format.h"
+#include "core/util/clock.h"
 
 namespace strata {
-namespace {
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
-
 ProgressReporter::ProgressReporter(FILE* stream, std::string prefix, int64_t plain_every)
     : stream_(stream),
       prefix_(std::move(prefix)),
@@ -29,7 +24,7 @@ std::string ProgressReporter::Format(const ProgressState& s) {
 
 void ProgressReporter::Update(const ProgressState& state) {
   if (is_tty_) {
-    const double now = NowSeconds();
+    const double now = MonotonicSeconds();
     const bool last = state.steps_done == state.total_steps;
     if (!last && now - last_draw_ < 0.1) return;
     last_draw_ = now;

@@ -15,20 +15,17 @@
 #include "core/train/metrics_writer.h"
 #include "core/train/progress.h"
 #include "core/train/training_reporter.h"
+#include "core/util/clock.h"
 
 namespace strata {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 constexpr int64_t kEvalBatch = 500;
 
 }  // namespace
 
 nlohmann::json RunSummary::ToJson() const {
-  return {{"mode", mode},
+  nlohmann::json j = {{"mode", mode},
           {"config", config},
           {"steps", steps},
           {"epochs", epochs},
@@ -43,6 +40,8 @@ nlohmann::json RunSummary::ToJson() const {
           {"forward_flops_per_image", forward_flops_per_image},
           {"bytes_per_iteration", bytes_per_iteration},
           {"bytes_per_iteration_by_role", bytes_per_iteration_by_role}};
+  if (!seconds_per_iteration.empty()) j["seconds_per_iteration"] = seconds_per_iteration;
+  return j;
 }
 
 RunSummary NewRunSummary(const std::string& mode, const JobConfig& config, const Model& model) {
@@ -115,14 +114,14 @@ absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions
 
   int64_t step = opt.step();
   while (step < total_steps) {
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     Batch batch = loader.ForStep(step);
     Tensor logits = model->Forward(batch.images, /*training=*/true);
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
     model->Backward(loss.grad_logits);
     const float lr = opt.current_lr();
     opt.Step();
-    reporter.StepDone(step, loss.loss, Now() - t0, lr);
+    reporter.StepDone(step, loss.loss, MonotonicSeconds() - t0, lr);
     ++step;
     if (!options.checkpoint_path.empty() && options.checkpoint_every > 0 &&
         step % options.checkpoint_every == 0) {

@@ -48,6 +48,11 @@ struct RunSummary {
   // by role ("servers", "conv_workers", "fc_workers"); 0 in single mode.
   double bytes_per_iteration = 0.0;
   std::map<std::string, double> bytes_per_iteration_by_role;
+  // Cluster modes: a conv worker's iteration, in seconds, averaged over the
+  // conv workers: "compute" (forward, backward), "communication" (blocked on
+  // the network: pushes, pulls, activation exchange) and "waiting" (the
+  // rest: input loading, scheduling). Empty in single mode.
+  std::map<std::string, double> seconds_per_iteration;
 
   nlohmann::json ToJson() const;
 };

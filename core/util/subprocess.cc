@@ -12,12 +12,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status.h"
+#include "core/util/network_namespace.h"
 
 extern char** environ;
 
 namespace strata {
 
-absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) {
+namespace {
+
+int ExitCode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Starts `spec` in a process group of its own. Fails when the program
+// cannot be started (exec or namespace errors are reported by the child
+// through a close-on-exec pipe).
+absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("RunProcess: empty argv");
   // Build argv and the environment in the parent; the child only execs.
   std::map<std::string, std::string> env;
@@ -45,7 +56,7 @@ absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) 
           absl::StrCat("cannot open ", spec.output_path, ": ", std::strerror(errno)));
     }
   }
-  int exec_pipe[2];  // reports an exec failure back to the parent
+  int exec_pipe[2];  // reports a setns or exec failure back to the parent
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
     if (out_fd >= 0) ::close(out_fd);
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -61,8 +72,13 @@ absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) 
       ::dup2(out_fd, STDOUT_FILENO);
       ::dup2(out_fd, STDERR_FILENO);
     }
-    ::execvpe(argv[0], argv.data(), envp.data());
-    const int err = errno;
+    int err = spec.network_namespace.empty()
+                  ? 0
+                  : EnterNetworkNamespace(spec.network_namespace.c_str());
+    if (err == 0) {
+      ::execvpe(argv[0], argv.data(), envp.data());
+      err = errno;
+    }
     (void)!::write(exec_pipe[1], &err, sizeof(err));
     ::_exit(127);
   }
@@ -74,29 +90,73 @@ absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) 
   ::close(exec_pipe[0]);
   if (n == sizeof(exec_errno)) {
     ::waitpid(pid, nullptr, 0);
-    return absl::NotFoundError(
-        absl::StrCat("cannot start ", spec.argv[0], ": ", std::strerror(exec_errno)));
+    return absl::NotFoundError(absl::StrCat(
+        "cannot start ", spec.argv[0],
+        spec.network_namespace.empty() ? "" : absl::StrCat(" in ", spec.network_namespace), ": ",
+        std::strerror(exec_errno)));
   }
+  return pid;
+}
+
+}  // namespace
+
+absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<int> codes, RunProcesses({spec}, timeout));
+  return codes[0];
+}
+
+absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& specs,
+                                              absl::Duration timeout) {
+  std::vector<pid_t> pids;
+  auto kill_all = [&pids] {
+    for (pid_t pid : pids) {
+      if (pid > 0) {
+        ::kill(-pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  };
+  for (const ProcessSpec& spec : specs) {
+    absl::StatusOr<pid_t> pid = StartProcess(spec);
+    if (!pid.ok()) {
+      kill_all();
+      return pid.status();
+    }
+    pids.push_back(*pid);
+  }
+  std::vector<int> codes(specs.size(), -1);
+  size_t running = specs.size();
   const absl::Time deadline = absl::Now() + timeout;
-  while (true) {
-    int status = 0;
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      return 128 + WTERMSIG(status);
+  while (running > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (pids[i] <= 0) continue;
+      int status = 0;
+      const pid_t r = ::waitpid(pids[i], &status, WNOHANG);
+      if (r < 0 && errno != EINTR) {
+        kill_all();
+        return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
+      }
+      if (r != pids[i]) continue;
+      codes[i] = ExitCode(status);
+      pids[i] = -1;
+      --running;
+      if (codes[i] != 0 && running > 0) {  // a failed rank: stop the others
+        for (size_t j = 0; j < pids.size(); ++j) {
+          if (pids[j] > 0) codes[j] = 128 + SIGKILL;
+        }
+        kill_all();
+        return codes;
+      }
     }
-    if (r < 0 && errno != EINTR) {
-      return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
+    if (running > 0 && absl::Now() > deadline) {
+      kill_all();
+      return absl::DeadlineExceededError(absl::StrCat(
+          absl::StrJoin(specs.front().argv, " "), specs.size() > 1 ? " (and the others)" : "",
+          " did not finish within ", absl::FormatDuration(timeout), " and was killed"));
     }
-    if (absl::Now() > deadline) {
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      return absl::DeadlineExceededError(
-          absl::StrCat(absl::StrJoin(spec.argv, " "), " did not finish within ",
-                       absl::FormatDuration(timeout), " and was killed"));
-    }
-    ::usleep(5000);
+    if (running > 0) ::usleep(5000);
   }
+  return codes;
 }
 
 std::string FileTail(const std::string& path, size_t max_bytes) {

@@ -24,6 +24,8 @@ struct ProcessSpec {
   std::vector<std::string> unset_env;
   std::vector<std::pair<std::string, std::string>> set_env;
   std::string output_path;  // stdout and stderr go here; "" = inherit
+  // Run inside this network namespace (/run/netns/NAME); "" = ours.
+  std::string network_namespace;
 };
 
 // Runs the process to completion and returns its exit code (128 + signal if
@@ -31,6 +33,13 @@ struct ProcessSpec {
 // its process group) is killed and DeadlineExceeded is returned. Fails when
 // the program cannot be started.
 absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout);
+
+// Runs every process at once (the ranks of a distributed peer) and returns
+// their exit codes in order. When one exits with an error the others are
+// killed (their code reads 128 + SIGKILL), so a failed rank never leaves
+// the rest waiting for it. DeadlineExceeded when `timeout` passes first.
+absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& specs,
+                                              absl::Duration timeout);
 
 // The last `max_bytes` of a file (for showing the end of a failed run's log).
 std::string FileTail(const std::string& path, size_t max_bytes);

@@ -15,13 +15,6 @@ using testing::RunCommand;
 
 class TrafficPlanTest : public testing::ClusterTest {};
 
-TEST_F(TrafficPlanTest, BandwidthParsing) {
-  EXPECT_DOUBLE_EQ(*bench::ParseBandwidth("1gbit"), 125e6);
-  EXPECT_DOUBLE_EQ(*bench::ParseBandwidth("100Mbit"), 12.5e6);
-  EXPECT_DOUBLE_EQ(*bench::ParseBandwidth("2.5gbit"), 312.5e6);
-  EXPECT_EQ(bench::ParseBandwidth("fast").status().code(), absl::StatusCode::kInvalidArgument);
-}
-
 TEST_F(TrafficPlanTest, PlanArithmeticForTheDefaultModel) {
   auto config = LoadJobConfig(kConfig);
   ASSERT_TRUE(config.ok());

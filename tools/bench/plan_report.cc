@@ -4,6 +4,7 @@
 
 #include "core/status.h"
 #include "tools/bench/machine_limits.h"
+#include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
 

@@ -19,13 +19,10 @@
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
 #include "tools/bench/bench_report.h"
+#include "core/util/clock.h"
 
 namespace strata::bench {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // A strata_server in plain key-value mode, stopped when this goes away.
 class BenchServer {
@@ -142,13 +139,13 @@ absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, 
           warmup + std::clamp<int64_t>(static_cast<int64_t>(seconds * 4e9 / round_bytes), 4, 2000);
       double start = 0.0;
       for (int64_t r = 0; r < target; ++r) {
-        if (r == warmup) start = Now();
+        if (r == warmup) start = MonotonicSeconds();
         Ticket push = (*client)->Push(r, 0, grad);
         Ticket pull = (*client)->Pull(r + 1, 0, value);
         errors[w] = (*client)->WaitAll({push, pull});
         if (!errors[w].ok()) return;
       }
-      elapsed[w] = Now() - start;
+      elapsed[w] = MonotonicSeconds() - start;
       rounds_done[w] = target - warmup;
       errors[w] = (*client)->Done();
       clients[w] = *std::move(client);
@@ -178,9 +175,9 @@ absl::StatusOr<std::vector<double>> MeasurePullLatencies(const std::string& tran
   STRATA_RETURN_IF_ERROR(client->Wait(client->Init(0, value)));
   std::vector<double> micros;
   for (int i = 0; i < pulls + 100; ++i) {
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     STRATA_RETURN_IF_ERROR(client->Wait(client->Pull(-1, 0, value)));
-    if (i >= 100) micros.push_back((Now() - t0) * 1e6);  // after 100 warm-up pulls
+    if (i >= 100) micros.push_back((MonotonicSeconds() - t0) * 1e6);  // after 100 warm-up pulls
   }
   STRATA_RETURN_IF_ERROR(client->Done());
   std::sort(micros.begin(), micros.end());
@@ -194,9 +191,9 @@ double MeasureMemcpyGBps(size_t bytes) {
   std::memcpy(b.data(), a.data(), bytes);
   double best = 1e30;
   for (int i = 0; i < 5; ++i) {
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     std::memcpy(b.data(), a.data(), bytes);
-    best = std::min(best, Now() - t0);
+    best = std::min(best, MonotonicSeconds() - t0);
   }
   return static_cast<double>(bytes) / best / 1e9;
 }

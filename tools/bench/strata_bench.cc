@@ -16,6 +16,7 @@
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "tools/bench/plan_report.h"
+#include "tools/bench/link_bench.h"
 #include "tools/bench/ps_bench.h"
 #include "tools/bench/train_bench.h"
 
@@ -35,7 +36,14 @@ ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
 ABSL_FLAG(int32_t, servers, 1, "train, plan: parameter servers");
 ABSL_FLAG(int32_t, conv_workers, 2, "train, plan: conv workers");
 ABSL_FLAG(int32_t, fc_workers, 1, "train, plan: FC workers (stanza)");
-ABSL_FLAG(std::string, bandwidth, "1gbit", "plan: each host's link (e.g. 100mbit, 1gbit, 10gbit)");
+ABSL_FLAG(std::string, bandwidth, "",
+          "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
+          "root; default loopback); plan: the link to plan for (default 1gbit)");
+ABSL_FLAG(std::string, latency, "0", "train: with --bandwidth, one-way delay between hosts (0.2ms)");
+ABSL_FLAG(std::string, sweep, "",
+          "train: run every value of one network setting, e.g. bandwidth=100mbit,1gbit,10gbit");
+ABSL_FLAG(std::string, csv, "", "train: write the results as CSV to this file");
+ABSL_FLAG(std::string, plot, "", "train: with --sweep, draw images/s against it into this PNG");
 ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-thread SGEMM, x0.5)");
 
 int main(int argc, char** argv) {
@@ -43,7 +51,10 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
-      "                     [--fc-workers F] [--servers S] [--steps K] [--repeat R] [--json f]\n"
+      "                     [--fc-workers F] [--servers S] [--bandwidth 1gbit] [--latency 0.2ms]\n"
+      "                     [--sweep bandwidth=100mbit,1gbit,10gbit] [--steps K] [--repeat R]\n"
+      "                     [--json f] [--csv f] [--plot f.png]\n"
+      "  strata_bench link --bandwidth 1gbit [--latency 0.2ms]   (what an emulated link carries)\n"
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc]\n"
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit");
   strata::NormalizedArgs args(argc, argv);
@@ -69,6 +80,11 @@ int main(int argc, char** argv) {
     o.servers = absl::GetFlag(FLAGS_servers);
     o.conv_workers = absl::GetFlag(FLAGS_conv_workers);
     o.fc_workers = absl::GetFlag(FLAGS_fc_workers);
+    o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
+    o.latency = absl::GetFlag(FLAGS_latency);
+    o.sweep = absl::GetFlag(FLAGS_sweep);
+    o.csv_out = absl::GetFlag(FLAGS_csv);
+    o.plot_out = absl::GetFlag(FLAGS_plot);
     status = strata::bench::RunTrainBench(o);
   } else if (command == "plan") {
     strata::bench::PlanOptions o;
@@ -77,7 +93,7 @@ int main(int argc, char** argv) {
     o.shape.conv_workers = absl::GetFlag(FLAGS_conv_workers);
     o.shape.fc_workers = absl::GetFlag(FLAGS_fc_workers);
     o.shape.global_batch = absl::GetFlag(FLAGS_batch_size);
-    o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
+    o.bandwidth = absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth);
     o.gflops = absl::GetFlag(FLAGS_gflops);
     status = strata::bench::RunPlan(o);
   } else if (command == "ps") {
@@ -96,8 +112,14 @@ int main(int argc, char** argv) {
     o.seconds_per_point = absl::GetFlag(FLAGS_seconds);
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunPsBench(o);
+  } else if (command == "link") {
+    status = strata::bench::RunLinkBench(absl::GetFlag(FLAGS_bandwidth).empty()
+                                             ? "1gbit"
+                                             : absl::GetFlag(FLAGS_bandwidth),
+                                         absl::GetFlag(FLAGS_latency));
   } else {
-    std::fprintf(stderr, "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan)\n",
+    std::fprintf(stderr,
+                 "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link)\n",
                  command.c_str());
     return 2;
   }

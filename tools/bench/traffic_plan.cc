@@ -3,30 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/model/model.h"
 #include "core/status.h"
 
 namespace strata::bench {
-
-absl::StatusOr<double> ParseBandwidth(const std::string& text) {
-  const std::string t = absl::AsciiStrToLower(text);
-  const std::pair<const char*, double> units[] = {
-      {"gbit", 1e9 / 8}, {"mbit", 1e6 / 8}, {"kbit", 1e3 / 8}};
-  for (const auto& [unit, scale] : units) {
-    if (t.size() > std::strlen(unit) &&
-        t.compare(t.size() - std::strlen(unit), std::string::npos, unit) == 0) {
-      double value = 0;
-      if (absl::SimpleAtod(t.substr(0, t.size() - std::strlen(unit)), &value) && value > 0) {
-        return value * scale;
-      }
-    }
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("bandwidth \"", text, "\": use a number with gbit, mbit or kbit (e.g. 1gbit)"));
-}
 
 absl::StatusOr<TrafficPlan> PlanTraffic(const JobConfig& config, const ClusterShape& shape,
                                         double bandwidth, double gflops) {

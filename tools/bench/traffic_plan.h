@@ -49,9 +49,6 @@ struct TrafficPlan {
 absl::StatusOr<TrafficPlan> PlanTraffic(const JobConfig& config, const ClusterShape& shape,
                                         double bandwidth_bytes_per_sec, double gflops);
 
-// Parses "1gbit", "100mbit", "10gbit", "2.5gbit", "500kbit" into bytes/s.
-absl::StatusOr<double> ParseBandwidth(const std::string& text);
-
 }  // namespace strata::bench
 
 #endif  // STRATA_TOOLS_BENCH_TRAFFIC_PLAN_H_

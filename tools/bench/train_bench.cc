@@ -1,16 +1,22 @@
 #include "tools/bench/train_bench.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "core/model/job_config.h"
 #include "core/model/model.h"
 #include "core/status.h"
@@ -18,34 +24,60 @@
 #include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/machine_limits.h"
+#include "tools/bench/progress_bar.h"
+#include "tools/bench/throughput_plot.h"
+#include "tools/bench/train_report.h"
+#include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
 namespace {
 
-struct Contender {
-  std::string label;
-  ProcessSpec spec;
-  std::string result_path;  // JSON with "images_per_sec"
-  std::vector<double> images_per_sec;
-  double bytes_per_iteration = 0;  // from the last run's summary (cluster modes)
+constexpr absl::Duration kRunTimeout = absl::Minutes(30);
+
+// The network one point of the report runs on.
+struct NetworkSetting {
+  std::string bandwidth;  // "" = loopback
+  std::string latency = "0";
 };
 
-absl::StatusOr<double> RunOnce(Contender& c, const std::string& log_path) {
-  c.spec.output_path = log_path;
-  std::filesystem::remove(c.result_path);
-  STRATA_ASSIGN_OR_RETURN(int code, RunProcess(c.spec, absl::Minutes(30)));
-  if (code != 0) {
-    return absl::InternalError(absl::StrCat(c.label, " exited with status ", code,
-                                            "; the end of its output:\n",
-                                            FileTail(log_path, 2000)));
-  }
-  std::ifstream in(c.result_path);
+enum class Kind { kStrata, kTorch, kTorchDdp };
+
+struct Contender {
+  std::string label;
+  Kind kind = Kind::kStrata;
+  std::string mode;  // Strata's mode
+};
+
+struct RunResult {
+  double images_per_sec = 0;
+  double bytes_per_iteration = 0;
+  std::map<std::string, double> seconds_per_iteration;
+};
+
+// A free TCP port on 127.0.0.1 (for the DDP rendezvous on loopback).
+absl::StatusOr<int> FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError("socket() failed");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  if (!ok) return absl::InternalError("no free loopback port");
+  return ntohs(a.sin_port);
+}
+
+absl::StatusOr<nlohmann::json> ReadResult(const std::string& path, const std::string& label,
+                                          const std::string& log) {
+  std::ifstream in(path);
   nlohmann::json result = nlohmann::json::parse(in, nullptr, false);
   if (!result.is_object() || !result.contains("images_per_sec")) {
-    return absl::InternalError(absl::StrCat(c.label, " wrote no result to ", c.result_path));
+    return absl::InternalError(absl::StrCat(label, " wrote no result to ", path,
+                                            "; the end of its output:\n", FileTail(log, 2000)));
   }
-  c.bytes_per_iteration = result.value("bytes_per_iteration", 0.0);
-  return result["images_per_sec"].get<double>();
+  return result;
 }
 
 bool PythonHasTorch(const std::string& python, const std::string& scratch) {
@@ -56,6 +88,223 @@ bool PythonHasTorch(const std::string& python, const std::string& scratch) {
   return code.ok() && *code == 0;
 }
 
+// Runs contenders; owns the scratch directory of their logs and results.
+class Runner {
+ public:
+  Runner(const TrainBenchOptions& o, int64_t batch, std::string scratch)
+      : o_(o), batch_(batch), scratch_(std::move(scratch)) {}
+
+  absl::StatusOr<RunResult> Run(const Contender& c, const NetworkSetting& net) {
+    ++runs_;
+    switch (c.kind) {
+      case Kind::kStrata:
+        return RunStrata(c, net);
+      case Kind::kTorch:
+        return RunTorch();
+      case Kind::kTorchDdp:
+        return RunTorchDdp(net);
+    }
+    return absl::InternalError("unknown contender");
+  }
+
+ private:
+  std::string Path(const std::string& what) const {
+    return absl::StrCat(scratch_, "/run", runs_, "_", what);
+  }
+
+  absl::StatusOr<RunResult> RunStrata(const Contender& c, const NetworkSetting& net) {
+    ProcessSpec spec;
+    const std::string result = Path("summary.json");
+    spec.argv = {BinaryDir() + "/strata_launch", "--config", o_.config, "--mode", c.mode,
+                 "--max-steps", std::to_string(o_.steps), "--threads", std::to_string(o_.threads),
+                 "--batch-size", std::to_string(batch_), "--evaluate=false", "--progress=false",
+                 "--summary-out", result};
+    if (c.mode != "single") {
+      for (const std::string& f :
+           {std::string("--servers"), std::to_string(o_.servers), std::string("--conv-workers"),
+            std::to_string(o_.conv_workers), std::string("--fc-workers"),
+            std::to_string(o_.fc_workers)}) {
+        spec.argv.push_back(f);
+      }
+      if (!net.bandwidth.empty()) {
+        for (const std::string& f : {std::string("--bandwidth"), net.bandwidth,
+                                     std::string("--latency"), net.latency}) {
+          spec.argv.push_back(f);
+        }
+      }
+    }
+    spec.unset_env = UnsetForBenchmarks();
+    spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
+    spec.output_path = Path("strata.log");
+    STRATA_ASSIGN_OR_RETURN(int code, RunProcess(spec, kRunTimeout));
+    if (code != 0) {
+      return absl::InternalError(absl::StrCat(c.label, " exited with status ", code,
+                                              "; the end of its output:\n",
+                                              FileTail(spec.output_path, 2000)));
+    }
+    if (!net.bandwidth.empty()) WarnOnLoopbackFallback(FileTail(spec.output_path, 1 << 20));
+    STRATA_ASSIGN_OR_RETURN(nlohmann::json j, ReadResult(result, c.label, spec.output_path));
+    RunResult r;
+    r.images_per_sec = j["images_per_sec"].get<double>();
+    r.bytes_per_iteration = j.value("bytes_per_iteration", 0.0);
+    if (j.contains("seconds_per_iteration")) {
+      r.seconds_per_iteration = j["seconds_per_iteration"].get<std::map<std::string, double>>();
+    }
+    return r;
+  }
+
+  absl::StatusOr<RunResult> RunTorch() {
+    ProcessSpec spec;
+    const std::string result = Path("pytorch.json");
+    spec.argv = {o_.python,       SourceDir() + "/tools/bench/peers/torch_train.py",
+                 "--config",      o_.config,
+                 "--steps",       std::to_string(o_.steps),
+                 "--threads",     std::to_string(o_.threads),
+                 "--batch-size",  std::to_string(batch_),
+                 "--json",        result};
+    spec.unset_env = UnsetForBenchmarks();
+    spec.set_env = PeerEnvironment(o_.threads);
+    spec.output_path = Path("pytorch.log");
+    STRATA_ASSIGN_OR_RETURN(int code, RunProcess(spec, kRunTimeout));
+    if (code != 0) {
+      return absl::InternalError(absl::StrCat("the PyTorch peer exited with status ", code, ":\n",
+                                              FileTail(spec.output_path, 2000)));
+    }
+    STRATA_ASSIGN_OR_RETURN(nlohmann::json j, ReadResult(result, "pytorch", spec.output_path));
+    return RunResult{j["images_per_sec"].get<double>(), 0.0, {}};
+  }
+
+  // DistributedDataParallel with one rank per conv worker, each rank on a
+  // host of its own when the network is emulated.
+  absl::StatusOr<RunResult> RunTorchDdp(const NetworkSetting& net) {
+    const int world = o_.conv_workers;
+    const int threads = std::max(1, o_.threads / world);
+    std::unique_ptr<EmulatedNetwork> network;
+    if (!net.bandwidth.empty()) {
+      EmulatedNetworkOptions n;
+      STRATA_ASSIGN_OR_RETURN(n.bytes_per_second, ParseBandwidth(net.bandwidth));
+      STRATA_ASSIGN_OR_RETURN(n.latency_ms, ParseLatency(net.latency));
+      n.hosts = world;
+      absl::StatusOr<std::unique_ptr<EmulatedNetwork>> made = EmulatedNetwork::Create(n);
+      if (absl::IsFailedPrecondition(made.status())) {
+        WarnOnLoopbackFallback(std::string(made.status().message()));
+      } else {
+        STRATA_RETURN_IF_ERROR(made.status());
+        network = *std::move(made);
+      }
+    }
+    std::string master;
+    if (network != nullptr) {
+      master = network->host_address(0) + ":29500";
+    } else {
+      STRATA_ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
+      master = absl::StrCat("127.0.0.1:", port);
+    }
+    const std::string result = Path("ddp.json");
+    std::vector<ProcessSpec> ranks(world);
+    for (int r = 0; r < world; ++r) {
+      ProcessSpec& spec = ranks[r];
+      spec.argv = {o_.python,      SourceDir() + "/tools/bench/peers/torch_ddp.py",
+                   "--config",     o_.config,
+                   "--rank",       std::to_string(r),
+                   "--world-size", std::to_string(world),
+                   "--master",     master,
+                   "--batch-size", std::to_string(batch_),
+                   "--steps",      std::to_string(o_.steps),
+                   "--threads",    std::to_string(threads),
+                   "--json",       result};
+      spec.unset_env = UnsetForBenchmarks();
+      spec.set_env = PeerEnvironment(threads);
+      spec.set_env.push_back({"GLOO_SOCKET_IFNAME", network != nullptr ? "eth0" : "lo"});
+      spec.output_path = Path(absl::StrCat("ddp_rank", r, ".log"));
+      if (network != nullptr) spec.network_namespace = network->namespace_path(r);
+    }
+    STRATA_ASSIGN_OR_RETURN(std::vector<int> codes, RunProcesses(ranks, kRunTimeout));
+    for (int r = 0; r < world; ++r) {
+      if (codes[r] != 0 && codes[r] != 128 + 9) {
+        return absl::InternalError(absl::StrCat("PyTorch DDP rank ", r, " exited with status ",
+                                                codes[r], ":\n",
+                                                FileTail(ranks[r].output_path, 2000)));
+      }
+    }
+    STRATA_ASSIGN_OR_RETURN(nlohmann::json j,
+                            ReadResult(result, "pytorch ddp", ranks[0].output_path));
+    return RunResult{j["images_per_sec"].get<double>(), 0.0, {}};
+  }
+
+  // Says once that the network could not be emulated here.
+  void WarnOnLoopbackFallback(const std::string& text) {
+    if (warned_ || !absl::StrContains(text, "no emulated network") &&
+                       !absl::StrContains(text, "need root") &&
+                       !absl::StrContains(text, "cannot build the emulated network")) {
+      return;
+    }
+    warned_ = true;
+    std::printf("warning: the network could not be emulated here; runs use loopback\n");
+  }
+
+  const TrainBenchOptions& o_;
+  const int64_t batch_;
+  const std::string scratch_;
+  int runs_ = 0;
+  bool warned_ = false;
+};
+
+struct Sweep {
+  std::string parameter;  // "" = no sweep
+  std::vector<std::string> values;
+};
+
+absl::StatusOr<Sweep> ParseSweep(const TrainBenchOptions& o) {
+  Sweep s;
+  if (o.sweep.empty()) return s;
+  std::vector<std::string> kv = absl::StrSplit(o.sweep, absl::MaxSplits('=', 1));
+  if (kv.size() != 2 || (kv[0] != "bandwidth" && kv[0] != "latency")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--sweep ", o.sweep, ": use bandwidth=100mbit,1gbit,... or latency=0,0.5ms,..."));
+  }
+  s.parameter = kv[0];
+  s.values = absl::StrSplit(kv[1], ',', absl::SkipEmpty());
+  if (s.values.empty()) return absl::InvalidArgumentError("--sweep lists no values");
+  for (const std::string& v : s.values) {
+    if (s.parameter == "bandwidth") {
+      STRATA_RETURN_IF_ERROR(ParseBandwidth(v).status());
+    } else {
+      STRATA_RETURN_IF_ERROR(ParseLatency(v).status());
+    }
+  }
+  if (s.parameter == "latency" && o.bandwidth.empty()) {
+    return absl::InvalidArgumentError("--sweep latency=... needs --bandwidth (the link it delays)");
+  }
+  return s;
+}
+
+// Ratios that matter: every Strata mode against every peer, and stanza
+// against ps.
+void PrintRatios(const SweepPoint& p, nlohmann::json& point_json) {
+  auto find = [&p](const std::string& label) -> const ContenderResult* {
+    for (const auto& c : p.contenders) {
+      if (c.label == label) return &c;
+    }
+    return nullptr;
+  };
+  std::vector<std::pair<std::string, std::string>> pairs = {{"strata stanza", "strata ps"}};
+  for (const auto& a : p.contenders) {
+    if (!absl::StartsWith(a.label, "strata")) continue;
+    for (const auto& b : p.contenders) {
+      if (absl::StartsWith(b.label, "pytorch")) pairs.push_back({a.label, b.label});
+    }
+  }
+  for (const auto& [a, b] : pairs) {
+    const ContenderResult* x = find(a);
+    const ContenderResult* y = find(b);
+    if (x == nullptr || y == nullptr || y->median() <= 0) continue;
+    const double ratio = x->median() / y->median();
+    std::printf("ratio %s / %s: %.2fx\n", a.c_str(), b.c_str(), ratio);
+    point_json["ratios"][a + " / " + b] = ratio;
+  }
+}
+
 }  // namespace
 
 absl::Status RunTrainBench(const TrainBenchOptions& o) {
@@ -63,11 +312,20 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   if (o.steps <= 0 || o.repeat <= 0 || o.threads <= 0) {
     return absl::InvalidArgumentError("train: --steps, --repeat and --threads must be > 0");
   }
+  bool cluster_modes = false;
   for (const std::string& mode : o.modes) {
     if (mode != "single" && mode != "ps" && mode != "stanza") {
       return absl::InvalidArgumentError(
           absl::StrCat("train: unknown mode \"", mode, "\" (use single, ps, stanza)"));
     }
+    cluster_modes = cluster_modes || mode != "single";
+  }
+  if (o.modes.empty()) return absl::InvalidArgumentError("train: --modes lists no mode");
+  if (!o.bandwidth.empty()) STRATA_RETURN_IF_ERROR(ParseBandwidth(o.bandwidth).status());
+  STRATA_RETURN_IF_ERROR(ParseLatency(o.latency).status());
+  STRATA_ASSIGN_OR_RETURN(Sweep sweep, ParseSweep(o));
+  if (!o.plot_out.empty() && sweep.parameter.empty()) {
+    return absl::InvalidArgumentError("--plot needs a --sweep (throughput against its values)");
   }
   STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(o.config));
   const int64_t batch = o.batch_size > 0 ? o.batch_size : config.training.batch_size;
@@ -75,117 +333,122 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   const double train_flops = static_cast<double>(model->TrainingFlopsPerSample());
 
   char scratch_template[] = "/tmp/strata_bench_XXXXXX";
-  const std::string scratch = mkdtemp(scratch_template);
+  const std::string scratch = ::mkdtemp(scratch_template);
 
-  std::printf("strata_bench train: %s, batch %lld, %d threads, %d steps x %d repeats\n",
+  std::printf("strata_bench train: %s, global batch %lld, %d threads, %d steps x %d repeats\n",
               o.config.c_str(), static_cast<long long>(batch), o.threads, o.steps, o.repeat);
+  if (cluster_modes) {
+    std::printf("cluster: %d server(s), %d conv workers, %d FC worker(s); network: %s\n",
+                o.servers, o.conv_workers, o.fc_workers,
+                !sweep.parameter.empty() && sweep.parameter == "bandwidth"
+                    ? "swept"
+                    : (o.bandwidth.empty()
+                           ? "loopback"
+                           : absl::StrCat(o.bandwidth, " per host, ",
+                                          o.latency == "0" ? "no added latency"
+                                                           : o.latency + " one way")
+                                 .c_str()));
+  }
   const double gflops = MeasureSgemmGflops(2048, o.threads);
   std::printf("machine: SGEMM 2048^3 with %d threads: %.1f GFLOP/s\n", o.threads, gflops);
   std::fflush(stdout);
 
   std::vector<Contender> contenders;
-  for (const std::string& mode : o.modes) {
-    Contender c;
-    c.label = "strata " + mode;
-    c.result_path = absl::StrCat(scratch, "/strata_", mode, ".json");
-    c.spec.argv = {BinaryDir() + "/strata_launch",
-                   "--config",
-                   o.config,
-                   "--mode",
-                   mode,
-                   "--max-steps",
-                   std::to_string(o.steps),
-                   "--threads",
-                   std::to_string(o.threads),
-                   "--batch-size",
-                   std::to_string(batch),
-                   "--evaluate=false",
-                   "--progress=false",
-                   "--summary-out",
-                   c.result_path};
-    if (mode != "single") {
-      for (const std::string& flag : {std::string("--servers"), std::to_string(o.servers),
-                                      std::string("--conv-workers"), std::to_string(o.conv_workers),
-                                      std::string("--fc-workers"), std::to_string(o.fc_workers)}) {
-        c.spec.argv.push_back(flag);
-      }
-    }
-    c.spec.unset_env = UnsetForBenchmarks();
-    c.spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o.threads)}};
-    contenders.push_back(std::move(c));
-  }
-  // The PyTorch peer is a single process: it stands beside `single`.
-  const bool wants_peer =
-      o.with_peer && std::find(o.modes.begin(), o.modes.end(), "single") != o.modes.end();
-  const bool peer = wants_peer && PythonHasTorch(o.python, scratch);
-  if (wants_peer && !peer) {
-    std::printf("peer: skipped (%s cannot import torch; apt-get install python3-torch)\n",
+  for (const std::string& mode : o.modes) contenders.push_back({"strata " + mode, Kind::kStrata, mode});
+  const bool has_single = std::find(o.modes.begin(), o.modes.end(), "single") != o.modes.end();
+  const bool torch = o.with_peer && PythonHasTorch(o.python, scratch);
+  if (o.with_peer && !torch) {
+    std::printf("peers: skipped (%s cannot import torch; apt-get install python3-torch)\n",
                 o.python.c_str());
   }
-  if (peer) {
-    Contender c;
-    c.label = "pytorch 1.13";
-    c.result_path = scratch + "/pytorch.json";
-    c.spec.argv = {o.python,       SourceDir() + "/tools/bench/peers/torch_train.py",
-                   "--config",     o.config,
-                   "--steps",      std::to_string(o.steps),
-                   "--threads",    std::to_string(o.threads),
-                   "--batch-size", std::to_string(batch),
-                   "--json",       c.result_path};
-    c.spec.unset_env = UnsetForBenchmarks();
-    c.spec.set_env = PeerEnvironment(o.threads);
-    contenders.push_back(std::move(c));
-  }
+  if (torch && has_single) contenders.push_back({"pytorch", Kind::kTorch, ""});
+  if (torch && cluster_modes) contenders.push_back({"pytorch ddp", Kind::kTorchDdp, ""});
 
-  const int total_runs = o.repeat * static_cast<int>(contenders.size());
-  int run = 0;
-  for (int rep = 0; rep < o.repeat; ++rep) {
-    for (Contender& c : contenders) {  // A B A B: drift hits every contender alike
-      ++run;
-      std::printf("[%d/%d] %-14s ", run, total_runs, c.label.c_str());
-      std::fflush(stdout);
-      STRATA_ASSIGN_OR_RETURN(double ips, RunOnce(c, absl::StrCat(scratch, "/run", run, ".log")));
-      c.images_per_sec.push_back(ips);
-      std::printf("%8.0f images/s\n", ips);
-      std::fflush(stdout);
-    }
-  }
-
+  TrainReport report;
+  report.sweep_parameter = sweep.parameter;
   const double limit_ips = gflops * 1e9 / train_flops;
-  std::printf("\n%-16s %12s %10s %10s %14s %14s %10s\n", "contender", "median img/s", "min", "max",
-              "of the limit", "MB/iteration", "vs first");
-  nlohmann::json report = {{"benchmark", "train"},
-                           {"config", o.config},
-                           {"batch_size", batch},
-                           {"threads", o.threads},
-                           {"steps", o.steps},
-                           {"repeat", o.repeat},
-                           {"sgemm_gflops", gflops},
-                           {"training_flops_per_image", train_flops},
-                           {"limit_images_per_sec", limit_ips}};
-  for (const Contender& c : contenders) {
-    const double med = Median(c.images_per_sec);
-    const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
-    const double first = Median(contenders.front().images_per_sec);
-    std::printf("%-16s %12.0f %10.0f %10.0f %13.1f%% %14.3f %9.2fx\n", c.label.c_str(), med, *mn,
-                *mx, 100.0 * med / limit_ips, c.bytes_per_iteration / 1e6, med / first);
-    report["contenders"][c.label] = {{"median_images_per_sec", med},
-                                     {"runs", c.images_per_sec},
-                                     {"bytes_per_iteration", c.bytes_per_iteration},
-                                     {"ratio_to_first", med / first}};
-  }
-  std::printf("limit: %.1f MFLOP per training image at %.1f GFLOP/s = %.0f images/s\n",
-              train_flops / 1e6, gflops, limit_ips);
-  if (peer) {
-    const double peer_median = Median(contenders.back().images_per_sec);
-    for (size_t i = 0; i + 1 < contenders.size(); ++i) {
-      const double ratio = Median(contenders[i].images_per_sec) / peer_median;
-      std::printf("ratio %s / pytorch: %.2fx\n", contenders[i].label.c_str(), ratio);
-      report["ratios"][contenders[i].label + " / pytorch"] = ratio;
+  report.facts = {{"config", o.config},
+                  {"batch_size", batch},
+                  {"threads", o.threads},
+                  {"steps", o.steps},
+                  {"repeat", o.repeat},
+                  {"servers", o.servers},
+                  {"conv_workers", o.conv_workers},
+                  {"fc_workers", o.fc_workers},
+                  {"bandwidth", o.bandwidth},
+                  {"latency", o.latency},
+                  {"sgemm_gflops", gflops},
+                  {"training_flops_per_image", train_flops},
+                  {"limit_images_per_sec", limit_ips},
+                  {"title", absl::StrFormat("%s: %d conv workers, %d FC, %d server(s), batch %d",
+                                            std::filesystem::path(o.config).filename().string(),
+                                            o.conv_workers, o.fc_workers, o.servers, batch)}};
+  std::vector<std::string> values = sweep.values;
+  if (values.empty()) values.push_back("");
+
+  Runner runner(o, batch, scratch);
+  ProgressBar progress(static_cast<int>(values.size() * contenders.size()) * o.repeat);
+  nlohmann::json ratios = nlohmann::json::object();
+  for (const std::string& value : values) {
+    NetworkSetting net{o.bandwidth, o.latency};
+    SweepPoint point;
+    point.value = value;
+    if (sweep.parameter == "bandwidth") {
+      net.bandwidth = value;
+      point.numeric = *ParseBandwidth(value) * 8;
+    } else if (sweep.parameter == "latency") {
+      net.latency = value;
+      point.numeric = *ParseLatency(value);
     }
+    for (const Contender& c : contenders) point.contenders.push_back({c.label, {}, 0, {}});
+    const std::string at = value.empty() ? "" : absl::StrCat(" @ ", sweep.parameter, "=", value);
+    for (int rep = 0; rep < o.repeat; ++rep) {
+      for (size_t i = 0; i < contenders.size(); ++i) {  // A B A B: drift hits all alike
+        progress.Begin(contenders[i].label + at);
+        absl::StatusOr<RunResult> r = runner.Run(contenders[i], net);
+        if (!r.ok()) {
+          progress.End("failed");
+          return r.status();
+        }
+        ContenderResult& c = point.contenders[i];
+        c.images_per_sec.push_back(r->images_per_sec);
+        if (r->bytes_per_iteration > 0) c.bytes_per_iteration = r->bytes_per_iteration;
+        if (!r->seconds_per_iteration.empty()) {
+          // The breakdown of the median run would need every run's; the
+          // mean over repetitions is what is kept.
+          for (const auto& [part, seconds] : r->seconds_per_iteration) {
+            c.seconds_per_iteration[part] += seconds / o.repeat;
+          }
+        }
+        progress.End(absl::StrFormat("%8.0f images/s", r->images_per_sec));
+      }
+    }
+    std::printf("\n%s%s", value.empty() ? "" : absl::StrCat(sweep.parameter, " ", value, ":\n").c_str(),
+                FormatPointTable(point).c_str());
+    nlohmann::json point_ratios;
+    PrintRatios(point, point_ratios);
+    if (!point_ratios.is_null()) ratios[value.empty() ? "all" : value] = point_ratios["ratios"];
+    std::printf("\n");
+    report.points.push_back(std::move(point));
+  }
+  if (has_single) {
+    std::printf("limit (single process): %.1f MFLOP per training image at %.1f GFLOP/s = %.0f "
+                "images/s\n",
+                train_flops / 1e6, gflops, limit_ips);
   }
   std::filesystem::remove_all(scratch);
-  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
+  nlohmann::json json = ReportToJson(report);
+  json["ratios"] = ratios;
+  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
+  if (!o.csv_out.empty()) {
+    std::ofstream out(o.csv_out);
+    out << ReportToCsv(report);
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", o.csv_out));
+  }
+  if (!o.plot_out.empty()) {
+    STRATA_RETURN_IF_ERROR(WriteThroughputPlot(report, o.plot_out));
+    std::printf("plot: %s\n", o.plot_out.c_str());
+  }
   return absl::OkStatus();
 }
 

@@ -1,7 +1,9 @@
-// `strata_bench train`: training throughput of Strata against PyTorch on
-// the same model, data, batch and threads, alternating the contenders so
-// machine drift cancels, reported as medians and ratios next to the
-// machine's compute limit.
+// `strata_bench train`: training throughput of Strata's modes side by side
+// with PyTorch peers on the same model, data, batch, threads and (emulated)
+// network. Contenders alternate (A B A B) so machine drift cancels; the
+// report gives medians, each contender's ratio to the first, bytes per
+// iteration and a worker's iteration breakdown, optionally for every value
+// of a swept network setting, as a table, JSON, CSV and a PNG plot.
 #ifndef STRATA_TOOLS_BENCH_TRAIN_BENCH_H_
 #define STRATA_TOOLS_BENCH_TRAIN_BENCH_H_
 
@@ -17,13 +19,24 @@ struct TrainBenchOptions {
   std::vector<std::string> modes = {"single"};
   int steps = 300;
   int repeat = 3;
-  int threads = 2;
-  int batch_size = 0;     // 0 = the config's
+  int threads = 2;        // CPU threads on the machine, shared by a cluster's processes
+  int batch_size = 0;     // global batch; 0 = the config's
   int servers = 1;        // ps, stanza
-  int conv_workers = 2;   // ps, stanza
+  int conv_workers = 2;   // ps, stanza (and the DDP peer's world size)
   int fc_workers = 1;     // stanza
-  bool with_peer = true;  // run the PyTorch peer where torch is installed
-  std::string json_out;   // "" = no JSON report
+  // Emulated network for the cluster modes and the DDP peer: each host's
+  // link rate ("1gbit"; "" = loopback) and one-way latency ("0.2ms").
+  std::string bandwidth;
+  std::string latency = "0";
+  // "bandwidth=100mbit,1gbit,10gbit" or "latency=0,1ms": every value is a
+  // point of the report (and of the plot).
+  std::string sweep;
+  // Run the PyTorch peers where torch is installed: beside `single`, one
+  // process; beside ps/stanza, DistributedDataParallel over conv_workers ranks.
+  bool with_peer = true;
+  std::string json_out;  // "" = no file
+  std::string csv_out;
+  std::string plot_out;  // PNG; needs a sweep
   std::string python = "/usr/bin/python3";
 };
 

@@ -23,6 +23,8 @@
 #include "core/net/traffic.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
+#include "core/util/network_namespace.h"
+#include "tools/netem/emulated_network.h"
 
 namespace strata {
 namespace {
@@ -41,7 +43,10 @@ struct Child {
   nlohmann::json traffic;  // the process's "[traffic] {...}" report
 };
 
-absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::string>& argv) {
+// Starts `argv` with its output on a pipe; inside the network namespace at
+// `netns` when it is not empty.
+absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::string>& argv,
+                            const std::string& netns) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -59,6 +64,13 @@ absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::str
     if (::getppid() != parent) ::_exit(1);
     ::dup2(fds[1], STDOUT_FILENO);
     ::dup2(fds[1], STDERR_FILENO);
+    if (!netns.empty()) {
+      const int err = EnterNetworkNamespace(netns.c_str());
+      if (err != 0) {
+        std::fprintf(stderr, "cannot enter %s: %s\n", netns.c_str(), std::strerror(err));
+        ::_exit(126);
+      }
+    }
     ::execv(cargs[0], cargs.data());
     std::fprintf(stderr, "cannot start %s: %s\n", cargs[0], std::strerror(errno));
     ::_exit(127);
@@ -139,6 +151,55 @@ std::string ExitText(int status) {
   return "stopped";
 }
 
+// Mean seconds per iteration of the conv workers, from their reports:
+// compute, communication, and waiting (the rest of the iteration).
+std::map<std::string, double> ConvWorkerBreakdown(const std::vector<Child>& children) {
+  double compute = 0, network = 0, wall = 0;
+  int workers = 0;
+  for (const Child& c : children) {
+    if (!absl::StartsWith(c.label, "worker ") || !c.traffic.is_object()) continue;
+    const auto times = c.traffic.find("times");
+    const int64_t steps = c.traffic.value("steps", int64_t{0});
+    if (times == c.traffic.end() || steps <= 0) continue;
+    compute += times->value("compute", 0.0) / static_cast<double>(steps);
+    network += times->value("network", 0.0) / static_cast<double>(steps);
+    wall += times->value("wall", 0.0) / static_cast<double>(steps);
+    ++workers;
+  }
+  if (workers == 0) return {};
+  compute /= workers;
+  network /= workers;
+  wall /= workers;
+  return {{"compute", compute},
+          {"communication", network},
+          {"waiting", std::max(0.0, wall - compute - network)}};
+}
+
+// The emulated network `o` asks for (nullptr when it asks for none, or when
+// namespaces cannot be made here: the cluster then runs on loopback, and
+// the launcher says so).
+absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(
+    const LocalClusterOptions& o) {
+  if (o.bandwidth.empty()) return std::unique_ptr<EmulatedNetwork>();
+  EmulatedNetworkOptions n;
+  STRATA_ASSIGN_OR_RETURN(n.bytes_per_second, ParseBandwidth(o.bandwidth));
+  STRATA_ASSIGN_OR_RETURN(n.latency_ms, ParseLatency(o.latency));
+  n.hosts = o.servers + o.conv_workers + (o.mode == "stanza" ? o.fc_workers : 0);
+  absl::StatusOr<std::unique_ptr<EmulatedNetwork>> network = EmulatedNetwork::Create(n);
+  if (absl::IsFailedPrecondition(network.status())) {
+    std::fprintf(stderr, "[launcher] no emulated network (%s); running on loopback instead\n",
+                 std::string(network.status().message()).c_str());
+    return std::unique_ptr<EmulatedNetwork>();
+  }
+  STRATA_RETURN_IF_ERROR(network.status());
+  std::fprintf(stderr,
+               "[launcher] emulated network: %d hosts (%s-%s), each link %s, %g ms one way\n",
+               n.hosts, (*network)->host_address(0).c_str(),
+               (*network)->host_address(n.hosts - 1).c_str(),
+               FormatBandwidth(n.bytes_per_second).c_str(), n.latency_ms);
+  return network;
+}
+
 }  // namespace
 
 absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
@@ -163,7 +224,25 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   if (!stanza && o.mode != "ps") {
     return absl::InvalidArgumentError(absl::StrCat("unknown cluster mode ", o.mode));
   }
-  const std::string any_address = o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0";
+  if (o.transport != "ipc" && o.transport != "tcp") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--transport ", o.transport, ": use ipc or tcp"));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> network, MaybeEmulateNetwork(o));
+  // Each process gets the next host of the emulated network, or loopback.
+  int next_host = 0;
+  struct Placement {
+    std::string netns;
+    std::string any_address;  // where the process binds
+  };
+  auto place = [&]() {
+    if (network == nullptr) {
+      return Placement{"", o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0"};
+    }
+    const int host = next_host++;
+    return Placement{network->namespace_path(host),
+                     absl::StrCat("tcp://", network->host_address(host), ":0")};
+  };
   // Flags every process gets: the config and its overrides.
   auto common = [&](std::vector<std::string> argv) {
     argv.push_back("--config");
@@ -171,7 +250,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     for (const auto& f : o.override_flags) argv.push_back(f);
     return argv;
   };
-  auto server_argv = [&](int rank, const std::string& coordinator) {
+  auto server_argv = [&](int rank, const std::string& coordinator,
+                         const std::string& any_address) {
     std::vector<std::string> argv =
         common({server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator,
                 "--consistency", o.consistency, "--staleness", std::to_string(o.staleness),
@@ -198,11 +278,9 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   };
 
   // Server 0 (the coordinator) first: its first line names its address.
-  if (o.transport != "ipc" && o.transport != "tcp") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--transport ", o.transport, ": use ipc or tcp"));
-  }
-  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", server_argv(0, any_address)));
+  const Placement p0 = place();
+  STRATA_ASSIGN_OR_RETURN(Child s0,
+                          Spawn("server 0", server_argv(0, p0.any_address, p0.any_address), p0.netns));
   children.push_back(std::move(s0));
   std::string coordinator;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -230,8 +308,10 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     }
   }
   for (int r = 1; r < o.servers; ++r) {
-    STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn(absl::StrCat("server ", r), server_argv(r, coordinator)));
+    const Placement p = place();
+    STRATA_ASSIGN_OR_RETURN(
+        Child c, Spawn(absl::StrCat("server ", r), server_argv(r, coordinator, p.any_address),
+                       p.netns));
     children.push_back(std::move(c));
   }
   // The process that reports (progress, evaluation, summary).
@@ -245,21 +325,23 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     for (const auto& f : o.extra_worker_flags) argv.push_back(f);
   };
   for (int f = 0; stanza && f < o.fc_workers; ++f) {
+    const Placement p = place();
     std::vector<std::string> argv =
         common({fc_bin, "--rank", std::to_string(f), "--coordinator", coordinator, "--bind",
-                any_address, "--threads", std::to_string(o.threads_per_worker), "--timeout",
+                p.any_address, "--threads", std::to_string(o.threads_per_worker), "--timeout",
                 std::to_string(o.timeout_seconds)});
     if (f == 0) add_reporting_flags(argv);
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("fc worker ", f), argv));
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("fc worker ", f), argv, p.netns));
     children.push_back(std::move(c));
   }
   for (int w = 0; w < o.conv_workers; ++w) {
+    const Placement p = place();
     std::vector<std::string> argv =
         common({worker_bin, "--mode", o.mode, "--coordinator", coordinator, "--rank",
                 std::to_string(w), "--threads", std::to_string(o.threads_per_worker), "--timeout",
                 std::to_string(o.timeout_seconds)});
     if (w == 0 && !stanza) add_reporting_flags(argv);
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv));
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv, p.netns));
     children.push_back(std::move(c));
   }
 
@@ -345,6 +427,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     std::fprintf(stderr, "\n");
     j["bytes_per_iteration"] = s.bytes_per_iteration;
     j["bytes_per_iteration_by_role"] = s.bytes_per_iteration_by_role;
+    s.seconds_per_iteration = ConvWorkerBreakdown(children);
+    if (!s.seconds_per_iteration.empty()) j["seconds_per_iteration"] = s.seconds_per_iteration;
     if (!o.summary_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.summary_out, j));
   }
   return s;

@@ -26,6 +26,13 @@ struct LocalClusterOptions {
   // "ipc" (Unix sockets: the fastest between processes of one host) or
   // "tcp" (127.0.0.1, the path separate hosts use).
   std::string transport = "ipc";
+  // Emulated network: when `bandwidth` is set (e.g. "1gbit"), every process
+  // runs on a host of its own (a network namespace) whose link is shaped to
+  // this rate and `latency` (one way, e.g. "0.2ms"); the transport is then
+  // tcp between the hosts' addresses. Needs root; without it the cluster
+  // runs on loopback and says so.
+  std::string bandwidth;
+  std::string latency = "0";
   std::string consistency = "bsp";
   int staleness = 2;
   int threads_per_worker = 1;

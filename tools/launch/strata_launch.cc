@@ -42,6 +42,10 @@ ABSL_FLAG(int32_t, fc_workers, 0, "stanza: FC workers (default: cluster.fc_worke
 ABSL_FLAG(std::string, consistency, "bsp", "ps: bsp, ssp or asp");
 ABSL_FLAG(std::string, transport, "ipc",
           "ps: ipc (Unix sockets) or tcp (127.0.0.1) between processes");
+ABSL_FLAG(std::string, bandwidth, "",
+          "ps, stanza: emulate a cluster network, each process on a host of its own whose link "
+          "runs at this rate (e.g. 100mbit, 1gbit, 10gbit; needs root; implies tcp)");
+ABSL_FLAG(std::string, latency, "0", "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
 ABSL_FLAG(int32_t, staleness, 2, "ps: SSP staleness bound");
 ABSL_FLAG(double, timeout, 60.0, "ps: seconds a worker waits for a server before failing");
 ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
@@ -90,6 +94,8 @@ absl::Status RunCluster(const JobConfig& config) {
                        : static_cast<int>(config.cluster.conv_workers);
   o.consistency = absl::GetFlag(FLAGS_consistency);
   o.transport = absl::GetFlag(FLAGS_transport);
+  o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
+  o.latency = absl::GetFlag(FLAGS_latency);
   o.staleness = absl::GetFlag(FLAGS_staleness);
   o.timeout_seconds = absl::GetFlag(FLAGS_timeout);
   o.summary_out = absl::GetFlag(FLAGS_summary_out);

@@ -1,0 +1,148 @@
+// Emulated cluster networks: rates and latencies parse; two emulated hosts
+// carry the set rate; nothing (namespace, link, qdisc) survives teardown,
+// a Ctrl-C of the launcher, or a launcher killed outright.
+#include "tools/netem/emulated_network.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "tests/support/cluster_fixture.h"
+#include "tools/netem/link_probe.h"
+
+namespace strata {
+namespace {
+
+using testing::RunCommand;
+
+bool CanEmulate() { return ::geteuid() == 0; }
+
+// Everything the root namespace shows of links and qdiscs: teardown must
+// leave it as it was.
+std::string RootNetworkState() {
+  return RunCommand("ip -o link show 2>&1; tc qdisc show 2>&1").second;
+}
+
+TEST(EmulatedNetworkTest, ParsesRatesAndLatencies) {
+  EXPECT_DOUBLE_EQ(*ParseBandwidth("1gbit"), 125e6);
+  EXPECT_DOUBLE_EQ(*ParseBandwidth("100Mbit"), 12.5e6);
+  EXPECT_DOUBLE_EQ(*ParseBandwidth("2.5gbit"), 312.5e6);
+  EXPECT_EQ(ParseBandwidth("fast").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseBandwidth("-1gbit").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_DOUBLE_EQ(*ParseLatency("0.2ms"), 0.2);
+  EXPECT_DOUBLE_EQ(*ParseLatency("50us"), 0.05);
+  EXPECT_DOUBLE_EQ(*ParseLatency("0"), 0.0);
+  EXPECT_EQ(ParseLatency("soon").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FormatBandwidth(125e6), "1gbit");
+  EXPECT_EQ(FormatBandwidth(12.5e6), "100mbit");
+}
+
+TEST(EmulatedNetworkTest, RejectsImpossibleShapes) {
+  EmulatedNetworkOptions o;
+  o.hosts = 0;
+  EXPECT_EQ(EmulatedNetwork::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.hosts = 2;
+  o.bytes_per_second = 0;
+  EXPECT_EQ(EmulatedNetwork::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EmulatedNetworkTest, TwoHostsCarryTheSetRateAndTeardownLeavesNothing) {
+  if (!CanEmulate()) GTEST_SKIP() << "needs root for network namespaces";
+  const std::string before = RootNetworkState();
+  EmulatedNetworkOptions o;
+  o.hosts = 2;
+  o.bytes_per_second = 12.5e6;  // 100 Mbit/s
+  o.latency_ms = 1.0;
+  auto net = EmulatedNetwork::Create(o);
+  if (absl::IsUnimplemented(net.status())) {  // a kernel without netem: rate only
+    EXPECT_NE(net.status().message().find("no netem qdisc"), std::string::npos) << net.status();
+    EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
+    o.latency_ms = 0;
+    net = EmulatedNetwork::Create(o);
+  }
+  ASSERT_TRUE(net.ok()) << net.status();
+  EXPECT_EQ((*net)->host_address(1), "198.18.0.2");
+  const std::vector<std::string> live = EmulatedNetwork::ExistingNamespaces();
+  EXPECT_NE(std::find(live.begin(), live.end(), (*net)->namespace_name(0)), live.end());
+  EXPECT_NE(std::find(live.begin(), live.end(), (*net)->namespace_name(1)), live.end());
+
+  auto m = MeasureLink(**net, 0, 1, 1.0);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_NEAR(m->bytes_per_second, o.bytes_per_second, 0.2 * o.bytes_per_second);
+  if (o.latency_ms > 0) {
+    // 1 ms one way: the round trip takes at least 2 ms, and not much more.
+    EXPECT_GE(m->rtt_ms, 2.0);
+    EXPECT_LT(m->rtt_ms, 10.0);
+  } else {
+    EXPECT_LT(m->rtt_ms, 2.0);
+  }
+
+  ASSERT_TRUE((*net)->Destroy().ok());
+  EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
+  EXPECT_EQ(RootNetworkState(), before);
+}
+
+TEST(EmulatedNetworkTest, NamespacesOfAKilledOwnerAreRemovedByTheNextNetwork) {
+  if (!CanEmulate()) GTEST_SKIP() << "needs root for network namespaces";
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);  // `gone` no longer runs
+  const std::string stale = "strata-" + std::to_string(gone) + "-0-h0";
+  ASSERT_EQ(RunCommand("ip netns add " + stale).first, 0);
+  EmulatedNetworkOptions o;
+  o.hosts = 1;
+  auto net = EmulatedNetwork::Create(o);
+  ASSERT_TRUE(net.ok()) << net.status();
+  const std::vector<std::string> live = EmulatedNetwork::ExistingNamespaces();
+  EXPECT_EQ(std::find(live.begin(), live.end(), stale), live.end());
+}
+
+class EmulatedClusterTest : public testing::ClusterTest {};
+
+TEST_F(EmulatedClusterTest, StanzaRunsOnEmulatedHostsAndCleansUp) {
+  if (!CanEmulate()) GTEST_SKIP() << "needs root for network namespaces";
+  const std::string before = RootNetworkState();
+  const auto [code, out] = RunCommand(
+      testing::kBin + "strata_launch --config " + testing::kConfig +
+      " --mode stanza --conv-workers 2 --fc-workers 1 --max-steps 20 --evaluate=false "
+      "--progress=false --bandwidth 1gbit --summary-out " + dir_ +
+      "/summary.json");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("emulated network: 4 hosts (198.18.0.1-198.18.0.4), each link 1gbit"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Summary(dir_ + "/summary.json")["steps"], 20);
+  EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
+  EXPECT_EQ(RootNetworkState(), before);
+}
+
+TEST_F(EmulatedClusterTest, CtrlCStopsTheClusterAndRemovesTheNetwork) {
+  if (!CanEmulate()) GTEST_SKIP() << "needs root for network namespaces";
+  testing::Process launcher({testing::kBin + "strata_launch", "--config", testing::kConfig,
+                             "--mode", "ps", "--conv-workers", "2", "--bandwidth", "100mbit",
+                             "--progress=false", "--evaluate=false", "--summary-out",
+                             dir_ + "/summary.json"},
+                            dir_ + "/launch.log");
+  ASSERT_NE(launcher.WaitFor("emulated network: 3 hosts"), "") << launcher.log();
+  ASSERT_NE(launcher.WaitFor("tcp://198.18.0.1:"), "") << launcher.log();  // server 0 serves
+  launcher.Interrupt();
+  EXPECT_NE(launcher.Wait(), 0);
+  EXPECT_NE(launcher.log().find("interrupted"), std::string::npos) << launcher.log();
+  EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
+  EXPECT_EQ(testing::CountStrataProcesses(dir_), 0);
+}
+
+TEST_F(EmulatedClusterTest, BadRateIsRefusedBeforeAnythingStarts) {
+  const auto [code, out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
+                 " --mode ps --bandwidth fast --summary-out " + dir_ + "/s.json");
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("bandwidth \"fast\": use a number with gbit, mbit or kbit"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,90 @@
+#include "tools/bench/train_report.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/bench/bench_report.h"
+
+namespace strata::bench {
+namespace {
+
+// "-" for a breakdown part that was not measured.
+std::string Part(const ContenderResult& c, const std::string& name, const char* format) {
+  auto it = c.seconds_per_iteration.find(name);
+  if (it == c.seconds_per_iteration.end()) return "-";
+  return absl::StrFormat(format, it->second);
+}
+
+double RatioToFirst(const SweepPoint& p, const ContenderResult& c) {
+  const double first = p.contenders.front().median();
+  return first > 0 ? c.median() / first : 0.0;
+}
+
+}  // namespace
+
+double ContenderResult::median() const {
+  return images_per_sec.empty() ? 0.0 : Median(images_per_sec);
+}
+
+std::string FormatPointTable(const SweepPoint& p) {
+  std::string out = absl::StrFormat("%-16s %12s %9s %9s %13s %9s %9s %9s %9s\n", "contender",
+                                    "median img/s", "min", "max", "MB/iteration", "compute",
+                                    "comm", "waiting", "vs first");
+  for (const ContenderResult& c : p.contenders) {
+    const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
+    const std::string mb =
+        c.bytes_per_iteration > 0 ? absl::StrFormat("%.3f", c.bytes_per_iteration / 1e6) : "-";
+    absl::StrAppendFormat(&out, "%-16s %12.0f %9.0f %9.0f %13s %9s %9s %9s %8.2fx\n", c.label,
+                          c.median(), *mn, *mx, mb, Part(c, "compute", "%.3fs"),
+                          Part(c, "communication", "%.3fs"), Part(c, "waiting", "%.3fs"),
+                          RatioToFirst(p, c));
+  }
+  return out;
+}
+
+nlohmann::json ReportToJson(const TrainReport& r) {
+  nlohmann::json j = r.facts;
+  j["benchmark"] = "train";
+  if (!r.sweep_parameter.empty()) j["sweep"] = r.sweep_parameter;
+  j["points"] = nlohmann::json::array();
+  for (const SweepPoint& p : r.points) {
+    nlohmann::json point = {{"value", p.value}, {"numeric", p.numeric}};
+    point["contenders"] = nlohmann::json::array();
+    for (const ContenderResult& c : p.contenders) {
+      nlohmann::json cj = {{"label", c.label},
+                           {"median_images_per_sec", c.median()},
+                           {"runs", c.images_per_sec},
+                           {"ratio_to_first", RatioToFirst(p, c)},
+                           {"bytes_per_iteration", c.bytes_per_iteration}};
+      if (!c.seconds_per_iteration.empty()) cj["seconds_per_iteration"] = c.seconds_per_iteration;
+      point["contenders"].push_back(cj);
+    }
+    j["points"].push_back(point);
+  }
+  return j;
+}
+
+std::string ReportToCsv(const TrainReport& r) {
+  std::string out =
+      "sweep,value,contender,median_images_per_sec,min,max,runs,ratio_to_first,"
+      "mb_per_iteration,compute_s,communication_s,waiting_s\n";
+  for (const SweepPoint& p : r.points) {
+    for (const ContenderResult& c : p.contenders) {
+      const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
+      auto part = [&c](const std::string& name) {
+        auto it = c.seconds_per_iteration.find(name);
+        return it == c.seconds_per_iteration.end() ? std::string()
+                                                    : absl::StrFormat("%.6f", it->second);
+      };
+      absl::StrAppendFormat(&out, "%s,%s,%s,%.1f,%.1f,%.1f,%d,%.4f,%.6f,%s,%s,%s\n",
+                            r.sweep_parameter, p.value, c.label, c.median(), *mn, *mx,
+                            static_cast<int>(c.images_per_sec.size()), RatioToFirst(p, c),
+                            c.bytes_per_iteration / 1e6, part("compute"), part("communication"),
+                            part("waiting"));
+    }
+  }
+  return out;
+}
+
+}  // namespace strata::bench
