@@ -39,7 +39,9 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
   STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
   const std::string who = absl::StrCat("fc worker ", options_.fc_rank, " (", options_.address, ")");
   const absl::Time deadline = absl::Now() + options_.timeout;
-  absl::Time resend_at = absl::Now() + options_.resend_after;
+  // Resends back off exponentially: a slow FC worker is not flooded.
+  absl::Duration resend_wait = options_.resend_after;
+  absl::Time resend_at = absl::Now() + resend_wait;
   while (true) {
     const absl::Time now = absl::Now();
     if (now >= deadline) {
@@ -52,7 +54,8 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       if (!absl::IsDeadlineExceeded(raw.status())) return raw.status();
       if (absl::Now() >= resend_at) {
         STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
-        resend_at = absl::Now() + options_.resend_after;
+        resend_wait = 2 * resend_wait;
+        resend_at = absl::Now() + resend_wait;
       }
       continue;
     }

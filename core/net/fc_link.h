@@ -3,8 +3,9 @@
 // Exchange() sends one iteration's boundary activations (zero-copy) and
 // labels, and returns the gradient of the loss with respect to those
 // activations. It runs on the calling thread, resends the request if no
-// answer comes within `resend_after` (the FC worker answers a repeated
-// iteration again), and fails after `timeout` naming the FC worker, so a
+// answer comes within `resend_after`, then after twice that, and so on (the
+// FC worker answers a repeated iteration again), and fails after `timeout`
+// naming the FC worker, so a
 // dead FC worker never hangs a conv worker.
 #ifndef STRATA_CORE_NET_FC_LINK_H_
 #define STRATA_CORE_NET_FC_LINK_H_

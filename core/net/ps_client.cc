@@ -97,6 +97,7 @@ absl::Status PsClient::Bootstrap() {
         auto s, Socket::Connect(context_, SocketKind::kDealer, address, options_.limits));
     servers_.push_back(std::move(s));
   }
+  last_heard_.assign(servers_.size(), absl::Now());
   const std::string wake =
       absl::StrCat("inproc://strata-client-wake-", reinterpret_cast<uintptr_t>(this));
   wake_receiver_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
@@ -233,14 +234,20 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
 }
 
 absl::Status PsClient::Wait(const Ticket& ticket) {
-  return WaitUntil(ticket, absl::Now() + options_.timeout);
+  return WaitWhileAnswered(ticket, absl::Now());
 }
 
-absl::Status PsClient::WaitUntil(const Ticket& ticket, absl::Time deadline) {
+absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time started) {
   absl::MutexLock lock(&ticket->mu_);
   auto done = [&ticket]()
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(ticket->mu_) { return ticket->remaining_ == 0; };
-  if (!ticket->mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+  while (true) {
+    // The deadline moves with every reply from any server: only `timeout`
+    // of silence fails the wait.
+    const absl::Time last_reply = absl::FromUnixNanos(last_reply_unix_ns_.load());
+    const absl::Time deadline = std::max(started, last_reply) + options_.timeout;
+    if (ticket->mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) break;
+    if (absl::FromUnixNanos(last_reply_unix_ns_.load()) > last_reply) continue;
     const std::set<int> servers(ticket->waiting_on_.begin(), ticket->waiting_on_.end());
     std::string who;
     for (int s : servers) {
@@ -254,10 +261,11 @@ absl::Status PsClient::WaitUntil(const Ticket& ticket, absl::Time deadline) {
 }
 
 absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  // One silence budget for all: the wait began when the first ticket's did.
+  const absl::Time started = absl::Now();
   absl::Status first;
   for (const Ticket& t : tickets) {
-    absl::Status s = WaitUntil(t, deadline);
+    absl::Status s = WaitWhileAnswered(t, started);
     if (!s.ok() && first.ok()) first = s;
   }
   return first;
@@ -395,6 +403,7 @@ void PsClient::IoLoop() {
       cancel_ = false;
     }
     for (Request& r : fresh) {
+      r.resend_wait = options_.resend_after;
       SendRequest(r);
       const uint64_t id = r.id;
       inflight_.emplace(id, std::move(r));
@@ -408,12 +417,17 @@ void PsClient::IoLoop() {
       while (true) {
         absl::StatusOr<RawMessage> raw = servers_[s]->ReceiveNow();
         if (!raw.ok()) break;
+        last_heard_[s] = absl::Now();
+        last_reply_unix_ns_.store(absl::ToUnixNanos(last_heard_[s]));
         HandleReply(static_cast<int>(s), *std::move(raw));
       }
     }
     const absl::Time now = absl::Now();
     for (auto& [id, r] : inflight_) {
-      if (now - r.sent_at > options_.resend_after) SendRequest(r);
+      if (now - r.sent_at > r.resend_wait && now - last_heard_[r.server] > options_.resend_after) {
+        SendRequest(r);
+        r.resend_wait = std::min(2 * r.resend_wait, absl::Seconds(60));
+      }
     }
     if (now >= next_heartbeat) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);

@@ -5,14 +5,18 @@
 // Push, Pull and Init are asynchronous: they split a tensor into the chunks
 // of the partition plan, queue one request per server, and return a Ticket
 // to Wait() on. A background I/O thread owns every socket; it sends queued
-// requests, matches replies, resends requests left unanswered for
-// `resend_after` (a restarted server answers them; pushes are de-duplicated
-// by (worker, iteration)), and sends heartbeats.
+// requests, matches replies, resends the requests of a server that has
+// been silent for `resend_after` (a restarted server answers them; pushes
+// are de-duplicated by (worker, iteration)), backing off exponentially, and
+// sends heartbeats. A server that keeps answering is never sent a request
+// twice, however slow the network: a resent push would double the traffic
+// of a link that is already the bottleneck.
 //
 // Contracts: a pushed tensor must not change, and a pulled tensor must not
 // be read, until its ticket has completed. Wait() fails with
-// DeadlineExceeded after `timeout`, naming the server and the request, so a
-// dead peer never hangs a worker forever.
+// DeadlineExceeded once the servers have been silent for `timeout`, naming
+// the server and the request, so a dead peer never hangs a worker forever
+// while a slow link that keeps delivering is waited for.
 //
 //   auto client = PsClient::Connect(options);
 //   (*client)->SetPlan(plan);
@@ -22,6 +26,7 @@
 #ifndef STRATA_CORE_NET_PS_CLIENT_H_
 #define STRATA_CORE_NET_PS_CLIENT_H_
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -83,8 +88,11 @@ class PsClient {
   // holds the smallest chunk version received.
   Ticket Pull(int64_t iteration, uint32_t key, const Tensor& destination);
 
+  // Waits for the ticket. Fails with DeadlineExceeded once no server has
+  // answered anything for `timeout` (a slow link that keeps delivering
+  // replies is waited for; a dead server is not).
   absl::Status Wait(const Ticket& ticket);
-  // Waits for every ticket, all within one `timeout`; returns the first error.
+  // Waits for every ticket, as Wait does; returns the first error.
   absl::Status WaitAll(const std::vector<Ticket>& tickets);
   // Abandons every queued and in-flight request: their tickets complete
   // with Cancelled and late replies are ignored, so no stale pull can write
@@ -107,6 +115,7 @@ class PsClient {
     Tensor tensor;  // push/init source or pull destination (whole parameter)
     Ticket op;
     absl::Time sent_at;
+    absl::Duration resend_wait;  // doubles with every resend
   };
 
   explicit PsClient(const PsClientOptions& options);
@@ -118,7 +127,9 @@ class PsClient {
   void SendRequest(Request& request);
   void HandleReply(int server, RawMessage raw);
   void Wake();
-  absl::Status WaitUntil(const Ticket& ticket, absl::Time deadline);
+  // Waits until `ticket` completes or no server has answered for `timeout`
+  // since max(started, the last reply).
+  absl::Status WaitWhileAnswered(const Ticket& ticket, absl::Time started);
 
   PsClientOptions options_;
   zmq::context_t context_{1};
@@ -134,6 +145,8 @@ class PsClient {
   std::vector<std::unique_ptr<Socket>> servers_;
   std::unique_ptr<zmq::socket_t> wake_receiver_;
   std::map<uint64_t, Request> inflight_;
+  std::vector<absl::Time> last_heard_;  // per server: when its last message arrived
+  std::atomic<int64_t> last_reply_unix_ns_{0};  // any server's, read by waiting callers
 
   absl::Mutex queue_mu_;
   std::deque<Request> queue_ ABSL_GUARDED_BY(queue_mu_);
