@@ -65,15 +65,14 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
     const double t2 = MonotonicSeconds();
     STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
     const double t3 = MonotonicSeconds();
-    times.compute += t2 - t1;
-    times.network += t3 - t2;
-    times.wall += t3 - t0;
+    if (step > first_step) times.Add(t2 - t1, t3 - t2, t3 - t0);
     if (!completed) continue;
     reporter.StepDone(step, loss.loss, t3 - t0);
     ++step;
     if (rank == 0 && tc.evaluate && reporter.EpochEnds(step)) {
-      STRATA_ASSIGN_OR_RETURN(EvalResult eval,
-                              Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
+      STRATA_ASSIGN_OR_RETURN(
+          EvalResult eval,
+          Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
       reporter.Evaluated(step, eval);
     }
   }
@@ -91,7 +90,8 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
     STRATA_RETURN_IF_ERROR(WriteJsonFile(options.run.summary_out, summary.ToJson()));
   }
   if (rank == 0 && !options.parameters_out.empty()) {
-    STRATA_RETURN_IF_ERROR(WriteCheckpoint(options.parameters_out, CaptureParameters(*model, step)));
+    STRATA_RETURN_IF_ERROR(
+        WriteCheckpoint(options.parameters_out, CaptureParameters(*model, step)));
   }
   return summary;
 }

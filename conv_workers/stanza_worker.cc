@@ -60,9 +60,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
     const double t4 = MonotonicSeconds();
     STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
     const double t5 = MonotonicSeconds();
-    times.compute += (t2 - t1) + (t4 - t3);
-    times.network += (t3 - t2) + (t5 - t4);
-    times.wall += t5 - t0;
+    if (step > first_step) times.Add((t2 - t1) + (t4 - t3), (t3 - t2) + (t5 - t4), t5 - t0);
     if (!completed) continue;
     ++step;
   }

@@ -50,7 +50,10 @@ class FcServer {
  public:
   FcServer(Socket& socket, const std::vector<int>& conv_ranks, Shape expected, int64_t classes,
            uint64_t job_id, int rank)
-      : socket_(socket), expected_(std::move(expected)), classes_(classes), job_id_(job_id),
+      : socket_(socket),
+        expected_(std::move(expected)),
+        classes_(classes),
+        job_id_(job_id),
         rank_(rank) {
     for (int r : conv_ranks) peers_[r] = ConvPeer();
   }
@@ -75,9 +78,9 @@ class FcServer {
         for (const auto& [r, p] : peers_) {
           if (!p.arrived) missing.push_back(r);
         }
-        return absl::DeadlineExceededError(absl::StrCat(
-            "no activations from conv worker(s) ", absl::StrJoin(missing, ", "),
-            " for iteration ", iteration, " within ", absl::FormatDuration(timeout)));
+        return absl::DeadlineExceededError(
+            absl::StrCat("no activations from conv worker(s) ", absl::StrJoin(missing, ", "),
+                         " for iteration ", iteration, " within ", absl::FormatDuration(timeout)));
       }
       absl::StatusOr<RawMessage> raw = socket_.Receive(deadline - now);
       if (!raw.ok()) {
@@ -162,14 +165,14 @@ class FcServer {
     const int sender = h.getSenderRank();
     auto it = peers_.find(sender);
     if (it == peers_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "activations from conv worker ", sender, ", which is not served by FC worker ", rank_));
+      return absl::InvalidArgumentError(absl::StrCat("activations from conv worker ", sender,
+                                                     ", which is not served by FC worker ", rank_));
     }
     const std::string expected = expected_.ToString();
     const std::string received = ShapeText(h.getShape());
     if (expected != received) {
-      return absl::InvalidArgumentError(absl::StrCat("activations of shape ", received,
-                                                     ", expected ", expected));
+      return absl::InvalidArgumentError(
+          absl::StrCat("activations of shape ", received, ", expected ", expected));
     }
     const int64_t b = expected_[0];
     if (m.num_frames() != 2 || m.frame_size(0) != static_cast<size_t>(expected_.numel()) * 4 ||
@@ -182,8 +185,8 @@ class FcServer {
     std::memcpy(labels.data(), m.frame_data(1), b * sizeof(int32_t));
     for (int64_t i = 0; i < b; ++i) {
       if (labels[i] < 0 || labels[i] >= classes_) {
-        return absl::InvalidArgumentError(absl::StrCat("label ", labels[i], " of sample ", i,
-                                                       " is outside [0, ", classes_, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("label ", labels[i], " of sample ", i, " is outside [0, ", classes_, ")"));
       }
     }
     ConvPeer& peer = it->second;
@@ -193,9 +196,8 @@ class FcServer {
       return absl::OkStatus();
     }
     if (h.getIteration() != iteration) {
-      return absl::InvalidArgumentError(absl::StrCat("activations for iteration ",
-                                                     h.getIteration(), ", expected iteration ",
-                                                     iteration));
+      return absl::InvalidArgumentError(absl::StrCat("activations for iteration ", h.getIteration(),
+                                                     ", expected iteration ", iteration));
     }
     peer.identity = m.identity();
     peer.request_id = h.getRequestId();
@@ -237,9 +239,9 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   const int fc_workers = client->num_fc_workers();
   const int conv_workers = client->num_workers();
   if (conv_workers % fc_workers != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        conv_workers, " conv workers do not divide evenly over ", fc_workers,
-        " FC workers (every FC worker must serve the same number)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(conv_workers, " conv workers do not divide evenly over ", fc_workers,
+                     " FC workers (every FC worker must serve the same number)"));
   }
   if (tc.batch_size % conv_workers != 0) {
     return absl::InvalidArgumentError(absl::StrCat("training.batch_size ", tc.batch_size,
@@ -282,9 +284,9 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
                                                 static_cast<uint32_t>(trunk.size()));
     STRATA_ASSIGN_OR_RETURN(int64_t version, head_sync->Join(/*initialise=*/rank == 0));
     if (version != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the servers' head is at iteration ", version,
-          "; FC workers cannot resume a run (start the job afresh)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the servers' head is at iteration ", version,
+                       "; FC workers cannot resume a run (start the job afresh)"));
     }
   } else {
     STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
@@ -304,7 +306,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
 
   STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
                           MetricsWriter::Open(rank == 0 ? options.run.metrics_out : ""));
-  TrainingReporter reporter(tc, total_steps, steps_per_epoch, absl::StrCat("[fc worker ", rank, "] "),
+  TrainingReporter reporter(tc, total_steps, steps_per_epoch,
+                            absl::StrCat("[fc worker ", rank, "] "),
                             options.run.progress && rank == 0, &metrics);
   RunSummary summary = NewRunSummary("stanza", config, *model);
   const double k = static_cast<double>(mine.size());
@@ -332,8 +335,9 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     last = now;
     if (rank == 0 && tc.evaluate && reporter.EpochEnds(step + 1)) {
       STRATA_RETURN_IF_ERROR_CTX(pull_trunk(step + 1), "pulling the trunk for evaluation");
-      STRATA_ASSIGN_OR_RETURN(EvalResult eval,
-                              Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
+      STRATA_ASSIGN_OR_RETURN(
+          EvalResult eval,
+          Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
       reporter.Evaluated(step + 1, eval);
       last = MonotonicSeconds();  // evaluation is not training time
     }

@@ -233,9 +233,7 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
   return op->clocks_;
 }
 
-absl::Status PsClient::Wait(const Ticket& ticket) {
-  return WaitWhileAnswered(ticket, absl::Now());
-}
+absl::Status PsClient::Wait(const Ticket& ticket) { return WaitWhileAnswered(ticket, absl::Now()); }
 
 absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time started) {
   absl::MutexLock lock(&ticket->mu_);

@@ -145,7 +145,7 @@ class PsClient {
   std::vector<std::unique_ptr<Socket>> servers_;
   std::unique_ptr<zmq::socket_t> wake_receiver_;
   std::map<uint64_t, Request> inflight_;
-  std::vector<absl::Time> last_heard_;  // per server: when its last message arrived
+  std::vector<absl::Time> last_heard_;          // per server: when its last message arrived
   std::atomic<int64_t> last_reply_unix_ns_{0};  // any server's, read by waiting callers
 
   absl::Mutex queue_mu_;

@@ -35,7 +35,10 @@ nlohmann::json TrafficReport::ToJson() const {
     j["received"][name] = received[k];
   }
   if (has_times) {
-    j["times"] = {{"compute", times.compute}, {"network", times.network}, {"wall", times.wall}};
+    j["times"] = {{"iterations", times.iterations},
+                  {"compute", times.compute},
+                  {"network", times.network},
+                  {"wall", times.wall}};
   }
   return j;
 }

@@ -26,11 +26,20 @@ enum class PeerKind { kServer = 0, kConv = 1, kFc = 2 };
 PeerKind PeerKindOf(wire::Role role);
 const char* PeerKindName(PeerKind kind);
 
-// Where a worker's iterations went, summed over its run, in seconds.
+// Where a worker's iterations went, summed over its run, in seconds. The
+// first iteration (start-up: kernel creation, peers joining) is left out.
 struct StepTimes {
-  double compute = 0;  // forward, backward, local updates
-  double network = 0;  // blocked on the network: pushes, pulls, activation exchange
-  double wall = 0;     // whole iterations (the rest is input loading and idling)
+  int64_t iterations = 0;  // iterations timed
+  double compute = 0;      // forward, backward, local updates
+  double network = 0;      // blocked on the network: pushes, pulls, activation exchange
+  double wall = 0;         // whole iterations (the rest is input loading and idling)
+
+  void Add(double compute_seconds, double network_seconds, double wall_seconds) {
+    ++iterations;
+    compute += compute_seconds;
+    network += network_seconds;
+    wall += wall_seconds;
+  }
 };
 
 struct TrafficReport {

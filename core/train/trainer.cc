@@ -26,20 +26,20 @@ constexpr int64_t kEvalBatch = 500;
 
 nlohmann::json RunSummary::ToJson() const {
   nlohmann::json j = {{"mode", mode},
-          {"config", config},
-          {"steps", steps},
-          {"epochs", epochs},
-          {"batch_size", batch_size},
-          {"threads", threads},
-          {"parameters", parameters},
-          {"test_accuracy", test_accuracy},
-          {"test_loss", test_loss},
-          {"train_loss", train_loss},
-          {"images_per_sec", images_per_sec},
-          {"train_seconds", train_seconds},
-          {"forward_flops_per_image", forward_flops_per_image},
-          {"bytes_per_iteration", bytes_per_iteration},
-          {"bytes_per_iteration_by_role", bytes_per_iteration_by_role}};
+                      {"config", config},
+                      {"steps", steps},
+                      {"epochs", epochs},
+                      {"batch_size", batch_size},
+                      {"threads", threads},
+                      {"parameters", parameters},
+                      {"test_accuracy", test_accuracy},
+                      {"test_loss", test_loss},
+                      {"train_loss", train_loss},
+                      {"images_per_sec", images_per_sec},
+                      {"train_seconds", train_seconds},
+                      {"forward_flops_per_image", forward_flops_per_image},
+                      {"bytes_per_iteration", bytes_per_iteration},
+                      {"bytes_per_iteration_by_role", bytes_per_iteration_by_role}};
   if (!seconds_per_iteration.empty()) j["seconds_per_iteration"] = seconds_per_iteration;
   return j;
 }

@@ -8,8 +8,7 @@ namespace strata {
 
 // Seconds on the monotonic clock (steady: never jumps with wall-clock time).
 inline double MonotonicSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace strata

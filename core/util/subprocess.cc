@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -20,6 +21,9 @@ extern char** environ;
 namespace strata {
 
 namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void OnInterrupt(int) { g_interrupted = 1; }
 
 int ExitCode(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -72,9 +76,8 @@ absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
       ::dup2(out_fd, STDOUT_FILENO);
       ::dup2(out_fd, STDERR_FILENO);
     }
-    int err = spec.network_namespace.empty()
-                  ? 0
-                  : EnterNetworkNamespace(spec.network_namespace.c_str());
+    int err =
+        spec.network_namespace.empty() ? 0 : EnterNetworkNamespace(spec.network_namespace.c_str());
     if (err == 0) {
       ::execvpe(argv[0], argv.data(), envp.data());
       err = errno;
@@ -100,6 +103,13 @@ absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
 
 }  // namespace
 
+void StopChildrenOnInterrupt() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) {
   STRATA_ASSIGN_OR_RETURN(std::vector<int> codes, RunProcesses({spec}, timeout));
   return codes[0];
@@ -108,11 +118,22 @@ absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) 
 absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& specs,
                                               absl::Duration timeout) {
   std::vector<pid_t> pids;
+  // SIGTERM first, so a launcher among them can tear down what it built
+  // (an emulated network); SIGKILL for whatever still runs after 5 s.
   auto kill_all = [&pids] {
     for (pid_t pid : pids) {
-      if (pid > 0) {
-        ::kill(-pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
+      if (pid > 0) ::kill(-pid, SIGTERM);
+    }
+    const absl::Time give_up = absl::Now() + absl::Seconds(5);
+    for (pid_t pid : pids) {
+      if (pid <= 0) continue;
+      while (::waitpid(pid, nullptr, WNOHANG) == 0) {
+        if (absl::Now() > give_up) {
+          ::kill(-pid, SIGKILL);
+          ::waitpid(pid, nullptr, 0);
+          break;
+        }
+        ::usleep(10000);
       }
     }
   };
@@ -147,6 +168,10 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& sp
         kill_all();
         return codes;
       }
+    }
+    if (running > 0 && g_interrupted) {
+      kill_all();
+      return absl::CancelledError("interrupted: every started process was stopped");
     }
     if (running > 0 && absl::Now() > deadline) {
       kill_all();

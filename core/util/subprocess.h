@@ -30,7 +30,7 @@ struct ProcessSpec {
 
 // Runs the process to completion and returns its exit code (128 + signal if
 // it was killed by a signal). When `timeout` passes first, the process (and
-// its process group) is killed and DeadlineExceeded is returned. Fails when
+// its process group) is stopped and DeadlineExceeded is returned. Fails when
 // the program cannot be started.
 absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout);
 
@@ -40,6 +40,12 @@ absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout);
 // the rest waiting for it. DeadlineExceeded when `timeout` passes first.
 absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& specs,
                                               absl::Duration timeout);
+
+// From now on SIGINT and SIGTERM (Ctrl-C) make a running RunProcess or
+// RunProcesses stop its processes (SIGTERM, then SIGKILL after 5 s) and
+// return Cancelled, instead of killing this process and leaving them
+// running. For tools that run other programs (strata_bench).
+void StopChildrenOnInterrupt();
 
 // The last `max_bytes` of a file (for showing the end of a failed run's log).
 std::string FileTail(const std::string& path, size_t max_bytes);

@@ -104,11 +104,11 @@ class EmulatedClusterTest : public testing::ClusterTest {};
 TEST_F(EmulatedClusterTest, StanzaRunsOnEmulatedHostsAndCleansUp) {
   if (!CanEmulate()) GTEST_SKIP() << "needs root for network namespaces";
   const std::string before = RootNetworkState();
-  const auto [code, out] = RunCommand(
-      testing::kBin + "strata_launch --config " + testing::kConfig +
-      " --mode stanza --conv-workers 2 --fc-workers 1 --max-steps 20 --evaluate=false "
-      "--progress=false --bandwidth 1gbit --summary-out " + dir_ +
-      "/summary.json");
+  const auto [code, out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
+                 " --mode stanza --conv-workers 2 --fc-workers 1 --max-steps 20 --evaluate=false "
+                 "--progress=false --bandwidth 1gbit --summary-out " +
+                 dir_ + "/summary.json");
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("emulated network: 4 hosts (198.18.0.1-198.18.0.4), each link 1gbit"),
             std::string::npos)
@@ -120,11 +120,11 @@ TEST_F(EmulatedClusterTest, StanzaRunsOnEmulatedHostsAndCleansUp) {
 
 TEST_F(EmulatedClusterTest, CtrlCStopsTheClusterAndRemovesTheNetwork) {
   if (!CanEmulate()) GTEST_SKIP() << "needs root for network namespaces";
-  testing::Process launcher({testing::kBin + "strata_launch", "--config", testing::kConfig,
-                             "--mode", "ps", "--conv-workers", "2", "--bandwidth", "100mbit",
-                             "--progress=false", "--evaluate=false", "--summary-out",
-                             dir_ + "/summary.json"},
-                            dir_ + "/launch.log");
+  testing::Process launcher(
+      {testing::kBin + "strata_launch", "--config", testing::kConfig, "--mode", "ps",
+       "--conv-workers", "2", "--bandwidth", "100mbit", "--progress=false", "--evaluate=false",
+       "--summary-out", dir_ + "/summary.json"},
+      dir_ + "/launch.log");
   ASSERT_NE(launcher.WaitFor("emulated network: 3 hosts"), "") << launcher.log();
   ASSERT_NE(launcher.WaitFor("tcp://198.18.0.1:"), "") << launcher.log();  // server 0 serves
   launcher.Interrupt();
@@ -139,8 +139,7 @@ TEST_F(EmulatedClusterTest, BadRateIsRefusedBeforeAnythingStarts) {
       RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
                  " --mode ps --bandwidth fast --summary-out " + dir_ + "/s.json");
   EXPECT_NE(code, 0);
-  EXPECT_NE(out.find("bandwidth \"fast\": use a number with gbit, mbit or kbit"),
-            std::string::npos)
+  EXPECT_NE(out.find("bandwidth \"fast\": use a number with gbit, mbit or kbit"), std::string::npos)
       << out;
 }
 

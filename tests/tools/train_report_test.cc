@@ -25,8 +25,10 @@ TrainReport TwoPointReport() {
   slow.value = "100mbit";
   slow.numeric = 1e8;
   slow.contenders.push_back({"strata ps", {10, 30, 20}, 2.5e6, {}});
-  slow.contenders.push_back(
-      {"strata stanza", {80, 100, 90}, 1e5, {{"compute", 0.5}, {"communication", 0.25}, {"waiting", 0.125}}});
+  slow.contenders.push_back({"strata stanza",
+                             {80, 100, 90},
+                             1e5,
+                             {{"compute", 0.5}, {"communication", 0.25}, {"waiting", 0.125}}});
   SweepPoint fast = slow;
   fast.value = "1gbit";
   fast.numeric = 1e9;
@@ -94,11 +96,11 @@ TEST_F(PlotTest, APlotNeedsASweep) {
 // The whole tool: two bandwidths, ps mode, a plot, CSV and JSON.
 TEST_F(PlotTest, TwoPointSweepOfARealClusterProducesPlotCsvAndJson) {
   const std::string png = dir_ + "/sweep.png";
-  const auto [code, out] = RunCommand(
-      strata::testing::kBin + "strata_bench train --config " + strata::testing::kConfig +
-      " --modes ps --conv-workers 2 --sweep bandwidth=100mbit,1gbit --steps 4 --repeat 1"
-      " --peer=false --threads 1 --plot " + png + " --csv " + dir_ + "/s.csv --json " + dir_ +
-      "/s.json");
+  const auto [code, out] =
+      RunCommand(strata::testing::kBin + "strata_bench train --config " + strata::testing::kConfig +
+                 " --modes ps --conv-workers 2 --sweep bandwidth=100mbit,1gbit --steps 4 --repeat 1"
+                 " --peer=false --threads 1 --plot " +
+                 png + " --csv " + dir_ + "/s.csv --json " + dir_ + "/s.json");
   ASSERT_EQ(code, 0) << out;
   EXPECT_EQ(ReadFile(png).substr(1, 3), "PNG");
   const std::vector<std::string> rows =
@@ -115,9 +117,8 @@ TEST_F(PlotTest, TwoPointSweepOfARealClusterProducesPlotCsvAndJson) {
 }
 
 TEST_F(PlotTest, BadSweepIsRefused) {
-  const auto [code, out] =
-      RunCommand(strata::testing::kBin + "strata_bench train --config " +
-                 strata::testing::kConfig + " --modes ps --sweep speed=1,2");
+  const auto [code, out] = RunCommand(strata::testing::kBin + "strata_bench train --config " +
+                                      strata::testing::kConfig + " --modes ps --sweep speed=1,2");
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("--sweep speed=1,2: use bandwidth="), std::string::npos) << out;
 }

@@ -18,8 +18,8 @@
 #include "core/net/ps_client.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
-#include "tools/bench/bench_report.h"
 #include "core/util/clock.h"
+#include "tools/bench/bench_report.h"
 
 namespace strata::bench {
 namespace {

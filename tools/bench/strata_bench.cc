@@ -15,8 +15,9 @@
 #include "absl/strings/str_split.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
-#include "tools/bench/plan_report.h"
+#include "core/util/subprocess.h"
 #include "tools/bench/link_bench.h"
+#include "tools/bench/plan_report.h"
 #include "tools/bench/ps_bench.h"
 #include "tools/bench/train_bench.h"
 
@@ -39,7 +40,8 @@ ABSL_FLAG(int32_t, fc_workers, 1, "train, plan: FC workers (stanza)");
 ABSL_FLAG(std::string, bandwidth, "",
           "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
           "root; default loopback); plan: the link to plan for (default 1gbit)");
-ABSL_FLAG(std::string, latency, "0", "train: with --bandwidth, one-way delay between hosts (0.2ms)");
+ABSL_FLAG(std::string, latency, "0",
+          "train: with --bandwidth, one-way delay between hosts (0.2ms)");
 ABSL_FLAG(std::string, sweep, "",
           "train: run every value of one network setting, e.g. bandwidth=100mbit,1gbit,10gbit");
 ABSL_FLAG(std::string, csv, "", "train: write the results as CSV to this file");
@@ -48,6 +50,7 @@ ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-threa
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::StopChildrenOnInterrupt();  // Ctrl-C stops the contenders and cleans up
   absl::SetProgramUsageMessage(
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
@@ -113,10 +116,9 @@ int main(int argc, char** argv) {
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunPsBench(o);
   } else if (command == "link") {
-    status = strata::bench::RunLinkBench(absl::GetFlag(FLAGS_bandwidth).empty()
-                                             ? "1gbit"
-                                             : absl::GetFlag(FLAGS_bandwidth),
-                                         absl::GetFlag(FLAGS_latency));
+    status = strata::bench::RunLinkBench(
+        absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth),
+        absl::GetFlag(FLAGS_latency));
   } else {
     std::fprintf(stderr,
                  "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link)\n",

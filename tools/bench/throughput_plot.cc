@@ -68,7 +68,8 @@ absl::Status WriteThroughputPlot(const TrainReport& report, const std::string& p
     return absl::NotFoundError("gnuplot is not installed (apt-get install gnuplot-nox)");
   }
   STRATA_RETURN_IF_ERROR(code.status());
-  if (*code != 0 || !std::filesystem::exists(png_path) || std::filesystem::file_size(png_path) == 0) {
+  if (*code != 0 || !std::filesystem::exists(png_path) ||
+      std::filesystem::file_size(png_path) == 0) {
     return absl::InternalError(absl::StrCat("gnuplot could not draw ", png_path, ": ", log));
   }
   return absl::OkStatus();

@@ -115,20 +115,30 @@ class Runner {
   absl::StatusOr<RunResult> RunStrata(const Contender& c, const NetworkSetting& net) {
     ProcessSpec spec;
     const std::string result = Path("summary.json");
-    spec.argv = {BinaryDir() + "/strata_launch", "--config", o_.config, "--mode", c.mode,
-                 "--max-steps", std::to_string(o_.steps), "--threads", std::to_string(o_.threads),
-                 "--batch-size", std::to_string(batch_), "--evaluate=false", "--progress=false",
-                 "--summary-out", result};
+    spec.argv = {BinaryDir() + "/strata_launch",
+                 "--config",
+                 o_.config,
+                 "--mode",
+                 c.mode,
+                 "--max-steps",
+                 std::to_string(o_.steps),
+                 "--threads",
+                 std::to_string(o_.threads),
+                 "--batch-size",
+                 std::to_string(batch_),
+                 "--evaluate=false",
+                 "--progress=false",
+                 "--summary-out",
+                 result};
     if (c.mode != "single") {
-      for (const std::string& f :
-           {std::string("--servers"), std::to_string(o_.servers), std::string("--conv-workers"),
-            std::to_string(o_.conv_workers), std::string("--fc-workers"),
-            std::to_string(o_.fc_workers)}) {
+      for (const std::string& f : {std::string("--servers"), std::to_string(o_.servers),
+                                   std::string("--conv-workers"), std::to_string(o_.conv_workers),
+                                   std::string("--fc-workers"), std::to_string(o_.fc_workers)}) {
         spec.argv.push_back(f);
       }
       if (!net.bandwidth.empty()) {
-        for (const std::string& f : {std::string("--bandwidth"), net.bandwidth,
-                                     std::string("--latency"), net.latency}) {
+        for (const std::string& f :
+             {std::string("--bandwidth"), net.bandwidth, std::string("--latency"), net.latency}) {
           spec.argv.push_back(f);
         }
       }
@@ -156,12 +166,12 @@ class Runner {
   absl::StatusOr<RunResult> RunTorch() {
     ProcessSpec spec;
     const std::string result = Path("pytorch.json");
-    spec.argv = {o_.python,       SourceDir() + "/tools/bench/peers/torch_train.py",
-                 "--config",      o_.config,
-                 "--steps",       std::to_string(o_.steps),
-                 "--threads",     std::to_string(o_.threads),
-                 "--batch-size",  std::to_string(batch_),
-                 "--json",        result};
+    spec.argv = {o_.python,      SourceDir() + "/tools/bench/peers/torch_train.py",
+                 "--config",     o_.config,
+                 "--steps",      std::to_string(o_.steps),
+                 "--threads",    std::to_string(o_.threads),
+                 "--batch-size", std::to_string(batch_),
+                 "--json",       result};
     spec.unset_env = UnsetForBenchmarks();
     spec.set_env = PeerEnvironment(o_.threads);
     spec.output_path = Path("pytorch.log");
@@ -338,23 +348,23 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::printf("strata_bench train: %s, global batch %lld, %d threads, %d steps x %d repeats\n",
               o.config.c_str(), static_cast<long long>(batch), o.threads, o.steps, o.repeat);
   if (cluster_modes) {
-    std::printf("cluster: %d server(s), %d conv workers, %d FC worker(s); network: %s\n",
-                o.servers, o.conv_workers, o.fc_workers,
+    std::printf("cluster: %d server(s), %d conv workers, %d FC worker(s); network: %s\n", o.servers,
+                o.conv_workers, o.fc_workers,
                 !sweep.parameter.empty() && sweep.parameter == "bandwidth"
                     ? "swept"
-                    : (o.bandwidth.empty()
-                           ? "loopback"
-                           : absl::StrCat(o.bandwidth, " per host, ",
-                                          o.latency == "0" ? "no added latency"
-                                                           : o.latency + " one way")
-                                 .c_str()));
+                    : (o.bandwidth.empty() ? "loopback"
+                                           : absl::StrCat(o.bandwidth, " per host, ",
+                                                          o.latency == "0" ? "no added latency"
+                                                                           : o.latency + " one way")
+                                                 .c_str()));
   }
   const double gflops = MeasureSgemmGflops(2048, o.threads);
   std::printf("machine: SGEMM 2048^3 with %d threads: %.1f GFLOP/s\n", o.threads, gflops);
   std::fflush(stdout);
 
   std::vector<Contender> contenders;
-  for (const std::string& mode : o.modes) contenders.push_back({"strata " + mode, Kind::kStrata, mode});
+  for (const std::string& mode : o.modes)
+    contenders.push_back({"strata " + mode, Kind::kStrata, mode});
   const bool has_single = std::find(o.modes.begin(), o.modes.end(), "single") != o.modes.end();
   const bool torch = o.with_peer && PythonHasTorch(o.python, scratch);
   if (o.with_peer && !torch) {
@@ -423,7 +433,8 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
         progress.End(absl::StrFormat("%8.0f images/s", r->images_per_sec));
       }
     }
-    std::printf("\n%s%s", value.empty() ? "" : absl::StrCat(sweep.parameter, " ", value, ":\n").c_str(),
+    std::printf("\n%s%s",
+                value.empty() ? "" : absl::StrCat(sweep.parameter, " ", value, ":\n").c_str(),
                 FormatPointTable(point).c_str());
     nlohmann::json point_ratios;
     PrintRatios(point, point_ratios);
@@ -432,9 +443,10 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     report.points.push_back(std::move(point));
   }
   if (has_single) {
-    std::printf("limit (single process): %.1f MFLOP per training image at %.1f GFLOP/s = %.0f "
-                "images/s\n",
-                train_flops / 1e6, gflops, limit_ips);
+    std::printf(
+        "limit (single process): %.1f MFLOP per training image at %.1f GFLOP/s = %.0f "
+        "images/s\n",
+        train_flops / 1e6, gflops, limit_ips);
   }
   std::filesystem::remove_all(scratch);
   nlohmann::json json = ReportToJson(report);

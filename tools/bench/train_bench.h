@@ -19,11 +19,11 @@ struct TrainBenchOptions {
   std::vector<std::string> modes = {"single"};
   int steps = 300;
   int repeat = 3;
-  int threads = 2;        // CPU threads on the machine, shared by a cluster's processes
-  int batch_size = 0;     // global batch; 0 = the config's
-  int servers = 1;        // ps, stanza
-  int conv_workers = 2;   // ps, stanza (and the DDP peer's world size)
-  int fc_workers = 1;     // stanza
+  int threads = 2;       // CPU threads on the machine, shared by a cluster's processes
+  int batch_size = 0;    // global batch; 0 = the config's
+  int servers = 1;       // ps, stanza
+  int conv_workers = 2;  // ps, stanza (and the DDP peer's world size)
+  int fc_workers = 1;    // stanza
   // Emulated network for the cluster modes and the DDP peer: each host's
   // link rate ("1gbit"; "" = loopback) and one-way latency ("0.2ms").
   std::string bandwidth;

@@ -28,9 +28,9 @@ double ContenderResult::median() const {
 }
 
 std::string FormatPointTable(const SweepPoint& p) {
-  std::string out = absl::StrFormat("%-16s %12s %9s %9s %13s %9s %9s %9s %9s\n", "contender",
-                                    "median img/s", "min", "max", "MB/iteration", "compute",
-                                    "comm", "waiting", "vs first");
+  std::string out =
+      absl::StrFormat("%-16s %12s %9s %9s %13s %9s %9s %9s %9s\n", "contender", "median img/s",
+                      "min", "max", "MB/iteration", "compute", "comm", "waiting", "vs first");
   for (const ContenderResult& c : p.contenders) {
     const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
     const std::string mb =
@@ -75,7 +75,7 @@ std::string ReportToCsv(const TrainReport& r) {
       auto part = [&c](const std::string& name) {
         auto it = c.seconds_per_iteration.find(name);
         return it == c.seconds_per_iteration.end() ? std::string()
-                                                    : absl::StrFormat("%.6f", it->second);
+                                                   : absl::StrFormat("%.6f", it->second);
       };
       absl::StrAppendFormat(&out, "%s,%s,%s,%.1f,%.1f,%.1f,%d,%.4f,%.6f,%s,%s,%s\n",
                             r.sweep_parameter, p.value, c.label, c.median(), *mn, *mx,

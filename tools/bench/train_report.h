@@ -25,7 +25,7 @@ struct ContenderResult {
 
 // One setting of the swept parameter (or the only run, when not sweeping).
 struct SweepPoint {
-  std::string value;  // as given: "1gbit", "0.2ms"; "" when not sweeping
+  std::string value;   // as given: "1gbit", "0.2ms"; "" when not sweeping
   double numeric = 0;  // for plotting: bits/s (bandwidth) or ms (latency)
   std::vector<ContenderResult> contenders;
 };

@@ -159,8 +159,9 @@ std::map<std::string, double> ConvWorkerBreakdown(const std::vector<Child>& chil
   for (const Child& c : children) {
     if (!absl::StartsWith(c.label, "worker ") || !c.traffic.is_object()) continue;
     const auto times = c.traffic.find("times");
-    const int64_t steps = c.traffic.value("steps", int64_t{0});
-    if (times == c.traffic.end() || steps <= 0) continue;
+    if (times == c.traffic.end()) continue;
+    const int64_t steps = times->value("iterations", int64_t{0});
+    if (steps <= 0) continue;
     compute += times->value("compute", 0.0) / static_cast<double>(steps);
     network += times->value("network", 0.0) / static_cast<double>(steps);
     wall += times->value("wall", 0.0) / static_cast<double>(steps);
@@ -178,8 +179,7 @@ std::map<std::string, double> ConvWorkerBreakdown(const std::vector<Child>& chil
 // The emulated network `o` asks for (nullptr when it asks for none, or when
 // namespaces cannot be made here: the cluster then runs on loopback, and
 // the launcher says so).
-absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(
-    const LocalClusterOptions& o) {
+absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const LocalClusterOptions& o) {
   if (o.bandwidth.empty()) return std::unique_ptr<EmulatedNetwork>();
   EmulatedNetworkOptions n;
   STRATA_ASSIGN_OR_RETURN(n.bytes_per_second, ParseBandwidth(o.bandwidth));
@@ -192,11 +192,10 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(
     return std::unique_ptr<EmulatedNetwork>();
   }
   STRATA_RETURN_IF_ERROR(network.status());
-  std::fprintf(stderr,
-               "[launcher] emulated network: %d hosts (%s-%s), each link %s, %g ms one way\n",
-               n.hosts, (*network)->host_address(0).c_str(),
-               (*network)->host_address(n.hosts - 1).c_str(),
-               FormatBandwidth(n.bytes_per_second).c_str(), n.latency_ms);
+  std::fprintf(
+      stderr, "[launcher] emulated network: %d hosts (%s-%s), each link %s, %g ms one way\n",
+      n.hosts, (*network)->host_address(0).c_str(), (*network)->host_address(n.hosts - 1).c_str(),
+      FormatBandwidth(n.bytes_per_second).c_str(), n.latency_ms);
   return network;
 }
 
@@ -250,8 +249,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     for (const auto& f : o.override_flags) argv.push_back(f);
     return argv;
   };
-  auto server_argv = [&](int rank, const std::string& coordinator,
-                         const std::string& any_address) {
+  auto server_argv = [&](int rank, const std::string& coordinator, const std::string& any_address) {
     std::vector<std::string> argv =
         common({server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator,
                 "--consistency", o.consistency, "--staleness", std::to_string(o.staleness),
@@ -279,8 +277,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
 
   // Server 0 (the coordinator) first: its first line names its address.
   const Placement p0 = place();
-  STRATA_ASSIGN_OR_RETURN(Child s0,
-                          Spawn("server 0", server_argv(0, p0.any_address, p0.any_address), p0.netns));
+  STRATA_ASSIGN_OR_RETURN(
+      Child s0, Spawn("server 0", server_argv(0, p0.any_address, p0.any_address), p0.netns));
   children.push_back(std::move(s0));
   std::string coordinator;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -309,9 +307,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   }
   for (int r = 1; r < o.servers; ++r) {
     const Placement p = place();
-    STRATA_ASSIGN_OR_RETURN(
-        Child c, Spawn(absl::StrCat("server ", r), server_argv(r, coordinator, p.any_address),
-                       p.netns));
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("server ", r),
+                                           server_argv(r, coordinator, p.any_address), p.netns));
     children.push_back(std::move(c));
   }
   // The process that reports (progress, evaluation, summary).

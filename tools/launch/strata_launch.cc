@@ -45,7 +45,8 @@ ABSL_FLAG(std::string, transport, "ipc",
 ABSL_FLAG(std::string, bandwidth, "",
           "ps, stanza: emulate a cluster network, each process on a host of its own whose link "
           "runs at this rate (e.g. 100mbit, 1gbit, 10gbit; needs root; implies tcp)");
-ABSL_FLAG(std::string, latency, "0", "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
+ABSL_FLAG(std::string, latency, "0",
+          "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
 ABSL_FLAG(int32_t, staleness, 2, "ps: SSP staleness bound");
 ABSL_FLAG(double, timeout, 60.0, "ps: seconds a worker waits for a server before failing");
 ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");

@@ -43,8 +43,8 @@ absl::Status RunTool(const std::vector<std::string>& argv) {
   std::remove(tmpl);
   if (!code.ok()) return code.status();
   if (*code != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "`", absl::StrJoin(argv, " "), "` failed (status ", *code, "): ", output));
+    return absl::FailedPreconditionError(
+        absl::StrCat("`", absl::StrJoin(argv, " "), "` failed (status ", *code, "): ", output));
   }
   return absl::OkStatus();
 }
@@ -159,8 +159,7 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
     return absl::InvalidArgumentError("an emulated link needs a rate > 0 and a latency >= 0");
   }
   if (::geteuid() != 0) {
-    return absl::FailedPreconditionError(
-        "emulated networks need root (network namespaces and tc)");
+    return absl::FailedPreconditionError("emulated networks need root (network namespaces and tc)");
   }
   RemoveStaleNamespaces();
   std::unique_ptr<EmulatedNetwork> net(new EmulatedNetwork(options));
@@ -180,17 +179,16 @@ absl::Status EmulatedNetwork::Shape(const std::string& ns, const std::string& de
   const double rate_bits = options_.bytes_per_second * 8;
   const int64_t burst =
       std::max<int64_t>(64 * 1024 + 1600, static_cast<int64_t>(options_.bytes_per_second / 1000));
-  STRATA_RETURN_IF_ERROR(RunTool({"tc", "-n", ns, "qdisc", "add", "dev", device, "root", "handle",
-                                  "1:", "tbf", "rate",
-                                  absl::StrCat(static_cast<int64_t>(rate_bits), "bit"), "burst",
-                                  std::to_string(burst), "latency", "100ms"}));
+  STRATA_RETURN_IF_ERROR(
+      RunTool({"tc", "-n", ns, "qdisc", "add", "dev", device, "root", "handle", "1:", "tbf", "rate",
+               absl::StrCat(static_cast<int64_t>(rate_bits), "bit"), "burst", std::to_string(burst),
+               "latency", "100ms"}));
   if (options_.latency_ms > 0) {
     // Each packet crosses two shaped ports (sender's and receiver's), each
     // adding half of the one-way latency.
-    absl::Status delayed = RunTool({"tc", "-n", ns, "qdisc", "add", "dev", device, "parent",
-                                    "1:1", "handle", "10:", "netem", "delay",
-                                    absl::StrCat(options_.latency_ms * 500.0, "us"), "limit",
-                                    "100000"});
+    absl::Status delayed = RunTool(
+        {"tc", "-n", ns, "qdisc", "add", "dev", device, "parent", "1:1", "handle", "10:", "netem",
+         "delay", absl::StrCat(options_.latency_ms * 500.0, "us"), "limit", "100000"});
     if (!delayed.ok() && absl::StrContains(delayed.message(), "qdisc kind is unknown")) {
       return absl::UnimplementedError(
           "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so latency cannot be "
@@ -213,8 +211,8 @@ absl::Status EmulatedNetwork::Build() {
     STRATA_RETURN_IF_ERROR(RunTool({"ip", "netns", "add", ns}));
     created_.push_back(ns);
     STRATA_RETURN_IF_ERROR(RunTool({"ip", "-n", ns, "link", "set", "lo", "up"}));
-    STRATA_RETURN_IF_ERROR(RunTool(
-        {"ip", "-n", sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns}));
+    STRATA_RETURN_IF_ERROR(RunTool({"ip", "-n", sw, "link", "add", port, "type", "veth", "peer",
+                                    "name", "eth0", "netns", ns}));
     STRATA_RETURN_IF_ERROR(RunTool({"ip", "-n", sw, "link", "set", port, "master", "br0"}));
     STRATA_RETURN_IF_ERROR(RunTool({"ip", "-n", sw, "link", "set", port, "up"}));
     STRATA_RETURN_IF_ERROR(

@@ -75,7 +75,7 @@ class EmulatedNetwork {
   std::string switch_namespace() const;
 
   EmulatedNetworkOptions options_;
-  std::string prefix_;  // "strata-<pid>-<n>"
+  std::string prefix_;                // "strata-<pid>-<n>"
   std::vector<std::string> created_;  // namespaces, in creation order
 };
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/util/network_namespace.h"
 #include "core/util/clock.h"
+#include "core/util/network_namespace.h"
 
 namespace strata {
 namespace {
@@ -158,8 +158,8 @@ absl::Status Send(const EmulatedNetwork& net, int host, int to, double seconds, 
 absl::StatusOr<LinkMeasurement> MeasureLink(const EmulatedNetwork& network, int from, int to,
                                             double seconds) {
   if (from < 0 || to < 0 || from >= network.hosts() || to >= network.hosts() || from == to) {
-    return absl::InvalidArgumentError(absl::StrCat("link probe: hosts ", from, " -> ", to,
-                                                   " of a ", network.hosts(), "-host network"));
+    return absl::InvalidArgumentError(absl::StrCat("link probe: hosts ", from, " -> ", to, " of a ",
+                                                   network.hosts(), "-host network"));
   }
   if (!(seconds > 0)) return absl::InvalidArgumentError("link probe: seconds must be > 0");
   LinkMeasurement result;
@@ -167,8 +167,7 @@ absl::StatusOr<LinkMeasurement> MeasureLink(const EmulatedNetwork& network, int 
   std::future<int> port = port_promise.get_future();
   absl::Status received, sent;
   // Namespaces are per thread: each end runs on a thread of its own.
-  std::thread receiver(
-      [&] { received = Receive(network, to, seconds, port_promise, result); });
+  std::thread receiver([&] { received = Receive(network, to, seconds, port_promise, result); });
   const int p = port.get();
   if (p > 0) {
     std::thread sender([&] { sent = Send(network, from, to, seconds, p, result); });
