@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -169,7 +170,9 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& sp
         return codes;
       }
     }
-    if (running > 0 && g_interrupted) {
+    const bool interruptible = std::any_of(specs.begin(), specs.end(),
+                                           [](const ProcessSpec& s) { return s.interruptible; });
+    if (running > 0 && g_interrupted && interruptible) {
       kill_all();
       return absl::CancelledError("interrupted: every started process was stopped");
     }

@@ -26,6 +26,9 @@ struct ProcessSpec {
   std::string output_path;  // stdout and stderr go here; "" = inherit
   // Run inside this network namespace (/run/netns/NAME); "" = ours.
   std::string network_namespace;
+  // Whether StopChildrenOnInterrupt's Ctrl-C stops it. Clean-up commands
+  // (removing an emulated network) say false: they must run to the end.
+  bool interruptible = true;
 };
 
 // Runs the process to completion and returns its exit code (128 + signal if

@@ -1,6 +1,5 @@
 #include "tools/netem/emulated_network.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -38,6 +37,7 @@ absl::Status RunTool(const std::vector<std::string>& argv) {
   ProcessSpec spec;
   spec.argv = argv;
   spec.output_path = tmpl;
+  spec.interruptible = false;  // a Ctrl-C must not cut building or removing a network short
   absl::StatusOr<int> code = RunProcess(spec, absl::Seconds(30));
   const std::string output = FileTail(tmpl, 500);
   std::remove(tmpl);
