@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -97,7 +98,19 @@ absl::Status PsClient::Bootstrap() {
         auto s, Socket::Connect(context_, SocketKind::kDealer, address, options_.limits));
     servers_.push_back(std::move(s));
   }
-  last_heard_.assign(servers_.size(), absl::Now());
+  for (size_t s = 0; s < servers_.size(); ++s) {
+    const std::string endpoint = absl::StrCat("inproc://strata-client-monitor-",
+                                              reinterpret_cast<uintptr_t>(this), "-", s);
+    if (zmq_socket_monitor(servers_[s]->raw().handle(), endpoint.c_str(),
+                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot watch the connection to server ", s, ": ", zmq_strerror(zmq_errno())));
+    }
+    auto monitor = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
+    monitor->connect(endpoint);
+    monitors_.push_back(std::move(monitor));
+  }
+  disconnected_.assign(servers_.size(), false);
   const std::string wake =
       absl::StrCat("inproc://strata-client-wake-", reinterpret_cast<uintptr_t>(this));
   wake_receiver_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
@@ -302,7 +315,6 @@ void PsClient::SendRequest(Request& r) {
           flat.Slice(static_cast<int64_t>(c.offset), static_cast<int64_t>(c.offset + c.length)));
     }
   }
-  r.sent_at = absl::Now();
   absl::Status s = servers_[r.server]->Send(m);
   if (!s.ok()) {
     std::fprintf(stderr, "[worker %d] send to server %d failed (will retry): %s\n", rank_, r.server,
@@ -369,11 +381,35 @@ void PsClient::HandleReply(int server, RawMessage raw) {
   r.op->PartDone(status, version);
 }
 
+void PsClient::HandleConnectionEvents(int server) {
+  zmq::message_t event, endpoint;
+  while (monitors_[server]->recv(event, zmq::recv_flags::dontwait)) {
+    if (!monitors_[server]->recv(endpoint, zmq::recv_flags::none) || event.size() < 2) continue;
+    uint16_t id = 0;
+    std::memcpy(&id, event.data(), sizeof(id));
+    if (id == ZMQ_EVENT_DISCONNECTED) {
+      disconnected_[server] = true;
+    } else if (id == ZMQ_EVENT_CONNECTED && disconnected_[server]) {
+      // Back after a drop: whatever the old connection carried may be lost.
+      disconnected_[server] = false;
+      int resent = 0;
+      for (auto& [request_id, r] : inflight_) {
+        if (r.server != server) continue;
+        SendRequest(r);
+        ++resent;
+      }
+      std::fprintf(stderr, "[worker %d] reconnected to server %d; resent %d requests\n", rank_,
+                   server, resent);
+    }
+  }
+}
+
 void PsClient::IoLoop() {
   std::vector<zmq::pollitem_t> items;
   items.push_back({static_cast<void*>(*wake_receiver_), 0, ZMQ_POLLIN, 0});
   items.push_back({static_cast<void*>(coordinator_->raw()), 0, ZMQ_POLLIN, 0});
   for (auto& s : servers_) items.push_back({static_cast<void*>(s->raw()), 0, ZMQ_POLLIN, 0});
+  for (auto& m : monitors_) items.push_back({static_cast<void*>(*m), 0, ZMQ_POLLIN, 0});
   absl::Time next_heartbeat = absl::Now();
   while (true) {
     try {
@@ -401,7 +437,6 @@ void PsClient::IoLoop() {
       cancel_ = false;
     }
     for (Request& r : fresh) {
-      r.resend_wait = options_.resend_after;
       SendRequest(r);
       const uint64_t id = r.id;
       inflight_.emplace(id, std::move(r));
@@ -415,18 +450,16 @@ void PsClient::IoLoop() {
       while (true) {
         absl::StatusOr<RawMessage> raw = servers_[s]->ReceiveNow();
         if (!raw.ok()) break;
-        last_heard_[s] = absl::Now();
-        last_reply_unix_ns_.store(absl::ToUnixNanos(last_heard_[s]));
+        last_reply_unix_ns_.store(absl::ToUnixNanos(absl::Now()));
         HandleReply(static_cast<int>(s), *std::move(raw));
       }
     }
-    const absl::Time now = absl::Now();
-    for (auto& [id, r] : inflight_) {
-      if (now - r.sent_at > r.resend_wait && now - last_heard_[r.server] > options_.resend_after) {
-        SendRequest(r);
-        r.resend_wait = std::min(2 * r.resend_wait, absl::Seconds(60));
+    for (size_t s = 0; s < servers_.size(); ++s) {
+      if (items[2 + servers_.size() + s].revents & ZMQ_POLLIN) {
+        HandleConnectionEvents(static_cast<int>(s));
       }
     }
+    const absl::Time now = absl::Now();
     if (now >= next_heartbeat) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
       beat.header().setJobId(options_.job_id);

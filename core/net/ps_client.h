@@ -5,12 +5,12 @@
 // Push, Pull and Init are asynchronous: they split a tensor into the chunks
 // of the partition plan, queue one request per server, and return a Ticket
 // to Wait() on. A background I/O thread owns every socket; it sends queued
-// requests, matches replies, resends the requests of a server that has
-// been silent for `resend_after` (a restarted server answers them; pushes
-// are de-duplicated by (worker, iteration)), backing off exponentially, and
-// sends heartbeats. A server that keeps answering is never sent a request
-// twice, however slow the network: a resent push would double the traffic
-// of a link that is already the bottleneck.
+// requests, matches replies, and sends heartbeats. When the connection to a
+// server drops and comes back (the server restarted), the requests still
+// waiting on it are sent again: the restarted server answers them, and
+// pushes are de-duplicated by (worker, iteration). A server that stays
+// connected is never sent a request twice, however slow the network: a
+// resent push would double the traffic of a link that is the bottleneck.
 //
 // Contracts: a pushed tensor must not change, and a pulled tensor must not
 // be read, until its ticket has completed. Wait() fails with
@@ -49,7 +49,6 @@ struct PsClientOptions {
   std::string serving_address;  // FC workers: where conv workers reach them
   uint64_t job_id = 1;
   absl::Duration timeout = absl::Seconds(60);
-  absl::Duration resend_after = absl::Seconds(3);
   absl::Duration heartbeat_every = absl::Seconds(1);
   WireLimits limits;
 };
@@ -114,8 +113,6 @@ class PsClient {
     std::vector<Chunk> chunks;
     Tensor tensor;  // push/init source or pull destination (whole parameter)
     Ticket op;
-    absl::Time sent_at;
-    absl::Duration resend_wait;  // doubles with every resend
   };
 
   explicit PsClient(const PsClientOptions& options);
@@ -126,6 +123,7 @@ class PsClient {
   void IoLoop();
   void SendRequest(Request& request);
   void HandleReply(int server, RawMessage raw);
+  void HandleConnectionEvents(int server);
   void Wake();
   // Waits until `ticket` completes or no server has answered for `timeout`
   // since max(started, the last reply).
@@ -145,7 +143,10 @@ class PsClient {
   std::vector<std::unique_ptr<Socket>> servers_;
   std::unique_ptr<zmq::socket_t> wake_receiver_;
   std::map<uint64_t, Request> inflight_;
-  std::vector<absl::Time> last_heard_;          // per server: when its last message arrived
+  // Per server: ZeroMQ's connection events, and whether the connection was
+  // lost since it was last up.
+  std::vector<std::unique_ptr<zmq::socket_t>> monitors_;
+  std::vector<bool> disconnected_;
   std::atomic<int64_t> last_reply_unix_ns_{0};  // any server's, read by waiting callers
 
   absl::Mutex queue_mu_;

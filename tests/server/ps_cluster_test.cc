@@ -150,6 +150,9 @@ TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
     EXPECT_NE(workers[w]->log().find("rewound to iteration " + std::to_string(from)),
               std::string::npos)
         << workers[w]->log();
+    // The requests the dead server had were sent again once it was back.
+    EXPECT_NE(workers[w]->log().find("reconnected to server 0; resent "), std::string::npos)
+        << workers[w]->log();
   }
   ASSERT_EQ(second.Wait(), 0) << second.log();
   EXPECT_NE(second.log().find("worker clocks [150 150]"), std::string::npos) << second.log();

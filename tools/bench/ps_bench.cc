@@ -115,7 +115,6 @@ absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, 
       o.coordinator = server->address();
       o.rank = w;
       o.timeout = absl::Seconds(120);
-      o.resend_after = absl::Seconds(60);
       auto client = PsClient::Connect(o);
       if (!client.ok()) {
         errors[w] = client.status();
