@@ -17,13 +17,38 @@ using nlohmann::json;
 const std::set<std::string>& KnownLayerTypes() {
   static const std::set<std::string> types = {"conv2d",    "relu",           "maxpool2d",
                                               "avgpool2d", "global_avgpool", "batchnorm2d",
-                                              "flatten",   "linear",         "dropout"};
+                                              "flatten",   "linear",         "dropout",
+                                              "moe"};
   return types;
 }
 
 absl::Status Positive(int64_t value, const std::string& path) {
   if (value > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(path, ": must be > 0, got ", value));
+}
+
+absl::Status ParseMoe(JsonObjectReader& r, const std::string& path, MoeSpec* moe) {
+  STRATA_RETURN_IF_ERROR(r.Required("experts", &moe->experts));
+  STRATA_RETURN_IF_ERROR(r.Required("hidden", &moe->hidden));
+  STRATA_RETURN_IF_ERROR(r.Optional("top_k", &moe->top_k));
+  STRATA_RETURN_IF_ERROR(r.Optional("capacity_factor", &moe->capacity_factor));
+  STRATA_RETURN_IF_ERROR(r.Optional("capacity_alignment", &moe->capacity_alignment));
+  STRATA_RETURN_IF_ERROR(r.Optional("gate_noise", &moe->gate_noise));
+  STRATA_RETURN_IF_ERROR(r.Optional("aux_loss_weight", &moe->aux_loss_weight));
+  STRATA_RETURN_IF_ERROR(r.Optional("normalize_gate", &moe->normalize_gate));
+  STRATA_RETURN_IF_ERROR(r.Optional("batch_prioritized", &moe->batch_prioritized));
+  STRATA_RETURN_IF_ERROR(Positive(moe->experts, path + ".experts"));
+  STRATA_RETURN_IF_ERROR(Positive(moe->hidden, path + ".hidden"));
+  STRATA_RETURN_IF_ERROR(Positive(moe->capacity_alignment, path + ".capacity_alignment"));
+  if (moe->top_k < 1 || moe->top_k > moe->experts) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ".top_k: must be in [1, experts = ",
+                                                   moe->experts, "], got ", moe->top_k));
+  }
+  if (moe->gate_noise < 0 || moe->aux_loss_weight < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": gate_noise and aux_loss_weight must be >= 0"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<LayerSpec> ParseLayer(const json& j, const std::string& path,
@@ -36,7 +61,7 @@ absl::StatusOr<LayerSpec> ParseLayer(const json& j, const std::string& path,
     return absl::InvalidArgumentError(absl::StrCat(
         path, ".type: unknown layer type \"", spec.type,
         "\" (known: conv2d, relu, maxpool2d, avgpool2d, global_avgpool, batchnorm2d, flatten, "
-        "linear, dropout)"));
+        "linear, dropout, moe)"));
   }
   spec.name = absl::StrCat(spec.type, ++(*ordinals)[spec.type]);
   STRATA_RETURN_IF_ERROR(r.Optional("name", &spec.name));
@@ -56,6 +81,8 @@ absl::StatusOr<LayerSpec> ParseLayer(const json& j, const std::string& path,
     STRATA_RETURN_IF_ERROR(r.Required("out_features", &spec.out_features));
   } else if (spec.type == "dropout") {
     STRATA_RETURN_IF_ERROR(r.Optional("p", &spec.p));
+  } else if (spec.type == "moe") {
+    STRATA_RETURN_IF_ERROR(ParseMoe(r, path, &spec.moe));
   } else if (spec.type == "batchnorm2d") {
     STRATA_RETURN_IF_ERROR(r.Optional("epsilon", &spec.epsilon));
     STRATA_RETURN_IF_ERROR(r.Optional("momentum", &spec.momentum));

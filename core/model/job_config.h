@@ -32,10 +32,23 @@
 
 namespace strata {
 
+// The fields of a "moe" layer (their meaning: moe/moe_layer.h, moe/routing.h).
+struct MoeSpec {
+  int64_t experts = 0;  // required
+  int64_t top_k = 2;
+  int64_t hidden = 0;  // required: each expert's FFN width
+  float capacity_factor = 1.25f;
+  int64_t capacity_alignment = 1;
+  float gate_noise = 0.0f;
+  float aux_loss_weight = 0.01f;
+  bool normalize_gate = true;
+  bool batch_prioritized = false;
+};
+
 // One entry of model.layers. Only the fields of its type are meaningful.
 struct LayerSpec {
   std::string type;          // conv2d, relu, maxpool2d, avgpool2d, global_avgpool,
-                             // batchnorm2d, flatten, linear, dropout
+                             // batchnorm2d, flatten, linear, dropout, moe
   std::string name;          // unique in the model; defaults to type + ordinal ("conv2")
   std::string path;          // "model.layers[3]", for error messages
   int64_t out_channels = 0;  // conv2d
@@ -46,6 +59,7 @@ struct LayerSpec {
   float p = 0.5f;            // dropout
   float epsilon = 1e-5f;     // batchnorm2d
   float momentum = 0.1f;     // batchnorm2d
+  MoeSpec moe;               // moe
 };
 
 struct ModelConfig {

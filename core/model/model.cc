@@ -7,6 +7,7 @@
 #include "core/layers/linear.h"
 #include "core/layers/pool2d.h"
 #include "core/status.h"
+#include "moe/moe_layer.h"
 
 namespace strata {
 namespace {
@@ -32,6 +33,20 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const LayerSpec& spec, const Sh
   if (spec.type == "linear") return Linear::Create(spec.name, input, spec.out_features);
   if (spec.type == "dropout") {
     return Dropout::Create(spec.name, input, spec.p, DeriveSeed(seed, 1000 + index));
+  }
+  if (spec.type == "moe") {
+    moe::MoeOptions o;
+    o.experts = static_cast<int>(spec.moe.experts);
+    o.top_k = static_cast<int>(spec.moe.top_k);
+    o.hidden = spec.moe.hidden;
+    o.capacity.factor = spec.moe.capacity_factor;
+    o.capacity.alignment = spec.moe.capacity_alignment;
+    o.gate_noise = spec.moe.gate_noise;
+    o.aux_loss_weight = spec.moe.aux_loss_weight;
+    o.normalize_gate = spec.moe.normalize_gate;
+    o.batch_prioritized = spec.moe.batch_prioritized;
+    o.noise_seed = DeriveSeed(seed, 2000 + index);
+    return moe::MoeLayer::Create(spec.name, input, o);
   }
   if (spec.type == "relu") return std::unique_ptr<Layer>(new Relu(spec.name, input));
   if (spec.type == "flatten") return std::unique_ptr<Layer>(new Flatten(spec.name, input));

@@ -55,7 +55,7 @@ TEST(JobConfigTest, DefaultConfigLoadsAndBuilds) {
 TEST(JobConfigTest, UnknownLayerType) {
   EXPECT_EQ(ErrorOf(Edited(R"("type": "relu", "name": "relu2")", R"("type": "gelu")")),
             "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: conv2d, relu, "
-            "maxpool2d, avgpool2d, global_avgpool, batchnorm2d, flatten, linear, dropout)");
+            "maxpool2d, avgpool2d, global_avgpool, batchnorm2d, flatten, linear, dropout, moe)");
 }
 
 TEST(JobConfigTest, MissingField) {
@@ -92,6 +92,35 @@ TEST(JobConfigTest, SplitMustNameALayer) {
 TEST(JobConfigTest, InvalidJsonNamesLineAndSource) {
   const std::string error = ErrorOf("{\"data\": }");
   EXPECT_NE(error.find("job.json: invalid JSON"), std::string::npos) << error;
+}
+
+TEST(JobConfigTest, MoeHeadConfigBuildsAnMoeLayer) {
+  auto config = LoadJobConfig(std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_moe.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const LayerSpec& moe = config->model.layers[8];
+  EXPECT_EQ(moe.type, "moe");
+  EXPECT_EQ(moe.moe.experts, 8);
+  EXPECT_EQ(moe.moe.top_k, 2);
+  EXPECT_EQ(moe.moe.hidden, 1024);
+  EXPECT_FLOAT_EQ(moe.moe.capacity_factor, 1.25f);
+  auto model = Model::Build(config->model, 1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_STREQ((*model)->layer(8).kind(), "moe");
+  // 8 experts of 512 -> 1024 -> 512, and the 8 x 512 gate.
+  EXPECT_EQ((*model)->layer(8).parameters().size(), 5u);
+  int64_t moe_parameters = 0;
+  for (const Parameter* p : (*model)->layer(8).parameters()) moe_parameters += p->value.numel();
+  EXPECT_EQ(moe_parameters, 8 * 512 + 8 * (512 * 1024 + 1024 + 1024 * 512 + 512));
+}
+
+TEST(JobConfigTest, MoeFieldsAreChecked) {
+  const std::string fc1 = R"({"type": "linear", "name": "fc1", "out_features": 512},)";
+  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8, "top_k": 5},)")),
+            "job.json: model.layers[8].top_k: must be in [1, experts = 4], got 5");
+  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "hidden": 8},)")),
+            "job.json: model.layers[8].experts: missing field");
+  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8, "topk": 2},)")),
+            "job.json: model.layers[8].topk: unknown field");
 }
 
 TEST(JobConfigTest, MissingFileIsNotFound) {

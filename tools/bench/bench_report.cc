@@ -1,5 +1,7 @@
 #include "tools/bench/bench_report.h"
 
+#include "core/util/subprocess.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +27,14 @@ std::vector<std::pair<std::string, std::string>> PeerEnvironment(int threads) {
           {"GLIBC_TUNABLES",
            "glibc.malloc.mmap_threshold=1000000000:glibc.malloc.trim_threshold=4000000000"},
           {"PYTHONUNBUFFERED", "1"}};
+}
+
+bool PythonHasTorch(const std::string& python, const std::string& scratch) {
+  ProcessSpec probe;
+  probe.argv = {python, "-c", "import torch, numpy"};
+  probe.output_path = scratch + "/torch_probe.log";
+  absl::StatusOr<int> code = RunProcess(probe, absl::Minutes(2));
+  return code.ok() && *code == 0;
 }
 
 std::string BinaryDir() {

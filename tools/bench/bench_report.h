@@ -19,6 +19,10 @@ const std::vector<std::string>& UnsetForBenchmarks();
 // `threads` threads (DESIGN.md, "Measuring").
 std::vector<std::pair<std::string, std::string>> PeerEnvironment(int threads);
 
+// Whether `python` can import torch and numpy (the PyTorch peers' needs);
+// `scratch` is a directory for the probe's output.
+bool PythonHasTorch(const std::string& python, const std::string& scratch);
+
 // Directory of the running strata_bench binary (to find strata_launch).
 std::string BinaryDir();
 // The project's source directory (to find tools/bench/peers), baked in at build time.

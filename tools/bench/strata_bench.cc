@@ -17,6 +17,7 @@
 #include "core/util/process_setup.h"
 #include "core/util/subprocess.h"
 #include "tools/bench/link_bench.h"
+#include "tools/bench/moe_bench.h"
 #include "tools/bench/plan_report.h"
 #include "tools/bench/ps_bench.h"
 #include "tools/bench/train_bench.h"
@@ -45,6 +46,12 @@ ABSL_FLAG(std::string, latency, "0",
 ABSL_FLAG(std::string, sweep, "",
           "train: run every value of one network setting, e.g. bandwidth=100mbit,1gbit,10gbit");
 ABSL_FLAG(std::string, csv, "", "train: write the results as CSV to this file");
+ABSL_FLAG(int64_t, tokens, 4096, "moe: tokens per step");
+ABSL_FLAG(int64_t, dim, 512, "moe: token dimension");
+ABSL_FLAG(int64_t, hidden, 1024, "moe: each expert's hidden width");
+ABSL_FLAG(int32_t, experts, 8, "moe: experts");
+ABSL_FLAG(int32_t, top_k, 2, "moe: experts per token");
+ABSL_FLAG(double, capacity, 1.25, "moe: capacity factor f (> 0 padded, < 0 capped need, 0 dropless)");
 ABSL_FLAG(std::string, plot, "", "train: with --sweep, draw images/s against it into this PNG");
 ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-thread SGEMM, x0.5)");
 
@@ -58,6 +65,8 @@ int main(int argc, char** argv) {
       "                     [--sweep bandwidth=100mbit,1gbit,10gbit] [--steps K] [--repeat R]\n"
       "                     [--json f] [--csv f] [--plot f.png]\n"
       "  strata_bench link --bandwidth 1gbit [--latency 0.2ms]   (what an emulated link carries)\n"
+      "  strata_bench moe [--tokens 4096] [--dim 512] [--hidden 1024] [--experts 8] [--top-k 2]\n"
+      "                   [--capacity 1.25] [--threads 2] [--repeat 3]\n"
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc]\n"
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit");
   strata::NormalizedArgs args(argc, argv);
@@ -115,13 +124,26 @@ int main(int argc, char** argv) {
     o.seconds_per_point = absl::GetFlag(FLAGS_seconds);
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunPsBench(o);
+  } else if (command == "moe") {
+    strata::bench::MoeBenchOptions o;
+    o.tokens = absl::GetFlag(FLAGS_tokens);
+    o.dim = absl::GetFlag(FLAGS_dim);
+    o.hidden = absl::GetFlag(FLAGS_hidden);
+    o.experts = absl::GetFlag(FLAGS_experts);
+    o.top_k = absl::GetFlag(FLAGS_top_k);
+    o.capacity = absl::GetFlag(FLAGS_capacity);
+    o.threads = absl::GetFlag(FLAGS_threads);
+    o.repeat = absl::GetFlag(FLAGS_repeat);
+    o.with_peer = absl::GetFlag(FLAGS_peer);
+    o.json_out = absl::GetFlag(FLAGS_json);
+    status = strata::bench::RunMoeBench(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
         absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth),
         absl::GetFlag(FLAGS_latency));
   } else {
     std::fprintf(stderr,
-                 "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link)\n",
+                 "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link, moe)\n",
                  command.c_str());
     return 2;
   }

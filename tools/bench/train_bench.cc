@@ -80,14 +80,6 @@ absl::StatusOr<nlohmann::json> ReadResult(const std::string& path, const std::st
   return result;
 }
 
-bool PythonHasTorch(const std::string& python, const std::string& scratch) {
-  ProcessSpec probe;
-  probe.argv = {python, "-c", "import torch, numpy"};
-  probe.output_path = scratch + "/torch_probe.log";
-  absl::StatusOr<int> code = RunProcess(probe, absl::Minutes(2));
-  return code.ok() && *code == 0;
-}
-
 // Runs contenders; owns the scratch directory of their logs and results.
 class Runner {
  public:
