@@ -1,0 +1,35 @@
+// The MoE head of configs/fashion_mnist_moe.json trains for real: in a
+// single process and in stanza mode, where the experts stay inside the FC
+// worker and only activations cross the network.
+#include <gtest/gtest.h>
+
+#include "tests/support/cluster_fixture.h"
+
+namespace strata::moe {
+namespace {
+
+using strata::testing::kBin;
+using strata::testing::RunCommand;
+
+const std::string kMoeConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_moe.json";
+
+class MoeTrainingTest : public strata::testing::ClusterTest {};
+
+TEST_F(MoeTrainingTest, StanzaTrainsTheMoeHeadAndKeepsItsExpertsLocal) {
+  const auto [code, out] =
+      RunCommand(kBin + "strata_launch --config " + kMoeConfig +
+                 " --mode stanza --conv-workers 2 --fc-workers 1 --max-steps 300 --epochs 1"
+                 " --progress=false --summary-out " + dir_ + "/s.json");
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json s = Summary(dir_ + "/s.json");
+  EXPECT_EQ(s["steps"], 300);
+  // 300 of 937 steps of one epoch already classify most of the test set.
+  EXPECT_GE(s["test_accuracy"].get<double>(), 0.78) << out;
+  // The 8.4 M expert parameters never travel: a step moves the boundary
+  // activations, their gradients and the trunk's 18.8 K parameters (< 2.5 MB).
+  EXPECT_LT(s["bytes_per_iteration"].get<double>(), 2.5e6) << out;
+  EXPECT_GT(s["parameters"].get<int64_t>(), 8 * 1024 * 1024);
+}
+
+}  // namespace
+}  // namespace strata::moe
