@@ -12,6 +12,24 @@ inline float* Row(float* base, const Routing& r, int32_t e, int32_t s, int64_t d
   return base + (static_cast<int64_t>(e) * r.capacity + s) * dim;
 }
 
+// out[t] = sum over t's kept choices of (weighted ? gate : 1) * rows[e, s];
+// zeros for a token whose every choice was dropped.
+void GatherRows(const Routing& r, const float* rows, int64_t dim, bool weighted, float* out) {
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < r.tokens; ++t) {
+    float* dst = out + t * dim;
+    std::memset(dst, 0, static_cast<size_t>(dim) * sizeof(float));
+    for (int i = 0; i < r.k; ++i) {
+      const int64_t c = t * r.k + i;
+      if (r.slot[c] < 0) continue;
+      const float g = weighted ? r.gate[c] : 1.0f;
+      const float* src = Row(rows, r, r.expert[c], r.slot[c], dim);
+#pragma omp simd
+      for (int64_t d = 0; d < dim; ++d) dst[d] += g * src[d];
+    }
+  }
+}
+
 }  // namespace
 
 void Encode(const Routing& r, const float* x, int64_t dim, float* slots) {
@@ -25,19 +43,7 @@ void Encode(const Routing& r, const float* x, int64_t dim, float* slots) {
 }
 
 void Decode(const Routing& r, const float* expert_out, int64_t dim, float* y) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < r.tokens; ++t) {
-    float* out = y + t * dim;
-    std::memset(out, 0, static_cast<size_t>(dim) * sizeof(float));
-    for (int i = 0; i < r.k; ++i) {
-      const int64_t c = t * r.k + i;
-      if (r.slot[c] < 0) continue;
-      const float g = r.gate[c];
-      const float* src = Row(expert_out, r, r.expert[c], r.slot[c], dim);
-#pragma omp simd
-      for (int64_t d = 0; d < dim; ++d) out[d] += g * src[d];
-    }
-  }
+  GatherRows(r, expert_out, dim, /*weighted=*/true, y);
 }
 
 void DecodeBackward(const Routing& r, const float* grad_y, const float* expert_out, int64_t dim,
@@ -64,18 +70,7 @@ void DecodeBackward(const Routing& r, const float* grad_y, const float* expert_o
 }
 
 void EncodeBackward(const Routing& r, const float* grad_slots, int64_t dim, float* grad_x) {
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < r.tokens; ++t) {
-    float* dx = grad_x + t * dim;
-    std::memset(dx, 0, static_cast<size_t>(dim) * sizeof(float));
-    for (int i = 0; i < r.k; ++i) {
-      const int64_t c = t * r.k + i;
-      if (r.slot[c] < 0) continue;
-      const float* src = Row(grad_slots, r, r.expert[c], r.slot[c], dim);
-#pragma omp simd
-      for (int64_t d = 0; d < dim; ++d) dx[d] += src[d];
-    }
-  }
+  GatherRows(r, grad_slots, dim, /*weighted=*/false, grad_x);
 }
 
 }  // namespace strata::moe
