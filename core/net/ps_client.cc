@@ -317,7 +317,7 @@ void PsClient::SendRequest(Request& r) {
   }
   absl::Status s = servers_[r.server]->Send(m);
   if (!s.ok()) {
-    std::fprintf(stderr, "[worker %d] send to server %d failed (will retry): %s\n", rank_, r.server,
+    std::fprintf(stderr, "[worker %d] send to server %d failed (sent again if the connection comes back): %s\n", rank_, r.server,
                  std::string(s.message()).c_str());
   }
 }
