@@ -25,25 +25,6 @@ void FillUniform(Tensor& t, Rng& rng, float bound) {
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = rng.Uniform(-bound, bound);
 }
 
-// out[r, :] += bias for the first `rows` rows of a {rows, cols} block.
-void AddBias(float* out, const float* bias, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = out + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) row[c] += bias[c];
-  }
-}
-
-// sum[:] = column sums of a {rows, cols} block.
-void ColumnSums(const float* in, float* sum, int64_t rows, int64_t cols) {
-  std::memset(sum, 0, static_cast<size_t>(cols) * sizeof(float));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = in + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) sum[c] += row[c];
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(std::string name,
@@ -72,23 +53,23 @@ absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(std::string name,
 }
 
 MoeLayer::MoeLayer(std::string name, const Shape& input_shape, const MoeOptions& o)
-    : Layer(std::move(name), input_shape), options_(o), dim_(input_shape[0]), noise_(o.noise_seed) {
-  const int64_t e = o.experts;
-  gate_ = MakeParameter(this->name() + ".gate", {e, dim_});
-  w1_ = MakeParameter(this->name() + ".w1", {e, dim_, o.hidden});
-  b1_ = MakeParameter(this->name() + ".b1", {e, o.hidden});
-  w2_ = MakeParameter(this->name() + ".w2", {e, o.hidden, dim_});
-  b2_ = MakeParameter(this->name() + ".b2", {e, dim_});
+    : Layer(std::move(name), input_shape),
+      options_(o),
+      dim_(input_shape[0]),
+      experts_(this->name(), o.experts, dim_, o.hidden),
+      noise_(o.noise_seed) {
+  gate_ = MakeParameter(this->name() + ".gate", {o.experts, dim_});
+}
+
+std::vector<Parameter*> MoeLayer::parameters() {
+  std::vector<Parameter*> all = {&gate_};
+  for (Parameter* p : experts_.parameters()) all.push_back(p);
+  return all;
 }
 
 void MoeLayer::InitParameters(Rng& rng) {
-  const float in_bound = 1.0f / std::sqrt(static_cast<float>(dim_));
-  const float hidden_bound = 1.0f / std::sqrt(static_cast<float>(options_.hidden));
-  FillUniform(gate_.value, rng, in_bound);
-  FillUniform(w1_.value, rng, in_bound);
-  FillUniform(b1_.value, rng, in_bound);
-  FillUniform(w2_.value, rng, hidden_bound);
-  FillUniform(b2_.value, rng, hidden_bound);
+  FillUniform(gate_.value, rng, 1.0f / std::sqrt(static_cast<float>(dim_)));
+  experts_.InitParameters(rng);
 }
 
 int64_t MoeLayer::ForwardFlopsPerSample() const {
@@ -117,7 +98,6 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   STRATA_CHECK(valid.ok(), std::string(valid.message()));
   const int64_t tokens = input.dim(0);
   const int experts = options_.experts;
-  const int64_t hidden = options_.hidden;
   // Gate in fp32: logits = x G^T, plus training noise.
   std::vector<float> logits(static_cast<size_t>(tokens * experts));
   Sgemm('N', 'T', tokens, experts, dim_, 1.0f, input.data(), dim_, gate_.value.data(), dim_, 0.0f,
@@ -140,30 +120,16 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   for (int e = 0; e < experts; ++e) aux += mean_prob[e] / tokens * top1_fraction_[e];
   aux_loss_ = static_cast<float>(aux * experts);
 
-  slots_ = Tensor::Empty({experts, capacity, dim_});
-  hidden_ = Tensor::Empty({experts, capacity, hidden});
+  Tensor slots = Tensor::Empty({experts, capacity, dim_});
   expert_out_ = Tensor::Empty({experts, capacity, dim_});
-  Encode(routing_, input.data(), dim_, slots_.data());
-  for (int e = 0; e < experts; ++e) {
-    const int64_t rows = routing_.used[e];
-    if (rows == 0) continue;  // padded slots hold no token: nothing to compute
-    const float* x = slots_.data() + e * capacity * dim_;
-    float* h = hidden_.data() + e * capacity * hidden;
-    float* y = expert_out_.data() + e * capacity * dim_;
-    Sgemm('N', 'N', rows, hidden, dim_, 1.0f, x, dim_, w1_.value.data() + e * dim_ * hidden, hidden,
-          0.0f, h, hidden);
-    AddBias(h, b1_.value.data() + e * hidden, rows, hidden);
-    for (int64_t i = 0; i < rows * hidden; ++i) h[i] = std::max(h[i], 0.0f);
-    Sgemm('N', 'N', rows, dim_, hidden, 1.0f, h, hidden, w2_.value.data() + e * hidden * dim_, dim_,
-          0.0f, y, dim_);
-    AddBias(y, b2_.value.data() + e * dim_, rows, dim_);
-  }
+  Encode(routing_, input.data(), dim_, slots.data());
+  experts_.Forward(slots, routing_.used, expert_out_);
   Tensor output = Tensor::Empty({tokens, dim_});
   Decode(routing_, expert_out_.data(), dim_, output.data());
   if (training) {
     input_ = input;
   } else {
-    slots_ = hidden_ = expert_out_ = Tensor();
+    expert_out_ = Tensor();
   }
   return output;
 }
@@ -202,7 +168,6 @@ Tensor MoeLayer::Backward(const Tensor& grad_output, bool need_input_grad) {
   STRATA_CHECK(input_.defined(), "MoeLayer::Backward without a training Forward");
   const int64_t tokens = routing_.tokens;
   const int experts = options_.experts;
-  const int64_t hidden = options_.hidden;
   const int64_t capacity = routing_.capacity;
   Tensor grad_out = Tensor::Empty({experts, capacity, dim_});
   std::vector<float> grad_gate(static_cast<size_t>(tokens * routing_.k));
@@ -210,38 +175,7 @@ Tensor MoeLayer::Backward(const Tensor& grad_output, bool need_input_grad) {
                  grad_gate.data());
 
   Tensor grad_slots = Tensor::Empty({experts, capacity, dim_});
-  Tensor grad_hidden = Tensor::Empty({capacity, hidden});
-  for (int e = 0; e < experts; ++e) {
-    const int64_t rows = routing_.used[e];
-    float* dw1 = w1_.grad.data() + e * dim_ * hidden;
-    float* db1 = b1_.grad.data() + e * hidden;
-    float* dw2 = w2_.grad.data() + e * hidden * dim_;
-    float* db2 = b2_.grad.data() + e * dim_;
-    if (rows == 0) {  // an expert without tokens gets zero gradients
-      std::memset(dw1, 0, static_cast<size_t>(dim_ * hidden) * sizeof(float));
-      std::memset(db1, 0, static_cast<size_t>(hidden) * sizeof(float));
-      std::memset(dw2, 0, static_cast<size_t>(hidden * dim_) * sizeof(float));
-      std::memset(db2, 0, static_cast<size_t>(dim_) * sizeof(float));
-      continue;
-    }
-    const float* x = slots_.data() + e * capacity * dim_;
-    const float* h = hidden_.data() + e * capacity * hidden;
-    const float* dy = grad_out.data() + e * capacity * dim_;
-    float* dh = grad_hidden.data();
-    // Second linear: dW2 = h^T dy, db2 = sum dy, dh = dy W2^T (through ReLU).
-    Sgemm('T', 'N', hidden, dim_, rows, 1.0f, h, hidden, dy, dim_, 0.0f, dw2, dim_);
-    ColumnSums(dy, db2, rows, dim_);
-    Sgemm('N', 'T', rows, hidden, dim_, 1.0f, dy, dim_, w2_.value.data() + e * hidden * dim_, dim_,
-          0.0f, dh, hidden);
-    for (int64_t i = 0; i < rows * hidden; ++i) {
-      if (h[i] <= 0.0f) dh[i] = 0.0f;
-    }
-    // First linear: dW1 = x^T dh, db1 = sum dh, dx = dh W1^T.
-    Sgemm('T', 'N', dim_, hidden, rows, 1.0f, x, dim_, dh, hidden, 0.0f, dw1, hidden);
-    ColumnSums(dh, db1, rows, hidden);
-    Sgemm('N', 'T', rows, dim_, hidden, 1.0f, dh, hidden, w1_.value.data() + e * dim_ * hidden,
-          hidden, 0.0f, grad_slots.data() + e * capacity * dim_, dim_);
-  }
+  experts_.Backward(grad_out, grad_slots);
 
   std::vector<float> grad_logits(static_cast<size_t>(tokens * experts));
   GateBackward(grad_gate.data(), grad_logits.data());
@@ -254,7 +188,7 @@ Tensor MoeLayer::Backward(const Tensor& grad_output, bool need_input_grad) {
     Sgemm('N', 'N', tokens, dim_, experts, 1.0f, grad_logits.data(), experts, gate_.value.data(),
           dim_, 1.0f, grad_input.data(), dim_);
   }
-  input_ = slots_ = hidden_ = expert_out_ = Tensor();
+  input_ = expert_out_ = Tensor();
   return grad_input;
 }
 

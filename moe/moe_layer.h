@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
+#include "moe/expert_ffn.h"
 #include "moe/routing.h"
 
 namespace strata::moe {
@@ -53,7 +54,7 @@ class MoeLayer final : public Layer {
   // Requires a valid input (CHECK): Model validates shapes when it is built.
   Tensor Forward(const Tensor& input, bool training) override;
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
-  std::vector<Parameter*> parameters() override { return {&gate_, &w1_, &b1_, &w2_, &b2_}; }
+  std::vector<Parameter*> parameters() override;  // gate, then w1, b1, w2, b2
   void InitParameters(Rng& rng) override;
   int64_t ForwardFlopsPerSample() const override;
 
@@ -73,14 +74,13 @@ class MoeLayer final : public Layer {
 
   MoeOptions options_;
   int64_t dim_;
-  Parameter gate_, w1_, b1_, w2_, b2_;
+  Parameter gate_;
+  ExpertFfn experts_;
   Rng noise_;
   // Kept from the training Forward for Backward.
   Tensor input_;
   GateOutput gate_out_;
   Routing routing_;
-  Tensor slots_;                      // {E, C, D}
-  Tensor hidden_;                     // {E, C, H}, after ReLU
   Tensor expert_out_;                 // {E, C, D}
   std::vector<float> top1_fraction_;  // {E}
   float aux_loss_ = 0.0f;
