@@ -10,19 +10,6 @@
 namespace strata::moe {
 namespace {
 
-Parameter MakeParameter(const std::string& name, Shape shape) {
-  Parameter p;
-  p.name = name;
-  p.value = Tensor::Zeros(shape);
-  p.grad = Tensor::Zeros(std::move(shape));
-  return p;
-}
-
-void FillUniform(Tensor& t, Rng& rng, float bound) {
-  float* v = t.data();
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = rng.Uniform(-bound, bound);
-}
-
 // out[r, :] += bias for the first `rows` rows of a {rows, cols} block.
 void AddBias(float* out, const float* bias, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -46,10 +33,10 @@ void ColumnSums(const float* in, float* sum, int64_t rows, int64_t cols) {
 
 ExpertFfn::ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden)
     : experts_(experts), dim_(dim), hidden_(hidden) {
-  w1_ = MakeParameter(name_prefix + ".w1", {experts, dim, hidden});
-  b1_ = MakeParameter(name_prefix + ".b1", {experts, hidden});
-  w2_ = MakeParameter(name_prefix + ".w2", {experts, hidden, dim});
-  b2_ = MakeParameter(name_prefix + ".b2", {experts, dim});
+  w1_ = ZeroParameter(name_prefix + ".w1", {experts, dim, hidden});
+  b1_ = ZeroParameter(name_prefix + ".b1", {experts, hidden});
+  w2_ = ZeroParameter(name_prefix + ".w2", {experts, hidden, dim});
+  b2_ = ZeroParameter(name_prefix + ".b2", {experts, dim});
 }
 
 void ExpertFfn::InitParameters(Rng& rng) {

@@ -10,23 +10,6 @@
 #include "moe/dispatch.h"
 
 namespace strata::moe {
-namespace {
-
-Parameter MakeParameter(const std::string& name, Shape shape) {
-  Parameter p;
-  p.name = name;
-  p.value = Tensor::Zeros(shape);
-  p.grad = Tensor::Zeros(std::move(shape));
-  return p;
-}
-
-void FillUniform(Tensor& t, Rng& rng, float bound) {
-  float* v = t.data();
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = rng.Uniform(-bound, bound);
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(std::string name,
                                                            const Shape& input_shape,
                                                            const MoeOptions& o) {
@@ -58,7 +41,7 @@ MoeLayer::MoeLayer(std::string name, const Shape& input_shape, const MoeOptions&
       dim_(input_shape[0]),
       experts_(this->name(), o.experts, dim_, o.hidden),
       noise_(o.noise_seed) {
-  gate_ = MakeParameter(this->name() + ".gate", {o.experts, dim_});
+  gate_ = ZeroParameter(this->name() + ".gate", {o.experts, dim_});
 }
 
 std::vector<Parameter*> MoeLayer::parameters() {

@@ -38,6 +38,11 @@ struct StateBuffer {
   Tensor value;
 };
 
+// A parameter named `name` of `shape`, zero-filled, with a zero gradient.
+Parameter ZeroParameter(std::string name, const Shape& shape);
+// Fills `t` with values uniform in [-bound, bound) from `rng`.
+void FillUniform(Tensor& t, Rng& rng, float bound);
+
 class Layer {
  public:
   Layer(std::string name, Shape input_shape)
