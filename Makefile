@@ -39,10 +39,10 @@ bench: setup-bench build
 	$(BUILD_DIR)/bin/strata_bench train --mode single --config configs/fashion_mnist.json
 
 format:
-	find core tools tests -name '*.h' -o -name '*.cc' -o -name '*.cu' | xargs clang-format -i
+	find core server conv_workers fc_workers moe tools tests -name '*.h' -o -name '*.cc' -o -name '*.cu' | xargs clang-format -i
 
 tidy: configure
-	find core tools -name '*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+	find core server conv_workers fc_workers moe tools -name '*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
 
 clean:
 	rm -rf $(BUILD_DIR)
