@@ -1,7 +1,7 @@
 #include "conv_workers/ps_worker.h"
 
 #include "conv_workers/parameter_sync.h"
-#include "core/net/traffic.h"
+#include "conv_workers/worker_traffic.h"
 
 #include <chrono>
 #include <cstdio>
@@ -78,14 +78,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   }
   reporter.Finish(step, &summary);
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
-  TrafficReport traffic;
-  traffic.process = absl::StrCat("worker ", rank);
-  traffic.steps = step - first_step;
-  traffic.AddSent(PeerKind::kServer, client->bytes_sent());
-  traffic.AddReceived(PeerKind::kServer, client->bytes_received());
-  traffic.has_times = true;
-  traffic.times = times;
-  traffic.Print();
+  PrintConvWorkerTraffic(rank, step - first_step, *client, nullptr, times);
   if (rank == 0 && !options.run.summary_out.empty()) {
     STRATA_RETURN_IF_ERROR(WriteJsonFile(options.run.summary_out, summary.ToJson()));
   }

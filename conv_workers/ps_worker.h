@@ -22,9 +22,9 @@ namespace strata {
 struct WorkerOptions {
   JobConfig config;
   PsClientOptions client;
-  RunOptions run;               // metrics, summary, progress, limits
+  RunOptions run;  // metrics, summary, progress, limits
   int64_t chunk_elements = kDefaultChunkElements;
-  std::string parameters_out;   // worker 0: final parameters as a checkpoint file
+  std::string parameters_out;  // worker 0: final parameters as a checkpoint file
 };
 
 // Trains until the configured steps are done; returns worker 0's summary

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "conv_workers/parameter_sync.h"
+#include "conv_workers/worker_traffic.h"
 #include "core/data/training_data.h"
 #include "core/model/model.h"
 #include "core/net/fc_link.h"
-#include "core/net/traffic.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/util/clock.h"
@@ -65,16 +65,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
     ++step;
   }
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
-  TrafficReport traffic;
-  traffic.process = absl::StrCat("worker ", rank);
-  traffic.steps = step - first_step;
-  traffic.AddSent(PeerKind::kServer, client->bytes_sent());
-  traffic.AddReceived(PeerKind::kServer, client->bytes_received());
-  traffic.AddSent(PeerKind::kFc, link->counters().bytes_sent);
-  traffic.AddReceived(PeerKind::kFc, link->counters().bytes_received);
-  traffic.has_times = true;
-  traffic.times = times;
-  traffic.Print();
+  PrintConvWorkerTraffic(rank, step - first_step, *client, link.get(), times);
   return absl::OkStatus();
 }
 

@@ -16,7 +16,8 @@ ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements, "must match th
 ABSL_FLAG(int64_t, train_limit, 0, "use only the first N training images (0: all)");
 ABSL_FLAG(std::string, summary_out, "", "reporting worker: summary JSON");
 ABSL_FLAG(std::string, metrics_out, "", "reporting worker: metrics JSON lines");
-ABSL_FLAG(std::string, parameters_out, "", "reporting worker: final parameters (checkpoint format)");
+ABSL_FLAG(std::string, parameters_out, "",
+          "reporting worker: final parameters (checkpoint format)");
 ABSL_FLAG(bool, progress, true, "the reporting worker shows progress on stderr");
 
 namespace strata {

@@ -239,17 +239,23 @@ absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
           absl::StrCat("push to key ", c.key, " before it was initialised"));
     }
   }
+  bool updated = false;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    STRATA_RETURN_IF_ERROR(store_->Push(worker, h.getIteration(), chunks[i],
-                                        static_cast<const float*>(message.frame_data(i)))
-                               .status());
+    STRATA_ASSIGN_OR_RETURN(const PushOutcome outcome,
+                            store_->Push(worker, h.getIteration(), chunks[i],
+                                         static_cast<const float*>(message.frame_data(i))));
+    updated = updated || outcome == PushOutcome::kApplied;
   }
   OutgoingMessage ack(wire::Kind::PUSH_ACK);
   ack.header().setRequestId(h.getRequestId());
   ack.header().setIteration(h.getIteration());
   (void)Reply(message.identity(), ack);
-  ServePending();
-  MaybeCheckpoint();
+  // Only an applied update changes what pulls may be served (versions,
+  // clocks) or what a checkpoint would hold.
+  if (updated) {
+    ServePending();
+    MaybeCheckpoint();
+  }
   return absl::OkStatus();
 }
 

@@ -37,6 +37,7 @@ class FcLink {
   absl::StatusOr<Tensor> Exchange(int64_t iteration, const Tensor& activations,
                                   const std::vector<int32_t>& labels);
   TrafficCounters& counters() { return socket_->counters(); }
+  const TrafficCounters& counters() const { return socket_->counters(); }
 
  private:
   explicit FcLink(const FcLinkOptions& options) : options_(options) {}

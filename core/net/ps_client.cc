@@ -99,12 +99,12 @@ absl::Status PsClient::Bootstrap() {
     servers_.push_back(std::move(s));
   }
   for (size_t s = 0; s < servers_.size(); ++s) {
-    const std::string endpoint = absl::StrCat("inproc://strata-client-monitor-",
-                                              reinterpret_cast<uintptr_t>(this), "-", s);
+    const std::string endpoint =
+        absl::StrCat("inproc://strata-client-monitor-", reinterpret_cast<uintptr_t>(this), "-", s);
     if (zmq_socket_monitor(servers_[s]->raw().handle(), endpoint.c_str(),
                            ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0) {
-      return absl::InternalError(
-          absl::StrCat("cannot watch the connection to server ", s, ": ", zmq_strerror(zmq_errno())));
+      return absl::InternalError(absl::StrCat("cannot watch the connection to server ", s, ": ",
+                                              zmq_strerror(zmq_errno())));
     }
     auto monitor = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
     monitor->connect(endpoint);
@@ -317,8 +317,10 @@ void PsClient::SendRequest(Request& r) {
   }
   absl::Status s = servers_[r.server]->Send(m);
   if (!s.ok()) {
-    std::fprintf(stderr, "[worker %d] send to server %d failed (sent again if the connection comes back): %s\n", rank_, r.server,
-                 std::string(s.message()).c_str());
+    std::fprintf(
+        stderr,
+        "[worker %d] send to server %d failed (sent again if the connection comes back): %s\n",
+        rank_, r.server, std::string(s.message()).c_str());
   }
 }
 

@@ -34,7 +34,7 @@ nlohmann::json TrafficReport::ToJson() const {
     j["sent"][name] = sent[k];
     j["received"][name] = received[k];
   }
-  if (has_times) {
+  if (times.iterations > 0) {
     j["times"] = {{"iterations", times.iterations},
                   {"compute", times.compute},
                   {"network", times.network},

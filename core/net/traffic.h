@@ -47,8 +47,7 @@ struct TrafficReport {
   int64_t steps = 0;
   std::array<uint64_t, 3> sent{};
   std::array<uint64_t, 3> received{};
-  bool has_times = false;  // workers time their iterations; servers do not
-  StepTimes times;
+  StepTimes times;  // workers time their iterations; servers leave this empty
 
   void AddSent(PeerKind peer, uint64_t bytes) { sent[static_cast<int>(peer)] += bytes; }
   void AddReceived(PeerKind peer, uint64_t bytes) { received[static_cast<int>(peer)] += bytes; }

@@ -149,6 +149,8 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& sp
   std::vector<int> codes(specs.size(), -1);
   size_t running = specs.size();
   const absl::Time deadline = absl::Now() + timeout;
+  const bool interruptible =
+      std::any_of(specs.begin(), specs.end(), [](const ProcessSpec& s) { return s.interruptible; });
   while (running > 0) {
     for (size_t i = 0; i < pids.size(); ++i) {
       if (pids[i] <= 0) continue;
@@ -170,8 +172,6 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& sp
         return codes;
       }
     }
-    const bool interruptible = std::any_of(specs.begin(), specs.end(),
-                                           [](const ProcessSpec& s) { return s.interruptible; });
     if (running > 0 && g_interrupted && interruptible) {
       kill_all();
       return absl::CancelledError("interrupted: every started process was stopped");

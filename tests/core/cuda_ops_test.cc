@@ -6,25 +6,19 @@
 #include "core/ops/cuda/cuda_backend.h"
 #include "core/optim/optimizer.h"
 #include "tests/core/gradient_check.h"
+#include "tests/support/cuda_tensors.h"
 
 namespace strata {
 namespace {
+
+using strata::testing::ToDevice;
+using strata::testing::ToHost;
 
 class CudaOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
     ASSERT_TRUE(RegisterCudaAllocator().ok());
-  }
-  static Tensor ToDevice(const Tensor& host) {
-    Tensor d = Tensor::Empty(host.shape(), DType::kF32, Device::kCuda);
-    EXPECT_TRUE(CopyToDevice(host, d).ok());
-    return d;
-  }
-  static Tensor ToHost(const Tensor& device) {
-    Tensor h = Tensor::Empty(device.shape());
-    EXPECT_TRUE(CopyToHost(device, h).ok());
-    return h;
   }
 };
 

@@ -6,9 +6,13 @@
 #include "moe/cuda/dispatch_cuda.h"
 #include "moe/dispatch.h"
 #include "tests/core/gradient_check.h"
+#include "tests/support/cuda_tensors.h"
 
 namespace strata::moe {
 namespace {
+
+using strata::testing::ToDevice;
+using strata::testing::ToHost;
 
 constexpr int64_t kTokens = 300, kDim = 96;
 constexpr int kExperts = 6, kK = 2;
@@ -22,16 +26,6 @@ class MoeCudaTest : public ::testing::Test {
     const GateOutput gate = TopKGate(logits.data(), kTokens, kExperts, kK, true);
     routing_ = AssignSlots(gate, kExperts, CapacityRule{0.8, 1}, false);  // some dropped
     ASSERT_GT(routing_.dropped, 0);
-  }
-  static Tensor ToDevice(const Tensor& host) {
-    Tensor d = Tensor::Empty(host.shape(), DType::kF32, Device::kCuda);
-    EXPECT_TRUE(CopyToDevice(host, d).ok());
-    return d;
-  }
-  static Tensor ToHost(const Tensor& device) {
-    Tensor h = Tensor::Empty(device.shape());
-    EXPECT_TRUE(CopyToHost(device, h).ok());
-    return h;
   }
   Shape SlotShape() const { return Shape{kExperts, routing_.capacity, kDim}; }
   Routing routing_;

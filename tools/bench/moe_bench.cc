@@ -50,13 +50,18 @@ absl::StatusOr<double> RunPeer(const MoeBenchOptions& o, const std::string& disp
                                const std::string& inputs, const std::string& scratch) {
   ProcessSpec spec;
   const std::string result = absl::StrCat(scratch, "/", dispatch, ".json");
-  spec.argv = {o.python, SourceDir() + "/tools/bench/peers/torch_moe.py",
-               "--inputs", inputs, "--dispatch", dispatch,
-               "--tokens", std::to_string(o.tokens), "--dim", std::to_string(o.dim),
-               "--hidden", std::to_string(o.hidden), "--experts", std::to_string(o.experts),
-               "--top-k", std::to_string(o.top_k), "--capacity", absl::StrCat(o.capacity),
-               "--threads", std::to_string(o.threads), "--repeat", std::to_string(o.repeat),
-               "--json", result};
+  spec.argv = {o.python,     SourceDir() + "/tools/bench/peers/torch_moe.py",
+               "--inputs",   inputs,
+               "--dispatch", dispatch,
+               "--tokens",   std::to_string(o.tokens),
+               "--dim",      std::to_string(o.dim),
+               "--hidden",   std::to_string(o.hidden),
+               "--experts",  std::to_string(o.experts),
+               "--top-k",    std::to_string(o.top_k),
+               "--capacity", absl::StrCat(o.capacity),
+               "--threads",  std::to_string(o.threads),
+               "--repeat",   std::to_string(o.repeat),
+               "--json",     result};
   spec.unset_env = UnsetForBenchmarks();
   spec.set_env = PeerEnvironment(o.threads);
   spec.output_path = absl::StrCat(scratch, "/", dispatch, ".log");
@@ -77,7 +82,8 @@ absl::StatusOr<double> RunPeer(const MoeBenchOptions& o, const std::string& disp
 
 absl::Status RunMoeBench(const MoeBenchOptions& o) {
   if (o.tokens < 1 || o.dim < 1 || o.hidden < 1 || o.repeat < 1 || o.threads < 1) {
-    return absl::InvalidArgumentError("moe: --tokens, --dim, --hidden, --repeat and --threads must be > 0");
+    return absl::InvalidArgumentError(
+        "moe: --tokens, --dim, --hidden, --repeat and --threads must be > 0");
   }
   moe::MoeOptions mo;
   mo.experts = o.experts;
@@ -92,29 +98,39 @@ absl::Status RunMoeBench(const MoeBenchOptions& o) {
   for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = rng.Uniform(-1.0f, 1.0f);
   Tensor grad = Tensor::Full({o.tokens, o.dim}, 1.0f / static_cast<float>(o.tokens * o.dim));
 
-  std::printf("strata_bench moe: %lld tokens x %lld, %d experts of %lld hidden, top-%d, "
-              "capacity factor %g, %d threads\n",
-              static_cast<long long>(o.tokens), static_cast<long long>(o.dim), o.experts,
-              static_cast<long long>(o.hidden), o.top_k, o.capacity, o.threads);
+  std::printf(
+      "strata_bench moe: %lld tokens x %lld, %d experts of %lld hidden, top-%d, "
+      "capacity factor %g, %d threads\n",
+      static_cast<long long>(o.tokens), static_cast<long long>(o.dim), o.experts,
+      static_cast<long long>(o.hidden), o.top_k, o.capacity, o.threads);
   const double gflops = MeasureSgemmGflops(2048, o.threads);
   const double strata_seconds = TimeLayer(*layer, x, grad, o.repeat);
   const moe::Routing& routing = layer->routing();
   const int64_t kept = o.tokens * o.top_k - routing.dropped;
   // Each kept choice: two GEMMs forward (2 x 2DH), twice that backward.
-  const double useful_flops = 12.0 * static_cast<double>(o.dim * o.hidden) * static_cast<double>(kept);
+  const double useful_flops =
+      12.0 * static_cast<double>(o.dim * o.hidden) * static_cast<double>(kept);
   const double limit_seconds = useful_flops / (gflops * 1e9);
   std::printf("machine: SGEMM 2048^3 with %d threads: %.1f GFLOP/s\n", o.threads, gflops);
-  std::printf("routing: capacity %lld slots per expert, %lld of %lld choices kept (%lld dropped); "
-              "useful expert work %.1f GFLOP per step -> limit %.3f s\n\n",
-              static_cast<long long>(routing.capacity), static_cast<long long>(kept),
-              static_cast<long long>(o.tokens * o.top_k), static_cast<long long>(routing.dropped),
-              useful_flops / 1e9, limit_seconds);
+  std::printf(
+      "routing: capacity %lld slots per expert, %lld of %lld choices kept (%lld dropped); "
+      "useful expert work %.1f GFLOP per step -> limit %.3f s\n\n",
+      static_cast<long long>(routing.capacity), static_cast<long long>(kept),
+      static_cast<long long>(o.tokens * o.top_k), static_cast<long long>(routing.dropped),
+      useful_flops / 1e9, limit_seconds);
 
-  nlohmann::json report = {{"benchmark", "moe"}, {"tokens", o.tokens}, {"dim", o.dim},
-                           {"hidden", o.hidden}, {"experts", o.experts}, {"top_k", o.top_k},
-                           {"capacity_factor", o.capacity}, {"threads", o.threads},
-                           {"sgemm_gflops", gflops}, {"useful_gflop", useful_flops / 1e9},
-                           {"limit_seconds", limit_seconds}, {"strata_seconds", strata_seconds}};
+  nlohmann::json report = {{"benchmark", "moe"},
+                           {"tokens", o.tokens},
+                           {"dim", o.dim},
+                           {"hidden", o.hidden},
+                           {"experts", o.experts},
+                           {"top_k", o.top_k},
+                           {"capacity_factor", o.capacity},
+                           {"threads", o.threads},
+                           {"sgemm_gflops", gflops},
+                           {"useful_gflop", useful_flops / 1e9},
+                           {"limit_seconds", limit_seconds},
+                           {"strata_seconds", strata_seconds}};
   std::printf("%-22s %12s %12s %14s\n", "contender", "fwd+bwd s", "vs strata", "limit / time");
   std::printf("%-22s %12.3f %12s %13.0f%%\n", "strata", strata_seconds, "1.00x",
               100.0 * limit_seconds / strata_seconds);

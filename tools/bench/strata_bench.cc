@@ -51,7 +51,8 @@ ABSL_FLAG(int64_t, dim, 512, "moe: token dimension");
 ABSL_FLAG(int64_t, hidden, 1024, "moe: each expert's hidden width");
 ABSL_FLAG(int32_t, experts, 8, "moe: experts");
 ABSL_FLAG(int32_t, top_k, 2, "moe: experts per token");
-ABSL_FLAG(double, capacity, 1.25, "moe: capacity factor f (> 0 padded, < 0 capped need, 0 dropless)");
+ABSL_FLAG(double, capacity, 1.25,
+          "moe: capacity factor f (> 0 padded, < 0 capped need, 0 dropless)");
 ABSL_FLAG(std::string, plot, "", "train: with --sweep, draw images/s against it into this PNG");
 ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-thread SGEMM, x0.5)");
 
@@ -142,9 +143,10 @@ int main(int argc, char** argv) {
         absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth),
         absl::GetFlag(FLAGS_latency));
   } else {
-    std::fprintf(stderr,
-                 "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link, moe)\n",
-                 command.c_str());
+    std::fprintf(
+        stderr,
+        "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link, moe)\n",
+        command.c_str());
     return 2;
   }
   if (!status.ok()) {

@@ -27,6 +27,7 @@
 #include "tools/bench/progress_bar.h"
 #include "tools/bench/throughput_plot.h"
 #include "tools/bench/train_report.h"
+#include "tools/launch/local_cluster.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
@@ -144,7 +145,10 @@ class Runner {
                                               "; the end of its output:\n",
                                               FileTail(spec.output_path, 2000)));
     }
-    if (!net.bandwidth.empty()) WarnOnLoopbackFallback(FileTail(spec.output_path, 1 << 20));
+    if (!net.bandwidth.empty() &&
+        absl::StrContains(FileTail(spec.output_path, 1 << 20), kNoNetworkNotice)) {
+      WarnLoopbackOnce("see the launcher's log");
+    }
     STRATA_ASSIGN_OR_RETURN(nlohmann::json j, ReadResult(result, c.label, spec.output_path));
     RunResult r;
     r.images_per_sec = j["images_per_sec"].get<double>();
@@ -183,17 +187,9 @@ class Runner {
     const int threads = std::max(1, o_.threads / world);
     std::unique_ptr<EmulatedNetwork> network;
     if (!net.bandwidth.empty()) {
-      EmulatedNetworkOptions n;
-      STRATA_ASSIGN_OR_RETURN(n.bytes_per_second, ParseBandwidth(net.bandwidth));
-      STRATA_ASSIGN_OR_RETURN(n.latency_ms, ParseLatency(net.latency));
-      n.hosts = world;
-      absl::StatusOr<std::unique_ptr<EmulatedNetwork>> made = EmulatedNetwork::Create(n);
-      if (absl::IsFailedPrecondition(made.status())) {
-        WarnOnLoopbackFallback(std::string(made.status().message()));
-      } else {
-        STRATA_RETURN_IF_ERROR(made.status());
-        network = *std::move(made);
-      }
+      std::string why;
+      STRATA_ASSIGN_OR_RETURN(network, EmulateOrFallBack(net.bandwidth, net.latency, world, &why));
+      if (network == nullptr) WarnLoopbackOnce(why);
     }
     std::string master;
     if (network != nullptr) {
@@ -234,15 +230,12 @@ class Runner {
     return RunResult{j["images_per_sec"].get<double>(), 0.0, {}};
   }
 
-  // Says once that the network could not be emulated here.
-  void WarnOnLoopbackFallback(const std::string& text) {
-    if (warned_ || !absl::StrContains(text, "no emulated network") &&
-                       !absl::StrContains(text, "need root") &&
-                       !absl::StrContains(text, "cannot build the emulated network")) {
-      return;
-    }
+  // Says once that the network could not be emulated here, and why.
+  void WarnLoopbackOnce(const std::string& why) {
+    if (warned_) return;
     warned_ = true;
-    std::printf("warning: the network could not be emulated here; runs use loopback\n");
+    std::printf("warning: the network could not be emulated here (%s); runs use loopback\n",
+                why.c_str());
   }
 
   const TrainBenchOptions& o_;

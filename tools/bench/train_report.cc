@@ -9,10 +9,12 @@
 namespace strata::bench {
 namespace {
 
-// "-" for a breakdown part that was not measured.
-std::string Part(const ContenderResult& c, const std::string& name, const char* format) {
+// One part of the iteration breakdown, formatted; `missing` when that part
+// was not measured.
+std::string Part(const ContenderResult& c, const std::string& name,
+                 const absl::FormatSpec<double>& format, const std::string& missing) {
   auto it = c.seconds_per_iteration.find(name);
-  if (it == c.seconds_per_iteration.end()) return "-";
+  if (it == c.seconds_per_iteration.end()) return missing;
   return absl::StrFormat(format, it->second);
 }
 
@@ -36,8 +38,8 @@ std::string FormatPointTable(const SweepPoint& p) {
     const std::string mb =
         c.bytes_per_iteration > 0 ? absl::StrFormat("%.3f", c.bytes_per_iteration / 1e6) : "-";
     absl::StrAppendFormat(&out, "%-16s %12.0f %9.0f %9.0f %13s %9s %9s %9s %8.2fx\n", c.label,
-                          c.median(), *mn, *mx, mb, Part(c, "compute", "%.3fs"),
-                          Part(c, "communication", "%.3fs"), Part(c, "waiting", "%.3fs"),
+                          c.median(), *mn, *mx, mb, Part(c, "compute", "%.3fs", "-"),
+                          Part(c, "communication", "%.3fs", "-"), Part(c, "waiting", "%.3fs", "-"),
                           RatioToFirst(p, c));
   }
   return out;
@@ -72,16 +74,11 @@ std::string ReportToCsv(const TrainReport& r) {
   for (const SweepPoint& p : r.points) {
     for (const ContenderResult& c : p.contenders) {
       const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
-      auto part = [&c](const std::string& name) {
-        auto it = c.seconds_per_iteration.find(name);
-        return it == c.seconds_per_iteration.end() ? std::string()
-                                                   : absl::StrFormat("%.6f", it->second);
-      };
       absl::StrAppendFormat(&out, "%s,%s,%s,%.1f,%.1f,%.1f,%d,%.4f,%.6f,%s,%s,%s\n",
                             r.sweep_parameter, p.value, c.label, c.median(), *mn, *mx,
                             static_cast<int>(c.images_per_sec.size()), RatioToFirst(p, c),
-                            c.bytes_per_iteration / 1e6, part("compute"), part("communication"),
-                            part("waiting"));
+                            c.bytes_per_iteration / 1e6, Part(c, "compute", "%.6f", ""),
+                            Part(c, "communication", "%.6f", ""), Part(c, "waiting", "%.6f", ""));
     }
   }
   return out;

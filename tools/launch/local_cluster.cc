@@ -181,21 +181,19 @@ std::map<std::string, double> ConvWorkerBreakdown(const std::vector<Child>& chil
 // the launcher says so).
 absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const LocalClusterOptions& o) {
   if (o.bandwidth.empty()) return std::unique_ptr<EmulatedNetwork>();
-  EmulatedNetworkOptions n;
-  STRATA_ASSIGN_OR_RETURN(n.bytes_per_second, ParseBandwidth(o.bandwidth));
-  STRATA_ASSIGN_OR_RETURN(n.latency_ms, ParseLatency(o.latency));
-  n.hosts = o.servers + o.conv_workers + (o.mode == "stanza" ? o.fc_workers : 0);
-  absl::StatusOr<std::unique_ptr<EmulatedNetwork>> network = EmulatedNetwork::Create(n);
-  if (absl::IsFailedPrecondition(network.status())) {
-    std::fprintf(stderr, "[launcher] no emulated network (%s); running on loopback instead\n",
-                 std::string(network.status().message()).c_str());
-    return std::unique_ptr<EmulatedNetwork>();
+  const int hosts = o.servers + o.conv_workers + (o.mode == "stanza" ? o.fc_workers : 0);
+  std::string why;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> network,
+                          EmulateOrFallBack(o.bandwidth, o.latency, hosts, &why));
+  if (network == nullptr) {
+    std::fprintf(stderr, "[launcher] %s (%s); running on loopback instead\n", kNoNetworkNotice,
+                 why.c_str());
+    return network;
   }
-  STRATA_RETURN_IF_ERROR(network.status());
   std::fprintf(
-      stderr, "[launcher] emulated network: %d hosts (%s-%s), each link %s, %g ms one way\n",
-      n.hosts, (*network)->host_address(0).c_str(), (*network)->host_address(n.hosts - 1).c_str(),
-      FormatBandwidth(n.bytes_per_second).c_str(), n.latency_ms);
+      stderr, "[launcher] emulated network: %d hosts (%s-%s), each link %s, %g ms one way\n", hosts,
+      network->host_address(0).c_str(), network->host_address(hosts - 1).c_str(),
+      FormatBandwidth(network->options().bytes_per_second).c_str(), network->options().latency_ms);
   return network;
 }
 

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -72,37 +74,38 @@ void RemoveStaleNamespaces() {
   }
 }
 
+// "<number><unit>" (case-insensitive) for one of `units` (suffix, scale):
+// the number times the scale, when the number is finite and >= 0.
+std::optional<double> ParseWithUnit(const std::string& text,
+                                    std::initializer_list<std::pair<const char*, double>> units) {
+  const std::string t = absl::AsciiStrToLower(text);
+  for (const auto& [unit, scale] : units) {
+    if (!absl::EndsWith(t, unit) || t.size() <= std::strlen(unit)) continue;
+    double value = 0;
+    if (absl::SimpleAtod(t.substr(0, t.size() - std::strlen(unit)), &value) && value >= 0 &&
+        std::isfinite(value)) {
+      return value * scale;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::StatusOr<double> ParseBandwidth(const std::string& text) {
-  const std::string t = absl::AsciiStrToLower(text);
-  const std::pair<const char*, double> units[] = {
-      {"gbit", 1e9 / 8}, {"mbit", 1e6 / 8}, {"kbit", 1e3 / 8}};
-  for (const auto& [unit, scale] : units) {
-    if (absl::EndsWith(t, unit) && t.size() > std::strlen(unit)) {
-      double value = 0;
-      if (absl::SimpleAtod(t.substr(0, t.size() - std::strlen(unit)), &value) && value > 0 &&
-          std::isfinite(value)) {
-        return value * scale;
-      }
-    }
+  if (std::optional<double> v =
+          ParseWithUnit(text, {{"gbit", 1e9 / 8}, {"mbit", 1e6 / 8}, {"kbit", 1e3 / 8}});
+      v.has_value() && *v > 0) {
+    return *v;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("bandwidth \"", text, "\": use a number with gbit, mbit or kbit (e.g. 1gbit)"));
 }
 
 absl::StatusOr<double> ParseLatency(const std::string& text) {
-  const std::string t = absl::AsciiStrToLower(text);
-  if (t == "0") return 0.0;
-  const std::pair<const char*, double> units[] = {{"ms", 1.0}, {"us", 1e-3}};
-  for (const auto& [unit, scale] : units) {
-    if (absl::EndsWith(t, unit) && t.size() > std::strlen(unit)) {
-      double value = 0;
-      if (absl::SimpleAtod(t.substr(0, t.size() - std::strlen(unit)), &value) && value >= 0 &&
-          std::isfinite(value)) {
-        return value * scale;
-      }
-    }
+  if (text == "0") return 0.0;
+  if (std::optional<double> v = ParseWithUnit(text, {{"ms", 1.0}, {"us", 1e-3}}); v.has_value()) {
+    return *v;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("latency \"", text, "\": use a number with ms or us (e.g. 0.2ms), or 0"));
@@ -222,6 +225,21 @@ absl::Status EmulatedNetwork::Build() {
     STRATA_RETURN_IF_ERROR(Shape(sw, port));    // what the host receives
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulateOrFallBack(const std::string& bandwidth,
+                                                                   const std::string& latency,
+                                                                   int hosts, std::string* why) {
+  EmulatedNetworkOptions o;
+  o.hosts = hosts;
+  STRATA_ASSIGN_OR_RETURN(o.bytes_per_second, ParseBandwidth(bandwidth));
+  STRATA_ASSIGN_OR_RETURN(o.latency_ms, ParseLatency(latency));
+  absl::StatusOr<std::unique_ptr<EmulatedNetwork>> network = EmulatedNetwork::Create(o);
+  if (absl::IsFailedPrecondition(network.status())) {
+    *why = std::string(network.status().message());
+    return std::unique_ptr<EmulatedNetwork>();
+  }
+  return network;
 }
 
 absl::Status EmulatedNetwork::Destroy() {

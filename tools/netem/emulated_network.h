@@ -79,6 +79,15 @@ class EmulatedNetwork {
   std::vector<std::string> created_;  // namespaces, in creation order
 };
 
+// For tools that run on loopback where no network can be emulated: parses
+// `bandwidth` ("1gbit") and `latency` ("0.2ms") and builds `hosts` hosts.
+// Where namespaces cannot be made it returns nullptr and puts the reason in
+// *why; a bad rate or latency, or a latency on a kernel without netem, is
+// an error.
+absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulateOrFallBack(const std::string& bandwidth,
+                                                                   const std::string& latency,
+                                                                   int hosts, std::string* why);
+
 }  // namespace strata
 
 #endif  // STRATA_TOOLS_NETEM_EMULATED_NETWORK_H_
