@@ -19,9 +19,9 @@ void AddBias(float* out, const float* bias, int64_t rows, int64_t cols) {
   }
 }
 
-// sum[:] = column sums of a {rows, cols} block.
-void ColumnSums(const float* in, float* sum, int64_t rows, int64_t cols) {
-  std::memset(sum, 0, static_cast<size_t>(cols) * sizeof(float));
+// sum[:] (+)= column sums of a {rows, cols} block.
+void ColumnSums(const float* in, float* sum, int64_t rows, int64_t cols, bool accumulate) {
+  if (!accumulate) std::memset(sum, 0, static_cast<size_t>(cols) * sizeof(float));
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * cols;
 #pragma omp simd
@@ -48,17 +48,18 @@ void ExpertFfn::InitParameters(Rng& rng) {
   FillUniform(b2_.value, rng, hidden_bound);
 }
 
-void ExpertFfn::Forward(const Tensor& slots, const std::vector<int64_t>& used, const Tensor& out) {
+void ExpertFfn::Forward(const Tensor& slots, const std::vector<int64_t>& used, const Tensor& out,
+                        ExpertActivations* saved) const {
   STRATA_CHECK(static_cast<int>(used.size()) == experts_, "ExpertFfn: one used count per expert");
   const int64_t capacity = slots.numel() / (experts_ * dim_);
-  slots_ = slots;
-  used_ = used;
-  hidden_act_ = Tensor::Empty({experts_, capacity, hidden_});
+  saved->slots = slots;
+  saved->used = used;
+  saved->hidden = Tensor::Empty({experts_, capacity, hidden_});
   for (int e = 0; e < experts_; ++e) {
     const int64_t rows = used[e];
     if (rows == 0) continue;  // padded slots hold no token: nothing to compute
     const float* x = slots.data() + e * capacity * dim_;
-    float* h = hidden_act_.data() + e * capacity * hidden_;
+    float* h = saved->hidden.data() + e * capacity * hidden_;
     float* y = out.data() + e * capacity * dim_;
     Sgemm('N', 'N', rows, hidden_, dim_, 1.0f, x, dim_, w1_.value.data() + e * dim_ * hidden_,
           hidden_, 0.0f, h, hidden_);
@@ -70,42 +71,45 @@ void ExpertFfn::Forward(const Tensor& slots, const std::vector<int64_t>& used, c
   }
 }
 
-void ExpertFfn::Backward(const Tensor& grad_out, const Tensor& grad_slots) {
-  STRATA_CHECK(slots_.defined(), "ExpertFfn::Backward without Forward");
-  const int64_t capacity = slots_.numel() / (experts_ * dim_);
+void ExpertFfn::Backward(const Tensor& grad_out, const ExpertActivations& saved,
+                         const Tensor& grad_slots, bool accumulate) {
+  STRATA_CHECK(saved.slots.defined(), "ExpertFfn::Backward without Forward");
+  const int64_t capacity = saved.slots.numel() / (experts_ * dim_);
+  const float beta = accumulate ? 1.0f : 0.0f;
   Tensor grad_hidden = Tensor::Empty({capacity, hidden_});
   for (int e = 0; e < experts_; ++e) {
-    const int64_t rows = used_[e];
+    const int64_t rows = saved.used[e];
     float* dw1 = w1_.grad.data() + e * dim_ * hidden_;
     float* db1 = b1_.grad.data() + e * hidden_;
     float* dw2 = w2_.grad.data() + e * hidden_ * dim_;
     float* db2 = b2_.grad.data() + e * dim_;
-    if (rows == 0) {  // an expert without tokens gets zero gradients
-      std::memset(dw1, 0, static_cast<size_t>(dim_ * hidden_) * sizeof(float));
-      std::memset(db1, 0, static_cast<size_t>(hidden_) * sizeof(float));
-      std::memset(dw2, 0, static_cast<size_t>(hidden_ * dim_) * sizeof(float));
-      std::memset(db2, 0, static_cast<size_t>(dim_) * sizeof(float));
+    if (rows == 0) {  // an expert without tokens adds nothing
+      if (!accumulate) {
+        std::memset(dw1, 0, static_cast<size_t>(dim_ * hidden_) * sizeof(float));
+        std::memset(db1, 0, static_cast<size_t>(hidden_) * sizeof(float));
+        std::memset(dw2, 0, static_cast<size_t>(hidden_ * dim_) * sizeof(float));
+        std::memset(db2, 0, static_cast<size_t>(dim_) * sizeof(float));
+      }
       continue;
     }
-    const float* x = slots_.data() + e * capacity * dim_;
-    const float* h = hidden_act_.data() + e * capacity * hidden_;
+    const float* x = saved.slots.data() + e * capacity * dim_;
+    const float* h = saved.hidden.data() + e * capacity * hidden_;
     const float* dy = grad_out.data() + e * capacity * dim_;
     float* dh = grad_hidden.data();
     // Second linear: dW2 = h^T dy, db2 = sum dy, dh = dy W2^T (through ReLU).
-    Sgemm('T', 'N', hidden_, dim_, rows, 1.0f, h, hidden_, dy, dim_, 0.0f, dw2, dim_);
-    ColumnSums(dy, db2, rows, dim_);
+    Sgemm('T', 'N', hidden_, dim_, rows, 1.0f, h, hidden_, dy, dim_, beta, dw2, dim_);
+    ColumnSums(dy, db2, rows, dim_, accumulate);
     Sgemm('N', 'T', rows, hidden_, dim_, 1.0f, dy, dim_, w2_.value.data() + e * hidden_ * dim_,
           dim_, 0.0f, dh, hidden_);
     for (int64_t i = 0; i < rows * hidden_; ++i) {
       if (h[i] <= 0.0f) dh[i] = 0.0f;
     }
     // First linear: dW1 = x^T dh, db1 = sum dh, dx = dh W1^T.
-    Sgemm('T', 'N', dim_, hidden_, rows, 1.0f, x, dim_, dh, hidden_, 0.0f, dw1, hidden_);
-    ColumnSums(dh, db1, rows, hidden_);
+    Sgemm('T', 'N', dim_, hidden_, rows, 1.0f, x, dim_, dh, hidden_, beta, dw1, hidden_);
+    ColumnSums(dh, db1, rows, hidden_, accumulate);
     Sgemm('N', 'T', rows, dim_, hidden_, 1.0f, dh, hidden_, w1_.value.data() + e * dim_ * hidden_,
           hidden_, 0.0f, grad_slots.data() + e * capacity * dim_, dim_);
   }
-  slots_ = hidden_act_ = Tensor();
 }
 
 }  // namespace strata::moe

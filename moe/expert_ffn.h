@@ -17,6 +17,14 @@
 
 namespace strata::moe {
 
+// What Forward keeps for Backward: one per call in flight (a pipelined
+// caller runs several chunks before their backward passes).
+struct ExpertActivations {
+  Tensor slots;                // {E, C, D}: the input rows
+  Tensor hidden;               // {E, C, H}: after ReLU
+  std::vector<int64_t> used;   // {E}
+};
+
 class ExpertFfn {
  public:
   ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden);
@@ -27,20 +35,20 @@ class ExpertFfn {
   std::vector<Parameter*> parameters() { return {&w1_, &b1_, &w2_, &b2_}; }
   void InitParameters(Rng& rng);
 
-  // out[e, r] = FFN_e(slots[e, r]) for r < used[e]. Keeps what Backward needs.
-  void Forward(const Tensor& slots, const std::vector<int64_t>& used, const Tensor& out);
-  // From the gradient of the used output rows: every parameter's grad
-  // (overwritten; zero for an expert without tokens) and grad_slots on the
-  // used rows. Must follow Forward.
-  void Backward(const Tensor& grad_out, const Tensor& grad_slots);
+  // out[e, r] = FFN_e(slots[e, r]) for r < used[e] ({E, C, D} buffers, any
+  // C). Fills `saved` for Backward.
+  void Forward(const Tensor& slots, const std::vector<int64_t>& used, const Tensor& out,
+               ExpertActivations* saved) const;
+  // From the gradient of the used output rows of the Forward that filled
+  // `saved`: every parameter's grad — overwritten, or added to when
+  // `accumulate` (the chunks of one step) — and grad_slots on the used rows.
+  void Backward(const Tensor& grad_out, const ExpertActivations& saved, const Tensor& grad_slots,
+                bool accumulate);
 
  private:
   int experts_;
   int64_t dim_, hidden_;
   Parameter w1_, b1_, w2_, b2_;
-  // From Forward.
-  Tensor slots_, hidden_act_;  // {E, C, D}, {E, C, H} after ReLU
-  std::vector<int64_t> used_;
 };
 
 }  // namespace strata::moe

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/ops/cpu/dnnl_runtime.h"
@@ -39,20 +40,23 @@ MoeLayer::MoeLayer(std::string name, const Shape& input_shape, const MoeOptions&
     : Layer(std::move(name), input_shape),
       options_(o),
       dim_(input_shape[0]),
-      experts_(this->name(), o.experts, dim_, o.hidden),
+      experts_(std::make_unique<ExpertFfn>(this->name(), o.experts, dim_, o.hidden)),
       noise_(o.noise_seed) {
   gate_ = ZeroParameter(this->name() + ".gate", {o.experts, dim_});
 }
 
 std::vector<Parameter*> MoeLayer::parameters() {
   std::vector<Parameter*> all = {&gate_};
-  for (Parameter* p : experts_.parameters()) all.push_back(p);
+  for (Parameter* p : parallel_ ? parallel_->parameters() : experts_->parameters()) {
+    all.push_back(p);
+  }
   return all;
 }
 
 void MoeLayer::InitParameters(Rng& rng) {
+  STRATA_CHECK(experts_ != nullptr, "MoeLayer::InitParameters inside an expert group");
   FillUniform(gate_.value, rng, 1.0f / std::sqrt(static_cast<float>(dim_)));
-  experts_.InitParameters(rng);
+  experts_->InitParameters(rng);
 }
 
 int64_t MoeLayer::ForwardFlopsPerSample() const {
@@ -68,6 +72,66 @@ absl::Status MoeLayer::set_top_k(int k) {
   return absl::OkStatus();
 }
 
+absl::Status MoeLayer::JoinExpertGroup(ExpertExchange* exchange, int layer) {
+  if (parallel_ != nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("moe ", name(), " is already in a group"));
+  }
+  STRATA_ASSIGN_OR_RETURN(parallel_, ExpertParallel::Create(name(), *experts_, exchange, layer));
+  experts_.reset();
+  return absl::OkStatus();
+}
+
+absl::Status MoeLayer::set_parallel_settings(const ParallelSettings& settings) {
+  if (parallel_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("moe ", name(), " is not in a group"));
+  }
+  return parallel_->set_settings(settings);
+}
+
+absl::Status MoeLayer::GatherExperts() {
+  if (parallel_ == nullptr) return absl::OkStatus();  // every expert is here already
+  absl::StatusOr<ExpertFfn*> all = parallel_->GatherReplica();
+  if (!all.ok()) status_ = all.status();
+  STRATA_RETURN_IF_ERROR(status_);
+  inference_replica_ = *all;
+  return absl::OkStatus();
+}
+
+absl::Status MoeLayer::LeaveExpertGroup() {
+  STRATA_RETURN_IF_ERROR(GatherExperts());
+  experts_ = std::make_unique<ExpertFfn>(name(), options_.experts, dim_, options_.hidden);
+  const std::vector<Parameter*> from = inference_replica_->parameters();
+  const std::vector<Parameter*> to = experts_->parameters();
+  for (size_t i = 0; i < to.size(); ++i) to[i]->value.CopyFrom(from[i]->value);
+  inference_replica_ = nullptr;
+  parallel_.reset();
+  return absl::OkStatus();
+}
+
+absl::Status MoeLayer::Route() {
+  int64_t tokens = gate_out_.tokens;
+  int64_t need = LargestNeed(gate_out_, options_.experts);
+  if (parallel_ != nullptr && inference_replica_ == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(std::tie(need, tokens), parallel_->AgreeCapacity(need, tokens));
+  }
+  const int64_t capacity =
+      CapacityFor(options_.capacity, tokens, options_.experts, gate_out_.k, need);
+  routing_ = AssignSlots(gate_out_, options_.experts, capacity, options_.batch_prioritized);
+  return absl::OkStatus();
+}
+
+bool MoeLayer::RunExperts(const Tensor& slots, const Tensor& out, bool training) {
+  if (parallel_ == nullptr) {
+    experts_->Forward(slots, routing_.used, out, &experts_saved_);
+  } else if (!training && inference_replica_ != nullptr) {
+    inference_replica_->Forward(slots, routing_.used, out, &experts_saved_);
+  } else {
+    status_ = parallel_->Forward(slots, routing_.used, out, training);
+  }
+  if (!training) experts_saved_ = ExpertActivations();
+  return status_.ok();
+}
+
 absl::Status MoeLayer::ValidateInput(const Tensor& input) const {
   if (input.shape().rank() != 2 || input.dim(1) != dim_) {
     return absl::InvalidArgumentError(absl::StrCat("moe ", name(), ": tokens of dimension ", dim_,
@@ -81,6 +145,12 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   STRATA_CHECK(valid.ok(), std::string(valid.message()));
   const int64_t tokens = input.dim(0);
   const int experts = options_.experts;
+  Tensor output = Tensor::Empty({tokens, dim_});
+  if (!status_.ok()) {  // a failed group: no more work (see the header)
+    output.Fill(0.0f);
+    return output;
+  }
+  if (training) inference_replica_ = nullptr;
   // Gate in fp32: logits = x G^T, plus training noise.
   std::vector<float> logits(static_cast<size_t>(tokens * experts));
   Sgemm('N', 'T', tokens, experts, dim_, 1.0f, input.data(), dim_, gate_.value.data(), dim_, 0.0f,
@@ -89,7 +159,11 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
     for (float& l : logits) l += options_.gate_noise * noise_.Normal();
   }
   gate_out_ = TopKGate(logits.data(), tokens, experts, options_.top_k, options_.normalize_gate);
-  routing_ = AssignSlots(gate_out_, experts, options_.capacity, options_.batch_prioritized);
+  status_ = Route();
+  if (!status_.ok()) {
+    output.Fill(0.0f);
+    return output;
+  }
   const int64_t capacity = routing_.capacity;
 
   // Load balance: E * sum_e mean_t(p[t, e]) * fraction of tokens whose top-1 is e.
@@ -106,8 +180,10 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   Tensor slots = Tensor::Empty({experts, capacity, dim_});
   expert_out_ = Tensor::Empty({experts, capacity, dim_});
   Encode(routing_, input.data(), dim_, slots.data());
-  experts_.Forward(slots, routing_.used, expert_out_);
-  Tensor output = Tensor::Empty({tokens, dim_});
+  if (!RunExperts(slots, expert_out_, training)) {
+    output.Fill(0.0f);
+    return output;
+  }
   Decode(routing_, expert_out_.data(), dim_, output.data());
   if (training) {
     input_ = input;
@@ -148,8 +224,9 @@ void MoeLayer::GateBackward(const float* grad_gate, float* grad_logits) const {
 }
 
 Tensor MoeLayer::Backward(const Tensor& grad_output, bool need_input_grad) {
-  STRATA_CHECK(input_.defined(), "MoeLayer::Backward without a training Forward");
   const int64_t tokens = routing_.tokens;
+  if (!status_.ok()) return need_input_grad ? Tensor::Zeros({tokens, dim_}) : Tensor();
+  STRATA_CHECK(input_.defined(), "MoeLayer::Backward without a training Forward");
   const int experts = options_.experts;
   const int64_t capacity = routing_.capacity;
   Tensor grad_out = Tensor::Empty({experts, capacity, dim_});
@@ -158,7 +235,16 @@ Tensor MoeLayer::Backward(const Tensor& grad_output, bool need_input_grad) {
                  grad_gate.data());
 
   Tensor grad_slots = Tensor::Empty({experts, capacity, dim_});
-  experts_.Backward(grad_out, grad_slots);
+  if (parallel_ != nullptr) {
+    status_ = parallel_->Backward(grad_out, grad_slots);
+    if (!status_.ok()) {
+      input_ = expert_out_ = Tensor();
+      return need_input_grad ? Tensor::Zeros({tokens, dim_}) : Tensor();
+    }
+  } else {
+    experts_->Backward(grad_out, experts_saved_, grad_slots, /*accumulate=*/false);
+  }
+  experts_saved_ = ExpertActivations();
 
   std::vector<float> grad_logits(static_cast<size_t>(tokens * experts));
   GateBackward(grad_gate.data(), grad_logits.data());

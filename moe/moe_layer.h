@@ -9,6 +9,13 @@
 // {E, H}, <name>.w2 {E, H, D}, <name>.b2 {E, D}. Input and output {D} per
 // token (a batch of N samples is N tokens).
 //
+// In an expert group (JoinExpertGroup) this process keeps the gate and its
+// share of the experts (expert_parallel.h); Forward and Backward are then
+// collective over the group. A failed exchange (a peer died, timed out)
+// cannot be reported through Layer's interface: the layer then returns
+// zeros, keeps the error in status(), and does no more work — the caller
+// checks status() after every call.
+//
 // The GShard load-balancing loss  aux = E * sum_e mean_t(p[t,e]) *
 // frac_t(top1(t) = e)  is reported by aux_loss() and its gradient, times
 // `aux_loss_weight`, is added to the gate's in Backward (so the model's loss
@@ -21,7 +28,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
+#include "moe/expert_exchange.h"
 #include "moe/expert_ffn.h"
+#include "moe/expert_parallel.h"
 #include "moe/routing.h"
 
 namespace strata::moe {
@@ -65,6 +74,27 @@ class MoeLayer final : public Layer {
   // From the last Forward: the routing, the load-balancing loss, the number
   // of dropped choices.
   const Routing& routing() const { return routing_; }
+  // OK unless an expert-group exchange failed (see above).
+  const absl::Status& status() const { return status_; }
+
+  // Keeps only this process's share of the experts (as initialised so far)
+  // and makes Forward/Backward collective over `exchange`'s group; `layer`
+  // numbers this layer among the model's MoE layers. InvalidArgument when
+  // the group's size does not divide the expert count. Must precede any
+  // optimizer built over parameters(), which changes.
+  absl::Status JoinExpertGroup(ExpertExchange* exchange, int layer);
+  bool in_expert_group() const { return parallel_ != nullptr; }
+  // The group's pipelining degree and parallelism for the following calls
+  // (the same on every process of the group).
+  absl::Status set_parallel_settings(const ParallelSettings& settings);
+  // Collective: gathers every expert's current weights, so that following
+  // inference Forwards (training = false) run here alone, without the
+  // group — until the next training Forward.
+  absl::Status GatherExperts();
+  // Collective: gathers every expert and leaves the group; the layer then
+  // holds all experts again (parameters() changes), e.g. to write the whole
+  // model.
+  absl::Status LeaveExpertGroup();
   float aux_loss() const { return aux_loss_; }
   int64_t dropped() const { return routing_.dropped; }
 
@@ -74,8 +104,17 @@ class MoeLayer final : public Layer {
 
   MoeOptions options_;
   int64_t dim_;
+  // Runs the experts over the slots; false (status_ set) on a failed exchange.
+  bool RunExperts(const Tensor& slots, const Tensor& out, bool training);
+  // The routing of gate_out_, with the capacity agreed over the group.
+  absl::Status Route();
+
   Parameter gate_;
-  ExpertFfn experts_;
+  std::unique_ptr<ExpertFfn> experts_;          // all experts (outside a group)
+  std::unique_ptr<ExpertParallel> parallel_;    // this process's share (in a group)
+  ExpertFfn* inference_replica_ = nullptr;      // from GatherExperts
+  ExpertActivations experts_saved_;
+  absl::Status status_;
   Rng noise_;
   // Kept from the training Forward for Backward.
   Tensor input_;

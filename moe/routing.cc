@@ -69,16 +69,21 @@ int64_t LargestNeed(const GateOutput& gate, int experts) {
 }
 
 Routing AssignSlots(const GateOutput& gate, int experts, const CapacityRule& rule,
-                    bool prioritize_confident, int64_t largest_need_override) {
+                    bool prioritize_confident) {
+  return AssignSlots(gate, experts,
+                     CapacityFor(rule, gate.tokens, experts, gate.k, LargestNeed(gate, experts)),
+                     prioritize_confident);
+}
+
+Routing AssignSlots(const GateOutput& gate, int experts, int64_t capacity,
+                    bool prioritize_confident) {
   Routing r;
   r.tokens = gate.tokens;
   r.experts = experts;
   r.k = gate.k;
   r.expert = gate.expert;
   r.gate = gate.gate;
-  const int64_t need =
-      largest_need_override > 0 ? largest_need_override : LargestNeed(gate, experts);
-  r.capacity = CapacityFor(rule, gate.tokens, experts, gate.k, need);
+  r.capacity = capacity;
   r.slot.assign(r.expert.size(), -1);
   r.used.assign(experts, 0);
   std::vector<int64_t> order(static_cast<size_t>(gate.tokens));

@@ -3,7 +3,7 @@
 // (tokens, experts, capacity) mask.
 //
 //   GateOutput gate = TopKGate(logits, tokens, experts, k, normalize);
-//   STRATA_ASSIGN_OR_RETURN(Routing r, AssignSlots(gate, experts, capacity_rule));
+//   Routing r = AssignSlots(gate, experts, capacity_rule, /*prioritize_confident=*/false);
 //   // token t's i-th choice: expert r.expert[t*k+i], slot r.slot[t*k+i] (-1: dropped),
 //   // weight r.gate[t*k+i]
 #ifndef STRATA_MOE_ROUTING_H_
@@ -62,10 +62,14 @@ struct Routing {
 // Gives every choice a slot of its expert: all first choices before any
 // second choice (GShard's priority), tokens in order — or, with
 // `prioritize_confident`, in decreasing order of their first choice's
-// probability (batch-prioritised routing). `largest_need_override` > 0 replaces the
-// local largest need (the value agreed across an expert group for f <= 0).
+// probability (batch-prioritised routing). Every expert has `capacity`
+// slots.
+Routing AssignSlots(const GateOutput& gate, int experts, int64_t capacity,
+                    bool prioritize_confident);
+// The same with the capacity `rule` gives for these tokens alone (an expert
+// group agrees on CapacityFor's arguments instead).
 Routing AssignSlots(const GateOutput& gate, int experts, const CapacityRule& rule,
-                    bool prioritize_confident, int64_t largest_need_override = 0);
+                    bool prioritize_confident);
 
 // The largest number of choices any expert receives from `gate` (before
 // capacity): what f <= 0 sizes the slots by.

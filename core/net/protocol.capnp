@@ -32,6 +32,7 @@ enum Kind {
   done @16;           # worker -> server: this worker has finished training
   activations @17;    # conv worker -> FC worker: boundary activations + labels
   activationGrads @18;# FC worker -> conv worker: d(loss)/d(activations)
+  expertBlock @19;    # FC worker -> FC worker: an MoE expert-group block (no reply)
 }
 
 enum Role {
@@ -53,6 +54,16 @@ struct NodeInfo {
   role @0 :Role;
   rank @1 :Int32;
   address @2 :Text;   # where the node serves (servers), "" otherwise
+  peerAddress @3 :Text; # FC workers: where the other FC workers reach its expert exchange
+}
+
+# Which exchange of an MoE call an expertBlock belongs to (moe/expert_exchange.h).
+struct ExchangeTag {
+  call @0 :Int64;
+  layer @1 :Int32;
+  phase @2 :UInt8;
+  chunk @3 :Int32;
+  chunks @4 :Int32;
 }
 
 struct Header {
@@ -72,5 +83,7 @@ struct Header {
   barrierName @13 :Text;
   clocks @14 :List(Int64);    # clockReply: last iteration pushed, per worker rank
   expectedNodes @15 :List(UInt32); # cluster map: servers, conv workers, FC workers
-  shape @16 :List(Int64);     # activations, activationGrads: tensor shape
+  shape @16 :List(Int64);     # activations, activationGrads: tensor shape; expertBlock: [rows, width]
+  exchangeTag @17 :ExchangeTag; # expertBlock
+  counts @18 :List(Int64);    # expertBlock: rows per expert (or sizes), summing to shape[0]
 }

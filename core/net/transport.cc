@@ -8,7 +8,7 @@
 namespace strata {
 namespace {
 
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::ACTIVATION_GRADS);
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::EXPERT_BLOCK);
 
 void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 
@@ -50,6 +50,12 @@ const char* KindName(wire::Kind kind) {
       return "clock-reply";
     case wire::Kind::DONE:
       return "done";
+    case wire::Kind::ACTIVATIONS:
+      return "activations";
+    case wire::Kind::ACTIVATION_GRADS:
+      return "activation-grads";
+    case wire::Kind::EXPERT_BLOCK:
+      return "expert-block";
   }
   return "unknown";
 }

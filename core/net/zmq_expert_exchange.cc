@@ -1,0 +1,217 @@
+#include "core/net/zmq_expert_exchange.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status.h"
+
+namespace strata {
+namespace {
+
+// Blocks that may wait for their turn; a flood beyond it is refused.
+constexpr size_t kMaxEarlyBlocks = 4096;
+constexpr int kCloseLingerMs = 2000;
+constexpr uint8_t kLastPhase = static_cast<uint8_t>(moe::ExchangePhase::kWeightGrads);
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ZmqExpertExchange>> ZmqExpertExchange::Bind(
+    const std::string& address, const ExpertExchangeOptions& options) {
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
+    return absl::InvalidArgumentError(absl::StrCat("expert exchange rank ", options.rank,
+                                                   " is outside [0, ", options.size, ")"));
+  }
+  std::unique_ptr<ZmqExpertExchange> exchange(new ZmqExpertExchange(options));
+  STRATA_ASSIGN_OR_RETURN(exchange->inbox_, Socket::Bind(exchange->context_, SocketKind::kRouter,
+                                                         address, options.limits));
+  exchange->outboxes_.resize(options.size);
+  return exchange;
+}
+
+ZmqExpertExchange::ZmqExpertExchange(const ExpertExchangeOptions& options)
+    : options_(options), context_(1) {}
+
+ZmqExpertExchange::~ZmqExpertExchange() {
+  for (auto& outbox : outboxes_) {
+    if (outbox != nullptr) outbox->raw().set(zmq::sockopt::linger, kCloseLingerMs);
+  }
+}
+
+absl::Status ZmqExpertExchange::Connect(const std::vector<std::string>& addresses) {
+  if (static_cast<int>(addresses.size()) != size()) {
+    return absl::InvalidArgumentError(absl::StrCat(addresses.size(), " expert exchange addresses",
+                                                   " for a group of ", size()));
+  }
+  for (int p = 0; p < size(); ++p) {
+    if (p == rank()) continue;
+    STRATA_ASSIGN_OR_RETURN(outboxes_[p], Socket::Connect(context_, SocketKind::kDealer,
+                                                          addresses[p], options_.limits));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ZmqExpertExchange::bytes_sent() const {
+  uint64_t total = 0;
+  for (const auto& outbox : outboxes_) {
+    if (outbox != nullptr) total += outbox->counters().bytes_sent;
+  }
+  return total;
+}
+
+absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
+                                     const moe::ExchangeBlock& block) {
+  STRATA_CHECK(to >= 0 && to < size() && outboxes_[to] != nullptr,
+               absl::StrCat("expert exchange: no connection to process ", to));
+  OutgoingMessage m(wire::Kind::EXPERT_BLOCK);
+  auto h = m.header();
+  h.setJobId(options_.job_id);
+  h.setSenderRole(wire::Role::FC_WORKER);
+  h.setSenderRank(rank());
+  h.setIteration(tag.call);
+  auto t = h.initExchangeTag();
+  t.setCall(tag.call);
+  t.setLayer(tag.layer);
+  t.setPhase(static_cast<uint8_t>(tag.phase));
+  t.setChunk(tag.chunk);
+  t.setChunks(tag.chunks);
+  auto counts = h.initCounts(static_cast<unsigned>(block.counts.size()));
+  for (size_t i = 0; i < block.counts.size(); ++i) counts.set(static_cast<unsigned>(i), block.counts[i]);
+  int64_t rows = 0;
+  for (int64_t c : block.counts) rows += c;
+  auto shape = h.initShape(2);
+  shape.set(0, rows);
+  shape.set(1, block.rows.defined() ? block.rows.dim(1) : 0);
+  if (block.rows.defined()) m.AddFrame(block.rows);
+  return outboxes_[to]->Send(m);
+}
+
+absl::StatusOr<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>> ZmqExpertExchange::Unpack(
+    RawMessage raw) const {
+  STRATA_ASSIGN_OR_RETURN(IncomingMessage m, Decode(std::move(raw), options_.limits));
+  const auto h = m.header();
+  if (h.getJobId() != options_.job_id) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown job id ", h.getJobId(),
+                                                   " (this group runs job ", options_.job_id, ")"));
+  }
+  if (h.getKind() != wire::Kind::EXPERT_BLOCK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an expert exchange does not accept ", KindName(h.getKind()), " messages"));
+  }
+  const int sender = h.getSenderRank();
+  if (sender < 0 || sender >= size() || sender == rank()) {
+    return absl::InvalidArgumentError(absl::StrCat("a block from process ", sender,
+                                                   ", which is not a peer in this group of ",
+                                                   size()));
+  }
+  const auto t = h.getExchangeTag();
+  if (t.getPhase() > kLastPhase || t.getChunks() < 1 || t.getChunk() < 0 ||
+      t.getChunk() >= t.getChunks()) {
+    return absl::InvalidArgumentError(absl::StrCat("a block with phase ", t.getPhase(), ", chunk ",
+                                                   t.getChunk(), "/", t.getChunks()));
+  }
+  moe::ExchangeTag tag;
+  tag.call = t.getCall();
+  tag.layer = t.getLayer();
+  tag.phase = static_cast<moe::ExchangePhase>(t.getPhase());
+  tag.chunk = t.getChunk();
+  tag.chunks = t.getChunks();
+  moe::ExchangeBlock block;
+  int64_t rows = 0;
+  for (int64_t c : h.getCounts()) {
+    if (c < 0) return absl::InvalidArgumentError(absl::StrCat("a negative count ", c));
+    block.counts.push_back(c);
+    rows += c;
+  }
+  const auto shape = h.getShape();
+  if (shape.size() != 2 || shape[0] != rows || shape[1] < 0) {
+    std::vector<int64_t> dims;
+    for (int64_t d : shape) dims.push_back(d);
+    return absl::InvalidArgumentError(absl::StrCat(tag.ToString(), ": shape [",
+                                                   absl::StrJoin(dims, ", "), "] for ", rows,
+                                                   " counted rows, expected [", rows, ", width]"));
+  }
+  const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(shape[1]) * 4;
+  const size_t frames = bytes > 0 ? 1 : 0;
+  if (m.num_frames() != frames || (frames == 1 && m.frame_size(0) != bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(tag.ToString(), ": ", m.num_frames(), " data frames of ",
+                     m.num_frames() > 0 ? m.frame_size(0) : 0, " bytes for rows [", rows, ", ",
+                     shape[1], "], expected ", frames, " of ", bytes));
+  }
+  if (frames == 1) {
+    block.rows = Tensor::Empty({rows, shape[1]});
+    m.CopyFrameTo(0, block.rows.data());
+  }
+  return std::make_pair(Key{sender, tag}, std::move(block));
+}
+
+void ZmqExpertExchange::Refuse(const std::string& what, const absl::Status& why) {
+  ++refused_;
+  std::fprintf(stderr, "[%s %d] refused %s: %s\n", options_.peer_name.c_str(), rank(),
+               what.c_str(), std::string(why.message()).c_str());
+}
+
+absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from,
+                                                              const moe::ExchangeTag& tag,
+                                                              const moe::BlockExpectation& expect) {
+  STRATA_CHECK(from >= 0 && from < size() && from != rank(),
+               absl::StrCat("expert exchange: cannot receive from process ", from));
+  int64_t& current = current_call_[tag.layer];
+  current = std::max(current, tag.call);
+  const Key wanted{from, tag};
+  const std::string what =
+      absl::StrCat(tag.ToString(), " from ", options_.peer_name, " ", from);
+  auto early = early_.find(wanted);
+  if (early != early_.end()) {
+    moe::ExchangeBlock block = std::move(early->second);
+    early_.erase(early);
+    const absl::Status fits = moe::CheckBlock(block, expect);
+    if (fits.ok()) return block;
+    Refuse(what, fits);
+  }
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  while (true) {
+    const absl::Time now = absl::Now();
+    absl::StatusOr<RawMessage> raw =
+        now < deadline ? inbox_->Receive(deadline - now)
+                       : absl::StatusOr<RawMessage>(absl::DeadlineExceededError(""));
+    if (!raw.ok()) {
+      if (!absl::IsDeadlineExceeded(raw.status())) return raw.status();
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no ", what, " within ", absl::FormatDuration(options_.timeout),
+          " (is it alive and in the same step?)"));
+    }
+    absl::StatusOr<std::pair<Key, moe::ExchangeBlock>> got = Unpack(*std::move(raw));
+    if (!got.ok()) {
+      Refuse("a block", got.status());
+      continue;
+    }
+    auto& [key, block] = *got;
+    if (key == wanted) {
+      const absl::Status fits = moe::CheckBlock(block, expect);
+      if (fits.ok()) return std::move(block);
+      Refuse(what, fits);
+      continue;
+    }
+    const std::string other =
+        absl::StrCat(key.second.ToString(), " from ", options_.peer_name, " ", key.first);
+    const moe::ExchangeTag& t = key.second;
+    auto layer_call = current_call_.find(t.layer);
+    if (layer_call != current_call_.end() && t.call < layer_call->second) {
+      Refuse(other, absl::FailedPreconditionError("that call is already finished here"));
+    } else if (t.call == tag.call && t.layer == tag.layer && t.phase == tag.phase &&
+               t.chunks != tag.chunks) {
+      Refuse(other, absl::InvalidArgumentError(absl::StrCat(
+                        "the sender uses pipelining degree ", t.chunks, ", this process ",
+                        tag.chunks, " (the group must agree)")));
+    } else if (early_.size() >= kMaxEarlyBlocks) {
+      Refuse(other, absl::ResourceExhaustedError(
+                 absl::StrCat(kMaxEarlyBlocks, " blocks are already waiting for their turn")));
+    } else {
+      early_[key] = std::move(block);
+    }
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,85 @@
+// ZmqExpertExchange: moe::ExpertExchange over ZeroMQ between the processes
+// of an expert group (the FC workers of a stanza job). Each process binds
+// one ROUTER inbox and connects one DEALER to every peer's inbox; blocks are
+// one-way `expertBlock` messages (header: tag, counts, shape [rows, width];
+// one zero-copy data frame of rows).
+//
+// Everything received is checked: the protocol (Decode), the job id, the
+// kind, the sender's rank, the header's counts against its shape and frame,
+// and finally the receiver's expectation. A bad block is refused with a log
+// line naming the sender and the problem; the wait goes on for the real
+// one. Blocks for another tag wait in a buffer (bounded); blocks for a call
+// a layer has already finished are refused. A peer silent for `timeout` fails the
+// Receive with DeadlineExceeded naming it and the block.
+//
+//   auto exchange = ZmqExpertExchange::Bind("tcp://10.0.0.5:0", options);
+//   // ... learn every process's (*exchange)->address() ...
+//   STRATA_RETURN_IF_ERROR((*exchange)->Connect(addresses));
+//   layer.JoinExpertGroup(exchange->get(), 0);
+#ifndef STRATA_CORE_NET_ZMQ_EXPERT_EXCHANGE_H_
+#define STRATA_CORE_NET_ZMQ_EXPERT_EXCHANGE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/net/transport.h"
+#include "moe/expert_exchange.h"
+
+namespace strata {
+
+struct ExpertExchangeOptions {
+  int rank = 0;
+  int size = 1;
+  uint64_t job_id = 0;
+  absl::Duration timeout = absl::Seconds(60);  // of silence from the awaited peer
+  WireLimits limits;
+  std::string peer_name = "FC worker";  // how log lines and errors name a process
+};
+
+class ZmqExpertExchange final : public moe::ExpertExchange {
+ public:
+  // Binds the inbox ("tcp://HOST:0" picks a free port). InvalidArgument for
+  // a rank outside [0, size).
+  static absl::StatusOr<std::unique_ptr<ZmqExpertExchange>> Bind(
+      const std::string& address, const ExpertExchangeOptions& options);
+  // Lets queued blocks reach their peers (up to 2 s) before closing.
+  ~ZmqExpertExchange() override;
+
+  const std::string& address() const { return inbox_->address(); }
+  // Connects to every process's inbox; `addresses` is indexed by rank (our
+  // own entry is ignored). InvalidArgument unless it has size() entries.
+  absl::Status Connect(const std::vector<std::string>& addresses);
+
+  int rank() const override { return options_.rank; }
+  int size() const override { return options_.size; }
+  absl::Status Send(int to, const moe::ExchangeTag& tag, const moe::ExchangeBlock& block) override;
+  absl::StatusOr<moe::ExchangeBlock> Receive(int from, const moe::ExchangeTag& tag,
+                                             const moe::BlockExpectation& expect) override;
+
+  uint64_t bytes_sent() const;
+  uint64_t bytes_received() const { return inbox_->counters().bytes_received; }
+  uint64_t refused() const { return refused_; }
+
+ private:
+  using Key = std::pair<int, moe::ExchangeTag>;  // sender, tag
+  explicit ZmqExpertExchange(const ExpertExchangeOptions& options);
+  // Decodes and checks one message into (sender, tag, block).
+  absl::StatusOr<std::pair<Key, moe::ExchangeBlock>> Unpack(RawMessage raw) const;
+  void Refuse(const std::string& what, const absl::Status& why);
+
+  ExpertExchangeOptions options_;
+  zmq::context_t context_;
+  std::unique_ptr<Socket> inbox_;                  // ROUTER
+  std::vector<std::unique_ptr<Socket>> outboxes_;  // DEALER per peer; null for ourselves
+  std::map<Key, moe::ExchangeBlock> early_;        // arrived before they were awaited
+  std::map<int32_t, int64_t> current_call_;  // per layer: blocks of earlier calls are stale
+  uint64_t refused_ = 0;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_ZMQ_EXPERT_EXCHANGE_H_

@@ -1,0 +1,124 @@
+// ExpertParallel: one MoE layer's experts spread over the F processes of an
+// expert group (Tutel's expert parallelism). Process f owns experts
+// [f*E/F, (f+1)*E/F) — the one parameter layout, whatever the settings —
+// and every process routes its own tokens over all E experts.
+//
+// Per call, with the group's settings (identical on every process, and free
+// to change at any call):
+//  * parallelism r = kExpert (tokens travel): each process sends every owner
+//    the used slot rows of that owner's experts (all-to-all), the owners run
+//    their experts over the rows of all processes as one GEMM per expert,
+//    and send the outputs back; backward sends output gradients to the
+//    owners and slot gradients back.
+//  * parallelism r = kData (weights travel): every process gathers all
+//    experts' parameters, runs all E experts on its own tokens, and sends
+//    the gradients of each owner's experts to it (reduce-scatter).
+//  * pipelining degree d: the slot buffer is cut into d chunks of capacity
+//    rows; an owner computes chunk j while chunk j+1 is still in flight and
+//    its outputs of chunk j travel back while it computes chunk j+1.
+// Only used slot rows travel and are computed (padding holds no token).
+// Every d and r gives the same result up to float summation order.
+//
+// Gradients of the owned experts are the MEAN over the group's processes of
+// each process's gradient (each process's loss is the mean over its own
+// tokens), which equals what data-parallel training of a replicated layer
+// averages to.
+//
+// Collective: every process of the group makes the same calls in the same
+// order (AgreeCapacity, Forward, Backward, GatherReplica).
+#ifndef STRATA_MOE_EXPERT_PARALLEL_H_
+#define STRATA_MOE_EXPERT_PARALLEL_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "moe/expert_exchange.h"
+#include "moe/expert_ffn.h"
+
+namespace strata::moe {
+
+enum class ExpertParallelism { kData = 0, kExpert = 1 };
+// "data" / "expert", and back (InvalidArgument naming the accepted words).
+const char* ParallelismName(ExpertParallelism r);
+absl::StatusOr<ExpertParallelism> ParseParallelism(const std::string& name);
+
+struct ParallelSettings {
+  int chunks = 1;  // pipelining degree d >= 1
+  ExpertParallelism parallelism = ExpertParallelism::kExpert;  // r
+};
+
+class ExpertParallel {
+ public:
+  // Takes this process's share of `all` (every expert, initialised as the
+  // single-process layer would be). `layer` tells this layer's blocks from
+  // other MoE layers'. InvalidArgument when the group's size does not
+  // divide the expert count. `exchange` must outlive this object.
+  static absl::StatusOr<std::unique_ptr<ExpertParallel>> Create(const std::string& name_prefix,
+                                                                ExpertFfn& all,
+                                                                ExpertExchange* exchange,
+                                                                int layer);
+
+  int first_expert() const { return first_; }
+  int local_experts() const { return local_.experts(); }
+  std::vector<Parameter*> parameters() { return local_.parameters(); }
+  const ParallelSettings& settings() const { return settings_; }
+  // InvalidArgument for chunks < 1. Applies from the next Forward.
+  absl::Status set_settings(const ParallelSettings& settings);
+
+  // The group's largest need and token count: the maxima of every
+  // process's values (capacity rules that depend on them then agree).
+  absl::StatusOr<std::pair<int64_t, int64_t>> AgreeCapacity(int64_t largest_need, int64_t tokens);
+  // out[e, r] = FFN_e(slots[e, r]) for r < used[e], over all E experts, for
+  // this process's slot buffers {E, C, D}. Keeps what Backward needs when
+  // `training`.
+  absl::Status Forward(const Tensor& slots, const std::vector<int64_t>& used, const Tensor& out,
+                       bool training);
+  // grad_slots on the used rows from grad_out; the owned experts' gradients.
+  absl::Status Backward(const Tensor& grad_out, const Tensor& grad_slots);
+  // Every expert's current parameters, gathered from their owners.
+  absl::StatusOr<ExpertFfn*> GatherReplica();
+
+ private:
+  ExpertParallel(const std::string& name_prefix, const ExpertFfn& all, ExpertExchange* exchange,
+                 int layer);
+  int size() const { return exchange_->size(); }
+  int rank() const { return exchange_->rank(); }
+  ExchangeTag Tag(ExchangePhase phase, int chunk = 0) const;
+  // Sends to a peer, or keeps the block for ourselves (rank()).
+  absl::Status Post(int to, const ExchangeTag& tag, ExchangeBlock block);
+  absl::StatusOr<ExchangeBlock> Take(int from, const ExchangeTag& tag,
+                                     const BlockExpectation& expect);
+
+  absl::Status ForwardTokens(const Tensor& slots, const std::vector<int64_t>& used,
+                             const Tensor& out);
+  absl::Status BackwardTokens(const Tensor& grad_out, const Tensor& grad_slots);
+  absl::Status ExchangeWeights();  // fills replica_ (phase kWeights)
+  absl::Status BackwardWeights(const Tensor& grad_out, const Tensor& grad_slots);
+
+  ExpertExchange* exchange_;
+  int layer_;
+  std::string name_prefix_;
+  int first_;  // first owned expert
+  int64_t dim_;
+  ExpertFfn local_;                   // the owned experts
+  std::unique_ptr<ExpertFfn> replica_;  // all experts, for r = kData and GatherReplica
+  ParallelSettings settings_;
+  int64_t call_ = 0;
+  std::map<ExchangeTag, ExchangeBlock> kept_;  // blocks posted to ourselves
+
+  // What the training Forward keeps for Backward.
+  ParallelSettings call_settings_;
+  int64_t capacity_ = 0;
+  // kExpert: per chunk, the counts we sent to each owner and received from
+  // each source, and the owned experts' activations.
+  std::vector<std::vector<std::vector<int64_t>>> sent_, received_;  // [chunk][peer][expert]
+  std::vector<ExpertActivations> saved_;
+  ExpertActivations replica_saved_;  // kData
+};
+
+}  // namespace strata::moe
+
+#endif  // STRATA_MOE_EXPERT_PARALLEL_H_

@@ -1,0 +1,154 @@
+// The ZeroMQ expert exchange refuses bad blocks from a raw ZeroMQ client
+// posing as a peer — garbage, wrong job or sender, frames that disagree
+// with the header, slots of the wrong size or width — names the problem,
+// and still returns the good block; blocks from the real peer that arrive
+// early wait for their turn; a silent peer times out with
+// an error naming it.
+#include "core/net/zmq_expert_exchange.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace strata {
+namespace {
+
+using moe::BlockExpectation;
+using moe::ExchangeBlock;
+using moe::ExchangePhase;
+using moe::ExchangeTag;
+
+constexpr uint64_t kJob = 7;
+constexpr int64_t kWidth = 4;
+
+ExchangeTag SlotsTag(int64_t call, int chunks = 1) {
+  ExchangeTag t;
+  t.call = call;
+  t.phase = ExchangePhase::kSlots;
+  t.chunks = chunks;
+  return t;
+}
+
+ExchangeBlock Rows(std::vector<int64_t> counts, float value) {
+  int64_t rows = 0;
+  for (int64_t c : counts) rows += c;
+  return {counts, Tensor::Full({rows, kWidth}, value)};
+}
+
+class ExpertExchangeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string base = absl::StrCat("ipc://", ::testing::TempDir(), "/xchg_", ::getpid());
+    ExpertExchangeOptions o;
+    o.size = 2;
+    o.job_id = kJob;
+    o.timeout = absl::Seconds(5);
+    o.rank = 0;
+    auto a = ZmqExpertExchange::Bind(base + "_0", o);
+    ASSERT_TRUE(a.ok()) << a.status();
+    a_ = *std::move(a);
+    o.rank = 1;
+    auto b = ZmqExpertExchange::Bind(base + "_1", o);
+    ASSERT_TRUE(b.ok()) << b.status();
+    b_ = *std::move(b);
+    ASSERT_TRUE(a_->Connect({a_->address(), b_->address()}).ok());
+    ASSERT_TRUE(b_->Connect({a_->address(), b_->address()}).ok());
+    auto intruder = Socket::Connect(context_, SocketKind::kDealer, a_->address());
+    ASSERT_TRUE(intruder.ok());
+    intruder_ = *std::move(intruder);
+  }
+
+  // A block message as the exchange would send it, for the caller to spoil.
+  void SendRaw(uint64_t job, int sender, const ExchangeTag& tag, std::vector<int64_t> counts,
+               int64_t shape_rows, int64_t width, size_t frame_bytes) {
+    OutgoingMessage m(wire::Kind::EXPERT_BLOCK);
+    auto h = m.header();
+    h.setJobId(job);
+    h.setSenderRank(sender);
+    auto t = h.initExchangeTag();
+    t.setCall(tag.call);
+    t.setPhase(static_cast<uint8_t>(tag.phase));
+    t.setChunk(tag.chunk);
+    t.setChunks(tag.chunks);
+    auto c = h.initCounts(static_cast<unsigned>(counts.size()));
+    for (size_t i = 0; i < counts.size(); ++i) c.set(static_cast<unsigned>(i), counts[i]);
+    auto shape = h.initShape(2);
+    shape.set(0, shape_rows);
+    shape.set(1, width);
+    if (frame_bytes > 0) m.AddFrame(std::string(frame_bytes, '\0'));
+    ASSERT_TRUE(intruder_->Send(m).ok());
+  }
+
+  zmq::context_t context_{1};
+  std::unique_ptr<ZmqExpertExchange> a_, b_;
+  std::unique_ptr<Socket> intruder_;
+};
+
+TEST_F(ExpertExchangeTest, BadBlocksAreRefusedAndTheHonestBlockStillArrives) {
+  const ExchangeTag tag = SlotsTag(0);
+  const BlockExpectation expect{kWidth, {3, 3}, false};  // two experts, up to 3 rows each
+  // Garbage, then well-formed messages that are wrong in one way each.
+  zmq::message_t junk(std::string("not a header"));
+  ASSERT_TRUE(intruder_->raw().send(junk, zmq::send_flags::none));
+  SendRaw(99, 1, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);          // unknown job
+  SendRaw(kJob, 5, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);        // not a peer
+  SendRaw(kJob, 1, tag, {1, 1}, 2, kWidth, 3 * kWidth * 4);        // frame too long
+  SendRaw(kJob, 1, tag, {1, 1}, 3, kWidth, 3 * kWidth * 4);        // shape disagrees with counts
+  SendRaw(kJob, 1, SlotsTag(0, 2), {1, 1}, 2, kWidth, 2 * kWidth * 4);  // another degree d
+  SendRaw(kJob, 1, tag, {5, 1}, 6, kWidth, 6 * kWidth * 4);        // slots past capacity
+  SendRaw(kJob, 1, tag, {1, 1, 1}, 3, kWidth, 3 * kWidth * 4);     // one expert too many
+  SendRaw(kJob, 1, tag, {1, 1}, 2, kWidth + 1, 2 * (kWidth + 1) * 4);  // wrong token width
+  // Then the good block, on the same connection so that it comes last.
+  SendRaw(kJob, 1, tag, {2, 1}, 3, kWidth, 3 * kWidth * 4);
+  absl::StatusOr<ExchangeBlock> got = a_->Receive(1, tag, expect);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->counts, (std::vector<int64_t>{2, 1}));
+  ASSERT_EQ(got->rows.dim(0), 3);
+  for (float v : got->rows.ToVector()) ASSERT_EQ(v, 0.0f);
+  EXPECT_EQ(a_->refused(), 9u);  // every bad message, none waiting as "early"
+}
+
+TEST_F(ExpertExchangeTest, BlocksThatArriveEarlyWaitForTheirTurn) {
+  ASSERT_TRUE(b_->Send(0, SlotsTag(1), Rows({1, 0}, 2.0f)).ok());
+  ASSERT_TRUE(b_->Send(0, SlotsTag(0), Rows({0, 1}, 1.0f)).ok());
+  const BlockExpectation expect{kWidth, {3, 3}, false};
+  absl::StatusOr<ExchangeBlock> first = a_->Receive(1, SlotsTag(0), expect);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->rows.data()[0], 1.0f);
+  absl::StatusOr<ExchangeBlock> second = a_->Receive(1, SlotsTag(1), expect);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->rows.data()[0], 2.0f);
+  EXPECT_EQ(a_->refused(), 0u);
+}
+
+TEST_F(ExpertExchangeTest, ASilentPeerTimesOutWithAnErrorNamingIt) {
+  ExpertExchangeOptions o;
+  o.size = 2;
+  o.job_id = kJob;
+  o.timeout = absl::Milliseconds(200);
+  auto lonely = ZmqExpertExchange::Bind(
+      absl::StrCat("ipc://", ::testing::TempDir(), "/xchg_lonely_", ::getpid()), o);
+  ASSERT_TRUE(lonely.ok());
+  absl::StatusOr<ExchangeBlock> got =
+      (*lonely)->Receive(1, SlotsTag(3), BlockExpectation{kWidth, {3}, false});
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(got.status().message(),
+            "no slots of layer 0, call 3, chunk 0/1 from FC worker 1 within 200ms (is it alive "
+            "and in the same step?)");
+}
+
+TEST(ExpertExchangeCheckTest, CheckBlockNamesWhatDiffers) {
+  const BlockExpectation expect{kWidth, {3, 3}, false};
+  EXPECT_EQ(moe::CheckBlock(Rows({4, 0}, 0), expect).message(), "count 0 is 4, expected 0..3");
+  EXPECT_EQ(moe::CheckBlock(Rows({1}, 0), expect).message(), "1 counts, expected 2");
+  EXPECT_EQ(moe::CheckBlock(Rows({1, 1}, 0), BlockExpectation{kWidth, {1, 2}, true}).message(),
+            "count 1 is 1, expected 2");
+  ExchangeBlock narrow{{1, 1}, Tensor::Zeros({2, kWidth - 1})};
+  EXPECT_EQ(moe::CheckBlock(narrow, expect).message(), "rows of shape [2, 3], expected [2, 4]");
+  EXPECT_TRUE(moe::CheckBlock(Rows({3, 0}, 0), expect).ok());
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,210 @@
+// Expert parallelism over real processes: F strata_moe_member processes
+// hold E/F experts each and exchange slots over ZeroMQ; every member's
+// output, input gradient and gate gradient must equal the single-process
+// layer's on that member's tokens, and every owned expert's gradient the
+// mean over members of the single-process gradients — for F = 2 and 4,
+// capacity factors > 0, < 0 and = 0, and every pipelining degree d and
+// parallelism r.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/train/checkpoint.h"
+#include "core/util/subprocess.h"
+#include "moe/moe_layer.h"
+#include "tools/bench/moe_group.h"
+
+namespace strata::moe {
+namespace {
+
+constexpr int64_t kTokens = 24;
+constexpr int64_t kDim = 8;
+constexpr int64_t kHidden = 16;
+constexpr int kExperts = 4;
+constexpr uint64_t kSeed = 5;
+const std::vector<int> kChunks = {1, 2, 3};
+
+MoeOptions LayerOptions(double factor) {
+  MoeOptions o;
+  o.experts = kExperts;
+  o.top_k = 2;
+  o.hidden = kHidden;
+  o.capacity.factor = factor;
+  return o;
+}
+
+struct Reference {
+  Tensor output, grad_input;
+  std::vector<Tensor> grads;  // gate, w1, b1, w2, b2
+};
+
+// The single-process layer on member `rank`'s tokens.
+Reference SingleProcess(double factor, int rank) {
+  auto layer = MoeLayer::Create("moe", Shape{kDim}, LayerOptions(factor));
+  EXPECT_TRUE(layer.ok());
+  Rng rng(kSeed);
+  (*layer)->InitParameters(rng);
+  Reference r;
+  r.output = (*layer)->Forward(bench::MemberTokens(kSeed, rank, kTokens, kDim), true);
+  r.grad_input = (*layer)->Backward(bench::MemberOutputGrad(kSeed, rank, kTokens, kDim), true);
+  for (Parameter* p : (*layer)->parameters()) r.grads.push_back(p->grad.Clone());
+  return r;
+}
+
+void ExpectNear(const Tensor& got, const float* want, int64_t n, const std::string& what) {
+  ASSERT_EQ(got.numel(), n) << what;
+  float worst = 0.0f;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float diff = std::abs(got.data()[i] - want[i]) / (1e-3f + std::abs(want[i]));
+    if (diff > worst) worst = diff, at = i;
+  }
+  EXPECT_LT(worst, 1e-4f) << what << ": element " << at << " is " << got.data()[at] << ", expected "
+                          << want[at];
+}
+
+const Tensor& Named(const Checkpoint& c, const std::string& name) {
+  for (const NamedTensor& t : c.tensors) {
+    if (t.name == name) return t.value;
+  }
+  ADD_FAILURE() << "no " << name << " in the dump";
+  static Tensor empty;
+  return empty;
+}
+
+class ExpertParallelTest : public ::testing::TestWithParam<std::tuple<int, double>> {};
+
+TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR) {
+  const auto [group, factor] = GetParam();
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/ep_", group, "_", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> addresses;
+  for (int r = 0; r < group; ++r) addresses.push_back(absl::StrCat("ipc://", dir, "/inbox", r));
+  std::vector<ProcessSpec> members;
+  for (int r = 0; r < group; ++r) {
+    ProcessSpec spec;
+    spec.argv = {std::string(STRATA_BINARY_DIR) + "/bin/strata_moe_member",
+                 "--rank", std::to_string(r), "--size", std::to_string(group),
+                 "--addresses", absl::StrJoin(addresses, ","),
+                 "--tokens", std::to_string(kTokens), "--dim", std::to_string(kDim),
+                 "--hidden", std::to_string(kHidden), "--experts", std::to_string(kExperts),
+                 "--top-k", "2", "--capacity", absl::StrCat(factor),
+                 "--chunks", absl::StrJoin(kChunks, ","), "--parallelism", "data,expert",
+                 "--repeat", "1", "--seed", std::to_string(kSeed), "--dump-dir", dir,
+                 "--timeout", "30"};
+    spec.output_path = absl::StrCat(dir, "/member", r, ".log");
+    members.push_back(spec);
+  }
+  absl::StatusOr<std::vector<int>> codes = RunProcesses(members, absl::Minutes(2));
+  ASSERT_TRUE(codes.ok()) << codes.status();
+  for (int r = 0; r < group; ++r) {
+    ASSERT_EQ((*codes)[r], 0) << FileTail(members[r].output_path, 3000);
+  }
+
+  std::vector<Reference> single;
+  for (int r = 0; r < group; ++r) single.push_back(SingleProcess(factor, r));
+  const int owned = kExperts / group;
+  const std::vector<std::string> expert_params = {"moe.w1", "moe.b1", "moe.w2", "moe.b2"};
+  for (const ExpertParallelism parallelism : {ExpertParallelism::kData, ExpertParallelism::kExpert}) {
+    for (int d : kChunks) {
+      for (int r = 0; r < group; ++r) {
+        const std::string what =
+            absl::StrCat("member ", r, " of ", group, ", f=", factor, ", d=", d, ", r=",
+                         ParallelismName(parallelism));
+        absl::StatusOr<Checkpoint> dump =
+            ReadCheckpoint(bench::MemberDumpPath(dir, r, {d, parallelism}));
+        ASSERT_TRUE(dump.ok()) << dump.status();
+        const Reference& ref = single[r];
+        ExpectNear(Named(*dump, "output"), ref.output.data(), ref.output.numel(), what + " output");
+        ExpectNear(Named(*dump, "grad_input"), ref.grad_input.data(), ref.grad_input.numel(),
+                   what + " input gradient");
+        ExpectNear(Named(*dump, "moe.gate.grad"), ref.grads[0].data(), ref.grads[0].numel(),
+                   what + " gate gradient");
+        for (size_t i = 0; i < expert_params.size(); ++i) {
+          // The owned experts' gradient: the mean over members.
+          const Tensor& all = ref.grads[i + 1];
+          const int64_t per_expert = all.numel() / kExperts;
+          std::vector<float> mean(static_cast<size_t>(owned * per_expert), 0.0f);
+          for (int m = 0; m < group; ++m) {
+            const float* g = single[m].grads[i + 1].data() + r * owned * per_expert;
+            for (size_t j = 0; j < mean.size(); ++j) mean[j] += g[j] / static_cast<float>(group);
+          }
+          ExpectNear(Named(*dump, expert_params[i] + ".grad"), mean.data(),
+                     static_cast<int64_t>(mean.size()), what + " " + expert_params[i] + " gradient");
+        }
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(GroupsAndCapacities, ExpertParallelTest,
+                         ::testing::Combine(::testing::Values(2, 4),
+                                            ::testing::Values(1.0, -1.0, 0.0)),
+                         [](const auto& info) {
+                           const double f = std::get<1>(info.param);
+                           return absl::StrCat("F", std::get<0>(info.param), "_",
+                                               f > 0 ? "padded" : f < 0 ? "capped" : "dropless");
+                         });
+
+// A stand-in group of `size` processes for argument checks (no messages).
+class SilentExchange final : public ExpertExchange {
+ public:
+  explicit SilentExchange(int size) : size_(size) {}
+  int rank() const override { return 0; }
+  int size() const override { return size_; }
+  absl::Status Send(int, const ExchangeTag&, const ExchangeBlock&) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ExchangeBlock> Receive(int, const ExchangeTag& tag,
+                                        const BlockExpectation&) override {
+    return absl::DeadlineExceededError("no " + tag.ToString());
+  }
+
+ private:
+  int size_;
+};
+
+TEST(ExpertGroupTest, AGroupThatDoesNotDivideTheExpertsIsRefusedByName) {
+  auto layer = MoeLayer::Create("head.moe", Shape{kDim}, LayerOptions(1.0));
+  ASSERT_TRUE(layer.ok());
+  SilentExchange three(3);
+  absl::Status s = (*layer)->JoinExpertGroup(&three, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "moe head.moe: 4 experts cannot be split evenly over 3 processes (the expert group's "
+            "size must divide the expert count)");
+  SilentExchange eight(8);
+  s = (*layer)->JoinExpertGroup(&eight, 0);
+  EXPECT_NE(s.message().find("sharding one expert over several processes is not supported"),
+            std::string::npos)
+      << s;
+  EXPECT_FALSE((*layer)->in_expert_group());
+  EXPECT_EQ((*layer)->parameters()[1]->value.dim(0), kExperts);  // still all experts
+}
+
+TEST(ExpertGroupTest, AFailedExchangeYieldsZerosAndAStickyErrorInsteadOfACrash) {
+  auto layer = MoeLayer::Create("moe", Shape{kDim}, LayerOptions(1.0));
+  ASSERT_TRUE(layer.ok());
+  Rng rng(1);
+  (*layer)->InitParameters(rng);
+  SilentExchange two(2);
+  ASSERT_TRUE((*layer)->JoinExpertGroup(&two, 0).ok());
+  EXPECT_EQ((*layer)->parameters()[1]->value.dim(0), kExperts / 2);  // the owned share
+  Tensor y = (*layer)->Forward(bench::MemberTokens(1, 0, kTokens, kDim), true);
+  EXPECT_EQ((*layer)->status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ((*layer)->status().message(), "no capacity of layer 0, call 0, chunk 0/1");
+  for (float v : y.ToVector()) ASSERT_EQ(v, 0.0f);
+  Tensor gx = (*layer)->Backward(Tensor::Full({kTokens, kDim}, 1.0f), true);
+  for (float v : gx.ToVector()) ASSERT_EQ(v, 0.0f);
+  EXPECT_EQ((*layer)->set_parallel_settings({0, ExpertParallelism::kExpert}).message(),
+            "the pipelining degree must be >= 1, got 0");
+}
+
+}  // namespace
+}  // namespace strata::moe

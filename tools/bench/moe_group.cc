@@ -1,0 +1,98 @@
+#include "tools/bench/moe_group.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "core/net/zmq_expert_exchange.h"
+#include "core/ops/cpu/dnnl_runtime.h"
+#include "core/status.h"
+#include "core/train/checkpoint.h"
+#include "core/util/clock.h"
+#include "core/util/rng.h"
+#include "tools/bench/bench_report.h"
+
+namespace strata::bench {
+namespace {
+
+Tensor Draw(uint64_t seed, int64_t tokens, int64_t dim, float bound) {
+  Rng rng(seed);
+  Tensor t = Tensor::Empty({tokens, dim});
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.Uniform(-bound, bound);
+  return t;
+}
+
+}  // namespace
+
+Tensor MemberTokens(uint64_t seed, int rank, int64_t tokens, int64_t dim) {
+  return Draw(seed * 7919 + 2 * static_cast<uint64_t>(rank) + 1, tokens, dim, 1.0f);
+}
+
+Tensor MemberOutputGrad(uint64_t seed, int rank, int64_t tokens, int64_t dim) {
+  return Draw(seed * 7919 + 2 * static_cast<uint64_t>(rank) + 2, tokens, dim,
+              1.0f / static_cast<float>(tokens));
+}
+
+std::string MemberDumpPath(const std::string& dir, int rank,
+                           const moe::ParallelSettings& settings) {
+  return absl::StrCat(dir, "/rank", rank, "_d", settings.chunks, "_",
+                      moe::ParallelismName(settings.parallelism), ".ckpt");
+}
+
+absl::Status RunMoeMember(const MoeMemberOptions& o) {
+  SetCpuThreads(o.threads);
+  STRATA_ASSIGN_OR_RETURN(auto layer, moe::MoeLayer::Create("moe", Shape{o.dim}, o.layer));
+  Rng rng(o.seed);
+  layer->InitParameters(rng);
+  ExpertExchangeOptions eo;
+  eo.rank = o.rank;
+  eo.size = o.size;
+  eo.job_id = o.seed;
+  eo.timeout = o.timeout;
+  eo.peer_name = "member";
+  if (static_cast<int>(o.addresses.size()) != o.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.addresses.size(), " addresses for a group of ", o.size));
+  }
+  STRATA_ASSIGN_OR_RETURN(auto exchange, ZmqExpertExchange::Bind(o.addresses[o.rank], eo));
+  STRATA_RETURN_IF_ERROR(exchange->Connect(o.addresses));
+  STRATA_RETURN_IF_ERROR(layer->JoinExpertGroup(exchange.get(), 0));
+  const Tensor x = MemberTokens(o.seed, o.rank, o.tokens, o.dim);
+  const Tensor grad_y = MemberOutputGrad(o.seed, o.rank, o.tokens, o.dim);
+  for (const moe::ParallelSettings& settings : o.settings) {
+    STRATA_RETURN_IF_ERROR(layer->set_parallel_settings(settings));
+    std::vector<double> seconds;
+    Tensor y, grad_x;
+    for (int step = 0; step <= o.repeat; ++step) {
+      const double start = MonotonicSeconds();
+      y = layer->Forward(x, /*training=*/true);
+      grad_x = layer->Backward(grad_y, /*need_input_grad=*/true);
+      STRATA_RETURN_IF_ERROR_CTX(layer->status(), absl::StrCat("member ", o.rank));
+      if (step > 0) seconds.push_back(MonotonicSeconds() - start);
+    }
+    nlohmann::json line = {{"rank", o.rank},
+                           {"chunks", settings.chunks},
+                           {"parallelism", moe::ParallelismName(settings.parallelism)},
+                           {"seconds", Median(seconds)},
+                           {"dropped", layer->dropped()},
+                           {"capacity", layer->routing().capacity}};
+    std::printf("%s\n", line.dump().c_str());
+    std::fflush(stdout);
+    if (!o.dump_dir.empty()) {
+      Checkpoint dump;
+      dump.tensors.push_back({"output", y});
+      dump.tensors.push_back({"grad_input", grad_x});
+      for (Parameter* p : layer->parameters()) dump.tensors.push_back({p->name + ".grad", p->grad});
+      STRATA_RETURN_IF_ERROR(
+          WriteCheckpoint(MemberDumpPath(o.dump_dir, o.rank, settings), dump));
+    }
+  }
+  std::fprintf(stderr, "[member %d] done: %llu bytes sent, %llu received, %llu blocks refused\n",
+               o.rank, static_cast<unsigned long long>(exchange->bytes_sent()),
+               static_cast<unsigned long long>(exchange->bytes_received()),
+               static_cast<unsigned long long>(exchange->refused()));
+  return absl::OkStatus();
+}
+
+}  // namespace strata::bench

@@ -1,0 +1,53 @@
+// One member of an MoE expert group on synthetic tokens: the process that
+// `strata_bench moe --workers F` and the expert-parallel tests start F of
+// (`strata_moe_member`). Every member builds the layer exactly as the
+// single-process layer is initialised from `seed`, keeps its share of the
+// experts, routes its own tokens, and runs forward + backward under each
+// requested (d, r) setting.
+//
+// Per setting it prints one JSON line to stdout:
+//   {"rank":0,"chunks":2,"parallelism":"expert","seconds":0.081,"dropped":3}
+// (median seconds of forward + backward over `repeat` steps after one
+// warm-up) and, with a dump directory, writes MemberDumpPath(...): the
+// layer's output, input gradient, gate gradient and the owned experts'
+// gradients, as a checkpoint file.
+#ifndef STRATA_TOOLS_BENCH_MOE_GROUP_H_
+#define STRATA_TOOLS_BENCH_MOE_GROUP_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/tensor/tensor.h"
+#include "moe/expert_parallel.h"
+#include "moe/moe_layer.h"
+
+namespace strata::bench {
+
+struct MoeMemberOptions {
+  int rank = 0;
+  int size = 1;
+  std::vector<std::string> addresses;  // every member's inbox, by rank
+  int64_t tokens = 1024;               // this member's tokens
+  moe::MoeOptions layer;
+  int64_t dim = 512;
+  uint64_t seed = 1;
+  std::vector<moe::ParallelSettings> settings = {moe::ParallelSettings()};
+  int repeat = 3;
+  int threads = 1;
+  std::string dump_dir;  // "" = no dumps
+  absl::Duration timeout = absl::Seconds(60);
+};
+
+absl::Status RunMoeMember(const MoeMemberOptions& options);
+
+// The inputs of member `rank` (a single-process reference draws the same).
+Tensor MemberTokens(uint64_t seed, int rank, int64_t tokens, int64_t dim);
+Tensor MemberOutputGrad(uint64_t seed, int rank, int64_t tokens, int64_t dim);
+// Where a member's results for `settings` go.
+std::string MemberDumpPath(const std::string& dir, int rank, const moe::ParallelSettings& settings);
+
+}  // namespace strata::bench
+
+#endif  // STRATA_TOOLS_BENCH_MOE_GROUP_H_

@@ -1,0 +1,95 @@
+// strata_moe_member: one process of an MoE expert group on synthetic tokens
+// (tools/bench/moe_group.h). `strata_bench moe --workers F` and the
+// expert-parallel tests start F of them; by hand:
+//   strata_moe_member --rank 0 --size 2 --addresses ipc:///tmp/m0,ipc:///tmp/m1 &
+//   strata_moe_member --rank 1 --size 2 --addresses ipc:///tmp/m0,ipc:///tmp/m1
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/status.h"
+#include "core/util/flag_names.h"
+#include "core/util/process_setup.h"
+#include "tools/bench/moe_group.h"
+
+ABSL_FLAG(int32_t, rank, 0, "this member's rank in [0, size)");
+ABSL_FLAG(int32_t, size, 1, "members in the group");
+ABSL_FLAG(std::string, addresses, "", "every member's inbox by rank, comma-separated (required)");
+ABSL_FLAG(int64_t, tokens, 1024, "this member's tokens");
+ABSL_FLAG(int64_t, dim, 512, "token dimension");
+ABSL_FLAG(int64_t, hidden, 1024, "each expert's hidden width");
+ABSL_FLAG(int32_t, experts, 8, "experts");
+ABSL_FLAG(int32_t, top_k, 2, "experts per token");
+ABSL_FLAG(double, capacity, 1.25, "capacity factor f (> 0 padded, < 0 capped need, 0 dropless)");
+ABSL_FLAG(double, aux_loss_weight, 0.01, "weight of the load-balancing loss");
+ABSL_FLAG(std::string, chunks, "1", "pipelining degrees d to run, comma-separated");
+ABSL_FLAG(std::string, parallelism, "expert", "parallelisms r to run: data, expert, comma-separated");
+ABSL_FLAG(int32_t, repeat, 3, "timed steps per setting (after one warm-up)");
+ABSL_FLAG(int32_t, threads, 1, "CPU threads");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the layer's initialisation and the tokens");
+ABSL_FLAG(std::string, dump_dir, "", "write each setting's results here");
+ABSL_FLAG(int32_t, timeout, 60, "seconds to wait for a silent peer");
+
+namespace strata {
+namespace {
+
+absl::StatusOr<bench::MoeMemberOptions> OptionsFromFlags() {
+  bench::MoeMemberOptions o;
+  o.rank = absl::GetFlag(FLAGS_rank);
+  o.size = absl::GetFlag(FLAGS_size);
+  o.addresses = absl::StrSplit(absl::GetFlag(FLAGS_addresses), ',', absl::SkipEmpty());
+  o.tokens = absl::GetFlag(FLAGS_tokens);
+  o.dim = absl::GetFlag(FLAGS_dim);
+  o.layer.hidden = absl::GetFlag(FLAGS_hidden);
+  o.layer.experts = absl::GetFlag(FLAGS_experts);
+  o.layer.top_k = absl::GetFlag(FLAGS_top_k);
+  o.layer.capacity.factor = absl::GetFlag(FLAGS_capacity);
+  o.layer.aux_loss_weight = static_cast<float>(absl::GetFlag(FLAGS_aux_loss_weight));
+  o.repeat = absl::GetFlag(FLAGS_repeat);
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.dump_dir = absl::GetFlag(FLAGS_dump_dir);
+  o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  if (o.tokens < 1 || o.dim < 1 || o.repeat < 0 || o.threads < 1) {
+    return absl::InvalidArgumentError("--tokens, --dim and --threads must be > 0, --repeat >= 0");
+  }
+  o.settings.clear();
+  for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_parallelism), ',')) {
+    STRATA_ASSIGN_OR_RETURN(moe::ExpertParallelism parallelism,
+                            moe::ParseParallelism(std::string(r)));
+    for (absl::string_view d : absl::StrSplit(absl::GetFlag(FLAGS_chunks), ',')) {
+      int chunks = 0;
+      if (!absl::SimpleAtoi(d, &chunks) || chunks < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("--chunks: \"", d, "\" is not a degree >= 1"));
+      }
+      o.settings.push_back({chunks, parallelism});
+    }
+  }
+  return o;
+}
+
+}  // namespace
+}  // namespace strata
+
+int main(int argc, char** argv) {
+  strata::ConfigureProcessAllocator();
+  absl::SetProgramUsageMessage(
+      "One process of an MoE expert group on synthetic tokens.\n  strata_moe_member --rank R "
+      "--size F --addresses A0,A1,... [--tokens 1024] [--chunks 1,2] [--parallelism data,expert]");
+  strata::NormalizedArgs args(argc, argv);
+  absl::ParseCommandLine(args.argc(), args.argv());
+  absl::StatusOr<strata::bench::MoeMemberOptions> options = strata::OptionsFromFlags();
+  absl::Status status = options.ok() ? strata::bench::RunMoeMember(*options) : options.status();
+  if (!status.ok()) {
+    std::fprintf(stderr, "strata_moe_member %d: error: %s\n", absl::GetFlag(FLAGS_rank),
+                 std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
