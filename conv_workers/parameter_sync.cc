@@ -11,10 +11,11 @@ namespace strata {
 
 ParameterSync::ParameterSync(PsClient& client, Model& model, int begin, int end,
                              uint32_t key_offset)
-    : client_(client),
-      model_(model),
-      params_(model.parameters(begin, end)),
-      key_offset_(key_offset) {
+    : ParameterSync(client, model, model.parameters(begin, end), key_offset) {}
+
+ParameterSync::ParameterSync(PsClient& client, Model& model, std::vector<Parameter*> params,
+                             uint32_t key_offset)
+    : client_(client), model_(model), params_(std::move(params)), key_offset_(key_offset) {
   for (size_t k = 0; k < params_.size(); ++k) {
     key_of_[params_[k]] = key_offset_ + static_cast<uint32_t>(k);
   }

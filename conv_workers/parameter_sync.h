@@ -26,6 +26,11 @@ class ParameterSync {
   // Keys are key_offset + the indices of the parameters of layers
   // [begin, end) in order. `client` and `model` must outlive this object.
   ParameterSync(PsClient& client, Model& model, int begin, int end, uint32_t key_offset = 0);
+  // Keys are key_offset + the indices of `params` (parameters of `model`;
+  // others of its parameters, such as an FC worker's own experts, are left
+  // alone).
+  ParameterSync(PsClient& client, Model& model, std::vector<Parameter*> params,
+                uint32_t key_offset);
 
   // Parameter sizes in key order (for the partition plan).
   std::vector<int64_t> sizes() const;

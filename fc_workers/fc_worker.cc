@@ -23,6 +23,7 @@
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
 #include "core/util/clock.h"
+#include "fc_workers/head_expert_group.h"
 
 namespace strata {
 namespace {
@@ -234,6 +235,16 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   co.role = wire::Role::FC_WORKER;
   co.serving_address = socket->address();
   if (co.rank < 0) return absl::InvalidArgumentError("an FC worker needs --rank");
+  // MoE layers in the head: the other FC workers must reach our share of
+  // the experts (used when there are several of us).
+  ExpertExchangeOptions eo;
+  eo.rank = co.rank;
+  eo.job_id = co.job_id;
+  eo.timeout = co.timeout;
+  eo.limits = co.limits;
+  STRATA_ASSIGN_OR_RETURN(auto experts,
+                          HeadExpertGroup::Bind(*model, split, socket->address(), eo));
+  if (experts != nullptr) co.peer_address = experts->address();
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(co));
   const int rank = client->rank();
   const int fc_workers = client->num_fc_workers();
@@ -251,11 +262,20 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   std::vector<Parameter*> trunk = model->parameters(0, split);
   // One FC worker keeps the head to itself; several keep their replicas
   // identical by reducing head gradients through the servers, on the head's
-  // own keys (after the trunk's): conv workers never see them.
+  // own keys (after the trunk's): conv workers never see them — except the
+  // MoE experts, which are split over the FC workers and never leave them.
   const bool shared_head = fc_workers > 1;
+  if (shared_head && experts != nullptr) {
+    STRATA_RETURN_IF_ERROR(experts->Join(client->fc_peer_addresses()));
+    std::printf("[fc worker %d] holds its share of the MoE experts; peers reach it on %s\n", rank,
+                experts->address().c_str());
+  }
+  const bool expert_parallel = experts != nullptr && experts->joined();
+  std::vector<Parameter*> replicated = model->replicated_head_parameters();
   std::vector<int64_t> plan_sizes;
-  for (Parameter* p : model->parameters(0, shared_head ? -1 : split)) {
-    plan_sizes.push_back(p->value.numel());
+  for (Parameter* p : trunk) plan_sizes.push_back(p->value.numel());
+  if (shared_head) {
+    for (Parameter* p : replicated) plan_sizes.push_back(p->value.numel());
   }
   STRATA_RETURN_IF_ERROR(client->SetPlan(
       PartitionPlan::Build(plan_sizes, client->num_servers(), options.chunk_elements)));
@@ -277,10 +297,19 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   STRATA_ASSIGN_OR_RETURN(auto data, LoadTrainingData(config, 0, 1, options.run.train_limit));
   const int64_t total_steps = data->total_steps;
   const int64_t steps_per_epoch = data->steps_per_epoch;
-  std::unique_ptr<ParameterOptimizer> local_head;
+  auto local_optimizer = [&](std::vector<Parameter*> params)
+      -> absl::StatusOr<std::unique_ptr<ParameterOptimizer>> {
+    STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
+    return std::make_unique<ParameterOptimizer>(
+        std::move(optimizer), LrSchedule(config.schedule, config.optimizer.lr, total_steps),
+        std::move(params));
+  };
+  // Updates what never leaves this process: the whole head (one FC worker)
+  // or our experts (several).
+  std::unique_ptr<ParameterOptimizer> local_update;
   std::unique_ptr<ParameterSync> head_sync;
   if (shared_head) {
-    head_sync = std::make_unique<ParameterSync>(*client, *model, split, model->num_layers(),
+    head_sync = std::make_unique<ParameterSync>(*client, *model, replicated,
                                                 static_cast<uint32_t>(trunk.size()));
     STRATA_ASSIGN_OR_RETURN(int64_t version, head_sync->Join(/*initialise=*/rank == 0));
     if (version != 0) {
@@ -288,11 +317,11 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
           absl::StrCat("the servers' head is at iteration ", version,
                        "; FC workers cannot resume a run (start the job afresh)"));
     }
+    if (expert_parallel) {
+      STRATA_ASSIGN_OR_RETURN(local_update, local_optimizer(experts->owned_parameters()));
+    }
   } else {
-    STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
-    local_head = std::make_unique<ParameterOptimizer>(
-        std::move(optimizer), LrSchedule(config.schedule, config.optimizer.lr, total_steps),
-        model->parameters(split, -1));
+    STRATA_ASSIGN_OR_RETURN(local_update, local_optimizer(model->parameters(split, -1)));
   }
 
   // Pulls the trunk at version `iteration` so the whole model can be evaluated.
@@ -316,24 +345,33 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     STRATA_RETURN_IF_ERROR(server.Gather(step, options.client.timeout));
     auto [x, labels] = server.Concatenate();
     Tensor logits = model->Forward(x, /*training=*/true, split, -1);
+    if (experts != nullptr) {
+      STRATA_RETURN_IF_ERROR_CTX(experts->status(), absl::StrCat("MoE forward, iteration ", step));
+    }
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, labels, true));
     Tensor grad_x =
         model->Backward(loss.grad_logits, split, -1, /*need_input_grad=*/true,
                         shared_head ? head_sync->AfterLayer(step) : std::function<void(int)>());
+    if (experts != nullptr) {
+      STRATA_RETURN_IF_ERROR_CTX(experts->status(), absl::StrCat("MoE backward, iteration ", step));
+    }
     // The loss is the mean over our k conv workers' samples; each conv
     // worker's trunk gradient must be the mean over its own samples.
     Scale(static_cast<float>(k), grad_x.data(), grad_x.numel());
     server.Answer(step, grad_x);
+    if (local_update != nullptr) local_update->Step();
     if (shared_head) {
       STRATA_RETURN_IF_ERROR_CTX(head_sync->Finish(), absl::StrCat("head sync, iteration ", step));
-    } else {
-      local_head->Step();
     }
     // Wall time per iteration (waiting included): the whole cluster's pace.
     const double now = MonotonicSeconds();
     reporter.StepDone(step, loss.loss, now - last);
     last = now;
-    if (rank == 0 && tc.evaluate && reporter.EpochEnds(step + 1)) {
+    const bool evaluate = tc.evaluate && reporter.EpochEnds(step + 1);
+    if (evaluate && expert_parallel) {
+      STRATA_RETURN_IF_ERROR_CTX(experts->GatherForEvaluation(), "gathering the MoE experts");
+    }
+    if (rank == 0 && evaluate) {
       STRATA_RETURN_IF_ERROR_CTX(pull_trunk(step + 1), "pulling the trunk for evaluation");
       STRATA_ASSIGN_OR_RETURN(
           EvalResult eval,
@@ -343,6 +381,9 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     }
   }
   reporter.Finish(total_steps, &summary);
+  if (expert_parallel) {  // every expert back in every FC worker, to write the model
+    STRATA_RETURN_IF_ERROR_CTX(experts->Leave(), "gathering the MoE experts");
+  }
   if (rank == 0 && !options.parameters_out.empty()) {
     STRATA_RETURN_IF_ERROR_CTX(pull_trunk(total_steps), "pulling the final trunk");
     STRATA_RETURN_IF_ERROR(
@@ -359,6 +400,10 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   traffic.AddReceived(PeerKind::kServer, client->bytes_received());
   traffic.AddSent(PeerKind::kConv, socket->counters().bytes_sent);
   traffic.AddReceived(PeerKind::kConv, socket->counters().bytes_received);
+  if (experts != nullptr) {
+    traffic.AddSent(PeerKind::kFc, experts->bytes_sent());
+    traffic.AddReceived(PeerKind::kFc, experts->bytes_received());
+  }
   traffic.Print();
   std::fprintf(stderr, "[fc worker %d] finished (%llu requests refused)\n", rank,
                static_cast<unsigned long long>(server.refused()));

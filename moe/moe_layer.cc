@@ -45,11 +45,13 @@ MoeLayer::MoeLayer(std::string name, const Shape& input_shape, const MoeOptions&
   gate_ = ZeroParameter(this->name() + ".gate", {o.experts, dim_});
 }
 
+std::vector<Parameter*> MoeLayer::expert_parameters() {
+  return parallel_ ? parallel_->parameters() : experts_->parameters();
+}
+
 std::vector<Parameter*> MoeLayer::parameters() {
   std::vector<Parameter*> all = {&gate_};
-  for (Parameter* p : parallel_ ? parallel_->parameters() : experts_->parameters()) {
-    all.push_back(p);
-  }
+  for (Parameter* p : expert_parameters()) all.push_back(p);
   return all;
 }
 
@@ -76,7 +78,10 @@ absl::Status MoeLayer::JoinExpertGroup(ExpertExchange* exchange, int layer) {
   if (parallel_ != nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("moe ", name(), " is already in a group"));
   }
-  STRATA_ASSIGN_OR_RETURN(parallel_, ExpertParallel::Create(name(), *experts_, exchange, layer));
+  STRATA_ASSIGN_OR_RETURN(auto parallel,
+                          ExpertParallel::Create(name(), *experts_, exchange, layer));
+  STRATA_RETURN_IF_ERROR(parallel->set_settings(options_.parallel));
+  parallel_ = std::move(parallel);
   experts_.reset();
   return absl::OkStatus();
 }

@@ -45,6 +45,7 @@ struct MoeOptions {
   bool normalize_gate = true;      // divide the k weights of a token by their sum
   bool batch_prioritized = false;  // confident tokens claim slots first
   uint64_t noise_seed = 1;
+  ParallelSettings parallel;  // in an expert group, until set_parallel_settings
 };
 
 class MoeLayer final : public Layer {
@@ -64,6 +65,9 @@ class MoeLayer final : public Layer {
   Tensor Forward(const Tensor& input, bool training) override;
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
   std::vector<Parameter*> parameters() override;  // gate, then w1, b1, w2, b2
+  Parameter* gate() { return &gate_; }
+  // The experts' parameters (w1, b1, w2, b2): in a group, the owned share.
+  std::vector<Parameter*> expert_parameters();
   void InitParameters(Rng& rng) override;
   int64_t ForwardFlopsPerSample() const override;
 

@@ -10,7 +10,7 @@ namespace strata {
 Coordinator::Coordinator(Socket* socket, const CoordinatorOptions& options,
                          std::string self_address)
     : socket_(socket), options_(options) {
-  Node self{wire::Role::SERVER, 0, std::move(self_address), "", absl::Now()};
+  Node self{wire::Role::SERVER, 0, std::move(self_address), "", "", absl::Now()};
   servers_[0] = self;
 }
 
@@ -71,8 +71,8 @@ absl::Status Coordinator::Register(const IncomingMessage& message) {
     return absl::InvalidArgumentError("register must describe exactly one node");
   }
   const auto info = h.getNodes()[0];
-  Node node{info.getRole(), info.getRank(), info.getAddress().cStr(), message.identity(),
-            absl::Now()};
+  Node node{info.getRole(),          info.getRank(), info.getAddress().cStr(),
+            info.getPeerAddress().cStr(), message.identity(), absl::Now()};
   const bool is_server = node.role == wire::Role::SERVER;
   auto& table = TableFor(node.role);
   const int limit = LimitFor(node.role);
@@ -121,6 +121,7 @@ void Coordinator::SendMap(const Node& node) {
       nodes[i].setRole(n.role);
       nodes[i].setRank(rank);
       nodes[i].setAddress(n.address);
+      nodes[i].setPeerAddress(n.peer_address);
       ++i;
     }
   }

@@ -48,6 +48,7 @@ class Coordinator {
     wire::Role role;
     int rank;
     std::string address;
+    std::string peer_address;  // FC workers: their expert exchange
     std::string identity;
     absl::Time last_seen;
     bool dead = false;

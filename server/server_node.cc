@@ -14,10 +14,12 @@ namespace strata {
 
 absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config, bool trunk_only) {
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
-  std::vector<int64_t> sizes;
-  for (Parameter* p : model->parameters(0, trunk_only ? model->split_index() : -1)) {
-    sizes.push_back(p->value.numel());
+  std::vector<Parameter*> params = model->parameters(0, model->split_index());
+  if (!trunk_only) {
+    for (Parameter* p : model->replicated_head_parameters()) params.push_back(p);
   }
+  std::vector<int64_t> sizes;
+  for (Parameter* p : params) sizes.push_back(p->value.numel());
   return sizes;
 }
 

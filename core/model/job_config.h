@@ -43,6 +43,10 @@ struct MoeSpec {
   float aux_loss_weight = 0.01f;
   bool normalize_gate = true;
   bool batch_prioritized = false;
+  // Over several FC workers (moe/expert_parallel.h): the starting pipelining
+  // degree d and parallelism r ("expert": tokens travel, "data": weights do).
+  int64_t pipeline_chunks = 1;
+  std::string parallelism = "expert";
 };
 
 // One entry of model.layers. Only the fields of its type are meaningful.

@@ -59,6 +59,7 @@ absl::Status PsClient::Bootstrap() {
     nodes[0].setRole(options_.role);
     nodes[0].setRank(options_.rank);
     nodes[0].setAddress(options_.serving_address);
+    nodes[0].setPeerAddress(options_.peer_address);
     STRATA_RETURN_IF_ERROR(coordinator_->Send(m));
     // The map comes once every node has registered; re-register every few
     // seconds in case the coordinator restarted meanwhile.
@@ -79,9 +80,14 @@ absl::Status PsClient::Bootstrap() {
       num_fc_workers_ = expected.size() >= 3 ? static_cast<int>(expected[2]) : 0;
       server_addresses_.clear();
       fc_addresses_.clear();
+      fc_peer_addresses_.clear();
       for (const auto node : r.getNodes()) {
-        auto& list = node.getRole() == wire::Role::FC_WORKER ? fc_addresses_ : server_addresses_;
-        list.push_back(node.getAddress().cStr());
+        if (node.getRole() == wire::Role::FC_WORKER) {
+          fc_addresses_.push_back(node.getAddress().cStr());
+          fc_peer_addresses_.push_back(node.getPeerAddress().cStr());
+        } else {
+          server_addresses_.push_back(node.getAddress().cStr());
+        }
       }
       break;
     }

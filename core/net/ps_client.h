@@ -47,6 +47,7 @@ struct PsClientOptions {
   wire::Role role = wire::Role::CONV_WORKER;
   int rank = -1;                // -1: the coordinator assigns one (conv workers only)
   std::string serving_address;  // FC workers: where conv workers reach them
+  std::string peer_address;     // FC workers: where the other FC workers reach them
   uint64_t job_id = 1;
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration heartbeat_every = absl::Seconds(1);
@@ -74,6 +75,8 @@ class PsClient {
   const std::vector<std::string>& server_addresses() const { return server_addresses_; }
   // FC workers' addresses by rank (stanza mode).
   const std::vector<std::string>& fc_addresses() const { return fc_addresses_; }
+  // FC workers' peer addresses (expert exchanges) by rank.
+  const std::vector<std::string>& fc_peer_addresses() const { return fc_peer_addresses_; }
 
   // The plan must be set before the first Init/Push/Pull; its server count
   // must match the cluster map.
@@ -136,6 +139,7 @@ class PsClient {
   int num_fc_workers_ = 0;
   std::vector<std::string> server_addresses_;
   std::vector<std::string> fc_addresses_;
+  std::vector<std::string> fc_peer_addresses_;
   PartitionPlan plan_;
 
   // Owned by the I/O thread after Connect().

@@ -18,14 +18,13 @@ constexpr uint8_t kLastPhase = static_cast<uint8_t>(moe::ExchangePhase::kWeightG
 
 absl::StatusOr<std::unique_ptr<ZmqExpertExchange>> ZmqExpertExchange::Bind(
     const std::string& address, const ExpertExchangeOptions& options) {
-  if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
-    return absl::InvalidArgumentError(absl::StrCat("expert exchange rank ", options.rank,
-                                                   " is outside [0, ", options.size, ")"));
+  if (options.rank < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expert exchange rank ", options.rank, " is negative"));
   }
   std::unique_ptr<ZmqExpertExchange> exchange(new ZmqExpertExchange(options));
   STRATA_ASSIGN_OR_RETURN(exchange->inbox_, Socket::Bind(exchange->context_, SocketKind::kRouter,
                                                          address, options.limits));
-  exchange->outboxes_.resize(options.size);
   return exchange;
 }
 
@@ -39,10 +38,13 @@ ZmqExpertExchange::~ZmqExpertExchange() {
 }
 
 absl::Status ZmqExpertExchange::Connect(const std::vector<std::string>& addresses) {
-  if (static_cast<int>(addresses.size()) != size()) {
-    return absl::InvalidArgumentError(absl::StrCat(addresses.size(), " expert exchange addresses",
-                                                   " for a group of ", size()));
+  if (rank() >= static_cast<int>(addresses.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("expert exchange rank ", rank(),
+                                                   " is outside a group of ", addresses.size()));
   }
+  options_.size = static_cast<int>(addresses.size());
+  outboxes_.clear();
+  outboxes_.resize(addresses.size());
   for (int p = 0; p < size(); ++p) {
     if (p == rank()) continue;
     STRATA_ASSIGN_OR_RETURN(outboxes_[p], Socket::Connect(context_, SocketKind::kDealer,

@@ -33,7 +33,7 @@ namespace strata {
 
 struct ExpertExchangeOptions {
   int rank = 0;
-  int size = 1;
+  int size = 1;  // until Connect, which sets it to the number of addresses
   uint64_t job_id = 0;
   absl::Duration timeout = absl::Seconds(60);  // of silence from the awaited peer
   WireLimits limits;
@@ -43,7 +43,7 @@ struct ExpertExchangeOptions {
 class ZmqExpertExchange final : public moe::ExpertExchange {
  public:
   // Binds the inbox ("tcp://HOST:0" picks a free port). InvalidArgument for
-  // a rank outside [0, size).
+  // a negative rank.
   static absl::StatusOr<std::unique_ptr<ZmqExpertExchange>> Bind(
       const std::string& address, const ExpertExchangeOptions& options);
   // Lets queued blocks reach their peers (up to 2 s) before closing.
@@ -51,7 +51,8 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
 
   const std::string& address() const { return inbox_->address(); }
   // Connects to every process's inbox; `addresses` is indexed by rank (our
-  // own entry is ignored). InvalidArgument unless it has size() entries.
+  // own entry is ignored) and sets size(). InvalidArgument when our rank is
+  // not among them.
   absl::Status Connect(const std::vector<std::string>& addresses);
 
   int rank() const override { return options_.rank; }

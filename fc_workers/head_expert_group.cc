@@ -1,0 +1,61 @@
+#include "fc_workers/head_expert_group.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace strata {
+
+absl::StatusOr<std::string> PeerBindAddress(const std::string& serving_address) {
+  if (absl::StartsWith(serving_address, "ipc://")) return serving_address + ".experts";
+  const size_t colon = serving_address.rfind(':');
+  if (absl::StartsWith(serving_address, "tcp://") && colon > 5) {
+    return serving_address.substr(0, colon) + ":0";
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "cannot derive an expert exchange address from \"", serving_address, "\" (tcp or ipc)"));
+}
+
+absl::StatusOr<std::unique_ptr<HeadExpertGroup>> HeadExpertGroup::Bind(
+    Model& model, int split, const std::string& serving_address,
+    const ExpertExchangeOptions& options) {
+  std::vector<moe::MoeLayer*> layers;
+  for (int i = split; i < model.num_layers(); ++i) {
+    if (auto* m = dynamic_cast<moe::MoeLayer*>(&model.layer(i))) layers.push_back(m);
+  }
+  if (layers.empty()) return nullptr;
+  STRATA_ASSIGN_OR_RETURN(std::string address, PeerBindAddress(serving_address));
+  STRATA_ASSIGN_OR_RETURN(auto exchange, ZmqExpertExchange::Bind(address, options));
+  return std::unique_ptr<HeadExpertGroup>(
+      new HeadExpertGroup(std::move(layers), std::move(exchange)));
+}
+
+absl::Status HeadExpertGroup::Join(const std::vector<std::string>& peer_addresses) {
+  STRATA_RETURN_IF_ERROR_CTX(exchange_->Connect(peer_addresses), "connecting the FC workers");
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(layers_[i]->JoinExpertGroup(exchange_.get(), static_cast<int>(i)));
+    const std::vector<Parameter*> experts = layers_[i]->expert_parameters();
+    owned_.insert(owned_.end(), experts.begin(), experts.end());
+  }
+  joined_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status HeadExpertGroup::status() const {
+  for (const moe::MoeLayer* layer : layers_) STRATA_RETURN_IF_ERROR(layer->status());
+  return absl::OkStatus();
+}
+
+absl::Status HeadExpertGroup::GatherForEvaluation() {
+  for (moe::MoeLayer* layer : layers_) STRATA_RETURN_IF_ERROR(layer->GatherExperts());
+  return absl::OkStatus();
+}
+
+absl::Status HeadExpertGroup::Leave() {
+  for (moe::MoeLayer* layer : layers_) STRATA_RETURN_IF_ERROR(layer->LeaveExpertGroup());
+  owned_.clear();
+  joined_ = false;
+  return absl::OkStatus();
+}
+
+}  // namespace strata

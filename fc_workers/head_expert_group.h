@@ -1,0 +1,72 @@
+// HeadExpertGroup: the MoE layers of a model's head spread over the F FC
+// workers of a stanza job (expert parallelism, moe/expert_parallel.h). FC
+// worker f keeps experts [f*E/F, (f+1)*E/F) of every MoE layer; those
+// parameters never reach the servers and are updated by the FC worker's own
+// optimizer, while the rest of the head (gate included) stays data-parallel
+// through the servers.
+//
+//   auto group = HeadExpertGroup::Bind(model, split, bind_address, options);
+//   client_options.peer_address = group->address();   // registered with the coordinator
+//   ... PsClient::Connect ...
+//   STRATA_RETURN_IF_ERROR(group->Join(client->fc_peer_addresses()));  // F > 1 only
+//   model.Forward(...); STRATA_RETURN_IF_ERROR(group->status());
+#ifndef STRATA_FC_WORKERS_HEAD_EXPERT_GROUP_H_
+#define STRATA_FC_WORKERS_HEAD_EXPERT_GROUP_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/model/model.h"
+#include "core/net/zmq_expert_exchange.h"
+#include "moe/moe_layer.h"
+
+namespace strata {
+
+class HeadExpertGroup {
+ public:
+  // nullptr when the head (layers from `split`) has no MoE layer. Else binds
+  // the expert exchange's inbox on the host of `serving_address` (the FC
+  // worker's bound address), on a free port.
+  static absl::StatusOr<std::unique_ptr<HeadExpertGroup>> Bind(
+      Model& model, int split, const std::string& serving_address,
+      const ExpertExchangeOptions& options);
+
+  const std::string& address() const { return exchange_->address(); }
+  // Connects to the other FC workers' inboxes (by rank) and makes every MoE
+  // layer of the head keep only this FC worker's experts. Fails (naming the
+  // layer) when the FC workers do not divide its experts. Must precede any
+  // optimizer or ParameterSync built over the head's parameters.
+  absl::Status Join(const std::vector<std::string>& peer_addresses);
+  bool joined() const { return joined_; }
+  // The parameters only this FC worker holds (its experts); empty before Join.
+  const std::vector<Parameter*>& owned_parameters() const { return owned_; }
+  // The first failed exchange of any MoE layer (moe_layer.h), or OK.
+  absl::Status status() const;
+  // Collective: every expert's weights to every FC worker, so that one of
+  // them can evaluate the whole model alone.
+  absl::Status GatherForEvaluation();
+  // Collective: every MoE layer holds all experts again (to write the model).
+  absl::Status Leave();
+
+  uint64_t bytes_sent() const { return exchange_->bytes_sent(); }
+  uint64_t bytes_received() const { return exchange_->bytes_received(); }
+
+ private:
+  HeadExpertGroup(std::vector<moe::MoeLayer*> layers, std::unique_ptr<ZmqExpertExchange> exchange)
+      : layers_(std::move(layers)), exchange_(std::move(exchange)) {}
+
+  std::vector<moe::MoeLayer*> layers_;
+  std::unique_ptr<ZmqExpertExchange> exchange_;
+  std::vector<Parameter*> owned_;
+  bool joined_ = false;
+};
+
+// "tcp://HOST:0" for a serving address "tcp://HOST:PORT"; "ipc://PATH.experts"
+// for "ipc://PATH". InvalidArgument for another transport.
+absl::StatusOr<std::string> PeerBindAddress(const std::string& serving_address);
+
+}  // namespace strata
+
+#endif  // STRATA_FC_WORKERS_HEAD_EXPERT_GROUP_H_
