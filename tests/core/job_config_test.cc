@@ -111,6 +111,10 @@ TEST(JobConfigTest, MoeHeadConfigBuildsAnMoeLayer) {
   int64_t moe_parameters = 0;
   for (const Parameter* p : (*model)->layer(8).parameters()) moe_parameters += p->value.numel();
   EXPECT_EQ(moe_parameters, 8 * 512 + 8 * (512 * 1024 + 1024 + 1024 * 512 + 512));
+  // Split over FC workers, only the gate of the MoE layer stays replicated.
+  std::vector<Parameter*> replicated = (*model)->replicated_head_parameters();
+  ASSERT_EQ(replicated.size(), 2u + 1u + 2u);  // fc1, gate, fc2
+  EXPECT_EQ(replicated[2]->name, "moe.gate");
 }
 
 TEST(JobConfigTest, MoeFieldsAreChecked) {
@@ -121,6 +125,12 @@ TEST(JobConfigTest, MoeFieldsAreChecked) {
             "job.json: model.layers[8].experts: missing field");
   EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8, "topk": 2},)")),
             "job.json: model.layers[8].topk: unknown field");
+  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8,
+                                           "parallelism": "model"},)")),
+            "job.json: model.layers[8].parallelism: \"model\" is not expert or data");
+  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8,
+                                           "pipeline_chunks": 0},)")),
+            "job.json: model.layers[8].pipeline_chunks: must be > 0, got 0");
 }
 
 TEST(JobConfigTest, MissingFileIsNotFound) {

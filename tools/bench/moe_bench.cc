@@ -18,6 +18,7 @@
 #include "moe/moe_layer.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/machine_limits.h"
+#include "tools/bench/moe_parallel_bench.h"
 
 namespace strata::bench {
 namespace {
@@ -154,9 +155,19 @@ absl::Status RunMoeBench(const MoeBenchOptions& o) {
                 *seconds / strata_seconds, 100.0 * limit_seconds / *seconds);
     report["peers"][dispatch] = {{"seconds", *seconds}, {"ratio", *seconds / strata_seconds}};
   }
+  if (status.ok()) {
+    std::printf("\nstrata time / limit: %.2f\n", strata_seconds / limit_seconds);
+  }
+  if (status.ok() && !o.workers.empty()) {
+    absl::StatusOr<nlohmann::json> parallel = RunExpertParallelSweep(o, strata_seconds, scratch);
+    if (parallel.ok()) {
+      report["expert_parallel"] = *parallel;
+    } else {
+      status = parallel.status();
+    }
+  }
   std::filesystem::remove_all(scratch);
   STRATA_RETURN_IF_ERROR(status);
-  std::printf("\nstrata time / limit: %.2f\n", strata_seconds / limit_seconds);
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #define STRATA_TOOLS_BENCH_MOE_BENCH_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -22,6 +23,7 @@ struct MoeBenchOptions {
   int threads = 2;
   int repeat = 5;
   bool with_peer = true;
+  std::vector<int> workers;  // expert-parallel group sizes to run (moe_parallel_bench.h)
   std::string json_out;
   std::string python = "/usr/bin/python3";
 };

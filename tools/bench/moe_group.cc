@@ -60,34 +60,41 @@ absl::Status RunMoeMember(const MoeMemberOptions& o) {
   STRATA_RETURN_IF_ERROR(layer->JoinExpertGroup(exchange.get(), 0));
   const Tensor x = MemberTokens(o.seed, o.rank, o.tokens, o.dim);
   const Tensor grad_y = MemberOutputGrad(o.seed, o.rank, o.tokens, o.dim);
-  for (const moe::ParallelSettings& settings : o.settings) {
-    STRATA_RETURN_IF_ERROR(layer->set_parallel_settings(settings));
-    std::vector<double> seconds;
-    Tensor y, grad_x;
-    for (int step = 0; step <= o.repeat; ++step) {
+  // One warm-up step per setting, then `repeat` rounds that each run every
+  // setting once: settings alternate, so a noisy moment hits them alike.
+  const size_t n = o.settings.size();
+  std::vector<std::vector<double>> seconds(n);
+  std::vector<Tensor> outputs(n), input_grads(n);
+  for (int round = 0; round <= o.repeat; ++round) {
+    for (size_t i = 0; i < n; ++i) {
+      STRATA_RETURN_IF_ERROR(layer->set_parallel_settings(o.settings[i]));
       const double start = MonotonicSeconds();
-      y = layer->Forward(x, /*training=*/true);
-      grad_x = layer->Backward(grad_y, /*need_input_grad=*/true);
+      outputs[i] = layer->Forward(x, /*training=*/true);
+      input_grads[i] = layer->Backward(grad_y, /*need_input_grad=*/true);
       STRATA_RETURN_IF_ERROR_CTX(layer->status(), absl::StrCat("member ", o.rank));
-      if (step > 0) seconds.push_back(MonotonicSeconds() - start);
+      if (round > 0) seconds[i].push_back(MonotonicSeconds() - start);
+      if (round == o.repeat && !o.dump_dir.empty()) {
+        Checkpoint dump;
+        dump.tensors.push_back({"output", outputs[i]});
+        dump.tensors.push_back({"grad_input", input_grads[i]});
+        for (Parameter* p : layer->parameters()) {
+          dump.tensors.push_back({p->name + ".grad", p->grad});
+        }
+        STRATA_RETURN_IF_ERROR(
+            WriteCheckpoint(MemberDumpPath(o.dump_dir, o.rank, o.settings[i]), dump));
+      }
     }
+  }
+  for (size_t i = 0; i < n; ++i) {
     nlohmann::json line = {{"rank", o.rank},
-                           {"chunks", settings.chunks},
-                           {"parallelism", moe::ParallelismName(settings.parallelism)},
-                           {"seconds", Median(seconds)},
+                           {"chunks", o.settings[i].chunks},
+                           {"parallelism", moe::ParallelismName(o.settings[i].parallelism)},
+                           {"seconds", seconds[i].empty() ? 0.0 : Median(seconds[i])},
                            {"dropped", layer->dropped()},
                            {"capacity", layer->routing().capacity}};
     std::printf("%s\n", line.dump().c_str());
-    std::fflush(stdout);
-    if (!o.dump_dir.empty()) {
-      Checkpoint dump;
-      dump.tensors.push_back({"output", y});
-      dump.tensors.push_back({"grad_input", grad_x});
-      for (Parameter* p : layer->parameters()) dump.tensors.push_back({p->name + ".grad", p->grad});
-      STRATA_RETURN_IF_ERROR(
-          WriteCheckpoint(MemberDumpPath(o.dump_dir, o.rank, settings), dump));
-    }
   }
+  std::fflush(stdout);
   std::fprintf(stderr, "[member %d] done: %llu bytes sent, %llu received, %llu blocks refused\n",
                o.rank, static_cast<unsigned long long>(exchange->bytes_sent()),
                static_cast<unsigned long long>(exchange->bytes_received()),

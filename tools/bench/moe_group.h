@@ -7,10 +7,11 @@
 //
 // Per setting it prints one JSON line to stdout:
 //   {"rank":0,"chunks":2,"parallelism":"expert","seconds":0.081,"dropped":3}
-// (median seconds of forward + backward over `repeat` steps after one
-// warm-up) and, with a dump directory, writes MemberDumpPath(...): the
-// layer's output, input gradient, gate gradient and the owned experts'
-// gradients, as a checkpoint file.
+// (median seconds of forward + backward over `repeat` rounds, after a
+// warm-up round; each round runs every setting once, so they alternate)
+// and, with a dump directory, writes MemberDumpPath(...): the layer's
+// output, input gradient, gate gradient and the owned experts' gradients of
+// the last round, as a checkpoint file.
 #ifndef STRATA_TOOLS_BENCH_MOE_GROUP_H_
 #define STRATA_TOOLS_BENCH_MOE_GROUP_H_
 

@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
@@ -31,7 +32,9 @@ ABSL_FLAG(int32_t, threads, 2, "CPU threads per process, for Strata and its peer
 ABSL_FLAG(int32_t, batch_size, 0, "batch size (0: the config's)");
 ABSL_FLAG(bool, peer, true, "also run the PyTorch peer (skipped when torch is missing)");
 ABSL_FLAG(std::string, json, "", "write the report as JSON to this file");
-ABSL_FLAG(std::string, workers, "1,2,4", "ps: worker counts");
+ABSL_FLAG(std::string, workers, "",
+          "ps: worker counts (default 1,2,4); moe: also spread the layer over these numbers of "
+          "processes, e.g. 2,4 (expert parallelism; the best static d and r for each)");
 ABSL_FLAG(std::string, transports, "tcp,ipc", "ps: tcp (127.0.0.1) and/or ipc (Unix sockets)");
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
       "                     [--json f] [--csv f] [--plot f.png]\n"
       "  strata_bench link --bandwidth 1gbit [--latency 0.2ms]   (what an emulated link carries)\n"
       "  strata_bench moe [--tokens 4096] [--dim 512] [--hidden 1024] [--experts 8] [--top-k 2]\n"
-      "                   [--capacity 1.25] [--threads 2] [--repeat 3]\n"
+      "                   [--capacity 1.25] [--threads 2] [--repeat 3] [--workers 2,4]\n"
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc]\n"
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit");
   strata::NormalizedArgs args(argc, argv);
@@ -111,11 +114,13 @@ int main(int argc, char** argv) {
     status = strata::bench::RunPlan(o);
   } else if (command == "ps") {
     strata::bench::PsBenchOptions o;
-    o.workers.clear();
     o.sizes_mib.clear();
-    for (absl::string_view w :
-         absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty())) {
-      o.workers.push_back(std::stoi(std::string(w)));
+    if (!absl::GetFlag(FLAGS_workers).empty()) {
+      o.workers.clear();
+      for (absl::string_view w :
+           absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty())) {
+        o.workers.push_back(std::stoi(std::string(w)));
+      }
     }
     for (absl::string_view m :
          absl::StrSplit(absl::GetFlag(FLAGS_sizes_mib), ',', absl::SkipEmpty())) {
@@ -137,7 +142,14 @@ int main(int argc, char** argv) {
     o.repeat = absl::GetFlag(FLAGS_repeat);
     o.with_peer = absl::GetFlag(FLAGS_peer);
     o.json_out = absl::GetFlag(FLAGS_json);
-    status = strata::bench::RunMoeBench(o);
+    for (absl::string_view w : absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty())) {
+      int group = 0;
+      if (!absl::SimpleAtoi(w, &group) || group < 1) {
+        status = absl::InvalidArgumentError(absl::StrCat("--workers: \"", w, "\" is not a count"));
+      }
+      o.workers.push_back(group);
+    }
+    if (status.ok()) status = strata::bench::RunMoeBench(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
         absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth),
