@@ -24,6 +24,8 @@ struct MoeBenchOptions {
   int repeat = 5;
   bool with_peer = true;
   std::vector<int> workers;  // expert-parallel group sizes to run (moe_parallel_bench.h)
+  std::string bandwidth;     // with workers: each on an emulated host with this link ("" loopback)
+  std::string latency = "0";
   std::string json_out;
   std::string python = "/usr/bin/python3";
 };

@@ -10,11 +10,14 @@
 #include "core/status.h"
 #include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
+#include "tools/launch/local_cluster.h"
+#include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
 namespace {
 
 const std::vector<int> kChunks = {1, 2, 4};
+constexpr int kMemberPort = 5600;  // every member has a host (namespace) of its own
 
 // The slowest member's seconds per (d, r), from the members' JSON lines.
 absl::StatusOr<std::map<std::pair<int, std::string>, double>> ReadTimes(
@@ -41,8 +44,8 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
                                                       double single_seconds,
                                                       const std::string& scratch) {
   nlohmann::json section = nlohmann::json::array();
-  std::printf("\nexpert parallelism over processes (ZeroMQ over ipc on this host; global batch %lld "
-              "tokens split evenly; single process %.3f s):\n",
+  std::printf("\nexpert parallelism over processes (global batch %lld tokens split evenly; single "
+              "process %.3f s):\n",
               static_cast<long long>(o.tokens), single_seconds);
   std::printf("%-4s %-8s %-4s %-9s %12s %12s\n", "F", "threads", "d", "r", "fwd+bwd s",
               "vs single");
@@ -53,9 +56,24 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
           " and --experts ", o.experts));
     }
     const int threads = std::max(1, o.threads / group);
+    // Each member on a host of its own when a network is asked for.
+    std::unique_ptr<EmulatedNetwork> network;
+    std::string link = "ipc on loopback";
+    if (!o.bandwidth.empty()) {
+      std::string why;
+      STRATA_ASSIGN_OR_RETURN(network, EmulateOrFallBack(o.bandwidth, o.latency, group, &why));
+      if (network == nullptr) {
+        std::printf("F=%d: %s (%s); ipc on loopback instead\n", group, kNoNetworkNotice,
+                    why.c_str());
+      } else {
+        link = absl::StrCat("tcp, each host's link ", o.bandwidth);
+      }
+    }
     std::vector<std::string> addresses;
     for (int r = 0; r < group; ++r) {
-      addresses.push_back(absl::StrCat("ipc://", scratch, "/member", group, "_", r));
+      addresses.push_back(network != nullptr
+                              ? absl::StrCat("tcp://", network->host_address(r), ":", kMemberPort)
+                              : absl::StrCat("ipc://", scratch, "/member", group, "_", r));
     }
     std::vector<ProcessSpec> members;
     std::vector<std::string> logs;
@@ -71,6 +89,7 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
                    "--repeat", std::to_string(o.repeat), "--threads", std::to_string(threads)};
       spec.unset_env = UnsetForBenchmarks();
       spec.output_path = absl::StrCat(scratch, "/member", group, "_", r, ".log");
+      if (network != nullptr) spec.network_namespace = network->namespace_path(r);
       logs.push_back(spec.output_path);
       members.push_back(std::move(spec));
     }
@@ -88,14 +107,16 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
       std::printf("%-4d %-8d %-4d %-9s %12.3f %11.2fx\n", group, threads, it->first.first,
                   it->first.second.c_str(), it->second, single_seconds / it->second);
       section.push_back({{"workers", group},
+                         {"link", link},
                          {"threads_per_worker", threads},
                          {"chunks", it->first.first},
                          {"parallelism", it->first.second},
                          {"seconds", it->second}});
       if (it->second < best->second) best = it;
     }
-    std::printf("best static setting for F=%d: d=%d r=%s, %.3f s (%.2fx the single process)\n",
-                group, best->first.first, best->first.second.c_str(), best->second,
+    std::printf("best static setting for F=%d (%s): d=%d r=%s, %.3f s (%.2fx the single "
+                "process)\n",
+                group, link.c_str(), best->first.first, best->first.second.c_str(), best->second,
                 single_seconds / best->second);
   }
   return section;

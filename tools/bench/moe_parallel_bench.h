@@ -1,7 +1,8 @@
-// `strata_bench moe --workers 2,4`: the MoE layer of `strata_bench moe`
-// spread over F processes (strata_moe_member, expert parallelism over
-// ZeroMQ), the same global batch split evenly over them, timed under every
-// static pipelining degree d and parallelism r. A setting's time is the
+// `strata_bench moe --workers 2,4 [--bandwidth 1gbit]`: the MoE layer of
+// `strata_bench moe` spread over F processes (strata_moe_member, expert
+// parallelism over ZeroMQ: ipc on loopback, or tcp between emulated hosts
+// with --bandwidth), the same global batch split evenly over them, timed
+// under every static pipelining degree d and parallelism r. A setting's time is the
 // slowest member's median forward + backward; the best (d, r) per F is
 // reported beside the single-process time of the same run.
 #ifndef STRATA_TOOLS_BENCH_MOE_PARALLEL_BENCH_H_
