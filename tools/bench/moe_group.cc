@@ -61,12 +61,14 @@ absl::Status RunMoeMember(const MoeMemberOptions& o) {
   const Tensor x = MemberTokens(o.seed, o.rank, o.tokens, o.dim);
   const Tensor grad_y = MemberOutputGrad(o.seed, o.rank, o.tokens, o.dim);
   // One warm-up step per setting, then `repeat` rounds that each run every
-  // setting once: settings alternate, so a noisy moment hits them alike.
+  // setting once, each round starting one setting later: settings
+  // alternate, so a noisy moment or a switch of settings hits them alike.
   const size_t n = o.settings.size();
   std::vector<std::vector<double>> seconds(n);
   std::vector<Tensor> outputs(n), input_grads(n);
   for (int round = 0; round <= o.repeat; ++round) {
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = (j + static_cast<size_t>(round)) % n;
       STRATA_RETURN_IF_ERROR(layer->set_parallel_settings(o.settings[i]));
       const double start = MonotonicSeconds();
       outputs[i] = layer->Forward(x, /*training=*/true);
