@@ -31,12 +31,18 @@ void ColumnSums(const float* in, float* sum, int64_t rows, int64_t cols, bool ac
 
 }  // namespace
 
-ExpertFfn::ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden)
-    : experts_(experts), dim_(dim), hidden_(hidden) {
+ExpertFfn::ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden,
+                     bool output_bias)
+    : experts_(experts), dim_(dim), hidden_(hidden), output_bias_(output_bias) {
   w1_ = ZeroParameter(name_prefix + ".w1", {experts, dim, hidden});
   b1_ = ZeroParameter(name_prefix + ".b1", {experts, hidden});
   w2_ = ZeroParameter(name_prefix + ".w2", {experts, hidden, dim});
-  b2_ = ZeroParameter(name_prefix + ".b2", {experts, dim});
+  if (output_bias_) b2_ = ZeroParameter(name_prefix + ".b2", {experts, dim});
+}
+
+std::vector<Parameter*> ExpertFfn::parameters() {
+  if (output_bias_) return {&w1_, &b1_, &w2_, &b2_};
+  return {&w1_, &b1_, &w2_};
 }
 
 void ExpertFfn::InitParameters(Rng& rng) {
@@ -45,6 +51,7 @@ void ExpertFfn::InitParameters(Rng& rng) {
   FillUniform(w1_.value, rng, in_bound);
   FillUniform(b1_.value, rng, in_bound);
   FillUniform(w2_.value, rng, hidden_bound);
+  STRATA_CHECK(output_bias_, "ExpertFfn::InitParameters on a hidden slice");
   FillUniform(b2_.value, rng, hidden_bound);
 }
 
@@ -67,7 +74,7 @@ void ExpertFfn::Forward(const Tensor& slots, const std::vector<int64_t>& used, c
     for (int64_t i = 0; i < rows * hidden_; ++i) h[i] = std::max(h[i], 0.0f);
     Sgemm('N', 'N', rows, dim_, hidden_, 1.0f, h, hidden_, w2_.value.data() + e * hidden_ * dim_,
           dim_, 0.0f, y, dim_);
-    AddBias(y, b2_.value.data() + e * dim_, rows, dim_);
+    if (output_bias_) AddBias(y, b2_.value.data() + e * dim_, rows, dim_);
   }
 }
 
@@ -82,13 +89,13 @@ void ExpertFfn::Backward(const Tensor& grad_out, const ExpertActivations& saved,
     float* dw1 = w1_.grad.data() + e * dim_ * hidden_;
     float* db1 = b1_.grad.data() + e * hidden_;
     float* dw2 = w2_.grad.data() + e * hidden_ * dim_;
-    float* db2 = b2_.grad.data() + e * dim_;
+    float* db2 = output_bias_ ? b2_.grad.data() + e * dim_ : nullptr;
     if (rows == 0) {  // an expert without tokens adds nothing
       if (!accumulate) {
         std::memset(dw1, 0, static_cast<size_t>(dim_ * hidden_) * sizeof(float));
         std::memset(db1, 0, static_cast<size_t>(hidden_) * sizeof(float));
         std::memset(dw2, 0, static_cast<size_t>(hidden_ * dim_) * sizeof(float));
-        std::memset(db2, 0, static_cast<size_t>(dim_) * sizeof(float));
+        if (db2 != nullptr) std::memset(db2, 0, static_cast<size_t>(dim_) * sizeof(float));
       }
       continue;
     }
@@ -98,7 +105,7 @@ void ExpertFfn::Backward(const Tensor& grad_out, const ExpertActivations& saved,
     float* dh = grad_hidden.data();
     // Second linear: dW2 = h^T dy, db2 = sum dy, dh = dy W2^T (through ReLU).
     Sgemm('T', 'N', hidden_, dim_, rows, 1.0f, h, hidden_, dy, dim_, beta, dw2, dim_);
-    ColumnSums(dy, db2, rows, dim_, accumulate);
+    if (db2 != nullptr) ColumnSums(dy, db2, rows, dim_, accumulate);
     Sgemm('N', 'T', rows, hidden_, dim_, 1.0f, dy, dim_, w2_.value.data() + e * hidden_ * dim_,
           dim_, 0.0f, dh, hidden_);
     for (int64_t i = 0; i < rows * hidden_; ++i) {

@@ -6,7 +6,9 @@
 //
 // Parameters (names given by the owner): w1 {E, D, H}, b1 {E, H},
 // w2 {E, H, D}, b2 {E, D}. An MoE layer holds all E experts; with expert
-// parallelism a process holds its own share.
+// parallelism a process holds its own share: whole experts, or a slice of
+// one expert's hidden units (H is then the slice's width, and only the
+// first slice adds the output bias: the slices' outputs are summed).
 #ifndef STRATA_MOE_EXPERT_FFN_H_
 #define STRATA_MOE_EXPERT_FFN_H_
 
@@ -27,12 +29,16 @@ struct ExpertActivations {
 
 class ExpertFfn {
  public:
-  ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden);
+  // Without `output_bias` there is no b2 (a hidden slice other than the first).
+  ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden,
+            bool output_bias = true);
 
   int experts() const { return experts_; }
   int64_t dim() const { return dim_; }
   int64_t hidden() const { return hidden_; }
-  std::vector<Parameter*> parameters() { return {&w1_, &b1_, &w2_, &b2_}; }
+  bool output_bias() const { return output_bias_; }
+  // w1, b1, w2, then b2 when there is an output bias.
+  std::vector<Parameter*> parameters();
   void InitParameters(Rng& rng);
 
   // out[e, r] = FFN_e(slots[e, r]) for r < used[e] ({E, C, D} buffers, any
@@ -48,6 +54,7 @@ class ExpertFfn {
  private:
   int experts_;
   int64_t dim_, hidden_;
+  bool output_bias_;
   Parameter w1_, b1_, w2_, b2_;
 };
 

@@ -34,60 +34,134 @@ Tensor GatherRows(const Tensor& buf, int64_t capacity, int64_t dim, int first,
   return rows;
 }
 
-// The inverse of GatherRows: writes `rows` back into `buf`.
+// The inverse of GatherRows: writes (or, with `add`, adds) `rows` back into
+// `buf`.
 void ScatterRows(const Tensor& rows, int64_t capacity, int64_t dim, int first,
                  const std::vector<int64_t>& counts, const std::vector<int64_t>& starts,
-                 const Tensor& buf) {
+                 const Tensor& buf, bool add = false) {
   if (!rows.defined()) return;
   const float* src = rows.data();
   for (size_t i = 0; i < counts.size(); ++i) {
     float* dst = buf.data() + ((first + static_cast<int64_t>(i)) * capacity + starts[i]) * dim;
-    std::memcpy(dst, src, static_cast<size_t>(counts[i] * dim) * sizeof(float));
+    if (add) {
+      Axpy(1.0f, src, dst, counts[i] * dim);
+    } else {
+      std::memcpy(dst, src, static_cast<size_t>(counts[i] * dim) * sizeof(float));
+    }
     src += counts[i] * dim;
   }
 }
 
-// Each parameter of `ffn` is expert-major, so experts [first, first + n) are
-// one contiguous range of it.
-std::vector<int64_t> ShareSizes(const ExpertFfn& ffn, int n) {
-  const int64_t d = ffn.dim(), h = ffn.hidden();
-  return {n * d * h, n * h, n * h * d, n * d};
+// Parameter `param` (0 w1, 1 b1, 2 w2, 3 b2) of all experts seen as
+// {experts, rows, cols}: a share covers columns [begin, begin + width) of
+// every row of its experts (width 0: none of it).
+struct SliceGeometry {
+  int64_t rows, cols, begin, width;
+};
+
+SliceGeometry Geometry(int param, int64_t dim, int64_t hidden, const ExpertShare& s) {
+  switch (param) {
+    case 0:  // w1 {E, D, H}: the share's hidden columns
+      return {dim, hidden, s.hidden_begin, s.hidden};
+    case 1:  // b1 {E, H}
+      return {1, hidden, s.hidden_begin, s.hidden};
+    case 2:  // w2 {E, H, D}: the share's hidden rows, contiguous
+      return {1, hidden * dim, s.hidden_begin * dim, s.hidden * dim};
+    default:  // b2 {E, D}: with the first hidden slice only
+      return {1, dim, 0, s.output_bias ? dim : 0};
+  }
 }
 
-// The values (or gradients) of experts [first, first + n) of `ffn`.
-ExchangeBlock PackExperts(ExpertFfn& ffn, int first, int n, bool grads) {
+constexpr int kParams = 4;
+
+// Floats of each parameter in a share: the counts of its weight blocks.
+std::vector<int64_t> ShareCounts(int64_t dim, int64_t hidden, const ExpertShare& s) {
+  std::vector<int64_t> counts;
+  for (int i = 0; i < kParams; ++i) {
+    const SliceGeometry g = Geometry(i, dim, hidden, s);
+    counts.push_back(s.experts * g.rows * g.width);
+  }
+  return counts;
+}
+
+const Tensor& ValuesOrGrads(Parameter* p, bool grads) { return grads ? p->grad : p->value; }
+
+// The parameters (values or gradients) of `local`, which holds exactly the
+// share, one after another: a weight block.
+ExchangeBlock PackLocal(ExpertFfn& local, const std::vector<int64_t>& counts, bool grads) {
   ExchangeBlock block;
-  block.counts = ShareSizes(ffn, n);
+  block.counts = counts;
   int64_t total = 0;
-  for (int64_t c : block.counts) total += c;
+  for (int64_t c : counts) total += c;
   block.rows = Tensor::Empty({total, 1});
   float* dst = block.rows.data();
-  const std::vector<Parameter*> params = ffn.parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor& t = grads ? params[i]->grad : params[i]->value;
-    const int64_t per_expert = t.numel() / ffn.experts();
-    std::memcpy(dst, t.data() + first * per_expert, static_cast<size_t>(block.counts[i]) * 4);
-    dst += block.counts[i];
+  for (Parameter* p : local.parameters()) {
+    const Tensor& t = ValuesOrGrads(p, grads);
+    std::memcpy(dst, t.data(), t.nbytes());
+    dst += t.numel();
   }
   return block;
 }
 
-// Writes (or, with `add`, adds) a PackExperts block into experts
-// [first, ...) of `ffn`.
-void UnpackExperts(const ExchangeBlock& block, ExpertFfn& ffn, int first, bool grads, bool add) {
+// Writes (or adds) a weight block into `local`, which holds exactly the share.
+void UnpackLocal(const ExchangeBlock& block, ExpertFfn& local, bool grads, bool add) {
   const float* src = block.rows.data();
-  const std::vector<Parameter*> params = ffn.parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor& t = grads ? params[i]->grad : params[i]->value;
-    const int64_t per_expert = t.numel() / ffn.experts();
-    float* dst = t.data() + first * per_expert;
+  for (Parameter* p : local.parameters()) {
+    const Tensor& t = ValuesOrGrads(p, grads);
     if (add) {
-      Axpy(1.0f, src, dst, block.counts[i]);
+      Axpy(1.0f, src, t.data(), t.numel());
     } else {
-      std::memcpy(dst, src, static_cast<size_t>(block.counts[i]) * 4);
+      std::memcpy(t.data(), src, t.nbytes());
     }
-    src += block.counts[i];
+    src += t.numel();
   }
+}
+
+// Between a weight block of share `s` and `full`, which holds all experts.
+ExchangeBlock PackFromFull(ExpertFfn& full, const ExpertShare& s, bool grads) {
+  ExchangeBlock block;
+  block.counts = ShareCounts(full.dim(), full.hidden(), s);
+  int64_t total = 0;
+  for (int64_t c : block.counts) total += c;
+  block.rows = Tensor::Empty({total, 1});
+  float* dst = block.rows.data();
+  const std::vector<Parameter*> params = full.parameters();
+  for (int i = 0; i < kParams; ++i) {
+    const SliceGeometry g = Geometry(i, full.dim(), full.hidden(), s);
+    const float* base = ValuesOrGrads(params[i], grads).data();
+    for (int64_t r = 0; r < s.experts * g.rows; ++r) {
+      const float* src = base + (s.first_expert * g.rows + r) * g.cols + g.begin;
+      std::memcpy(dst, src, static_cast<size_t>(g.width) * sizeof(float));
+      dst += g.width;
+    }
+  }
+  return block;
+}
+
+void UnpackIntoFull(const ExchangeBlock& block, ExpertFfn& full, const ExpertShare& s,
+                    bool grads) {
+  const float* src = block.rows.data();
+  const std::vector<Parameter*> params = full.parameters();
+  for (int i = 0; i < kParams; ++i) {
+    const SliceGeometry g = Geometry(i, full.dim(), full.hidden(), s);
+    float* base = ValuesOrGrads(params[i], grads).data();
+    for (int64_t r = 0; r < s.experts * g.rows; ++r) {
+      float* dst = base + (s.first_expert * g.rows + r) * g.cols + g.begin;
+      std::memcpy(dst, src, static_cast<size_t>(g.width) * sizeof(float));
+      src += g.width;
+    }
+  }
+}
+
+// The share of process `rank` of `group` (see the header's layout).
+ExpertShare ShareOf(int rank, int experts, int group, int64_t hidden) {
+  if (experts >= group) {
+    const int owned = experts / group;
+    return {rank * owned, owned, 0, hidden, true};
+  }
+  const int shards = group / experts;
+  const int64_t slice = hidden / shards;
+  return {rank / shards, 1, (rank % shards) * slice, slice, rank % shards == 0};
 }
 
 }  // namespace
@@ -106,28 +180,43 @@ absl::StatusOr<ExpertParallelism> ParseParallelism(const std::string& name) {
 absl::StatusOr<std::unique_ptr<ExpertParallel>> ExpertParallel::Create(
     const std::string& name_prefix, ExpertFfn& all, ExpertExchange* exchange, int layer) {
   const int experts = all.experts(), group = exchange->size();
-  if (experts % group != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "moe ", name_prefix, ": ", experts, " experts cannot be split evenly over ", group,
-        " processes (the expert group's size must divide the expert count",
-        experts < group ? "; sharding one expert over several processes is not supported" : "",
-        ")"));
+  const std::string what = absl::StrCat("moe ", name_prefix, ": ", experts, " experts over ", group,
+                                        " processes");
+  if (experts >= group && experts % group != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the group's size must divide the expert count"));
   }
-  auto parallel =
-      std::unique_ptr<ExpertParallel>(new ExpertParallel(name_prefix, all, exchange, layer));
-  UnpackExperts(PackExperts(all, parallel->first_, parallel->local_experts(), /*grads=*/false),
-                parallel->local_, 0, /*grads=*/false, /*add=*/false);
+  if (experts < group && group % experts != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": to shard each expert, the expert count must divide the group's size"));
+  }
+  const int shards = experts < group ? group / experts : 1;
+  if (all.hidden() % shards != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": each expert's ", all.hidden(),
+                                                   " hidden units cannot be split into ", shards,
+                                                   " equal slices"));
+  }
+  const ExpertShare mine = ShareOf(exchange->rank(), experts, group, all.hidden());
+  auto parallel = std::unique_ptr<ExpertParallel>(
+      new ExpertParallel(name_prefix, all, exchange, layer, mine));
+  UnpackLocal(PackFromFull(all, mine, /*grads=*/false), parallel->local_, /*grads=*/false,
+              /*add=*/false);
   return parallel;
 }
 
+ExpertShare ExpertParallel::share(int rank) const {
+  return ShareOf(rank, experts_, size(), hidden_);
+}
+
 ExpertParallel::ExpertParallel(const std::string& name_prefix, const ExpertFfn& all,
-                               ExpertExchange* exchange, int layer)
+                               ExpertExchange* exchange, int layer, const ExpertShare& mine)
     : exchange_(exchange),
       layer_(layer),
       name_prefix_(name_prefix),
-      first_(exchange->rank() * (all.experts() / exchange->size())),
+      experts_(all.experts()),
       dim_(all.dim()),
-      local_(name_prefix, all.experts() / exchange->size(), all.dim(), all.hidden()) {}
+      hidden_(all.hidden()),
+      local_(name_prefix, mine.experts, all.dim(), mine.hidden, mine.output_bias) {}
 
 absl::Status ExpertParallel::set_settings(const ParallelSettings& settings) {
   if (settings.chunks < 1) {
@@ -223,6 +312,8 @@ absl::Status ExpertParallel::Backward(const Tensor& grad_out, const Tensor& grad
 absl::Status ExpertParallel::ForwardTokens(const Tensor& slots, const std::vector<int64_t>& used,
                                            const Tensor& out) {
   const int d = call_settings_.chunks, group = size(), owned = local_experts();
+  std::vector<int> first(group);  // each holder's first expert
+  for (int p = 0; p < group; ++p) first[p] = share(p).first_expert;
   const int64_t capacity = capacity_;
   sent_.assign(d, std::vector<std::vector<int64_t>>(group));
   received_.assign(d, std::vector<std::vector<int64_t>>(group));
@@ -233,9 +324,9 @@ absl::Status ExpertParallel::ForwardTokens(const Tensor& slots, const std::vecto
     for (int p = 0; p < group; ++p) {
       std::vector<int64_t>& counts = sent_[j][p];
       for (int i = 0; i < owned; ++i) {
-        counts.push_back(std::clamp<int64_t>(used[p * owned + i] - lo, 0, hi - lo));
+        counts.push_back(std::clamp<int64_t>(used[first[p] + i] - lo, 0, hi - lo));
       }
-      ExchangeBlock block{counts, GatherRows(slots, capacity, dim_, p * owned, counts,
+      ExchangeBlock block{counts, GatherRows(slots, capacity, dim_, first[p], counts,
                                              std::vector<int64_t>(owned, lo))};
       STRATA_RETURN_IF_ERROR(Post(p, Tag(ExchangePhase::kSlots, j), std::move(block)));
     }
@@ -269,8 +360,9 @@ absl::Status ExpertParallel::ForwardTokens(const Tensor& slots, const std::vecto
     for (int p = 0; p < group; ++p) {
       BlockExpectation expect{dim_, sent_[j][p], true};
       STRATA_ASSIGN_OR_RETURN(ExchangeBlock b, Take(p, Tag(ExchangePhase::kOutputs, j), expect));
-      ScatterRows(b.rows, capacity, dim_, p * owned, b.counts, std::vector<int64_t>(owned, lo),
-                  out);
+      // A sharded expert's slices each add their part of the output.
+      ScatterRows(b.rows, capacity, dim_, first[p], b.counts, std::vector<int64_t>(owned, lo), out,
+                  /*add=*/!share(p).output_bias);
     }
   }
   return absl::OkStatus();
@@ -279,11 +371,13 @@ absl::Status ExpertParallel::ForwardTokens(const Tensor& slots, const std::vecto
 absl::Status ExpertParallel::BackwardTokens(const Tensor& grad_out, const Tensor& grad_slots) {
   STRATA_CHECK(!saved_.empty(), "ExpertParallel::Backward without a training Forward");
   const int d = call_settings_.chunks, group = size(), owned = local_experts();
+  std::vector<int> first(group);  // each holder's first expert
+  for (int p = 0; p < group; ++p) first[p] = share(p).first_expert;
   const int64_t capacity = capacity_;
   for (int j = 0; j < d; ++j) {
     const int64_t lo = ChunkRows(capacity, d, j).first;
     for (int p = 0; p < group; ++p) {
-      ExchangeBlock block{sent_[j][p], GatherRows(grad_out, capacity, dim_, p * owned, sent_[j][p],
+      ExchangeBlock block{sent_[j][p], GatherRows(grad_out, capacity, dim_, first[p], sent_[j][p],
                                                   std::vector<int64_t>(owned, lo))};
       STRATA_RETURN_IF_ERROR(Post(p, Tag(ExchangePhase::kOutputGrads, j), std::move(block)));
     }
@@ -315,25 +409,26 @@ absl::Status ExpertParallel::BackwardTokens(const Tensor& grad_out, const Tensor
       BlockExpectation expect{dim_, sent_[j][p], true};
       STRATA_ASSIGN_OR_RETURN(ExchangeBlock b,
                               Take(p, Tag(ExchangePhase::kSlotGrads, j), expect));
-      ScatterRows(b.rows, capacity, dim_, p * owned, b.counts, std::vector<int64_t>(owned, lo),
-                  grad_slots);
+      ScatterRows(b.rows, capacity, dim_, first[p], b.counts, std::vector<int64_t>(owned, lo),
+                  grad_slots, /*add=*/!share(p).output_bias);
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status ExpertParallel::ExchangeWeights() {
-  const int group = size(), owned = local_experts();
+  const int group = size();
   if (replica_ == nullptr) {
-    replica_ = std::make_unique<ExpertFfn>(name_prefix_, owned * group, dim_, local_.hidden());
+    replica_ = std::make_unique<ExpertFfn>(name_prefix_, experts_, dim_, hidden_);
   }
   const ExchangeTag tag = Tag(ExchangePhase::kWeights);
-  const ExchangeBlock mine = PackExperts(local_, 0, owned, /*grads=*/false);
+  const ExchangeBlock mine =
+      PackLocal(local_, ShareCounts(dim_, hidden_, share(rank())), /*grads=*/false);
   for (int p = 0; p < group; ++p) STRATA_RETURN_IF_ERROR(Post(p, tag, mine));
-  BlockExpectation expect{1, ShareSizes(local_, owned), true};
   for (int p = 0; p < group; ++p) {
+    BlockExpectation expect{1, ShareCounts(dim_, hidden_, share(p)), true};
     STRATA_ASSIGN_OR_RETURN(ExchangeBlock b, Take(p, tag, expect));
-    UnpackExperts(b, *replica_, p * owned, /*grads=*/false, /*add=*/false);
+    UnpackIntoFull(b, *replica_, share(p), /*grads=*/false);
   }
   return absl::OkStatus();
 }
@@ -341,16 +436,16 @@ absl::Status ExpertParallel::ExchangeWeights() {
 absl::Status ExpertParallel::BackwardWeights(const Tensor& grad_out, const Tensor& grad_slots) {
   STRATA_CHECK(replica_saved_.slots.defined(),
                "ExpertParallel::Backward without a training Forward");
-  const int group = size(), owned = local_experts();
+  const int group = size();
   replica_->Backward(grad_out, replica_saved_, grad_slots, /*accumulate=*/false);
   const ExchangeTag tag = Tag(ExchangePhase::kWeightGrads);
   for (int p = 0; p < group; ++p) {
-    STRATA_RETURN_IF_ERROR(Post(p, tag, PackExperts(*replica_, p * owned, owned, /*grads=*/true)));
+    STRATA_RETURN_IF_ERROR(Post(p, tag, PackFromFull(*replica_, share(p), /*grads=*/true)));
   }
-  BlockExpectation expect{1, ShareSizes(local_, owned), true};
+  BlockExpectation expect{1, ShareCounts(dim_, hidden_, share(rank())), true};
   for (int p = 0; p < group; ++p) {
     STRATA_ASSIGN_OR_RETURN(ExchangeBlock b, Take(p, tag, expect));
-    UnpackExperts(b, local_, 0, /*grads=*/true, /*add=*/p > 0);
+    UnpackLocal(b, local_, /*grads=*/true, /*add=*/p > 0);
   }
   return absl::OkStatus();
 }

@@ -1,15 +1,20 @@
 // ExpertParallel: one MoE layer's experts spread over the F processes of an
-// expert group (Tutel's expert parallelism). Process f owns experts
-// [f*E/F, (f+1)*E/F) — the one parameter layout, whatever the settings —
-// and every process routes its own tokens over all E experts.
+// expert group (Tutel's expert parallelism). The one parameter layout,
+// whatever the settings (ExpertShare):
+//  * E >= F (F divides E): process f owns experts [f*E/F, (f+1)*E/F);
+//  * E < F (E divides F, F/E divides H): expert e is sharded over the F/E
+//    processes [e*F/E, (e+1)*F/E), each holding a slice of its hidden units
+//    (columns of w1 and b1, rows of w2; the first slice holds b2).
+// Every process routes its own tokens over all E experts.
 //
 // Per call, with the group's settings (identical on every process, and free
 // to change at any call):
-//  * parallelism r = kExpert (tokens travel): each process sends every owner
-//    the used slot rows of that owner's experts (all-to-all), the owners run
-//    their experts over the rows of all processes as one GEMM per expert,
-//    and send the outputs back; backward sends output gradients to the
-//    owners and slot gradients back.
+//  * parallelism r = kExpert (tokens travel): each process sends every
+//    holder the used slot rows of that holder's experts (all-to-all), the
+//    holders run their share over the rows of all processes as one GEMM per
+//    expert, and send the outputs back (a sharded expert's partial outputs
+//    are summed by the tokens' process); backward sends output gradients to
+//    the holders and slot gradients back.
 //  * parallelism r = kData (weights travel): every process gathers all
 //    experts' parameters, runs all E experts on its own tokens, and sends
 //    the gradients of each owner's experts to it (reduce-scatter).
@@ -41,6 +46,17 @@
 namespace strata::moe {
 
 enum class ExpertParallelism { kData = 0, kExpert = 1 };
+
+// What one process of the group holds: experts [first_expert, first_expert
+// + experts), hidden units [hidden_begin, hidden_begin + hidden) of each,
+// and their output bias when `output_bias`.
+struct ExpertShare {
+  int first_expert = 0;
+  int experts = 0;
+  int64_t hidden_begin = 0;
+  int64_t hidden = 0;
+  bool output_bias = true;
+};
 // "data" / "expert", and back (InvalidArgument naming the accepted words).
 const char* ParallelismName(ExpertParallelism r);
 absl::StatusOr<ExpertParallelism> ParseParallelism(const std::string& name);
@@ -54,14 +70,15 @@ class ExpertParallel {
  public:
   // Takes this process's share of `all` (every expert, initialised as the
   // single-process layer would be). `layer` tells this layer's blocks from
-  // other MoE layers'. InvalidArgument when the group's size does not
-  // divide the expert count. `exchange` must outlive this object.
+  // other MoE layers'. InvalidArgument when the experts cannot be laid out
+  // over the group (see above). `exchange` must outlive this object.
   static absl::StatusOr<std::unique_ptr<ExpertParallel>> Create(const std::string& name_prefix,
                                                                 ExpertFfn& all,
                                                                 ExpertExchange* exchange,
                                                                 int layer);
 
-  int first_expert() const { return first_; }
+  // The share of process `rank` (ours: share(exchange.rank())).
+  ExpertShare share(int rank) const;
   int local_experts() const { return local_.experts(); }
   std::vector<Parameter*> parameters() { return local_.parameters(); }
   const ParallelSettings& settings() const { return settings_; }
@@ -83,7 +100,7 @@ class ExpertParallel {
 
  private:
   ExpertParallel(const std::string& name_prefix, const ExpertFfn& all, ExpertExchange* exchange,
-                 int layer);
+                 int layer, const ExpertShare& mine);
   int size() const { return exchange_->size(); }
   int rank() const { return exchange_->rank(); }
   ExchangeTag Tag(ExchangePhase phase, int chunk = 0) const;
@@ -101,9 +118,9 @@ class ExpertParallel {
   ExpertExchange* exchange_;
   int layer_;
   std::string name_prefix_;
-  int first_;  // first owned expert
-  int64_t dim_;
-  ExpertFfn local_;                   // the owned experts
+  int experts_;  // E
+  int64_t dim_, hidden_;
+  ExpertFfn local_;                   // this process's share
   std::unique_ptr<ExpertFfn> replica_;  // all experts, for r = kData and GatherReplica
   ParallelSettings settings_;
   int64_t call_ = 0;

@@ -81,11 +81,13 @@ class MoeLayer final : public Layer {
   // OK unless an expert-group exchange failed (see above).
   const absl::Status& status() const { return status_; }
 
-  // Keeps only this process's share of the experts (as initialised so far)
-  // and makes Forward/Backward collective over `exchange`'s group; `layer`
-  // numbers this layer among the model's MoE layers. InvalidArgument when
-  // the group's size does not divide the expert count. Must precede any
-  // optimizer built over parameters(), which changes.
+  // Keeps only this process's share of the experts (as initialised so far;
+  // whole experts, or a hidden slice of one when there are fewer experts
+  // than processes — expert_parallel.h) and makes Forward/Backward
+  // collective over `exchange`'s group; `layer` numbers this layer among the
+  // model's MoE layers. InvalidArgument, naming the layer, when the experts
+  // cannot be laid out over the group. Must precede any optimizer built
+  // over parameters(), which changes.
   absl::Status JoinExpertGroup(ExpertExchange* exchange, int layer);
   bool in_expert_group() const { return parallel_ != nullptr; }
   // The group's pipelining degree and parallelism for the following calls

@@ -1,10 +1,11 @@
 // Expert parallelism over real processes: F strata_moe_member processes
-// hold E/F experts each and exchange slots over ZeroMQ; every member's
-// output, input gradient and gate gradient must equal the single-process
-// layer's on that member's tokens, and every owned expert's gradient the
-// mean over members of the single-process gradients — for F = 2 and 4,
-// capacity factors > 0, < 0 and = 0, and every pipelining degree d and
-// parallelism r.
+// hold E/F experts each (or, with E < F, a hidden slice of one expert) and
+// exchange slots over ZeroMQ; every member's output, input gradient and
+// gate gradient must equal the single-process layer's on that member's
+// tokens, and its share of the experts' gradients the mean over members of
+// the single-process gradients — for F = 2 and 4 with E = 4 (and E = 2 over
+// 4: sharded experts), capacity factors > 0, < 0 and = 0, and every
+// pipelining degree d and parallelism r.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,13 +25,13 @@ namespace {
 constexpr int64_t kTokens = 24;
 constexpr int64_t kDim = 8;
 constexpr int64_t kHidden = 16;
-constexpr int kExperts = 4;
+constexpr int kExperts = 4;  // unless a test says otherwise
 constexpr uint64_t kSeed = 5;
 const std::vector<int> kChunks = {1, 2, 3};
 
-MoeOptions LayerOptions(double factor) {
+MoeOptions LayerOptions(double factor, int experts = kExperts) {
   MoeOptions o;
-  o.experts = kExperts;
+  o.experts = experts;
   o.top_k = 2;
   o.hidden = kHidden;
   o.capacity.factor = factor;
@@ -43,8 +44,8 @@ struct Reference {
 };
 
 // The single-process layer on member `rank`'s tokens.
-Reference SingleProcess(double factor, int rank) {
-  auto layer = MoeLayer::Create("moe", Shape{kDim}, LayerOptions(factor));
+Reference SingleProcess(double factor, int experts, int rank) {
+  auto layer = MoeLayer::Create("moe", Shape{kDim}, LayerOptions(factor, experts));
   EXPECT_TRUE(layer.ok());
   Rng rng(kSeed);
   (*layer)->InitParameters(rng);
@@ -67,19 +68,53 @@ void ExpectNear(const Tensor& got, const float* want, int64_t n, const std::stri
                           << want[at];
 }
 
-const Tensor& Named(const Checkpoint& c, const std::string& name) {
+const Tensor* Find(const Checkpoint& c, const std::string& name) {
   for (const NamedTensor& t : c.tensors) {
-    if (t.name == name) return t.value;
+    if (t.name == name) return &t.value;
   }
-  ADD_FAILURE() << "no " << name << " in the dump";
-  static Tensor empty;
-  return empty;
+  return nullptr;
 }
 
-class ExpertParallelTest : public ::testing::TestWithParam<std::tuple<int, double>> {};
+const Tensor& Named(const Checkpoint& c, const std::string& name) {
+  const Tensor* t = Find(c, name);
+  if (t == nullptr) ADD_FAILURE() << "no " << name << " in the dump";
+  static Tensor empty;
+  return t != nullptr ? *t : empty;
+}
+
+// Member `rank`'s part of expert parameter `param` (0 w1 {E, D, H}, 1 b1
+// {E, H}, 2 w2 {E, H, D}, 3 b2 {E, D}) of `grad`: whole experts when E >=
+// F, else its expert's hidden slice (b2 with the first slice only); empty
+// when it holds none of it.
+std::vector<float> MemberPart(const Tensor& grad, int param, int rank, int group, int experts) {
+  const int shards = experts < group ? group / experts : 1;
+  const int owned = experts < group ? 1 : experts / group;
+  const int first = experts < group ? rank / shards : rank * owned;
+  const int64_t slice = kHidden / shards, h0 = (rank % shards) * slice;
+  std::vector<float> out;
+  const float* g = grad.data();
+  for (int e = first; e < first + owned; ++e) {
+    for (int64_t a = 0; a < (param == 0 ? kDim : param == 2 ? kHidden : 1); ++a) {
+      if (param == 2 && (a < h0 || a >= h0 + slice)) continue;
+      if (param == 3) {
+        if (rank % shards != 0) continue;
+        for (int64_t d = 0; d < kDim; ++d) out.push_back(g[e * kDim + d]);
+      } else if (param == 2) {
+        for (int64_t d = 0; d < kDim; ++d) out.push_back(g[(e * kHidden + a) * kDim + d]);
+      } else if (param == 1) {
+        for (int64_t h = h0; h < h0 + slice; ++h) out.push_back(g[e * kHidden + h]);
+      } else {
+        for (int64_t h = h0; h < h0 + slice; ++h) out.push_back(g[(e * kDim + a) * kHidden + h]);
+      }
+    }
+  }
+  return out;
+}
+
+class ExpertParallelTest : public ::testing::TestWithParam<std::tuple<int, int, double>> {};
 
 TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR) {
-  const auto [group, factor] = GetParam();
+  const auto [group, experts, factor] = GetParam();
   const std::string dir = absl::StrCat(::testing::TempDir(), "/ep_", group, "_", ::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -92,7 +127,7 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
                  "--rank", std::to_string(r), "--size", std::to_string(group),
                  "--addresses", absl::StrJoin(addresses, ","),
                  "--tokens", std::to_string(kTokens), "--dim", std::to_string(kDim),
-                 "--hidden", std::to_string(kHidden), "--experts", std::to_string(kExperts),
+                 "--hidden", std::to_string(kHidden), "--experts", std::to_string(experts),
                  "--top-k", "2", "--capacity", absl::StrCat(factor),
                  "--chunks", absl::StrJoin(kChunks, ","), "--parallelism", "data,expert",
                  "--repeat", "1", "--seed", std::to_string(kSeed), "--dump-dir", dir,
@@ -107,14 +142,14 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
   }
 
   std::vector<Reference> single;
-  for (int r = 0; r < group; ++r) single.push_back(SingleProcess(factor, r));
-  const int owned = kExperts / group;
+  for (int r = 0; r < group; ++r) single.push_back(SingleProcess(factor, experts, r));
   const std::vector<std::string> expert_params = {"moe.w1", "moe.b1", "moe.w2", "moe.b2"};
   for (const ExpertParallelism parallelism : {ExpertParallelism::kData, ExpertParallelism::kExpert}) {
     for (int d : kChunks) {
       for (int r = 0; r < group; ++r) {
         const std::string what =
-            absl::StrCat("member ", r, " of ", group, ", f=", factor, ", d=", d, ", r=",
+            absl::StrCat("member ", r, " of ", group, ", E=", experts, ", f=", factor, ", d=", d,
+                         ", r=",
                          ParallelismName(parallelism));
         absl::StatusOr<Checkpoint> dump =
             ReadCheckpoint(bench::MemberDumpPath(dir, r, {d, parallelism}));
@@ -125,17 +160,21 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
                    what + " input gradient");
         ExpectNear(Named(*dump, "moe.gate.grad"), ref.grads[0].data(), ref.grads[0].numel(),
                    what + " gate gradient");
-        for (size_t i = 0; i < expert_params.size(); ++i) {
-          // The owned experts' gradient: the mean over members.
-          const Tensor& all = ref.grads[i + 1];
-          const int64_t per_expert = all.numel() / kExperts;
-          std::vector<float> mean(static_cast<size_t>(owned * per_expert), 0.0f);
+        for (int i = 0; i < static_cast<int>(expert_params.size()); ++i) {
+          // This member's part of the experts' gradient: the mean over members.
+          std::vector<float> mean;
           for (int m = 0; m < group; ++m) {
-            const float* g = single[m].grads[i + 1].data() + r * owned * per_expert;
-            for (size_t j = 0; j < mean.size(); ++j) mean[j] += g[j] / static_cast<float>(group);
+            const std::vector<float> part = MemberPart(single[m].grads[i + 1], i, r, group, experts);
+            mean.resize(part.size(), 0.0f);
+            for (size_t j = 0; j < part.size(); ++j) mean[j] += part[j] / static_cast<float>(group);
           }
-          ExpectNear(Named(*dump, expert_params[i] + ".grad"), mean.data(),
-                     static_cast<int64_t>(mean.size()), what + " " + expert_params[i] + " gradient");
+          const std::string name = expert_params[i] + ".grad";
+          if (mean.empty()) {  // a hidden slice without the output bias
+            EXPECT_EQ(Find(*dump, name), nullptr) << what << " holds " << name;
+            continue;
+          }
+          ExpectNear(Named(*dump, name), mean.data(), static_cast<int64_t>(mean.size()),
+                     what + " " + expert_params[i] + " gradient");
         }
       }
     }
@@ -143,14 +182,15 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(GroupsAndCapacities, ExpertParallelTest,
-                         ::testing::Combine(::testing::Values(2, 4),
-                                            ::testing::Values(1.0, -1.0, 0.0)),
-                         [](const auto& info) {
-                           const double f = std::get<1>(info.param);
-                           return absl::StrCat("F", std::get<0>(info.param), "_",
-                                               f > 0 ? "padded" : f < 0 ? "capped" : "dropless");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    GroupsAndCapacities, ExpertParallelTest,
+    ::testing::Combine(::testing::Values(2, 4), ::testing::Values(kExperts, 2),
+                       ::testing::Values(1.0, -1.0, 0.0)),
+    [](const auto& info) {
+      const double f = std::get<2>(info.param);
+      return absl::StrCat("F", std::get<0>(info.param), "_E", std::get<1>(info.param), "_",
+                          f > 0 ? "padded" : f < 0 ? "capped" : "dropless");
+    });
 
 // A stand-in group of `size` processes for argument checks (no messages).
 class SilentExchange final : public ExpertExchange {
@@ -170,20 +210,23 @@ class SilentExchange final : public ExpertExchange {
   int size_;
 };
 
-TEST(ExpertGroupTest, AGroupThatDoesNotDivideTheExpertsIsRefusedByName) {
+TEST(ExpertGroupTest, ExpertsThatCannotBeLaidOutOverTheGroupAreRefusedByName) {
   auto layer = MoeLayer::Create("head.moe", Shape{kDim}, LayerOptions(1.0));
   ASSERT_TRUE(layer.ok());
   SilentExchange three(3);
   absl::Status s = (*layer)->JoinExpertGroup(&three, 0);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
-            "moe head.moe: 4 experts cannot be split evenly over 3 processes (the expert group's "
-            "size must divide the expert count)");
-  SilentExchange eight(8);
-  s = (*layer)->JoinExpertGroup(&eight, 0);
-  EXPECT_NE(s.message().find("sharding one expert over several processes is not supported"),
-            std::string::npos)
-      << s;
+            "moe head.moe: 4 experts over 3 processes: the group's size must divide the expert "
+            "count");
+  SilentExchange six(6);
+  EXPECT_EQ((*layer)->JoinExpertGroup(&six, 0).message(),
+            "moe head.moe: 4 experts over 6 processes: to shard each expert, the expert count "
+            "must divide the group's size");
+  SilentExchange twelve(12);
+  EXPECT_EQ((*layer)->JoinExpertGroup(&twelve, 0).message(),
+            "moe head.moe: 4 experts over 12 processes: each expert's 16 hidden units cannot be "
+            "split into 3 equal slices");
   EXPECT_FALSE((*layer)->in_expert_group());
   EXPECT_EQ((*layer)->parameters()[1]->value.dim(0), kExperts);  // still all experts
 }
