@@ -71,7 +71,8 @@ class MoeLayer final : public Layer {
   void InitParameters(Rng& rng) override;
   int64_t ForwardFlopsPerSample() const override;
 
-  // k for the following calls (the runtime may change it per iteration).
+  // k for the following calls (the runtime may change it per iteration; in
+  // an expert group, to the same k on every process).
   absl::Status set_top_k(int k);
   int top_k() const { return options_.top_k; }
   const MoeOptions& options() const { return options_; }
