@@ -297,8 +297,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   STRATA_ASSIGN_OR_RETURN(auto data, LoadTrainingData(config, 0, 1, options.run.train_limit));
   const int64_t total_steps = data->total_steps;
   const int64_t steps_per_epoch = data->steps_per_epoch;
-  auto local_optimizer = [&](std::vector<Parameter*> params)
-      -> absl::StatusOr<std::unique_ptr<ParameterOptimizer>> {
+  auto local_optimizer =
+      [&](std::vector<Parameter*> params) -> absl::StatusOr<std::unique_ptr<ParameterOptimizer>> {
     STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
     return std::make_unique<ParameterOptimizer>(
         std::move(optimizer), LrSchedule(config.schedule, config.optimizer.lr, total_steps),

@@ -12,8 +12,8 @@ absl::StatusOr<std::string> PeerBindAddress(const std::string& serving_address) 
   if (absl::StartsWith(serving_address, "tcp://") && colon > 5) {
     return serving_address.substr(0, colon) + ":0";
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "cannot derive an expert exchange address from \"", serving_address, "\" (tcp or ipc)"));
+  return absl::InvalidArgumentError(absl::StrCat("cannot derive an expert exchange address from \"",
+                                                 serving_address, "\" (tcp or ipc)"));
 }
 
 absl::StatusOr<std::unique_ptr<HeadExpertGroup>> HeadExpertGroup::Bind(

@@ -43,8 +43,8 @@ std::string ExchangeTag::ToString() const {
 
 absl::Status CheckBlock(const ExchangeBlock& block, const BlockExpectation& expect) {
   if (block.counts.size() != expect.max_counts.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(block.counts.size(), " counts, expected ",
-                                                   expect.max_counts.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(block.counts.size(), " counts, expected ", expect.max_counts.size()));
   }
   int64_t rows = 0;
   for (size_t i = 0; i < block.counts.size(); ++i) {
@@ -61,9 +61,8 @@ absl::Status CheckBlock(const ExchangeBlock& block, const BlockExpectation& expe
   const int64_t got_rows = block.rows.defined() ? block.rows.dim(0) : 0;
   const int64_t got_width = block.rows.defined() ? block.rows.dim(1) : expect.width;
   if (got_rows != want_rows || (want_rows > 0 && got_width != expect.width)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rows of shape [", got_rows, ", ", got_width, "], expected [", rows, ", ",
-                     expect.width, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("rows of shape [", got_rows, ", ", got_width,
+                                                   "], expected [", rows, ", ", expect.width, "]"));
   }
   return absl::OkStatus();
 }

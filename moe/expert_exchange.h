@@ -37,7 +37,7 @@ enum class ExchangePhase : uint8_t {
 const char* PhaseName(ExchangePhase phase);
 
 struct ExchangeTag {
-  int64_t call = 0;  // the MoE call (forward + backward) counted by the layer
+  int64_t call = 0;   // the MoE call (forward + backward) counted by the layer
   int32_t layer = 0;  // which MoE layer of the model
   ExchangePhase phase = ExchangePhase::kSlots;
   int32_t chunk = 0;   // pipelining chunk in [0, chunks)

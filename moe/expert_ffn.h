@@ -22,9 +22,9 @@ namespace strata::moe {
 // What Forward keeps for Backward: one per call in flight (a pipelined
 // caller runs several chunks before their backward passes).
 struct ExpertActivations {
-  Tensor slots;                // {E, C, D}: the input rows
-  Tensor hidden;               // {E, C, H}: after ReLU
-  std::vector<int64_t> used;   // {E}
+  Tensor slots;               // {E, C, D}: the input rows
+  Tensor hidden;              // {E, C, H}: after ReLU
+  std::vector<int64_t> used;  // {E}
 };
 
 class ExpertFfn {

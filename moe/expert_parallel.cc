@@ -27,7 +27,8 @@ Tensor GatherRows(const Tensor& buf, int64_t capacity, int64_t dim, int first,
   Tensor rows = Tensor::Empty({total, dim});
   float* dst = rows.data();
   for (size_t i = 0; i < counts.size(); ++i) {
-    const float* src = buf.data() + ((first + static_cast<int64_t>(i)) * capacity + starts[i]) * dim;
+    const float* src =
+        buf.data() + ((first + static_cast<int64_t>(i)) * capacity + starts[i]) * dim;
     std::memcpy(dst, src, static_cast<size_t>(counts[i] * dim) * sizeof(float));
     dst += counts[i] * dim;
   }
@@ -138,8 +139,7 @@ ExchangeBlock PackFromFull(ExpertFfn& full, const ExpertShare& s, bool grads) {
   return block;
 }
 
-void UnpackIntoFull(const ExchangeBlock& block, ExpertFfn& full, const ExpertShare& s,
-                    bool grads) {
+void UnpackIntoFull(const ExchangeBlock& block, ExpertFfn& full, const ExpertShare& s, bool grads) {
   const float* src = block.rows.data();
   const std::vector<Parameter*> params = full.parameters();
   for (int i = 0; i < kParams; ++i) {
@@ -180,8 +180,8 @@ absl::StatusOr<ExpertParallelism> ParseParallelism(const std::string& name) {
 absl::StatusOr<std::unique_ptr<ExpertParallel>> ExpertParallel::Create(
     const std::string& name_prefix, ExpertFfn& all, ExpertExchange* exchange, int layer) {
   const int experts = all.experts(), group = exchange->size();
-  const std::string what = absl::StrCat("moe ", name_prefix, ": ", experts, " experts over ", group,
-                                        " processes");
+  const std::string what =
+      absl::StrCat("moe ", name_prefix, ": ", experts, " experts over ", group, " processes");
   if (experts >= group && experts % group != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": the group's size must divide the expert count"));
@@ -197,8 +197,8 @@ absl::StatusOr<std::unique_ptr<ExpertParallel>> ExpertParallel::Create(
                                                    " equal slices"));
   }
   const ExpertShare mine = ShareOf(exchange->rank(), experts, group, all.hidden());
-  auto parallel = std::unique_ptr<ExpertParallel>(
-      new ExpertParallel(name_prefix, all, exchange, layer, mine));
+  auto parallel =
+      std::unique_ptr<ExpertParallel>(new ExpertParallel(name_prefix, all, exchange, layer, mine));
   UnpackLocal(PackFromFull(all, mine, /*grads=*/false), parallel->local_, /*grads=*/false,
               /*add=*/false);
   return parallel;
@@ -309,111 +309,114 @@ absl::Status ExpertParallel::Backward(const Tensor& grad_out, const Tensor& grad
   return s;
 }
 
-absl::Status ExpertParallel::ForwardTokens(const Tensor& slots, const std::vector<int64_t>& used,
-                                           const Tensor& out) {
-  const int d = call_settings_.chunks, group = size(), owned = local_experts();
-  std::vector<int> first(group);  // each holder's first expert
-  for (int p = 0; p < group; ++p) first[p] = share(p).first_expert;
-  const int64_t capacity = capacity_;
-  sent_.assign(d, std::vector<std::vector<int64_t>>(group));
-  received_.assign(d, std::vector<std::vector<int64_t>>(group));
-  saved_.assign(d, ExpertActivations());
-  // Every chunk's rows to their owners at once: the network works while we compute.
+absl::Status ExpertParallel::SendToHolders(const Tensor& buf, ExchangePhase phase) {
+  const int d = call_settings_.chunks, owned = local_experts();
   for (int j = 0; j < d; ++j) {
-    const auto [lo, hi] = ChunkRows(capacity, d, j);
-    for (int p = 0; p < group; ++p) {
-      std::vector<int64_t>& counts = sent_[j][p];
-      for (int i = 0; i < owned; ++i) {
-        counts.push_back(std::clamp<int64_t>(used[first[p] + i] - lo, 0, hi - lo));
-      }
-      ExchangeBlock block{counts, GatherRows(slots, capacity, dim_, first[p], counts,
-                                             std::vector<int64_t>(owned, lo))};
-      STRATA_RETURN_IF_ERROR(Post(p, Tag(ExchangePhase::kSlots, j), std::move(block)));
-    }
-  }
-  // As each chunk arrives from every source: our experts over all its rows
-  // (sources one after another per expert), outputs straight back.
-  for (int j = 0; j < d; ++j) {
-    const auto [lo, hi] = ChunkRows(capacity, d, j);
-    BlockExpectation expect{dim_, std::vector<int64_t>(owned, hi - lo), false};
-    const int64_t rows_per_expert = (hi - lo) * group;
-    Tensor buffer = Tensor::Empty({owned, std::max<int64_t>(rows_per_expert, 1), dim_});
-    std::vector<int64_t> filled(owned, 0);
-    std::vector<std::vector<int64_t>> starts(group);
-    for (int s = 0; s < group; ++s) {
-      STRATA_ASSIGN_OR_RETURN(ExchangeBlock b, Take(s, Tag(ExchangePhase::kSlots, j), expect));
-      starts[s] = filled;
-      ScatterRows(b.rows, rows_per_expert, dim_, 0, b.counts, starts[s], buffer);
-      for (int i = 0; i < owned; ++i) filled[i] += b.counts[i];
-      received_[j][s] = std::move(b.counts);
-    }
-    Tensor outputs = Tensor::Empty(buffer.shape());
-    local_.Forward(buffer, filled, outputs, &saved_[j]);
-    for (int s = 0; s < group; ++s) {
-      ExchangeBlock back{received_[j][s], GatherRows(outputs, rows_per_expert, dim_, 0,
-                                                     received_[j][s], starts[s])};
-      STRATA_RETURN_IF_ERROR(Post(s, Tag(ExchangePhase::kOutputs, j), std::move(back)));
-    }
-  }
-  for (int j = 0; j < d; ++j) {
-    const int64_t lo = ChunkRows(capacity, d, j).first;
-    for (int p = 0; p < group; ++p) {
-      BlockExpectation expect{dim_, sent_[j][p], true};
-      STRATA_ASSIGN_OR_RETURN(ExchangeBlock b, Take(p, Tag(ExchangePhase::kOutputs, j), expect));
-      // A sharded expert's slices each add their part of the output.
-      ScatterRows(b.rows, capacity, dim_, first[p], b.counts, std::vector<int64_t>(owned, lo), out,
-                  /*add=*/!share(p).output_bias);
+    const int64_t lo = ChunkRows(capacity_, d, j).first;
+    for (int p = 0; p < size(); ++p) {
+      ExchangeBlock block{sent_[j][p], GatherRows(buf, capacity_, dim_, share(p).first_expert,
+                                                  sent_[j][p], std::vector<int64_t>(owned, lo))};
+      STRATA_RETURN_IF_ERROR(Post(p, Tag(phase, j), std::move(block)));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status ExpertParallel::BackwardTokens(const Tensor& grad_out, const Tensor& grad_slots) {
-  STRATA_CHECK(!saved_.empty(), "ExpertParallel::Backward without a training Forward");
-  const int d = call_settings_.chunks, group = size(), owned = local_experts();
-  std::vector<int> first(group);  // each holder's first expert
-  for (int p = 0; p < group; ++p) first[p] = share(p).first_expert;
-  const int64_t capacity = capacity_;
-  for (int j = 0; j < d; ++j) {
-    const int64_t lo = ChunkRows(capacity, d, j).first;
-    for (int p = 0; p < group; ++p) {
-      ExchangeBlock block{sent_[j][p], GatherRows(grad_out, capacity, dim_, first[p], sent_[j][p],
-                                                  std::vector<int64_t>(owned, lo))};
-      STRATA_RETURN_IF_ERROR(Post(p, Tag(ExchangePhase::kOutputGrads, j), std::move(block)));
-    }
+absl::StatusOr<Tensor> ExpertParallel::ReceiveChunk(int j, ExchangePhase phase,
+                                                    std::vector<std::vector<int64_t>>* starts,
+                                                    std::vector<int64_t>* filled) {
+  const int owned = local_experts();
+  const auto [lo, hi] = ChunkRows(capacity_, call_settings_.chunks, j);
+  const int64_t rows_per_expert = std::max<int64_t>((hi - lo) * size(), 1);
+  Tensor buffer = Tensor::Empty({owned, rows_per_expert, dim_});
+  starts->assign(size(), {});
+  filled->assign(owned, 0);
+  const bool first_pass = phase == ExchangePhase::kSlots;
+  for (int s = 0; s < size(); ++s) {
+    // Slots: up to the chunk's rows per expert; their gradients: exactly
+    // the rows that came with the slots.
+    BlockExpectation expect =
+        first_pass ? BlockExpectation{dim_, std::vector<int64_t>(owned, hi - lo), false}
+                   : BlockExpectation{dim_, received_[j][s], true};
+    STRATA_ASSIGN_OR_RETURN(ExchangeBlock b, Take(s, Tag(phase, j), expect));
+    (*starts)[s] = *filled;
+    ScatterRows(b.rows, rows_per_expert, dim_, 0, b.counts, (*starts)[s], buffer);
+    for (int i = 0; i < owned; ++i) (*filled)[i] += b.counts[i];
+    if (first_pass) received_[j][s] = std::move(b.counts);
   }
-  for (int j = 0; j < d; ++j) {
-    const int64_t rows_per_expert = saved_[j].slots.dim(1);
-    Tensor grads = Tensor::Empty(saved_[j].slots.shape());
-    std::vector<std::vector<int64_t>> starts(group);
-    std::vector<int64_t> filled(owned, 0);
-    for (int s = 0; s < group; ++s) {
-      BlockExpectation expect{dim_, received_[j][s], true};
-      STRATA_ASSIGN_OR_RETURN(ExchangeBlock b,
-                              Take(s, Tag(ExchangePhase::kOutputGrads, j), expect));
-      starts[s] = filled;
-      ScatterRows(b.rows, rows_per_expert, dim_, 0, b.counts, starts[s], grads);
-      for (int i = 0; i < owned; ++i) filled[i] += b.counts[i];
-    }
-    Tensor grad_rows = Tensor::Empty(grads.shape());
-    local_.Backward(grads, saved_[j], grad_rows, /*accumulate=*/j > 0);
-    for (int s = 0; s < group; ++s) {
-      ExchangeBlock back{received_[j][s], GatherRows(grad_rows, rows_per_expert, dim_, 0,
-                                                     received_[j][s], starts[s])};
-      STRATA_RETURN_IF_ERROR(Post(s, Tag(ExchangePhase::kSlotGrads, j), std::move(back)));
-    }
+  return buffer;
+}
+
+absl::Status ExpertParallel::ReturnChunk(int j, ExchangePhase phase, const Tensor& rows,
+                                         const std::vector<std::vector<int64_t>>& starts) {
+  for (int s = 0; s < size(); ++s) {
+    ExchangeBlock back{received_[j][s],
+                       GatherRows(rows, rows.dim(1), dim_, 0, received_[j][s], starts[s])};
+    STRATA_RETURN_IF_ERROR(Post(s, Tag(phase, j), std::move(back)));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ExpertParallel::CollectFromHolders(ExchangePhase phase, const Tensor& buf) {
+  const int d = call_settings_.chunks, owned = local_experts();
   for (int j = 0; j < d; ++j) {
-    const int64_t lo = ChunkRows(capacity, d, j).first;
-    for (int p = 0; p < group; ++p) {
+    const int64_t lo = ChunkRows(capacity_, d, j).first;
+    for (int p = 0; p < size(); ++p) {
       BlockExpectation expect{dim_, sent_[j][p], true};
-      STRATA_ASSIGN_OR_RETURN(ExchangeBlock b,
-                              Take(p, Tag(ExchangePhase::kSlotGrads, j), expect));
-      ScatterRows(b.rows, capacity, dim_, first[p], b.counts, std::vector<int64_t>(owned, lo),
-                  grad_slots, /*add=*/!share(p).output_bias);
+      STRATA_ASSIGN_OR_RETURN(ExchangeBlock b, Take(p, Tag(phase, j), expect));
+      // The first holder of an expert writes; the other slices of a sharded
+      // expert add their parts.
+      const ExpertShare holder = share(p);
+      ScatterRows(b.rows, capacity_, dim_, holder.first_expert, b.counts,
+                  std::vector<int64_t>(owned, lo), buf, /*add=*/!holder.output_bias);
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ExpertParallel::ForwardTokens(const Tensor& slots, const std::vector<int64_t>& used,
+                                           const Tensor& out) {
+  const int d = call_settings_.chunks, group = size(), owned = local_experts();
+  sent_.assign(d, std::vector<std::vector<int64_t>>(group));
+  received_.assign(d, std::vector<std::vector<int64_t>>(group));
+  saved_.assign(d, ExpertActivations());
+  for (int j = 0; j < d; ++j) {
+    const auto [lo, hi] = ChunkRows(capacity_, d, j);
+    for (int p = 0; p < group; ++p) {
+      for (int i = 0; i < owned; ++i) {
+        const int64_t rows = used[share(p).first_expert + i] - lo;
+        sent_[j][p].push_back(std::clamp<int64_t>(rows, 0, hi - lo));
+      }
+    }
+  }
+  // Every chunk to its holders at once: the network works while we compute.
+  STRATA_RETURN_IF_ERROR(SendToHolders(slots, ExchangePhase::kSlots));
+  // As each chunk arrives from every source: our experts over all its rows,
+  // the outputs straight back.
+  for (int j = 0; j < d; ++j) {
+    std::vector<std::vector<int64_t>> starts;
+    std::vector<int64_t> filled;
+    STRATA_ASSIGN_OR_RETURN(Tensor rows, ReceiveChunk(j, ExchangePhase::kSlots, &starts, &filled));
+    Tensor outputs = Tensor::Empty(rows.shape());
+    local_.Forward(rows, filled, outputs, &saved_[j]);
+    STRATA_RETURN_IF_ERROR(ReturnChunk(j, ExchangePhase::kOutputs, outputs, starts));
+  }
+  return CollectFromHolders(ExchangePhase::kOutputs, out);
+}
+
+absl::Status ExpertParallel::BackwardTokens(const Tensor& grad_out, const Tensor& grad_slots) {
+  STRATA_CHECK(!saved_.empty(), "ExpertParallel::Backward without a training Forward");
+  STRATA_RETURN_IF_ERROR(SendToHolders(grad_out, ExchangePhase::kOutputGrads));
+  for (int j = 0; j < call_settings_.chunks; ++j) {
+    std::vector<std::vector<int64_t>> starts;
+    std::vector<int64_t> filled;
+    STRATA_ASSIGN_OR_RETURN(Tensor grads,
+                            ReceiveChunk(j, ExchangePhase::kOutputGrads, &starts, &filled));
+    Tensor grad_rows = Tensor::Empty(grads.shape());
+    local_.Backward(grads, saved_[j], grad_rows, /*accumulate=*/j > 0);
+    STRATA_RETURN_IF_ERROR(ReturnChunk(j, ExchangePhase::kSlotGrads, grad_rows, starts));
+  }
+  return CollectFromHolders(ExchangePhase::kSlotGrads, grad_slots);
 }
 
 absl::Status ExpertParallel::ExchangeWeights() {

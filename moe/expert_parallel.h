@@ -62,7 +62,7 @@ const char* ParallelismName(ExpertParallelism r);
 absl::StatusOr<ExpertParallelism> ParseParallelism(const std::string& name);
 
 struct ParallelSettings {
-  int chunks = 1;  // pipelining degree d >= 1
+  int chunks = 1;                                              // pipelining degree d >= 1
   ExpertParallelism parallelism = ExpertParallelism::kExpert;  // r
 };
 
@@ -109,6 +109,18 @@ class ExpertParallel {
   absl::StatusOr<ExchangeBlock> Take(int from, const ExchangeTag& tag,
                                      const BlockExpectation& expect);
 
+  // r = kExpert, in four steps per direction: every chunk of our slot rows
+  // (or their gradients) to the holders; per chunk, the rows of every
+  // source gathered into one buffer {owned, F * chunk rows, D} (sources one
+  // after another per expert), computed, and returned to each source; the
+  // holders' answers collected into our buffer.
+  absl::Status SendToHolders(const Tensor& buf, ExchangePhase phase);
+  absl::StatusOr<Tensor> ReceiveChunk(int j, ExchangePhase phase,
+                                      std::vector<std::vector<int64_t>>* starts,
+                                      std::vector<int64_t>* filled);
+  absl::Status ReturnChunk(int j, ExchangePhase phase, const Tensor& rows,
+                           const std::vector<std::vector<int64_t>>& starts);
+  absl::Status CollectFromHolders(ExchangePhase phase, const Tensor& buf);
   absl::Status ForwardTokens(const Tensor& slots, const std::vector<int64_t>& used,
                              const Tensor& out);
   absl::Status BackwardTokens(const Tensor& grad_out, const Tensor& grad_slots);
@@ -120,7 +132,7 @@ class ExpertParallel {
   std::string name_prefix_;
   int experts_;  // E
   int64_t dim_, hidden_;
-  ExpertFfn local_;                   // this process's share
+  ExpertFfn local_;                     // this process's share
   std::unique_ptr<ExpertFfn> replica_;  // all experts, for r = kData and GatherReplica
   ParallelSettings settings_;
   int64_t call_ = 0;

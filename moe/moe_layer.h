@@ -117,9 +117,9 @@ class MoeLayer final : public Layer {
   absl::Status Route();
 
   Parameter gate_;
-  std::unique_ptr<ExpertFfn> experts_;          // all experts (outside a group)
-  std::unique_ptr<ExpertParallel> parallel_;    // this process's share (in a group)
-  ExpertFfn* inference_replica_ = nullptr;      // from GatherExperts
+  std::unique_ptr<ExpertFfn> experts_;        // all experts (outside a group)
+  std::unique_ptr<ExpertParallel> parallel_;  // this process's share (in a group)
+  ExpertFfn* inference_replica_ = nullptr;    // from GatherExperts
   ExpertActivations experts_saved_;
   absl::Status status_;
   Rng noise_;

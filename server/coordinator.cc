@@ -71,8 +71,9 @@ absl::Status Coordinator::Register(const IncomingMessage& message) {
     return absl::InvalidArgumentError("register must describe exactly one node");
   }
   const auto info = h.getNodes()[0];
-  Node node{info.getRole(),          info.getRank(), info.getAddress().cStr(),
-            info.getPeerAddress().cStr(), message.identity(), absl::Now()};
+  Node node{info.getRole(),           info.getRank(),
+            info.getAddress().cStr(), info.getPeerAddress().cStr(),
+            message.identity(),       absl::Now()};
   const bool is_server = node.role == wire::Role::SERVER;
   auto& table = TableFor(node.role);
   const int limit = LimitFor(node.role);
@@ -82,8 +83,8 @@ absl::Status Coordinator::Register(const IncomingMessage& message) {
     while (table.count(node.rank) != 0) node.rank++;
   }
   if (node.rank < 0 || node.rank >= limit) {
-    return absl::InvalidArgumentError(absl::StrCat(Describe(node), " is outside [0, ", limit,
-                                                   ") for this job"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Describe(node), " is outside [0, ", limit, ") for this job"));
   }
   if (is_server && node.rank == 0) {
     return absl::InvalidArgumentError("rank 0 is the coordinator itself");
@@ -159,9 +160,11 @@ std::vector<int> Coordinator::CheckLiveness(absl::Time now) {
       if (node.identity.empty() || node.dead) continue;  // self, or already reported
       if (now - node.last_seen > options_.dead_after) {
         node.dead = true;
-        std::fprintf(stderr, "[coordinator] %s sent no heartbeat for %s: marking it dead\n",
-                     Describe(node).c_str(),
-                     absl::FormatDuration(absl::Trunc(now - node.last_seen, absl::Milliseconds(100))).c_str());
+        std::fprintf(
+            stderr, "[coordinator] %s sent no heartbeat for %s: marking it dead\n",
+            Describe(node).c_str(),
+            absl::FormatDuration(absl::Trunc(now - node.last_seen, absl::Milliseconds(100)))
+                .c_str());
         if (table == &workers_) newly_dead.push_back(rank);
       }
     }

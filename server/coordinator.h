@@ -60,8 +60,8 @@ class Coordinator {
 
   Socket* socket_;
   CoordinatorOptions options_;
-  std::map<int, Node> servers_;  // by rank
-  std::map<int, Node> workers_;  // conv workers, by rank
+  std::map<int, Node> servers_;     // by rank
+  std::map<int, Node> workers_;     // conv workers, by rank
   std::map<int, Node> fc_workers_;  // by rank
   std::map<int, Node>& TableFor(wire::Role role);
   int LimitFor(wire::Role role) const;

@@ -93,16 +93,16 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   // The launcher reads this line to learn the address.
   std::printf("[server %d] serving %lld parameters in %zu chunks on %s (%s)\n", options.rank,
               static_cast<long long>(node->plan_.elements_of_server(options.rank)),
-              node->plan_.chunks_of_server(options.rank).size(),
-              node->socket_->address().c_str(), ConsistencyName(options.consistency));
+              node->plan_.chunks_of_server(options.rank).size(), node->socket_->address().c_str(),
+              ConsistencyName(options.consistency));
   std::fflush(stdout);
   return node;
 }
 
 absl::Status ServerNode::Register() {
-  STRATA_ASSIGN_OR_RETURN(coordinator_link_, Socket::Connect(context_, SocketKind::kDealer,
-                                                             options_.coordinator,
-                                                             options_.limits));
+  STRATA_ASSIGN_OR_RETURN(
+      coordinator_link_,
+      Socket::Connect(context_, SocketKind::kDealer, options_.coordinator, options_.limits));
   OutgoingMessage m(wire::Kind::REGISTER);
   auto h = m.header();
   h.setJobId(options_.job_id);
@@ -139,9 +139,8 @@ void ServerNode::SendError(const std::string& identity, uint64_t request_id,
 absl::Status ServerNode::CheckSender(const IncomingMessage& message) const {
   const auto h = message.header();
   if (h.getJobId() != options_.job_id) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown job id ", h.getJobId(),
-                                                   " (this server serves job ", options_.job_id,
-                                                   ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown job id ", h.getJobId(), " (this server serves job ", options_.job_id, ")"));
   }
   return absl::OkStatus();
 }
@@ -154,9 +153,9 @@ absl::StatusOr<std::vector<Chunk>> ServerNode::ResolveSlices(const IncomingMessa
     return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " names no slices"));
   }
   if (with_frames && message.num_frames() != slices.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " has ",
-                                                   slices.size(), " slices but ",
-                                                   message.num_frames(), " data frames"));
+    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " has ", slices.size(),
+                                                   " slices but ", message.num_frames(),
+                                                   " data frames"));
   }
   std::vector<Chunk> chunks;
   for (unsigned i = 0; i < slices.size(); ++i) {
@@ -173,16 +172,15 @@ absl::StatusOr<std::vector<Chunk>> ServerNode::ResolveSlices(const IncomingMessa
           s.getOffset() + s.getLength(), ") does not match a chunk of the partition plan"));
     }
     if (!store_->Owns(*c)) {
-      return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " of key ",
-                                                     s.getKey(), " chunk ", c->index,
-                                                     " sent to server ", options_.rank,
-                                                     "; it lives on server ", c->server));
+      return absl::InvalidArgumentError(
+          absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), " chunk ", c->index,
+                       " sent to server ", options_.rank, "; it lives on server ", c->server));
     }
     if (with_frames && message.frame_size(i) != c->length * sizeof(float)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
-          message.frame_size(i), " bytes, expected ", c->length * sizeof(float), " (",
-          c->length, " float32 values)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
+                       message.frame_size(i), " bytes, expected ", c->length * sizeof(float), " (",
+                       c->length, " float32 values)"));
     }
     chunks.push_back(*c);
   }
@@ -196,9 +194,9 @@ absl::Status ServerNode::CheckRejoined(int worker, int64_t iteration) {
     return absl::OkStatus();
   }
   if (rejoined_[worker]) return absl::OkStatus();
-  return absl::AbortedError(absl::StrCat(
-      "server ", options_.rank, " was restored from a checkpoint at iteration ",
-      restored_version_, "; pull the current parameters and continue from there"));
+  return absl::AbortedError(
+      absl::StrCat("server ", options_.rank, " was restored from a checkpoint at iteration ",
+                   restored_version_, "; pull the current parameters and continue from there"));
 }
 
 absl::Status ServerNode::HandleInit(const IncomingMessage& message) {
@@ -230,8 +228,8 @@ absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
     }
     const int pushers = store_->pushers(c.key);
     if (worker < 0 || worker >= pushers) {
-      return absl::InvalidArgumentError(absl::StrCat("push from worker rank ", worker,
-                                                     ", the job has ", pushers, " workers"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("push from worker rank ", worker, ", the job has ", pushers, " workers"));
     }
   }
   if (!from_fc) STRATA_RETURN_IF_ERROR(CheckRejoined(worker, h.getIteration()));
@@ -344,9 +342,9 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
     case wire::Kind::HEARTBEAT:
     case wire::Kind::BARRIER:
       if (coordinator_ == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            KindName(h.getKind()), " sent to server ", options_.rank,
-            "; only server 0 coordinates"));
+        return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " sent to server ",
+                                                       options_.rank,
+                                                       "; only server 0 coordinates"));
       }
       return coordinator_->Handle(message);
     case wire::Kind::INIT:

@@ -15,10 +15,9 @@ namespace {
 using nlohmann::json;
 
 const std::set<std::string>& KnownLayerTypes() {
-  static const std::set<std::string> types = {"conv2d",    "relu",           "maxpool2d",
-                                              "avgpool2d", "global_avgpool", "batchnorm2d",
-                                              "flatten",   "linear",         "dropout",
-                                              "moe"};
+  static const std::set<std::string> types = {
+      "conv2d",      "relu",    "maxpool2d", "avgpool2d", "global_avgpool",
+      "batchnorm2d", "flatten", "linear",    "dropout",   "moe"};
   return types;
 }
 
@@ -41,15 +40,15 @@ absl::Status ParseMoe(JsonObjectReader& r, const std::string& path, MoeSpec* moe
   STRATA_RETURN_IF_ERROR(r.Optional("parallelism", &moe->parallelism));
   STRATA_RETURN_IF_ERROR(Positive(moe->pipeline_chunks, path + ".pipeline_chunks"));
   if (moe->parallelism != "expert" && moe->parallelism != "data") {
-    return absl::InvalidArgumentError(absl::StrCat(path, ".parallelism: \"", moe->parallelism,
-                                                   "\" is not expert or data"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ".parallelism: \"", moe->parallelism, "\" is not expert or data"));
   }
   STRATA_RETURN_IF_ERROR(Positive(moe->experts, path + ".experts"));
   STRATA_RETURN_IF_ERROR(Positive(moe->hidden, path + ".hidden"));
   STRATA_RETURN_IF_ERROR(Positive(moe->capacity_alignment, path + ".capacity_alignment"));
   if (moe->top_k < 1 || moe->top_k > moe->experts) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ".top_k: must be in [1, experts = ",
-                                                   moe->experts, "], got ", moe->top_k));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ".top_k: must be in [1, experts = ", moe->experts, "], got ", moe->top_k));
   }
   if (moe->gate_noise < 0 || moe->aux_loss_weight < 0) {
     return absl::InvalidArgumentError(

@@ -39,8 +39,8 @@ ZmqExpertExchange::~ZmqExpertExchange() {
 
 absl::Status ZmqExpertExchange::Connect(const std::vector<std::string>& addresses) {
   if (rank() >= static_cast<int>(addresses.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("expert exchange rank ", rank(),
-                                                   " is outside a group of ", addresses.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("expert exchange rank ", rank(), " is outside a group of ", addresses.size()));
   }
   options_.size = static_cast<int>(addresses.size());
   outboxes_.clear();
@@ -78,7 +78,8 @@ absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
   t.setChunk(tag.chunk);
   t.setChunks(tag.chunks);
   auto counts = h.initCounts(static_cast<unsigned>(block.counts.size()));
-  for (size_t i = 0; i < block.counts.size(); ++i) counts.set(static_cast<unsigned>(i), block.counts[i]);
+  for (size_t i = 0; i < block.counts.size(); ++i)
+    counts.set(static_cast<unsigned>(i), block.counts[i]);
   int64_t rows = 0;
   for (int64_t c : block.counts) rows += c;
   auto shape = h.initShape(2);
@@ -102,9 +103,8 @@ absl::StatusOr<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>> ZmqExpertE
   }
   const int sender = h.getSenderRank();
   if (sender < 0 || sender >= size() || sender == rank()) {
-    return absl::InvalidArgumentError(absl::StrCat("a block from process ", sender,
-                                                   ", which is not a peer in this group of ",
-                                                   size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a block from process ", sender, ", which is not a peer in this group of ", size()));
   }
   const auto t = h.getExchangeTag();
   if (t.getPhase() > kLastPhase || t.getChunks() < 1 || t.getChunk() < 0 ||
@@ -150,20 +150,18 @@ absl::StatusOr<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>> ZmqExpertE
 
 void ZmqExpertExchange::Refuse(const std::string& what, const absl::Status& why) {
   ++refused_;
-  std::fprintf(stderr, "[%s %d] refused %s: %s\n", options_.peer_name.c_str(), rank(),
-               what.c_str(), std::string(why.message()).c_str());
+  std::fprintf(stderr, "[%s %d] refused %s: %s\n", options_.peer_name.c_str(), rank(), what.c_str(),
+               std::string(why.message()).c_str());
 }
 
-absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from,
-                                                              const moe::ExchangeTag& tag,
+absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const moe::ExchangeTag& tag,
                                                               const moe::BlockExpectation& expect) {
   STRATA_CHECK(from >= 0 && from < size() && from != rank(),
                absl::StrCat("expert exchange: cannot receive from process ", from));
   int64_t& current = current_call_[tag.layer];
   current = std::max(current, tag.call);
   const Key wanted{from, tag};
-  const std::string what =
-      absl::StrCat(tag.ToString(), " from ", options_.peer_name, " ", from);
+  const std::string what = absl::StrCat(tag.ToString(), " from ", options_.peer_name, " ", from);
   auto early = early_.find(wanted);
   if (early != early_.end()) {
     moe::ExchangeBlock block = std::move(early->second);
@@ -180,9 +178,9 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from,
                        : absl::StatusOr<RawMessage>(absl::DeadlineExceededError(""));
     if (!raw.ok()) {
       if (!absl::IsDeadlineExceeded(raw.status())) return raw.status();
-      return absl::DeadlineExceededError(absl::StrCat(
-          "no ", what, " within ", absl::FormatDuration(options_.timeout),
-          " (is it alive and in the same step?)"));
+      return absl::DeadlineExceededError(absl::StrCat("no ", what, " within ",
+                                                      absl::FormatDuration(options_.timeout),
+                                                      " (is it alive and in the same step?)"));
     }
     absl::StatusOr<std::pair<Key, moe::ExchangeBlock>> got = Unpack(*std::move(raw));
     if (!got.ok()) {
@@ -204,12 +202,12 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from,
       Refuse(other, absl::FailedPreconditionError("that call is already finished here"));
     } else if (t.call == tag.call && t.layer == tag.layer && t.phase == tag.phase &&
                t.chunks != tag.chunks) {
-      Refuse(other, absl::InvalidArgumentError(absl::StrCat(
-                        "the sender uses pipelining degree ", t.chunks, ", this process ",
-                        tag.chunks, " (the group must agree)")));
+      Refuse(other, absl::InvalidArgumentError(absl::StrCat("the sender uses pipelining degree ",
+                                                            t.chunks, ", this process ", tag.chunks,
+                                                            " (the group must agree)")));
     } else if (early_.size() >= kMaxEarlyBlocks) {
-      Refuse(other, absl::ResourceExhaustedError(
-                 absl::StrCat(kMaxEarlyBlocks, " blocks are already waiting for their turn")));
+      Refuse(other, absl::ResourceExhaustedError(absl::StrCat(
+                        kMaxEarlyBlocks, " blocks are already waiting for their turn")));
     } else {
       early_[key] = std::move(block);
     }

@@ -77,7 +77,7 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
   std::unique_ptr<Socket> inbox_;                  // ROUTER
   std::vector<std::unique_ptr<Socket>> outboxes_;  // DEALER per peer; null for ourselves
   std::map<Key, moe::ExchangeBlock> early_;        // arrived before they were awaited
-  std::map<int32_t, int64_t> current_call_;  // per layer: blocks of earlier calls are stale
+  std::map<int32_t, int64_t> current_call_;        // per layer: blocks of earlier calls are stale
   uint64_t refused_ = 0;
 };
 

@@ -119,8 +119,9 @@ TEST(JobConfigTest, MoeHeadConfigBuildsAnMoeLayer) {
 
 TEST(JobConfigTest, MoeFieldsAreChecked) {
   const std::string fc1 = R"({"type": "linear", "name": "fc1", "out_features": 512},)";
-  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8, "top_k": 5},)")),
-            "job.json: model.layers[8].top_k: must be in [1, experts = 4], got 5");
+  EXPECT_EQ(
+      ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8, "top_k": 5},)")),
+      "job.json: model.layers[8].top_k: must be in [1, experts = 4], got 5");
   EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "hidden": 8},)")),
             "job.json: model.layers[8].experts: missing field");
   EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8, "topk": 2},)")),

@@ -92,14 +92,14 @@ TEST_F(ExpertExchangeTest, BadBlocksAreRefusedAndTheHonestBlockStillArrives) {
   // Garbage, then well-formed messages that are wrong in one way each.
   zmq::message_t junk(std::string("not a header"));
   ASSERT_TRUE(intruder_->raw().send(junk, zmq::send_flags::none));
-  SendRaw(99, 1, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);          // unknown job
-  SendRaw(kJob, 5, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);        // not a peer
-  SendRaw(kJob, 1, tag, {1, 1}, 2, kWidth, 3 * kWidth * 4);        // frame too long
-  SendRaw(kJob, 1, tag, {1, 1}, 3, kWidth, 3 * kWidth * 4);        // shape disagrees with counts
+  SendRaw(99, 1, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);    // unknown job
+  SendRaw(kJob, 5, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);  // not a peer
+  SendRaw(kJob, 1, tag, {1, 1}, 2, kWidth, 3 * kWidth * 4);  // frame too long
+  SendRaw(kJob, 1, tag, {1, 1}, 3, kWidth, 3 * kWidth * 4);  // shape disagrees with counts
   SendRaw(kJob, 1, SlotsTag(0, 2), {1, 1}, 2, kWidth, 2 * kWidth * 4);  // another degree d
-  SendRaw(kJob, 1, tag, {5, 1}, 6, kWidth, 6 * kWidth * 4);        // slots past capacity
-  SendRaw(kJob, 1, tag, {1, 1, 1}, 3, kWidth, 3 * kWidth * 4);     // one expert too many
-  SendRaw(kJob, 1, tag, {1, 1}, 2, kWidth + 1, 2 * (kWidth + 1) * 4);  // wrong token width
+  SendRaw(kJob, 1, tag, {5, 1}, 6, kWidth, 6 * kWidth * 4);             // slots past capacity
+  SendRaw(kJob, 1, tag, {1, 1, 1}, 3, kWidth, 3 * kWidth * 4);          // one expert too many
+  SendRaw(kJob, 1, tag, {1, 1}, 2, kWidth + 1, 2 * (kWidth + 1) * 4);   // wrong token width
   // Then the good block, on the same connection so that it comes last.
   SendRaw(kJob, 1, tag, {2, 1}, 3, kWidth, 3 * kWidth * 4);
   absl::StatusOr<ExchangeBlock> got = a_->Receive(1, tag, expect);

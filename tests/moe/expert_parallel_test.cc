@@ -124,14 +124,36 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
   for (int r = 0; r < group; ++r) {
     ProcessSpec spec;
     spec.argv = {std::string(STRATA_BINARY_DIR) + "/bin/strata_moe_member",
-                 "--rank", std::to_string(r), "--size", std::to_string(group),
-                 "--addresses", absl::StrJoin(addresses, ","),
-                 "--tokens", std::to_string(kTokens), "--dim", std::to_string(kDim),
-                 "--hidden", std::to_string(kHidden), "--experts", std::to_string(experts),
-                 "--top-k", "2", "--capacity", absl::StrCat(factor),
-                 "--chunks", absl::StrJoin(kChunks, ","), "--parallelism", "data,expert",
-                 "--repeat", "1", "--seed", std::to_string(kSeed), "--dump-dir", dir,
-                 "--timeout", "30"};
+                 "--rank",
+                 std::to_string(r),
+                 "--size",
+                 std::to_string(group),
+                 "--addresses",
+                 absl::StrJoin(addresses, ","),
+                 "--tokens",
+                 std::to_string(kTokens),
+                 "--dim",
+                 std::to_string(kDim),
+                 "--hidden",
+                 std::to_string(kHidden),
+                 "--experts",
+                 std::to_string(experts),
+                 "--top-k",
+                 "2",
+                 "--capacity",
+                 absl::StrCat(factor),
+                 "--chunks",
+                 absl::StrJoin(kChunks, ","),
+                 "--parallelism",
+                 "data,expert",
+                 "--repeat",
+                 "1",
+                 "--seed",
+                 std::to_string(kSeed),
+                 "--dump-dir",
+                 dir,
+                 "--timeout",
+                 "30"};
     spec.output_path = absl::StrCat(dir, "/member", r, ".log");
     members.push_back(spec);
   }
@@ -144,13 +166,13 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
   std::vector<Reference> single;
   for (int r = 0; r < group; ++r) single.push_back(SingleProcess(factor, experts, r));
   const std::vector<std::string> expert_params = {"moe.w1", "moe.b1", "moe.w2", "moe.b2"};
-  for (const ExpertParallelism parallelism : {ExpertParallelism::kData, ExpertParallelism::kExpert}) {
+  for (const ExpertParallelism parallelism :
+       {ExpertParallelism::kData, ExpertParallelism::kExpert}) {
     for (int d : kChunks) {
       for (int r = 0; r < group; ++r) {
         const std::string what =
             absl::StrCat("member ", r, " of ", group, ", E=", experts, ", f=", factor, ", d=", d,
-                         ", r=",
-                         ParallelismName(parallelism));
+                         ", r=", ParallelismName(parallelism));
         absl::StatusOr<Checkpoint> dump =
             ReadCheckpoint(bench::MemberDumpPath(dir, r, {d, parallelism}));
         ASSERT_TRUE(dump.ok()) << dump.status();
@@ -164,7 +186,8 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
           // This member's part of the experts' gradient: the mean over members.
           std::vector<float> mean;
           for (int m = 0; m < group; ++m) {
-            const std::vector<float> part = MemberPart(single[m].grads[i + 1], i, r, group, experts);
+            const std::vector<float> part =
+                MemberPart(single[m].grads[i + 1], i, r, group, experts);
             mean.resize(part.size(), 0.0f);
             for (size_t j = 0; j < part.size(); ++j) mean[j] += part[j] / static_cast<float>(group);
           }
@@ -182,15 +205,17 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    GroupsAndCapacities, ExpertParallelTest,
-    ::testing::Combine(::testing::Values(2, 4), ::testing::Values(kExperts, 2),
-                       ::testing::Values(1.0, -1.0, 0.0)),
-    [](const auto& info) {
-      const double f = std::get<2>(info.param);
-      return absl::StrCat("F", std::get<0>(info.param), "_E", std::get<1>(info.param), "_",
-                          f > 0 ? "padded" : f < 0 ? "capped" : "dropless");
-    });
+INSTANTIATE_TEST_SUITE_P(GroupsAndCapacities, ExpertParallelTest,
+                         ::testing::Combine(::testing::Values(2, 4), ::testing::Values(kExperts, 2),
+                                            ::testing::Values(1.0, -1.0, 0.0)),
+                         [](const auto& info) {
+                           const double f = std::get<2>(info.param);
+                           return absl::StrCat("F", std::get<0>(info.param), "_E",
+                                               std::get<1>(info.param), "_",
+                                               f > 0   ? "padded"
+                                               : f < 0 ? "capped"
+                                                       : "dropless");
+                         });
 
 // A stand-in group of `size` processes for argument checks (no messages).
 class SilentExchange final : public ExpertExchange {

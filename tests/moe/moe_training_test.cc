@@ -20,7 +20,8 @@ TEST_F(MoeTrainingTest, StanzaTrainsTheMoeHeadAndKeepsItsExpertsLocal) {
   const auto [code, out] =
       RunCommand(kBin + "strata_launch --config " + kMoeConfig +
                  " --mode stanza --conv-workers 2 --fc-workers 1 --max-steps 300 --epochs 1"
-                 " --progress=false --summary-out " + dir_ + "/s.json");
+                 " --progress=false --summary-out " +
+                 dir_ + "/s.json");
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json s = Summary(dir_ + "/s.json");
   EXPECT_EQ(s["steps"], 300);
@@ -35,10 +36,10 @@ TEST_F(MoeTrainingTest, StanzaTrainsTheMoeHeadAndKeepsItsExpertsLocal) {
 // The acceptance run: 2 conv workers, 2 FC workers with the experts split
 // between them, 3 epochs (~2 minutes on 2 cores).
 TEST_F(MoeTrainingTest, TwoFcWorkersSplitTheExpertsAndReach90PercentInThreeEpochs) {
-  const auto [code, out] =
-      RunCommand(kBin + "strata_launch --config " + kMoeConfig +
-                 " --mode stanza --conv-workers 2 --fc-workers 2 --epochs 3"
-                 " --progress=false --summary-out " + dir_ + "/s.json");
+  const auto [code, out] = RunCommand(kBin + "strata_launch --config " + kMoeConfig +
+                                      " --mode stanza --conv-workers 2 --fc-workers 2 --epochs 3"
+                                      " --progress=false --summary-out " +
+                                      dir_ + "/s.json");
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("[fc worker 0] holds its share of the MoE experts"), std::string::npos) << out;
   EXPECT_NE(out.find("[fc worker 1] holds its share of the MoE experts"), std::string::npos) << out;

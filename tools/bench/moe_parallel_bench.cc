@@ -44,16 +44,17 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
                                                       double single_seconds,
                                                       const std::string& scratch) {
   nlohmann::json section = nlohmann::json::array();
-  std::printf("\nexpert parallelism over processes (global batch %lld tokens split evenly; single "
-              "process %.3f s):\n",
-              static_cast<long long>(o.tokens), single_seconds);
+  std::printf(
+      "\nexpert parallelism over processes (global batch %lld tokens split evenly; single "
+      "process %.3f s):\n",
+      static_cast<long long>(o.tokens), single_seconds);
   std::printf("%-4s %-8s %-4s %-9s %12s %12s\n", "F", "threads", "d", "r", "fwd+bwd s",
               "vs single");
   for (int group : o.workers) {
     if (group < 1 || o.tokens % group != 0 || o.experts % group != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "moe --workers ", group, ": the group size must divide --tokens ", o.tokens,
-          " and --experts ", o.experts));
+      return absl::InvalidArgumentError(absl::StrCat("moe --workers ", group,
+                                                     ": the group size must divide --tokens ",
+                                                     o.tokens, " and --experts ", o.experts));
     }
     const int threads = std::max(1, o.threads / group);
     // Each member on a host of its own when a network is asked for.
@@ -80,13 +81,32 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
     for (int r = 0; r < group; ++r) {
       ProcessSpec spec;
       spec.argv = {BinaryDir() + "/strata_moe_member",
-                   "--rank", std::to_string(r), "--size", std::to_string(group),
-                   "--addresses", absl::StrJoin(addresses, ","),
-                   "--tokens", std::to_string(o.tokens / group), "--dim", std::to_string(o.dim),
-                   "--hidden", std::to_string(o.hidden), "--experts", std::to_string(o.experts),
-                   "--top-k", std::to_string(o.top_k), "--capacity", absl::StrCat(o.capacity),
-                   "--chunks", absl::StrJoin(kChunks, ","), "--parallelism", "data,expert",
-                   "--repeat", std::to_string(o.repeat), "--threads", std::to_string(threads)};
+                   "--rank",
+                   std::to_string(r),
+                   "--size",
+                   std::to_string(group),
+                   "--addresses",
+                   absl::StrJoin(addresses, ","),
+                   "--tokens",
+                   std::to_string(o.tokens / group),
+                   "--dim",
+                   std::to_string(o.dim),
+                   "--hidden",
+                   std::to_string(o.hidden),
+                   "--experts",
+                   std::to_string(o.experts),
+                   "--top-k",
+                   std::to_string(o.top_k),
+                   "--capacity",
+                   absl::StrCat(o.capacity),
+                   "--chunks",
+                   absl::StrJoin(kChunks, ","),
+                   "--parallelism",
+                   "data,expert",
+                   "--repeat",
+                   std::to_string(o.repeat),
+                   "--threads",
+                   std::to_string(threads)};
       spec.unset_env = UnsetForBenchmarks();
       spec.output_path = absl::StrCat(scratch, "/member", group, "_", r, ".log");
       if (network != nullptr) spec.network_namespace = network->namespace_path(r);
@@ -114,10 +134,11 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
                          {"seconds", it->second}});
       if (it->second < best->second) best = it;
     }
-    std::printf("best static setting for F=%d (%s): d=%d r=%s, %.3f s (%.2fx the single "
-                "process)\n",
-                group, link.c_str(), best->first.first, best->first.second.c_str(), best->second,
-                single_seconds / best->second);
+    std::printf(
+        "best static setting for F=%d (%s): d=%d r=%s, %.3f s (%.2fx the single "
+        "process)\n",
+        group, link.c_str(), best->first.first, best->first.second.c_str(), best->second,
+        single_seconds / best->second);
   }
   return section;
 }

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
       "  strata_bench link --bandwidth 1gbit [--latency 0.2ms]   (what an emulated link carries)\n"
       "  strata_bench moe [--tokens 4096] [--dim 512] [--hidden 1024] [--experts 8] [--top-k 2]\n"
       "                   [--capacity 1.25] [--threads 2] [--repeat 3] [--workers 2,4]\n"
-      "                   [--bandwidth 1gbit]   (with --workers: each process on an emulated host)\n"
+      "                   [--bandwidth 1gbit]   (with --workers: each process on an emulated "
+      "host)\n"
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc]\n"
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit");
   strata::NormalizedArgs args(argc, argv);
@@ -145,7 +146,8 @@ int main(int argc, char** argv) {
     o.json_out = absl::GetFlag(FLAGS_json);
     o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
     o.latency = absl::GetFlag(FLAGS_latency);
-    for (absl::string_view w : absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty())) {
+    for (absl::string_view w :
+         absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty())) {
       int group = 0;
       if (!absl::SimpleAtoi(w, &group) || group < 1) {
         status = absl::InvalidArgumentError(absl::StrCat("--workers: \"", w, "\" is not a count"));

@@ -29,7 +29,8 @@ ABSL_FLAG(int32_t, top_k, 2, "experts per token");
 ABSL_FLAG(double, capacity, 1.25, "capacity factor f (> 0 padded, < 0 capped need, 0 dropless)");
 ABSL_FLAG(double, aux_loss_weight, 0.01, "weight of the load-balancing loss");
 ABSL_FLAG(std::string, chunks, "1", "pipelining degrees d to run, comma-separated");
-ABSL_FLAG(std::string, parallelism, "expert", "parallelisms r to run: data, expert, comma-separated");
+ABSL_FLAG(std::string, parallelism, "expert",
+          "parallelisms r to run: data, expert, comma-separated");
 ABSL_FLAG(int32_t, repeat, 3, "timed steps per setting (after one warm-up)");
 ABSL_FLAG(int32_t, threads, 1, "CPU threads");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the layer's initialisation and the tokens");
@@ -66,7 +67,8 @@ absl::StatusOr<bench::MoeMemberOptions> OptionsFromFlags() {
     for (absl::string_view d : absl::StrSplit(absl::GetFlag(FLAGS_chunks), ',')) {
       int chunks = 0;
       if (!absl::SimpleAtoi(d, &chunks) || chunks < 1) {
-        return absl::InvalidArgumentError(absl::StrCat("--chunks: \"", d, "\" is not a degree >= 1"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--chunks: \"", d, "\" is not a degree >= 1"));
       }
       o.settings.push_back({chunks, parallelism});
     }
