@@ -19,6 +19,9 @@ ABSL_FLAG(std::string, metrics_out, "", "reporting worker: metrics JSON lines");
 ABSL_FLAG(std::string, parameters_out, "",
           "reporting worker: final parameters (checkpoint format)");
 ABSL_FLAG(bool, progress, true, "the reporting worker shows progress on stderr");
+ABSL_FLAG(bool, shared_memory, true,
+          "send parameter data to servers on this host and network namespace through shared "
+          "memory (false: over the socket)");
 
 namespace strata {
 
@@ -34,6 +37,8 @@ absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
   o->client.job_id = absl::GetFlag(FLAGS_job_id);
   o->client.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
   o->chunk_elements = absl::GetFlag(FLAGS_chunk_elements);
+  o->client.shared_memory = absl::GetFlag(FLAGS_shared_memory);
+  o->client.shm_slot_bytes = static_cast<uint64_t>(o->chunk_elements) * sizeof(float);
   o->run.train_limit = absl::GetFlag(FLAGS_train_limit);
   o->run.summary_out = absl::GetFlag(FLAGS_summary_out);
   o->run.metrics_out = absl::GetFlag(FLAGS_metrics_out);

@@ -152,6 +152,8 @@ absl::StatusOr<std::vector<Chunk>> ServerNode::ResolveSlices(const IncomingMessa
   if (slices.size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " names no slices"));
   }
+  // Slices whose floats lie in shared memory come without frames.
+  with_frames = with_frames && h.getShmSlots().size() == 0;
   if (with_frames && message.num_frames() != slices.size()) {
     return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " has ", slices.size(),
                                                    " slices but ", message.num_frames(),
@@ -187,6 +189,24 @@ absl::StatusOr<std::vector<Chunk>> ServerNode::ResolveSlices(const IncomingMessa
   return chunks;
 }
 
+absl::Status ServerNode::HandleShmAttach(const IncomingMessage& message) {
+  const auto h = message.header();
+  // A refusal is an answer, not a bad request: the worker then sends its
+  // data over the socket (another host or namespace is a normal case).
+  const absl::Status attached = shared_memory_.Attach(message);
+  OutgoingMessage ack(wire::Kind::SHM_ATTACH_ACK);
+  ack.header().setRequestId(h.getRequestId());
+  if (attached.ok()) {
+    std::fprintf(stderr, "[server %d] shares memory with %s %d (%u slots of %llu bytes)\n",
+                 options_.rank, h.getSenderRole() == wire::Role::FC_WORKER ? "fc worker" : "worker",
+                 h.getSenderRank(), h.getShmSlotCount(),
+                 static_cast<unsigned long long>(h.getShmSlotBytes()));
+  } else {
+    FillError(ack.header(), attached);
+  }
+  return Reply(message.identity(), ack);
+}
+
 absl::Status ServerNode::CheckRejoined(int worker, int64_t iteration) {
   if (!restored_ || worker < 0 || worker >= options_.workers) return absl::OkStatus();
   if (iteration < 0) {
@@ -199,11 +219,22 @@ absl::Status ServerNode::CheckRejoined(int worker, int64_t iteration) {
                    restored_version_, "; pull the current parameters and continue from there"));
 }
 
+namespace {
+
+// The floats of slice i: its data frame, or its shared memory slot.
+const float* SliceData(const IncomingMessage& message,
+                       const SharedMemoryPeers::Placement& placement, size_t i) {
+  return placement.region != nullptr ? placement.data[i]
+                                     : static_cast<const float*>(message.frame_data(i));
+}
+
+}  // namespace
+
 absl::Status ServerNode::HandleInit(const IncomingMessage& message) {
   STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, true));
+  STRATA_ASSIGN_OR_RETURN(auto placement, shared_memory_.Resolve(message, chunks));
   for (size_t i = 0; i < chunks.size(); ++i) {
-    STRATA_RETURN_IF_ERROR(
-        store_->Init(chunks[i], static_cast<const float*>(message.frame_data(i))));
+    STRATA_RETURN_IF_ERROR(store_->Init(chunks[i], SliceData(message, placement, i)));
   }
   OutgoingMessage ack(wire::Kind::INIT_ACK);
   ack.header().setRequestId(message.header().getRequestId());
@@ -239,12 +270,16 @@ absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
           absl::StrCat("push to key ", c.key, " before it was initialised"));
     }
   }
+  STRATA_ASSIGN_OR_RETURN(auto placement, shared_memory_.Resolve(message, chunks));
   bool updated = false;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(const PushOutcome outcome,
-                            store_->Push(worker, h.getIteration(), chunks[i],
-                                         static_cast<const float*>(message.frame_data(i))));
+    STRATA_ASSIGN_OR_RETURN(
+        const PushOutcome outcome,
+        store_->Push(worker, h.getIteration(), chunks[i], SliceData(message, placement, i)));
     updated = updated || outcome == PushOutcome::kApplied;
+    if (placement.region != nullptr) {
+      traffic_.AddReceived(current_peer_, chunks[i].length * sizeof(float));
+    }
   }
   OutgoingMessage ack(wire::Kind::PUSH_ACK);
   ack.header().setRequestId(h.getRequestId());
@@ -265,13 +300,26 @@ void ServerNode::SendPull(const PendingPull& pull) {
   h.setRequestId(pull.request_id);
   auto slices = h.initSlices(static_cast<unsigned>(pull.chunks.size()));
   int64_t version = -1;
+  const bool shared = pull.placement.region != nullptr;
+  if (shared) {
+    auto slots = h.initShmSlots(static_cast<unsigned>(pull.chunks.size()));
+    for (size_t i = 0; i < pull.chunks.size(); ++i) {
+      slots.set(static_cast<unsigned>(i), pull.placement.slots[i]);
+    }
+  }
   for (size_t i = 0; i < pull.chunks.size(); ++i) {
     const Chunk& c = pull.chunks[i];
     slices[i].setKey(c.key);
     slices[i].setOffset(c.offset);
     slices[i].setLength(c.length);
-    // Zero-copy: the store copies on write while this reply holds the buffer.
-    reply.AddFrame(store_->value_tensor(c));
+    if (shared) {
+      const Tensor values = store_->value_tensor(c);
+      std::memcpy(pull.placement.data[i], values.data(), values.nbytes());
+      traffic_.AddSent(current_peer_, values.nbytes());
+    } else {
+      // Zero-copy: the store copies on write while this reply holds the buffer.
+      reply.AddFrame(store_->value_tensor(c));
+    }
     const int64_t v = store_->version(c);
     version = version < 0 ? v : std::min(version, v);
   }
@@ -284,8 +332,9 @@ absl::Status ServerNode::HandlePull(const IncomingMessage& message) {
   const auto h = message.header();
   STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, false));
   STRATA_RETURN_IF_ERROR(CheckRejoined(h.getSenderRank(), h.getIteration()));
-  PendingPull pull{message.identity(), h.getRequestId(), h.getIteration(), std::move(chunks),
-                   h.getSenderRank()};
+  STRATA_ASSIGN_OR_RETURN(auto placement, shared_memory_.Resolve(message, chunks));
+  PendingPull pull{message.identity(), h.getRequestId(),  h.getIteration(),
+                   std::move(chunks),  h.getSenderRank(), std::move(placement)};
   bool ready = true;
   for (const Chunk& c : pull.chunks) ready = ready && store_->CanServe(c, pull.iteration);
   if (ready) {
@@ -353,6 +402,8 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
       return HandlePush(message);
     case wire::Kind::PULL:
       return HandlePull(message);
+    case wire::Kind::SHM_ATTACH:
+      return HandleShmAttach(message);
     case wire::Kind::CLOCK: {
       OutgoingMessage reply(wire::Kind::CLOCK_REPLY);
       reply.header().setRequestId(h.getRequestId());
@@ -372,6 +423,7 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
             absl::StrCat("done from ", fc ? "fc worker " : "worker ", worker));
       }
       done_[fc ? options_.workers + worker : worker] = true;
+      shared_memory_.Forget(message.identity());
       OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
       ack.header().setRequestId(h.getRequestId());
       return Reply(message.identity(), ack);

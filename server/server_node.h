@@ -25,6 +25,7 @@
 #include "core/net/transport.h"
 #include "server/coordinator.h"
 #include "server/parameter_store.h"
+#include "server/shared_memory_peers.h"
 
 namespace strata {
 
@@ -79,6 +80,7 @@ class ServerNode {
     int64_t iteration;
     std::vector<Chunk> chunks;
     int sender;
+    SharedMemoryPeers::Placement placement;  // where the values go (no region: frames)
   };
   explicit ServerNode(const ServerOptions& options);
   absl::Status Register();
@@ -91,6 +93,7 @@ class ServerNode {
   absl::Status HandleInit(const IncomingMessage& message);
   absl::Status HandlePush(const IncomingMessage& message);
   absl::Status HandlePull(const IncomingMessage& message);
+  absl::Status HandleShmAttach(const IncomingMessage& message);
   void ServePending();
   absl::Status Reply(const std::string& identity, OutgoingMessage& reply);
   void SendPull(const PendingPull& pull);
@@ -106,6 +109,7 @@ class ServerNode {
   PartitionPlan plan_;
   std::unique_ptr<ParameterStore> store_;
   std::deque<PendingPull> pending_;
+  SharedMemoryPeers shared_memory_;
   std::vector<bool> done_;
   // After --restore, a worker must pull the current values (iteration -1)
   // before it may push or pull by iteration again: its own state is ahead

@@ -33,6 +33,8 @@ enum Kind {
   activations @17;    # conv worker -> FC worker: boundary activations + labels
   activationGrads @18;# FC worker -> conv worker: d(loss)/d(activations)
   expertBlock @19;    # FC worker -> FC worker: an MoE expert-group block (no reply)
+  shmAttach @20;      # worker -> server on the same host: share a memory region (shm* fields)
+  shmAttachAck @21;   # its answer; errorCode/errorMessage set when the server refuses
 }
 
 enum Role {
@@ -86,4 +88,12 @@ struct Header {
   shape @16 :List(Int64);     # activations, activationGrads: tensor shape; expertBlock: [rows, width]
   exchangeTag @17 :ExchangeTag; # expertBlock
   counts @18 :List(Int64);    # expertBlock: rows per expert (or sizes), summing to shape[0]
+  # Shared memory between a worker and a server on one host (core/net/shm_region.h).
+  shmRegion @19 :Text;        # shmAttach: the region's name
+  shmToken @20 :UInt64;       # shmAttach: the token written in the region's header
+  shmSlotCount @21 :UInt32;   # shmAttach: slots in the region
+  shmSlotBytes @22 :UInt64;   # shmAttach: bytes per slot
+  shmHost @23 :Text;          # shmAttach: the sender's host and network namespace
+  shmSlots @24 :List(UInt32); # push/init/pull, pullReply: per slice, the slot that holds its
+                              # floats instead of a data frame (empty: frames)
 }

@@ -42,7 +42,67 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
   if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
   std::unique_ptr<PsClient> client(new PsClient(options));
   STRATA_RETURN_IF_ERROR(client->Bootstrap());
+  client->AttachSharedMemory();
   return client;
+}
+
+void PsClient::AttachSharedMemory() {
+  std::vector<std::pair<int, Ticket>> offers;
+  for (int s = 0; s < num_servers(); ++s) {
+    if (regions_[s] == nullptr) continue;
+    auto op = std::make_shared<Operation>(absl::StrCat("shared memory offer to server ", s));
+    Request r;
+    r.server = s;
+    r.kind = wire::Kind::SHM_ATTACH;
+    r.op = op;
+    {
+      absl::MutexLock lock(&op->mu_);
+      op->waiting_on_.push_back(s);
+    }
+    op->AddParts(1);
+    std::vector<Request> requests;
+    requests.push_back(std::move(r));
+    Enqueue(std::move(requests));
+    offers.emplace_back(s, op);
+  }
+  for (const auto& [s, op] : offers) {
+    absl::Status shared = Wait(op);
+    if (shared.ok()) {
+      ++shared_memory_servers_;
+    } else {
+      std::fprintf(stderr, "[worker %d] server %d: %s; data goes over the socket\n", rank_, s,
+                   std::string(shared.message()).c_str());
+    }
+  }
+}
+
+int64_t PsClient::TakeSlot(const Request& r) {
+  const bool moves_data =
+      r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT || r.kind == wire::Kind::PULL;
+  if (!moves_data || sharing_.empty() || !sharing_[r.server] || r.chunks.size() != 1 ||
+      r.chunks[0].length * sizeof(float) > regions_[r.server]->slot_bytes()) {
+    return -1;
+  }
+  const std::optional<uint32_t> slot = free_slots_[r.server]->Acquire();
+  return slot.has_value() ? static_cast<int64_t>(*slot) : -1;
+}
+
+void PsClient::ReleaseSlot(Request& r) {
+  if (r.slot < 0) return;
+  free_slots_[r.server]->Release(static_cast<uint32_t>(r.slot));
+  r.slot = -1;
+}
+
+void PsClient::StopSharingMemory(int server) {
+  if (sharing_.empty() || !sharing_[server]) return;
+  sharing_[server] = false;
+  for (auto& [id, r] : inflight_) {
+    if (r.server == server) ReleaseSlot(r);
+  }
+  std::fprintf(stderr,
+               "[worker %d] server %d's connection was renewed; its data goes over the "
+               "socket from now on\n",
+               rank_, server);
 }
 
 absl::Status PsClient::Bootstrap() {
@@ -117,6 +177,21 @@ absl::Status PsClient::Bootstrap() {
     monitors_.push_back(std::move(monitor));
   }
   disconnected_.assign(servers_.size(), false);
+  // Our shared memory regions, offered to the servers once the I/O thread runs.
+  regions_.resize(servers_.size());
+  free_slots_.resize(servers_.size());
+  sharing_.assign(servers_.size(), false);
+  for (size_t s = 0; s < servers_.size() && options_.shared_memory; ++s) {
+    absl::StatusOr<std::unique_ptr<ShmRegion>> region =
+        ShmRegion::Create(options_.shm_slots, options_.shm_slot_bytes);
+    if (!region.ok()) {
+      std::fprintf(stderr, "[worker %d] no shared memory (%s)\n", rank_,
+                   std::string(region.status().message()).c_str());
+      break;
+    }
+    regions_[s] = *std::move(region);
+    free_slots_[s] = std::make_unique<ShmSlots>(options_.shm_slots);
+  }
   const std::string wake =
       absl::StrCat("inproc://strata-client-wake-", reinterpret_cast<uintptr_t>(this));
   wake_receiver_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
@@ -288,14 +363,16 @@ absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
   return first;
 }
 
+// Bytes through shared memory count as sent and received: the traffic
+// accounting compares with a plan that knows no transport.
 uint64_t PsClient::bytes_sent() const {
-  uint64_t n = coordinator_->counters().bytes_sent;
+  uint64_t n = coordinator_->counters().bytes_sent + shm_bytes_sent_;
   for (const auto& s : servers_) n += s->counters().bytes_sent;
   return n;
 }
 
 uint64_t PsClient::bytes_received() const {
-  uint64_t n = coordinator_->counters().bytes_received;
+  uint64_t n = coordinator_->counters().bytes_received + shm_bytes_received_;
   for (const auto& s : servers_) n += s->counters().bytes_received;
   return n;
 }
@@ -311,12 +388,30 @@ void PsClient::SendRequest(Request& r) {
   auto slices = h.initSlices(static_cast<unsigned>(r.chunks.size()));
   const bool carries_data = r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT;
   Tensor flat = r.tensor.defined() ? r.tensor.View({r.tensor.numel()}) : Tensor();
+  if (r.kind == wire::Kind::SHM_ATTACH) {
+    const ShmRegion& region = *regions_[r.server];
+    h.setShmRegion(region.name());
+    h.setShmToken(region.token());
+    h.setShmSlotCount(region.slots());
+    h.setShmSlotBytes(region.slot_bytes());
+    h.setShmHost(ColocationId());
+  }
+  if (r.slot < 0) r.slot = TakeSlot(r);
+  if (r.slot >= 0) {  // the floats go through shared memory (one chunk)
+    h.initShmSlots(1).set(0, static_cast<uint32_t>(r.slot));
+    if (carries_data) {
+      const Chunk& c = r.chunks[0];
+      std::memcpy(regions_[r.server]->slot(static_cast<uint32_t>(r.slot)), flat.data() + c.offset,
+                  c.length * sizeof(float));
+      shm_bytes_sent_ += c.length * sizeof(float);
+    }
+  }
   for (size_t i = 0; i < r.chunks.size(); ++i) {
     const Chunk& c = r.chunks[i];
     slices[i].setKey(c.key);
     slices[i].setOffset(c.offset);
     slices[i].setLength(c.length);
-    if (carries_data) {
+    if (carries_data && r.slot < 0) {
       m.AddFrame(
           flat.Slice(static_cast<int64_t>(c.offset), static_cast<int64_t>(c.offset + c.length)));
     }
@@ -349,8 +444,30 @@ void PsClient::HandleReply(int server, RawMessage raw) {
     case wire::Kind::ERROR:
       status = WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused ", r.op->what()));
       break;
+    case wire::Kind::SHM_ATTACH_ACK:
+      // An ack with an error code: the server cannot map our region.
+      if (h.getErrorCode() != 0) status = ErrorFromHeader(h);
+      sharing_[server] = status.ok();
+      break;
     case wire::Kind::PULL_REPLY: {
       const auto slices = h.getSlices();
+      if (r.slot >= 0) {
+        const auto slots = h.getShmSlots();
+        const Chunk& c = r.chunks[0];
+        if (slots.size() != 1 || slots[0] != r.slot || message->num_frames() != 0 ||
+            slices.size() != 1 || slices[0].getOffset() != c.offset ||
+            slices[0].getLength() != c.length) {
+          status = absl::DataLossError(absl::StrCat(
+              who, " answered ", r.op->what(), " without the shared memory slot it was given"));
+          break;
+        }
+        std::memcpy(r.tensor.data() + c.offset,
+                    regions_[server]->slot(static_cast<uint32_t>(r.slot)),
+                    c.length * sizeof(float));
+        shm_bytes_received_ += c.length * sizeof(float);
+        version = h.getIteration();
+        break;
+      }
       if (slices.size() != r.chunks.size() || message->num_frames() != r.chunks.size()) {
         status = absl::DataLossError(
             absl::StrCat(who, " answered ", r.op->what(), " with the wrong number of slices"));
@@ -380,6 +497,10 @@ void PsClient::HandleReply(int server, RawMessage raw) {
     default:
       break;  // acks
   }
+  ReleaseSlot(r);
+  if (r.kind == wire::Kind::SHM_ATTACH && regions_[server] != nullptr) {
+    regions_[server]->Unlink();  // whatever the answer: the name is not needed any more
+  }
   {
     absl::MutexLock lock(&r.op->mu_);
     auto& w = r.op->waiting_on_;
@@ -400,6 +521,7 @@ void PsClient::HandleConnectionEvents(int server) {
     } else if (id == ZMQ_EVENT_CONNECTED && disconnected_[server]) {
       // Back after a drop: whatever the old connection carried may be lost.
       disconnected_[server] = false;
+      StopSharingMemory(server);
       int resent = 0;
       for (auto& [request_id, r] : inflight_) {
         if (r.server != server) continue;
@@ -439,7 +561,10 @@ void PsClient::IoLoop() {
       cancel = cancel_;
     }
     if (cancel) {
-      for (auto& [id, r] : inflight_) r.op->PartDone(absl::CancelledError("cancelled"), -1);
+      for (auto& [id, r] : inflight_) {
+        ReleaseSlot(r);
+        r.op->PartDone(absl::CancelledError("cancelled"), -1);
+      }
       inflight_.clear();
       absl::MutexLock lock(&queue_mu_);
       cancel_ = false;

@@ -12,6 +12,13 @@
 // connected is never sent a request twice, however slow the network: a
 // resent push would double the traffic of a link that is the bottleneck.
 //
+// With a server on the same host and network namespace, the client shares
+// a memory region with it (core/net/shm_region.h): a chunk's floats then go
+// through a slot of the region instead of the socket (one copy each way,
+// no kernel copies), and the socket carries only the headers. Where the
+// server refuses (another host), or all slots are in flight, or after a
+// reconnect, chunks go as data frames as before.
+//
 // Contracts: a pushed tensor must not change, and a pulled tensor must not
 // be read, until its ticket has completed. Wait() fails with
 // DeadlineExceeded once the servers have been silent for `timeout`, naming
@@ -38,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/net/partition_plan.h"
+#include "core/net/shm_region.h"
 #include "core/net/transport.h"
 
 namespace strata {
@@ -52,6 +60,11 @@ struct PsClientOptions {
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration heartbeat_every = absl::Seconds(1);
   WireLimits limits;
+  // Share memory with servers on this host (see above), in slots of
+  // shm_slot_bytes (a chunk larger than a slot goes as a frame).
+  bool shared_memory = true;
+  uint32_t shm_slots = 128;
+  uint64_t shm_slot_bytes = kDefaultChunkElements * sizeof(float);
 };
 
 // Completion state of one asynchronous operation.
@@ -103,6 +116,8 @@ class PsClient {
   // Tells every server this worker has finished.
   absl::Status Done();
   absl::StatusOr<ClockReport> Clocks(int server);
+  // Servers this client shares memory with (after Connect).
+  int shared_memory_servers() const { return shared_memory_servers_; }
 
   uint64_t bytes_sent() const;
   uint64_t bytes_received() const;
@@ -116,10 +131,18 @@ class PsClient {
     std::vector<Chunk> chunks;
     Tensor tensor;  // push/init source or pull destination (whole parameter)
     Ticket op;
+    int64_t slot = -1;  // the shared memory slot carrying its floats, or -1: frames
   };
 
   explicit PsClient(const PsClientOptions& options);
   absl::Status Bootstrap();
+  // Offers every server a shared memory region; a refusal only logs.
+  void AttachSharedMemory();
+  // I/O thread: a slot for request `r` if it can use one, else -1.
+  int64_t TakeSlot(const Request& r);
+  void ReleaseSlot(Request& r);
+  // I/O thread: after a reconnect, the server no longer has our region.
+  void StopSharingMemory(int server);
   Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
   Ticket SubmitToAll(wire::Kind kind);
   void Enqueue(std::vector<Request> requests);
@@ -147,6 +170,13 @@ class PsClient {
   std::vector<std::unique_ptr<Socket>> servers_;
   std::unique_ptr<zmq::socket_t> wake_receiver_;
   std::map<uint64_t, Request> inflight_;
+  // Per server: our region, its free slots, and whether the server has it
+  // mapped (I/O thread only, once Connect() has returned).
+  std::vector<std::unique_ptr<ShmRegion>> regions_;
+  std::vector<std::unique_ptr<ShmSlots>> free_slots_;
+  std::vector<bool> sharing_;
+  int shared_memory_servers_ = 0;
+  std::atomic<uint64_t> shm_bytes_sent_{0}, shm_bytes_received_{0};
   // Per server: ZeroMQ's connection events, and whether the connection was
   // lost since it was last up.
   std::vector<std::unique_ptr<zmq::socket_t>> monitors_;

@@ -8,7 +8,7 @@
 namespace strata {
 namespace {
 
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::EXPERT_BLOCK);
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::SHM_ATTACH_ACK);
 
 void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 
@@ -56,6 +56,10 @@ const char* KindName(wire::Kind kind) {
       return "activation-grads";
     case wire::Kind::EXPERT_BLOCK:
       return "expert-block";
+    case wire::Kind::SHM_ATTACH:
+      return "shm-attach";
+    case wire::Kind::SHM_ATTACH_ACK:
+      return "shm-attach-ack";
   }
   return "unknown";
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/shm_region.h"
 #include "core/net/transport.h"
 #include "core/train/checkpoint.h"
 #include "tests/support/cluster_fixture.h"
@@ -47,6 +48,21 @@ TEST_F(PsClusterTest, TwoWorkersEqualSingleProcessWithTheGlobalBatch) {
   ASSERT_EQ(ps_code, 0) << ps_out;
   EXPECT_NE(ps_out.find("final: mode=ps"), std::string::npos) << ps_out;
   EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/ps.ckpt"), 1e-4f);
+  // On one host the data went through shared memory, with both servers.
+  for (const char* pair :
+       {"[server 0] shares memory with worker 0", "[server 0] shares memory with worker 1",
+        "[server 1] shares memory with worker 0", "[server 1] shares memory with worker 1"}) {
+    EXPECT_NE(ps_out.find(pair), std::string::npos) << pair << "\n" << ps_out;
+  }
+  // And the same run with shared memory off gives the same parameters.
+  auto [socket_code, socket_out] = RunCommand(
+      kBin + "strata_launch --config " + config +
+      " --mode ps --servers 2 --conv-workers 2 --shared-memory=false "
+      "--batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out " +
+      dir_ + "/socket.ckpt");
+  ASSERT_EQ(socket_code, 0) << socket_out;
+  EXPECT_EQ(socket_out.find("shares memory"), std::string::npos) << socket_out;
+  EXPECT_LE(MaxDifference(dir_ + "/ps.ckpt", dir_ + "/socket.ckpt"), 1e-6f);
 }
 
 TEST_F(PsClusterTest, OneServerTwoWorkersReach88PercentInOneEpoch) {
@@ -219,7 +235,8 @@ class RawClient {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.connect(address);
   }
-  // Sends frames; returns the error message of the server's reply.
+  // Sends frames; returns the error message of the server's reply (an
+  // error, or an answer that carries one).
   std::string Exchange(const std::vector<std::string>& frames) {
     for (size_t i = 0; i < frames.size(); ++i) {
       socket_.send(zmq::buffer(frames[i]),
@@ -237,7 +254,7 @@ class RawClient {
     }
     auto msg = Decode(std::move(raw), WireLimits());
     if (!msg.ok()) return "<undecodable reply>";
-    if (msg->header().getKind() != wire::Kind::ERROR) return "<not an error>";
+    if (msg->header().getErrorCode() == 0) return "<not an error>";
     return msg->header().getErrorMessage().cStr();
   }
 
@@ -247,6 +264,33 @@ class RawClient {
 };
 
 std::string Header(OutgoingMessage& m) { return m.SerializedHeaderForTest(); }
+
+// An offer of shared memory region `name`.
+std::string AttachHeader(const std::string& name, uint64_t token, uint32_t slots,
+                         uint64_t slot_bytes, const std::string& host) {
+  OutgoingMessage m(wire::Kind::SHM_ATTACH);
+  auto h = m.header();
+  h.setJobId(1);
+  h.setShmRegion(name);
+  h.setShmToken(token);
+  h.setShmSlotCount(slots);
+  h.setShmSlotBytes(slot_bytes);
+  h.setShmHost(host);
+  return m.SerializedHeaderForTest();
+}
+
+// A pull of key 0's first chunk (288 floats) into shared memory slot `slot`.
+std::string SharedPullHeader(uint32_t slot) {
+  OutgoingMessage m(wire::Kind::PULL);
+  auto h = m.header();
+  h.setJobId(1);
+  h.setIteration(-1);
+  auto s = h.initSlices(1);
+  s[0].setKey(0);
+  s[0].setLength(288);
+  h.initShmSlots(1).set(0, slot);
+  return m.SerializedHeaderForTest();
+}
 
 // The header of a push of one slice, declaring one data frame of `bytes`.
 std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t bytes,
@@ -305,6 +349,32 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   const std::string oversize =
       attacker.Exchange({PushHeader(2, 0, 1 << 20, 10 << 20), std::string(10 << 20, 'x')});
   EXPECT_NE(oversize.find("exceeds the limit of 8388608 bytes"), std::string::npos) << oversize;
+  // Shared memory: slots without a region, offers that do not hold, slots
+  // outside the region or too small for the chunk.
+  EXPECT_EQ(attacker.Exchange({SharedPullHeader(0)}),
+            "pull names shared memory slots, but its sender attached none");
+  EXPECT_EQ(attacker.Exchange({AttachHeader("/strata-x", 1, 4, 64, "elsewhere/net:[1]")}),
+            "no shared memory: the sender runs on elsewhere/net:[1], this server on " +
+                ColocationId() + " (another host or network namespace)");
+  EXPECT_EQ(attacker.Exchange({AttachHeader("/strata-none", 1, 4, 64, ColocationId())}),
+            "cannot open shared memory /strata-none: No such file or directory");
+  auto region = ShmRegion::Create(4, 64);
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_EQ(attacker.Exchange(
+                {AttachHeader((*region)->name(), (*region)->token() + 1, 4, 64, ColocationId())}),
+            "shared memory " + (*region)->name() +
+                " is not the announced region (token or layout differs)");
+  EXPECT_EQ(attacker.Exchange(
+                {AttachHeader((*region)->name(), (*region)->token(), 0, 64, ColocationId())}),
+            "shared memory of 0 slots of 64 bytes: a region has 1 to 4096 slots of 4 bytes to "
+            "67108864 bytes (a multiple of 4)");
+  EXPECT_EQ(attacker.Exchange(
+                {AttachHeader((*region)->name(), (*region)->token(), 4, 64, ColocationId())}),
+            "<not an error>");  // attached
+  EXPECT_EQ(attacker.Exchange({SharedPullHeader(999)}),
+            "pull: shared memory slot 999 is outside [0, 4)");
+  EXPECT_EQ(attacker.Exchange({SharedPullHeader(1)}),
+            "pull of key 0: 1152 bytes do not fit a shared memory slot of 64");
 
   // Now the honest worker trains while the attacker keeps sending garbage.
   Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address, "--config",

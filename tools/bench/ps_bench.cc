@@ -38,7 +38,7 @@ class BenchServer {
                                            "--rank",
                                            "0",
                                            "--coordinator",
-                                           transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0",
+                                           transport == "tcp" ? "tcp://127.0.0.1:0" : "ipc://*",
                                            "--kv-sizes",
                                            std::to_string(elements),
                                            "--workers",
@@ -62,7 +62,7 @@ class BenchServer {
       std::ifstream in(server->log_);
       std::string line;
       while (std::getline(in, line)) {
-        const size_t at = line.find(transport == "ipc" ? " on ipc://" : " on tcp://");
+        const size_t at = line.find(transport == "tcp" ? " on tcp://" : " on ipc://");
         if (at != std::string::npos) {
           server->address_ = line.substr(at + 4, line.find(' ', at + 4) - (at + 4));
         }
@@ -113,6 +113,7 @@ absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, 
     threads.emplace_back([&, w] {
       PsClientOptions o;
       o.coordinator = server->address();
+      o.shared_memory = transport == "shm";
       o.rank = w;
       o.timeout = absl::Seconds(120);
       auto client = PsClient::Connect(o);
@@ -168,6 +169,7 @@ absl::StatusOr<std::vector<double>> MeasurePullLatencies(const std::string& tran
   STRATA_ASSIGN_OR_RETURN(auto server, BenchServer::Start(transport, elements, 1));
   PsClientOptions o;
   o.coordinator = server->address();
+  o.shared_memory = transport == "shm";
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(o));
   STRATA_RETURN_IF_ERROR(client->SetPlan(PartitionPlan::Build({elements}, 1)));
   Tensor value = Tensor::Zeros({elements});

@@ -13,9 +13,11 @@
 namespace strata::bench {
 
 struct PsBenchOptions {
-  // "tcp" (127.0.0.1, what separate hosts use) and "ipc" (Unix sockets,
-  // what strata_launch uses for processes on one host).
-  std::vector<std::string> transports = {"tcp", "ipc"};
+  // "tcp" (127.0.0.1, what separate hosts use), "ipc" (Unix sockets) and
+  // "shm" (headers over ipc, data through shared memory: what
+  // strata_launch's processes on one host use). tcp and ipc run with
+  // shared memory off.
+  std::vector<std::string> transports = {"tcp", "ipc", "shm"};
   std::vector<int> workers = {1, 2, 4};
   std::vector<int> sizes_mib = {4, 16, 64, 256};
   double seconds_per_point = 1.5;  // measured time per (workers, size)

@@ -35,7 +35,9 @@ ABSL_FLAG(std::string, json, "", "write the report as JSON to this file");
 ABSL_FLAG(std::string, workers, "",
           "ps: worker counts (default 1,2,4); moe: also spread the layer over these numbers of "
           "processes, e.g. 2,4 (expert parallelism; the best static d and r for each)");
-ABSL_FLAG(std::string, transports, "tcp,ipc", "ps: tcp (127.0.0.1) and/or ipc (Unix sockets)");
+ABSL_FLAG(std::string, transports, "tcp,ipc,shm",
+          "ps: tcp (127.0.0.1), ipc (Unix sockets), shm (headers over ipc, data through shared "
+          "memory)");
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
 ABSL_FLAG(int32_t, servers, 1, "train, plan: parameter servers");
@@ -73,7 +75,7 @@ int main(int argc, char** argv) {
       "                   [--capacity 1.25] [--threads 2] [--repeat 3] [--workers 2,4]\n"
       "                   [--bandwidth 1gbit]   (with --workers: each process on an emulated "
       "host)\n"
-      "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc]\n"
+      "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc,shm]\n"
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());

@@ -325,6 +325,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
         common({fc_bin, "--rank", std::to_string(f), "--coordinator", coordinator, "--bind",
                 p.any_address, "--threads", std::to_string(o.threads_per_worker), "--timeout",
                 std::to_string(o.timeout_seconds)});
+    for (const auto& flag : o.worker_flags) argv.push_back(flag);
     if (f == 0) add_reporting_flags(argv);
     STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("fc worker ", f), argv, p.netns));
     children.push_back(std::move(c));
@@ -335,6 +336,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
         common({worker_bin, "--mode", o.mode, "--coordinator", coordinator, "--rank",
                 std::to_string(w), "--threads", std::to_string(o.threads_per_worker), "--timeout",
                 std::to_string(o.timeout_seconds)});
+    for (const auto& flag : o.worker_flags) argv.push_back(flag);
     if (w == 0 && !stanza) add_reporting_flags(argv);
     STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv, p.netns));
     children.push_back(std::move(c));

@@ -44,6 +44,9 @@ struct LocalClusterOptions {
   // Config overrides (--epochs, --max-steps, --batch-size, --seed) that
   // every process must apply alike.
   std::vector<std::string> override_flags;
+  // For every conv and FC worker.
+  std::vector<std::string> worker_flags;
+  // For the reporting process only.
   std::vector<std::string> extra_worker_flags;
 };
 

@@ -48,6 +48,9 @@ ABSL_FLAG(std::string, bandwidth, "",
 ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
 ABSL_FLAG(int32_t, staleness, 2, "ps: SSP staleness bound");
+ABSL_FLAG(bool, shared_memory, true,
+          "ps, stanza: workers send parameter data to the servers through shared memory "
+          "(processes in separate emulated hosts never do); false: over the sockets");
 ABSL_FLAG(double, timeout, 60.0, "ps: seconds a worker waits for a server before failing");
 ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
 
@@ -109,6 +112,7 @@ absl::Status RunCluster(const JobConfig& config) {
   o.override_flags = TrainingFlagArgs(tc);
   if (!tc.evaluate) o.extra_worker_flags.push_back("--evaluate=false");
   if (!absl::GetFlag(FLAGS_progress)) o.extra_worker_flags.push_back("--progress=false");
+  if (!absl::GetFlag(FLAGS_shared_memory)) o.worker_flags.push_back("--shared-memory=false");
   if (!absl::GetFlag(FLAGS_parameters_out).empty()) {
     o.extra_worker_flags.push_back("--parameters-out");
     o.extra_worker_flags.push_back(absl::GetFlag(FLAGS_parameters_out));
