@@ -367,6 +367,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     const double now = MonotonicSeconds();
     reporter.StepDone(step, loss.loss, now - last);
     last = now;
+    // Collective with split experts: every FC worker needs the same
+    // --evaluate (the launcher passes it to all).
     const bool evaluate = tc.evaluate && reporter.EpochEnds(step + 1);
     if (evaluate && expert_parallel) {
       STRATA_RETURN_IF_ERROR_CTX(experts->GatherForEvaluation(), "gathering the MoE experts");

@@ -54,5 +54,17 @@ TEST_F(MoeTrainingTest, TwoFcWorkersSplitTheExpertsAndReach90PercentInThreeEpoch
   EXPECT_NE(out.find("[server 0] serving 1634186 parameters"), std::string::npos) << out;
 }
 
+// The FC workers gather the experts together before FC worker 0 evaluates;
+// without evaluation none of them may wait for that.
+TEST_F(MoeTrainingTest, TwoFcWorkersWithoutEvaluationFinishTogether) {
+  const auto [code, out] =
+      RunCommand(kBin + "strata_launch --config " + kMoeConfig +
+                 " --mode stanza --conv-workers 2 --fc-workers 2 --max-steps 40 --epochs 1"
+                 " --evaluate=false --progress=false --timeout 30 --summary-out " +
+                 dir_ + "/s.json");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(Summary(dir_ + "/s.json")["steps"], 40);
+}
+
 }  // namespace
 }  // namespace strata::moe

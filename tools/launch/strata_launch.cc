@@ -110,7 +110,9 @@ absl::Status RunCluster(const JobConfig& config) {
   o.threads_per_worker = std::max(1, threads / o.conv_workers);
   const TrainingConfig& tc = config.training;
   o.override_flags = TrainingFlagArgs(tc);
-  if (!tc.evaluate) o.extra_worker_flags.push_back("--evaluate=false");
+  // Every worker: FC workers that split MoE experts gather them together
+  // before the reporting one evaluates.
+  if (!tc.evaluate) o.worker_flags.push_back("--evaluate=false");
   if (!absl::GetFlag(FLAGS_progress)) o.extra_worker_flags.push_back("--progress=false");
   if (!absl::GetFlag(FLAGS_shared_memory)) o.worker_flags.push_back("--shared-memory=false");
   if (!absl::GetFlag(FLAGS_parameters_out).empty()) {
