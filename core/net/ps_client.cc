@@ -50,20 +50,8 @@ void PsClient::AttachSharedMemory() {
   std::vector<std::pair<int, Ticket>> offers;
   for (int s = 0; s < num_servers(); ++s) {
     if (regions_[s] == nullptr) continue;
-    auto op = std::make_shared<Operation>(absl::StrCat("shared memory offer to server ", s));
-    Request r;
-    r.server = s;
-    r.kind = wire::Kind::SHM_ATTACH;
-    r.op = op;
-    {
-      absl::MutexLock lock(&op->mu_);
-      op->waiting_on_.push_back(s);
-    }
-    op->AddParts(1);
-    std::vector<Request> requests;
-    requests.push_back(std::move(r));
-    Enqueue(std::move(requests));
-    offers.emplace_back(s, op);
+    offers.emplace_back(
+        s, SubmitTo(s, wire::Kind::SHM_ATTACH, absl::StrCat("shared memory offer to server ", s)));
   }
   for (const auto& [s, op] : offers) {
     absl::Status shared = Wait(op);
@@ -308,11 +296,11 @@ void PsClient::CancelAll() {
 
 absl::Status PsClient::Done() { return Wait(SubmitToAll(wire::Kind::DONE)); }
 
-absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
-  auto op = std::make_shared<Operation>("clock");
+Ticket PsClient::SubmitTo(int server, wire::Kind kind, std::string what) {
+  auto op = std::make_shared<Operation>(std::move(what));
   Request r;
   r.server = server;
-  r.kind = wire::Kind::CLOCK;
+  r.kind = kind;
   r.op = op;
   {
     absl::MutexLock lock(&op->mu_);
@@ -322,6 +310,11 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
   std::vector<Request> requests;
   requests.push_back(std::move(r));
   Enqueue(std::move(requests));
+  return op;
+}
+
+absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
+  Ticket op = SubmitTo(server, wire::Kind::CLOCK, "clock");
   STRATA_RETURN_IF_ERROR(Wait(op));
   absl::MutexLock lock(&op->mu_);
   return op->clocks_;

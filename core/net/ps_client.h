@@ -145,6 +145,8 @@ class PsClient {
   void StopSharingMemory(int server);
   Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
   Ticket SubmitToAll(wire::Kind kind);
+  // One request without data to one server.
+  Ticket SubmitTo(int server, wire::Kind kind, std::string what);
   void Enqueue(std::vector<Request> requests);
   void IoLoop();
   void SendRequest(Request& request);

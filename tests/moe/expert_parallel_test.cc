@@ -122,38 +122,21 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
   for (int r = 0; r < group; ++r) addresses.push_back(absl::StrCat("ipc://", dir, "/inbox", r));
   std::vector<ProcessSpec> members;
   for (int r = 0; r < group; ++r) {
+    bench::MoeMemberOptions member;
+    member.rank = r;
+    member.size = group;
+    member.addresses = addresses;
+    member.tokens = kTokens;
+    member.dim = kDim;
+    member.layer = LayerOptions(factor, experts);
+    member.repeat = 1;
+    member.seed = kSeed;
+    member.dump_dir = dir;
+    member.timeout = absl::Seconds(30);
     ProcessSpec spec;
-    spec.argv = {std::string(STRATA_BINARY_DIR) + "/bin/strata_moe_member",
-                 "--rank",
-                 std::to_string(r),
-                 "--size",
-                 std::to_string(group),
-                 "--addresses",
-                 absl::StrJoin(addresses, ","),
-                 "--tokens",
-                 std::to_string(kTokens),
-                 "--dim",
-                 std::to_string(kDim),
-                 "--hidden",
-                 std::to_string(kHidden),
-                 "--experts",
-                 std::to_string(experts),
-                 "--top-k",
-                 "2",
-                 "--capacity",
-                 absl::StrCat(factor),
-                 "--chunks",
-                 absl::StrJoin(kChunks, ","),
-                 "--parallelism",
-                 "data,expert",
-                 "--repeat",
-                 "1",
-                 "--seed",
-                 std::to_string(kSeed),
-                 "--dump-dir",
-                 dir,
-                 "--timeout",
-                 "30"};
+    spec.argv =
+        bench::MemberCommandLine(std::string(STRATA_BINARY_DIR) + "/bin/strata_moe_member", member,
+                                 kChunks, {ExpertParallelism::kData, ExpertParallelism::kExpert});
     spec.output_path = absl::StrCat(dir, "/member", r, ".log");
     members.push_back(spec);
   }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/net/zmq_expert_exchange.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
@@ -38,6 +39,51 @@ std::string MemberDumpPath(const std::string& dir, int rank,
                            const moe::ParallelSettings& settings) {
   return absl::StrCat(dir, "/rank", rank, "_d", settings.chunks, "_",
                       moe::ParallelismName(settings.parallelism), ".ckpt");
+}
+
+std::vector<std::string> MemberCommandLine(
+    const std::string& binary, const MoeMemberOptions& o, const std::vector<int>& chunks,
+    const std::vector<moe::ExpertParallelism>& parallelisms) {
+  std::vector<std::string> names;
+  for (moe::ExpertParallelism r : parallelisms) names.push_back(moe::ParallelismName(r));
+  std::vector<std::string> argv = {binary,
+                                   "--rank",
+                                   std::to_string(o.rank),
+                                   "--size",
+                                   std::to_string(o.size),
+                                   "--addresses",
+                                   absl::StrJoin(o.addresses, ","),
+                                   "--tokens",
+                                   std::to_string(o.tokens),
+                                   "--dim",
+                                   std::to_string(o.dim),
+                                   "--hidden",
+                                   std::to_string(o.layer.hidden),
+                                   "--experts",
+                                   std::to_string(o.layer.experts),
+                                   "--top-k",
+                                   std::to_string(o.layer.top_k),
+                                   "--capacity",
+                                   absl::StrCat(o.layer.capacity.factor),
+                                   "--aux-loss-weight",
+                                   absl::StrCat(o.layer.aux_loss_weight),
+                                   "--chunks",
+                                   absl::StrJoin(chunks, ","),
+                                   "--parallelism",
+                                   absl::StrJoin(names, ","),
+                                   "--repeat",
+                                   std::to_string(o.repeat),
+                                   "--threads",
+                                   std::to_string(o.threads),
+                                   "--seed",
+                                   std::to_string(o.seed),
+                                   "--timeout",
+                                   std::to_string(absl::ToInt64Seconds(o.timeout))};
+  if (!o.dump_dir.empty()) {
+    argv.push_back("--dump-dir");
+    argv.push_back(o.dump_dir);
+  }
+  return argv;
 }
 
 absl::Status RunMoeMember(const MoeMemberOptions& o) {

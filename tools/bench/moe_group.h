@@ -43,6 +43,14 @@ struct MoeMemberOptions {
 
 absl::Status RunMoeMember(const MoeMemberOptions& options);
 
+// The strata_moe_member command line (`binary` first) that runs `options`;
+// its settings are the cross product of `chunks` and `parallelisms` (the
+// binary's --chunks and --parallelism lists), which replace options.settings.
+std::vector<std::string> MemberCommandLine(const std::string& binary,
+                                           const MoeMemberOptions& options,
+                                           const std::vector<int>& chunks,
+                                           const std::vector<moe::ExpertParallelism>& parallelisms);
+
 // The inputs of member `rank` (a single-process reference draws the same).
 Tensor MemberTokens(uint64_t seed, int rank, int64_t tokens, int64_t dim);
 Tensor MemberOutputGrad(uint64_t seed, int rank, int64_t tokens, int64_t dim);

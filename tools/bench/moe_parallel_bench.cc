@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
+#include "tools/bench/moe_group.h"
 #include "tools/launch/local_cluster.h"
 #include "tools/netem/emulated_network.h"
 
@@ -79,34 +80,22 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
     std::vector<ProcessSpec> members;
     std::vector<std::string> logs;
     for (int r = 0; r < group; ++r) {
+      MoeMemberOptions member;
+      member.rank = r;
+      member.size = group;
+      member.addresses = addresses;
+      member.tokens = o.tokens / group;
+      member.dim = o.dim;
+      member.layer.hidden = o.hidden;
+      member.layer.experts = o.experts;
+      member.layer.top_k = o.top_k;
+      member.layer.capacity.factor = o.capacity;
+      member.repeat = o.repeat;
+      member.threads = threads;
       ProcessSpec spec;
-      spec.argv = {BinaryDir() + "/strata_moe_member",
-                   "--rank",
-                   std::to_string(r),
-                   "--size",
-                   std::to_string(group),
-                   "--addresses",
-                   absl::StrJoin(addresses, ","),
-                   "--tokens",
-                   std::to_string(o.tokens / group),
-                   "--dim",
-                   std::to_string(o.dim),
-                   "--hidden",
-                   std::to_string(o.hidden),
-                   "--experts",
-                   std::to_string(o.experts),
-                   "--top-k",
-                   std::to_string(o.top_k),
-                   "--capacity",
-                   absl::StrCat(o.capacity),
-                   "--chunks",
-                   absl::StrJoin(kChunks, ","),
-                   "--parallelism",
-                   "data,expert",
-                   "--repeat",
-                   std::to_string(o.repeat),
-                   "--threads",
-                   std::to_string(threads)};
+      spec.argv =
+          MemberCommandLine(BinaryDir() + "/strata_moe_member", member, kChunks,
+                            {moe::ExpertParallelism::kData, moe::ExpertParallelism::kExpert});
       spec.unset_env = UnsetForBenchmarks();
       spec.output_path = absl::StrCat(scratch, "/member", group, "_", r, ".log");
       if (network != nullptr) spec.network_namespace = network->namespace_path(r);
