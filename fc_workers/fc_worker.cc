@@ -265,18 +265,15 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   // own keys (after the trunk's): conv workers never see them — except the
   // MoE experts, which are split over the FC workers and never leave them.
   const bool shared_head = fc_workers > 1;
-  if (shared_head && experts != nullptr) {
+  const bool expert_parallel = shared_head && experts != nullptr;
+  if (expert_parallel) {
     STRATA_RETURN_IF_ERROR(experts->Join(client->fc_peer_addresses()));
     std::printf("[fc worker %d] holds its share of the MoE experts; peers reach it on %s\n", rank,
                 experts->address().c_str());
   }
-  const bool expert_parallel = experts != nullptr && experts->joined();
   std::vector<Parameter*> replicated = model->replicated_head_parameters();
   std::vector<int64_t> plan_sizes;
-  for (Parameter* p : trunk) plan_sizes.push_back(p->value.numel());
-  if (shared_head) {
-    for (Parameter* p : replicated) plan_sizes.push_back(p->value.numel());
-  }
+  for (Parameter* p : model->server_parameters(shared_head)) plan_sizes.push_back(p->value.numel());
   STRATA_RETURN_IF_ERROR(client->SetPlan(
       PartitionPlan::Build(plan_sizes, client->num_servers(), options.chunk_elements)));
   std::vector<int> mine;

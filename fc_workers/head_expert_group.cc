@@ -37,7 +37,6 @@ absl::Status HeadExpertGroup::Join(const std::vector<std::string>& peer_addresse
     const std::vector<Parameter*> experts = layers_[i]->expert_parameters();
     owned_.insert(owned_.end(), experts.begin(), experts.end());
   }
-  joined_ = true;
   return absl::OkStatus();
 }
 
@@ -54,7 +53,6 @@ absl::Status HeadExpertGroup::GatherForEvaluation() {
 absl::Status HeadExpertGroup::Leave() {
   for (moe::MoeLayer* layer : layers_) STRATA_RETURN_IF_ERROR(layer->LeaveExpertGroup());
   owned_.clear();
-  joined_ = false;
   return absl::OkStatus();
 }
 

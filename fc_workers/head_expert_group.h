@@ -39,7 +39,6 @@ class HeadExpertGroup {
   // layer) when the FC workers do not divide its experts. Must precede any
   // optimizer or ParameterSync built over the head's parameters.
   absl::Status Join(const std::vector<std::string>& peer_addresses);
-  bool joined() const { return joined_; }
   // The parameters only this FC worker holds (its experts); empty before Join.
   const std::vector<Parameter*>& owned_parameters() const { return owned_; }
   // The first failed exchange of any MoE layer (moe_layer.h), or OK.
@@ -60,7 +59,6 @@ class HeadExpertGroup {
   std::vector<moe::MoeLayer*> layers_;
   std::unique_ptr<ZmqExpertExchange> exchange_;
   std::vector<Parameter*> owned_;
-  bool joined_ = false;
 };
 
 // "tcp://HOST:0" for a serving address "tcp://HOST:PORT"; "ipc://PATH.experts"

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +10,16 @@
 #include "moe/dispatch.h"
 
 namespace strata::moe {
+namespace {
+
+absl::Status CheckTopK(int k, int experts) {
+  if (k >= 1 && k <= experts) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("moe top_k must be in [1, experts = ", experts, "], got ", k));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(std::string name,
                                                            const Shape& input_shape,
                                                            const MoeOptions& o) {
@@ -22,10 +31,7 @@ absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(std::string name,
   if (o.experts < 1) {
     return absl::InvalidArgumentError(absl::StrCat("moe needs experts >= 1, got ", o.experts));
   }
-  if (o.top_k < 1 || o.top_k > o.experts) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("moe top_k must be in [1, experts = ", o.experts, "], got ", o.top_k));
-  }
+  STRATA_RETURN_IF_ERROR(CheckTopK(o.top_k, o.experts));
   if (o.hidden < 1) {
     return absl::InvalidArgumentError(absl::StrCat("moe needs hidden >= 1, got ", o.hidden));
   }
@@ -66,10 +72,7 @@ int64_t MoeLayer::ForwardFlopsPerSample() const {
 }
 
 absl::Status MoeLayer::set_top_k(int k) {
-  if (k < 1 || k > options_.experts) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("moe top_k must be in [1, experts = ", options_.experts, "], got ", k));
-  }
+  STRATA_RETURN_IF_ERROR(CheckTopK(k, options_.experts));
   options_.top_k = k;
   return absl::OkStatus();
 }
@@ -115,7 +118,8 @@ absl::Status MoeLayer::LeaveExpertGroup() {
 
 absl::Status MoeLayer::Route() {
   int64_t tokens = gate_out_.tokens;
-  int64_t need = LargestNeed(gate_out_, options_.experts);
+  // Only f <= 0 sizes the slots by the need.
+  int64_t need = options_.capacity.factor <= 0 ? LargestNeed(gate_out_, options_.experts) : 0;
   if (parallel_ != nullptr && inference_replica_ == nullptr) {
     STRATA_ASSIGN_OR_RETURN(std::tie(need, tokens), parallel_->AgreeCapacity(need, tokens));
   }
@@ -151,10 +155,12 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   const int64_t tokens = input.dim(0);
   const int experts = options_.experts;
   Tensor output = Tensor::Empty({tokens, dim_});
-  if (!status_.ok()) {  // a failed group: no more work (see the header)
+  // A failed group: zeros and no more work (see the header).
+  auto zeros = [&output] {
     output.Fill(0.0f);
     return output;
-  }
+  };
+  if (!status_.ok()) return zeros();
   if (training) inference_replica_ = nullptr;
   // Gate in fp32: logits = x G^T, plus training noise.
   std::vector<float> logits(static_cast<size_t>(tokens * experts));
@@ -165,10 +171,7 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   }
   gate_out_ = TopKGate(logits.data(), tokens, experts, options_.top_k, options_.normalize_gate);
   status_ = Route();
-  if (!status_.ok()) {
-    output.Fill(0.0f);
-    return output;
-  }
+  if (!status_.ok()) return zeros();
   const int64_t capacity = routing_.capacity;
 
   // Load balance: E * sum_e mean_t(p[t, e]) * fraction of tokens whose top-1 is e.
@@ -185,10 +188,7 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   Tensor slots = Tensor::Empty({experts, capacity, dim_});
   expert_out_ = Tensor::Empty({experts, capacity, dim_});
   Encode(routing_, input.data(), dim_, slots.data());
-  if (!RunExperts(slots, expert_out_, training)) {
-    output.Fill(0.0f);
-    return output;
-  }
+  if (!RunExperts(slots, expert_out_, training)) return zeros();
   Decode(routing_, expert_out_.data(), dim_, output.data());
   if (training) {
     input_ = input;
@@ -204,10 +204,16 @@ void MoeLayer::GateBackward(const float* grad_gate, float* grad_logits) const {
   const int k = routing_.k;
   const float aux_scale =
       options_.aux_loss_weight * static_cast<float>(experts) / static_cast<float>(tokens);
+  // The load-balancing loss's gradient, the same for every token (the top-1
+  // fractions are constants).
+  std::vector<float> aux_grad(experts);
+  for (int e = 0; e < experts; ++e) aux_grad[e] = aux_scale * top1_fraction_[e];
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < tokens; ++t) {
     const float* p = gate_out_.probs.data() + t * experts;
-    std::vector<float> dp(experts, 0.0f);
+    // d(loss)/d(probs) first, in this token's row of grad_logits.
+    float* dp = grad_logits + t * experts;
+    std::fill(dp, dp + experts, 0.0f);
     // Through the top-k weights (and their normalisation over the k chosen).
     const float* dg = grad_gate + t * k;
     const int32_t* chosen = gate_out_.expert.data() + t * k;
@@ -219,12 +225,11 @@ void MoeLayer::GateBackward(const float* grad_gate, float* grad_logits) const {
     } else {
       for (int i = 0; i < k; ++i) dp[chosen[i]] += dg[i];
     }
-    // Through the load-balancing loss (the top-1 fractions are constants).
-    for (int e = 0; e < experts; ++e) dp[e] += aux_scale * top1_fraction_[e];
+    for (int e = 0; e < experts; ++e) dp[e] += aux_grad[e];
     // Softmax: dz = p * (dp - <p, dp>).
     float dot = 0.0f;
     for (int e = 0; e < experts; ++e) dot += p[e] * dp[e];
-    for (int e = 0; e < experts; ++e) grad_logits[t * experts + e] = p[e] * (dp[e] - dot);
+    for (int e = 0; e < experts; ++e) dp[e] = p[e] * (dp[e] - dot);
   }
 }
 

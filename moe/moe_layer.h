@@ -65,7 +65,8 @@ class MoeLayer final : public Layer {
   Tensor Forward(const Tensor& input, bool training) override;
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
   std::vector<Parameter*> parameters() override;  // gate, then w1, b1, w2, b2
-  Parameter* gate() { return &gate_; }
+  // Only the gate: the experts are split over an expert group.
+  std::vector<Parameter*> replicated_parameters() override { return {&gate_}; }
   // The experts' parameters (w1, b1, w2, b2): in a group, the owned share.
   std::vector<Parameter*> expert_parameters();
   void InitParameters(Rng& rng) override;

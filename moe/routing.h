@@ -12,8 +12,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/status/statusor.h"
-
 namespace strata::moe {
 
 // How many slots each expert has (Tutel's capacity factor f):

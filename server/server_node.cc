@@ -14,12 +14,8 @@ namespace strata {
 
 absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config, bool trunk_only) {
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
-  std::vector<Parameter*> params = model->parameters(0, model->split_index());
-  if (!trunk_only) {
-    for (Parameter* p : model->replicated_head_parameters()) params.push_back(p);
-  }
   std::vector<int64_t> sizes;
-  for (Parameter* p : params) sizes.push_back(p->value.numel());
+  for (Parameter* p : model->server_parameters(!trunk_only)) sizes.push_back(p->value.numel());
   return sizes;
 }
 
@@ -224,7 +220,7 @@ namespace {
 // The floats of slice i: its data frame, or its shared memory slot.
 const float* SliceData(const IncomingMessage& message,
                        const SharedMemoryPeers::Placement& placement, size_t i) {
-  return placement.region != nullptr ? placement.data[i]
+  return placement.region != nullptr ? placement.region->slot(placement.slots[i])
                                      : static_cast<const float*>(message.frame_data(i));
 }
 
@@ -313,9 +309,9 @@ void ServerNode::SendPull(const PendingPull& pull) {
     slices[i].setOffset(c.offset);
     slices[i].setLength(c.length);
     if (shared) {
-      const Tensor values = store_->value_tensor(c);
-      std::memcpy(pull.placement.data[i], values.data(), values.nbytes());
-      traffic_.AddSent(current_peer_, values.nbytes());
+      const size_t bytes = c.length * sizeof(float);
+      std::memcpy(pull.placement.region->slot(pull.placement.slots[i]), store_->value(c), bytes);
+      traffic_.AddSent(current_peer_, bytes);
     } else {
       // Zero-copy: the store copies on write while this reply holds the buffer.
       reply.AddFrame(store_->value_tensor(c));

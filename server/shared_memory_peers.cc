@@ -14,7 +14,7 @@ constexpr uint64_t kMaxSlotBytes = uint64_t{64} << 20;
 absl::Status SharedMemoryPeers::Attach(const IncomingMessage& message) {
   const auto h = message.header();
   const std::string theirs = h.getShmHost().cStr();
-  const std::string ours = ColocationId();
+  static const std::string ours = ColocationId();  // fixed for the process's life
   if (theirs != ours) {
     return absl::FailedPreconditionError(
         absl::StrCat("no shared memory: the sender runs on ", theirs.empty() ? "?" : theirs,
@@ -66,7 +66,6 @@ absl::StatusOr<SharedMemoryPeers::Placement> SharedMemoryPeers::Resolve(
           " bytes do not fit a shared memory slot of ", region.slot_bytes()));
     }
     placement.slots.push_back(slot);
-    placement.data.push_back(region.slot(slot));
   }
   return placement;
 }

@@ -33,8 +33,7 @@ class SharedMemoryPeers {
   // larger than a slot.
   struct Placement {
     std::shared_ptr<ShmRegion> region;  // keeps the memory mapped while in use
-    std::vector<uint32_t> slots;
-    std::vector<float*> data;
+    std::vector<uint32_t> slots;        // slice i's floats: region->slot(slots[i])
   };
   absl::StatusOr<Placement> Resolve(const IncomingMessage& message,
                                     const std::vector<Chunk>& chunks) const;

@@ -49,12 +49,9 @@ Conv2d::Conv2d(std::string name, const Shape& input_shape, const Conv2dOptions& 
   const int64_t w = (input_shape[1] + 2 * options.padding - options.kernel) / options.stride + 1;
   output_shape_ = Shape{h, w, options.out_channels};
   const int64_t in_c = input_shape[2];
-  weight_.name = this->name() + ".weight";
-  weight_.value = Tensor::Zeros({options.out_channels, in_c, options.kernel, options.kernel});
-  weight_.grad = Tensor::Zeros(weight_.value.shape());
-  bias_.name = this->name() + ".bias";
-  bias_.value = Tensor::Zeros({options.out_channels});
-  bias_.grad = Tensor::Zeros({options.out_channels});
+  weight_ = ZeroParameter(this->name() + ".weight",
+                          {options.out_channels, in_c, options.kernel, options.kernel});
+  bias_ = ZeroParameter(this->name() + ".bias", {options.out_channels});
 }
 
 Conv2d::~Conv2d() = default;
@@ -62,12 +59,8 @@ Conv2d::~Conv2d() = default;
 void Conv2d::InitParameters(Rng& rng) {
   // PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
   const float bound = 1.0f / std::sqrt(static_cast<float>(weight_.value.shape().inner()));
-  for (float& v : absl::MakeSpan(weight_.value.data(), weight_.value.numel())) {
-    v = rng.Uniform(-bound, bound);
-  }
-  for (float& v : absl::MakeSpan(bias_.value.data(), bias_.value.numel())) {
-    v = rng.Uniform(-bound, bound);
-  }
+  FillUniform(weight_.value, rng, bound);
+  FillUniform(bias_.value, rng, bound);
 }
 
 int64_t Conv2d::ForwardFlopsPerSample() const {

@@ -60,6 +60,10 @@ class Layer {
   virtual Tensor Backward(const Tensor& grad_output, bool need_input_grad) = 0;
 
   virtual std::vector<Parameter*> parameters() { return {}; }
+  // The parameters that data-parallel replicas of this layer keep identical
+  // (through the servers); the rest are split among the replicas (an MoE
+  // layer's experts). Default: all of them.
+  virtual std::vector<Parameter*> replicated_parameters() { return parameters(); }
   virtual std::vector<StateBuffer*> state_buffers() { return {}; }
   // Draws initial parameter values from `rng`.
   virtual void InitParameters(Rng& rng) {}

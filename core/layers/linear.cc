@@ -27,22 +27,14 @@ Linear::Linear(std::string name, const Shape& input_shape, int64_t out_features)
     : Layer(std::move(name), input_shape),
       in_features_(input_shape[0]),
       out_features_(out_features) {
-  weight_.name = this->name() + ".weight";
-  weight_.value = Tensor::Zeros({out_features_, in_features_});
-  weight_.grad = Tensor::Zeros(weight_.value.shape());
-  bias_.name = this->name() + ".bias";
-  bias_.value = Tensor::Zeros({out_features_});
-  bias_.grad = Tensor::Zeros({out_features_});
+  weight_ = ZeroParameter(this->name() + ".weight", {out_features_, in_features_});
+  bias_ = ZeroParameter(this->name() + ".bias", {out_features_});
 }
 
 void Linear::InitParameters(Rng& rng) {
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_features_));
-  for (float& v : absl::MakeSpan(weight_.value.data(), weight_.value.numel())) {
-    v = rng.Uniform(-bound, bound);
-  }
-  for (float& v : absl::MakeSpan(bias_.value.data(), bias_.value.numel())) {
-    v = rng.Uniform(-bound, bound);
-  }
+  FillUniform(weight_.value, rng, bound);
+  FillUniform(bias_.value, rng, bound);
 }
 
 Tensor Linear::Forward(const Tensor& input, bool training) {

@@ -37,12 +37,15 @@ absl::Status ParseMoe(JsonObjectReader& r, const std::string& path, MoeSpec* moe
   STRATA_RETURN_IF_ERROR(r.Optional("normalize_gate", &moe->normalize_gate));
   STRATA_RETURN_IF_ERROR(r.Optional("batch_prioritized", &moe->batch_prioritized));
   STRATA_RETURN_IF_ERROR(r.Optional("pipeline_chunks", &moe->pipeline_chunks));
-  STRATA_RETURN_IF_ERROR(r.Optional("parallelism", &moe->parallelism));
+  std::string parallelism = moe::ParallelismName(moe->parallelism);
+  STRATA_RETURN_IF_ERROR(r.Optional("parallelism", &parallelism));
   STRATA_RETURN_IF_ERROR(Positive(moe->pipeline_chunks, path + ".pipeline_chunks"));
-  if (moe->parallelism != "expert" && moe->parallelism != "data") {
+  absl::StatusOr<moe::ExpertParallelism> parsed = moe::ParseParallelism(parallelism);
+  if (!parsed.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ".parallelism: \"", moe->parallelism, "\" is not expert or data"));
+        absl::StrCat(path, ".parallelism: \"", parallelism, "\" is not expert or data"));
   }
+  moe->parallelism = *parsed;
   STRATA_RETURN_IF_ERROR(Positive(moe->experts, path + ".experts"));
   STRATA_RETURN_IF_ERROR(Positive(moe->hidden, path + ".hidden"));
   STRATA_RETURN_IF_ERROR(Positive(moe->capacity_alignment, path + ".capacity_alignment"));

@@ -29,6 +29,7 @@
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/tensor.h"
+#include "moe/expert_parallel.h"
 
 namespace strata {
 
@@ -46,7 +47,7 @@ struct MoeSpec {
   // Over several FC workers (moe/expert_parallel.h): the starting pipelining
   // degree d and parallelism r ("expert": tokens travel, "data": weights do).
   int64_t pipeline_chunks = 1;
-  std::string parallelism = "expert";
+  moe::ExpertParallelism parallelism = moe::ExpertParallelism::kExpert;
 };
 
 // One entry of model.layers. Only the fields of its type are meaningful.

@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const LayerSpec& spec, const Sh
     o.normalize_gate = spec.moe.normalize_gate;
     o.batch_prioritized = spec.moe.batch_prioritized;
     o.parallel.chunks = static_cast<int>(spec.moe.pipeline_chunks);
-    STRATA_ASSIGN_OR_RETURN(o.parallel.parallelism, moe::ParseParallelism(spec.moe.parallelism));
+    o.parallel.parallelism = spec.moe.parallelism;
     o.noise_seed = DeriveSeed(seed, 2000 + index);
     return moe::MoeLayer::Create(spec.name, input, o);
   }
@@ -120,11 +120,15 @@ std::vector<Parameter*> Model::parameters(int begin, int end) {
 std::vector<Parameter*> Model::replicated_head_parameters() {
   std::vector<Parameter*> out;
   for (int i = split_index_; i < num_layers(); ++i) {
-    if (auto* moe = dynamic_cast<moe::MoeLayer*>(layers_[i].get())) {
-      out.push_back(moe->gate());
-      continue;
-    }
-    for (Parameter* p : layers_[i]->parameters()) out.push_back(p);
+    for (Parameter* p : layers_[i]->replicated_parameters()) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Parameter*> Model::server_parameters(bool with_head) {
+  std::vector<Parameter*> out = parameters(0, split_index_);
+  if (with_head) {
+    for (Parameter* p : replicated_head_parameters()) out.push_back(p);
   }
   return out;
 }

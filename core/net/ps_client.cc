@@ -55,9 +55,7 @@ void PsClient::AttachSharedMemory() {
   }
   for (const auto& [s, op] : offers) {
     absl::Status shared = Wait(op);
-    if (shared.ok()) {
-      ++shared_memory_servers_;
-    } else {
+    if (!shared.ok()) {
       std::fprintf(stderr, "[worker %d] server %d: %s; data goes over the socket\n", rank_, s,
                    std::string(shared.message()).c_str());
     }
@@ -67,7 +65,7 @@ void PsClient::AttachSharedMemory() {
 int64_t PsClient::TakeSlot(const Request& r) {
   const bool moves_data =
       r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT || r.kind == wire::Kind::PULL;
-  if (!moves_data || sharing_.empty() || !sharing_[r.server] || r.chunks.size() != 1 ||
+  if (!moves_data || !sharing_[r.server] || r.chunks.size() != 1 ||
       r.chunks[0].length * sizeof(float) > regions_[r.server]->slot_bytes()) {
     return -1;
   }
@@ -82,7 +80,7 @@ void PsClient::ReleaseSlot(Request& r) {
 }
 
 void PsClient::StopSharingMemory(int server) {
-  if (sharing_.empty() || !sharing_[server]) return;
+  if (!sharing_[server]) return;
   sharing_[server] = false;
   for (auto& [id, r] : inflight_) {
     if (r.server == server) ReleaseSlot(r);
@@ -443,25 +441,18 @@ void PsClient::HandleReply(int server, RawMessage raw) {
       sharing_[server] = status.ok();
       break;
     case wire::Kind::PULL_REPLY: {
+      // The values come in data frames, or in the shared memory slot the
+      // request named.
+      const bool shared = r.slot >= 0;
       const auto slices = h.getSlices();
-      if (r.slot >= 0) {
-        const auto slots = h.getShmSlots();
-        const Chunk& c = r.chunks[0];
-        if (slots.size() != 1 || slots[0] != r.slot || message->num_frames() != 0 ||
-            slices.size() != 1 || slices[0].getOffset() != c.offset ||
-            slices[0].getLength() != c.length) {
-          status = absl::DataLossError(absl::StrCat(
-              who, " answered ", r.op->what(), " without the shared memory slot it was given"));
-          break;
-        }
-        std::memcpy(r.tensor.data() + c.offset,
-                    regions_[server]->slot(static_cast<uint32_t>(r.slot)),
-                    c.length * sizeof(float));
-        shm_bytes_received_ += c.length * sizeof(float);
-        version = h.getIteration();
+      const auto slots = h.getShmSlots();
+      if (shared && (slots.size() != 1 || slots[0] != r.slot)) {
+        status = absl::DataLossError(absl::StrCat(who, " answered ", r.op->what(),
+                                                  " without the shared memory slot it was given"));
         break;
       }
-      if (slices.size() != r.chunks.size() || message->num_frames() != r.chunks.size()) {
+      if (slices.size() != r.chunks.size() ||
+          message->num_frames() != (shared ? 0 : r.chunks.size())) {
         status = absl::DataLossError(
             absl::StrCat(who, " answered ", r.op->what(), " with the wrong number of slices"));
         break;
@@ -469,13 +460,19 @@ void PsClient::HandleReply(int server, RawMessage raw) {
       float* dst = r.tensor.data();
       for (size_t i = 0; i < r.chunks.size(); ++i) {
         const Chunk& c = r.chunks[i];
+        const size_t bytes = c.length * sizeof(float);
         if (slices[i].getOffset() != c.offset || slices[i].getLength() != c.length ||
-            message->frame_size(i) != c.length * sizeof(float)) {
+            (!shared && message->frame_size(i) != bytes)) {
           status = absl::DataLossError(
               absl::StrCat(who, " answered ", r.op->what(), " with a mismatched slice"));
           break;
         }
-        message->CopyFrameTo(i, dst + c.offset);
+        if (shared) {
+          std::memcpy(dst + c.offset, regions_[server]->slot(static_cast<uint32_t>(r.slot)), bytes);
+          shm_bytes_received_ += bytes;
+        } else {
+          message->CopyFrameTo(i, dst + c.offset);
+        }
       }
       version = h.getIteration();
       break;

@@ -116,8 +116,6 @@ class PsClient {
   // Tells every server this worker has finished.
   absl::Status Done();
   absl::StatusOr<ClockReport> Clocks(int server);
-  // Servers this client shares memory with (after Connect).
-  int shared_memory_servers() const { return shared_memory_servers_; }
 
   uint64_t bytes_sent() const;
   uint64_t bytes_received() const;
@@ -177,7 +175,6 @@ class PsClient {
   std::vector<std::unique_ptr<ShmRegion>> regions_;
   std::vector<std::unique_ptr<ShmSlots>> free_slots_;
   std::vector<bool> sharing_;
-  int shared_memory_servers_ = 0;
   std::atomic<uint64_t> shm_bytes_sent_{0}, shm_bytes_received_{0};
   // Per server: ZeroMQ's connection events, and whether the connection was
   // lost since it was last up.

@@ -59,7 +59,7 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(uint32_t slots, uin
   auto* header = static_cast<Header*>(base);
   *header = Header{kMagic, token, slots, slot_bytes};
   return std::unique_ptr<ShmRegion>(
-      new ShmRegion(name, token, slots, slot_bytes, base, bytes, /*linked=*/true));
+      new ShmRegion(name, token, slots, slot_bytes, base, /*linked=*/true));
 }
 
 absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Open(const std::string& name, uint32_t slots,
@@ -95,22 +95,21 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Open(const std::string& na
                      "differs)"));
   }
   return std::unique_ptr<ShmRegion>(
-      new ShmRegion(name, token, slots, slot_bytes, base, bytes, /*linked=*/false));
+      new ShmRegion(name, token, slots, slot_bytes, base, /*linked=*/false));
 }
 
 ShmRegion::ShmRegion(std::string name, uint64_t token, uint32_t slots, uint64_t slot_bytes,
-                     void* base, size_t bytes, bool linked)
+                     void* base, bool linked)
     : name_(std::move(name)),
       token_(token),
       slots_(slots),
       slot_bytes_(slot_bytes),
       base_(base),
-      bytes_(bytes),
       linked_(linked) {}
 
 ShmRegion::~ShmRegion() {
   Unlink();
-  ::munmap(base_, bytes_);
+  ::munmap(base_, RegionBytes(slots_, slot_bytes_));
 }
 
 void ShmRegion::Unlink() {

@@ -48,14 +48,13 @@ class ShmRegion {
 
  private:
   ShmRegion(std::string name, uint64_t token, uint32_t slots, uint64_t slot_bytes, void* base,
-            size_t bytes, bool linked);
+            bool linked);
 
   std::string name_;
   uint64_t token_;
   uint32_t slots_;
   uint64_t slot_bytes_;
   void* base_;
-  size_t bytes_;
   bool linked_;
 };
 

@@ -70,7 +70,6 @@ absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
   h.setJobId(options_.job_id);
   h.setSenderRole(wire::Role::FC_WORKER);
   h.setSenderRank(rank());
-  h.setIteration(tag.call);
   auto t = h.initExchangeTag();
   t.setCall(tag.call);
   t.setLayer(tag.layer);
@@ -148,6 +147,10 @@ absl::StatusOr<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>> ZmqExpertE
   return std::make_pair(Key{sender, tag}, std::move(block));
 }
 
+std::string ZmqExpertExchange::Describe(const Key& key) const {
+  return absl::StrCat(key.second.ToString(), " from ", options_.peer_name, " ", key.first);
+}
+
 void ZmqExpertExchange::Refuse(const std::string& what, const absl::Status& why) {
   ++refused_;
   std::fprintf(stderr, "[%s %d] refused %s: %s\n", options_.peer_name.c_str(), rank(), what.c_str(),
@@ -161,14 +164,13 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
   int64_t& current = current_call_[tag.layer];
   current = std::max(current, tag.call);
   const Key wanted{from, tag};
-  const std::string what = absl::StrCat(tag.ToString(), " from ", options_.peer_name, " ", from);
   auto early = early_.find(wanted);
   if (early != early_.end()) {
     moe::ExchangeBlock block = std::move(early->second);
     early_.erase(early);
     const absl::Status fits = moe::CheckBlock(block, expect);
     if (fits.ok()) return block;
-    Refuse(what, fits);
+    Refuse(Describe(wanted), fits);
   }
   const absl::Time deadline = absl::Now() + options_.timeout;
   while (true) {
@@ -178,7 +180,7 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
                        : absl::StatusOr<RawMessage>(absl::DeadlineExceededError(""));
     if (!raw.ok()) {
       if (!absl::IsDeadlineExceeded(raw.status())) return raw.status();
-      return absl::DeadlineExceededError(absl::StrCat("no ", what, " within ",
+      return absl::DeadlineExceededError(absl::StrCat("no ", Describe(wanted), " within ",
                                                       absl::FormatDuration(options_.timeout),
                                                       " (is it alive and in the same step?)"));
     }
@@ -191,23 +193,21 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
     if (key == wanted) {
       const absl::Status fits = moe::CheckBlock(block, expect);
       if (fits.ok()) return std::move(block);
-      Refuse(what, fits);
+      Refuse(Describe(wanted), fits);
       continue;
     }
-    const std::string other =
-        absl::StrCat(key.second.ToString(), " from ", options_.peer_name, " ", key.first);
     const moe::ExchangeTag& t = key.second;
     auto layer_call = current_call_.find(t.layer);
     if (layer_call != current_call_.end() && t.call < layer_call->second) {
-      Refuse(other, absl::FailedPreconditionError("that call is already finished here"));
+      Refuse(Describe(key), absl::FailedPreconditionError("that call is already finished here"));
     } else if (t.call == tag.call && t.layer == tag.layer && t.phase == tag.phase &&
                t.chunks != tag.chunks) {
-      Refuse(other, absl::InvalidArgumentError(absl::StrCat("the sender uses pipelining degree ",
-                                                            t.chunks, ", this process ", tag.chunks,
-                                                            " (the group must agree)")));
+      Refuse(Describe(key), absl::InvalidArgumentError(absl::StrCat(
+                                "the sender uses pipelining degree ", t.chunks, ", this process ",
+                                tag.chunks, " (the group must agree)")));
     } else if (early_.size() >= kMaxEarlyBlocks) {
-      Refuse(other, absl::ResourceExhaustedError(absl::StrCat(
-                        kMaxEarlyBlocks, " blocks are already waiting for their turn")));
+      Refuse(Describe(key), absl::ResourceExhaustedError(absl::StrCat(
+                                kMaxEarlyBlocks, " blocks are already waiting for their turn")));
     } else {
       early_[key] = std::move(block);
     }

@@ -70,6 +70,9 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
   explicit ZmqExpertExchange(const ExpertExchangeOptions& options);
   // Decodes and checks one message into (sender, tag, block).
   absl::StatusOr<std::pair<Key, moe::ExchangeBlock>> Unpack(RawMessage raw) const;
+  // "slots of layer 0, call 3, chunk 0/1 from FC worker 1" (built only for
+  // log lines and errors, never on the way of a good block).
+  std::string Describe(const Key& key) const;
   void Refuse(const std::string& what, const absl::Status& why);
 
   ExpertExchangeOptions options_;

@@ -96,7 +96,7 @@ absl::Status RunMoeBench(const MoeBenchOptions& o) {
   Rng rng(1);
   layer->InitParameters(rng);
   Tensor x = Tensor::Empty({o.tokens, o.dim});
-  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = rng.Uniform(-1.0f, 1.0f);
+  FillUniform(x, rng, 1.0f);
   Tensor grad = Tensor::Full({o.tokens, o.dim}, 1.0f / static_cast<float>(o.tokens * o.dim));
 
   std::printf(

@@ -20,7 +20,7 @@ namespace {
 Tensor Draw(uint64_t seed, int64_t tokens, int64_t dim, float bound) {
   Rng rng(seed);
   Tensor t = Tensor::Empty({tokens, dim});
-  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.Uniform(-bound, bound);
+  FillUniform(t, rng, bound);
   return t;
 }
 

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
