@@ -8,9 +8,10 @@
 namespace strata {
 
 Coordinator::Coordinator(Socket* socket, const CoordinatorOptions& options,
-                         std::string self_address)
+                         std::string self_address, std::string self_lane_address)
     : socket_(socket), options_(options) {
-  Node self{wire::Role::SERVER, 0, std::move(self_address), "", "", absl::Now()};
+  Node self{wire::Role::SERVER,          0,  std::move(self_address),
+            std::move(self_lane_address), "", absl::Now()};
   servers_[0] = self;
 }
 

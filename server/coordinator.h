@@ -32,8 +32,10 @@ struct CoordinatorOptions {
 
 class Coordinator {
  public:
-  // `socket` is server 0's ROUTER socket; `self_address` its address.
-  Coordinator(Socket* socket, const CoordinatorOptions& options, std::string self_address);
+  // `socket` is server 0's ROUTER socket; `self_address` its address and
+  // `self_lane_address` its shared-memory lane's ("" if none).
+  Coordinator(Socket* socket, const CoordinatorOptions& options, std::string self_address,
+              std::string self_lane_address);
 
   // Handles REGISTER, HEARTBEAT and BARRIER. Returns an error to be sent
   // back to the sender when the request is invalid.
@@ -48,7 +50,7 @@ class Coordinator {
     wire::Role role;
     int rank;
     std::string address;
-    std::string peer_address;  // FC workers: their expert exchange
+    std::string peer_address;  // FC workers: their expert exchange; servers: their lane
     std::string identity;
     absl::Time last_seen;
     bool dead = false;

@@ -74,6 +74,15 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   const std::string bind = options.rank == 0 ? options.coordinator : options.bind;
   STRATA_ASSIGN_OR_RETURN(node->socket_,
                           Socket::Bind(node->context_, SocketKind::kRouter, bind, options.limits));
+  absl::StatusOr<std::unique_ptr<LaneHub>> lanes =
+      LaneHub::Listen(absl::StrCat("server ", options.rank));
+  if (lanes.ok()) {
+    node->lanes_ = *std::move(lanes);
+  } else {
+    std::fprintf(stderr, "[server %d] no shared memory lanes (%s); workers use the socket\n",
+                 options.rank, std::string(lanes.status().message()).c_str());
+  }
+  const std::string lane_address = node->lanes_ != nullptr ? node->lanes_->address() : "";
   if (options.rank == 0) {
     CoordinatorOptions co;
     co.servers = options.servers;
@@ -82,7 +91,7 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     co.job_id = options.job_id;
     co.dead_after = options.dead_after;
     node->coordinator_ =
-        std::make_unique<Coordinator>(node->socket_.get(), co, node->socket_->address());
+        std::make_unique<Coordinator>(node->socket_.get(), co, node->socket_->address(), lane_address);
   } else {
     STRATA_RETURN_IF_ERROR(node->Register());
   }
@@ -108,6 +117,7 @@ absl::Status ServerNode::Register() {
   nodes[0].setRole(wire::Role::SERVER);
   nodes[0].setRank(options_.rank);
   nodes[0].setAddress(socket_->address());
+  if (lanes_ != nullptr) nodes[0].setPeerAddress(lanes_->address());
   return coordinator_link_->Send(m);
 }
 
@@ -115,10 +125,22 @@ absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& rep
   reply.header().setJobId(options_.job_id);
   reply.header().setSenderRole(wire::Role::SERVER);
   reply.header().setSenderRank(options_.rank);
+  if (LaneHub::IsLane(identity)) {
+    // A lane that is gone drops the reply; its worker resends the request.
+    traffic_.AddSent(current_peer_, lanes_->Send(identity, reply));
+    return absl::OkStatus();
+  }
   const uint64_t before = socket_->counters().bytes_sent;
   absl::Status s = socket_->Send(reply, identity);
   traffic_.AddSent(current_peer_, socket_->counters().bytes_sent - before);
   return s;
+}
+
+void ServerNode::ForgetLane(const std::string& identity) {
+  shared_memory_.Forget(identity);
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [&identity](const PendingPull& p) { return p.identity == identity; }),
+                 pending_.end());
 }
 
 void ServerNode::SendError(const std::string& identity, uint64_t request_id,
@@ -386,6 +408,11 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
     case wire::Kind::REGISTER:
     case wire::Kind::HEARTBEAT:
     case wire::Kind::BARRIER:
+      if (LaneHub::IsLane(message.identity())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            KindName(h.getKind()), " over a shared memory lane; the coordinator listens on ",
+            socket_->address()));
+      }
       if (coordinator_ == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " sent to server ",
                                                        options_.rank,
@@ -452,18 +479,41 @@ void ServerNode::HandleRaw(RawMessage raw) {
   if (!s.ok()) SendError(identity, request_id, s);
 }
 
+absl::Status ServerNode::ServeOnce(absl::Duration timeout) {
+  std::vector<zmq::pollitem_t> items = {{static_cast<void*>(socket_->raw()), 0, ZMQ_POLLIN, 0}};
+  if (lanes_ != nullptr) lanes_->AddPollItems(items);
+  try {
+    zmq::poll(items.data(), items.size(),
+              std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrCat("poll failed: ", e.what()));
+  }
+  if (items[0].revents & ZMQ_POLLIN) {
+    // Everything queued, not just one message: a burst of chunk requests
+    // is answered without a poll between each.
+    while (true) {
+      absl::StatusOr<RawMessage> raw = socket_->ReceiveNow();
+      if (!raw.ok()) break;
+      HandleRaw(*std::move(raw));
+    }
+  }
+  if (lanes_ != nullptr) {
+    LaneHub::Events events = lanes_->Service(&items[1]);
+    for (RawMessage& raw : events.requests) HandleRaw(std::move(raw));
+    for (const auto& [identity, status] : events.refused) SendError(identity, 0, status);
+    for (const std::string& identity : events.closed) ForgetLane(identity);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ServerNode::Run() {
   absl::Time next_heartbeat = absl::Now();
   while (!shutdown_) {
     bool all_done = true;
     for (bool d : done_) all_done = all_done && d;
     if (all_done) break;
-    absl::StatusOr<RawMessage> raw = socket_->Receive(absl::Milliseconds(200));
-    if (raw.ok()) {
-      HandleRaw(*std::move(raw));
-    } else if (!absl::IsDeadlineExceeded(raw.status())) {
-      return raw.status();
-    }
+    STRATA_RETURN_IF_ERROR(ServeOnce(absl::Milliseconds(200)));
     const absl::Time now = absl::Now();
     if (coordinator_ != nullptr) {
       for (int worker : coordinator_->CheckLiveness(now)) {

@@ -1,4 +1,5 @@
-// ServerNode: one parameter-server process. It binds a ROUTER socket, holds
+// ServerNode: one parameter-server process. It binds a ROUTER socket (and
+// listens for shared-memory lanes from workers on its host), holds
 // its ParameterStore shard, answers init/push/pull/clock/done/shutdown
 // requests, checkpoints its shard, and on rank 0 also runs the Coordinator.
 //
@@ -24,6 +25,7 @@
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
 #include "server/coordinator.h"
+#include "server/lane_hub.h"
 #include "server/parameter_store.h"
 #include "server/shared_memory_peers.h"
 
@@ -95,7 +97,13 @@ class ServerNode {
   absl::Status HandlePull(const IncomingMessage& message);
   absl::Status HandleShmAttach(const IncomingMessage& message);
   void ServePending();
+  // Sends on the request's path: its lane, or the ROUTER socket.
   absl::Status Reply(const std::string& identity, OutgoingMessage& reply);
+  // A closed lane: its region and its pulls still waiting go.
+  void ForgetLane(const std::string& identity);
+  // Waits up to `timeout` for requests on the socket and the lanes, and
+  // handles them.
+  absl::Status ServeOnce(absl::Duration timeout);
   void SendPull(const PendingPull& pull);
   void SendError(const std::string& identity, uint64_t request_id, const absl::Status& status);
   void MaybeCheckpoint();
@@ -104,6 +112,7 @@ class ServerNode {
   ServerOptions options_;
   zmq::context_t context_{2};  // two I/O threads: one per busy connection on 2 cores
   std::unique_ptr<Socket> socket_;
+  std::unique_ptr<LaneHub> lanes_;  // null when lanes are unavailable here
   std::unique_ptr<Socket> coordinator_link_;  // ranks > 0
   std::unique_ptr<Coordinator> coordinator_;  // rank 0
   PartitionPlan plan_;

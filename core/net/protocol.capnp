@@ -56,7 +56,8 @@ struct NodeInfo {
   role @0 :Role;
   rank @1 :Int32;
   address @2 :Text;   # where the node serves (servers), "" otherwise
-  peerAddress @3 :Text; # FC workers: where the other FC workers reach its expert exchange
+  peerAddress @3 :Text; # FC workers: where the other FC workers reach its expert exchange;
+                        # servers: their shared-memory lane (core/net/lane_socket.h)
 }
 
 # Which exchange of an MoE call an expertBlock belongs to (moe/expert_exchange.h).

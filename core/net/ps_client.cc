@@ -10,23 +10,6 @@
 
 namespace strata {
 
-int64_t Operation::version() const {
-  absl::MutexLock lock(&mu_);
-  return version_;
-}
-
-void Operation::AddParts(int n) {
-  absl::MutexLock lock(&mu_);
-  remaining_ += n;
-}
-
-void Operation::PartDone(const absl::Status& status, int64_t version) {
-  absl::MutexLock lock(&mu_);
-  if (!status.ok() && status_.ok()) status_ = status;
-  if (version >= 0) version_ = version_ < 0 ? version : std::min(version_, version);
-  remaining_--;
-}
-
 PsClient::PsClient(const PsClientOptions& options) : options_(options) {}
 
 PsClient::~PsClient() {
@@ -42,53 +25,38 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
   if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
   std::unique_ptr<PsClient> client(new PsClient(options));
   STRATA_RETURN_IF_ERROR(client->Bootstrap());
-  client->AttachSharedMemory();
   return client;
 }
 
-void PsClient::AttachSharedMemory() {
-  std::vector<std::pair<int, Ticket>> offers;
+std::string PsClient::ServerName(int server) const {
+  return absl::StrCat("server ", server, " (", server_addresses_[server], ")");
+}
+
+void PsClient::OpenLanes() {
+  lanes_.resize(server_addresses_.size());
+  if (!options_.shared_memory) return;
   for (int s = 0; s < num_servers(); ++s) {
-    if (regions_[s] == nullptr) continue;
-    offers.emplace_back(
-        s, SubmitTo(s, wire::Kind::SHM_ATTACH, absl::StrCat("shared memory offer to server ", s)));
-  }
-  for (const auto& [s, op] : offers) {
-    absl::Status shared = Wait(op);
-    if (!shared.ok()) {
-      std::fprintf(stderr, "[worker %d] server %d: %s; data goes over the socket\n", rank_, s,
-                   std::string(shared.message()).c_str());
+    // A server on another host is the normal case for a cluster: no lane, no log line.
+    if (!LaneIsLocal(server_lane_addresses_[s])) continue;
+    SharedMemoryLaneOptions o;
+    o.server = s;
+    o.server_name = ServerName(s);
+    o.lane_address = server_lane_addresses_[s];
+    o.sender = sender();
+    o.slots = options_.shm_slots;
+    o.slot_bytes = options_.shm_slot_bytes;
+    o.attach_timeout = std::min(options_.timeout, absl::Seconds(10));
+    o.limits = options_.limits;
+    o.last_reply_unix_ns = &last_reply_unix_ns_;
+    o.resend = [this](std::vector<PsRequest> requests) { Enqueue(std::move(requests)); };
+    absl::StatusOr<std::unique_ptr<SharedMemoryLane>> lane = SharedMemoryLane::Open(std::move(o));
+    if (lane.ok()) {
+      lanes_[s] = *std::move(lane);
+    } else {
+      std::fprintf(stderr, "[worker %d] %s: no shared memory lane (%s); data goes over the socket\n",
+                   rank_, ServerName(s).c_str(), std::string(lane.status().message()).c_str());
     }
   }
-}
-
-int64_t PsClient::TakeSlot(const Request& r) {
-  const bool moves_data =
-      r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT || r.kind == wire::Kind::PULL;
-  if (!moves_data || !sharing_[r.server] || r.chunks.size() != 1 ||
-      r.chunks[0].length * sizeof(float) > regions_[r.server]->slot_bytes()) {
-    return -1;
-  }
-  const std::optional<uint32_t> slot = free_slots_[r.server]->Acquire();
-  return slot.has_value() ? static_cast<int64_t>(*slot) : -1;
-}
-
-void PsClient::ReleaseSlot(Request& r) {
-  if (r.slot < 0) return;
-  free_slots_[r.server]->Release(static_cast<uint32_t>(r.slot));
-  r.slot = -1;
-}
-
-void PsClient::StopSharingMemory(int server) {
-  if (!sharing_[server]) return;
-  sharing_[server] = false;
-  for (auto& [id, r] : inflight_) {
-    if (r.server == server) ReleaseSlot(r);
-  }
-  std::fprintf(stderr,
-               "[worker %d] server %d's connection was renewed; its data goes over the "
-               "socket from now on\n",
-               rank_, server);
 }
 
 absl::Status PsClient::Bootstrap() {
@@ -125,6 +93,7 @@ absl::Status PsClient::Bootstrap() {
       num_workers_ = expected.size() >= 2 ? static_cast<int>(expected[1]) : 0;
       num_fc_workers_ = expected.size() >= 3 ? static_cast<int>(expected[2]) : 0;
       server_addresses_.clear();
+      server_lane_addresses_.clear();
       fc_addresses_.clear();
       fc_peer_addresses_.clear();
       for (const auto node : r.getNodes()) {
@@ -133,6 +102,7 @@ absl::Status PsClient::Bootstrap() {
           fc_peer_addresses_.push_back(node.getPeerAddress().cStr());
         } else {
           server_addresses_.push_back(node.getAddress().cStr());
+          server_lane_addresses_.push_back(node.getPeerAddress().cStr());
         }
       }
       break;
@@ -163,21 +133,6 @@ absl::Status PsClient::Bootstrap() {
     monitors_.push_back(std::move(monitor));
   }
   disconnected_.assign(servers_.size(), false);
-  // Our shared memory regions, offered to the servers once the I/O thread runs.
-  regions_.resize(servers_.size());
-  free_slots_.resize(servers_.size());
-  sharing_.assign(servers_.size(), false);
-  for (size_t s = 0; s < servers_.size() && options_.shared_memory; ++s) {
-    absl::StatusOr<std::unique_ptr<ShmRegion>> region =
-        ShmRegion::Create(options_.shm_slots, options_.shm_slot_bytes);
-    if (!region.ok()) {
-      std::fprintf(stderr, "[worker %d] no shared memory (%s)\n", rank_,
-                   std::string(region.status().message()).c_str());
-      break;
-    }
-    regions_[s] = *std::move(region);
-    free_slots_[s] = std::make_unique<ShmSlots>(options_.shm_slots);
-  }
   const std::string wake =
       absl::StrCat("inproc://strata-client-wake-", reinterpret_cast<uintptr_t>(this));
   wake_receiver_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
@@ -187,6 +142,7 @@ absl::Status PsClient::Bootstrap() {
     wake_sender_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
     wake_sender_->connect(wake);
   }
+  OpenLanes();
   io_thread_ = std::thread([this] { IoLoop(); });
   return absl::OkStatus();
 }
@@ -210,10 +166,10 @@ void PsClient::Wake() {
   }
 }
 
-void PsClient::Enqueue(std::vector<Request> requests) {
+void PsClient::Enqueue(std::vector<PsRequest> requests) {
   {
     absl::MutexLock lock(&queue_mu_);
-    for (Request& r : requests) {
+    for (PsRequest& r : requests) {
       r.id = next_id_++;
       queue_.push_back(std::move(r));
     }
@@ -221,28 +177,35 @@ void PsClient::Enqueue(std::vector<Request> requests) {
   Wake();
 }
 
+void PsClient::Dispatch(std::vector<PsRequest> requests) {
+  std::vector<PsRequest> socket_requests;
+  for (PsRequest& r : requests) {
+    SharedMemoryLane* lane = lanes_[r.server].get();
+    if (lane == nullptr || !lane->TrySend(r)) socket_requests.push_back(std::move(r));
+  }
+  if (!socket_requests.empty()) Enqueue(std::move(socket_requests));
+}
+
 Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor) {
   auto op = std::make_shared<Operation>(
       absl::StrCat(KindName(kind), " of key ", key, " for iteration ", iteration));
   // One request per chunk: the server applies and answers each chunk as it
   // arrives, so the pull of one chunk overlaps the push of the next.
-  std::vector<Request> requests;
-  {
-    absl::MutexLock lock(&op->mu_);
-    for (const Chunk& c : plan_.chunks_of_key(key)) {
-      Request r;
-      r.server = c.server;
-      r.kind = kind;
-      r.iteration = iteration;
-      r.tensor = tensor;
-      r.op = op;
-      r.chunks.push_back(c);
-      op->waiting_on_.push_back(c.server);
-      requests.push_back(std::move(r));
-    }
+  std::vector<PsRequest> requests;
+  std::vector<int> servers;
+  for (const Chunk& c : plan_.chunks_of_key(key)) {
+    PsRequest r;
+    r.server = c.server;
+    r.kind = kind;
+    r.iteration = iteration;
+    r.tensor = tensor;
+    r.op = op;
+    r.chunks.push_back(c);
+    servers.push_back(c.server);
+    requests.push_back(std::move(r));
   }
-  op->AddParts(static_cast<int>(requests.size()));
-  Enqueue(std::move(requests));
+  op->AddParts(servers);
+  Dispatch(std::move(requests));
   return op;
 }
 
@@ -260,31 +223,34 @@ Ticket PsClient::Pull(int64_t iteration, uint32_t key, const Tensor& destination
 
 Ticket PsClient::SubmitToAll(wire::Kind kind) {
   auto op = std::make_shared<Operation>(KindName(kind));
-  std::vector<Request> requests;
-  {
-    absl::MutexLock lock(&op->mu_);
-    for (int s = 0; s < num_servers(); ++s) {
-      Request r;
-      r.server = s;
-      r.kind = kind;
-      r.op = op;
-      op->waiting_on_.push_back(s);
-      requests.push_back(std::move(r));
-    }
+  std::vector<PsRequest> requests;
+  std::vector<int> servers;
+  for (int s = 0; s < num_servers(); ++s) {
+    PsRequest r;
+    r.server = s;
+    r.kind = kind;
+    r.op = op;
+    servers.push_back(s);
+    requests.push_back(std::move(r));
   }
-  op->AddParts(static_cast<int>(requests.size()));
+  op->AddParts(servers);
   Enqueue(std::move(requests));
   return op;
 }
 
 void PsClient::CancelAll() {
-  std::deque<Request> dropped;
+  std::deque<PsRequest> dropped;
   {
     absl::MutexLock lock(&queue_mu_);
     dropped.swap(queue_);
     cancel_ = true;
   }
-  for (Request& r : dropped) r.op->PartDone(absl::CancelledError("cancelled"), -1);
+  for (PsRequest& r : dropped) {
+    r.op->PartAnswered(r.server, absl::CancelledError("cancelled"), -1);
+  }
+  for (const auto& lane : lanes_) {
+    if (lane != nullptr) lane->CancelAll();
+  }
   Wake();
   // Wait until the I/O thread has dropped its in-flight requests.
   absl::MutexLock lock(&queue_mu_);
@@ -292,20 +258,22 @@ void PsClient::CancelAll() {
   queue_mu_.Await(absl::Condition(&cancelled));
 }
 
-absl::Status PsClient::Done() { return Wait(SubmitToAll(wire::Kind::DONE)); }
+absl::Status PsClient::Done() {
+  STRATA_RETURN_IF_ERROR(Wait(SubmitToAll(wire::Kind::DONE)));
+  for (const auto& lane : lanes_) {
+    if (lane != nullptr) lane->Finish();
+  }
+  return absl::OkStatus();
+}
 
 Ticket PsClient::SubmitTo(int server, wire::Kind kind, std::string what) {
   auto op = std::make_shared<Operation>(std::move(what));
-  Request r;
+  PsRequest r;
   r.server = server;
   r.kind = kind;
   r.op = op;
-  {
-    absl::MutexLock lock(&op->mu_);
-    op->waiting_on_.push_back(server);
-  }
-  op->AddParts(1);
-  std::vector<Request> requests;
+  op->AddParts({server});
+  std::vector<PsRequest> requests;
   requests.push_back(std::move(r));
   Enqueue(std::move(requests));
   return op;
@@ -314,33 +282,43 @@ Ticket PsClient::SubmitTo(int server, wire::Kind kind, std::string what) {
 absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
   Ticket op = SubmitTo(server, wire::Kind::CLOCK, "clock");
   STRATA_RETURN_IF_ERROR(Wait(op));
-  absl::MutexLock lock(&op->mu_);
-  return op->clocks_;
+  return op->clocks();
 }
 
 absl::Status PsClient::Wait(const Ticket& ticket) { return WaitWhileAnswered(ticket, absl::Now()); }
 
 absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time started) {
-  absl::MutexLock lock(&ticket->mu_);
-  auto done = [&ticket]()
-                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(ticket->mu_) { return ticket->remaining_ == 0; };
-  while (true) {
+  while (!ticket->done()) {
     // The deadline moves with every reply from any server: only `timeout`
     // of silence fails the wait.
-    const absl::Time last_reply = absl::FromUnixNanos(last_reply_unix_ns_.load());
-    const absl::Time deadline = std::max(started, last_reply) + options_.timeout;
-    if (ticket->mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) break;
-    if (absl::FromUnixNanos(last_reply_unix_ns_.load()) > last_reply) continue;
-    const std::set<int> servers(ticket->waiting_on_.begin(), ticket->waiting_on_.end());
-    std::string who;
-    for (int s : servers) {
-      absl::StrAppend(&who, who.empty() ? "" : ", ", "server ", s, " (", server_addresses_[s], ")");
+    const int64_t last_reply = last_reply_unix_ns_.load();
+    const absl::Time deadline = std::max(started, absl::FromUnixNanos(last_reply)) + options_.timeout;
+    const int lane_server = ticket->lane_server();
+    if (lane_server >= 0) {
+      // A part travels on a lane: read its replies here rather than sleep.
+      const bool drove = lanes_[lane_server]->Drive(
+          deadline, [&ticket, lane_server] { return !ticket->on_lane(lane_server); });
+      if (!drove) {
+        // Another thread reads that lane and answers our part; look again soon.
+        ticket->AwaitOffLane(lane_server,
+                             std::min(deadline, absl::Now() + absl::Milliseconds(1)));
+      }
+    } else {
+      ticket->AwaitDone(deadline);
     }
-    return absl::DeadlineExceededError(absl::StrCat("no reply to ", ticket->what_, " from ", who,
+    if (ticket->done() || absl::Now() < deadline || last_reply_unix_ns_.load() != last_reply) {
+      continue;
+    }
+    const std::vector<int> waiting = ticket->waiting_on();
+    std::string who;
+    for (int s : std::set<int>(waiting.begin(), waiting.end())) {
+      absl::StrAppend(&who, who.empty() ? "" : ", ", ServerName(s));
+    }
+    return absl::DeadlineExceededError(absl::StrCat("no reply to ", ticket->what(), " from ", who,
                                                     " within ",
                                                     absl::FormatDuration(options_.timeout)));
   }
-  return ticket->status_;
+  return ticket->status();
 }
 
 absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
@@ -357,56 +335,22 @@ absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
 // Bytes through shared memory count as sent and received: the traffic
 // accounting compares with a plan that knows no transport.
 uint64_t PsClient::bytes_sent() const {
-  uint64_t n = coordinator_->counters().bytes_sent + shm_bytes_sent_;
+  uint64_t n = coordinator_->counters().bytes_sent;
   for (const auto& s : servers_) n += s->counters().bytes_sent;
+  for (const auto& lane : lanes_) n += lane != nullptr ? lane->bytes_sent() : 0;
   return n;
 }
 
 uint64_t PsClient::bytes_received() const {
-  uint64_t n = coordinator_->counters().bytes_received + shm_bytes_received_;
+  uint64_t n = coordinator_->counters().bytes_received;
   for (const auto& s : servers_) n += s->counters().bytes_received;
+  for (const auto& lane : lanes_) n += lane != nullptr ? lane->bytes_received() : 0;
   return n;
 }
 
-void PsClient::SendRequest(Request& r) {
+void PsClient::SendRequest(PsRequest& r) {
   OutgoingMessage m(r.kind);
-  auto h = m.header();
-  h.setJobId(options_.job_id);
-  h.setIteration(r.iteration);
-  h.setSenderRole(options_.role);
-  h.setSenderRank(rank_);
-  h.setRequestId(r.id);
-  auto slices = h.initSlices(static_cast<unsigned>(r.chunks.size()));
-  const bool carries_data = r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT;
-  Tensor flat = r.tensor.defined() ? r.tensor.View({r.tensor.numel()}) : Tensor();
-  if (r.kind == wire::Kind::SHM_ATTACH) {
-    const ShmRegion& region = *regions_[r.server];
-    h.setShmRegion(region.name());
-    h.setShmToken(region.token());
-    h.setShmSlotCount(region.slots());
-    h.setShmSlotBytes(region.slot_bytes());
-    h.setShmHost(ColocationId());
-  }
-  if (r.slot < 0) r.slot = TakeSlot(r);
-  if (r.slot >= 0) {  // the floats go through shared memory (one chunk)
-    h.initShmSlots(1).set(0, static_cast<uint32_t>(r.slot));
-    if (carries_data) {
-      const Chunk& c = r.chunks[0];
-      std::memcpy(regions_[r.server]->slot(static_cast<uint32_t>(r.slot)), flat.data() + c.offset,
-                  c.length * sizeof(float));
-      shm_bytes_sent_ += c.length * sizeof(float);
-    }
-  }
-  for (size_t i = 0; i < r.chunks.size(); ++i) {
-    const Chunk& c = r.chunks[i];
-    slices[i].setKey(c.key);
-    slices[i].setOffset(c.offset);
-    slices[i].setLength(c.length);
-    if (carries_data && r.slot < 0) {
-      m.AddFrame(
-          flat.Slice(static_cast<int64_t>(c.offset), static_cast<int64_t>(c.offset + c.length)));
-    }
-  }
+  FillRequest(r, sender(), /*region=*/nullptr, m);
   absl::Status s = servers_[r.server]->Send(m);
   if (!s.ok()) {
     std::fprintf(
@@ -423,81 +367,12 @@ void PsClient::HandleReply(int server, RawMessage raw) {
                  server, std::string(message.status().message()).c_str());
     return;
   }
-  const auto h = message->header();
-  auto it = inflight_.find(h.getRequestId());
+  auto it = inflight_.find(message->header().getRequestId());
   if (it == inflight_.end()) return;  // a reply to a resent request, already answered
-  Request r = std::move(it->second);
+  PsRequest r = std::move(it->second);
   inflight_.erase(it);
-  const std::string who = absl::StrCat("server ", server, " (", server_addresses_[server], ")");
-  absl::Status status;
-  int64_t version = -1;
-  switch (h.getKind()) {
-    case wire::Kind::ERROR:
-      status = WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused ", r.op->what()));
-      break;
-    case wire::Kind::SHM_ATTACH_ACK:
-      // An ack with an error code: the server cannot map our region.
-      if (h.getErrorCode() != 0) status = ErrorFromHeader(h);
-      sharing_[server] = status.ok();
-      break;
-    case wire::Kind::PULL_REPLY: {
-      // The values come in data frames, or in the shared memory slot the
-      // request named.
-      const bool shared = r.slot >= 0;
-      const auto slices = h.getSlices();
-      const auto slots = h.getShmSlots();
-      if (shared && (slots.size() != 1 || slots[0] != r.slot)) {
-        status = absl::DataLossError(absl::StrCat(who, " answered ", r.op->what(),
-                                                  " without the shared memory slot it was given"));
-        break;
-      }
-      if (slices.size() != r.chunks.size() ||
-          message->num_frames() != (shared ? 0 : r.chunks.size())) {
-        status = absl::DataLossError(
-            absl::StrCat(who, " answered ", r.op->what(), " with the wrong number of slices"));
-        break;
-      }
-      float* dst = r.tensor.data();
-      for (size_t i = 0; i < r.chunks.size(); ++i) {
-        const Chunk& c = r.chunks[i];
-        const size_t bytes = c.length * sizeof(float);
-        if (slices[i].getOffset() != c.offset || slices[i].getLength() != c.length ||
-            (!shared && message->frame_size(i) != bytes)) {
-          status = absl::DataLossError(
-              absl::StrCat(who, " answered ", r.op->what(), " with a mismatched slice"));
-          break;
-        }
-        if (shared) {
-          std::memcpy(dst + c.offset, regions_[server]->slot(static_cast<uint32_t>(r.slot)), bytes);
-          shm_bytes_received_ += bytes;
-        } else {
-          message->CopyFrameTo(i, dst + c.offset);
-        }
-      }
-      version = h.getIteration();
-      break;
-    }
-    case wire::Kind::CLOCK_REPLY: {
-      absl::MutexLock lock(&r.op->mu_);
-      r.op->clocks_.clocks.clear();
-      for (int64_t c : h.getClocks()) r.op->clocks_.clocks.push_back(c);
-      r.op->clocks_.max_served_lead = h.getIteration();
-      break;
-    }
-    default:
-      break;  // acks
-  }
-  ReleaseSlot(r);
-  if (r.kind == wire::Kind::SHM_ATTACH && regions_[server] != nullptr) {
-    regions_[server]->Unlink();  // whatever the answer: the name is not needed any more
-  }
-  {
-    absl::MutexLock lock(&r.op->mu_);
-    auto& w = r.op->waiting_on_;
-    auto pos = std::find(w.begin(), w.end(), server);
-    if (pos != w.end()) w.erase(pos);
-  }
-  r.op->PartDone(status, version);
+  const ReplyOutcome outcome = ApplyReply(*message, r, /*region=*/nullptr, ServerName(server));
+  r.op->PartAnswered(server, outcome.status, outcome.version);
 }
 
 void PsClient::HandleConnectionEvents(int server) {
@@ -509,9 +384,11 @@ void PsClient::HandleConnectionEvents(int server) {
     if (id == ZMQ_EVENT_DISCONNECTED) {
       disconnected_[server] = true;
     } else if (id == ZMQ_EVENT_CONNECTED && disconnected_[server]) {
-      // Back after a drop: whatever the old connection carried may be lost.
+      // Back after a drop: whatever the old connection carried may be lost,
+      // and a restarted server has no lane to us (its requests come back
+      // through Enqueue).
       disconnected_[server] = false;
-      StopSharingMemory(server);
+      if (lanes_[server] != nullptr) lanes_[server]->Close("the server's connection was renewed");
       int resent = 0;
       for (auto& [request_id, r] : inflight_) {
         if (r.server != server) continue;
@@ -542,7 +419,7 @@ void PsClient::IoLoop() {
       while (wake_receiver_->recv(m, zmq::recv_flags::dontwait)) {
       }
     }
-    std::deque<Request> fresh;
+    std::deque<PsRequest> fresh;
     bool cancel = false;
     {
       absl::MutexLock lock(&queue_mu_);
@@ -552,14 +429,13 @@ void PsClient::IoLoop() {
     }
     if (cancel) {
       for (auto& [id, r] : inflight_) {
-        ReleaseSlot(r);
-        r.op->PartDone(absl::CancelledError("cancelled"), -1);
+        r.op->PartAnswered(r.server, absl::CancelledError("cancelled"), -1);
       }
       inflight_.clear();
       absl::MutexLock lock(&queue_mu_);
       cancel_ = false;
     }
-    for (Request& r : fresh) {
+    for (PsRequest& r : fresh) {
       SendRequest(r);
       const uint64_t id = r.id;
       inflight_.emplace(id, std::move(r));
@@ -581,6 +457,11 @@ void PsClient::IoLoop() {
       if (items[2 + servers_.size() + s].revents & ZMQ_POLLIN) {
         HandleConnectionEvents(static_cast<int>(s));
       }
+    }
+    // Replies on lanes nobody is waiting for (a ticket that is never
+    // waited on must still give its slot back).
+    for (const auto& lane : lanes_) {
+      if (lane != nullptr) lane->Drain();
     }
     const absl::Time now = absl::Now();
     if (now >= next_heartbeat) {

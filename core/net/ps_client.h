@@ -12,12 +12,12 @@
 // connected is never sent a request twice, however slow the network: a
 // resent push would double the traffic of a link that is the bottleneck.
 //
-// With a server on the same host and network namespace, the client shares
-// a memory region with it (core/net/shm_region.h): a chunk's floats then go
-// through a slot of the region instead of the socket (one copy each way,
-// no kernel copies), and the socket carries only the headers. Where the
-// server refuses (another host), or all slots are in flight, or after a
-// reconnect, chunks go as data frames as before.
+// With a server on the same host and network namespace, the client also
+// opens a shared-memory lane to it (core/net/shared_memory_lane.h): a push,
+// init or pull of one chunk that fits a slot then goes there, sent by the
+// calling thread, its floats copied once each way through shared memory,
+// and its reply read by the thread that waits for it. Everything else, and
+// everything once a lane has closed, goes over the socket.
 //
 // Contracts: a pushed tensor must not change, and a pulled tensor must not
 // be read, until its ticket has completed. Wait() fails with
@@ -45,7 +45,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/net/partition_plan.h"
-#include "core/net/shm_region.h"
+#include "core/net/ps_request.h"
+#include "core/net/shared_memory_lane.h"
 #include "core/net/transport.h"
 
 namespace strata {
@@ -60,20 +61,11 @@ struct PsClientOptions {
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration heartbeat_every = absl::Seconds(1);
   WireLimits limits;
-  // Share memory with servers on this host (see above), in slots of
-  // shm_slot_bytes (a chunk larger than a slot goes as a frame).
+  // Open lanes to servers on this host (see above), each with a region of
+  // shm_slots slots of shm_slot_bytes (a larger chunk goes over the socket).
   bool shared_memory = true;
   uint32_t shm_slots = 128;
   uint64_t shm_slot_bytes = kDefaultChunkElements * sizeof(float);
-};
-
-// Completion state of one asynchronous operation.
-class Operation;
-using Ticket = std::shared_ptr<Operation>;
-
-struct ClockReport {
-  std::vector<int64_t> clocks;  // iterations pushed, per worker
-  int64_t max_served_lead = 0;  // see ParameterStore::max_served_lead
 };
 
 class PsClient {
@@ -121,39 +113,31 @@ class PsClient {
   uint64_t bytes_received() const;
 
  private:
-  struct Request {
-    uint64_t id = 0;
-    int server = 0;
-    wire::Kind kind = wire::Kind::PULL;
-    int64_t iteration = 0;
-    std::vector<Chunk> chunks;
-    Tensor tensor;  // push/init source or pull destination (whole parameter)
-    Ticket op;
-    int64_t slot = -1;  // the shared memory slot carrying its floats, or -1: frames
-  };
-
   explicit PsClient(const PsClientOptions& options);
   absl::Status Bootstrap();
-  // Offers every server a shared memory region; a refusal only logs.
-  void AttachSharedMemory();
-  // I/O thread: a slot for request `r` if it can use one, else -1.
-  int64_t TakeSlot(const Request& r);
-  void ReleaseSlot(Request& r);
-  // I/O thread: after a reconnect, the server no longer has our region.
-  void StopSharingMemory(int server);
+  // Opens a lane to every server that offers one on this host; a failure
+  // only logs (that server's data goes over the socket). Before the I/O
+  // thread starts.
+  void OpenLanes();
+  RequestSender sender() const { return {options_.job_id, options_.role, rank_}; }
+  // Sends each request on its server's lane if it can, the rest over the
+  // socket; `op` must have its parts added.
+  void Dispatch(std::vector<PsRequest> requests);
   Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
   Ticket SubmitToAll(wire::Kind kind);
   // One request without data to one server.
   Ticket SubmitTo(int server, wire::Kind kind, std::string what);
-  void Enqueue(std::vector<Request> requests);
+  // Queues requests for the socket (the I/O thread sends them).
+  void Enqueue(std::vector<PsRequest> requests);
   void IoLoop();
-  void SendRequest(Request& request);
+  void SendRequest(PsRequest& request);
   void HandleReply(int server, RawMessage raw);
   void HandleConnectionEvents(int server);
   void Wake();
   // Waits until `ticket` completes or no server has answered for `timeout`
   // since max(started, the last reply).
   absl::Status WaitWhileAnswered(const Ticket& ticket, absl::Time started);
+  std::string ServerName(int server) const;
 
   PsClientOptions options_;
   zmq::context_t context_{1};
@@ -161,6 +145,7 @@ class PsClient {
   int num_workers_ = 0;
   int num_fc_workers_ = 0;
   std::vector<std::string> server_addresses_;
+  std::vector<std::string> server_lane_addresses_;  // "" where a server offers none
   std::vector<std::string> fc_addresses_;
   std::vector<std::string> fc_peer_addresses_;
   PartitionPlan plan_;
@@ -169,13 +154,10 @@ class PsClient {
   std::unique_ptr<Socket> coordinator_;
   std::vector<std::unique_ptr<Socket>> servers_;
   std::unique_ptr<zmq::socket_t> wake_receiver_;
-  std::map<uint64_t, Request> inflight_;
-  // Per server: our region, its free slots, and whether the server has it
-  // mapped (I/O thread only, once Connect() has returned).
-  std::vector<std::unique_ptr<ShmRegion>> regions_;
-  std::vector<std::unique_ptr<ShmSlots>> free_slots_;
-  std::vector<bool> sharing_;
-  std::atomic<uint64_t> shm_bytes_sent_{0}, shm_bytes_received_{0};
+  std::map<uint64_t, PsRequest> inflight_;
+  // Per server: its shared-memory lane, or null (set before the I/O thread
+  // starts; each lane is thread-safe).
+  std::vector<std::unique_ptr<SharedMemoryLane>> lanes_;
   // Per server: ZeroMQ's connection events, and whether the connection was
   // lost since it was last up.
   std::vector<std::unique_ptr<zmq::socket_t>> monitors_;
@@ -183,34 +165,13 @@ class PsClient {
   std::atomic<int64_t> last_reply_unix_ns_{0};  // any server's, read by waiting callers
 
   absl::Mutex queue_mu_;
-  std::deque<Request> queue_ ABSL_GUARDED_BY(queue_mu_);
+  std::deque<PsRequest> queue_ ABSL_GUARDED_BY(queue_mu_);
   std::unique_ptr<zmq::socket_t> wake_sender_ ABSL_GUARDED_BY(queue_mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(queue_mu_) = 1;
   bool stop_ ABSL_GUARDED_BY(queue_mu_) = false;
   bool cancel_ ABSL_GUARDED_BY(queue_mu_) =
       false;  // asks the I/O thread to drop in-flight requests
   std::thread io_thread_;
-};
-
-class Operation {
- public:
-  explicit Operation(std::string what) : what_(std::move(what)) {}
-  // Smallest version seen in pull replies (-1 before any).
-  int64_t version() const;
-  const std::string& what() const { return what_; }
-
- private:
-  friend class PsClient;
-  void AddParts(int n);
-  void PartDone(const absl::Status& status, int64_t version);
-
-  const std::string what_;
-  mutable absl::Mutex mu_;
-  int remaining_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  int64_t version_ ABSL_GUARDED_BY(mu_) = -1;
-  std::vector<int> waiting_on_ ABSL_GUARDED_BY(mu_);  // server of each unanswered part
-  ClockReport clocks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace strata

@@ -204,13 +204,17 @@ absl::StatusOr<std::unique_ptr<Socket>> Socket::Connect(zmq::context_t& context,
   return s;
 }
 
-absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity) {
-  auto sizes = message.header_.initFrameBytes(static_cast<unsigned>(message.frames_.size()));
-  for (size_t i = 0; i < message.frames_.size(); ++i) {
-    const auto& f = message.frames_[i];
+kj::Array<capnp::word> OutgoingMessage::EncodeHeader() {
+  auto sizes = header_.initFrameBytes(static_cast<unsigned>(frames_.size()));
+  for (size_t i = 0; i < frames_.size(); ++i) {
+    const auto& f = frames_[i];
     sizes.set(static_cast<unsigned>(i), f.tensor.defined() ? f.tensor.nbytes() : f.bytes.size());
   }
-  kj::Array<capnp::word> words = capnp::messageToFlatArray(message.builder_);
+  return capnp::messageToFlatArray(builder_);
+}
+
+absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity) {
+  kj::Array<capnp::word> words = message.EncodeHeader();
   auto bytes = words.asBytes();
   uint64_t total = bytes.size();
   try {

@@ -67,6 +67,9 @@ class OutgoingMessage {
   // The encoded header frame as it would be sent (frameBytes as set by the
   // caller); for tests that craft malformed messages.
   std::string SerializedHeaderForTest();
+  // Records each data frame's size in frameBytes and encodes the header.
+  kj::Array<capnp::word> EncodeHeader();
+  size_t num_frames() const { return frames_.size(); }
 
  private:
   friend class Socket;

@@ -166,8 +166,13 @@ TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
     EXPECT_NE(workers[w]->log().find("rewound to iteration " + std::to_string(from)),
               std::string::npos)
         << workers[w]->log();
-    // The requests the dead server had were sent again once it was back.
+    // The requests the dead server had were sent again once it was back,
+    // those on the shared memory lane over the socket.
     EXPECT_NE(workers[w]->log().find("reconnected to server 0; resent "), std::string::npos)
+        << workers[w]->log();
+    EXPECT_NE(workers[w]->log().find("the shared memory lane to server 0 (" + address +
+                                     ") closed (the lane's peer closed it); "),
+              std::string::npos)
         << workers[w]->log();
   }
   ASSERT_EQ(second.Wait(), 0) << second.log();

@@ -1,0 +1,166 @@
+#include "core/net/lane_socket.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/net/shm_region.h"
+
+namespace strata {
+namespace {
+
+// Room for a burst of replies the reader has not collected yet (the kernel
+// caps it at twice net.core.wmem_max).
+constexpr int kSocketBufferBytes = 1 << 20;
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+// An abstract-namespace address: a leading NUL, then the name.
+sockaddr_un AbstractAddress(const std::string& name, socklen_t* length) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const size_t n = std::min(name.size(), sizeof(address.sun_path) - 1);
+  std::memcpy(address.sun_path + 1, name.data(), n);
+  *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+  return address;
+}
+
+void SetBuffers(int fd) {
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+}
+
+}  // namespace
+
+LaneSocket::LaneSocket(int fd) : fd_(fd), buffer_(kMaxLanePacketBytes) { SetBuffers(fd); }
+
+LaneSocket::~LaneSocket() { ::close(fd_); }
+
+namespace {
+
+const std::string& Here() {
+  static const std::string here = ColocationId();  // fixed for the process's life
+  return here;
+}
+
+}  // namespace
+
+bool LaneIsLocal(const std::string& address) {
+  const size_t hash = address.rfind('#');
+  return hash != std::string::npos && address.compare(0, hash, Here()) == 0;
+}
+
+absl::StatusOr<std::unique_ptr<LaneSocket>> LaneSocket::Connect(const std::string& address) {
+  const size_t hash = address.rfind('#');
+  if (hash == std::string::npos || hash + 1 == address.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed lane address \"", address, "\" (expected HOST/NETNS#NAME)"));
+  }
+  if (!LaneIsLocal(address)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the lane ", address, " is not on this host and network namespace (",
+                     Here(), ")"));
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("lane socket: ", ErrnoText()));
+  socklen_t length = 0;
+  const sockaddr_un target = AbstractAddress(address.substr(hash + 1), &length);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&target), length) != 0) {
+    const std::string why = ErrnoText();
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot connect to the lane ", address, ": ", why));
+  }
+  return std::unique_ptr<LaneSocket>(new LaneSocket(fd));
+}
+
+absl::StatusOr<size_t> LaneSocket::Send(OutgoingMessage& message) {
+  if (message.num_frames() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(KindName(message.header().getKind()), " with ", message.num_frames(),
+                     " data frames cannot go over a lane (headers only)"));
+  }
+  kj::Array<capnp::word> words = message.EncodeHeader();
+  const auto bytes = words.asBytes();
+  if (bytes.size() > kMaxLanePacketBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a ", bytes.size(),
+                                                   "-byte header exceeds the lane's limit of ",
+                                                   kMaxLanePacketBytes, " bytes"));
+  }
+  const ssize_t sent = ::send(fd_, bytes.begin(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (sent != static_cast<ssize_t>(bytes.size())) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return absl::UnavailableError("the lane's peer is not reading (its buffer is full)");
+    }
+    return absl::UnavailableError(absl::StrCat("lane send failed: ", ErrnoText()));
+  }
+  return bytes.size();
+}
+
+absl::StatusOr<std::optional<RawMessage>> LaneSocket::ReceiveNow() {
+  const ssize_t n = ::recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT | MSG_TRUNC);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
+  // A peer that died with packets unread resets the connection.
+  if (n == 0 || (n < 0 && errno == ECONNRESET)) return absl::UnavailableError("the lane's peer closed it");
+  if (n < 0) return absl::UnavailableError(absl::StrCat("lane receive failed: ", ErrnoText()));
+  if (static_cast<size_t>(n) > kMaxLanePacketBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a ", n, "-byte lane packet exceeds the limit of ",
+                                                   kMaxLanePacketBytes, " bytes (discarded)"));
+  }
+  RawMessage raw;
+  raw.frames.emplace_back(buffer_.data(), static_cast<size_t>(n));
+  return raw;
+}
+
+bool LaneSocket::WaitReadable(absl::Duration timeout) const {
+  pollfd item{fd_, POLLIN, 0};
+  const absl::Duration bounded = std::max(timeout, absl::ZeroDuration());
+  const timespec wait = absl::ToTimespec(bounded);
+  return ::ppoll(&item, 1, &wait, nullptr) > 0;
+}
+
+void LaneSocket::Shutdown() { ::shutdown(fd_, SHUT_RDWR); }
+
+LaneListener::~LaneListener() { ::close(fd_); }
+
+absl::StatusOr<std::unique_ptr<LaneListener>> LaneListener::Listen() {
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("lane socket: ", ErrnoText()));
+  // Binding only the family asks the kernel for a fresh abstract name.
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(sa_family_t)) != 0 ||
+      ::listen(fd, 64) != 0) {
+    const std::string why = ErrnoText();
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot listen for lanes: ", why));
+  }
+  sockaddr_un bound{};
+  socklen_t length = sizeof(bound);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0 ||
+      length <= offsetof(sockaddr_un, sun_path) + 1) {
+    const std::string why = ErrnoText();
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("lane listener has no name: ", why));
+  }
+  const std::string name(bound.sun_path + 1, length - offsetof(sockaddr_un, sun_path) - 1);
+  return std::unique_ptr<LaneListener>(
+      new LaneListener(fd, absl::StrCat(ColocationId(), "#", name)));
+}
+
+absl::StatusOr<std::unique_ptr<LaneSocket>> LaneListener::Accept() {
+  const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::unique_ptr<LaneSocket>();
+    return absl::UnavailableError(absl::StrCat("accepting a lane: ", ErrnoText()));
+  }
+  return std::unique_ptr<LaneSocket>(new LaneSocket(fd));
+}
+
+}  // namespace strata

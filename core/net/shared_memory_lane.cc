@@ -1,0 +1,224 @@
+#include "core/net/shared_memory_lane.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace strata {
+namespace {
+
+// Requests in flight on one lane at most: their replies must fit the
+// server's socket buffer even when nobody reads for a while.
+constexpr size_t kMaxInFlight = 256;
+
+uint64_t ChunkBytes(const PsRequest& r) { return r.chunks[0].length * sizeof(float); }
+
+}  // namespace
+
+SharedMemoryLane::SharedMemoryLane(SharedMemoryLaneOptions options,
+                                   std::unique_ptr<LaneSocket> socket,
+                                   std::unique_ptr<ShmRegion> region)
+    : options_(std::move(options)),
+      socket_(std::move(socket)),
+      region_(std::move(region)),
+      free_slots_(region_->slots()) {}
+
+// In-flight requests are abandoned with the client that owns the lane.
+SharedMemoryLane::~SharedMemoryLane() { socket_->Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<SharedMemoryLane>> SharedMemoryLane::Open(
+    SharedMemoryLaneOptions options) {
+  STRATA_ASSIGN_OR_RETURN(auto socket, LaneSocket::Connect(options.lane_address));
+  STRATA_ASSIGN_OR_RETURN(auto region, ShmRegion::Create(options.slots, options.slot_bytes));
+  std::unique_ptr<SharedMemoryLane> lane(
+      new SharedMemoryLane(std::move(options), std::move(socket), std::move(region)));
+  const absl::Status attached = lane->Attach();
+  lane->region_->Unlink();  // mapped by both, or not needed: the name can go
+  STRATA_RETURN_IF_ERROR(attached);
+  return lane;
+}
+
+absl::Status SharedMemoryLane::Attach() {
+  OutgoingMessage offer(wire::Kind::SHM_ATTACH);
+  auto h = offer.header();
+  h.setJobId(options_.sender.job_id);
+  h.setSenderRole(options_.sender.role);
+  h.setSenderRank(options_.sender.rank);
+  h.setShmRegion(region_->name());
+  h.setShmToken(region_->token());
+  h.setShmSlotCount(region_->slots());
+  h.setShmSlotBytes(region_->slot_bytes());
+  h.setShmHost(ColocationId());
+  STRATA_RETURN_IF_ERROR(socket_->Send(offer).status());
+  const absl::Time deadline = absl::Now() + options_.attach_timeout;
+  while (absl::Now() < deadline) {
+    socket_->WaitReadable(deadline - absl::Now());
+    STRATA_ASSIGN_OR_RETURN(std::optional<RawMessage> packet, socket_->ReceiveNow());
+    if (!packet.has_value()) continue;
+    STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(packet), options_.limits));
+    const auto r = reply.header();
+    if (r.getErrorCode() != 0) return ErrorFromHeader(r);
+    if (r.getKind() == wire::Kind::SHM_ATTACH_ACK) return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat(options_.server_name, " did not answer the shared memory offer within ",
+                   absl::FormatDuration(options_.attach_timeout)));
+}
+
+bool SharedMemoryLane::TrySend(PsRequest& request) {
+  if (closed_.load() || !MovesData(request.kind) || request.chunks.size() != 1 ||
+      ChunkBytes(request) > region_->slot_bytes()) {
+    return false;
+  }
+  uint64_t id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (in_flight_.size() >= kMaxInFlight) return false;
+    const std::optional<uint32_t> slot = free_slots_.Acquire();
+    if (!slot.has_value()) return false;
+    request.slot = *slot;
+    id = next_id_++;
+  }
+  request.id = id;
+  OutgoingMessage message(request.kind);
+  FillRequest(request, options_.sender, region_.get(), message);
+  const uint64_t data_bytes = request.kind == wire::Kind::PULL ? 0 : ChunkBytes(request);
+  const Ticket op = request.op;
+  // On the books before it is sent: the reply may come at once.
+  op->EnterLane(options_.server);
+  {
+    absl::MutexLock lock(&mu_);
+    in_flight_.emplace(id, InFlight{std::move(request)});
+  }
+  const absl::StatusOr<size_t> sent = socket_->Send(message);
+  if (sent.ok()) {
+    bytes_sent_ += *sent + data_bytes;
+    return true;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) return true;  // the lane closed meanwhile and resent it
+    request = std::move(it->second.request);
+    in_flight_.erase(it);
+    free_slots_.Release(static_cast<uint32_t>(request.slot));
+  }
+  request.slot = -1;
+  op->LeaveLane(options_.server);
+  Close(std::string(sent.status().message()));
+  return false;
+}
+
+bool SharedMemoryLane::Drive(absl::Time deadline, absl::FunctionRef<bool()> done) {
+  if (!reader_mu_.TryLock()) return false;
+  while (!done() && !closed_.load()) {
+    ReadReplies();
+    if (done() || closed_.load()) break;
+    const absl::Time now = absl::Now();
+    if (now >= deadline) break;
+    // Bounded: a part cancelled by another thread wakes nobody here.
+    socket_->WaitReadable(std::min(deadline - now, absl::Milliseconds(100)));
+  }
+  reader_mu_.Unlock();
+  return true;
+}
+
+void SharedMemoryLane::Drain() {
+  if (!reader_mu_.TryLock()) return;
+  if (!closed_.load()) ReadReplies();
+  reader_mu_.Unlock();
+}
+
+void SharedMemoryLane::ReadReplies() {
+  while (true) {
+    absl::StatusOr<std::optional<RawMessage>> packet = socket_->ReceiveNow();
+    if (!packet.ok()) {
+      if (absl::IsUnavailable(packet.status())) {
+        Close(std::string(packet.status().message()));
+        return;
+      }
+      std::fprintf(stderr, "[worker %d] dropped a reply from %s: %s\n", options_.sender.rank,
+                   options_.server_name.c_str(), std::string(packet.status().message()).c_str());
+      continue;
+    }
+    if (!packet->has_value()) return;
+    HandleReply(**std::move(packet));
+  }
+}
+
+void SharedMemoryLane::HandleReply(RawMessage raw) {
+  const uint64_t header_bytes = raw.frames[0].size();
+  absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), options_.limits);
+  if (!message.ok()) {
+    std::fprintf(stderr, "[worker %d] dropped a malformed reply from %s: %s\n",
+                 options_.sender.rank, options_.server_name.c_str(),
+                 std::string(message.status().message()).c_str());
+    return;
+  }
+  InFlight entry;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = in_flight_.find(message->header().getRequestId());
+    if (it == in_flight_.end()) return;
+    entry = std::move(it->second);
+    in_flight_.erase(it);
+  }
+  PsRequest& r = entry.request;
+  ReplyOutcome outcome;
+  if (!entry.cancelled) outcome = ApplyReply(*message, r, region_.get(), options_.server_name);
+  {
+    absl::MutexLock lock(&mu_);
+    free_slots_.Release(static_cast<uint32_t>(r.slot));
+  }
+  if (entry.cancelled) return;
+  const bool pulled = r.kind == wire::Kind::PULL && outcome.status.ok();
+  bytes_received_ += header_bytes + (pulled ? ChunkBytes(r) : 0);
+  options_.last_reply_unix_ns->store(absl::ToUnixNanos(absl::Now()));
+  r.op->LeaveLane(options_.server);
+  r.op->PartAnswered(options_.server, outcome.status, outcome.version);
+}
+
+void SharedMemoryLane::CancelAll() {
+  std::vector<Ticket> cancelled;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, entry] : in_flight_) {
+      if (entry.cancelled) continue;
+      entry.cancelled = true;  // its slot waits for the reply (see the header)
+      cancelled.push_back(entry.request.op);
+    }
+  }
+  for (const Ticket& op : cancelled) {
+    op->LeaveLane(options_.server);
+    op->PartAnswered(options_.server, absl::CancelledError("cancelled"), -1);
+  }
+}
+
+void SharedMemoryLane::Finish() {
+  if (!closed_.exchange(true)) socket_->Shutdown();
+}
+
+void SharedMemoryLane::Close(const std::string& why) {
+  if (closed_.exchange(true)) return;
+  socket_->Shutdown();
+  std::vector<PsRequest> orphans;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, entry] : in_flight_) {
+      if (entry.cancelled) continue;
+      entry.request.slot = -1;  // the region is not used again
+      orphans.push_back(std::move(entry.request));
+    }
+    in_flight_.clear();
+  }
+  std::fprintf(stderr,
+               "[worker %d] the shared memory lane to %s closed (%s); %zu requests in flight and "
+               "all later ones go over the socket\n",
+               options_.sender.rank, options_.server_name.c_str(), why.c_str(), orphans.size());
+  for (PsRequest& r : orphans) r.op->LeaveLane(options_.server);
+  if (!orphans.empty()) options_.resend(std::move(orphans));
+}
+
+}  // namespace strata
