@@ -96,10 +96,11 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     STRATA_RETURN_IF_ERROR(node->Register());
   }
   // The launcher reads this line to learn the address.
-  std::printf("[server %d] serving %lld parameters in %zu chunks on %s (%s)\n", options.rank,
+  std::printf("[server %d] serving %lld parameters in %zu chunks on %s (%s)%s%s\n", options.rank,
               static_cast<long long>(node->plan_.elements_of_server(options.rank)),
               node->plan_.chunks_of_server(options.rank).size(), node->socket_->address().c_str(),
-              ConsistencyName(options.consistency));
+              ConsistencyName(options.consistency),
+              lane_address.empty() ? "" : "; shared memory lanes at ", lane_address.c_str());
   std::fflush(stdout);
   return node;
 }

@@ -3,6 +3,7 @@
 // raw ZeroMQ client while honest workers train.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,7 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/net/lane_socket.h"
 #include "core/net/shm_region.h"
 #include "core/net/transport.h"
 #include "core/train/checkpoint.h"
@@ -268,6 +271,34 @@ class RawClient {
   zmq::socket_t socket_;
 };
 
+// A raw client on a server's shared memory lane.
+class RawLaneClient {
+ public:
+  explicit RawLaneClient(const std::string& address) {
+    auto socket = LaneSocket::Connect(address);
+    EXPECT_TRUE(socket.ok()) << socket.status();
+    if (socket.ok()) socket_ = *std::move(socket);
+  }
+  // Sends one packet; returns the error message of the server's reply, as
+  // RawClient::Exchange does.
+  std::string Exchange(const std::string& packet) {
+    if (socket_ == nullptr) return "<not connected>";
+    if (::send(socket_->fd(), packet.data(), packet.size(), 0) != static_cast<ssize_t>(packet.size())) {
+      return "<send failed>";
+    }
+    if (!socket_->WaitReadable(absl::Seconds(10))) return "<no reply>";
+    auto reply = socket_->ReceiveNow();
+    if (!reply.ok() || !reply->has_value()) return "<no reply>";
+    auto msg = Decode(**std::move(reply), WireLimits());
+    if (!msg.ok()) return "<undecodable reply>";
+    if (msg->header().getErrorCode() == 0) return "<not an error>";
+    return msg->header().getErrorMessage().cStr();
+  }
+
+ private:
+  std::unique_ptr<LaneSocket> socket_;
+};
+
 std::string Header(OutgoingMessage& m) { return m.SerializedHeaderForTest(); }
 
 // An offer of shared memory region `name`.
@@ -381,6 +412,26 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   EXPECT_EQ(attacker.Exchange({SharedPullHeader(1)}),
             "pull of key 0: 1152 bytes do not fit a shared memory slot of 64");
 
+  // The server's shared memory lane checks what it carries the same way.
+  const size_t lanes_at = line.find("shared memory lanes at ");
+  ASSERT_NE(lanes_at, std::string::npos) << line;
+  RawLaneClient lane(std::string(absl::StripAsciiWhitespace(line.substr(lanes_at + 23))));
+  EXPECT_NE(lane.Exchange("garbage bytes!!").find("malformed header"), std::string::npos);
+  EXPECT_EQ(lane.Exchange(std::string(70000, 'x')),
+            "a 70000-byte lane packet exceeds the limit of 65536 bytes (discarded)");
+  OutgoingMessage enrol(wire::Kind::REGISTER);
+  enrol.header().setJobId(1);
+  EXPECT_EQ(lane.Exchange(Header(enrol)),
+            "register over a shared memory lane; the coordinator listens on " + address);
+  EXPECT_EQ(lane.Exchange(PushHeader(0, 0, 288, 1152)),
+            "push header declares 1 data frames, 0 arrived");
+  EXPECT_EQ(lane.Exchange(SharedPullHeader(0)),
+            "pull names shared memory slots, but its sender attached none");
+  EXPECT_EQ(
+      lane.Exchange(AttachHeader((*region)->name(), (*region)->token(), 4, 64, ColocationId())),
+      "<not an error>");  // attached to the lane too
+  EXPECT_EQ(lane.Exchange(SharedPullHeader(7)), "pull: shared memory slot 7 is outside [0, 4)");
+
   // Now the honest worker trains while the attacker keeps sending garbage.
   Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address, "--config",
                   kConfig, "--threads", "1", "--max-steps", "30", "--evaluate=false",
@@ -391,9 +442,13 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
         attacker.Exchange({PushHeader(0, 0, 288, 1152, 1, /*sender=*/5), std::string(1152, 'x')});
     EXPECT_EQ(stranger, "push from worker rank 5, the job has 1 workers");
     EXPECT_NE(attacker.Exchange({"more garbage"}).find("malformed"), std::string::npos);
+    EXPECT_NE(lane.Exchange("lane garbage").find("malformed"), std::string::npos);
   }
   ASSERT_EQ(worker.Wait(), 0) << worker.log();
   ASSERT_EQ(server.Wait(), 0) << server.log();
+  // The honest worker had its own lane beside the attacker's.
+  EXPECT_NE(server.log().find("[server 0] shares memory with worker 0"), std::string::npos)
+      << server.log();
   EXPECT_NE(server.log().find("requests refused"), std::string::npos);
   EXPECT_LE(MaxDifference(dir_ + "/ref.ckpt", dir_ + "/attacked.ckpt"), 1e-6f);
 }

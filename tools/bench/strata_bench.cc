@@ -36,8 +36,8 @@ ABSL_FLAG(std::string, workers, "",
           "ps: worker counts (default 1,2,4); moe: also spread the layer over these numbers of "
           "processes, e.g. 2,4 (expert parallelism; the best static d and r for each)");
 ABSL_FLAG(std::string, transports, "tcp,ipc,shm",
-          "ps: tcp (127.0.0.1), ipc (Unix sockets), shm (headers over ipc, data through shared "
-          "memory)");
+          "ps: tcp (127.0.0.1), ipc (Unix sockets), shm (the shared-memory lane: headers over a "
+          "Unix packet socket, data through shared memory; the rest over ipc)");
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
 ABSL_FLAG(int32_t, servers, 1, "train, plan: parameter servers");

@@ -1,0 +1,210 @@
+// Shared-memory lanes: the socket (one header per packet, limits, closes,
+// addresses) and the server's hub (accepting, identities, replies, closed
+// lanes reported once).
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/net/lane_socket.h"
+#include "core/net/shm_region.h"
+#include "server/lane_hub.h"
+
+namespace strata {
+namespace {
+
+// A connected pair: a client socket and the listener's accepted end.
+struct LanePair {
+  std::unique_ptr<LaneListener> listener;
+  std::unique_ptr<LaneSocket> client;
+  std::unique_ptr<LaneSocket> server;
+};
+
+LanePair Connect() {
+  LanePair pair;
+  auto listener = LaneListener::Listen();
+  EXPECT_TRUE(listener.ok()) << listener.status();
+  pair.listener = *std::move(listener);
+  auto client = LaneSocket::Connect(pair.listener->address());
+  EXPECT_TRUE(client.ok()) << client.status();
+  pair.client = *std::move(client);
+  auto accepted = pair.listener->Accept();
+  EXPECT_TRUE(accepted.ok()) << accepted.status();
+  pair.server = *std::move(accepted);
+  EXPECT_NE(pair.server, nullptr);
+  return pair;
+}
+
+// Sends a pull header for `iteration`.
+absl::Status SendPull(LaneSocket& socket, int64_t iteration) {
+  OutgoingMessage m(wire::Kind::PULL);
+  m.header().setIteration(iteration);
+  return socket.Send(m).status();
+}
+
+// The next packet on `socket`, decoded, waiting up to a second.
+absl::StatusOr<IncomingMessage> Next(LaneSocket& socket) {
+  socket.WaitReadable(absl::Seconds(1));
+  absl::StatusOr<std::optional<RawMessage>> packet = socket.ReceiveNow();
+  if (!packet.ok()) return packet.status();
+  if (!packet->has_value()) return absl::DeadlineExceededError("no packet");
+  return Decode(**std::move(packet), WireLimits());
+}
+
+TEST(LaneSocketTest, CarriesOneHeaderPerPacketInOrder) {
+  LanePair lane = Connect();
+  for (int64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(SendPull(*lane.client, i).ok());
+  }
+  for (int64_t i = 0; i < 3; ++i) {
+    absl::StatusOr<IncomingMessage> m = Next(*lane.server);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->header().getKind(), wire::Kind::PULL);
+    EXPECT_EQ(m->header().getIteration(), i);
+  }
+  absl::StatusOr<std::optional<RawMessage>> none = lane.server->ReceiveNow();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  // And the other way.
+  OutgoingMessage reply(wire::Kind::PULL_REPLY);
+  ASSERT_TRUE(lane.server->Send(reply).ok());
+  absl::StatusOr<IncomingMessage> back = Next(*lane.client);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->header().getKind(), wire::Kind::PULL_REPLY);
+}
+
+TEST(LaneSocketTest, RefusesDataFramesAndOversizeHeaders) {
+  LanePair lane = Connect();
+  OutgoingMessage push(wire::Kind::PUSH);
+  push.AddFrame(std::string(16, 'x'));
+  absl::StatusOr<size_t> framed = lane.client->Send(push);
+  EXPECT_EQ(framed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(framed.status().message(),
+            "push with 1 data frames cannot go over a lane (headers only)");
+  OutgoingMessage error(wire::Kind::ERROR);
+  error.header().setErrorMessage(std::string(70000, 'e'));
+  absl::StatusOr<size_t> oversize = lane.client->Send(error);
+  EXPECT_EQ(oversize.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(oversize.status().message().find("exceeds the lane's limit of 65536 bytes"),
+            std::string::npos)
+      << oversize.status();
+}
+
+TEST(LaneSocketTest, AnOversizePacketIsDiscardedAndTheLaneStaysUsable) {
+  LanePair lane = Connect();
+  const std::string big(70000, 'x');
+  ASSERT_EQ(::send(lane.client->fd(), big.data(), big.size(), 0), 70000);
+  ASSERT_TRUE(SendPull(*lane.client, 5).ok());
+  absl::StatusOr<IncomingMessage> first = Next(*lane.server);
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(first.status().message(),
+            "a 70000-byte lane packet exceeds the limit of 65536 bytes (discarded)");
+  absl::StatusOr<IncomingMessage> second = Next(*lane.server);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->header().getIteration(), 5);
+}
+
+TEST(LaneSocketTest, APeerThatClosesIsUnavailable) {
+  LanePair lane = Connect();
+  lane.client.reset();
+  absl::StatusOr<std::optional<RawMessage>> packet = lane.server->ReceiveNow();
+  EXPECT_EQ(packet.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(packet.status().message(), "the lane's peer closed it");
+  EXPECT_EQ(SendPull(*lane.server, 1).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(LaneSocketTest, ConnectsOnlyToLanesOnThisHostAndNamespace) {
+  EXPECT_FALSE(LaneIsLocal("elsewhere/net:[1]#00001"));
+  absl::StatusOr<std::unique_ptr<LaneSocket>> elsewhere =
+      LaneSocket::Connect("elsewhere/net:[1]#00001");
+  EXPECT_EQ(elsewhere.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(elsewhere.status().message(),
+            "the lane elsewhere/net:[1]#00001 is not on this host and network namespace (" +
+                ColocationId() + ")");
+  absl::StatusOr<std::unique_ptr<LaneSocket>> malformed = LaneSocket::Connect("tcp://x:1");
+  EXPECT_EQ(malformed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(malformed.status().message(),
+            "malformed lane address \"tcp://x:1\" (expected HOST/NETNS#NAME)");
+  const std::string nobody = ColocationId() + "#strata-test-nobody-listens";
+  EXPECT_TRUE(LaneIsLocal(nobody));
+  absl::StatusOr<std::unique_ptr<LaneSocket>> refused = LaneSocket::Connect(nobody);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(refused.status().message(),
+            "cannot connect to the lane " + nobody + ": Connection refused");
+}
+
+// Polls the hub's items and services them until `enough` holds for what
+// arrived, or for a second.
+LaneHub::Events Serve(LaneHub& hub, const std::function<bool(const LaneHub::Events&)>& enough) {
+  LaneHub::Events all;
+  for (int i = 0; i < 100 && !enough(all); ++i) {
+    std::vector<zmq::pollitem_t> items;
+    hub.AddPollItems(items);
+    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(10));
+    LaneHub::Events events = hub.Service(items.data());
+    for (auto& r : events.requests) all.requests.push_back(std::move(r));
+    for (auto& r : events.refused) all.refused.push_back(r);
+    for (auto& c : events.closed) all.closed.push_back(c);
+  }
+  return all;
+}
+
+TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
+  auto hub = LaneHub::Listen("server 0");
+  ASSERT_TRUE(hub.ok()) << hub.status();
+  auto a = LaneSocket::Connect((*hub)->address());
+  auto b = LaneSocket::Connect((*hub)->address());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(SendPull(**a, 1).ok());
+  ASSERT_TRUE(SendPull(**b, 2).ok());
+  LaneHub::Events events = Serve(**hub, [](const auto& e) { return e.requests.size() == 2; });
+  ASSERT_EQ(events.requests.size(), 2u);
+  std::map<int64_t, std::string> identity_of;  // by iteration
+  for (RawMessage& raw : events.requests) {
+    EXPECT_TRUE(LaneHub::IsLane(raw.identity)) << raw.identity;
+    const std::string identity = raw.identity;
+    auto m = Decode(std::move(raw), WireLimits());
+    ASSERT_TRUE(m.ok());
+    identity_of[m->header().getIteration()] = identity;
+  }
+  ASSERT_EQ(identity_of.size(), 2u);
+  EXPECT_NE(identity_of[1], identity_of[2]);
+  EXPECT_FALSE(LaneHub::IsLane(std::string("\0\x80\0\0\x29", 5)));  // a ZeroMQ routing id
+
+  OutgoingMessage reply(wire::Kind::PULL_REPLY);
+  reply.header().setIteration(2);
+  EXPECT_GT((*hub)->Send(identity_of[2], reply), 0u);
+  absl::StatusOr<IncomingMessage> got = Next(**b);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->header().getIteration(), 2);
+  EXPECT_EQ(Next(**a).status().code(), absl::StatusCode::kDeadlineExceeded);  // nothing for a
+
+  // A closed lane is reported once; replies to it are dropped.
+  a->reset();
+  LaneHub::Events after = Serve(**hub, [](const auto& e) { return !e.closed.empty(); });
+  ASSERT_EQ(after.closed.size(), 1u);
+  EXPECT_EQ(after.closed[0], identity_of[1]);
+  EXPECT_EQ((*hub)->Send(identity_of[1], reply), 0u);
+  // Reported once: a second look finds nothing more.
+  EXPECT_TRUE(Serve(**hub, [](const auto& e) { return !e.closed.empty(); }).closed.empty());
+}
+
+TEST(LaneHubTest, AnOversizePacketIsRefusedForItsLane) {
+  auto hub = LaneHub::Listen("server 0");
+  ASSERT_TRUE(hub.ok()) << hub.status();
+  auto client = LaneSocket::Connect((*hub)->address());
+  ASSERT_TRUE(client.ok());
+  const std::string big(70000, 'x');
+  ASSERT_EQ(::send((*client)->fd(), big.data(), big.size(), 0), 70000);
+  LaneHub::Events events = Serve(**hub, [](const auto& e) { return !e.refused.empty(); });
+  ASSERT_EQ(events.refused.size(), 1u);
+  EXPECT_TRUE(LaneHub::IsLane(events.refused[0].first));
+  EXPECT_EQ(events.refused[0].second.message(),
+            "a 70000-byte lane packet exceeds the limit of 65536 bytes (discarded)");
+}
+
+}  // namespace
+}  // namespace strata
