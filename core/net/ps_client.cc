@@ -259,11 +259,12 @@ void PsClient::CancelAll() {
 }
 
 absl::Status PsClient::Done() {
-  STRATA_RETURN_IF_ERROR(Wait(SubmitToAll(wire::Kind::DONE)));
+  // The lanes first: a server that has every worker's DONE exits, and its
+  // lanes' closing is then no news.
   for (const auto& lane : lanes_) {
     if (lane != nullptr) lane->Finish();
   }
-  return absl::OkStatus();
+  return Wait(SubmitToAll(wire::Kind::DONE));
 }
 
 Ticket PsClient::SubmitTo(int server, wire::Kind kind, std::string what) {

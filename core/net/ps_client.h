@@ -105,7 +105,7 @@ class PsClient {
   // with Cancelled and late replies are ignored, so no stale pull can write
   // into a tensor afterwards. Used to rewind after a server restart.
   void CancelAll();
-  // Tells every server this worker has finished.
+  // Tells every server this worker has finished (closing its lanes first).
   absl::Status Done();
   absl::StatusOr<ClockReport> Clocks(int server);
 

@@ -196,11 +196,11 @@ void SharedMemoryLane::CancelAll() {
   }
 }
 
-void SharedMemoryLane::Finish() {
-  if (!closed_.exchange(true)) socket_->Shutdown();
-}
+void SharedMemoryLane::Finish() { Shut("the worker is done", /*quiet_when_idle=*/true); }
 
-void SharedMemoryLane::Close(const std::string& why) {
+void SharedMemoryLane::Close(const std::string& why) { Shut(why, /*quiet_when_idle=*/false); }
+
+void SharedMemoryLane::Shut(const std::string& why, bool quiet_when_idle) {
   if (closed_.exchange(true)) return;
   socket_->Shutdown();
   std::vector<PsRequest> orphans;
@@ -213,10 +213,12 @@ void SharedMemoryLane::Close(const std::string& why) {
     }
     in_flight_.clear();
   }
-  std::fprintf(stderr,
-               "[worker %d] the shared memory lane to %s closed (%s); %zu requests in flight and "
-               "all later ones go over the socket\n",
-               options_.sender.rank, options_.server_name.c_str(), why.c_str(), orphans.size());
+  if (!quiet_when_idle || !orphans.empty()) {
+    std::fprintf(stderr,
+                 "[worker %d] the shared memory lane to %s closed (%s); %zu requests in flight "
+                 "and all later ones go over the socket\n",
+                 options_.sender.rank, options_.server_name.c_str(), why.c_str(), orphans.size());
+  }
   for (PsRequest& r : orphans) r.op->LeaveLane(options_.server);
   if (!orphans.empty()) options_.resend(std::move(orphans));
 }

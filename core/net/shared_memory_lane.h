@@ -77,7 +77,8 @@ class SharedMemoryLane {
   void CancelAll();
   // Closes the lane; requests in flight go to `resend`.
   void Close(const std::string& why);
-  // Closes the lane quietly once the job is done with this server.
+  // Closes the lane before the worker tells the server it is done: as
+  // Close, but without a log line unless requests were still in flight.
   void Finish();
 
   bool open() const { return !closed_.load(); }
@@ -95,7 +96,7 @@ class SharedMemoryLane {
   // With reader_mu_ held: handles every packet queued on the socket.
   void ReadReplies();
   void HandleReply(RawMessage raw);
-  void ReleaseSlot(int64_t slot);
+  void Shut(const std::string& why, bool quiet_when_idle);
 
   const SharedMemoryLaneOptions options_;
   const std::unique_ptr<LaneSocket> socket_;
