@@ -9,8 +9,16 @@
 namespace strata {
 namespace {
 
-// ZeroMQ's own routing ids start with a zero byte; lane identities cannot.
-constexpr char kLanePrefix[] = "lane:";
+// A zero byte, then "lane:N". ZeroMQ refuses routing ids that peers choose
+// with a leading zero byte and makes its own 5 bytes long, so no ZeroMQ
+// peer can pass for a lane.
+const std::string& LanePrefix() {
+  static const std::string prefix("\0lane:", 6);
+  return prefix;
+}
+
+// The identity without its zero byte, for log lines.
+std::string Printable(const std::string& identity) { return identity.substr(1); }
 
 }  // namespace
 
@@ -20,21 +28,22 @@ absl::StatusOr<std::unique_ptr<LaneHub>> LaneHub::Listen(std::string owner) {
 }
 
 bool LaneHub::IsLane(const std::string& identity) {
-  return absl::StartsWith(identity, kLanePrefix);
+  return absl::StartsWith(identity, LanePrefix());
 }
 
-void LaneHub::AddPollItems(std::vector<zmq::pollitem_t>& items) const {
+void LaneHub::AddPollItems(std::vector<zmq::pollitem_t>& items) {
   items.push_back({nullptr, listener_->fd(), ZMQ_POLLIN, 0});
+  polled_.clear();
   for (const auto& [identity, lane] : lanes_) {
     items.push_back({nullptr, lane->fd(), ZMQ_POLLIN, 0});
+    polled_.push_back(identity);
   }
 }
 
 LaneHub::Events LaneHub::Service(const zmq::pollitem_t* items, int max_per_lane) {
   Events events;
-  // The lanes the items were made for, before this call changes the set.
-  std::vector<std::string> polled;
-  for (const auto& [identity, lane] : lanes_) polled.push_back(identity);
+  const std::vector<std::string> polled = std::move(polled_);
+  polled_.clear();
   if (items[0].revents & ZMQ_POLLIN) {
     while (true) {
       absl::StatusOr<std::unique_ptr<LaneSocket>> accepted = listener_->Accept();
@@ -44,7 +53,7 @@ LaneHub::Events LaneHub::Service(const zmq::pollitem_t* items, int max_per_lane)
         break;
       }
       if (*accepted == nullptr) break;
-      lanes_[absl::StrCat(kLanePrefix, next_lane_++)] = *std::move(accepted);
+      lanes_[absl::StrCat(LanePrefix(), next_lane_++)] = *std::move(accepted);
     }
   }
   for (size_t i = 0; i < polled.size(); ++i) {
@@ -84,7 +93,7 @@ void LaneHub::CloseLane(const std::string& identity, const std::string& why) {
   if (lanes_.erase(identity) == 0) return;
   if (!why.empty()) {
     std::fprintf(stderr, "[%s] closed %s: %s (its worker resends over the socket)\n",
-                 owner_.c_str(), identity.c_str(), why.c_str());
+                 owner_.c_str(), Printable(identity).c_str(), why.c_str());
   }
   closed_.push_back(identity);
 }

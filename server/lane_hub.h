@@ -3,7 +3,7 @@
 //
 // The hub listens on an abstract-namespace name (announced to workers in
 // the cluster map), accepts lanes, and reads their requests as RawMessages
-// whose identity is the lane's ("lane:N", never a ZeroMQ routing id), so
+// whose identity is the lane's ("\0lane:N", never a ZeroMQ routing id), so
 // the server handles them like any other request and answers with Send.
 // The server polls the hub's descriptors together with its ROUTER socket.
 //
@@ -38,8 +38,9 @@ class LaneHub {
   // Whether `identity` names a lane (else it is a ZeroMQ routing id).
   static bool IsLane(const std::string& identity);
 
-  // Appends poll items for the listener and every open lane.
-  void AddPollItems(std::vector<zmq::pollitem_t>& items) const;
+  // Appends poll items for the listener and every open lane; Service reads
+  // the results of the last call's items.
+  void AddPollItems(std::vector<zmq::pollitem_t>& items);
 
   struct Events {
     std::vector<RawMessage> requests;  // identity: the lane
@@ -64,8 +65,9 @@ class LaneHub {
   const std::string owner_;
   std::unique_ptr<LaneListener> listener_;
   uint64_t next_lane_ = 1;
-  std::map<std::string, std::unique_ptr<LaneSocket>> lanes_;  // open lanes, in poll order
-  std::vector<std::string> closed_;                           // not yet reported
+  std::map<std::string, std::unique_ptr<LaneSocket>> lanes_;  // open lanes
+  std::vector<std::string> polled_;  // the lanes of the last AddPollItems, in order
+  std::vector<std::string> closed_;  // not yet reported
 };
 
 }  // namespace strata

@@ -11,6 +11,12 @@
 #include "core/train/checkpoint.h"
 
 namespace strata {
+namespace {
+
+// Requests read from the socket, and from each lane, per poll.
+constexpr int kMaxMessagesPerPoll = 256;
+
+}  // namespace
 
 absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config, bool trunk_only) {
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
@@ -126,7 +132,7 @@ absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& rep
   reply.header().setJobId(options_.job_id);
   reply.header().setSenderRole(wire::Role::SERVER);
   reply.header().setSenderRank(options_.rank);
-  if (LaneHub::IsLane(identity)) {
+  if (lanes_ != nullptr && LaneHub::IsLane(identity)) {
     // A lane that is gone drops the reply; its worker resends the request.
     traffic_.AddSent(current_peer_, lanes_->Send(identity, reply));
     return absl::OkStatus();
@@ -491,16 +497,16 @@ absl::Status ServerNode::ServeOnce(absl::Duration timeout) {
     return absl::UnavailableError(absl::StrCat("poll failed: ", e.what()));
   }
   if (items[0].revents & ZMQ_POLLIN) {
-    // Everything queued, not just one message: a burst of chunk requests
-    // is answered without a poll between each.
-    while (true) {
+    // A burst of chunk requests is answered without a poll between each,
+    // but a flood cannot starve the lanes.
+    for (int n = 0; n < kMaxMessagesPerPoll; ++n) {
       absl::StatusOr<RawMessage> raw = socket_->ReceiveNow();
       if (!raw.ok()) break;
       HandleRaw(*std::move(raw));
     }
   }
   if (lanes_ != nullptr) {
-    LaneHub::Events events = lanes_->Service(&items[1]);
+    LaneHub::Events events = lanes_->Service(&items[1], kMaxMessagesPerPoll);
     for (RawMessage& raw : events.requests) HandleRaw(std::move(raw));
     for (const auto& [identity, status] : events.refused) SendError(identity, 0, status);
     for (const std::string& identity : events.closed) ForgetLane(identity);

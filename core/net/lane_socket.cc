@@ -93,20 +93,22 @@ absl::StatusOr<size_t> LaneSocket::Send(OutgoingMessage& message) {
                                                    "-byte header exceeds the lane's limit of ",
                                                    kMaxLanePacketBytes, " bytes"));
   }
-  const ssize_t sent = ::send(fd_, bytes.begin(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  if (sent != static_cast<ssize_t>(bytes.size())) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      return absl::UnavailableError("the lane's peer is not reading (its buffer is full)");
-    }
-    return absl::UnavailableError(absl::StrCat("lane send failed: ", ErrnoText()));
+  // A packet socket sends a packet whole or not at all.
+  if (::send(fd_, bytes.begin(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+    return bytes.size();
   }
-  return bytes.size();
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    return absl::UnavailableError("the lane's peer is not reading (its buffer is full)");
+  }
+  if (errno == EPIPE || errno == ECONNRESET) return absl::UnavailableError("the lane's peer closed it");
+  return absl::UnavailableError(absl::StrCat("lane send failed: ", ErrnoText()));
 }
 
 absl::StatusOr<std::optional<RawMessage>> LaneSocket::ReceiveNow() {
   const ssize_t n = ::recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT | MSG_TRUNC);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
-  // A peer that died with packets unread resets the connection.
+  // A peer that died with packets unread resets the connection. (An empty
+  // packet also reads as 0 bytes: a peer that sends one closes its own lane.)
   if (n == 0 || (n < 0 && errno == ECONNRESET)) return absl::UnavailableError("the lane's peer closed it");
   if (n < 0) return absl::UnavailableError(absl::StrCat("lane receive failed: ", ErrnoText()));
   if (static_cast<size_t>(n) > kMaxLanePacketBytes) {

@@ -239,6 +239,11 @@ Ticket PsClient::SubmitToAll(wire::Kind kind) {
 }
 
 void PsClient::CancelAll() {
+  // Lanes first: what a closing lane hands to the socket is then in the
+  // queue dropped below.
+  for (const auto& lane : lanes_) {
+    if (lane != nullptr) lane->CancelAll();
+  }
   std::deque<PsRequest> dropped;
   {
     absl::MutexLock lock(&queue_mu_);
@@ -247,9 +252,6 @@ void PsClient::CancelAll() {
   }
   for (PsRequest& r : dropped) {
     r.op->PartAnswered(r.server, absl::CancelledError("cancelled"), -1);
-  }
-  for (const auto& lane : lanes_) {
-    if (lane != nullptr) lane->CancelAll();
   }
   Wake();
   // Wait until the I/O thread has dropped its in-flight requests.

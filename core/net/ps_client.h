@@ -9,8 +9,10 @@
 // server drops and comes back (the server restarted), the requests still
 // waiting on it are sent again: the restarted server answers them, and
 // pushes are de-duplicated by (worker, iteration). A server that stays
-// connected is never sent a request twice, however slow the network: a
-// resent push would double the traffic of a link that is the bottleneck.
+// connected is never sent a request twice over the socket, however slow
+// the network: a resent push would double the traffic of a link that is
+// the bottleneck. (Requests in flight on a lane that closes do go again,
+// over the socket.)
 //
 // With a server on the same host and network namespace, the client also
 // opens a shared-memory lane to it (core/net/shared_memory_lane.h): a push,
@@ -20,7 +22,9 @@
 // everything once a lane has closed, goes over the socket.
 //
 // Contracts: a pushed tensor must not change, and a pulled tensor must not
-// be read, until its ticket has completed. Wait() fails with
+// be read, until its ticket has completed; a key is pushed again only
+// after its previous push has completed (a lane and the socket do not
+// order requests between them). Wait() fails with
 // DeadlineExceeded once the servers have been silent for `timeout`, naming
 // the server and the request, so a dead peer never hangs a worker forever
 // while a slow link that keeps delivering is waited for.

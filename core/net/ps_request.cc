@@ -81,6 +81,7 @@ void Operation::SetClocks(ClockReport clocks) {
 
 void Operation::PartAnswered(int server, const absl::Status& status, int64_t version) {
   absl::MutexLock lock(&mu_);
+  if (remaining_ == 0) return;  // each part is answered once; a stray answer changes nothing
   if (!status.ok() && status_.ok()) status_ = status;
   if (version >= 0) version_ = version_ < 0 ? version : std::min(version_, version);
   auto at = std::find(waiting_on_.begin(), waiting_on_.end(), server);

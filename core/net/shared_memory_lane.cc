@@ -73,14 +73,16 @@ bool SharedMemoryLane::TrySend(PsRequest& request) {
     return false;
   }
   uint64_t id = 0;
+  uint32_t slot = 0;
   {
     absl::MutexLock lock(&mu_);
     if (in_flight_.size() >= kMaxInFlight) return false;
-    const std::optional<uint32_t> slot = free_slots_.Acquire();
-    if (!slot.has_value()) return false;
-    request.slot = *slot;
+    const std::optional<uint32_t> free = free_slots_.Acquire();
+    if (!free.has_value()) return false;
+    slot = *free;
     id = next_id_++;
   }
+  request.slot = slot;
   request.id = id;
   OutgoingMessage message(request.kind);
   FillRequest(request, options_.sender, region_.get(), message);
@@ -101,9 +103,14 @@ bool SharedMemoryLane::TrySend(PsRequest& request) {
     absl::MutexLock lock(&mu_);
     auto it = in_flight_.find(id);
     if (it == in_flight_.end()) return true;  // the lane closed meanwhile and resent it
+    // Never sent: no reply will use the slot.
+    free_slots_.Release(slot);
+    if (it->second.cancelled) {  // CancelAll has answered it
+      in_flight_.erase(it);
+      return true;
+    }
     request = std::move(it->second.request);
     in_flight_.erase(it);
-    free_slots_.Release(static_cast<uint32_t>(request.slot));
   }
   request.slot = -1;
   op->LeaveLane(options_.server);
@@ -157,25 +164,26 @@ void SharedMemoryLane::HandleReply(RawMessage raw) {
                  std::string(message.status().message()).c_str());
     return;
   }
+  options_.last_reply_unix_ns->store(absl::ToUnixNanos(absl::Now()));
   InFlight entry;
+  ReplyOutcome outcome;
   {
+    // Applied under the lock, so that once CancelAll has returned no
+    // reply writes into a caller's tensor.
     absl::MutexLock lock(&mu_);
     auto it = in_flight_.find(message->header().getRequestId());
     if (it == in_flight_.end()) return;
     entry = std::move(it->second);
     in_flight_.erase(it);
-  }
-  PsRequest& r = entry.request;
-  ReplyOutcome outcome;
-  if (!entry.cancelled) outcome = ApplyReply(*message, r, region_.get(), options_.server_name);
-  {
-    absl::MutexLock lock(&mu_);
-    free_slots_.Release(static_cast<uint32_t>(r.slot));
+    if (!entry.cancelled) {
+      outcome = ApplyReply(*message, entry.request, region_.get(), options_.server_name);
+    }
+    free_slots_.Release(static_cast<uint32_t>(entry.request.slot));
   }
   if (entry.cancelled) return;
+  const PsRequest& r = entry.request;
   const bool pulled = r.kind == wire::Kind::PULL && outcome.status.ok();
   bytes_received_ += header_bytes + (pulled ? ChunkBytes(r) : 0);
-  options_.last_reply_unix_ns->store(absl::ToUnixNanos(absl::Now()));
   r.op->LeaveLane(options_.server);
   r.op->PartAnswered(options_.server, outcome.status, outcome.version);
 }
@@ -203,23 +211,23 @@ void SharedMemoryLane::Close(const std::string& why) { Shut(why, /*quiet_when_id
 void SharedMemoryLane::Shut(const std::string& why, bool quiet_when_idle) {
   if (closed_.exchange(true)) return;
   socket_->Shutdown();
+  // Handed over under the lock: a CancelAll that finds none of them here
+  // finds them in the socket's queue.
+  absl::MutexLock lock(&mu_);
   std::vector<PsRequest> orphans;
-  {
-    absl::MutexLock lock(&mu_);
-    for (auto& [id, entry] : in_flight_) {
-      if (entry.cancelled) continue;
-      entry.request.slot = -1;  // the region is not used again
-      orphans.push_back(std::move(entry.request));
-    }
-    in_flight_.clear();
+  for (auto& [id, entry] : in_flight_) {
+    if (entry.cancelled) continue;
+    entry.request.slot = -1;  // the region is not used again
+    entry.request.op->LeaveLane(options_.server);
+    orphans.push_back(std::move(entry.request));
   }
+  in_flight_.clear();
   if (!quiet_when_idle || !orphans.empty()) {
     std::fprintf(stderr,
                  "[worker %d] the shared memory lane to %s closed (%s); %zu requests in flight "
                  "and all later ones go over the socket\n",
                  options_.sender.rank, options_.server_name.c_str(), why.c_str(), orphans.size());
   }
-  for (PsRequest& r : orphans) r.op->LeaveLane(options_.server);
   if (!orphans.empty()) options_.resend(std::move(orphans));
 }
 

@@ -19,9 +19,15 @@
 //   socket; a push answered before is de-duplicated by the server. A closed
 //   lane never reopens.
 // * A cancelled request's slot stays taken until its reply arrives or the
-//   lane closes, so a late pull reply cannot land in a reused slot.
+//   lane closes, so a late pull reply cannot land in a reused slot (a pull
+//   the server never answers keeps its slot for the lane's life).
+// * Once CancelAll has returned, no reply writes into a caller's tensor.
+// * The lane and the socket do not order requests between them: a caller
+//   waits for a push before pushing the same key again (ParameterSync does).
 // * Thread safety: TrySend, Drive, Drain, CancelAll and Close may be called
-//   from any thread; replies are read by one thread at a time.
+//   from any thread; replies are read by one thread at a time. Lock order:
+//   reader_mu_, then mu_, then the client's queue lock (`resend`) or an
+//   Operation's.
 #ifndef STRATA_CORE_NET_SHARED_MEMORY_LANE_H_
 #define STRATA_CORE_NET_SHARED_MEMORY_LANE_H_
 
@@ -53,7 +59,8 @@ struct SharedMemoryLaneOptions {
   WireLimits limits;
   // Stamped with the time of every reply (the client's silence clock).
   std::atomic<int64_t>* last_reply_unix_ns = nullptr;
-  // Takes requests orphaned by a closed lane (see above).
+  // Takes requests orphaned by a closed lane (see above); called with the
+  // lane's lock held, so it must not call back into the lane.
   std::function<void(std::vector<PsRequest>)> resend;
 };
 
@@ -81,7 +88,6 @@ class SharedMemoryLane {
   // Close, but without a log line unless requests were still in flight.
   void Finish();
 
-  bool open() const { return !closed_.load(); }
   uint64_t bytes_sent() const { return bytes_sent_.load(); }
   uint64_t bytes_received() const { return bytes_received_.load(); }
 

@@ -172,7 +172,9 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
   }
   ASSERT_EQ(identity_of.size(), 2u);
   EXPECT_NE(identity_of[1], identity_of[2]);
-  EXPECT_FALSE(LaneHub::IsLane(std::string("\0\x80\0\0\x29", 5)));  // a ZeroMQ routing id
+  // ZeroMQ routing ids, its own and one a peer may choose, are never lanes.
+  EXPECT_FALSE(LaneHub::IsLane(std::string("\0\x80\0\0\x29", 5)));
+  EXPECT_FALSE(LaneHub::IsLane("lane:1"));
 
   OutgoingMessage reply(wire::Kind::PULL_REPLY);
   reply.header().setIteration(2);

@@ -1,0 +1,118 @@
+// PsClient against a real strata_server (plain key-value mode) on this
+// host, where requests take the shared-memory lane: concurrent waiters on
+// one lane with the socket taking what the lane cannot, and CancelAll of
+// pulls the server holds back.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "core/net/ps_client.h"
+#include "tests/support/cluster_fixture.h"
+
+namespace strata {
+namespace {
+
+using testing::kBin;
+using testing::Process;
+
+class PsClientTest : public testing::ClusterTest {
+ protected:
+  // Starts a server holding keys of `sizes` floats for `workers` workers.
+  void StartServer(const std::string& sizes, int workers) {
+    server_ = std::make_unique<Process>(
+        std::vector<std::string>{kBin + "strata_server", "--rank", "0", "--coordinator",
+                                 "tcp://127.0.0.1:0", "--kv-sizes", sizes, "--workers",
+                                 std::to_string(workers)},
+        dir_ + "/server.log");
+    address_ = testing::AddressIn(server_->WaitFor(" on tcp://"));
+    ASSERT_FALSE(address_.empty()) << server_->log();
+  }
+
+  PsClientOptions Options(int rank) const {
+    PsClientOptions o;
+    o.coordinator = address_;
+    o.rank = rank;
+    o.timeout = absl::Seconds(20);
+    return o;
+  }
+
+  std::unique_ptr<Process> server_;
+  std::string address_;
+};
+
+TEST_F(PsClientTest, ConcurrentWaitersShareTheLaneAndTheSocketTakesTheRest) {
+  StartServer("1024,1024,1024,1024", 1);
+  PsClientOptions o = Options(0);
+  o.shm_slots = 2;  // fewer slots than requests in flight: some go over the socket
+  auto client = PsClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  PsClient& c = **client;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024, 1024, 1024, 1024}, 1)).ok());
+  for (uint32_t key = 0; key < 4; ++key) {
+    ASSERT_TRUE(c.Wait(c.Init(key, Tensor::Full({1024}, 10.0f + key))).ok());
+  }
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (uint32_t key = 0; key < 4; ++key) {
+    threads.emplace_back([&, key] {
+      Tensor value = Tensor::Zeros({1024});
+      for (int i = 0; i < 300; ++i) {
+        value.data()[7] = -1.0f;
+        if (!c.Wait(c.Pull(-1, key, value)).ok()) {
+          failed++;
+          return;
+        }
+        if (value.data()[7] != 10.0f + key || value.data()[1023] != 10.0f + key) wrong++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  ASSERT_TRUE(c.Done().ok());
+  ASSERT_EQ(server_->Wait(), 0) << server_->log();
+  EXPECT_NE(server_->log().find("[server 0] shares memory with worker 0 (2 slots"),
+            std::string::npos)
+      << server_->log();
+}
+
+TEST_F(PsClientTest, CancelAllEndsPullsTheServerHoldsBack) {
+  StartServer("1024", 2);
+  // Both workers register (the map comes once all have); only worker 0 works.
+  std::unique_ptr<PsClient> idle;
+  std::thread idle_connect([&] {
+    auto c = PsClient::Connect(Options(1));
+    if (c.ok()) idle = *std::move(c);
+  });
+  auto client = PsClient::Connect(Options(0));
+  idle_connect.join();
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_NE(idle, nullptr);
+  PsClient& c = **client;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  Tensor value = Tensor::Full({1024}, 3.0f);
+  ASSERT_TRUE(c.Wait(c.Init(0, value)).ok());
+  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
+  // Under BSP the pull of iteration 1 waits for worker 1's push, which
+  // never comes.
+  Tensor pulled = Tensor::Full({1024}, -5.0f);
+  Ticket waiting = c.Pull(1, 0, pulled);
+  std::thread waiter([&] {
+    absl::Status s = c.Wait(waiting);
+    EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_FALSE(waiting->done());
+  c.CancelAll();
+  waiter.join();
+  EXPECT_EQ(pulled.data()[0], -5.0f);  // nothing was written
+  // The client keeps working: the current values come back.
+  Tensor now = Tensor::Zeros({1024});
+  ASSERT_TRUE(c.Wait(c.Pull(-1, 0, now)).ok());
+  EXPECT_EQ(now.data()[0], 3.0f);  // no update: BSP still waits for worker 1
+  server_->Kill9();
+}
+
+}  // namespace
+}  // namespace strata
