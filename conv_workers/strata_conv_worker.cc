@@ -1,6 +1,6 @@
 // strata_conv_worker: a conv worker process.
 //
-//   strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT --config job.json \
+//   strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT --config job.json
 //       [--rank R] [--threads T] [--timeout 60] [--summary-out s.json] [--metrics-out m.jsonl]
 //
 // `--mode ps` trains the whole model and exchanges every parameter with the

@@ -1,6 +1,6 @@
 // strata_fc_worker: an FC worker of stanza mode (the head of the model).
 //
-//   strata_fc_worker --rank F --coordinator tcp://HOST:PORT --config job.json \
+//   strata_fc_worker --rank F --coordinator tcp://HOST:PORT --config job.json
 //       [--bind tcp://HOST:0] [--threads T] [--summary-out s.json] [--metrics-out m.jsonl]
 //
 // FC worker 0 prints progress, evaluates after every epoch and writes the

@@ -96,8 +96,8 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     co.fc_workers = options.fc_workers;
     co.job_id = options.job_id;
     co.dead_after = options.dead_after;
-    node->coordinator_ =
-        std::make_unique<Coordinator>(node->socket_.get(), co, node->socket_->address(), lane_address);
+    node->coordinator_ = std::make_unique<Coordinator>(node->socket_.get(), co,
+                                                       node->socket_->address(), lane_address);
   } else {
     STRATA_RETURN_IF_ERROR(node->Register());
   }
@@ -145,9 +145,10 @@ absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& rep
 
 void ServerNode::ForgetLane(const std::string& identity) {
   shared_memory_.Forget(identity);
-  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                [&identity](const PendingPull& p) { return p.identity == identity; }),
-                 pending_.end());
+  pending_.erase(
+      std::remove_if(pending_.begin(), pending_.end(),
+                     [&identity](const PendingPull& p) { return p.identity == identity; }),
+      pending_.end());
 }
 
 void ServerNode::SendError(const std::string& identity, uint64_t request_id,

@@ -112,7 +112,7 @@ class ServerNode {
   ServerOptions options_;
   zmq::context_t context_{2};  // two I/O threads: one per busy connection on 2 cores
   std::unique_ptr<Socket> socket_;
-  std::unique_ptr<LaneHub> lanes_;  // null when lanes are unavailable here
+  std::unique_ptr<LaneHub> lanes_;            // null when lanes are unavailable here
   std::unique_ptr<Socket> coordinator_link_;  // ranks > 0
   std::unique_ptr<Coordinator> coordinator_;  // rank 0
   PartitionPlan plan_;

@@ -1,7 +1,7 @@
 // strata_server: a parameter-server process (rank 0 is also the coordinator).
 //
-//   strata_server --rank 0 --coordinator tcp://HOST:PORT --config job.json \
-//       [--servers S] [--workers N] [--consistency bsp|ssp|asp] [--staleness s] \
+//   strata_server --rank 0 --coordinator tcp://HOST:PORT --config job.json
+//       [--servers S] [--workers N] [--consistency bsp|ssp|asp] [--staleness s]
 //       [--checkpoint shard.ckpt --checkpoint-every K [--restore]]
 //
 // Rank 0 binds the coordinator address; other ranks bind --bind (default
@@ -20,6 +20,7 @@
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/train/training_flags.h"
+#include "core/util/count_list.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "server/server_node.h"
@@ -57,14 +58,8 @@ absl::Status Run() {
   ServerOptions o;
   const std::string config_path = absl::GetFlag(FLAGS_config);
   if (!absl::GetFlag(FLAGS_kv_sizes).empty()) {
-    for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_kv_sizes), ',')) {
-      int64_t n = 0;
-      if (!absl::SimpleAtoi(part, &n) || n <= 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--kv-sizes: \"", part, "\" is not a positive element count"));
-      }
-      o.kv_sizes.push_back(n);
-    }
+    STRATA_ASSIGN_OR_RETURN(o.kv_sizes,
+                            ParseCountList("--kv-sizes", absl::GetFlag(FLAGS_kv_sizes)));
     o.config.optimizer.lr = static_cast<float>(absl::GetFlag(FLAGS_kv_lr));
   } else if (config_path.empty()) {
     return absl::InvalidArgumentError("--config is required (or --kv-sizes)");

@@ -64,9 +64,8 @@ absl::StatusOr<std::unique_ptr<LaneSocket>> LaneSocket::Connect(const std::strin
         absl::StrCat("malformed lane address \"", address, "\" (expected HOST/NETNS#NAME)"));
   }
   if (!LaneIsLocal(address)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the lane ", address, " is not on this host and network namespace (",
-                     Here(), ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the lane ", address, " is not on this host and network namespace (", Here(), ")"));
   }
   const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::UnavailableError(absl::StrCat("lane socket: ", ErrnoText()));
@@ -100,7 +99,8 @@ absl::StatusOr<size_t> LaneSocket::Send(OutgoingMessage& message) {
   if (errno == EAGAIN || errno == EWOULDBLOCK) {
     return absl::UnavailableError("the lane's peer is not reading (its buffer is full)");
   }
-  if (errno == EPIPE || errno == ECONNRESET) return absl::UnavailableError("the lane's peer closed it");
+  if (errno == EPIPE || errno == ECONNRESET)
+    return absl::UnavailableError("the lane's peer closed it");
   return absl::UnavailableError(absl::StrCat("lane send failed: ", ErrnoText()));
 }
 
@@ -109,10 +109,12 @@ absl::StatusOr<std::optional<RawMessage>> LaneSocket::ReceiveNow() {
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
   // A peer that died with packets unread resets the connection. (An empty
   // packet also reads as 0 bytes: a peer that sends one closes its own lane.)
-  if (n == 0 || (n < 0 && errno == ECONNRESET)) return absl::UnavailableError("the lane's peer closed it");
+  if (n == 0 || (n < 0 && errno == ECONNRESET))
+    return absl::UnavailableError("the lane's peer closed it");
   if (n < 0) return absl::UnavailableError(absl::StrCat("lane receive failed: ", ErrnoText()));
   if (static_cast<size_t>(n) > kMaxLanePacketBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("a ", n, "-byte lane packet exceeds the limit of ",
+    return absl::InvalidArgumentError(absl::StrCat("a ", n,
+                                                   "-byte lane packet exceeds the limit of ",
                                                    kMaxLanePacketBytes, " bytes (discarded)"));
   }
   RawMessage raw;

@@ -53,8 +53,9 @@ void PsClient::OpenLanes() {
     if (lane.ok()) {
       lanes_[s] = *std::move(lane);
     } else {
-      std::fprintf(stderr, "[worker %d] %s: no shared memory lane (%s); data goes over the socket\n",
-                   rank_, ServerName(s).c_str(), std::string(lane.status().message()).c_str());
+      std::fprintf(stderr,
+                   "[worker %d] %s: no shared memory lane (%s); data goes over the socket\n", rank_,
+                   ServerName(s).c_str(), std::string(lane.status().message()).c_str());
     }
   }
 }
@@ -295,7 +296,8 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
     // The deadline moves with every reply from any server: only `timeout`
     // of silence fails the wait.
     const int64_t last_reply = last_reply_unix_ns_.load();
-    const absl::Time deadline = std::max(started, absl::FromUnixNanos(last_reply)) + options_.timeout;
+    const absl::Time deadline =
+        std::max(started, absl::FromUnixNanos(last_reply)) + options_.timeout;
     const int lane_server = ticket->lane_server();
     if (lane_server >= 0) {
       // A part travels on a lane: read its replies here rather than sleep.
@@ -303,8 +305,7 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
           deadline, [&ticket, lane_server] { return !ticket->on_lane(lane_server); });
       if (!drove) {
         // Another thread reads that lane and answers our part; look again soon.
-        ticket->AwaitOffLane(lane_server,
-                             std::min(deadline, absl::Now() + absl::Milliseconds(1)));
+        ticket->AwaitOffLane(lane_server, std::min(deadline, absl::Now() + absl::Milliseconds(1)));
       }
     } else {
       ticket->AwaitDone(deadline);

@@ -62,9 +62,9 @@ absl::Status SharedMemoryLane::Attach() {
     if (r.getErrorCode() != 0) return ErrorFromHeader(r);
     if (r.getKind() == wire::Kind::SHM_ATTACH_ACK) return absl::OkStatus();
   }
-  return absl::DeadlineExceededError(
-      absl::StrCat(options_.server_name, " did not answer the shared memory offer within ",
-                   absl::FormatDuration(options_.attach_timeout)));
+  return absl::DeadlineExceededError(absl::StrCat(options_.server_name,
+                                                  " did not answer the shared memory offer within ",
+                                                  absl::FormatDuration(options_.attach_timeout)));
 }
 
 bool SharedMemoryLane::TrySend(PsRequest& request) {

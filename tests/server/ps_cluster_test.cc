@@ -283,7 +283,8 @@ class RawLaneClient {
   // RawClient::Exchange does.
   std::string Exchange(const std::string& packet) {
     if (socket_ == nullptr) return "<not connected>";
-    if (::send(socket_->fd(), packet.data(), packet.size(), 0) != static_cast<ssize_t>(packet.size())) {
+    if (::send(socket_->fd(), packet.data(), packet.size(), 0) !=
+        static_cast<ssize_t>(packet.size())) {
       return "<send failed>";
     }
     if (!socket_->WaitReadable(absl::Seconds(10))) return "<no reply>";

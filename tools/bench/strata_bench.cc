@@ -14,6 +14,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "core/util/count_list.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "core/util/subprocess.h"
@@ -118,22 +119,19 @@ int main(int argc, char** argv) {
     status = strata::bench::RunPlan(o);
   } else if (command == "ps") {
     strata::bench::PsBenchOptions o;
-    o.sizes_mib.clear();
-    if (!absl::GetFlag(FLAGS_workers).empty()) {
-      o.workers.clear();
-      for (absl::string_view w :
-           absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty())) {
-        o.workers.push_back(std::stoi(std::string(w)));
-      }
+    absl::StatusOr<std::vector<int64_t>> workers =
+        strata::ParseCountList("--workers", absl::GetFlag(FLAGS_workers));
+    absl::StatusOr<std::vector<int64_t>> sizes =
+        strata::ParseCountList("--sizes-mib", absl::GetFlag(FLAGS_sizes_mib));
+    status = !workers.ok() ? workers.status() : sizes.status();
+    if (status.ok()) {
+      if (!workers->empty()) o.workers.assign(workers->begin(), workers->end());
+      o.sizes_mib.assign(sizes->begin(), sizes->end());
+      o.transports = absl::StrSplit(absl::GetFlag(FLAGS_transports), ',', absl::SkipEmpty());
+      o.seconds_per_point = absl::GetFlag(FLAGS_seconds);
+      o.json_out = absl::GetFlag(FLAGS_json);
+      status = strata::bench::RunPsBench(o);
     }
-    for (absl::string_view m :
-         absl::StrSplit(absl::GetFlag(FLAGS_sizes_mib), ',', absl::SkipEmpty())) {
-      o.sizes_mib.push_back(std::stoi(std::string(m)));
-    }
-    o.transports = absl::StrSplit(absl::GetFlag(FLAGS_transports), ',', absl::SkipEmpty());
-    o.seconds_per_point = absl::GetFlag(FLAGS_seconds);
-    o.json_out = absl::GetFlag(FLAGS_json);
-    status = strata::bench::RunPsBench(o);
   } else if (command == "moe") {
     strata::bench::MoeBenchOptions o;
     o.tokens = absl::GetFlag(FLAGS_tokens);
@@ -148,15 +146,13 @@ int main(int argc, char** argv) {
     o.json_out = absl::GetFlag(FLAGS_json);
     o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
     o.latency = absl::GetFlag(FLAGS_latency);
-    for (absl::string_view w :
-         absl::StrSplit(absl::GetFlag(FLAGS_workers), ',', absl::SkipEmpty())) {
-      int group = 0;
-      if (!absl::SimpleAtoi(w, &group) || group < 1) {
-        status = absl::InvalidArgumentError(absl::StrCat("--workers: \"", w, "\" is not a count"));
-      }
-      o.workers.push_back(group);
+    absl::StatusOr<std::vector<int64_t>> workers =
+        strata::ParseCountList("--workers", absl::GetFlag(FLAGS_workers));
+    status = workers.status();
+    if (status.ok()) {
+      o.workers.assign(workers->begin(), workers->end());
+      status = strata::bench::RunMoeBench(o);
     }
-    if (status.ok()) status = strata::bench::RunMoeBench(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
         absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth),

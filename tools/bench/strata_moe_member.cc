@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
+#include "core/util/count_list.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "tools/bench/moe_group.h"
@@ -64,14 +65,9 @@ absl::StatusOr<bench::MoeMemberOptions> OptionsFromFlags() {
   for (absl::string_view r : absl::StrSplit(absl::GetFlag(FLAGS_parallelism), ',')) {
     STRATA_ASSIGN_OR_RETURN(moe::ExpertParallelism parallelism,
                             moe::ParseParallelism(std::string(r)));
-    for (absl::string_view d : absl::StrSplit(absl::GetFlag(FLAGS_chunks), ',')) {
-      int chunks = 0;
-      if (!absl::SimpleAtoi(d, &chunks) || chunks < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--chunks: \"", d, "\" is not a degree >= 1"));
-      }
-      o.settings.push_back({chunks, parallelism});
-    }
+    STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> degrees,
+                            ParseCountList("--chunks", absl::GetFlag(FLAGS_chunks)));
+    for (int64_t chunks : degrees) o.settings.push_back({static_cast<int>(chunks), parallelism});
   }
   return o;
 }
