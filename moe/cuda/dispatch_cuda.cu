@@ -5,23 +5,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/ops/cuda/cuda_status.h"
 
 namespace strata::moe {
 namespace {
 
 constexpr int kThreads = 128;
 
-absl::Status CudaCheck(cudaError_t err, const char* call) {
-  if (err == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(call, ": ", cudaGetErrorString(err)));
-}
-#define STRATA_MOE_CUDA_CHECK(call) CudaCheck((call), #call)
-
 // `t` must be a float32 CUDA tensor of `rows` x `cols` elements.
 absl::Status CheckTensor(const Tensor& t, int64_t rows, int64_t cols, const char* what) {
-  if (t.device() != Device::kCuda || t.dtype() != DType::kF32) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must be a float32 CUDA tensor"));
-  }
+  if (absl::Status device = CheckCudaFloat(t, what); !device.ok()) return device;
   if (t.numel() != rows * cols) {
     return absl::InvalidArgumentError(absl::StrCat(what, " has ", t.numel(), " elements, the routing needs ",
                                                    rows, " x ", cols));
@@ -92,7 +85,7 @@ __global__ void DecodeBackwardKernel(const int32_t* expert, const int32_t* slot,
   if (threadIdx.x == 0) grad_gate[c] = partial[0];
 }
 
-absl::Status LaunchStatus() { return STRATA_MOE_CUDA_CHECK(cudaGetLastError()); }
+absl::Status LaunchStatus() { return STRATA_CUDA_CHECK(cudaGetLastError()); }
 
 }  // namespace
 
@@ -108,19 +101,19 @@ absl::StatusOr<DeviceRouting> DeviceRouting::Upload(const Routing& routing) {
     return absl::InvalidArgumentError("routing arrays disagree with tokens x k");
   }
   if (n == 0) return r;
-  absl::Status s = STRATA_MOE_CUDA_CHECK(cudaMalloc(&r.expert_, n * sizeof(int32_t)));
-  if (s.ok()) s = STRATA_MOE_CUDA_CHECK(cudaMalloc(&r.slot_, n * sizeof(int32_t)));
-  if (s.ok()) s = STRATA_MOE_CUDA_CHECK(cudaMalloc(&r.gate_, n * sizeof(float)));
+  absl::Status s = STRATA_CUDA_CHECK(cudaMalloc(&r.expert_, n * sizeof(int32_t)));
+  if (s.ok()) s = STRATA_CUDA_CHECK(cudaMalloc(&r.slot_, n * sizeof(int32_t)));
+  if (s.ok()) s = STRATA_CUDA_CHECK(cudaMalloc(&r.gate_, n * sizeof(float)));
   if (s.ok()) {
-    s = STRATA_MOE_CUDA_CHECK(cudaMemcpy(r.expert_, routing.expert.data(), n * sizeof(int32_t),
+    s = STRATA_CUDA_CHECK(cudaMemcpy(r.expert_, routing.expert.data(), n * sizeof(int32_t),
                                          cudaMemcpyHostToDevice));
   }
   if (s.ok()) {
-    s = STRATA_MOE_CUDA_CHECK(cudaMemcpy(r.slot_, routing.slot.data(), n * sizeof(int32_t),
+    s = STRATA_CUDA_CHECK(cudaMemcpy(r.slot_, routing.slot.data(), n * sizeof(int32_t),
                                          cudaMemcpyHostToDevice));
   }
   if (s.ok()) {
-    s = STRATA_MOE_CUDA_CHECK(
+    s = STRATA_CUDA_CHECK(
         cudaMemcpy(r.gate_, routing.gate.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   }
   if (!s.ok()) return s;  // r's destructor frees what was allocated

@@ -75,7 +75,7 @@ TEST_F(MoeCudaTest, HostTensorsAndWrongSizesAreRefused) {
   const Tensor host_x = Tensor::Zeros({kTokens, kDim});
   Tensor slots = Tensor::Empty(SlotShape(), DType::kF32, Device::kCuda);
   EXPECT_EQ(CudaEncode(*device_routing, host_x, slots).message(),
-            "x must be a float32 CUDA tensor");
+            "x must be a float32 CUDA tensor, got f32 on cpu");
   Tensor small = Tensor::Empty({kExperts, 1, kDim}, DType::kF32, Device::kCuda);
   EXPECT_EQ(CudaEncode(*device_routing, ToDevice(host_x), small).code(),
             absl::StatusCode::kInvalidArgument);

@@ -5,17 +5,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/ops/cuda/cuda_status.h"
 #include "core/tensor/allocator.h"
 
 namespace strata {
 namespace {
-
-absl::Status CudaCheck(cudaError_t err, const char* call) {
-  if (err == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(call, ": ", cudaGetErrorString(err)));
-}
-
-#define STRATA_CUDA_CHECK(call) CudaCheck((call), #call)
 
 class CudaMallocAllocator final : public Allocator {
  public:
@@ -26,13 +20,6 @@ class CudaMallocAllocator final : public Allocator {
   }
   void Deallocate(void* ptr, size_t) override { cudaFree(ptr); }
 };
-
-absl::Status CheckDevice(const Tensor& t, const char* what) {
-  if (t.device() == Device::kCuda && t.dtype() == DType::kF32) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " must be a float32 CUDA tensor, got ",
-                                                 DTypeName(t.dtype()), " on ",
-                                                 DeviceName(t.device())));
-}
 
 absl::Status CheckSameSize(const Tensor& a, const Tensor& b) {
   if (a.numel() == b.numel()) return absl::OkStatus();
@@ -81,14 +68,14 @@ absl::Status RegisterCudaAllocator() {
 }
 
 absl::Status CopyToDevice(const Tensor& host, const Tensor& device) {
-  if (auto s = CheckDevice(device, "destination"); !s.ok()) return s;
+  if (auto s = CheckCudaFloat(device, "destination"); !s.ok()) return s;
   if (auto s = CheckSameSize(host, device); !s.ok()) return s;
   return STRATA_CUDA_CHECK(
       cudaMemcpy(device.raw_data(), host.raw_data(), host.nbytes(), cudaMemcpyHostToDevice));
 }
 
 absl::Status CopyToHost(const Tensor& device, const Tensor& host) {
-  if (auto s = CheckDevice(device, "source"); !s.ok()) return s;
+  if (auto s = CheckCudaFloat(device, "source"); !s.ok()) return s;
   if (auto s = CheckSameSize(host, device); !s.ok()) return s;
   return STRATA_CUDA_CHECK(
       cudaMemcpy(host.raw_data(), device.raw_data(), host.nbytes(), cudaMemcpyDeviceToHost));
@@ -96,7 +83,7 @@ absl::Status CopyToHost(const Tensor& device, const Tensor& host) {
 
 absl::Status CudaReluForward(const Tensor& x, const Tensor& y) {
   for (const Tensor* t : {&x, &y}) {
-    if (auto s = CheckDevice(*t, "relu operand"); !s.ok()) return s;
+    if (auto s = CheckCudaFloat(*t, "relu operand"); !s.ok()) return s;
   }
   if (auto s = CheckSameSize(x, y); !s.ok()) return s;
   if (x.numel() == 0) return absl::OkStatus();
@@ -106,7 +93,7 @@ absl::Status CudaReluForward(const Tensor& x, const Tensor& y) {
 
 absl::Status CudaReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
   for (const Tensor* t : {&y, &dy, &dx}) {
-    if (auto s = CheckDevice(*t, "relu operand"); !s.ok()) return s;
+    if (auto s = CheckCudaFloat(*t, "relu operand"); !s.ok()) return s;
   }
   if (auto s = CheckSameSize(y, dy); !s.ok()) return s;
   if (auto s = CheckSameSize(y, dx); !s.ok()) return s;
@@ -118,7 +105,7 @@ absl::Status CudaReluBackward(const Tensor& y, const Tensor& dy, const Tensor& d
 absl::Status CudaSgdUpdate(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                            float lr, float momentum, float weight_decay, bool nesterov) {
   for (const Tensor* t : {&param, &grad, &momentum_buffer}) {
-    if (auto s = CheckDevice(*t, "sgd operand"); !s.ok()) return s;
+    if (auto s = CheckCudaFloat(*t, "sgd operand"); !s.ok()) return s;
   }
   if (auto s = CheckSameSize(param, grad); !s.ok()) return s;
   if (auto s = CheckSameSize(param, momentum_buffer); !s.ok()) return s;
