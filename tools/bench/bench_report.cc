@@ -1,10 +1,12 @@
 #include "tools/bench/bench_report.h"
 
-#include "core/util/subprocess.h"
-
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "core/util/subprocess.h"
 
 namespace strata::bench {
 
@@ -13,6 +15,19 @@ double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+absl::StatusOr<nlohmann::json> ReadContenderResult(const std::string& path,
+                                                   const std::string& field,
+                                                   const std::string& label,
+                                                   const std::string& log) {
+  std::ifstream in(path);
+  nlohmann::json result = nlohmann::json::parse(in, nullptr, false);
+  if (!result.is_object() || !result.contains(field)) {
+    return absl::InternalError(absl::StrCat(label, " wrote no result to ", path,
+                                            "; the end of its output:\n", FileTail(log, 2000)));
+  }
+  return result;
 }
 
 const std::vector<std::string>& UnsetForBenchmarks() {

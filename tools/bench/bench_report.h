@@ -1,11 +1,16 @@
 // Small helpers shared by the strata_bench subcommands: medians, the
-// environment each contender runs in, and where the tool's files are.
+// environment each contender runs in, its result file, and where the
+// tool's files are.
 #ifndef STRATA_TOOLS_BENCH_BENCH_REPORT_H_
 #define STRATA_TOOLS_BENCH_BENCH_REPORT_H_
 
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
 
 namespace strata::bench {
 
@@ -22,6 +27,13 @@ std::vector<std::pair<std::string, std::string>> PeerEnvironment(int threads);
 // Whether `python` can import torch and numpy (the PyTorch peers' needs);
 // `scratch` is a directory for the probe's output.
 bool PythonHasTorch(const std::string& python, const std::string& scratch);
+
+// The JSON object a contender wrote to `path`, which must hold `field`;
+// else Internal naming `label`, the path, and the end of its log `log`.
+absl::StatusOr<nlohmann::json> ReadContenderResult(const std::string& path,
+                                                   const std::string& field,
+                                                   const std::string& label,
+                                                   const std::string& log);
 
 // Directory of the running strata_bench binary (to find strata_launch).
 std::string BinaryDir();

@@ -71,11 +71,10 @@ absl::StatusOr<double> RunPeer(const MoeBenchOptions& o, const std::string& disp
     return absl::InternalError(absl::StrCat("the PyTorch ", dispatch, " peer exited with status ",
                                             code, ":\n", FileTail(spec.output_path, 2000)));
   }
-  std::ifstream in(result);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || !j.contains("seconds")) {
-    return absl::InternalError(absl::StrCat("the PyTorch ", dispatch, " peer wrote no result"));
-  }
+  STRATA_ASSIGN_OR_RETURN(
+      nlohmann::json j,
+      ReadContenderResult(result, "seconds", absl::StrCat("the PyTorch ", dispatch, " peer"),
+                          spec.output_path));
   return j["seconds"].get<double>();
 }
 

@@ -70,17 +70,6 @@ absl::StatusOr<int> FreeLoopbackPort() {
   return ntohs(a.sin_port);
 }
 
-absl::StatusOr<nlohmann::json> ReadResult(const std::string& path, const std::string& label,
-                                          const std::string& log) {
-  std::ifstream in(path);
-  nlohmann::json result = nlohmann::json::parse(in, nullptr, false);
-  if (!result.is_object() || !result.contains("images_per_sec")) {
-    return absl::InternalError(absl::StrCat(label, " wrote no result to ", path,
-                                            "; the end of its output:\n", FileTail(log, 2000)));
-  }
-  return result;
-}
-
 // Runs contenders; owns the scratch directory of their logs and results.
 class Runner {
  public:
@@ -149,7 +138,8 @@ class Runner {
         absl::StrContains(FileTail(spec.output_path, 1 << 20), kNoNetworkNotice)) {
       WarnLoopbackOnce("see the launcher's log");
     }
-    STRATA_ASSIGN_OR_RETURN(nlohmann::json j, ReadResult(result, c.label, spec.output_path));
+    STRATA_ASSIGN_OR_RETURN(
+        nlohmann::json j, ReadContenderResult(result, "images_per_sec", c.label, spec.output_path));
     RunResult r;
     r.images_per_sec = j["images_per_sec"].get<double>();
     r.bytes_per_iteration = j.value("bytes_per_iteration", 0.0);
@@ -176,7 +166,8 @@ class Runner {
       return absl::InternalError(absl::StrCat("the PyTorch peer exited with status ", code, ":\n",
                                               FileTail(spec.output_path, 2000)));
     }
-    STRATA_ASSIGN_OR_RETURN(nlohmann::json j, ReadResult(result, "pytorch", spec.output_path));
+    STRATA_ASSIGN_OR_RETURN(nlohmann::json j, ReadContenderResult(result, "images_per_sec",
+                                                                  "pytorch", spec.output_path));
     return RunResult{j["images_per_sec"].get<double>(), 0.0, {}};
   }
 
@@ -225,8 +216,9 @@ class Runner {
                                                 FileTail(ranks[r].output_path, 2000)));
       }
     }
-    STRATA_ASSIGN_OR_RETURN(nlohmann::json j,
-                            ReadResult(result, "pytorch ddp", ranks[0].output_path));
+    STRATA_ASSIGN_OR_RETURN(
+        nlohmann::json j,
+        ReadContenderResult(result, "images_per_sec", "pytorch ddp", ranks[0].output_path));
     return RunResult{j["images_per_sec"].get<double>(), 0.0, {}};
   }
 
