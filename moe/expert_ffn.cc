@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/ops/cpu/dnnl_runtime.h"
+#include "core/ops/cpu/elementwise.h"
 #include "core/status.h"
 
 namespace strata::moe {
@@ -16,16 +17,6 @@ void AddBias(float* out, const float* bias, int64_t rows, int64_t cols) {
     float* row = out + r * cols;
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) row[c] += bias[c];
-  }
-}
-
-// sum[:] (+)= column sums of a {rows, cols} block.
-void ColumnSums(const float* in, float* sum, int64_t rows, int64_t cols, bool accumulate) {
-  if (!accumulate) std::memset(sum, 0, static_cast<size_t>(cols) * sizeof(float));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = in + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) sum[c] += row[c];
   }
 }
 
@@ -71,7 +62,7 @@ void ExpertFfn::Forward(const Tensor& slots, const std::vector<int64_t>& used, c
     Sgemm('N', 'N', rows, hidden_, dim_, 1.0f, x, dim_, w1_.value.data() + e * dim_ * hidden_,
           hidden_, 0.0f, h, hidden_);
     AddBias(h, b1_.value.data() + e * hidden_, rows, hidden_);
-    for (int64_t i = 0; i < rows * hidden_; ++i) h[i] = std::max(h[i], 0.0f);
+    ReluForward(h, h, rows * hidden_);
     Sgemm('N', 'N', rows, dim_, hidden_, 1.0f, h, hidden_, w2_.value.data() + e * hidden_ * dim_,
           dim_, 0.0f, y, dim_);
     if (output_bias_) AddBias(y, b2_.value.data() + e * dim_, rows, dim_);
@@ -105,15 +96,13 @@ void ExpertFfn::Backward(const Tensor& grad_out, const ExpertActivations& saved,
     float* dh = grad_hidden.data();
     // Second linear: dW2 = h^T dy, db2 = sum dy, dh = dy W2^T (through ReLU).
     Sgemm('T', 'N', hidden_, dim_, rows, 1.0f, h, hidden_, dy, dim_, beta, dw2, dim_);
-    if (db2 != nullptr) ColumnSums(dy, db2, rows, dim_, accumulate);
+    if (db2 != nullptr) SumRows(dy, db2, rows, dim_, accumulate);
     Sgemm('N', 'T', rows, hidden_, dim_, 1.0f, dy, dim_, w2_.value.data() + e * hidden_ * dim_,
           dim_, 0.0f, dh, hidden_);
-    for (int64_t i = 0; i < rows * hidden_; ++i) {
-      if (h[i] <= 0.0f) dh[i] = 0.0f;
-    }
+    ReluBackward(h, dh, dh, rows * hidden_);
     // First linear: dW1 = x^T dh, db1 = sum dh, dx = dh W1^T.
     Sgemm('T', 'N', dim_, hidden_, rows, 1.0f, x, dim_, dh, hidden_, beta, dw1, hidden_);
-    ColumnSums(dh, db1, rows, hidden_, accumulate);
+    SumRows(dh, db1, rows, hidden_, accumulate);
     Sgemm('N', 'T', rows, dim_, hidden_, 1.0f, dh, hidden_, w1_.value.data() + e * dim_ * hidden_,
           hidden_, 0.0f, grad_slots.data() + e * capacity * dim_, dim_);
   }

@@ -39,8 +39,8 @@ void BroadcastRows(const float* bias, float* out, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) std::memcpy(out + r * cols, bias, cols * sizeof(float));
 }
 
-void SumRows(const float* m, float* sums, int64_t rows, int64_t cols) {
-  std::fill(sums, sums + cols, 0.0f);
+void SumRows(const float* m, float* sums, int64_t rows, int64_t cols, bool accumulate) {
+  if (!accumulate) std::fill(sums, sums + cols, 0.0f);
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = m + r * cols;
 #pragma omp simd

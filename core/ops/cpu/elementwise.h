@@ -20,8 +20,8 @@ void Axpy(float alpha, const float* x, float* y, int64_t n);
 void Scale(float alpha, float* x, int64_t n);
 // out[r, c] = bias[c] for every row r of a rows x cols matrix.
 void BroadcastRows(const float* bias, float* out, int64_t rows, int64_t cols);
-// sums[c] = sum over rows r of m[r, c].
-void SumRows(const float* m, float* sums, int64_t rows, int64_t cols);
+// sums[c] = sum over rows r of m[r, c]; with `accumulate`, sums[c] += it.
+void SumRows(const float* m, float* sums, int64_t rows, int64_t cols, bool accumulate = false);
 
 }  // namespace strata
 
