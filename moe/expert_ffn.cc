@@ -1,6 +1,5 @@
 #include "moe/expert_ffn.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
