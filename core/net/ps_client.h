@@ -125,7 +125,7 @@ class PsClient {
   void OpenLanes();
   RequestSender sender() const { return {options_.job_id, options_.role, rank_}; }
   // Sends each request on its server's lane if it can, the rest over the
-  // socket; `op` must have its parts added.
+  // socket; each request's operation has its parts added already.
   void Dispatch(std::vector<PsRequest> requests);
   Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
   Ticket SubmitToAll(wire::Kind kind);
