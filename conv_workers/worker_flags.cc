@@ -20,8 +20,9 @@ ABSL_FLAG(std::string, parameters_out, "",
           "reporting worker: final parameters (checkpoint format)");
 ABSL_FLAG(bool, progress, true, "the reporting worker shows progress on stderr");
 ABSL_FLAG(bool, shared_memory, true,
-          "send parameter data to servers on this host and network namespace through shared "
-          "memory (false: over the socket)");
+          "reach servers on this host and network namespace through a shared-memory lane "
+          "(headers over a Unix packet socket, data in shared memory; false: all over the "
+          "socket)");
 
 namespace strata {
 

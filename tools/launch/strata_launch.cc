@@ -49,8 +49,8 @@ ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
 ABSL_FLAG(int32_t, staleness, 2, "ps: SSP staleness bound");
 ABSL_FLAG(bool, shared_memory, true,
-          "ps, stanza: workers send parameter data to the servers through shared memory "
-          "(processes in separate emulated hosts never do); false: over the sockets");
+          "ps, stanza: workers reach the servers through shared-memory lanes (processes in "
+          "separate emulated hosts never do); false: all over the sockets");
 ABSL_FLAG(double, timeout, 60.0, "ps: seconds a worker waits for a server before failing");
 ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
 
