@@ -22,8 +22,13 @@ std::string Printable(const std::string& identity) { return identity.substr(1); 
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LaneHub>> LaneHub::Listen(std::string owner) {
-  STRATA_ASSIGN_OR_RETURN(auto listener, LaneListener::Listen());
+absl::StatusOr<std::unique_ptr<LaneHub>> LaneHub::Listen(std::string owner,
+                                                         const std::string& server_address) {
+  // FNV-1a: the same on every build, unlike std::hash.
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : server_address) hash = (hash ^ c) * 1099511628211ull;
+  STRATA_ASSIGN_OR_RETURN(auto listener,
+                          LaneListener::Listen(absl::StrCat("strata-lane-", absl::Hex(hash))));
   return std::unique_ptr<LaneHub>(new LaneHub(std::move(owner), std::move(listener)));
 }
 

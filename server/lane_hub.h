@@ -30,8 +30,12 @@ namespace strata {
 
 class LaneHub {
  public:
-  // `owner` names the server in log lines ("server 0").
-  static absl::StatusOr<std::unique_ptr<LaneHub>> Listen(std::string owner);
+  // Listens at a name derived from `server_address` (the server's ZeroMQ
+  // endpoint), so that a server restarted at the same address listens at
+  // the same lane address and its workers can reopen their lanes. `owner`
+  // names the server in log lines ("server 0").
+  static absl::StatusOr<std::unique_ptr<LaneHub>> Listen(std::string owner,
+                                                         const std::string& server_address);
 
   // The address workers connect to.
   const std::string& address() const { return listener_->address(); }

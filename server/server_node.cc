@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   STRATA_ASSIGN_OR_RETURN(node->socket_,
                           Socket::Bind(node->context_, SocketKind::kRouter, bind, options.limits));
   absl::StatusOr<std::unique_ptr<LaneHub>> lanes =
-      LaneHub::Listen(absl::StrCat("server ", options.rank));
+      LaneHub::Listen(absl::StrCat("server ", options.rank), node->socket_->address());
   if (lanes.ok()) {
     node->lanes_ = *std::move(lanes);
   } else {

@@ -133,29 +133,32 @@ void LaneSocket::Shutdown() { ::shutdown(fd_, SHUT_RDWR); }
 
 LaneListener::~LaneListener() { ::close(fd_); }
 
-absl::StatusOr<std::unique_ptr<LaneListener>> LaneListener::Listen() {
+absl::StatusOr<std::unique_ptr<LaneListener>> LaneListener::Listen(const std::string& name) {
   const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return absl::UnavailableError(absl::StrCat("lane socket: ", ErrnoText()));
   // Binding only the family asks the kernel for a fresh abstract name.
+  socklen_t length = sizeof(sa_family_t);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(sa_family_t)) != 0 ||
+  if (!name.empty()) address = AbstractAddress(name, &length);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
       ::listen(fd, 64) != 0) {
     const std::string why = ErrnoText();
     ::close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot listen for lanes: ", why));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for lanes", name.empty() ? "" : " at " + name, ": ", why));
   }
   sockaddr_un bound{};
-  socklen_t length = sizeof(bound);
+  length = sizeof(bound);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0 ||
       length <= offsetof(sockaddr_un, sun_path) + 1) {
     const std::string why = ErrnoText();
     ::close(fd);
     return absl::UnavailableError(absl::StrCat("lane listener has no name: ", why));
   }
-  const std::string name(bound.sun_path + 1, length - offsetof(sockaddr_un, sun_path) - 1);
+  const std::string bound_name(bound.sun_path + 1, length - offsetof(sockaddr_un, sun_path) - 1);
   return std::unique_ptr<LaneListener>(
-      new LaneListener(fd, absl::StrCat(ColocationId(), "#", name)));
+      new LaneListener(fd, absl::StrCat(ColocationId(), "#", bound_name)));
 }
 
 absl::StatusOr<std::unique_ptr<LaneSocket>> LaneListener::Accept() {

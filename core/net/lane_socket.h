@@ -72,11 +72,13 @@ class LaneSocket {
 // Connect fails with FailedPrecondition).
 bool LaneIsLocal(const std::string& address);
 
-// The serving end: an abstract-namespace name the kernel picks, and the
-// connections made to it.
+// The serving end: an abstract-namespace name, and the connections made
+// to it.
 class LaneListener {
  public:
-  static absl::StatusOr<std::unique_ptr<LaneListener>> Listen();
+  // Listens at `name` (at most 100 bytes), or at a fresh name the kernel
+  // picks when it is empty. Unavailable when the name is taken.
+  static absl::StatusOr<std::unique_ptr<LaneListener>> Listen(const std::string& name = "");
   ~LaneListener();
   LaneListener(const LaneListener&) = delete;
   LaneListener& operator=(const LaneListener&) = delete;

@@ -32,16 +32,26 @@ std::string PsClient::ServerName(int server) const {
   return absl::StrCat("server ", server, " (", server_addresses_[server], ")");
 }
 
-void PsClient::OpenLanes() {
-  lanes_.resize(server_addresses_.size());
-  if (!options_.shared_memory) return;
-  for (int s = 0; s < num_servers(); ++s) {
-    // A server on another host is the normal case for a cluster: no lane, no log line.
-    if (!LaneIsLocal(server_lane_addresses_[s])) continue;
+std::shared_ptr<SharedMemoryLane> PsClient::lane(int server) const {
+  absl::MutexLock lock(&lanes_mu_);
+  return lanes_.empty() ? nullptr : lanes_[server];
+}
+
+std::vector<std::shared_ptr<SharedMemoryLane>> PsClient::all_lanes() const {
+  absl::MutexLock lock(&lanes_mu_);
+  return lanes_;
+}
+
+void PsClient::OpenLane(int server, bool reopening) {
+  std::shared_ptr<SharedMemoryLane> old = lane(server);
+  if (old != nullptr) old->Close("the server's connection was renewed");
+  std::shared_ptr<SharedMemoryLane> opened;
+  // A server on another host is the normal case for a cluster: no lane, no log line.
+  if (options_.shared_memory && LaneIsLocal(server_lane_addresses_[server])) {
     SharedMemoryLaneOptions o;
-    o.server = s;
-    o.server_name = ServerName(s);
-    o.lane_address = server_lane_addresses_[s];
+    o.server = server;
+    o.server_name = ServerName(server);
+    o.lane_address = server_lane_addresses_[server];
     o.sender = sender();
     o.slots = options_.shm_slots;
     o.slot_bytes = options_.shm_slot_bytes;
@@ -49,15 +59,32 @@ void PsClient::OpenLanes() {
     o.limits = options_.limits;
     o.last_reply_unix_ns = &last_reply_unix_ns_;
     o.resend = [this](std::vector<PsRequest> requests) { Enqueue(std::move(requests)); };
-    absl::StatusOr<std::unique_ptr<SharedMemoryLane>> lane = SharedMemoryLane::Open(std::move(o));
-    if (lane.ok()) {
-      lanes_[s] = *std::move(lane);
+    absl::StatusOr<std::unique_ptr<SharedMemoryLane>> open = SharedMemoryLane::Open(o);
+    // A server that is back listens for lanes just after its socket is up:
+    // give it a moment.
+    for (int retry = 0; reopening && retry < 25 && absl::IsUnavailable(open.status()); ++retry) {
+      absl::SleepFor(absl::Milliseconds(20));
+      open = SharedMemoryLane::Open(o);
+    }
+    if (open.ok()) {
+      opened = *std::move(open);
+      if (reopening) {
+        std::fprintf(stderr, "[worker %d] reopened the shared memory lane to %s\n", rank_,
+                     ServerName(server).c_str());
+      }
     } else {
       std::fprintf(stderr,
                    "[worker %d] %s: no shared memory lane (%s); data goes over the socket\n", rank_,
-                   ServerName(s).c_str(), std::string(lane.status().message()).c_str());
+                   ServerName(server).c_str(), std::string(open.status().message()).c_str());
     }
   }
+  absl::MutexLock lock(&lanes_mu_);
+  lanes_.resize(server_addresses_.size());
+  if (old != nullptr) {
+    retired_lane_bytes_sent_ += old->bytes_sent();
+    retired_lane_bytes_received_ += old->bytes_received();
+  }
+  lanes_[server] = std::move(opened);
 }
 
 absl::Status PsClient::Bootstrap() {
@@ -143,7 +170,7 @@ absl::Status PsClient::Bootstrap() {
     wake_sender_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
     wake_sender_->connect(wake);
   }
-  OpenLanes();
+  for (int server = 0; server < num_servers(); ++server) OpenLane(server, /*reopening=*/false);
   io_thread_ = std::thread([this] { IoLoop(); });
   return absl::OkStatus();
 }
@@ -181,8 +208,8 @@ void PsClient::Enqueue(std::vector<PsRequest> requests) {
 void PsClient::Dispatch(std::vector<PsRequest> requests) {
   std::vector<PsRequest> socket_requests;
   for (PsRequest& r : requests) {
-    SharedMemoryLane* lane = lanes_[r.server].get();
-    if (lane == nullptr || !lane->TrySend(r)) socket_requests.push_back(std::move(r));
+    const std::shared_ptr<SharedMemoryLane> to = lane(r.server);
+    if (to == nullptr || !to->TrySend(r)) socket_requests.push_back(std::move(r));
   }
   if (!socket_requests.empty()) Enqueue(std::move(socket_requests));
 }
@@ -242,7 +269,7 @@ Ticket PsClient::SubmitToAll(wire::Kind kind) {
 void PsClient::CancelAll() {
   // Lanes first: what a closing lane hands to the socket is then in the
   // queue dropped below.
-  for (const auto& lane : lanes_) {
+  for (const auto& lane : all_lanes()) {
     if (lane != nullptr) lane->CancelAll();
   }
   std::deque<PsRequest> dropped;
@@ -264,7 +291,7 @@ void PsClient::CancelAll() {
 absl::Status PsClient::Done() {
   // The lanes first: a server that has every worker's DONE exits, and its
   // lanes' closing is then no news.
-  for (const auto& lane : lanes_) {
+  for (const auto& lane : all_lanes()) {
     if (lane != nullptr) lane->Finish();
   }
   return Wait(SubmitToAll(wire::Kind::DONE));
@@ -301,8 +328,10 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
     const int lane_server = ticket->lane_server();
     if (lane_server >= 0) {
       // A part travels on a lane: read its replies here rather than sleep.
-      const bool drove = lanes_[lane_server]->Drive(
-          deadline, [&ticket, lane_server] { return !ticket->on_lane(lane_server); });
+      const std::shared_ptr<SharedMemoryLane> on = lane(lane_server);
+      const bool drove =
+          on != nullptr &&
+          on->Drive(deadline, [&ticket, lane_server] { return !ticket->on_lane(lane_server); });
       if (!drove) {
         // Another thread reads that lane and answers our part; look again soon.
         ticket->AwaitOffLane(lane_server, std::min(deadline, absl::Now() + absl::Milliseconds(1)));
@@ -341,6 +370,8 @@ absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
 uint64_t PsClient::bytes_sent() const {
   uint64_t n = coordinator_->counters().bytes_sent;
   for (const auto& s : servers_) n += s->counters().bytes_sent;
+  absl::MutexLock lock(&lanes_mu_);
+  n += retired_lane_bytes_sent_;
   for (const auto& lane : lanes_) n += lane != nullptr ? lane->bytes_sent() : 0;
   return n;
 }
@@ -348,6 +379,8 @@ uint64_t PsClient::bytes_sent() const {
 uint64_t PsClient::bytes_received() const {
   uint64_t n = coordinator_->counters().bytes_received;
   for (const auto& s : servers_) n += s->counters().bytes_received;
+  absl::MutexLock lock(&lanes_mu_);
+  n += retired_lane_bytes_received_;
   for (const auto& lane : lanes_) n += lane != nullptr ? lane->bytes_received() : 0;
   return n;
 }
@@ -389,10 +422,11 @@ void PsClient::HandleConnectionEvents(int server) {
       disconnected_[server] = true;
     } else if (id == ZMQ_EVENT_CONNECTED && disconnected_[server]) {
       // Back after a drop: whatever the old connection carried may be lost,
-      // and a restarted server has no lane to us (its requests come back
-      // through Enqueue).
+      // and a restarted server has no lane to us. The old lane's requests
+      // come back through Enqueue; a new lane is opened (a restarted server
+      // listens at the same lane address).
       disconnected_[server] = false;
-      if (lanes_[server] != nullptr) lanes_[server]->Close("the server's connection was renewed");
+      OpenLane(server, /*reopening=*/true);
       int resent = 0;
       for (auto& [request_id, r] : inflight_) {
         if (r.server != server) continue;
@@ -464,7 +498,7 @@ void PsClient::IoLoop() {
     }
     // Replies on lanes nobody is waiting for (a ticket that is never
     // waited on must still give its slot back).
-    for (const auto& lane : lanes_) {
+    for (const auto& lane : all_lanes()) {
       if (lane != nullptr) lane->Drain();
     }
     const absl::Time now = absl::Now();

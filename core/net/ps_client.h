@@ -18,8 +18,11 @@
 // opens a shared-memory lane to it (core/net/shared_memory_lane.h): a push,
 // init or pull of one chunk that fits a slot then goes there, sent by the
 // calling thread, its floats copied once each way through shared memory,
-// and its reply read by the thread that waits for it. Everything else, and
-// everything once a lane has closed, goes over the socket.
+// and its reply read by the thread that waits for it. Everything else goes
+// over the socket, and so does everything while a server has no lane: a
+// closed lane's requests are resent there, and a new lane is opened once
+// the server's connection is back (a restarted server listens at the same
+// lane address).
 //
 // Contracts: a pushed tensor must not change, and a pulled tensor must not
 // be read, until its ticket has completed; a key is pushed again only
@@ -119,10 +122,14 @@ class PsClient {
  private:
   explicit PsClient(const PsClientOptions& options);
   absl::Status Bootstrap();
-  // Opens a lane to every server that offers one on this host; a failure
-  // only logs (that server's data goes over the socket). Before the I/O
-  // thread starts.
-  void OpenLanes();
+  // Opens a lane to `server` if it offers one on this host, replacing (and
+  // closing) the one it had; a failure only logs (that server's data goes
+  // over the socket).
+  void OpenLane(int server, bool reopening);
+  // The lane to `server`, or null. Callers hold the pointer while they use
+  // the lane: a reconnect may replace it meanwhile.
+  std::shared_ptr<SharedMemoryLane> lane(int server) const;
+  std::vector<std::shared_ptr<SharedMemoryLane>> all_lanes() const;
   RequestSender sender() const { return {options_.job_id, options_.role, rank_}; }
   // Sends each request on its server's lane if it can, the rest over the
   // socket; each request's operation has its parts added already.
@@ -159,9 +166,13 @@ class PsClient {
   std::vector<std::unique_ptr<Socket>> servers_;
   std::unique_ptr<zmq::socket_t> wake_receiver_;
   std::map<uint64_t, PsRequest> inflight_;
-  // Per server: its shared-memory lane, or null (set before the I/O thread
-  // starts; each lane is thread-safe).
-  std::vector<std::unique_ptr<SharedMemoryLane>> lanes_;
+  // Per server: its shared-memory lane, or null (each lane is thread-safe;
+  // the I/O thread replaces one after a reconnect). Bytes of lanes
+  // replaced so far count in retired_lane_bytes_*.
+  mutable absl::Mutex lanes_mu_;
+  std::vector<std::shared_ptr<SharedMemoryLane>> lanes_ ABSL_GUARDED_BY(lanes_mu_);
+  uint64_t retired_lane_bytes_sent_ ABSL_GUARDED_BY(lanes_mu_) = 0;
+  uint64_t retired_lane_bytes_received_ ABSL_GUARDED_BY(lanes_mu_) = 0;
   // Per server: ZeroMQ's connection events, and whether the connection was
   // lost since it was last up.
   std::vector<std::unique_ptr<zmq::socket_t>> monitors_;

@@ -17,7 +17,7 @@
 // * Requests in flight when the lane closes (the server died or dropped
 //   the lane) are handed to `resend` without their slots, to go over the
 //   socket; a push answered before is de-duplicated by the server. A closed
-//   lane never reopens.
+//   lane never reopens (its client may open a new one).
 // * A cancelled request's slot stays taken until its reply arrives or the
 //   lane closes, so a late pull reply cannot land in a reused slot (a pull
 //   the server never answers keeps its slot for the lane's life).

@@ -3,6 +3,7 @@
 // lanes reported once).
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <functional>
 #include <map>
@@ -152,8 +153,13 @@ LaneHub::Events Serve(LaneHub& hub, const std::function<bool(const LaneHub::Even
   return all;
 }
 
+// A server address of this test process alone (the lane name derives from it).
+std::string TestServerAddress(const std::string& test) {
+  return absl::StrCat("ipc:///tmp/lane-test-", ::getpid(), "-", test);
+}
+
 TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
-  auto hub = LaneHub::Listen("server 0");
+  auto hub = LaneHub::Listen("server 0", TestServerAddress("routes"));
   ASSERT_TRUE(hub.ok()) << hub.status();
   auto a = LaneSocket::Connect((*hub)->address());
   auto b = LaneSocket::Connect((*hub)->address());
@@ -194,8 +200,28 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
   EXPECT_TRUE(Serve(**hub, [](const auto& e) { return !e.closed.empty(); }).closed.empty());
 }
 
+TEST(LaneHubTest, TheLaneAddressFollowsTheServerAddress) {
+  std::string first_address;
+  {
+    auto first = LaneHub::Listen("server 0", TestServerAddress("same"));
+    ASSERT_TRUE(first.ok()) << first.status();
+    first_address = (*first)->address();
+    // Taken while the first listens.
+    auto twin = LaneHub::Listen("server 0", TestServerAddress("same"));
+    EXPECT_EQ(twin.status().code(), absl::StatusCode::kUnavailable);
+    auto other = LaneHub::Listen("server 1", TestServerAddress("other"));
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_NE((*other)->address(), first_address);
+  }
+  // A server restarted at the same address listens at the same lane address.
+  auto again = LaneHub::Listen("server 0", TestServerAddress("same"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->address(), first_address);
+  EXPECT_TRUE(LaneSocket::Connect(first_address).ok());
+}
+
 TEST(LaneHubTest, AnOversizePacketIsRefusedForItsLane) {
-  auto hub = LaneHub::Listen("server 0");
+  auto hub = LaneHub::Listen("server 0", TestServerAddress("oversize"));
   ASSERT_TRUE(hub.ok()) << hub.status();
   auto client = LaneSocket::Connect((*hub)->address());
   ASSERT_TRUE(client.ok());

@@ -177,6 +177,14 @@ TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
                                      ") closed (the lane's peer closed it); "),
               std::string::npos)
         << workers[w]->log();
+    // And the restarted server's lane was opened again.
+    EXPECT_NE(workers[w]->log().find("reopened the shared memory lane to server 0 (" + address +
+                                     ")"),
+              std::string::npos)
+        << workers[w]->log();
+    EXPECT_NE(second.log().find("[server 0] shares memory with worker " + std::to_string(w)),
+              std::string::npos)
+        << second.log();
   }
   ASSERT_EQ(second.Wait(), 0) << second.log();
   EXPECT_NE(second.log().find("worker clocks [150 150]"), std::string::npos) << second.log();
