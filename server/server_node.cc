@@ -171,8 +171,8 @@ absl::Status ServerNode::CheckSender(const IncomingMessage& message) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Chunk>> ServerNode::ResolveSlices(const IncomingMessage& message,
-                                                             bool with_frames) const {
+absl::StatusOr<ServerNode::ResolvedSlices> ServerNode::ResolveSlices(const IncomingMessage& message,
+                                                                     bool with_frames) const {
   const auto h = message.header();
   const auto slices = h.getSlices();
   if (slices.size() == 0) {
@@ -212,7 +212,9 @@ absl::StatusOr<std::vector<Chunk>> ServerNode::ResolveSlices(const IncomingMessa
     }
     chunks.push_back(*c);
   }
-  return chunks;
+  STRATA_ASSIGN_OR_RETURN(SharedMemoryPeers::Placement placement,
+                          shared_memory_.Resolve(message, chunks));
+  return ResolvedSlices{std::move(chunks), std::move(placement)};
 }
 
 absl::Status ServerNode::HandleShmAttach(const IncomingMessage& message) {
@@ -245,22 +247,10 @@ absl::Status ServerNode::CheckRejoined(int worker, int64_t iteration) {
                    restored_version_, "; pull the current parameters and continue from there"));
 }
 
-namespace {
-
-// The floats of slice i: its data frame, or its shared memory slot.
-const float* SliceData(const IncomingMessage& message,
-                       const SharedMemoryPeers::Placement& placement, size_t i) {
-  return placement.region != nullptr ? placement.region->slot(placement.slots[i])
-                                     : static_cast<const float*>(message.frame_data(i));
-}
-
-}  // namespace
-
 absl::Status ServerNode::HandleInit(const IncomingMessage& message) {
-  STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, true));
-  STRATA_ASSIGN_OR_RETURN(auto placement, shared_memory_.Resolve(message, chunks));
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    STRATA_RETURN_IF_ERROR(store_->Init(chunks[i], SliceData(message, placement, i)));
+  STRATA_ASSIGN_OR_RETURN(ResolvedSlices slices, ResolveSlices(message, true));
+  for (size_t i = 0; i < slices.chunks.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(store_->Init(slices.chunks[i], slices.placement.SliceData(message, i)));
   }
   OutgoingMessage ack(wire::Kind::INIT_ACK);
   ack.header().setRequestId(message.header().getRequestId());
@@ -271,7 +261,8 @@ absl::Status ServerNode::HandleInit(const IncomingMessage& message) {
 
 absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
   const auto h = message.header();
-  STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, true));
+  STRATA_ASSIGN_OR_RETURN(ResolvedSlices slices, ResolveSlices(message, true));
+  const std::vector<Chunk>& chunks = slices.chunks;
   const int worker = h.getSenderRank();
   const bool from_fc = h.getSenderRole() == wire::Role::FC_WORKER;
   for (const Chunk& c : chunks) {
@@ -296,14 +287,13 @@ absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
           absl::StrCat("push to key ", c.key, " before it was initialised"));
     }
   }
-  STRATA_ASSIGN_OR_RETURN(auto placement, shared_memory_.Resolve(message, chunks));
   bool updated = false;
   for (size_t i = 0; i < chunks.size(); ++i) {
     STRATA_ASSIGN_OR_RETURN(
         const PushOutcome outcome,
-        store_->Push(worker, h.getIteration(), chunks[i], SliceData(message, placement, i)));
+        store_->Push(worker, h.getIteration(), chunks[i], slices.placement.SliceData(message, i)));
     updated = updated || outcome == PushOutcome::kApplied;
-    if (placement.region != nullptr) {
+    if (slices.placement.region != nullptr) {
       traffic_.AddReceived(current_peer_, chunks[i].length * sizeof(float));
     }
   }
@@ -356,11 +346,10 @@ void ServerNode::SendPull(const PendingPull& pull) {
 
 absl::Status ServerNode::HandlePull(const IncomingMessage& message) {
   const auto h = message.header();
-  STRATA_ASSIGN_OR_RETURN(std::vector<Chunk> chunks, ResolveSlices(message, false));
+  STRATA_ASSIGN_OR_RETURN(ResolvedSlices slices, ResolveSlices(message, false));
   STRATA_RETURN_IF_ERROR(CheckRejoined(h.getSenderRank(), h.getIteration()));
-  STRATA_ASSIGN_OR_RETURN(auto placement, shared_memory_.Resolve(message, chunks));
-  PendingPull pull{message.identity(), h.getRequestId(),  h.getIteration(),
-                   std::move(chunks),  h.getSenderRank(), std::move(placement)};
+  PendingPull pull{message.identity(),       h.getRequestId(),  h.getIteration(),
+                   std::move(slices.chunks), h.getSenderRank(), std::move(slices.placement)};
   bool ready = true;
   for (const Chunk& c : pull.chunks) ready = ready && store_->CanServe(c, pull.iteration);
   if (ready) {

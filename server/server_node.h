@@ -90,8 +90,14 @@ class ServerNode {
   absl::Status Handle(const IncomingMessage& message);
   absl::Status CheckSender(const IncomingMessage& message) const;
   absl::Status CheckRejoined(int worker, int64_t iteration);
-  absl::StatusOr<std::vector<Chunk>> ResolveSlices(const IncomingMessage& message,
-                                                   bool with_frames) const;
+  // The chunks a request names, checked against the plan, and where their
+  // floats lie (slots named and checked, or data frames when `with_frames`).
+  struct ResolvedSlices {
+    std::vector<Chunk> chunks;
+    SharedMemoryPeers::Placement placement;
+  };
+  absl::StatusOr<ResolvedSlices> ResolveSlices(const IncomingMessage& message,
+                                               bool with_frames) const;
   absl::Status HandleInit(const IncomingMessage& message);
   absl::Status HandlePush(const IncomingMessage& message);
   absl::Status HandlePull(const IncomingMessage& message);

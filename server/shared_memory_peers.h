@@ -34,6 +34,11 @@ class SharedMemoryPeers {
   struct Placement {
     std::shared_ptr<ShmRegion> region;  // keeps the memory mapped while in use
     std::vector<uint32_t> slots;        // slice i's floats: region->slot(slots[i])
+    // The floats of slice i of `message`: its slot, or its data frame.
+    const float* SliceData(const IncomingMessage& message, size_t i) const {
+      return region != nullptr ? region->slot(slots[i])
+                               : static_cast<const float*>(message.frame_data(i));
+    }
   };
   absl::StatusOr<Placement> Resolve(const IncomingMessage& message,
                                     const std::vector<Chunk>& chunks) const;

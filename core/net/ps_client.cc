@@ -34,7 +34,7 @@ std::string PsClient::ServerName(int server) const {
 
 std::shared_ptr<SharedMemoryLane> PsClient::lane(int server) const {
   absl::MutexLock lock(&lanes_mu_);
-  return lanes_.empty() ? nullptr : lanes_[server];
+  return lanes_[server];
 }
 
 std::vector<std::shared_ptr<SharedMemoryLane>> PsClient::all_lanes() const {
@@ -79,7 +79,6 @@ void PsClient::OpenLane(int server, bool reopening) {
     }
   }
   absl::MutexLock lock(&lanes_mu_);
-  lanes_.resize(server_addresses_.size());
   if (old != nullptr) {
     retired_lane_bytes_sent_ += old->bytes_sent();
     retired_lane_bytes_received_ += old->bytes_received();
@@ -169,6 +168,10 @@ absl::Status PsClient::Bootstrap() {
     absl::MutexLock lock(&queue_mu_);
     wake_sender_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
     wake_sender_->connect(wake);
+  }
+  {
+    absl::MutexLock lock(&lanes_mu_);
+    lanes_.resize(server_addresses_.size());
   }
   for (int server = 0; server < num_servers(); ++server) OpenLane(server, /*reopening=*/false);
   io_thread_ = std::thread([this] { IoLoop(); });
@@ -329,9 +332,9 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
     if (lane_server >= 0) {
       // A part travels on a lane: read its replies here rather than sleep.
       const std::shared_ptr<SharedMemoryLane> on = lane(lane_server);
-      const bool drove =
-          on != nullptr &&
-          on->Drive(deadline, [&ticket, lane_server] { return !ticket->on_lane(lane_server); });
+      const bool drove = on != nullptr && on->Drive(deadline, [&ticket, lane_server] {
+        return !ticket->on_lane(lane_server);
+      });
       if (!drove) {
         // Another thread reads that lane and answers our part; look again soon.
         ticket->AwaitOffLane(lane_server, std::min(deadline, absl::Now() + absl::Milliseconds(1)));

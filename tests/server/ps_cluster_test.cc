@@ -43,11 +43,15 @@ TEST_F(PsClusterTest, TwoWorkersEqualSingleProcessWithTheGlobalBatch) {
                  "--max-steps 20 --evaluate=false --progress=false --parameters-out " +
                  dir_ + "/single.ckpt");
   ASSERT_EQ(single_code, 0) << single_out;
-  auto [ps_code, ps_out] = RunCommand(
-      kBin + "strata_launch --config " + config +
-      " --mode ps --servers 2 --conv-workers 2 "
-      "--batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out " +
-      dir_ + "/ps.ckpt");
+  // 2 servers, 2 workers, the same global batch; `flags` added, parameters to `out`.
+  auto run_ps = [&](const std::string& flags, const std::string& out) {
+    return RunCommand(kBin + "strata_launch --config " + config +
+                      " --mode ps --servers 2 --conv-workers 2 " + flags +
+                      " --batch-size 64 --max-steps 20 --evaluate=false --progress=false "
+                      "--parameters-out " +
+                      dir_ + "/" + out);
+  };
+  auto [ps_code, ps_out] = run_ps("", "ps.ckpt");
   ASSERT_EQ(ps_code, 0) << ps_out;
   EXPECT_NE(ps_out.find("final: mode=ps"), std::string::npos) << ps_out;
   EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/ps.ckpt"), 1e-4f);
@@ -58,11 +62,7 @@ TEST_F(PsClusterTest, TwoWorkersEqualSingleProcessWithTheGlobalBatch) {
     EXPECT_NE(ps_out.find(pair), std::string::npos) << pair << "\n" << ps_out;
   }
   // And the same run with shared memory off gives the same parameters.
-  auto [socket_code, socket_out] = RunCommand(
-      kBin + "strata_launch --config " + config +
-      " --mode ps --servers 2 --conv-workers 2 --shared-memory=false "
-      "--batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out " +
-      dir_ + "/socket.ckpt");
+  auto [socket_code, socket_out] = run_ps("--shared-memory=false", "socket.ckpt");
   ASSERT_EQ(socket_code, 0) << socket_out;
   EXPECT_EQ(socket_out.find("shares memory"), std::string::npos) << socket_out;
   EXPECT_LE(MaxDifference(dir_ + "/ps.ckpt", dir_ + "/socket.ckpt"), 1e-6f);
@@ -178,9 +178,9 @@ TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
               std::string::npos)
         << workers[w]->log();
     // And the restarted server's lane was opened again.
-    EXPECT_NE(workers[w]->log().find("reopened the shared memory lane to server 0 (" + address +
-                                     ")"),
-              std::string::npos)
+    EXPECT_NE(
+        workers[w]->log().find("reopened the shared memory lane to server 0 (" + address + ")"),
+        std::string::npos)
         << workers[w]->log();
     EXPECT_NE(second.log().find("[server 0] shares memory with worker " + std::to_string(w)),
               std::string::npos)
