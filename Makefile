@@ -7,7 +7,7 @@ STRATA_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup setup-bench configure build test demo bench format tidy clean
+.PHONY: all setup setup-bench configure build test test-unit fresh-check demo bench format tidy clean
 
 all: build
 
@@ -23,9 +23,18 @@ configure: setup
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The whole suite (unit, integration and end-to-end multi-process tests).
+# The whole suite: ctest labels unit (in-process, seconds), cluster (real
+# multi-process runs) and accuracy (whole epochs, minutes).
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+test-unit: build
+	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
+
+# Setup, build, unit and cluster tests inside a pristine Debian root made from
+# this machine's apt sources: proves a fresh machine needs nothing by hand.
+fresh-check:
+	bash tools/fresh_check.sh
 
 # The default job on a local cluster in stanza mode: 1 server, 2 conv workers
 # and 1 FC worker as separate processes; Fashion-MNIST, 3 epochs.

@@ -9,7 +9,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libdnnl-dev libopenblas-dev zlib1g-dev
+  # oneDNN's CMake config (dnnl-config.cmake) calls find_package(OpenCL);
+  # libdnnl-dev only recommends the package that provides it.
+  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev zlib1g-dev
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev
   libabsl-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,5 +1,5 @@
-// Single-process training on the real Fashion-MNIST: accuracy, determinism,
-// and checkpoint/resume equal to an uninterrupted run.
+// Single-process training on the real Fashion-MNIST: checkpoint/resume equal
+// to an uninterrupted run, and a checkpoint of another model refused.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -26,19 +26,6 @@ class TrainingTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;
 };
-
-TEST_F(TrainingTest, OneEpochOfTheDefaultJobReaches88Percent) {
-  JobConfig config = DefaultConfig();
-  config.training.epochs = 1;
-  RunOptions options;
-  options.progress = false;
-  auto summary = TrainSingle(config, options);
-  ASSERT_TRUE(summary.ok()) << summary.status();
-  EXPECT_EQ(summary->steps, 937);
-  EXPECT_GE(summary->test_accuracy, 0.88);
-  EXPECT_LT(summary->train_loss, 0.5);
-  EXPECT_GT(summary->images_per_sec, 0.0);
-}
 
 std::vector<float> FinalParameters(const std::string& checkpoint) {
   auto c = ReadCheckpoint(checkpoint);

@@ -1,6 +1,5 @@
 // Stanza mode end to end with real processes: the same math as single and
-// ps, accuracy, bad activations from a raw ZeroMQ client, and a dead FC
-// worker.
+// ps, bad activations from a raw ZeroMQ client, and a dead FC worker.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -77,28 +76,6 @@ TEST_F(StanzaTest, EqualsSingleAndPsWithTheSameGlobalBatch) {
   EXPECT_LE(MaxDifference(dir_ + "/ps.ckpt", dir_ + "/stanza.ckpt"), 1e-4f);
   // Two FC workers reduce the head through the servers: still the same math.
   EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza2.ckpt"), 1e-4f);
-}
-
-TEST_F(StanzaTest, TwoConvWorkersOneFcWorkerReach90PercentInThreeEpochs) {
-  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
-                                " --mode stanza --servers 1 --conv-workers 2 --fc-workers 1 "
-                                "--epochs 3 --summary-out " +
-                                dir_ + "/s.json");
-  ASSERT_EQ(code, 0) << out;
-  nlohmann::json s = Summary(dir_ + "/s.json");
-  EXPECT_EQ(s["mode"], "stanza");
-  EXPECT_EQ(s["steps"], 3 * 937);
-  EXPECT_GE(s["test_accuracy"].get<double>(), 0.90) << out;
-  EXPECT_NE(out.find("final: mode=stanza test_accuracy=0.9"), std::string::npos) << out;
-}
-
-TEST_F(StanzaTest, TwoFcWorkersReach90PercentInThreeEpochs) {
-  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
-                                " --mode stanza --servers 1 --conv-workers 2 --fc-workers 2 "
-                                "--epochs 3 --summary-out " +
-                                dir_ + "/s.json");
-  ASSERT_EQ(code, 0) << out;
-  EXPECT_GE(Summary(dir_ + "/s.json")["test_accuracy"].get<double>(), 0.90) << out;
 }
 
 // Sends one ACTIVATIONS message and returns the error text of the reply.

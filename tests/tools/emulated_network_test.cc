@@ -18,17 +18,23 @@ namespace {
 using testing::RunCommand;
 
 // Namespaces need root and a kernel/container that allows them; where they
-// cannot be made the tests that need them are skipped (the launcher's
-// loopback fallback is what users get there).
-bool CanEmulate() {
-  static const bool can = [] {
-    if (::geteuid() != 0) return false;
+// cannot be made the tests that need them are skipped, naming the reason
+// (the launcher's loopback fallback is what users get there). Empty where
+// they can be made.
+const std::string& WhyNoEmulation() {
+  static const std::string why = []() -> std::string {
+    if (::geteuid() != 0) return "not root";
     EmulatedNetworkOptions o;
     o.hosts = 1;
-    return EmulatedNetwork::Create(o).ok();
+    const auto net = EmulatedNetwork::Create(o);
+    return net.ok() ? "" : net.status().ToString();
   }();
-  return can;
+  return why;
 }
+
+#define STRATA_SKIP_WITHOUT_NAMESPACES() \
+  if (!WhyNoEmulation().empty())         \
+  GTEST_SKIP() << "network namespaces cannot be made here: " << WhyNoEmulation()
 
 // Everything the root namespace shows of links and qdiscs: teardown must
 // leave it as it was.
@@ -60,8 +66,7 @@ TEST(EmulatedNetworkTest, RejectsImpossibleShapes) {
 }
 
 TEST(EmulatedNetworkTest, TwoHostsCarryTheSetRateAndTeardownLeavesNothing) {
-  if (!CanEmulate())
-    GTEST_SKIP() << "network namespaces cannot be made here (root and netns needed)";
+  STRATA_SKIP_WITHOUT_NAMESPACES();
   const std::string before = RootNetworkState();
   EmulatedNetworkOptions o;
   o.hosts = 2;
@@ -97,8 +102,7 @@ TEST(EmulatedNetworkTest, TwoHostsCarryTheSetRateAndTeardownLeavesNothing) {
 }
 
 TEST(EmulatedNetworkTest, NamespacesOfAKilledOwnerAreRemovedByTheNextNetwork) {
-  if (!CanEmulate())
-    GTEST_SKIP() << "network namespaces cannot be made here (root and netns needed)";
+  STRATA_SKIP_WITHOUT_NAMESPACES();
   const pid_t gone = ::fork();
   if (gone == 0) ::_exit(0);
   ::waitpid(gone, nullptr, 0);  // `gone` no longer runs
@@ -115,8 +119,7 @@ TEST(EmulatedNetworkTest, NamespacesOfAKilledOwnerAreRemovedByTheNextNetwork) {
 class EmulatedClusterTest : public testing::ClusterTest {};
 
 TEST_F(EmulatedClusterTest, StanzaRunsOnEmulatedHostsAndCleansUp) {
-  if (!CanEmulate())
-    GTEST_SKIP() << "network namespaces cannot be made here (root and netns needed)";
+  STRATA_SKIP_WITHOUT_NAMESPACES();
   const std::string before = RootNetworkState();
   const auto [code, out] =
       RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
@@ -133,8 +136,7 @@ TEST_F(EmulatedClusterTest, StanzaRunsOnEmulatedHostsAndCleansUp) {
 }
 
 TEST_F(EmulatedClusterTest, CtrlCStopsTheClusterAndRemovesTheNetwork) {
-  if (!CanEmulate())
-    GTEST_SKIP() << "network namespaces cannot be made here (root and netns needed)";
+  STRATA_SKIP_WITHOUT_NAMESPACES();
   testing::Process launcher(
       {testing::kBin + "strata_launch", "--config", testing::kConfig, "--mode", "ps",
        "--conv-workers", "2", "--bandwidth", "100mbit", "--progress=false", "--evaluate=false",

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Proves that a fresh Debian 12 machine can build and test Strata with
+# nothing installed by hand: bootstraps a pristine Debian root in a temporary
+# folder from the package sources this machine's apt uses, copies the
+# checkout in (tracked and untracked files, not ignored ones such as build/),
+# and inside that root runs tools/setup.sh, configure, build, and the unit and
+# cluster tests. Every step prints its time; a failed step ends the check with
+# the last lines of its log. The root is removed at the end, also on failure,
+# Ctrl-C or SIGTERM.
+#
+#   tools/fresh_check.sh [--keep] [--log-lines N]
+#
+#   --keep          leave the root (and the step logs) in place and print where
+#   --log-lines N   lines of a failed step's log to print (default 40)
+#
+# Needs root (chroot, mounts, namespaces) and apt; installs mmdebstrap when it
+# is missing. Each step runs in its own mount and PID namespaces: /proc, /sys,
+# /dev and a fresh /dev/shm are mounted only there, and every process a step
+# starts dies with it, so nothing is left mounted or running on the host.
+set -euo pipefail
+
+keep=0
+log_lines=40
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --keep) keep=1 ;;
+    --log-lines) log_lines="$2"; shift ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "fresh-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+say() { echo "fresh-check: $*"; }
+fail() { echo "fresh-check: FAILED: $*" >&2; exit 1; }
+
+source_dir="$(cd "$(dirname "$0")/.." && pwd)"
+[[ $(id -u) -eq 0 ]] || fail "needs root (it bootstraps a Debian root and mounts into it); run it with sudo"
+command -v apt-config > /dev/null || fail "needs apt: the root is bootstrapped from this machine's apt sources"
+# shellcheck source=/dev/null
+. /etc/os-release
+[[ "${ID:-}" == debian && -n "${VERSION_CODENAME:-}" ]] ||
+  fail "this machine is ${PRETTY_NAME:-unknown}; the check bootstraps the Debian release this machine's apt sources serve, so it runs on Debian"
+suite="$VERSION_CODENAME"
+
+if ! command -v mmdebstrap > /dev/null; then
+  say "installing mmdebstrap (needed on this machine only, not in the root)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap > /dev/null ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap > /dev/null; } ||
+    fail "could not install mmdebstrap"
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/strata-fresh.XXXXXX")"
+root="$work/root"
+logs="$work/logs"
+mkdir -p "$logs"
+step_pid=""
+
+# Removes the temporary folder once nothing is mounted below it. Steps mount
+# only inside their own namespaces, so a mount still visible here means
+# something outside this script used the root: leave it rather than delete
+# through a mount.
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if [[ -n "$step_pid" ]] && kill -0 "$step_pid" 2> /dev/null; then
+    kill -KILL "$step_pid" 2> /dev/null || true
+    wait "$step_pid" 2> /dev/null || true
+  fi
+  if [[ $keep -eq 1 ]]; then
+    say "kept the root at $root and the step logs in $logs"
+  elif findmnt -rn -o TARGET | grep -qF "$work"; then
+    echo "fresh-check: not removing $work: something is still mounted below it:" >&2
+    findmnt -rn -o TARGET | grep -F "$work" >&2
+    status=1
+  else
+    # A step's processes die with its namespace; one still exiting may hold
+    # a directory for a moment.
+    rm -rf --one-file-system "$work" 2> /dev/null || { sleep 1; rm -rf --one-file-system "$work"; }
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'echo; say "interrupted"; exit 130' INT
+trap 'say "terminated"; exit 143' TERM
+
+# The package sources and the settings apt uses to reach them, read from this
+# machine's apt configuration.
+apt_sources=()
+source_list=""
+source_parts=""
+eval "$(apt-config shell source_list Dir::Etc::sourcelist/f source_parts Dir::Etc::sourceparts/d)"
+if [[ -s "$source_list" ]] && grep -qE '^[[:space:]]*deb[[:space:]]' "$source_list"; then
+  apt_sources+=("$source_list")
+fi
+for f in "${source_parts%/}"/*.list "${source_parts%/}"/*.sources; do
+  [[ -s "$f" ]] && apt_sources+=("$f")
+done
+[[ ${#apt_sources[@]} -gt 0 ]] || fail "this machine's apt configuration names no package sources ($source_list, $source_parts)"
+# Proxies, retries and the validity checks of Release files: how this
+# machine's apt reaches its mirrors (a mirror serving a snapshot needs
+# Check-Valid-Until off, for instance).
+apt_options=()
+while IFS= read -r line; do
+  apt_options+=(--aptopt="$line")
+done < <(apt-config dump | grep -E '^Acquire::((https?|ftp)::Proxy[^ ]*|Check-Valid-Until|Check-Date|Retries|ForceIPv4|ForceIPv6|(https?)::Timeout) ' | sed 's/$/;/')
+
+# run_step NAME COMMAND...: runs COMMAND with its output in $logs/NAME.log,
+# prints how long it took, and on failure the log's last lines.
+run_step() {
+  local name="$1"
+  shift
+  local log="$logs/$name.log"
+  local start=$SECONDS
+  say "$name ..."
+  "$@" > "$log" 2>&1 < /dev/null &
+  step_pid=$!
+  local status=0
+  wait "$step_pid" || status=$?
+  step_pid=""
+  local took=$((SECONDS - start))
+  if [[ $status -ne 0 ]]; then
+    echo "fresh-check: step '$name' failed (exit $status) after ${took} s; last $log_lines lines of its log:" >&2
+    tail -n "$log_lines" "$log" | sed 's/^/  | /' >&2
+    exit 1
+  fi
+  printf 'fresh-check: %-12s %4d s\n' "$name" "$took"
+  step_times+=("$(printf '%-12s %4d s' "$name" "$took")")
+}
+step_times=()
+
+# in_root COMMAND: runs a shell command as root inside the Debian root, in
+# private mount and PID namespaces (see the header), with a clean environment.
+# OPENBLAS_* settings pass through: they describe this machine's CPU, and
+# tests and CI run with them as they are.
+in_root() {
+  local passed=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+  local v
+  for v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE http_proxy https_proxy no_proxy; do
+    [[ -n "${!v:-}" ]] && passed+=("$v=${!v}")
+  done
+  unshare --mount --propagation private --pid --fork --kill-child -- bash -c '
+    set -e
+    root="$1"; shift
+    # The root must be a mount point of its own: `ip netns` remounts / as a
+    # slave, which fails on a plain directory.
+    mount --bind "$root" "$root"
+    mount -t proc proc "$root/proc"
+    mount -t sysfs sysfs "$root/sys"
+    mount --rbind /dev "$root/dev"
+    mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
+    exec chroot "$root" /usr/bin/env -i "$@"
+  ' in-root "$root" "${passed[@]}" bash -c "cd /strata && $1"
+}
+
+# The bootstrap runs in its own mount namespace too, so the mounts mmdebstrap
+# makes in root mode cannot outlive it.
+bootstrap() {
+  unshare --mount --propagation private --pid --fork --kill-child -- \
+    mmdebstrap --mode=root --variant=apt --format=directory "${apt_options[@]}" \
+    "$suite" "$root" "${apt_sources[@]}"
+}
+
+# Tracked and untracked files that git does not ignore: what a clean clone of
+# this working tree holds.
+copy_checkout() {
+  mkdir -p "$root/strata"
+  if git -C "$source_dir" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    (cd "$source_dir" && git ls-files -z --cached --others --exclude-standard |
+      tar --null --files-from=- --ignore-failed-read -cf -) | tar -xf - -C "$root/strata"
+  else
+    tar -C "$source_dir" --exclude=./build -cf - . | tar -xf - -C "$root/strata"
+  fi
+}
+
+say "Debian $suite root in $root, from ${apt_sources[*]}"
+total_start=$SECONDS
+run_step bootstrap bootstrap
+run_step copy copy_checkout
+run_step setup in_root "bash tools/setup.sh"
+run_step configure in_root "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release"
+run_step build in_root "cmake --build build -j \$(nproc)"
+run_step unit-tests in_root "cd build && ctest -L unit --output-on-failure -j \$(nproc)"
+run_step cluster-tests in_root "cd build && ctest -L cluster --output-on-failure -j \$(nproc)"
+
+for label in unit cluster; do
+  say "$label: $(grep -h 'tests passed' "$logs/$label-tests.log")"
+  grep -h '(Skipped)' "$logs/$label-tests.log" | sed 's/^[[:space:]]*/fresh-check:   skipped: /' || true
+done
+say "PASSED in $((SECONDS - total_start)) s:"
+printf '  %s\n' "${step_times[@]}"
