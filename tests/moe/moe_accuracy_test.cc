@@ -9,9 +9,8 @@ namespace strata::moe {
 namespace {
 
 using strata::testing::kBin;
+using strata::testing::kMoeConfig;
 using strata::testing::RunCommand;
-
-const std::string kMoeConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_moe.json";
 
 class MoeAccuracyTest : public strata::testing::ClusterTest {};
 

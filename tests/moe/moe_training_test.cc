@@ -10,9 +10,8 @@ namespace strata::moe {
 namespace {
 
 using strata::testing::kBin;
+using strata::testing::kMoeConfig;
 using strata::testing::RunCommand;
-
-const std::string kMoeConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_moe.json";
 
 class MoeTrainingTest : public strata::testing::ClusterTest {};
 

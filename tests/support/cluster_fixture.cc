@@ -15,6 +15,7 @@ namespace strata::testing {
 
 const std::string kBin = std::string(STRATA_BINARY_DIR) + "/bin/";
 const std::string kConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
+const std::string kMoeConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_moe.json";
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

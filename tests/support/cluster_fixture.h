@@ -16,8 +16,9 @@
 
 namespace strata::testing {
 
-extern const std::string kBin;     // build/bin/
-extern const std::string kConfig;  // configs/fashion_mnist.json
+extern const std::string kBin;        // build/bin/
+extern const std::string kConfig;     // configs/fashion_mnist.json
+extern const std::string kMoeConfig;  // configs/fashion_mnist_moe.json
 
 std::string ReadFile(const std::string& path);
 
