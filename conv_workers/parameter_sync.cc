@@ -4,45 +4,54 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-
 #include "core/status.h"
 
 namespace strata {
 
-ParameterSync::ParameterSync(PsClient& client, Model& model, int begin, int end,
-                             uint32_t key_offset)
-    : ParameterSync(client, model, model.parameters(begin, end), key_offset) {}
-
-ParameterSync::ParameterSync(PsClient& client, Model& model, std::vector<Parameter*> params,
-                             uint32_t key_offset)
-    : client_(client), model_(model), params_(std::move(params)), key_offset_(key_offset) {
-  for (size_t k = 0; k < params_.size(); ++k) {
-    key_of_[params_[k]] = key_offset_ + static_cast<uint32_t>(k);
+ParameterSync::ParameterSync(PsClient& client, Model& model, std::vector<ServerKey> keys,
+                             KeyOwner owner)
+    : client_(client), model_(model), keys_(std::move(keys)), owner_(owner) {
+  for (size_t k = 0; k < keys_.size(); ++k) {
+    if (keys_[k].owner == owner_)
+      keys_of_layer_[keys_[k].layer].push_back(static_cast<uint32_t>(k));
   }
 }
 
-std::vector<int64_t> ParameterSync::sizes() const {
-  std::vector<int64_t> out;
-  for (const Parameter* p : params_) out.push_back(p->value.numel());
+std::vector<uint32_t> ParameterSync::KeysOf(KeyOwner owner, KeyKind kind) const {
+  std::vector<uint32_t> out;
+  for (size_t k = 0; k < keys_.size(); ++k) {
+    if (keys_[k].owner == owner && keys_[k].kind == kind) out.push_back(static_cast<uint32_t>(k));
+  }
   return out;
 }
 
-absl::StatusOr<int64_t> ParameterSync::PullCurrent() {
+absl::StatusOr<int64_t> ParameterSync::Pull(const std::vector<uint32_t>& keys, int64_t iteration) {
   std::vector<Ticket> pulls;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    pulls.push_back(client_.Pull(-1, key_offset_ + static_cast<uint32_t>(k), params_[k]->value));
-  }
-  STRATA_RETURN_IF_ERROR_CTX(client_.WaitAll(pulls), "pulling the current parameters");
-  int64_t version = pulls.front()->version();
-  for (const Ticket& t : pulls) version = std::min(version, t->version());
+  for (uint32_t k : keys) pulls.push_back(client_.Pull(iteration, k, keys_[k].value()));
+  STRATA_RETURN_IF_ERROR(client_.WaitAll(pulls));
+  int64_t version = -1;
+  for (const Ticket& t : pulls)
+    version = version < 0 ? t->version() : std::min(version, t->version());
   return version;
+}
+
+absl::StatusOr<int64_t> ParameterSync::PullCurrent() {
+  std::vector<uint32_t> ours = KeysOf(owner_, KeyKind::kParameter);
+  const std::vector<uint32_t> state = KeysOf(owner_, KeyKind::kState);
+  ours.insert(ours.end(), state.begin(), state.end());
+  if (ours.empty()) return int64_t{0};
+  absl::StatusOr<int64_t> version = Pull(ours, -1);
+  STRATA_RETURN_IF_ERROR_CTX(version.status(), "pulling the current parameters");
+  return *version;
 }
 
 absl::StatusOr<int64_t> ParameterSync::Join(bool initialise) {
   if (initialise) {
     std::vector<Ticket> inits;
-    for (size_t k = 0; k < params_.size(); ++k) {
-      inits.push_back(client_.Init(key_offset_ + static_cast<uint32_t>(k), params_[k]->value));
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      if (keys_[k].owner == owner_) {
+        inits.push_back(client_.Init(static_cast<uint32_t>(k), keys_[k].value()));
+      }
     }
     STRATA_RETURN_IF_ERROR_CTX(client_.WaitAll(inits), "initialising the servers");
   }
@@ -58,11 +67,16 @@ absl::StatusOr<int64_t> ParameterSync::Rejoin() {
 std::function<void(int)> ParameterSync::AfterLayer(int64_t iteration) {
   tickets_.clear();
   return [this, iteration](int layer) {
-    for (Parameter* p : model_.layer(layer).parameters()) {
-      auto it = key_of_.find(p);
-      if (it == key_of_.end()) continue;  // not a parameter this object syncs
-      tickets_.push_back(client_.Push(iteration, it->second, p->grad));
-      tickets_.push_back(client_.Pull(iteration + 1, it->second, p->value));
+    auto it = keys_of_layer_.find(layer);
+    if (it == keys_of_layer_.end()) return;  // no key of ours in this layer
+    for (uint32_t k : it->second) {
+      const ServerKey& key = keys_[k];
+      if (key.kind == KeyKind::kState) {
+        tickets_.push_back(client_.Push(iteration, k, key.state->value));
+        continue;
+      }
+      tickets_.push_back(client_.Push(iteration, k, key.parameter->grad));
+      tickets_.push_back(client_.Pull(iteration + 1, k, key.parameter->value));
     }
   };
 }
@@ -83,6 +97,21 @@ absl::StatusOr<bool> ParameterSync::CompleteOrRewind(int64_t* iteration,
   std::fprintf(stderr, "%srewound to iteration %lld\n", log_prefix.c_str(),
                static_cast<long long>(*iteration));
   return false;
+}
+
+absl::Status ParameterSync::PullInto(KeyOwner owner, KeyKind kind, int64_t iteration) {
+  const std::vector<uint32_t> keys = KeysOf(owner, kind);
+  if (keys.empty()) return absl::OkStatus();
+  return Pull(keys, iteration).status();
+}
+
+StateSnapshot::StateSnapshot(Model& model) : model_(model) {
+  for (StateBuffer* b : model_.state_buffers()) values_.push_back(b->value.Clone());
+}
+
+void StateSnapshot::Restore() {
+  const std::vector<StateBuffer*> buffers = model_.state_buffers();
+  for (size_t i = 0; i < buffers.size(); ++i) buffers[i]->value.CopyFrom(values_[i]);
 }
 
 }  // namespace strata

@@ -1,12 +1,18 @@
-// ParameterSync: a worker's parameter traffic with the servers for a range
-// of model layers — initialisation, (re)joining at the servers' iteration,
-// and the per-iteration push of each layer's gradients as backward produces
-// them, with the pull of the same keys queued right behind.
+// ParameterSync: a worker's traffic with the servers for the server keys one
+// role pushes (core/model/server_keys.h) — initialisation, (re)joining at
+// the servers' iteration, and the per-iteration push of each layer's keys
+// as backward reaches it: a parameter key's gradient, with the pull of its
+// value queued right behind, and a state key's current values (never
+// pulled back: the servers' mean is what evaluation and checkpoints use).
 //
-//   ParameterSync sync(client, model, 0, model.split_index());
+//   const auto keys = ServerKeys(model, layout);
+//   ParameterSync sync(client, model, keys, KeyOwner::kConvWorkers);
 //   STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
 //   model.Backward(grad, 0, split, false, sync.AfterLayer(step));
 //   absl::Status s = sync.Finish();   // Aborted: a server was restored; Rejoin()
+//
+// Thread safety: one thread drives an instance; `client` and `model` must
+// outlive it.
 #ifndef STRATA_CONV_WORKERS_PARAMETER_SYNC_H_
 #define STRATA_CONV_WORKERS_PARAMETER_SYNC_H_
 
@@ -17,31 +23,28 @@
 
 #include "absl/status/statusor.h"
 #include "core/model/model.h"
+#include "core/model/server_keys.h"
 #include "core/net/ps_client.h"
 
 namespace strata {
 
 class ParameterSync {
  public:
-  // Keys are key_offset + the indices of the parameters of layers
-  // [begin, end) in order. `client` and `model` must outlive this object.
-  ParameterSync(PsClient& client, Model& model, int begin, int end, uint32_t key_offset = 0);
-  // Keys are key_offset + the indices of `params` (parameters of `model`;
-  // others of its parameters, such as an FC worker's own experts, are left
-  // alone).
-  ParameterSync(PsClient& client, Model& model, std::vector<Parameter*> params,
-                uint32_t key_offset);
+  // `keys` is the job's whole key list; this object pushes and pulls those
+  // of `owner`.
+  ParameterSync(PsClient& client, Model& model, std::vector<ServerKey> keys, KeyOwner owner);
 
-  // Parameter sizes in key order (for the partition plan).
-  std::vector<int64_t> sizes() const;
-  // When `initialise`, seeds the servers with this model's values first.
-  // Then pulls the current values; returns the iteration to start at.
+  // Sizes of every key of the job, in key order (for the partition plan).
+  std::vector<int64_t> plan_sizes() const { return KeySizes(keys_); }
+  // When `initialise`, seeds the servers with this model's values of our
+  // keys first. Then pulls their current values (parameters and state);
+  // returns the iteration to start at.
   absl::StatusOr<int64_t> Join(bool initialise);
   // After a server restart: drops what is in flight, pulls the current
   // values, returns the iteration to continue at.
   absl::StatusOr<int64_t> Rejoin();
-  // A Model::Backward hook that pushes layer i's gradients for `iteration`
-  // and queues the pull of its values for iteration + 1.
+  // A Model::Backward hook that pushes layer i's keys for `iteration` (and
+  // queues the pull of its parameters for iteration + 1).
   std::function<void(int)> AfterLayer(int64_t iteration);
   // Waits for this iteration's pushes and pulls (one deadline for all).
   absl::Status Finish();
@@ -51,15 +54,38 @@ class ParameterSync {
   // iteration completed.
   absl::StatusOr<bool> CompleteOrRewind(int64_t* iteration, const std::string& log_prefix);
 
+  // Pulls the servers' values at version >= `iteration` of every key of
+  // `owner` (ours or another role's) of the given kind into the model:
+  // an FC worker pulls the conv workers' trunk and its state to evaluate;
+  // a ps worker pulls the mean state before it writes the model.
+  absl::Status PullInto(KeyOwner owner, KeyKind kind, int64_t iteration);
+
  private:
+  std::vector<uint32_t> KeysOf(KeyOwner owner, KeyKind kind) const;
+  // Pulls `keys` at version >= iteration; returns the smallest version.
+  absl::StatusOr<int64_t> Pull(const std::vector<uint32_t>& keys, int64_t iteration);
   absl::StatusOr<int64_t> PullCurrent();
 
   PsClient& client_;
   Model& model_;
-  std::vector<Parameter*> params_;
-  uint32_t key_offset_;
-  std::map<const Parameter*, uint32_t> key_of_;
+  std::vector<ServerKey> keys_;
+  KeyOwner owner_;
+  std::map<int, std::vector<uint32_t>> keys_of_layer_;  // our keys, by layer
   std::vector<Ticket> tickets_;
+};
+
+// The model's state buffers (BatchNorm statistics), copied: evaluating
+// with the servers' state must not change what a training worker goes on
+// with.
+class StateSnapshot {
+ public:
+  explicit StateSnapshot(Model& model);
+  // Puts the copied values back.
+  void Restore();
+
+ private:
+  Model& model_;
+  std::vector<Tensor> values_;
 };
 
 }  // namespace strata

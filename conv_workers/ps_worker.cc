@@ -26,11 +26,12 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   SetCpuThreads(static_cast<int>(tc.threads));
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));
-  ParameterSync sync(*client, *model, 0, model->num_layers());
+  STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, "ps", 0));
+  ParameterSync sync(*client, *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
   const int rank = client->rank();
   const int workers = client->num_workers();
   STRATA_RETURN_IF_ERROR(client->SetPlan(
-      PartitionPlan::Build(sync.sizes(), client->num_servers(), options.chunk_elements)));
+      PartitionPlan::Build(sync.plan_sizes(), client->num_servers(), options.chunk_elements)));
   const std::string prefix = absl::StrCat("[worker ", rank, "] ");
 
   STRATA_ASSIGN_OR_RETURN(auto data,
@@ -70,13 +71,23 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
     reporter.StepDone(step, loss.loss, t3 - t0);
     ++step;
     if (rank == 0 && tc.evaluate && reporter.EpochEnds(step)) {
+      // With the servers' state (the mean over the workers); training goes
+      // on with our own.
+      StateSnapshot own(*model);
+      STRATA_RETURN_IF_ERROR_CTX(sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, step),
+                                 "pulling the state for evaluation");
       STRATA_ASSIGN_OR_RETURN(
           EvalResult eval,
           Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
+      own.Restore();
       reporter.Evaluated(step, eval);
     }
   }
   reporter.Finish(step, &summary);
+  if (rank == 0 && !options.parameters_out.empty()) {  // the model with the servers' state
+    STRATA_RETURN_IF_ERROR_CTX(sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, step),
+                               "pulling the final state");
+  }
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
   PrintConvWorkerTraffic(rank, step - first_step, *client, nullptr, times);
   if (rank == 0 && !options.run.summary_out.empty()) {

@@ -27,9 +27,12 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   if (client->fc_addresses().empty()) {
     return absl::FailedPreconditionError("the cluster map lists no FC workers (stanza mode)");
   }
-  ParameterSync sync(*client, *model, 0, split);
+  STRATA_ASSIGN_OR_RETURN(
+      const KeyLayout layout,
+      KeyLayoutFor(*model, "stanza", static_cast<int>(client->fc_addresses().size())));
+  ParameterSync sync(*client, *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
   STRATA_RETURN_IF_ERROR(client->SetPlan(
-      PartitionPlan::Build(sync.sizes(), client->num_servers(), options.chunk_elements)));
+      PartitionPlan::Build(sync.plan_sizes(), client->num_servers(), options.chunk_elements)));
   const int fc_rank = rank % static_cast<int>(client->fc_addresses().size());
   FcLinkOptions lo;
   lo.address = client->fc_addresses()[fc_rank];

@@ -259,11 +259,10 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
                                                    " is not divisible by the ", conv_workers,
                                                    " conv workers"));
   }
-  std::vector<Parameter*> trunk = model->parameters(0, split);
   // One FC worker keeps the head to itself; several keep their replicas
   // identical by reducing head gradients through the servers, on the head's
-  // own keys (after the trunk's): conv workers never see them — except the
-  // MoE experts, which are split over the FC workers and never leave them.
+  // own keys: conv workers never see them — except the MoE experts, which
+  // are split over the FC workers and never leave them.
   const bool shared_head = fc_workers > 1;
   const bool expert_parallel = shared_head && experts != nullptr;
   if (expert_parallel) {
@@ -271,11 +270,12 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     std::printf("[fc worker %d] holds its share of the MoE experts; peers reach it on %s\n", rank,
                 experts->address().c_str());
   }
-  std::vector<Parameter*> replicated = model->replicated_head_parameters();
-  std::vector<int64_t> plan_sizes;
-  for (Parameter* p : model->server_parameters(shared_head)) plan_sizes.push_back(p->value.numel());
+  STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, "stanza", fc_workers));
+  // Our keys (the shared head's), and the conv workers' trunk, which we
+  // pull to evaluate and to write the model.
+  ParameterSync sync(*client, *model, ServerKeys(*model, layout), KeyOwner::kFcWorkers);
   STRATA_RETURN_IF_ERROR(client->SetPlan(
-      PartitionPlan::Build(plan_sizes, client->num_servers(), options.chunk_elements)));
+      PartitionPlan::Build(sync.plan_sizes(), client->num_servers(), options.chunk_elements)));
   std::vector<int> mine;
   for (int r = 0; r < conv_workers; ++r) {
     if (r % fc_workers == rank) mine.push_back(r);
@@ -304,11 +304,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   // Updates what never leaves this process: the whole head (one FC worker)
   // or our experts (several).
   std::unique_ptr<ParameterOptimizer> local_update;
-  std::unique_ptr<ParameterSync> head_sync;
   if (shared_head) {
-    head_sync = std::make_unique<ParameterSync>(*client, *model, replicated,
-                                                static_cast<uint32_t>(trunk.size()));
-    STRATA_ASSIGN_OR_RETURN(int64_t version, head_sync->Join(/*initialise=*/rank == 0));
+    STRATA_ASSIGN_OR_RETURN(int64_t version, sync.Join(/*initialise=*/rank == 0));
     if (version != 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("the servers' head is at iteration ", version,
@@ -321,13 +318,11 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     STRATA_ASSIGN_OR_RETURN(local_update, local_optimizer(model->parameters(split, -1)));
   }
 
-  // Pulls the trunk at version `iteration` so the whole model can be evaluated.
+  // Pulls the trunk (parameters and state) at version `iteration` so the
+  // whole model can be evaluated or written.
   auto pull_trunk = [&](int64_t iteration) -> absl::Status {
-    std::vector<Ticket> pulls;
-    for (size_t k = 0; k < trunk.size(); ++k) {
-      pulls.push_back(client->Pull(iteration, static_cast<uint32_t>(k), trunk[k]->value));
-    }
-    return client->WaitAll(pulls);
+    STRATA_RETURN_IF_ERROR(sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kParameter, iteration));
+    return sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, iteration);
   };
 
   STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
@@ -348,7 +343,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, labels, true));
     Tensor grad_x =
         model->Backward(loss.grad_logits, split, -1, /*need_input_grad=*/true,
-                        shared_head ? head_sync->AfterLayer(step) : std::function<void(int)>());
+                        shared_head ? sync.AfterLayer(step) : std::function<void(int)>());
     if (experts != nullptr) {
       STRATA_RETURN_IF_ERROR_CTX(experts->status(), absl::StrCat("MoE backward, iteration ", step));
     }
@@ -358,7 +353,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     server.Answer(step, grad_x);
     if (local_update != nullptr) local_update->Step();
     if (shared_head) {
-      STRATA_RETURN_IF_ERROR_CTX(head_sync->Finish(), absl::StrCat("head sync, iteration ", step));
+      STRATA_RETURN_IF_ERROR_CTX(sync.Finish(), absl::StrCat("head sync, iteration ", step));
     }
     // Wall time per iteration (waiting included): the whole cluster's pace.
     const double now = MonotonicSeconds();

@@ -21,9 +21,12 @@ absl::StatusOr<Consistency> ParseConsistency(const std::string& name) {
 
 const char* ConsistencyName(Consistency c) {
   switch (c) {
-    case Consistency::kBsp: return "bsp";
-    case Consistency::kSsp: return "ssp";
-    case Consistency::kAsp: return "asp";
+    case Consistency::kBsp:
+      return "bsp";
+    case Consistency::kSsp:
+      return "ssp";
+    case Consistency::kAsp:
+      return "asp";
   }
   return "?";
 }
@@ -34,8 +37,18 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("server rank ", server, " outside [0, ", plan.servers(), ")"));
   }
-  if (options.workers < 1 || options.staleness < 0) {
-    return absl::InvalidArgumentError("the store needs workers >= 1 and staleness >= 0");
+  if (options.conv_workers < 1 || options.fc_workers < 0 || options.staleness < 0) {
+    return absl::InvalidArgumentError(
+        "the store needs conv_workers >= 1, fc_workers >= 0 and staleness >= 0");
+  }
+  if (!options.keys.empty() && static_cast<int>(options.keys.size()) != plan.num_keys()) {
+    return absl::InvalidArgumentError(absl::StrCat("the store has rules for ", options.keys.size(),
+                                                   " keys, the plan has ", plan.num_keys()));
+  }
+  for (const KeyRule& rule : options.keys) {
+    if (rule.owner == KeyOwner::kFcWorkers && options.fc_workers < 1) {
+      return absl::InvalidArgumentError("keys pushed by FC workers, but the job has none");
+    }
   }
   STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(options.optimizer));
   return std::unique_ptr<ParameterStore>(
@@ -47,26 +60,34 @@ ParameterStore::ParameterStore(const PartitionPlan& plan, int server, StoreOptio
     : plan_(plan),
       server_(server),
       options_(std::move(options)),
+      rules_(options_.keys),
       optimizer_(std::move(optimizer)),
       schedule_(options_.schedule, options_.optimizer.lr, options_.total_steps),
       slot_of_chunk_(plan.chunks().size(), -1),
-      clocks_(options_.workers, 0) {
-  const int slots = optimizer_->state_slots();
+      clocks_(options_.conv_workers, 0) {
+  if (rules_.empty()) rules_.assign(plan.num_keys(), KeyRule());
+  const int optimizer_slots = optimizer_->state_slots();
+  const bool async = options_.consistency != Consistency::kBsp;
   for (const Chunk& c : plan.chunks_of_server(server)) {
     Slot slot;
     slot.chunk = c;
+    slot.rule = rules_[c.key];
     const auto n = static_cast<int64_t>(c.length);
+    const int pushers = this->pushers(c.key);
     slot.value = Tensor::Zeros({n});
-    if (slots > 0) slot.state = Tensor::Zeros({slots, n});
-    slot.last_push.assign(pushers(c.key), -1);
+    if (slot.rule.kind == KeyKind::kParameter && optimizer_slots > 0) {
+      slot.state = Tensor::Zeros({optimizer_slots, n});
+    }
+    if (slot.rule.kind == KeyKind::kState && async) slot.latest = Tensor::Zeros({pushers, n});
+    slot.pushed.assign(pushers, false);
+    slot.clock.assign(pushers, 0);
     slot_of_chunk_[c.index] = static_cast<int>(slots_.size());
     slots_.push_back(std::move(slot));
   }
 }
 
 int ParameterStore::pushers(uint32_t key) const {
-  const bool head = options_.head_first_key >= 0 && key >= static_cast<uint32_t>(options_.head_first_key);
-  return head ? options_.head_workers : options_.workers;
+  return rules_[key].owner == KeyOwner::kFcWorkers ? options_.fc_workers : options_.conv_workers;
 }
 
 ParameterStore::Slot* ParameterStore::Find(const Chunk& c) {
@@ -79,13 +100,24 @@ const ParameterStore::Slot* ParameterStore::Find(const Chunk& c) const {
   return const_cast<ParameterStore*>(this)->Find(c);
 }
 
+std::string ParameterStore::Describe(const Slot& slot) const {
+  return absl::StrCat(KeyKindName(slot.rule.kind), " key ", slot.chunk.key, " chunk ",
+                      slot.chunk.index);
+}
+
 absl::Status ParameterStore::Init(const Chunk& c, const float* values) {
   Slot* slot = Find(c);
   if (slot == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk ", c.index, " is not on server ", server_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk ", c.index, " is not on server ", server_));
   }
   if (slot->version >= 0) return absl::OkStatus();
   std::memcpy(slot->value.data(), values, c.length * sizeof(float));
+  if (slot->latest.defined()) {
+    for (int p = 0; p < slot->latest.dim(0); ++p) {
+      std::memcpy(slot->latest.data() + p * slot->latest.dim(1), values, c.length * sizeof(float));
+    }
+  }
   slot->version = 0;
   return absl::OkStatus();
 }
@@ -95,73 +127,139 @@ bool ParameterStore::initialized(const Chunk& c) const {
   return slot != nullptr && slot->version >= 0;
 }
 
-void ParameterStore::Apply(Slot& slot, const float* gradient, float scale, int64_t iteration) {
-  const int64_t n = static_cast<int64_t>(slot.chunk.length);
-  // Copy on write: a pull reply still being sent holds the current buffer.
-  if (slot.value.use_count() > 1) slot.value = slot.value.Clone();
-  slot.updates++;
-  optimizer_->Update(slot.value.data(), gradient,
-                     slot.state.defined() ? slot.state.data() : nullptr, n,
-                     schedule_.At(iteration), slot.updates, scale);
-}
-
-absl::StatusOr<PushOutcome> ParameterStore::Push(int worker, int64_t iteration, const Chunk& c,
-                                                 const float* gradient) {
-  Slot* slot = Find(c);
+absl::StatusOr<PushOutcome> ParameterStore::Check(int pusher, int64_t iteration,
+                                                  const Chunk& c) const {
+  const Slot* slot = Find(c);
   if (slot == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk ", c.index, " is not on server ", server_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk ", c.index, " is not on server ", server_));
   }
   const int pushers = this->pushers(c.key);
-  if (worker < 0 || worker >= pushers) {
-    return absl::InvalidArgumentError(absl::StrCat("push from worker rank ", worker,
-                                                   ", the job has ", pushers, " workers"));
+  if (pusher < 0 || pusher >= pushers) {
+    return absl::InvalidArgumentError(absl::StrCat("push from worker rank ", pusher,
+                                                   ", the job has ", pushers, " ",
+                                                   KeyOwnerName(slot->rule.owner)));
+  }
+  if (iteration < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("push for iteration ", iteration));
   }
   if (slot->version < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("push to key ", c.key, " before it was initialised"));
   }
-  if (iteration < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("push for iteration ", iteration));
+  const int64_t clock = slot->clock[pusher];
+  if (options_.consistency == Consistency::kBsp) {
+    if (iteration < slot->version || (iteration == slot->version && slot->pushed[pusher])) {
+      return PushOutcome::kDuplicate;
+    }
+    if (iteration > slot->version) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "BSP push for iteration ", iteration, " of key ", c.key, " while the server is at ",
+          slot->version, " (a worker ran ahead without pulling)"));
+    }
+    return static_cast<int>(std::count(slot->pushed.begin(), slot->pushed.end(), true)) + 1 ==
+                   pushers
+               ? PushOutcome::kApplied
+               : PushOutcome::kAccepted;
   }
-  if (pushers == options_.workers &&
-      (options_.head_first_key < 0 || c.key < static_cast<uint32_t>(options_.head_first_key))) {
-    clocks_[worker] = std::max(clocks_[worker], iteration + 1);
+  if (iteration < clock) return PushOutcome::kDuplicate;
+  if (iteration > clock) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(ConsistencyName(options_.consistency), " push for iteration ", iteration,
+                     " of key ", c.key, " from worker ", pusher, ", whose next iteration there is ",
+                     clock, " (iterations are pushed in order)"));
   }
-  const int64_t n = static_cast<int64_t>(c.length);
-  if (options_.consistency != Consistency::kBsp) {
-    if (iteration <= slot->last_push[worker]) return PushOutcome::kDuplicate;
-    slot->last_push[worker] = iteration;
-    Apply(*slot, gradient, 1.0f / static_cast<float>(pushers), iteration);
-    slot->version++;
-    return PushOutcome::kApplied;
+  if (options_.consistency == Consistency::kSsp && iteration - slot->version > options_.staleness) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("SSP push for iteration ", iteration, " of key ", c.key, " from worker ",
+                     pusher, " while the slowest worker there has completed ", slot->version,
+                     " iterations: more than the staleness bound ", options_.staleness, " ahead"));
   }
-  if (iteration < slot->version || (iteration == slot->version && slot->pushed.count(worker))) {
-    return PushOutcome::kDuplicate;
-  }
-  if (iteration > slot->version) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "BSP push for iteration ", iteration, " of key ", c.key, " while the server is at ",
-        slot->version, " (a worker ran ahead without pulling)"));
-  }
-  if (pushers == 1) {  // nothing to wait for: apply straight from the message
-    slot->pushed.clear();
-    Apply(*slot, gradient, 1.0f, iteration);
-    slot->version = iteration + 1;
-    return PushOutcome::kApplied;
-  }
-  if (slot->pushed.empty()) {
-    if (!slot->pending.defined()) slot->pending = Tensor::Empty({n});
-    std::memcpy(slot->pending.data(), gradient, n * sizeof(float));
+  return PushOutcome::kApplied;
+}
+
+void ParameterStore::PrepareWrite(Slot& slot) {
+  // Copy on write: a pull reply still being sent holds the current buffer.
+  if (slot.value.use_count() > 1) slot.value = slot.value.Clone();
+}
+
+void ParameterStore::ApplyGradient(Slot& slot, const float* gradient, float scale,
+                                   int64_t iteration) {
+  PrepareWrite(slot);
+  slot.updates++;
+  optimizer_->Update(
+      slot.value.data(), gradient, slot.state.defined() ? slot.state.data() : nullptr,
+      static_cast<int64_t>(slot.chunk.length), schedule_.At(iteration), slot.updates, scale);
+}
+
+void ParameterStore::ApplyPushAsync(Slot& slot, int pusher, int64_t iteration,
+                                    const float* values) {
+  const int64_t n = static_cast<int64_t>(slot.chunk.length);
+  const int pushers = static_cast<int>(slot.clock.size());
+  if (slot.rule.kind == KeyKind::kParameter) {
+    ApplyGradient(slot, values, 1.0f / static_cast<float>(pushers), iteration);
   } else {
-    float* acc = slot->pending.data();
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) acc[i] += gradient[i];
+    // The mean of every pusher's latest values (initial values for those
+    // that have not pushed yet).
+    std::memcpy(slot.latest.data() + pusher * n, values, n * sizeof(float));
+    PrepareWrite(slot);
+    float* mean = slot.value.data();
+    const float* rows = slot.latest.data();
+    const float inv = 1.0f / static_cast<float>(pushers);
+    for (int64_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int p = 0; p < pushers; ++p) sum += rows[p * n + i];
+      mean[i] = sum * inv;
+    }
   }
-  slot->pushed.insert(worker);
-  if (static_cast<int>(slot->pushed.size()) < pushers) return PushOutcome::kAccepted;
-  Apply(*slot, slot->pending.data(), 1.0f / static_cast<float>(pushers), iteration);
-  slot->pushed.clear();
-  slot->version = iteration + 1;
+  slot.clock[pusher] = iteration + 1;
+  slot.version = *std::min_element(slot.clock.begin(), slot.clock.end());
+}
+
+PushOutcome ParameterStore::ApplyPushBsp(Slot& slot, int pusher, int64_t iteration,
+                                         const float* values) {
+  const int64_t n = static_cast<int64_t>(slot.chunk.length);
+  const int pushers = static_cast<int>(slot.clock.size());
+  const int arrived = static_cast<int>(std::count(slot.pushed.begin(), slot.pushed.end(), true));
+  slot.clock[pusher] = iteration + 1;
+  const float* combined = values;  // one pusher: apply straight from the message
+  if (pushers > 1) {
+    if (arrived == 0) {
+      if (!slot.pending.defined()) slot.pending = Tensor::Empty({n});
+      std::memcpy(slot.pending.data(), values, n * sizeof(float));
+    } else {
+      float* acc = slot.pending.data();
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) acc[i] += values[i];
+    }
+    slot.pushed[pusher] = true;
+    if (arrived + 1 < pushers) return PushOutcome::kAccepted;
+    combined = slot.pending.data();
+  }
+  const float inv = 1.0f / static_cast<float>(pushers);
+  if (slot.rule.kind == KeyKind::kParameter) {
+    ApplyGradient(slot, combined, inv, iteration);
+  } else {
+    PrepareWrite(slot);
+    float* mean = slot.value.data();
+    for (int64_t i = 0; i < n; ++i) mean[i] = combined[i] * inv;
+  }
+  slot.pushed.assign(pushers, false);
+  slot.version = iteration + 1;
+  return PushOutcome::kApplied;
+}
+
+absl::StatusOr<PushOutcome> ParameterStore::Push(int pusher, int64_t iteration, const Chunk& c,
+                                                 const float* values) {
+  STRATA_ASSIGN_OR_RETURN(const PushOutcome outcome, Check(pusher, iteration, c));
+  if (outcome == PushOutcome::kDuplicate) return outcome;
+  Slot& slot = *Find(c);
+  if (slot.rule.owner == KeyOwner::kConvWorkers) {
+    clocks_[pusher] = std::max(clocks_[pusher], iteration + 1);
+  }
+  if (options_.consistency == Consistency::kBsp)
+    return ApplyPushBsp(slot, pusher, iteration, values);
+  ApplyPushAsync(slot, pusher, iteration, values);
   return PushOutcome::kApplied;
 }
 
@@ -177,15 +275,17 @@ bool ParameterStore::CanServe(const Chunk& c, int64_t iteration) const {
     case Consistency::kBsp:
       return slot->version >= iteration;
     case Consistency::kSsp:
-      return iteration - min_clock() <= options_.staleness;
+      return iteration - slot->version <= options_.staleness;
     case Consistency::kAsp:
       return true;
   }
   return false;
 }
 
-void ParameterStore::NoteServed(int64_t iteration) {
-  if (iteration >= 0) max_served_lead_ = std::max(max_served_lead_, iteration - min_clock());
+void ParameterStore::NoteServed(const Chunk& c, int64_t iteration) {
+  const Slot* slot = Find(c);
+  if (slot == nullptr || iteration < 0) return;
+  max_served_lead_ = std::max(max_served_lead_, iteration - slot->version);
 }
 
 const float* ParameterStore::value(const Chunk& c) const {
@@ -206,14 +306,20 @@ int64_t ParameterStore::version(const Chunk& c) const {
 Checkpoint ParameterStore::Capture() const {
   Checkpoint checkpoint;
   nlohmann::json meta = {{"server", server_}, {"clocks", clocks_}};
-  nlohmann::json versions = nlohmann::json::array();
+  nlohmann::json chunks = nlohmann::json::array();
   for (const Slot& slot : slots_) {
-    versions.push_back({slot.chunk.index, slot.version, slot.updates});
+    chunks.push_back({{"index", slot.chunk.index},
+                      {"version", slot.version},
+                      {"updates", slot.updates},
+                      {"clock", slot.clock}});
     const std::string name = absl::StrCat("chunk", slot.chunk.index);
     checkpoint.tensors.push_back({name, slot.value.Clone()});
     if (slot.state.defined()) checkpoint.tensors.push_back({name + ".state", slot.state.Clone()});
+    if (slot.latest.defined()) {
+      checkpoint.tensors.push_back({name + ".latest", slot.latest.Clone()});
+    }
   }
-  meta["chunks"] = versions;
+  meta["chunks"] = chunks;
   checkpoint.metadata_json = meta.dump();
   return checkpoint;
 }
@@ -221,13 +327,12 @@ Checkpoint ParameterStore::Capture() const {
 absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
   nlohmann::json meta = nlohmann::json::parse(checkpoint.metadata_json, nullptr, false);
   if (!meta.is_object() || !meta.contains("server") || !meta.contains("chunks") ||
-      !meta.contains("clocks")) {
+      !meta.contains("clocks") || !meta["chunks"].is_array() || !meta["clocks"].is_array()) {
     return absl::DataLossError("server checkpoint metadata lacks server/chunks/clocks");
   }
   if (meta["server"] != server_) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint belongs to server ",
-                                                   meta["server"].dump(), ", this is server ",
-                                                   server_));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint belongs to server ", meta["server"].dump(), ", this is server ", server_));
   }
   if (meta["chunks"].size() != slots_.size() || meta["clocks"].size() != clocks_.size()) {
     return absl::InvalidArgumentError(
@@ -235,43 +340,46 @@ absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
   }
   std::map<std::string, const Tensor*> tensors;
   for (const auto& t : checkpoint.tensors) tensors[t.name] = &t.value;
+  auto find = [&](const std::string& name, const Tensor& like) -> const Tensor* {
+    auto it = tensors.find(name);
+    return it == tensors.end() || it->second->numel() != like.numel() ? nullptr : it->second;
+  };
+  // Everything is checked before anything changes.
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    const auto& entry = meta["chunks"][i];
+    if (!entry.is_object() || entry.value("index", -1) != slot.chunk.index ||
+        !entry.contains("version") || !entry.contains("updates") || !entry.contains("clock") ||
+        !entry["clock"].is_array() || entry["clock"].size() != slot.clock.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint entry ", i, " does not describe chunk ", slot.chunk.index, " of this plan"));
+    }
+    const std::string name = absl::StrCat("chunk", slot.chunk.index);
+    if (find(name, slot.value) == nullptr ||
+        (slot.state.defined() && find(name + ".state", slot.state) == nullptr) ||
+        (slot.latest.defined() && find(name + ".latest", slot.latest) == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint lacks ", name, " (or its optimizer or pusher state) or its size differs"));
+    }
+  }
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& slot = slots_[i];
     const auto& entry = meta["chunks"][i];
-    if (entry[0] != slot.chunk.index) {
-      return absl::InvalidArgumentError("checkpoint chunk order differs from this plan");
-    }
-    const std::string name = absl::StrCat("chunk", slot.chunk.index);
-    auto v = tensors.find(name);
-    if (v == tensors.end() || v->second->numel() != slot.value.numel()) {
-      return absl::InvalidArgumentError(absl::StrCat("checkpoint lacks ", name, " or its size differs"));
-    }
-    if (slot.state.defined()) {
-      auto s = tensors.find(name + ".state");
-      if (s == tensors.end() || s->second->numel() != slot.state.numel()) {
-        return absl::InvalidArgumentError(absl::StrCat("checkpoint lacks ", name, ".state"));
-      }
-    }
-  }
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    Slot& slot = slots_[i];
     const std::string name = absl::StrCat("chunk", slot.chunk.index);
     slot.value.CopyFrom(*tensors[name]);
     if (slot.state.defined()) slot.state.CopyFrom(*tensors[name + ".state"]);
-    slot.version = meta["chunks"][i][1].get<int64_t>();
-    slot.updates = meta["chunks"][i][2].get<int64_t>();
-    slot.pushed.clear();
-  }
-  for (size_t w = 0; w < clocks_.size(); ++w) clocks_[w] = meta["clocks"][w].get<int64_t>();
-  // SSP/ASP de-duplicate by the last iteration each pusher applied; after a
-  // restore that is what its clock says (iterations are pushed in order).
-  for (Slot& slot : slots_) {
-    const int n = pushers(slot.chunk.key);
-    slot.last_push.assign(n, -1);
-    if (n == options_.workers) {
-      for (int w = 0; w < n; ++w) slot.last_push[w] = clocks_[w] - 1;
+    if (slot.latest.defined()) slot.latest.CopyFrom(*tensors[name + ".latest"]);
+    slot.version = entry["version"].get<int64_t>();
+    slot.updates = entry["updates"].get<int64_t>();
+    slot.clock = entry["clock"].get<std::vector<int64_t>>();
+    // BSP: the pushes of the iteration in progress were not saved; every
+    // pusher sends them again.
+    if (options_.consistency == Consistency::kBsp) {
+      slot.pushed.assign(slot.clock.size(), false);
+      slot.clock.assign(slot.clock.size(), slot.version);
     }
   }
+  for (size_t w = 0; w < clocks_.size(); ++w) clocks_[w] = meta["clocks"][w].get<int64_t>();
   return absl::OkStatus();
 }
 

@@ -1,18 +1,34 @@
-// ParameterStore: one server's shard of the parameters and the consistency
+// ParameterStore: one server's shard of a job's keys and the consistency
 // rules (BSP, SSP, ASP) that govern when pushes are applied and pulls are
 // answered. Pure logic, no sockets: ServerNode drives it from the network.
 //
-// Versions and clocks. A chunk's version is the number of iterations applied
-// to it (0 after initialisation; -1 before). A worker's clock is the number
-// of iterations it has pushed.
-//  * BSP: the pushes of all workers for iteration t are summed, averaged and
-//    applied as one optimizer step (version t -> t+1); a pull for iteration
-//    t is answered once the chunk's version is >= t. One server step equals
-//    one single-process step with the global batch.
-//  * SSP(s): every push is applied on arrival (gradient / workers); a pull
-//    for iteration t is answered once t - (slowest worker's clock) <= s.
-//  * ASP: pushes applied on arrival; pulls answered at once.
-// A push carries (worker, iteration); the same push twice is applied once.
+// Keys (core/model/server_keys.h) are parameter keys, whose pushes are
+// gradients applied by the optimizer, or state keys, whose pushes are
+// values the shard keeps the mean of. Each key is pushed by every conv
+// worker or by every FC worker; "pushers" below means those of the key.
+//
+// Clocks and versions, per chunk. A pusher's clock on a chunk is the number
+// of its iterations applied there; a pusher pushes its iterations of a
+// chunk in order, each once (a repeat is a duplicate, ignored). A chunk's
+// version is the number of iterations every pusher has completed on it: the
+// smallest clock (0 after initialisation; -1 before).
+//  * BSP: the pushes of all pushers for iteration t are combined and applied
+//    as one step (gradients: their mean through the optimizer; state: their
+//    mean); version t -> t+1. A push for t is refused while the version is
+//    below t (the pusher ran ahead without pulling). A pull for t is
+//    answered once the version is >= t. One server step equals one
+//    single-process step with the global batch.
+//  * SSP(s): every push is applied on arrival (gradient / pushers; state: the
+//    mean of each pusher's latest values). A pull for iteration t is
+//    answered once t - version <= s, on every chunk it names, so a value
+//    served for t holds every pusher's iterations before t - s: exactly s,
+//    never s + 1. A push for t is refused when t - version > s or when it
+//    skips an iteration (t > the pusher's clock).
+//  * ASP: pushes applied on arrival, pulls answered at once; a push that
+//    skips an iteration is refused.
+// A refused push changes nothing. Check() tells whether a push would be
+// accepted without changing anything, so a request naming several chunks
+// can be validated whole before any chunk is applied.
 //
 // Thread safety: not thread-safe; the server's event loop owns it.
 #ifndef STRATA_SERVER_PARAMETER_STORE_H_
@@ -20,11 +36,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/model/server_keys.h"
 #include "core/net/partition_plan.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
@@ -39,24 +55,29 @@ enum class Consistency { kBsp, kSsp, kAsp };
 absl::StatusOr<Consistency> ParseConsistency(const std::string& name);
 const char* ConsistencyName(Consistency c);
 
+// What a key holds and who pushes it.
+struct KeyRule {
+  KeyKind kind = KeyKind::kParameter;
+  KeyOwner owner = KeyOwner::kConvWorkers;
+};
+
 struct StoreOptions {
   Consistency consistency = Consistency::kBsp;
   int staleness = 0;  // SSP bound s
-  int workers = 1;  // pushers of every key, unless head_first_key says otherwise
-  // Stanza with several FC workers: keys >= head_first_key hold the head;
-  // their pushers are the `head_workers` FC workers. Clocks count the
-  // pushes of keys below head_first_key only. -1: no head keys.
-  int head_first_key = -1;
-  int head_workers = 0;
+  int conv_workers = 1;
+  int fc_workers = 0;
+  // One rule per key of the plan; empty: every key a parameter key pushed
+  // by the conv workers (the plain key-value mode).
+  std::vector<KeyRule> keys;
   OptimizerConfig optimizer;
   LrScheduleConfig schedule;
   int64_t total_steps = 1;  // for the schedule
 };
 
 enum class PushOutcome {
-  kAccepted,   // stored (BSP: waiting for the other workers)
+  kAccepted,   // stored (BSP: waiting for the other pushers)
   kApplied,    // this push completed an update
-  kDuplicate,  // this (worker, iteration) was already received: ignored
+  kDuplicate,  // this (pusher, iteration) was already received: ignored
 };
 
 class ParameterStore {
@@ -70,27 +91,33 @@ class ParameterStore {
   const PartitionPlan& plan() const { return plan_; }
   // True when chunk `c` (a plan chunk) lives here.
   bool Owns(const Chunk& c) const { return c.server == server_; }
+  const KeyRule& rule(uint32_t key) const { return rules_[key]; }
 
   // Sets the initial value of a chunk; ignored (OK) when it already has one
   // (set by another init or restored from a checkpoint).
   absl::Status Init(const Chunk& c, const float* values);
   bool initialized(const Chunk& c) const;
 
-  // Number of pushers of `key` (workers, or head_workers for head keys).
+  // Number of pushers of `key`.
   int pushers(uint32_t key) const;
 
-  // `worker` is the pusher's rank among pushers(key). Fails with
-  // InvalidArgument for a worker rank out of range, an iteration
-  // ahead of what the consistency model allows (BSP: a push for t while the
-  // chunk is at version < t), or an uninitialised chunk.
-  absl::StatusOr<PushOutcome> Push(int worker, int64_t iteration, const Chunk& c,
-                                   const float* gradient);
+  // Whether `pusher` (its rank among pushers(key)) may push `iteration` to
+  // chunk `c`, by the rules above, without changing anything. Errors:
+  // InvalidArgument for a pusher rank out of range or a negative iteration;
+  // FailedPrecondition for an uninitialised chunk or a push the
+  // consistency model does not allow, naming the iterations.
+  absl::StatusOr<PushOutcome> Check(int pusher, int64_t iteration, const Chunk& c) const;
+  // Check(), then applies the push. `values` holds the chunk's floats: a
+  // gradient for a parameter key, the pusher's values for a state key.
+  absl::StatusOr<PushOutcome> Push(int pusher, int64_t iteration, const Chunk& c,
+                                   const float* values);
 
   // Whether a pull for `iteration` may be answered now. iteration < 0 asks
   // for whatever is there once initialised.
   bool CanServe(const Chunk& c, int64_t iteration) const;
-  // Records that a pull for `iteration` was answered (for the SSP bound check).
-  void NoteServed(int64_t iteration);
+  // Records that a pull of `c` for `iteration` was answered (for the SSP
+  // bound check).
+  void NoteServed(const Chunk& c, int64_t iteration);
   const float* value(const Chunk& c) const;
   // The chunk's current values as a tensor sharing the store's buffer. The
   // store never writes into a buffer someone else still holds (it copies on
@@ -98,10 +125,13 @@ class ParameterStore {
   Tensor value_tensor(const Chunk& c) const;
   int64_t version(const Chunk& c) const;
 
-  // Pushes seen per worker rank (its clock).
+  // Per conv worker: the most iterations it has pushed of any conv-worker
+  // key (for reports).
   const std::vector<int64_t>& clocks() const { return clocks_; }
+  // The smallest of clocks() (for reports).
   int64_t min_clock() const;
-  // Largest (pull iteration - slowest clock) ever answered: SSP keeps it <= s.
+  // Largest (pull iteration - version of a chunk it named) ever answered:
+  // SSP keeps it <= s.
   int64_t max_served_lead() const { return max_served_lead_; }
 
   // Values, optimizer state, versions and clocks of this shard.
@@ -112,23 +142,32 @@ class ParameterStore {
  private:
   struct Slot {
     Chunk chunk;
+    KeyRule rule;
     Tensor value;
-    Tensor state;     // optimizer state, {slots, length}
-    Tensor pending;   // BSP: sum of gradients of the current iteration
-    std::set<int> pushed;  // BSP: workers whose push for `version` arrived
-    std::vector<int64_t> last_push;  // SSP/ASP: last iteration applied, per worker
-    int64_t version = -1;
-    int64_t updates = 0;   // optimizer steps applied (Adam's bias correction)
+    Tensor state;    // optimizer state, {slots, length} (parameter keys)
+    Tensor pending;  // BSP: sum of the pushes of the current iteration
+    // SSP/ASP state keys: each pusher's latest values, {pushers, length}.
+    Tensor latest;
+    std::vector<bool> pushed;    // BSP: pushers whose push for `version` arrived
+    std::vector<int64_t> clock;  // per pusher: its iterations applied
+    int64_t version = -1;        // BSP: iterations applied; SSP/ASP: min(clock)
+    int64_t updates = 0;         // optimizer steps applied (Adam's bias correction)
   };
   ParameterStore(const PartitionPlan& plan, int server, StoreOptions options,
                  std::unique_ptr<Optimizer> optimizer);
   Slot* Find(const Chunk& c);
   const Slot* Find(const Chunk& c) const;
-  void Apply(Slot& slot, const float* gradient, float scale, int64_t iteration);
+  // Writes a copy of the value when a pull reply still holds the buffer.
+  void PrepareWrite(Slot& slot);
+  void ApplyGradient(Slot& slot, const float* gradient, float scale, int64_t iteration);
+  void ApplyPushAsync(Slot& slot, int pusher, int64_t iteration, const float* values);
+  PushOutcome ApplyPushBsp(Slot& slot, int pusher, int64_t iteration, const float* values);
+  std::string Describe(const Slot& slot) const;
 
   PartitionPlan plan_;
   int server_;
   StoreOptions options_;
+  std::vector<KeyRule> rules_;  // one per key
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
   std::vector<Slot> slots_;

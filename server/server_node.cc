@@ -18,11 +18,15 @@ constexpr int kMaxMessagesPerPoll = 256;
 
 }  // namespace
 
-absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config, bool trunk_only) {
+absl::StatusOr<JobKeys> KeysOfJob(const JobConfig& config, const std::string& mode,
+                                  int fc_workers) {
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
-  std::vector<int64_t> sizes;
-  for (Parameter* p : model->server_parameters(!trunk_only)) sizes.push_back(p->value.numel());
-  return sizes;
+  STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, mode, fc_workers));
+  const std::vector<ServerKey> keys = ServerKeys(*model, layout);
+  JobKeys out;
+  out.sizes = KeySizes(keys);
+  for (const ServerKey& k : keys) out.rules.push_back({k.kind, k.owner});
+  return out;
 }
 
 ServerNode::ServerNode(const ServerOptions& options)
@@ -39,26 +43,20 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   }
   if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
   std::unique_ptr<ServerNode> node(new ServerNode(options));
-  std::vector<int64_t> sizes = options.kv_sizes;
+  JobKeys keys{options.kv_sizes, {}};
   int64_t total_steps = 1;
-  if (sizes.empty()) {
-    STRATA_ASSIGN_OR_RETURN(sizes, ParameterSizes(options.config, options.trunk_only));
-    if (options.head_first_key >= 0) {
-      STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> trunk, ParameterSizes(options.config, true));
-      node->head_first_key_ = static_cast<int>(trunk.size());
-    }
+  if (keys.sizes.empty()) {
+    STRATA_ASSIGN_OR_RETURN(keys, KeysOfJob(options.config, options.mode, options.fc_workers));
     STRATA_ASSIGN_OR_RETURN(int64_t train_size, TrainingSetSize(options.config.data));
     total_steps = TotalTrainingSteps(options.config.training, train_size);
   }
-  node->plan_ = PartitionPlan::Build(sizes, options.servers, options.chunk_elements);
+  node->plan_ = PartitionPlan::Build(keys.sizes, options.servers, options.chunk_elements);
   StoreOptions so;
   so.consistency = options.consistency;
   so.staleness = options.staleness;
-  so.workers = options.workers;
-  if (node->head_first_key_ >= 0) {
-    so.head_first_key = node->head_first_key_;
-    so.head_workers = options.fc_workers;
-  }
+  so.conv_workers = options.workers;
+  so.fc_workers = options.fc_workers;
+  so.keys = std::move(keys.rules);
   so.optimizer = options.config.optimizer;
   so.schedule = options.config.schedule;
   so.total_steps = total_steps;
@@ -210,6 +208,12 @@ absl::StatusOr<ServerNode::ResolvedSlices> ServerNode::ResolveSlices(const Incom
                        message.frame_size(i), " bytes, expected ", c->length * sizeof(float), " (",
                        c->length, " float32 values)"));
     }
+    for (const Chunk& earlier : chunks) {
+      if (earlier.index == c->index) {
+        return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " names chunk ",
+                                                       c->index, " of key ", c->key, " twice"));
+      }
+    }
     chunks.push_back(*c);
   }
   STRATA_ASSIGN_OR_RETURN(SharedMemoryPeers::Placement placement,
@@ -265,37 +269,29 @@ absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
   const std::vector<Chunk>& chunks = slices.chunks;
   const int worker = h.getSenderRank();
   const bool from_fc = h.getSenderRole() == wire::Role::FC_WORKER;
-  for (const Chunk& c : chunks) {
-    // Head keys (stanza, several FC workers) take pushes from FC workers
-    // only; every other key from conv workers only.
-    const bool head_key = head_first_key_ >= 0 && c.key >= static_cast<uint32_t>(head_first_key_);
-    if (head_key != from_fc) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "push of key ", c.key, " from ", from_fc ? "an FC" : "a conv", " worker; key ", c.key,
-          " belongs to the ", head_key ? "FC workers (head)" : "conv workers"));
-    }
-    const int pushers = store_->pushers(c.key);
-    if (worker < 0 || worker >= pushers) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("push from worker rank ", worker, ", the job has ", pushers, " workers"));
-    }
-  }
   if (!from_fc) STRATA_RETURN_IF_ERROR(CheckRejoined(worker, h.getIteration()));
+  // The whole request is checked before any chunk changes.
+  std::vector<PushOutcome> outcomes;
   for (const Chunk& c : chunks) {
-    if (!store_->initialized(c)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("push to key ", c.key, " before it was initialised"));
+    const KeyRule& rule = store_->rule(c.key);
+    if ((rule.owner == KeyOwner::kFcWorkers) != from_fc) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("push of key ", c.key, " from ", from_fc ? "an FC" : "a conv",
+                       " worker; key ", c.key, " is pushed by the ", KeyOwnerName(rule.owner)));
     }
+    STRATA_ASSIGN_OR_RETURN(const PushOutcome outcome, store_->Check(worker, h.getIteration(), c));
+    outcomes.push_back(outcome);
   }
   bool updated = false;
   for (size_t i = 0; i < chunks.size(); ++i) {
+    if (slices.placement.region != nullptr) {
+      traffic_.AddReceived(current_peer_, chunks[i].length * sizeof(float));
+    }
+    if (outcomes[i] == PushOutcome::kDuplicate) continue;
     STRATA_ASSIGN_OR_RETURN(
         const PushOutcome outcome,
         store_->Push(worker, h.getIteration(), chunks[i], slices.placement.SliceData(message, i)));
     updated = updated || outcome == PushOutcome::kApplied;
-    if (slices.placement.region != nullptr) {
-      traffic_.AddReceived(current_peer_, chunks[i].length * sizeof(float));
-    }
   }
   OutgoingMessage ack(wire::Kind::PUSH_ACK);
   ack.header().setRequestId(h.getRequestId());
@@ -340,7 +336,7 @@ void ServerNode::SendPull(const PendingPull& pull) {
     version = version < 0 ? v : std::min(version, v);
   }
   h.setIteration(version);
-  store_->NoteServed(pull.iteration);
+  for (const Chunk& c : pull.chunks) store_->NoteServed(c, pull.iteration);
   (void)Reply(pull.identity, reply);
 }
 

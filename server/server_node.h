@@ -43,14 +43,11 @@ struct ServerOptions {
   // constant. Empty = the model of `config`.
   std::vector<int64_t> kv_sizes;
   int servers = 1;
-  int workers = 1;     // conv workers: the pushers of every key held here
+  int workers = 1;     // conv workers
   int fc_workers = 0;  // stanza: FC workers that register with the coordinator
-  // stanza: hold only the conv trunk's parameters (the head stays with the
-  // FC workers).
-  bool trunk_only = false;
-  // stanza with several FC workers: hold every parameter; the head's keys
-  // (from the first head parameter on) are pushed by the FC workers.
-  int head_first_key = -1;  // set >= 0 to enable; the server computes the key
+  // "ps" or "stanza": which of the model's keys the servers hold and who
+  // pushes them (core/model/server_keys.h).
+  std::string mode = "ps";
   uint64_t job_id = 1;
   Consistency consistency = Consistency::kBsp;
   int staleness = 0;
@@ -129,7 +126,6 @@ class ServerNode {
   // After --restore, a worker must pull the current values (iteration -1)
   // before it may push or pull by iteration again: its own state is ahead
   // of the restored shard.
-  int head_first_key_ = -1;  // first head key, or -1
   bool restored_ = false;
   int64_t restored_version_ = 0;
   std::vector<bool> rejoined_;
@@ -140,10 +136,13 @@ class ServerNode {
   PeerKind current_peer_ = PeerKind::kConv;  // the peer of the message being handled
 };
 
-// Parameter sizes of a job's model in key order: every parameter, or only
-// the conv trunk's (layers before the split).
-absl::StatusOr<std::vector<int64_t>> ParameterSizes(const JobConfig& config,
-                                                    bool trunk_only = false);
+// The rules of a job's server keys (core/model/server_keys.h) in `mode`
+// with `fc_workers` FC workers, and their sizes.
+struct JobKeys {
+  std::vector<int64_t> sizes;
+  std::vector<KeyRule> rules;
+};
+absl::StatusOr<JobKeys> KeysOfJob(const JobConfig& config, const std::string& mode, int fc_workers);
 
 }  // namespace strata
 

@@ -84,11 +84,8 @@ absl::Status Run() {
     o.fc_workers = absl::GetFlag(FLAGS_fc_workers) >= 0
                        ? absl::GetFlag(FLAGS_fc_workers)
                        : static_cast<int>(o.config.cluster.fc_workers);
-    // One FC worker keeps the head to itself; several reduce it through the
-    // servers on the head's own keys.
-    o.trunk_only = o.fc_workers <= 1;
-    if (o.fc_workers > 1) o.head_first_key = 0;
   }
+  o.mode = mode;
   STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(absl::GetFlag(FLAGS_consistency)));
   o.staleness = absl::GetFlag(FLAGS_staleness);
   o.chunk_elements = absl::GetFlag(FLAGS_chunk_elements);

@@ -117,22 +117,6 @@ std::vector<Parameter*> Model::parameters(int begin, int end) {
   return out;
 }
 
-std::vector<Parameter*> Model::replicated_head_parameters() {
-  std::vector<Parameter*> out;
-  for (int i = split_index_; i < num_layers(); ++i) {
-    for (Parameter* p : layers_[i]->replicated_parameters()) out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<Parameter*> Model::server_parameters(bool with_head) {
-  std::vector<Parameter*> out = parameters(0, split_index_);
-  if (with_head) {
-    for (Parameter* p : replicated_head_parameters()) out.push_back(p);
-  }
-  return out;
-}
-
 std::vector<StateBuffer*> Model::state_buffers() {
   std::vector<StateBuffer*> out;
   for (auto& layer : layers_) {

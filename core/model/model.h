@@ -50,13 +50,6 @@ class Model {
 
   // Parameters of layers [begin, end), in order. Defaults: all of them.
   std::vector<Parameter*> parameters(int begin = 0, int end = -1);
-  // The head's parameters that several FC workers keep identical through
-  // the servers: all but the MoE layers' experts, which are split among the
-  // FC workers instead (moe/expert_parallel.h). The servers' head keys.
-  std::vector<Parameter*> replicated_head_parameters();
-  // What the servers hold, in key order: the trunk's parameters, then, with
-  // `with_head` (several FC workers), the replicated head's.
-  std::vector<Parameter*> server_parameters(bool with_head);
   std::vector<StateBuffer*> state_buffers();
   int64_t num_parameter_elements() const;
   // Forward multiply-add FLOPs of one sample (x2 per multiply-add).

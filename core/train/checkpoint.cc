@@ -214,6 +214,7 @@ Checkpoint CaptureParameters(Model& model, int64_t step) {
   Checkpoint c;
   c.metadata_json = nlohmann::json({{"step", step}}).dump();
   for (Parameter* p : model.parameters()) c.tensors.push_back({p->name, p->value.Clone()});
+  for (StateBuffer* b : model.state_buffers()) c.tensors.push_back({b->name, b->value.Clone()});
   return c;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/model/job_config.h"
 #include "core/model/model.h"
+#include "core/model/server_keys.h"
 
 namespace strata {
 namespace {
@@ -111,10 +112,16 @@ TEST(JobConfigTest, MoeHeadConfigBuildsAnMoeLayer) {
   int64_t moe_parameters = 0;
   for (const Parameter* p : (*model)->layer(8).parameters()) moe_parameters += p->value.numel();
   EXPECT_EQ(moe_parameters, 8 * 512 + 8 * (512 * 1024 + 1024 + 1024 * 512 + 512));
-  // Split over FC workers, only the gate of the MoE layer stays replicated.
-  std::vector<Parameter*> replicated = (*model)->replicated_head_parameters();
-  ASSERT_EQ(replicated.size(), 2u + 1u + 2u);  // fc1, gate, fc2
-  EXPECT_EQ(replicated[2]->name, "moe.gate");
+  // Split over FC workers, only the gate of the MoE layer stays replicated:
+  // the servers hold the head's fc1, gate and fc2 after the trunk.
+  auto layout = KeyLayoutFor(**model, "stanza", 2);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  std::vector<std::string> head;
+  for (const ServerKey& k : ServerKeys(**model, *layout)) {
+    if (k.owner == KeyOwner::kFcWorkers) head.push_back(k.name);
+  }
+  EXPECT_EQ(head, std::vector<std::string>(
+                      {"fc1.weight", "fc1.bias", "moe.gate", "fc2.weight", "fc2.bias"}));
 }
 
 TEST(JobConfigTest, MoeFieldsAreChecked) {

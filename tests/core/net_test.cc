@@ -1,10 +1,8 @@
-// Partition plan, wire decoding (every malformed-message case), and the
-// parameter store's consistency rules.
+// Partition plan and wire decoding (every malformed-message case).
 #include <gtest/gtest.h>
 
 #include "core/net/partition_plan.h"
 #include "core/net/transport.h"
-#include "server/parameter_store.h"
 
 namespace strata {
 namespace {
@@ -117,77 +115,6 @@ TEST_F(WireTest, OverTheSizeLimit) {
   auto r = RoundTrip({m.SerializedHeaderForTest(), std::string(100000, 'x')});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(r.status().message().find("exceeds the limit of 65536 bytes"), std::string::npos);
-}
-
-StoreOptions Options(Consistency c, int workers, int staleness = 0) {
-  StoreOptions o;
-  o.consistency = c;
-  o.workers = workers;
-  o.staleness = staleness;
-  o.optimizer.lr = 0.5f;
-  return o;
-}
-
-TEST(ParameterStoreTest, BspAveragesAllWorkersThenAppliesOnce) {
-  PartitionPlan plan = PartitionPlan::Build({4}, 1);
-  auto store = ParameterStore::Create(plan, 0, Options(Consistency::kBsp, 2));
-  ASSERT_TRUE(store.ok());
-  const Chunk c = plan.chunks()[0];
-  const float init[4] = {1, 1, 1, 1};
-  ASSERT_TRUE((*store)->Init(c, init).ok());
-  EXPECT_TRUE((*store)->CanServe(c, 0));
-  EXPECT_FALSE((*store)->CanServe(c, 1));
-  const float g0[4] = {1, 2, 3, 4}, g1[4] = {3, 2, 1, 0};
-  EXPECT_EQ(*(*store)->Push(0, 0, c, g0), PushOutcome::kAccepted);
-  EXPECT_EQ(*(*store)->Push(0, 0, c, g0), PushOutcome::kDuplicate);  // retried push
-  EXPECT_FALSE((*store)->CanServe(c, 1));
-  EXPECT_EQ(*(*store)->Push(1, 0, c, g1), PushOutcome::kApplied);
-  EXPECT_TRUE((*store)->CanServe(c, 1));
-  // mean gradient is 2 everywhere; p = 1 - 0.5 * 2 = 0.
-  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ((*store)->value(c)[i], 0.0f);
-  EXPECT_EQ(*(*store)->Push(1, 0, c, g1), PushOutcome::kDuplicate);  // late retry
-  auto ahead = (*store)->Push(0, 5, c, g0);
-  EXPECT_EQ(ahead.status().code(), absl::StatusCode::kFailedPrecondition);
-  auto stranger = (*store)->Push(7, 1, c, g0);
-  EXPECT_EQ(stranger.status().message(), "push from worker rank 7, the job has 2 workers");
-}
-
-TEST(ParameterStoreTest, SspBoundsTheLeadOverTheSlowestWorker) {
-  PartitionPlan plan = PartitionPlan::Build({2}, 1);
-  auto store = ParameterStore::Create(plan, 0, Options(Consistency::kSsp, 2, /*staleness=*/1));
-  ASSERT_TRUE(store.ok());
-  const Chunk c = plan.chunks()[0];
-  const float zero[2] = {0, 0};
-  ASSERT_TRUE((*store)->Init(c, zero).ok());
-  const float g[2] = {1, 1};
-  // Worker 0 races ahead; worker 1 has pushed nothing (clock 0).
-  ASSERT_TRUE((*store)->Push(0, 0, c, g).ok());
-  EXPECT_TRUE((*store)->CanServe(c, 1));  // lead 1 <= s
-  ASSERT_TRUE((*store)->Push(0, 1, c, g).ok());
-  EXPECT_FALSE((*store)->CanServe(c, 2));  // lead 2 > s: worker 0 must wait
-  ASSERT_TRUE((*store)->Push(1, 0, c, g).ok());
-  EXPECT_TRUE((*store)->CanServe(c, 2));
-  EXPECT_EQ((*store)->clocks(), std::vector<int64_t>({2, 1}));
-  // Each push applied on arrival with gradient / workers: 3 pushes x 0.5 x 0.5.
-  EXPECT_FLOAT_EQ((*store)->value(c)[0], -0.75f);
-}
-
-TEST(ParameterStoreTest, AspNeverWaitsAndCheckpointRoundTrips) {
-  PartitionPlan plan = PartitionPlan::Build({3, 5}, 2, 4);
-  auto store = ParameterStore::Create(plan, 1, Options(Consistency::kAsp, 3));
-  ASSERT_TRUE(store.ok());
-  for (const Chunk& c : plan.chunks_of_server(1)) {
-    std::vector<float> v(c.length, 2.0f);
-    ASSERT_TRUE((*store)->Init(c, v.data()).ok());
-    EXPECT_TRUE((*store)->CanServe(c, 1000));
-  }
-  Checkpoint saved = (*store)->Capture();
-  auto other = ParameterStore::Create(plan, 1, Options(Consistency::kAsp, 3));
-  ASSERT_TRUE((*other)->Restore(saved).ok());
-  const Chunk c = plan.chunks_of_server(1)[0];
-  EXPECT_FLOAT_EQ((*other)->value(c)[0], 2.0f);
-  auto wrong_server = ParameterStore::Create(plan, 0, Options(Consistency::kAsp, 3));
-  EXPECT_EQ((*wrong_server)->Restore(saved).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

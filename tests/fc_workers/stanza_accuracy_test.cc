@@ -2,6 +2,10 @@
 // job reaches 90% with one FC worker and with two (ctest label "accuracy").
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "tests/support/cluster_fixture.h"
 
 namespace strata {
@@ -33,6 +37,26 @@ TEST_F(StanzaAccuracyTest, TwoFcWorkersReach90PercentInThreeEpochs) {
                                 dir_ + "/s.json");
   ASSERT_EQ(code, 0) << out;
   EXPECT_GE(Summary(dir_ + "/s.json")["test_accuracy"].get<double>(), 0.90) << out;
+}
+
+// FC worker 0 evaluates the trunk with the running statistics the conv
+// workers trained (their mean, through the servers), so a BatchNorm trunk
+// scores in stanza mode what it scores in one process and in ps mode.
+TEST_F(StanzaAccuracyTest, BatchNormTrunkEvaluatesLikeSingleAndPsAfterOneEpoch) {
+  std::map<std::string, double> accuracy;
+  for (const auto& [name, flags] : std::vector<std::pair<std::string, std::string>>{
+           {"single", "--mode single"},
+           {"ps", "--mode ps --servers 1 --conv-workers 2"},
+           {"stanza", "--mode stanza --servers 1 --conv-workers 2 --fc-workers 1"}}) {
+    auto [code, out] =
+        RunCommand(kBin + "strata_launch --config " + testing::kBatchNormConfig + " " + flags +
+                   " --epochs 1 --progress=false --summary-out " + dir_ + "/" + name + ".json");
+    ASSERT_EQ(code, 0) << out;
+    accuracy[name] = Summary(dir_ + "/" + name + ".json")["test_accuracy"].get<double>();
+  }
+  EXPECT_GE(accuracy["single"], 0.88);
+  EXPECT_NEAR(accuracy["ps"], accuracy["single"], 0.01);
+  EXPECT_NEAR(accuracy["stanza"], accuracy["single"], 0.01);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -76,6 +77,33 @@ TEST_F(StanzaTest, EqualsSingleAndPsWithTheSameGlobalBatch) {
   EXPECT_LE(MaxDifference(dir_ + "/ps.ckpt", dir_ + "/stanza.ckpt"), 1e-4f);
   // Two FC workers reduce the head through the servers: still the same math.
   EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza2.ckpt"), 1e-4f);
+}
+
+// BatchNorm's running statistics are state, not parameters: conv workers
+// push them, the servers keep their mean, and whoever writes the model pulls
+// them. With one conv worker all three modes hold the same parameters and
+// the same statistics.
+TEST_F(StanzaTest, BatchNormStatisticsMatchSingleAndPsWithOneConvWorker) {
+  const std::string config = PlainSgdConfig(testing::kBatchNormConfig);
+  const std::string common =
+      " --batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out ";
+  for (const auto& [name, flags] : std::vector<std::pair<std::string, std::string>>{
+           {"single", "--mode single"},
+           {"ps", "--mode ps --servers 1 --conv-workers 1"},
+           {"stanza", "--mode stanza --servers 1 --conv-workers 1 --fc-workers 1"}}) {
+    auto [code, out] = RunCommand(kBin + "strata_launch --config " + config + " " + flags + common +
+                                  dir_ + "/" + name + ".ckpt");
+    ASSERT_EQ(code, 0) << out;
+  }
+  const auto single = Parameters(dir_ + "/single.ckpt");
+  for (const char* name : {"bn1.running_mean", "bn1.running_var", "bn2.running_mean"}) {
+    ASSERT_EQ(single.count(name), 1u) << name;
+    // 20 steps moved the statistics away from their initial 0 and 1.
+    const float initial = std::string(name).find("var") != std::string::npos ? 1.0f : 0.0f;
+    EXPECT_GT(std::fabs(single.at(name)[0] - initial), 1e-3f) << name;
+  }
+  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/ps.ckpt"), 1e-5f);
+  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza.ckpt"), 1e-5f);
 }
 
 // Sends one ACTIVATIONS message and returns the error text of the reply.

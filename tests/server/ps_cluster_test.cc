@@ -430,7 +430,7 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   for (int i = 0; i < 20; ++i) {
     const std::string stranger =
         attacker.Exchange({PushHeader(0, 0, 288, 1152, 1, /*sender=*/5), std::string(1152, 'x')});
-    EXPECT_EQ(stranger, "push from worker rank 5, the job has 1 workers");
+    EXPECT_EQ(stranger, "push from worker rank 5, the job has 1 conv workers");
     EXPECT_NE(attacker.Exchange({"more garbage"}).find("malformed"), std::string::npos);
     EXPECT_NE(lane.Exchange("lane garbage").find("malformed"), std::string::npos);
   }

@@ -16,6 +16,8 @@ namespace strata::testing {
 const std::string kBin = std::string(STRATA_BINARY_DIR) + "/bin/";
 const std::string kConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
 const std::string kMoeConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_moe.json";
+const std::string kBatchNormConfig =
+    std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_bn.json";
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -108,8 +110,8 @@ void ClusterTest::SetUp() {
 
 void ClusterTest::TearDown() { std::filesystem::remove_all(dir_); }
 
-std::string ClusterTest::PlainSgdConfig() {
-  std::string text = ReadFile(kConfig);
+std::string ClusterTest::PlainSgdConfig(const std::string& base) {
+  std::string text = ReadFile(base);
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {R"("momentum": 0.9)", R"("momentum": 0.0)"},
            {R"("schedule": {"type": "cosine"})", R"("schedule": {"type": "constant"})"}}) {
@@ -117,7 +119,7 @@ std::string ClusterTest::PlainSgdConfig() {
     EXPECT_NE(at, std::string::npos) << from;
     if (at != std::string::npos) text.replace(at, from.size(), to);
   }
-  const std::string path = dir_ + "/plain_sgd.json";
+  const std::string path = dir_ + "/plain_sgd_" + std::filesystem::path(base).filename().string();
   std::ofstream(path) << text;
   return path;
 }

@@ -16,9 +16,10 @@
 
 namespace strata::testing {
 
-extern const std::string kBin;        // build/bin/
-extern const std::string kConfig;     // configs/fashion_mnist.json
-extern const std::string kMoeConfig;  // configs/fashion_mnist_moe.json
+extern const std::string kBin;              // build/bin/
+extern const std::string kConfig;           // configs/fashion_mnist.json
+extern const std::string kMoeConfig;        // configs/fashion_mnist_moe.json
+extern const std::string kBatchNormConfig;  // configs/fashion_mnist_bn.json: BatchNorm in the trunk
 
 std::string ReadFile(const std::string& path);
 
@@ -59,8 +60,9 @@ class ClusterTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
-  // The default config with plain SGD and a constant learning rate.
-  std::string PlainSgdConfig();
+  // `base` (default: the default config) with plain SGD and a constant
+  // learning rate, written to the scratch directory.
+  std::string PlainSgdConfig(const std::string& base = kConfig);
   // Parameters by name from a checkpoint file.
   static std::map<std::string, std::vector<float>> Parameters(const std::string& path);
   // Largest element difference between two parameter files (same names).
