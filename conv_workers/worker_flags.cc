@@ -3,12 +3,17 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "core/model/job_identity.h"
+#include "core/net/admission.h"
 #include "core/status.h"
 #include "core/train/training_flags.h"
 
 ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(uint64_t, job_id, 1, "job id");
+ABSL_FLAG(std::string, job_token_file, "",
+          "file whose first line is the job token (mode 600); default: $STRATA_JOB_TOKEN, or "
+          "none (an open cluster)");
 ABSL_FLAG(int64_t, threads, 0, "CPU threads (overrides training.threads)");
 ABSL_FLAG(bool, evaluate, true, "the reporting worker evaluates after every epoch");
 ABSL_FLAG(double, timeout, 60.0, "seconds to wait for any peer before failing");
@@ -36,6 +41,8 @@ absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
   tc.evaluate = absl::GetFlag(FLAGS_evaluate);
   o->client.coordinator = absl::GetFlag(FLAGS_coordinator);
   o->client.job_id = absl::GetFlag(FLAGS_job_id);
+  STRATA_ASSIGN_OR_RETURN(o->client.job_token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
+  o->client.job_identity = JobIdentity(o->config);
   o->client.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
   o->chunk_elements = absl::GetFlag(FLAGS_chunk_elements);
   o->client.shared_memory = absl::GetFlag(FLAGS_shared_memory);

@@ -1,6 +1,6 @@
 // The command-line flags every worker binary (strata_conv_worker,
 // strata_fc_worker) shares, and their reading into WorkerOptions:
-// --config, --coordinator, --job-id, --threads, --evaluate, --timeout,
+// --config, --coordinator, --job-id, --job-token-file, --threads, --evaluate, --timeout,
 // --chunk-elements, --train-limit, --summary-out, --metrics-out,
 // --parameters-out, --progress, plus the training overrides
 // (core/train/training_flags.h). Each binary adds its own --rank.

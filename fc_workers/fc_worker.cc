@@ -13,6 +13,7 @@
 #include "core/data/training_data.h"
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
+#include "core/net/admission.h"
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
 #include "core/ops/cpu/dnnl_runtime.h"
@@ -50,11 +51,12 @@ struct ConvPeer {
 class FcServer {
  public:
   FcServer(Socket& socket, const std::vector<int>& conv_ranks, Shape expected, int64_t classes,
-           uint64_t job_id, int rank)
+           const JobCredentials& credentials, int rank)
       : socket_(socket),
+        admission_(absl::StrCat("fc worker ", rank), credentials),
         expected_(std::move(expected)),
         classes_(classes),
-        job_id_(job_id),
+        job_id_(credentials.job_id),
         rank_(rank) {
     for (int r : conv_ranks) peers_[r] = ConvPeer();
   }
@@ -91,7 +93,7 @@ class FcServer {
       const std::string identity = raw->identity;
       const uint64_t request_id = PeekRequestId(*raw, socket_.limits());
       absl::StatusOr<IncomingMessage> message = Decode(*std::move(raw), socket_.limits());
-      absl::Status s = message.ok() ? Accept(*message, iteration) : message.status();
+      absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
       if (!s.ok()) {
         ++refused_;
         std::fprintf(stderr, "[fc worker %d] refused a request: %s\n", rank_,
@@ -153,12 +155,27 @@ class FcServer {
     (void)socket_.Send(reply, p.identity);
   }
 
+  // A HELLO registers a conv worker's connection; anything else must come
+  // on a registered one.
+  absl::Status Handle(const IncomingMessage& m, int64_t iteration) {
+    if (m.header().getKind() != wire::Kind::HELLO) {
+      STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
+      return Accept(m, iteration);
+    }
+    STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Admit(m));
+    if (peer.role != wire::Role::CONV_WORKER || peers_.count(peer.rank) == 0) {
+      admission_.Forget(m.identity());
+      return absl::PermissionDeniedError(absl::StrCat(
+          DescribePeer(peer.role, peer.rank), " is not a conv worker served by fc worker ", rank_));
+    }
+    OutgoingMessage ack(wire::Kind::HELLO_ACK);
+    ack.header().setJobId(job_id_);
+    ack.header().setRequestId(m.header().getRequestId());
+    return socket_.Send(ack, m.identity());
+  }
+
   absl::Status Accept(const IncomingMessage& m, int64_t iteration) {
     const auto h = m.header();
-    if (h.getJobId() != job_id_) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown job id ", h.getJobId(),
-                                                     " (this FC worker serves job ", job_id_, ")"));
-    }
     if (h.getKind() != wire::Kind::ACTIVATIONS) {
       return absl::InvalidArgumentError(
           absl::StrCat("an FC worker does not accept ", KindName(h.getKind()), " messages"));
@@ -209,6 +226,7 @@ class FcServer {
   }
 
   Socket& socket_;
+  Admission admission_;
   Shape expected_;  // {b, boundary...}
   int64_t classes_;
   uint64_t job_id_;
@@ -240,6 +258,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   ExpertExchangeOptions eo;
   eo.rank = co.rank;
   eo.job_id = co.job_id;
+  eo.job_token = co.job_token;
+  eo.job_identity = co.job_identity;
   eo.timeout = co.timeout;
   eo.limits = co.limits;
   STRATA_ASSIGN_OR_RETURN(auto experts,
@@ -284,7 +304,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   std::vector<int64_t> dims = {per_worker};
   const Shape boundary = model->boundary_shape();
   for (int64_t d : boundary.dims()) dims.push_back(d);
-  FcServer server(*socket, mine, Shape(dims), config.model.classes, co.job_id, rank);
+  FcServer server(*socket, mine, Shape(dims), config.model.classes,
+                  JobCredentials{co.job_id, co.job_token, co.job_identity}, rank);
   std::printf("[fc worker %d] serving conv workers %s on %s\n", rank,
               absl::StrJoin(mine, ",").c_str(), socket->address().c_str());
   std::fflush(stdout);

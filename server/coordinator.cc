@@ -7,20 +7,15 @@
 
 namespace strata {
 
-Coordinator::Coordinator(Socket* socket, const CoordinatorOptions& options,
+Coordinator::Coordinator(Socket* socket, Admission* admission, const CoordinatorOptions& options,
                          std::string self_address, std::string self_lane_address)
-    : socket_(socket), options_(options) {
+    : socket_(socket), admission_(admission), options_(options) {
   Node self{wire::Role::SERVER,          0,  std::move(self_address),
             std::move(self_lane_address), "", absl::Now()};
   servers_[0] = self;
 }
 
-std::string Coordinator::Describe(const Node& node) {
-  const char* role = node.role == wire::Role::SERVER      ? "server "
-                     : node.role == wire::Role::FC_WORKER ? "fc worker "
-                                                          : "worker ";
-  return absl::StrCat(role, node.rank);
-}
+std::string Coordinator::Describe(const Node& node) { return DescribePeer(node.role, node.rank); }
 
 std::map<int, Coordinator::Node>& Coordinator::TableFor(wire::Role role) {
   if (role == wire::Role::SERVER) return servers_;
@@ -40,11 +35,17 @@ bool Coordinator::all_registered() const {
          static_cast<int>(fc_workers_.size()) == options_.fc_workers;
 }
 
-absl::Status Coordinator::Handle(const IncomingMessage& message) {
+absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& peer) {
   const auto h = message.header();
+  if (peer.role != wire::Role::SERVER && peer.role != wire::Role::CONV_WORKER &&
+      peer.role != wire::Role::FC_WORKER) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        KindName(h.getKind()), " from the ", DescribePeer(peer.role, peer.rank),
+        "; only servers and workers are members of a job"));
+  }
   switch (h.getKind()) {
     case wire::Kind::REGISTER:
-      return Register(message);
+      return Register(message, peer);
     case wire::Kind::BARRIER:
       return Barrier(message);
     case wire::Kind::HEARTBEAT: {
@@ -66,12 +67,17 @@ absl::Status Coordinator::Handle(const IncomingMessage& message) {
   }
 }
 
-absl::Status Coordinator::Register(const IncomingMessage& message) {
+absl::Status Coordinator::Register(const IncomingMessage& message, const Peer& peer) {
   const auto h = message.header();
   if (h.getNodes().size() != 1) {
     return absl::InvalidArgumentError("register must describe exactly one node");
   }
   const auto info = h.getNodes()[0];
+  if (info.getRole() != peer.role || (peer.rank >= 0 && info.getRank() != peer.rank)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "register of ", DescribePeer(info.getRole(), info.getRank()), " on the connection of ",
+        DescribePeer(peer.role, peer.rank)));
+  }
   Node node{info.getRole(),           info.getRank(),
             info.getAddress().cStr(), info.getPeerAddress().cStr(),
             message.identity(),       absl::Now()};
@@ -92,6 +98,7 @@ absl::Status Coordinator::Register(const IncomingMessage& message) {
   }
   const bool again = table.count(node.rank) != 0;
   table[node.rank] = node;
+  admission_->AssignRank(message.identity(), node.rank);
   std::fprintf(stderr, "[coordinator] %s %s (%d/%d servers, %d/%d workers, %d/%d fc workers)\n",
                Describe(node).c_str(), again ? "registered again" : "registered",
                static_cast<int>(servers_.size()), options_.servers,
@@ -154,8 +161,8 @@ absl::Status Coordinator::Barrier(const IncomingMessage& message) {
   return absl::OkStatus();
 }
 
-std::vector<int> Coordinator::CheckLiveness(absl::Time now) {
-  std::vector<int> newly_dead;
+std::vector<Peer> Coordinator::CheckLiveness(absl::Time now) {
+  std::vector<Peer> newly_dead;
   for (auto* table : {&servers_, &workers_, &fc_workers_}) {
     for (auto& [rank, node] : *table) {
       if (node.identity.empty() || node.dead) continue;  // self, or already reported
@@ -166,8 +173,24 @@ std::vector<int> Coordinator::CheckLiveness(absl::Time now) {
             Describe(node).c_str(),
             absl::FormatDuration(absl::Trunc(now - node.last_seen, absl::Milliseconds(100)))
                 .c_str());
-        if (table == &workers_) newly_dead.push_back(rank);
+        newly_dead.push_back({node.role, rank});
       }
+    }
+  }
+  // Every other server holds pulls that may wait for a dead worker.
+  for (const Peer& dead : newly_dead) {
+    for (const auto& [rank, server] : servers_) {
+      if (rank == 0 || server.dead || (dead.role == wire::Role::SERVER && dead.rank == rank)) {
+        continue;
+      }
+      OutgoingMessage notice(wire::Kind::NODE_DEAD);
+      notice.header().setJobId(options_.job_id);
+      notice.header().setSenderRole(wire::Role::SERVER);
+      notice.header().setSenderRank(0);
+      auto nodes = notice.header().initNodes(1);
+      nodes[0].setRole(dead.role);
+      nodes[0].setRank(dead.rank);
+      (void)socket_->Send(notice, server.identity);
     }
   }
   return newly_dead;

@@ -7,8 +7,15 @@
 // lowest free rank unless they ask for one. When the expected numbers of
 // servers, conv workers and FC workers have registered, every node receives
 // the CLUSTER_MAP: the servers' and FC workers' addresses by rank, and its
-// own rank. A node that registers again
-// (a restarted process) gets the map at once.
+// own rank. A node that registers again (a restarted process) gets the map
+// at once. Every node says HELLO on its connection first (the server node
+// checks that, core/net/admission.h); a node registers only as the role and
+// rank its connection was admitted as, and a conv worker admitted without a
+// rank gets the one assigned here bound to its connection.
+//
+// Dead nodes: a node silent for `dead_after` is reported once by
+// CheckLiveness, and every other server is told (NODE_DEAD), so each can
+// fail the pulls that wait for it.
 #ifndef STRATA_SERVER_COORDINATOR_H_
 #define STRATA_SERVER_COORDINATOR_H_
 
@@ -18,6 +25,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/net/admission.h"
 #include "core/net/transport.h"
 
 namespace strata {
@@ -32,17 +40,19 @@ struct CoordinatorOptions {
 
 class Coordinator {
  public:
-  // `socket` is server 0's ROUTER socket; `self_address` its address and
-  // `self_lane_address` its shared-memory lane's ("" if none).
-  Coordinator(Socket* socket, const CoordinatorOptions& options, std::string self_address,
-              std::string self_lane_address);
+  // `socket` is server 0's ROUTER socket and `admission` its connections;
+  // `self_address` its address and `self_lane_address` its shared-memory
+  // lane's ("" if none).
+  Coordinator(Socket* socket, Admission* admission, const CoordinatorOptions& options,
+              std::string self_address, std::string self_lane_address);
 
-  // Handles REGISTER, HEARTBEAT and BARRIER. Returns an error to be sent
-  // back to the sender when the request is invalid.
-  absl::Status Handle(const IncomingMessage& message);
-  // Checks heartbeats; logs each node that falls silent once. Returns the
-  // worker ranks newly found dead.
-  std::vector<int> CheckLiveness(absl::Time now);
+  // Handles REGISTER, HEARTBEAT and BARRIER from `peer` (the sender its
+  // connection was admitted as). Returns an error to be sent back to the
+  // sender when the request is invalid.
+  absl::Status Handle(const IncomingMessage& message, const Peer& peer);
+  // Checks heartbeats; logs each node that falls silent, tells the other
+  // servers, and returns the nodes newly found dead.
+  std::vector<Peer> CheckLiveness(absl::Time now);
   bool all_registered() const;
 
  private:
@@ -55,12 +65,13 @@ class Coordinator {
     absl::Time last_seen;
     bool dead = false;
   };
-  absl::Status Register(const IncomingMessage& message);
+  absl::Status Register(const IncomingMessage& message, const Peer& peer);
   absl::Status Barrier(const IncomingMessage& message);
   void SendMap(const Node& node);
   static std::string Describe(const Node& node);
 
   Socket* socket_;
+  Admission* admission_;
   CoordinatorOptions options_;
   std::map<int, Node> servers_;     // by rank
   std::map<int, Node> workers_;     // conv workers, by rank

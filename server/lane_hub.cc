@@ -1,5 +1,7 @@
 #include "server/lane_hub.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "absl/strings/match.h"
@@ -58,6 +60,17 @@ LaneHub::Events LaneHub::Service(const zmq::pollitem_t* items, int max_per_lane)
         break;
       }
       if (*accepted == nullptr) break;
+      // The region token proves possession of a region, not who its owner
+      // is: only processes of the server's own user may open a lane.
+      const absl::StatusOr<uid_t> uid = (*accepted)->PeerUid();
+      if (!uid.ok() || *uid != ::geteuid()) {
+        std::fprintf(stderr, "[%s] refused a lane from %s: the server runs as uid %u\n",
+                     owner_.c_str(),
+                     uid.ok() ? absl::StrCat("uid ", *uid).c_str()
+                              : std::string(uid.status().message()).c_str(),
+                     static_cast<unsigned>(::geteuid()));
+        continue;
+      }
       lanes_[absl::StrCat(LanePrefix(), next_lane_++)] = *std::move(accepted);
     }
   }

@@ -5,8 +5,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/data/dataset.h"
+#include "core/model/job_identity.h"
 #include "core/model/model.h"
+#include "core/net/membership.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
 
@@ -31,6 +34,9 @@ absl::StatusOr<JobKeys> KeysOfJob(const JobConfig& config, const std::string& mo
 
 ServerNode::ServerNode(const ServerOptions& options)
     : options_(options),
+      admission_(absl::StrCat("server ", options.rank),
+                 JobCredentials{options.job_id, options.job_token,
+                                options.kv_sizes.empty() ? JobIdentity(options.config) : ""}),
       done_(options.workers + options.fc_workers, false),
       rejoined_(options.workers, false) {}
 
@@ -94,10 +100,17 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     co.fc_workers = options.fc_workers;
     co.job_id = options.job_id;
     co.dead_after = options.dead_after;
-    node->coordinator_ = std::make_unique<Coordinator>(node->socket_.get(), co,
-                                                       node->socket_->address(), lane_address);
+    node->coordinator_ = std::make_unique<Coordinator>(
+        node->socket_.get(), &node->admission_, co, node->socket_->address(), lane_address);
   } else {
     STRATA_RETURN_IF_ERROR(node->Register());
+  }
+  if (node->admission_.open()) {
+    std::fprintf(stderr,
+                 "[server %d] warning: no job token (--job-token-file or $%s): any process that "
+                 "reaches %s can join job %llu\n",
+                 options.rank, kJobTokenEnv, node->socket_->address().c_str(),
+                 static_cast<unsigned long long>(options.job_id));
   }
   // The launcher reads this line to learn the address.
   std::printf("[server %d] serving %lld parameters in %zu chunks on %s (%s)%s%s\n", options.rank,
@@ -110,19 +123,19 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
 }
 
 absl::Status ServerNode::Register() {
-  STRATA_ASSIGN_OR_RETURN(
-      coordinator_link_,
-      Socket::Connect(context_, SocketKind::kDealer, options_.coordinator, options_.limits));
+  if (coordinator_link_ == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(
+        coordinator_link_,
+        Socket::Connect(context_, SocketKind::kDealer, options_.coordinator, options_.limits));
+  }
+  // One connection, in order: the hello comes before the register.
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), admission_.credentials(), wire::Role::SERVER, options_.rank);
+  STRATA_RETURN_IF_ERROR(coordinator_link_->Send(hello));
+  NodeDescription self{wire::Role::SERVER, options_.rank, socket_->address(),
+                       lanes_ != nullptr ? lanes_->address() : ""};
   OutgoingMessage m(wire::Kind::REGISTER);
-  auto h = m.header();
-  h.setJobId(options_.job_id);
-  h.setSenderRole(wire::Role::SERVER);
-  h.setSenderRank(options_.rank);
-  auto nodes = h.initNodes(1);
-  nodes[0].setRole(wire::Role::SERVER);
-  nodes[0].setRank(options_.rank);
-  nodes[0].setAddress(socket_->address());
-  if (lanes_ != nullptr) nodes[0].setPeerAddress(lanes_->address());
+  FillRegister(m.header(), options_.job_id, self);
   return coordinator_link_->Send(m);
 }
 
@@ -143,6 +156,7 @@ absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& rep
 
 void ServerNode::ForgetLane(const std::string& identity) {
   shared_memory_.Forget(identity);
+  admission_.Forget(identity);
   pending_.erase(
       std::remove_if(pending_.begin(), pending_.end(),
                      [&identity](const PendingPull& p) { return p.identity == identity; }),
@@ -160,13 +174,81 @@ void ServerNode::SendError(const std::string& identity, uint64_t request_id,
   (void)Reply(identity, reply);
 }
 
-absl::Status ServerNode::CheckSender(const IncomingMessage& message) const {
-  const auto h = message.header();
-  if (h.getJobId() != options_.job_id) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown job id ", h.getJobId(), " (this server serves job ", options_.job_id, ")"));
+absl::Status ServerNode::HandleHello(const IncomingMessage& message) {
+  STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Admit(message));
+  auto refuse = [&](const std::string& why) {
+    admission_.Forget(message.identity());
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribePeer(peer.role, peer.rank), " ", why, " (server ", options_.rank,
+                     " of a job of ", options_.servers, " servers, ", options_.workers,
+                     " conv workers and ", options_.fc_workers, " FC workers)"));
+  };
+  const bool on_lane = LaneHub::IsLane(message.identity());
+  switch (peer.role) {
+    case wire::Role::CONV_WORKER:
+      // A conv worker may ask the coordinator for a rank: on its coordinator
+      // connection only.
+      if (peer.rank == -1 && coordinator_ != nullptr && !on_lane) break;
+      if (peer.rank < 0 || peer.rank >= options_.workers) return refuse("is not in this job");
+      break;
+    case wire::Role::FC_WORKER:
+      if (peer.rank < 0 || peer.rank >= options_.fc_workers) return refuse("is not in this job");
+      break;
+    case wire::Role::SERVER:
+      if (coordinator_ == nullptr || on_lane || peer.rank <= 0 || peer.rank >= options_.servers) {
+        return refuse("cannot register here");
+      }
+      break;
+    case wire::Role::LAUNCHER:
+    case wire::Role::TOOL:
+      break;
   }
-  return absl::OkStatus();
+  OutgoingMessage ack(wire::Kind::HELLO_ACK);
+  ack.header().setRequestId(message.header().getRequestId());
+  return Reply(message.identity(), ack);
+}
+
+absl::Status ServerNode::CheckAllowed(const Peer& peer, wire::Kind kind,
+                                      const std::string& identity) const {
+  const bool worker = peer.role == wire::Role::CONV_WORKER || peer.role == wire::Role::FC_WORKER;
+  bool allowed = false;
+  switch (kind) {
+    case wire::Kind::REGISTER:
+    case wire::Kind::HEARTBEAT:
+    case wire::Kind::BARRIER:
+      if (LaneHub::IsLane(identity)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            KindName(kind), " over a shared memory lane; the coordinator listens on ",
+            socket_->address()));
+      }
+      if (coordinator_ == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(KindName(kind), " sent to server ",
+                                                       options_.rank, "; only server 0 coordinates"));
+      }
+      allowed = worker || peer.role == wire::Role::SERVER;
+      break;
+    case wire::Kind::INIT:
+    case wire::Kind::PUSH:
+    case wire::Kind::PULL:
+    case wire::Kind::SHM_ATTACH:
+    case wire::Kind::DONE:
+      allowed = worker && peer.rank >= 0;
+      break;
+    case wire::Kind::CLOCK:
+      allowed = true;
+      break;
+    case wire::Kind::SHUTDOWN:
+      allowed = peer.role == wire::Role::LAUNCHER || peer.role == wire::Role::TOOL;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("a server does not accept ", KindName(kind), " messages"));
+  }
+  if (allowed) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      KindName(kind), " from ", DescribePeer(peer.role, peer.rank), "; server ",
+      options_.rank, " takes it only from ",
+      kind == wire::Kind::SHUTDOWN ? "a launcher or tool" : "the job's workers"));
 }
 
 absl::StatusOr<ServerNode::ResolvedSlices> ServerNode::ResolveSlices(const IncomingMessage& message,
@@ -395,23 +477,15 @@ void ServerNode::MaybeCheckpoint() {
 }
 
 absl::Status ServerNode::Handle(const IncomingMessage& message) {
-  STRATA_RETURN_IF_ERROR(CheckSender(message));
   const auto h = message.header();
+  if (h.getKind() == wire::Kind::HELLO) return HandleHello(message);
+  STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Check(message));
+  STRATA_RETURN_IF_ERROR(CheckAllowed(peer, h.getKind(), message.identity()));
   switch (h.getKind()) {
     case wire::Kind::REGISTER:
     case wire::Kind::HEARTBEAT:
     case wire::Kind::BARRIER:
-      if (LaneHub::IsLane(message.identity())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            KindName(h.getKind()), " over a shared memory lane; the coordinator listens on ",
-            socket_->address()));
-      }
-      if (coordinator_ == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " sent to server ",
-                                                       options_.rank,
-                                                       "; only server 0 coordinates"));
-      }
-      return coordinator_->Handle(message);
+      return coordinator_->Handle(message, peer);
     case wire::Kind::INIT:
       return HandleInit(message);
     case wire::Kind::PUSH:
@@ -440,6 +514,7 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
       }
       done_[fc ? options_.workers + worker : worker] = true;
       shared_memory_.Forget(message.identity());
+      admission_.Forget(message.identity());
       OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
       ack.header().setRequestId(h.getRequestId());
       return Reply(message.identity(), ack);
@@ -500,29 +575,89 @@ absl::Status ServerNode::ServeOnce(absl::Duration timeout) {
   return absl::OkStatus();
 }
 
+void ServerNode::OnNodeDead(const Peer& dead) {
+  if (dead.role != wire::Role::CONV_WORKER && dead.role != wire::Role::FC_WORKER) return;
+  for (const Peer& p : dead_) {
+    if (p.role == dead.role && p.rank == dead.rank) return;
+  }
+  dead_.push_back(dead);
+  const std::string who = DescribePeer(dead.role, dead.rank);
+  FailPendingPulls(absl::UnavailableError(absl::StrCat(
+      who, " stopped sending heartbeats; pulls waiting for its iterations cannot complete")));
+  if (options_.consistency == Consistency::kAsp) {
+    // Nobody waits for its iterations, and it will not say it is done.
+    const bool fc = dead.role == wire::Role::FC_WORKER;
+    const int index = fc ? options_.workers + dead.rank : dead.rank;
+    if (index >= 0 && index < static_cast<int>(done_.size()) && !done_[index]) {
+      done_[index] = true;
+      std::fprintf(stderr, "[server %d] no longer waits for %s to finish (asp)\n", options_.rank,
+                   who.c_str());
+    }
+  }
+}
+
+void ServerNode::ServeCoordinatorLink() {
+  bool register_again = false;
+  while (true) {
+    absl::StatusOr<RawMessage> raw = coordinator_link_->ReceiveNow();
+    if (!raw.ok()) break;
+    absl::StatusOr<IncomingMessage> message = Decode(*std::move(raw), options_.limits);
+    if (!message.ok()) continue;
+    const auto h = message->header();
+    if (h.getKind() == wire::Kind::NODE_DEAD && h.getNodes().size() == 1) {
+      OnNodeDead({h.getNodes()[0].getRole(), h.getNodes()[0].getRank()});
+    } else if (IsNotRegistered(h)) {
+      register_again = true;  // a restarted coordinator does not know us
+    }
+  }
+  if (register_again) {
+    std::fprintf(stderr, "[server %d] registering again with the coordinator %s\n", options_.rank,
+                 options_.coordinator.c_str());
+    absl::Status s = Register();
+    if (!s.ok()) {
+      std::fprintf(stderr, "[server %d] cannot register: %s\n", options_.rank,
+                   std::string(s.message()).c_str());
+    }
+  }
+}
+
 absl::Status ServerNode::Run() {
   absl::Time next_heartbeat = absl::Now();
   while (!shutdown_) {
     bool all_done = true;
-    for (bool d : done_) all_done = all_done && d;
+    std::vector<std::string> dead_unfinished;
+    for (size_t i = 0; i < done_.size(); ++i) {
+      if (done_[i]) continue;
+      all_done = false;
+      const bool fc = static_cast<int>(i) >= options_.workers;
+      const Peer node{fc ? wire::Role::FC_WORKER : wire::Role::CONV_WORKER,
+                      fc ? static_cast<int>(i) - options_.workers : static_cast<int>(i)};
+      for (const Peer& d : dead_) {
+        if (d.role == node.role && d.rank == node.rank) {
+          dead_unfinished.push_back(DescribePeer(node.role, node.rank));
+        }
+      }
+    }
     if (all_done) break;
+    if (!dead_unfinished.empty() &&
+        dead_unfinished.size() ==
+            static_cast<size_t>(std::count(done_.begin(), done_.end(), false))) {
+      return absl::UnavailableError(absl::StrCat(
+          "server ", options_.rank, ": every worker that had not finished stopped sending "
+          "heartbeats (", absl::StrJoin(dead_unfinished, ", "), "); the job cannot complete"));
+    }
     STRATA_RETURN_IF_ERROR(ServeOnce(absl::Milliseconds(200)));
     const absl::Time now = absl::Now();
     if (coordinator_ != nullptr) {
-      for (int worker : coordinator_->CheckLiveness(now)) {
-        FailPendingPulls(absl::UnavailableError(absl::StrCat(
-            "worker ", worker, " stopped sending heartbeats; iteration cannot complete")));
-      }
+      for (const Peer& dead : coordinator_->CheckLiveness(now)) OnNodeDead(dead);
     }
-    if (coordinator_link_ != nullptr && now >= next_heartbeat) {
-      OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      beat.header().setJobId(options_.job_id);
-      beat.header().setSenderRole(wire::Role::SERVER);
-      beat.header().setSenderRank(options_.rank);
-      (void)coordinator_link_->Send(beat);
-      next_heartbeat = now + options_.heartbeat_every;
-      // Drain the coordinator's replies (the cluster map).
-      while (coordinator_link_->ReceiveNow().ok()) {
+    if (coordinator_link_ != nullptr) {
+      ServeCoordinatorLink();
+      if (now >= next_heartbeat) {
+        OutgoingMessage beat(wire::Kind::HEARTBEAT);
+  FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank);
+        (void)coordinator_link_->Send(beat);
+        next_heartbeat = now + options_.heartbeat_every;
       }
     }
   }

@@ -3,10 +3,19 @@
 // its ParameterStore shard, answers init/push/pull/clock/done/shutdown
 // requests, checkpoints its shard, and on rank 0 also runs the Coordinator.
 //
-// Every request is checked before it touches state (job id, sender rank,
-// slices against the partition plan, frame sizes); a bad one gets an error
-// reply naming the problem and a log line, and the server keeps serving.
-// A request is applied whole or not at all.
+// Every connection registers first with a HELLO carrying the job token and
+// the job's identity (core/net/admission.h); requests from a connection
+// that did not, or that claim another sender, are refused, and each role
+// may send only its own kinds (SHUTDOWN: a launcher or tool). Every request
+// is checked before it touches state (sender rank, slices against the
+// partition plan, frame sizes); a bad one gets an error reply naming the
+// problem and a log line, and the server keeps serving. A request is
+// applied whole or not at all.
+//
+// A node the coordinator declares dead fails every pull waiting for it,
+// naming it, on every server; under ASP the servers then stop waiting for
+// its DONE. A server whose unfinished workers are all dead exits with an
+// error instead of waiting for ever.
 //
 //   auto node = ServerNode::Create(options);   // binds, restores, registers
 //   STRATA_RETURN_IF_ERROR((*node)->Run());   // until every worker is done
@@ -21,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/model/job_config.h"
+#include "core/net/admission.h"
 #include "core/net/partition_plan.h"
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
@@ -49,6 +59,8 @@ struct ServerOptions {
   // pushes them (core/model/server_keys.h).
   std::string mode = "ps";
   uint64_t job_id = 1;
+  // The job token every connection must present ("" = an open cluster).
+  std::string job_token;
   Consistency consistency = Consistency::kBsp;
   int staleness = 0;
   int64_t chunk_elements = kDefaultChunkElements;
@@ -85,7 +97,13 @@ class ServerNode {
   absl::Status Register();
   void HandleRaw(RawMessage raw);
   absl::Status Handle(const IncomingMessage& message);
-  absl::Status CheckSender(const IncomingMessage& message) const;
+  absl::Status HandleHello(const IncomingMessage& message);
+  // Whether `peer` may send `kind` (on `identity`).
+  absl::Status CheckAllowed(const Peer& peer, wire::Kind kind, const std::string& identity) const;
+  // What a node declared dead means here (see above).
+  void OnNodeDead(const Peer& dead);
+  // Reads what the coordinator sends a server of rank > 0.
+  void ServeCoordinatorLink();
   absl::Status CheckRejoined(int worker, int64_t iteration);
   // The chunks a request names, checked against the plan, and where their
   // floats lie (slots named and checked, or data frames when `with_frames`).
@@ -115,6 +133,7 @@ class ServerNode {
   ServerOptions options_;
   zmq::context_t context_{2};  // two I/O threads: one per busy connection on 2 cores
   std::unique_ptr<Socket> socket_;
+  Admission admission_;
   std::unique_ptr<LaneHub> lanes_;            // null when lanes are unavailable here
   std::unique_ptr<Socket> coordinator_link_;  // ranks > 0
   std::unique_ptr<Coordinator> coordinator_;  // rank 0
@@ -123,6 +142,7 @@ class ServerNode {
   std::deque<PendingPull> pending_;
   SharedMemoryPeers shared_memory_;
   std::vector<bool> done_;
+  std::vector<Peer> dead_;  // workers the coordinator declared dead
   // After --restore, a worker must pull the current values (iteration -1)
   // before it may push or pull by iteration again: its own state is ahead
   // of the restored shard.

@@ -2,6 +2,7 @@
 //
 //   strata_server --rank 0 --coordinator tcp://HOST:PORT --config job.json
 //       [--servers S] [--workers N] [--consistency bsp|ssp|asp] [--staleness s]
+//       [--job-token-file FILE]
 //       [--checkpoint shard.ckpt --checkpoint-every K [--restore]]
 //
 // Rank 0 binds the coordinator address; other ranks bind --bind (default
@@ -18,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "core/model/job_config.h"
 #include "core/ops/cpu/dnnl_runtime.h"
+#include "core/net/admission.h"
 #include "core/status.h"
 #include "core/train/training_flags.h"
 #include "core/util/count_list.h"
@@ -33,6 +35,9 @@ ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0",
 ABSL_FLAG(int32_t, servers, 0, "number of servers (default: cluster.servers)");
 ABSL_FLAG(int32_t, workers, 0, "number of workers (default: cluster.conv_workers)");
 ABSL_FLAG(uint64_t, job_id, 1, "job id every message must carry");
+ABSL_FLAG(std::string, job_token_file, "",
+          "file whose first line is the job token every node must present (mode 600); default: "
+          "$STRATA_JOB_TOKEN, or none (an open cluster, with a warning)");
 ABSL_FLAG(std::string, mode, "ps", "ps (every parameter) or stanza (the conv trunk's only)");
 ABSL_FLAG(int32_t, fc_workers, -1, "stanza: FC workers (default: cluster.fc_workers)");
 ABSL_FLAG(std::string, consistency, "bsp", "bsp, ssp or asp");
@@ -76,6 +81,7 @@ absl::Status Run() {
   o.workers = absl::GetFlag(FLAGS_workers) > 0 ? absl::GetFlag(FLAGS_workers)
                                                : static_cast<int>(o.config.cluster.conv_workers);
   o.job_id = absl::GetFlag(FLAGS_job_id);
+  STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));

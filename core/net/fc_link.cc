@@ -11,6 +11,11 @@ absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& opt
   std::unique_ptr<FcLink> link(new FcLink(options));
   STRATA_ASSIGN_OR_RETURN(link->socket_, Socket::Connect(link->context_, SocketKind::kDealer,
                                                          options.address, options.limits));
+  STRATA_RETURN_IF_ERROR(Introduce(*link->socket_, link->credentials(), wire::Role::CONV_WORKER,
+                                   options.conv_rank,
+                                   absl::StrCat("fc worker ", options.fc_rank, " (",
+                                                options.address, ")"),
+                                   options.timeout));
   return link;
 }
 
@@ -42,6 +47,7 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
   // Resends back off exponentially: a slow FC worker is not flooded.
   absl::Duration resend_wait = options_.resend_after;
   absl::Time resend_at = absl::Now() + resend_wait;
+  int hellos = 0;  // HELLOs said again for this exchange
   while (true) {
     const absl::Time now = absl::Now();
     if (now >= deadline) {
@@ -62,6 +68,15 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
     STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
     const auto h = reply.header();
     if (h.getRequestId() != current_request_) continue;  // an answer to an older request
+    if (IsNotRegistered(h) && hellos < 3) {
+      // A renewed connection: register it again, then resend.
+      ++hellos;
+      OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), credentials(), wire::Role::CONV_WORKER, options_.conv_rank);
+      STRATA_RETURN_IF_ERROR(socket_->Send(hello));
+      STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
+      continue;
+    }
     if (h.getKind() == wire::Kind::ERROR) {
       return WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused our activations"));
     }

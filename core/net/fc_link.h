@@ -1,6 +1,7 @@
 // FcLink: a conv worker's connection to its FC worker in stanza mode.
 //
-// Exchange() sends one iteration's boundary activations (zero-copy) and
+// Connect() says HELLO to the FC worker (core/net/admission.h) and fails
+// with its refusal. Exchange() sends one iteration's boundary activations (zero-copy) and
 // labels, and returns the gradient of the loss with respect to those
 // activations. It runs on the calling thread, resends the request if no
 // answer comes within `resend_after`, then after twice that, and so on (the
@@ -16,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/net/admission.h"
 #include "core/net/transport.h"
 
 namespace strata {
@@ -25,6 +27,8 @@ struct FcLinkOptions {
   int fc_rank = 0;
   int conv_rank = 0;
   uint64_t job_id = 1;
+  std::string job_token;     // "" = an open cluster
+  std::string job_identity;  // core/model/job_identity.h
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration resend_after = absl::Seconds(5);
   WireLimits limits;
@@ -41,6 +45,9 @@ class FcLink {
 
  private:
   explicit FcLink(const FcLinkOptions& options) : options_(options) {}
+  JobCredentials credentials() const {
+    return {options_.job_id, options_.job_token, options_.job_identity};
+  }
   absl::Status Send(int64_t iteration, const Tensor& activations, const Tensor& labels);
 
   FcLinkOptions options_;

@@ -170,4 +170,13 @@ absl::StatusOr<std::unique_ptr<LaneSocket>> LaneListener::Accept() {
   return std::unique_ptr<LaneSocket>(new LaneSocket(fd));
 }
 
+absl::StatusOr<uid_t> LaneSocket::PeerUid() const {
+  struct ucred cred;
+  socklen_t length = sizeof(cred);
+  if (::getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) {
+    return absl::InternalError(absl::StrCat("cannot read a lane's peer: ", std::strerror(errno)));
+  }
+  return cred.uid;
+}
+
 }  // namespace strata

@@ -20,6 +20,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <sys/types.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +47,8 @@ class LaneSocket {
   LaneSocket& operator=(const LaneSocket&) = delete;
 
   int fd() const { return fd_; }
+  // The user id of the process at the other end (SO_PEERCRED).
+  absl::StatusOr<uid_t> PeerUid() const;
 
   // Sends a header-only message without blocking; returns the bytes sent.
   // InvalidArgument for a message with data frames or over
@@ -85,6 +89,8 @@ class LaneListener {
 
   const std::string& address() const { return address_; }
   int fd() const { return fd_; }
+  // The user id of the process at the other end (SO_PEERCRED).
+  absl::StatusOr<uid_t> PeerUid() const;
   // A connection that is waiting to be accepted, or nullptr when none is.
   absl::StatusOr<std::unique_ptr<LaneSocket>> Accept();
 

@@ -9,7 +9,8 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("strata::wire");
 
-const protocolMajor :UInt16 = 1;
+# Major 2: every connection registers with a hello before anything else.
+const protocolMajor :UInt16 = 2;
 const protocolMinor :UInt16 = 0;
 
 enum Kind {
@@ -35,6 +36,11 @@ enum Kind {
   expertBlock @19;    # FC worker -> FC worker: an MoE expert-group block (no reply)
   shmAttach @20;      # worker -> server on the same host: share a memory region (shm* fields)
   shmAttachAck @21;   # its answer; errorCode/errorMessage set when the server refuses
+  hello @22;          # node -> server, FC worker or expert exchange: the first message of every
+                      # connection (socket or lane), binding it to (jobId, senderRole, senderRank);
+                      # carries jobToken and jobIdentity (core/net/admission.h)
+  helloAck @23;       # its answer; errorCode/errorMessage set when refused
+  nodeDead @24;       # coordinator -> servers: nodes[0] stopped sending heartbeats
 }
 
 enum Role {
@@ -97,4 +103,6 @@ struct Header {
   shmHost @23 :Text;          # shmAttach: the sender's host and network namespace
   shmSlots @24 :List(UInt32); # push/init/pull, pullReply: per slice, the slot that holds its
                               # floats instead of a data frame (empty: frames)
+  jobToken @25 :Text;         # hello: the job's secret ("" in an open cluster)
+  jobIdentity @26 :Text;      # hello: the job config's identity fields (core/model/job_identity.h)
 }

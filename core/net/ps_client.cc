@@ -6,9 +6,17 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/membership.h"
 #include "core/status.h"
 
 namespace strata {
+namespace {
+
+// A request refused for an unregistered connection is sent again behind a
+// new HELLO this many times at most.
+constexpr int kMaxHellosPerRequest = 3;
+
+}  // namespace
 
 PsClient::PsClient(const PsClientOptions& options) : options_(options) {}
 
@@ -53,6 +61,7 @@ void PsClient::OpenLane(int server, bool reopening) {
     o.server_name = ServerName(server);
     o.lane_address = server_lane_addresses_[server];
     o.sender = sender();
+    o.credentials = credentials();
     o.slots = options_.shm_slots;
     o.slot_bytes = options_.shm_slot_bytes;
     o.attach_timeout = std::min(options_.timeout, absl::Seconds(10));
@@ -91,17 +100,7 @@ absl::Status PsClient::Bootstrap() {
                                                         options_.coordinator, options_.limits));
   const absl::Time deadline = absl::Now() + options_.timeout;
   while (true) {
-    OutgoingMessage m(wire::Kind::REGISTER);
-    auto h = m.header();
-    h.setJobId(options_.job_id);
-    h.setSenderRole(options_.role);
-    h.setSenderRank(options_.rank);
-    auto nodes = h.initNodes(1);
-    nodes[0].setRole(options_.role);
-    nodes[0].setRank(options_.rank);
-    nodes[0].setAddress(options_.serving_address);
-    nodes[0].setPeerAddress(options_.peer_address);
-    STRATA_RETURN_IF_ERROR(coordinator_->Send(m));
+    STRATA_RETURN_IF_ERROR(SendRegistration());
     // The map comes once every node has registered; re-register every few
     // seconds in case the coordinator restarted meanwhile.
     const absl::Time retry = std::min(deadline, absl::Now() + absl::Seconds(5));
@@ -110,7 +109,7 @@ absl::Status PsClient::Bootstrap() {
       if (!raw.ok()) break;
       STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
       const auto r = reply.header();
-      if (r.getKind() == wire::Kind::ERROR) {
+      if (r.getKind() == wire::Kind::ERROR || r.getErrorCode() != 0) {
         return WithContext(ErrorFromHeader(r), absl::StrCat("coordinator ", options_.coordinator,
                                                             " refused to register us"));
       }
@@ -142,9 +141,11 @@ absl::Status PsClient::Bootstrap() {
                        " (is strata_server --rank 0 running there, and have all nodes started?)"));
     }
   }
-  for (const std::string& address : server_addresses_) {
-    STRATA_ASSIGN_OR_RETURN(
-        auto s, Socket::Connect(context_, SocketKind::kDealer, address, options_.limits));
+  for (size_t server = 0; server < server_addresses_.size(); ++server) {
+    STRATA_ASSIGN_OR_RETURN(auto s, Socket::Connect(context_, SocketKind::kDealer,
+                                                    server_addresses_[server], options_.limits));
+    STRATA_RETURN_IF_ERROR(Introduce(*s, credentials(), options_.role, rank_,
+                                     ServerName(static_cast<int>(server)), options_.timeout));
     servers_.push_back(std::move(s));
   }
   for (size_t s = 0; s < servers_.size(); ++s) {
@@ -176,6 +177,28 @@ absl::Status PsClient::Bootstrap() {
   for (int server = 0; server < num_servers(); ++server) OpenLane(server, /*reopening=*/false);
   io_thread_ = std::thread([this] { IoLoop(); });
   return absl::OkStatus();
+}
+
+absl::Status PsClient::SendRegistration() {
+  last_registration_ = absl::Now();
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), credentials(), options_.role, rank_ >= 0 ? rank_ : options_.rank);
+  STRATA_RETURN_IF_ERROR(coordinator_->Send(hello));
+  NodeDescription self{options_.role, rank_ >= 0 ? rank_ : options_.rank, options_.serving_address,
+                       options_.peer_address};
+  OutgoingMessage m(wire::Kind::REGISTER);
+  FillRegister(m.header(), options_.job_id, self);
+  return coordinator_->Send(m);
+}
+
+void PsClient::SayHello(int server) {
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), credentials(), options_.role, rank_);
+  absl::Status s = servers_[server]->Send(hello);
+  if (!s.ok()) {
+    std::fprintf(stderr, "[worker %d] cannot say hello to %s: %s\n", rank_,
+                 ServerName(server).c_str(), std::string(s.message()).c_str());
+  }
 }
 
 absl::Status PsClient::SetPlan(PartitionPlan plan) {
@@ -409,6 +432,14 @@ void PsClient::HandleReply(int server, RawMessage raw) {
   }
   auto it = inflight_.find(message->header().getRequestId());
   if (it == inflight_.end()) return;  // a reply to a resent request, already answered
+  if (IsNotRegistered(message->header()) && it->second.hellos < kMaxHellosPerRequest) {
+    // The request overtook the HELLO of a renewed connection: say it, and
+    // send the request again behind it.
+    it->second.hellos++;
+    SayHello(server);
+    SendRequest(it->second);
+    return;
+  }
   PsRequest r = std::move(it->second);
   inflight_.erase(it);
   const ReplyOutcome outcome = ApplyReply(*message, r, /*region=*/nullptr, ServerName(server));
@@ -429,6 +460,7 @@ void PsClient::HandleConnectionEvents(int server) {
       // come back through Enqueue; a new lane is opened (a restarted server
       // listens at the same lane address).
       disconnected_[server] = false;
+      SayHello(server);
       OpenLane(server, /*reopening=*/true);
       int resent = 0;
       for (auto& [request_id, r] : inflight_) {
@@ -482,7 +514,19 @@ void PsClient::IoLoop() {
       inflight_.emplace(id, std::move(r));
     }
     if (items[1].revents & ZMQ_POLLIN) {
-      while (coordinator_->ReceiveNow().ok()) {
+      bool forgotten = false;
+      while (true) {
+        absl::StatusOr<RawMessage> raw = coordinator_->ReceiveNow();
+        if (!raw.ok()) break;
+        absl::StatusOr<IncomingMessage> m = Decode(*std::move(raw), options_.limits);
+        forgotten = forgotten || (m.ok() && IsNotRegistered(m->header()));
+      }
+      // A restarted coordinator refuses our heartbeats: register again (at
+      // most once a heartbeat period).
+      if (forgotten && absl::Now() - last_registration_ >= options_.heartbeat_every) {
+        std::fprintf(stderr, "[worker %d] registering again with the coordinator %s\n", rank_,
+                     options_.coordinator.c_str());
+        (void)SendRegistration();
       }
     }
     for (size_t s = 0; s < servers_.size(); ++s) {
@@ -507,9 +551,7 @@ void PsClient::IoLoop() {
     const absl::Time now = absl::Now();
     if (now >= next_heartbeat) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      beat.header().setJobId(options_.job_id);
-      beat.header().setSenderRole(options_.role);
-      beat.header().setSenderRank(rank_);
+  FillHeartbeat(beat.header(), options_.job_id, options_.role, rank_);
       (void)coordinator_->Send(beat);
       next_heartbeat = now + options_.heartbeat_every;
     }

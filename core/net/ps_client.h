@@ -1,14 +1,20 @@
 // PsClient: a worker's connection to the parameter servers.
 //
 // Connect() registers with the coordinator, receives the cluster map (this
-// worker's rank, every server's address) and connects to every server.
+// worker's rank, every server's address) and connects to every server,
+// saying HELLO on every connection with the job token and identity
+// (core/net/admission.h): a server that refuses us fails Connect with its
+// reason.
 // Push, Pull and Init are asynchronous: they split a tensor into the chunks
 // of the partition plan, queue one request per server, and return a Ticket
 // to Wait() on. A background I/O thread owns every socket; it sends queued
 // requests, matches replies, and sends heartbeats. When the connection to a
 // server drops and comes back (the server restarted), the requests still
-// waiting on it are sent again: the restarted server answers them, and
-// pushes are de-duplicated by (worker, iteration). A server that stays
+// waiting on it are sent again, after a new HELLO: the restarted server
+// answers them, and pushes are de-duplicated by (worker, iteration). A
+// request refused because its connection is not registered (a renewed
+// connection it overtook) is sent again behind a HELLO too, and a
+// coordinator that has forgotten us is registered with again. A server that stays
 // connected is never sent a request twice over the socket, however slow
 // the network: a resent push would double the traffic of a link that is
 // the bottleneck. (Requests in flight on a lane that closes do go again,
@@ -51,6 +57,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/net/admission.h"
 #include "core/net/partition_plan.h"
 #include "core/net/ps_request.h"
 #include "core/net/shared_memory_lane.h"
@@ -65,6 +72,8 @@ struct PsClientOptions {
   std::string serving_address;  // FC workers: where conv workers reach them
   std::string peer_address;     // FC workers: where the other FC workers reach them
   uint64_t job_id = 1;
+  std::string job_token;     // "" = an open cluster
+  std::string job_identity;  // core/model/job_identity.h; "" in the plain key-value mode
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration heartbeat_every = absl::Seconds(1);
   WireLimits limits;
@@ -131,6 +140,14 @@ class PsClient {
   std::shared_ptr<SharedMemoryLane> lane(int server) const;
   std::vector<std::shared_ptr<SharedMemoryLane>> all_lanes() const;
   RequestSender sender() const { return {options_.job_id, options_.role, rank_}; }
+  JobCredentials credentials() const {
+    return {options_.job_id, options_.job_token, options_.job_identity};
+  }
+  // HELLO and REGISTER on the coordinator connection (the I/O thread's
+  // after Connect).
+  absl::Status SendRegistration();
+  // HELLO on server `server`'s socket (the I/O thread's after Connect).
+  void SayHello(int server);
   // Sends each request on its server's lane if it can, the rest over the
   // socket; each request's operation has its parts added already.
   void Dispatch(std::vector<PsRequest> requests);
@@ -178,6 +195,7 @@ class PsClient {
   std::vector<std::unique_ptr<zmq::socket_t>> monitors_;
   std::vector<bool> disconnected_;
   std::atomic<int64_t> last_reply_unix_ns_{0};  // any server's, read by waiting callers
+  absl::Time last_registration_;                // I/O thread: the coordinator's last REGISTER
 
   absl::Mutex queue_mu_;
   std::deque<PsRequest> queue_ ABSL_GUARDED_BY(queue_mu_);

@@ -80,6 +80,7 @@ struct PsRequest {
   Tensor tensor;  // push/init source or pull destination (whole parameter)
   Ticket op;
   int64_t slot = -1;  // the shared memory slot carrying its floats, or -1: frames
+  int hellos = 0;     // times sent again behind a HELLO (a renewed connection)
 };
 
 // Who sends: stamped on every request.

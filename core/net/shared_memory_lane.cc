@@ -41,6 +41,10 @@ absl::StatusOr<std::unique_ptr<SharedMemoryLane>> SharedMemoryLane::Open(
 }
 
 absl::Status SharedMemoryLane::Attach() {
+  // The lane is a connection of its own: it registers before the offer.
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), options_.credentials, options_.sender.role, options_.sender.rank);
+  STRATA_RETURN_IF_ERROR(socket_->Send(hello).status());
   OutgoingMessage offer(wire::Kind::SHM_ATTACH);
   auto h = offer.header();
   h.setJobId(options_.sender.job_id);

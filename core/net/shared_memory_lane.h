@@ -42,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/net/admission.h"
 #include "core/net/lane_socket.h"
 #include "core/net/ps_request.h"
 #include "core/net/shm_region.h"
@@ -53,6 +54,7 @@ struct SharedMemoryLaneOptions {
   std::string server_name;   // "server 0 (tcp://...)" in log lines and errors
   std::string lane_address;  // the server's LaneListener address
   RequestSender sender;
+  JobCredentials credentials;  // presented in the lane's HELLO
   uint32_t slots = 128;
   uint64_t slot_bytes = 0;
   absl::Duration attach_timeout = absl::Seconds(10);
@@ -66,9 +68,9 @@ struct SharedMemoryLaneOptions {
 
 class SharedMemoryLane {
  public:
-  // Connects to the server's lane and has it map a fresh region. Fails,
-  // naming why, when the server is elsewhere or refuses; the caller then
-  // uses the socket only.
+  // Connects to the server's lane, says HELLO on it, and has the server map
+  // a fresh region. Fails, naming why, when the server is elsewhere or
+  // refuses; the caller then uses the socket only.
   static absl::StatusOr<std::unique_ptr<SharedMemoryLane>> Open(SharedMemoryLaneOptions options);
   ~SharedMemoryLane();
 

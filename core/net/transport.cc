@@ -8,7 +8,7 @@
 namespace strata {
 namespace {
 
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::SHM_ATTACH_ACK);
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::NODE_DEAD);
 
 void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 
@@ -60,6 +60,12 @@ const char* KindName(wire::Kind kind) {
       return "shm-attach";
     case wire::Kind::SHM_ATTACH_ACK:
       return "shm-attach-ack";
+    case wire::Kind::HELLO:
+      return "hello";
+    case wire::Kind::HELLO_ACK:
+      return "hello-ack";
+    case wire::Kind::NODE_DEAD:
+      return "node-dead";
   }
   return "unknown";
 }
@@ -88,6 +94,18 @@ void IncomingMessage::CopyFrameTo(size_t i, float* dst) const {
 
 absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits) {
   if (raw.frames.empty()) return absl::InvalidArgumentError("empty message (no header frame)");
+  if (raw.dropped_frames > 0) {
+    uint64_t kept = 0;
+    for (const auto& f : raw.frames) kept += f.size();
+    if (raw.frames.size() + raw.dropped_frames - 1 > limits.max_frames) {
+      return absl::InvalidArgumentError(absl::StrCat("message has ",
+                                                     raw.frames.size() + raw.dropped_frames - 1,
+                                                     " data frames, the limit is ", limits.max_frames));
+    }
+    return absl::ResourceExhaustedError(absl::StrCat("message of ", kept + raw.dropped_bytes,
+                                                     " bytes exceeds the limit of ",
+                                                     limits.max_message_bytes, " bytes"));
+  }
   if (raw.frames.size() - 1 > limits.max_frames) {
     return absl::InvalidArgumentError(absl::StrCat(
         "message has ", raw.frames.size() - 1, " data frames, the limit is ", limits.max_frames));
@@ -169,8 +187,8 @@ Socket::Socket(zmq::context_t& context, SocketKind kind, const WireLimits& limit
   // buffered (the peer is disconnected); smaller oversize messages reach
   // Decode, which refuses them with an error reply.
   socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(2 * limits.max_message_bytes + 4096));
-  socket_.set(zmq::sockopt::sndhwm, 0);
-  socket_.set(zmq::sockopt::rcvhwm, 0);
+  socket_.set(zmq::sockopt::sndhwm, limits.queue_messages);
+  socket_.set(zmq::sockopt::rcvhwm, limits.queue_messages);
   if (kind == SocketKind::kRouter) socket_.set(zmq::sockopt::router_mandatory, 1);
 }
 
@@ -217,17 +235,26 @@ absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity)
   kj::Array<capnp::word> words = message.EncodeHeader();
   auto bytes = words.asBytes();
   uint64_t total = bytes.size();
+  // Non-blocking: ZeroMQ checks the queue when a message's first frame goes
+  // in, and then takes the whole message.
+  constexpr auto kMore = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
+  constexpr auto kLast = zmq::send_flags::dontwait;
+  auto full = [&]() {
+    return absl::UnavailableError(absl::StrCat(
+        "the send queue to ", kind_ == SocketKind::kRouter ? "a peer of " : "", address_,
+        " is full (", limits_.queue_messages, " messages): the peer is not reading"));
+  };
   try {
     const bool has_frames = !message.frames_.empty();
     if (kind_ == SocketKind::kRouter) {
-      socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+      if (!socket_.send(zmq::buffer(identity), kMore)) return full();
     }
-    socket_.send(zmq::buffer(bytes.begin(), bytes.size()),
-                 has_frames ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    if (!socket_.send(zmq::buffer(bytes.begin(), bytes.size()), has_frames ? kMore : kLast)) {
+      return full();
+    }
     for (size_t i = 0; i < message.frames_.size(); ++i) {
       auto& f = message.frames_[i];
-      const auto flags =
-          i + 1 < message.frames_.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      const auto flags = i + 1 < message.frames_.size() ? kMore : kLast;
       if (f.tensor.defined()) {
         // Zero-copy: ZeroMQ calls ReleaseTensorFrame when it no longer needs the bytes.
         auto* hold = new Tensor(f.tensor);
@@ -280,16 +307,23 @@ absl::StatusOr<RawMessage> Socket::ReadMultipart() {
     } catch (const zmq::error_t& e) {
       return absl::UnavailableError(absl::StrCat("receive failed: ", e.what()));
     }
-    total += frame.size();
     const bool more = frame.more();
     if (first && kind_ == SocketKind::kRouter) {
       raw.identity.assign(static_cast<const char*>(frame.data()), frame.size());
+    } else if (raw.dropped_frames > 0 || total + frame.size() > limits_.max_message_bytes ||
+               raw.frames.size() > limits_.max_frames) {
+      // Past a limit: release the rest as it is read (the header frame is
+      // kept, so the sender can be answered).
+      raw.dropped_bytes += frame.size();
+      raw.dropped_frames++;
     } else {
+      total += frame.size();
       raw.frames.push_back(std::move(frame));
     }
     first = false;
     if (!more) break;
   }
+  total += raw.dropped_bytes;
   counters_.bytes_received += total;
   counters_.messages_received++;
   return raw;

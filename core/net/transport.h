@@ -40,10 +40,17 @@ namespace strata {
 struct WireLimits {
   // Largest message (all frames) a receiver accepts; larger ones are refused
   // with an error. ZeroMQ drops single frames above 2x this before they are
-  // buffered whole.
+  // buffered whole (it disconnects the peer); the frames of a multi-frame
+  // message are released as soon as their sum passes the limit, and the
+  // message is refused.
   uint64_t max_message_bytes = uint64_t{1} << 30;
   uint64_t traversal_limit_words = uint64_t{1} << 20;  // 8 MiB of header
   size_t max_frames = 65536;
+  // Messages queued per peer and direction (ZeroMQ's high-water marks). A
+  // full queue never blocks a sender: Send fails at once with Unavailable
+  // and nothing is queued. A receiver that stops reading fills its queue,
+  // then the kernel's buffers, then its senders' queues.
+  int queue_messages = 1024;
 };
 
 // Bytes counted by a socket, for traffic accounting.
@@ -86,6 +93,10 @@ class OutgoingMessage {
 struct RawMessage {
   std::string identity;  // the sender (ROUTER sockets only)
   std::vector<zmq::message_t> frames;
+  // Bytes and frames released unread because the message passed the size or
+  // frame limit (Decode refuses it).
+  uint64_t dropped_bytes = 0;
+  size_t dropped_frames = 0;
 };
 
 // A decoded, structurally checked message.
@@ -132,8 +143,8 @@ class Socket {
 
   const std::string& address() const { return address_; }
   const WireLimits& limits() const { return limits_; }
-  // Sends `message` (to `identity` on a ROUTER). Never blocks for long: a
-  // full send queue fails with Unavailable.
+  // Sends `message` (to `identity` on a ROUTER). Never blocks: a full send
+  // queue fails with Unavailable naming the peer, and nothing is queued.
   absl::Status Send(OutgoingMessage& message, const std::string& identity = "");
   // Waits up to `timeout` for a message; DeadlineExceeded when none came.
   absl::StatusOr<RawMessage> Receive(absl::Duration timeout);

@@ -29,7 +29,10 @@ absl::StatusOr<std::unique_ptr<ZmqExpertExchange>> ZmqExpertExchange::Bind(
 }
 
 ZmqExpertExchange::ZmqExpertExchange(const ExpertExchangeOptions& options)
-    : options_(options), context_(1) {}
+    : options_(options),
+      context_(1),
+      admission_(absl::StrCat(options.peer_name, " ", options.rank, "'s expert exchange"),
+                 JobCredentials{options.job_id, options.job_token, options.job_identity}) {}
 
 ZmqExpertExchange::~ZmqExpertExchange() {
   for (auto& outbox : outboxes_) {
@@ -49,6 +52,10 @@ absl::Status ZmqExpertExchange::Connect(const std::vector<std::string>& addresse
     if (p == rank()) continue;
     STRATA_ASSIGN_OR_RETURN(outboxes_[p], Socket::Connect(context_, SocketKind::kDealer,
                                                           addresses[p], options_.limits));
+    // Blocks follow on the same connection, after the HELLO.
+    OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), admission_.credentials(), wire::Role::FC_WORKER, rank());
+    STRATA_RETURN_IF_ERROR(outboxes_[p]->Send(hello));
   }
   return absl::OkStatus();
 }
@@ -88,14 +95,21 @@ absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
   return outboxes_[to]->Send(m);
 }
 
-absl::StatusOr<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>> ZmqExpertExchange::Unpack(
-    RawMessage raw) const {
+absl::StatusOr<std::optional<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>>>
+ZmqExpertExchange::Unpack(RawMessage raw) {
   STRATA_ASSIGN_OR_RETURN(IncomingMessage m, Decode(std::move(raw), options_.limits));
   const auto h = m.header();
-  if (h.getJobId() != options_.job_id) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown job id ", h.getJobId(),
-                                                   " (this group runs job ", options_.job_id, ")"));
+  if (h.getKind() == wire::Kind::HELLO) {
+    STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Admit(m));
+    if (peer.role != wire::Role::FC_WORKER || peer.rank < 0 || peer.rank >= size() ||
+        peer.rank == rank()) {
+      admission_.Forget(m.identity());
+      return absl::PermissionDeniedError(absl::StrCat(DescribePeer(peer.role, peer.rank),
+                                                      " is not a peer in this group of ", size()));
+    }
+    return std::nullopt;
   }
+  STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
   if (h.getKind() != wire::Kind::EXPERT_BLOCK) {
     return absl::InvalidArgumentError(
         absl::StrCat("an expert exchange does not accept ", KindName(h.getKind()), " messages"));
@@ -144,7 +158,7 @@ absl::StatusOr<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>> ZmqExpertE
     block.rows = Tensor::Empty({rows, shape[1]});
     m.CopyFrameTo(0, block.rows.data());
   }
-  return std::make_pair(Key{sender, tag}, std::move(block));
+  return std::make_optional(std::make_pair(Key{sender, tag}, std::move(block)));
 }
 
 std::string ZmqExpertExchange::Describe(const Key& key) const {
@@ -184,12 +198,14 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
                                                       absl::FormatDuration(options_.timeout),
                                                       " (is it alive and in the same step?)"));
     }
-    absl::StatusOr<std::pair<Key, moe::ExchangeBlock>> got = Unpack(*std::move(raw));
+    absl::StatusOr<std::optional<std::pair<Key, moe::ExchangeBlock>>> got =
+        Unpack(*std::move(raw));
     if (!got.ok()) {
       Refuse("a block", got.status());
       continue;
     }
-    auto& [key, block] = *got;
+    if (!got->has_value()) continue;  // a peer registered
+    auto& [key, block] = **got;
     if (key == wanted) {
       const absl::Status fits = moe::CheckBlock(block, expect);
       if (fits.ok()) return std::move(block);

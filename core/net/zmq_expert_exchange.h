@@ -4,8 +4,11 @@
 // one-way `expertBlock` messages (header: tag, counts, shape [rows, width];
 // one zero-copy data frame of rows).
 //
-// Everything received is checked: the protocol (Decode), the job id, the
-// kind, the sender's rank, the header's counts against its shape and frame,
+// Each DEALER says HELLO first (core/net/admission.h: job id, token,
+// identity); blocks from a connection that did not, or that claim another
+// sender, are refused. Everything received is checked: the protocol
+// (Decode), the kind, the sender's rank, the header's counts against its
+// shape and frame,
 // and finally the receiver's expectation. A bad block is refused with a log
 // line naming the sender and the problem; the wait goes on for the real
 // one. Blocks for another tag wait in a buffer (bounded); blocks for a call
@@ -21,11 +24,13 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/net/admission.h"
 #include "core/net/transport.h"
 #include "moe/expert_exchange.h"
 
@@ -35,6 +40,8 @@ struct ExpertExchangeOptions {
   int rank = 0;
   int size = 1;  // until Connect, which sets it to the number of addresses
   uint64_t job_id = 0;
+  std::string job_token;     // "" = an open cluster
+  std::string job_identity;  // core/model/job_identity.h
   absl::Duration timeout = absl::Seconds(60);  // of silence from the awaited peer
   WireLimits limits;
   std::string peer_name = "FC worker";  // how log lines and errors name a process
@@ -68,8 +75,9 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
  private:
   using Key = std::pair<int, moe::ExchangeTag>;  // sender, tag
   explicit ZmqExpertExchange(const ExpertExchangeOptions& options);
-  // Decodes and checks one message into (sender, tag, block).
-  absl::StatusOr<std::pair<Key, moe::ExchangeBlock>> Unpack(RawMessage raw) const;
+  // Decodes and checks one message into (sender, tag, block). A HELLO is
+  // admitted and yields no block (nullopt).
+  absl::StatusOr<std::optional<std::pair<Key, moe::ExchangeBlock>>> Unpack(RawMessage raw);
   // "slots of layer 0, call 3, chunk 0/1 from FC worker 1" (built only for
   // log lines and errors, never on the way of a good block).
   std::string Describe(const Key& key) const;
@@ -78,6 +86,7 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
   ExpertExchangeOptions options_;
   zmq::context_t context_;
   std::unique_ptr<Socket> inbox_;                  // ROUTER
+  Admission admission_;                            // who may send to the inbox
   std::vector<std::unique_ptr<Socket>> outboxes_;  // DEALER per peer; null for ourselves
   std::map<Key, moe::ExchangeBlock> early_;        // arrived before they were awaited
   std::map<int32_t, int64_t> current_call_;        // per layer: blocks of earlier calls are stale

@@ -1,5 +1,8 @@
 // Partition plan and wire decoding (every malformed-message case).
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
 
 #include "core/net/partition_plan.h"
 #include "core/net/transport.h"
@@ -95,7 +98,7 @@ TEST_F(WireTest, WrongProtocolVersion) {
   auto r = RoundTrip({m.SerializedHeaderForTest()});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.status().message(),
-            "peer speaks protocol version 9.0, this node speaks 1.0 (major versions must match)");
+            "peer speaks protocol version 9.0, this node speaks 2.0 (major versions must match)");
 }
 
 TEST_F(WireTest, FrameCountAndSizeMustMatchTheHeader) {
@@ -115,6 +118,55 @@ TEST_F(WireTest, OverTheSizeLimit) {
   auto r = RoundTrip({m.SerializedHeaderForTest(), std::string(100000, 'x')});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(r.status().message().find("exceeds the limit of 65536 bytes"), std::string::npos);
+}
+
+// A multi-frame message over the size limit whose frames are each small
+// enough for ZeroMQ to deliver: the frames past the limit are released as
+// they are read, and Decode refuses the message.
+TEST_F(WireTest, AMultiFrameMessageOverTheLimitIsReleasedAsItIsRead) {
+  OutgoingMessage m(wire::Kind::PUSH);
+  for (int i = 0; i < 4; ++i) m.AddFrame(std::string(30000, 'x'));
+  ASSERT_TRUE(client_->Send(m).ok());
+  auto raw = server_->Receive(absl::Seconds(5));
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ(raw->frames.size(), 3u);  // the header and the two frames within 65536 bytes
+  EXPECT_EQ(raw->dropped_frames, 2u);
+  EXPECT_EQ(raw->dropped_bytes, 60000u);
+  auto r = Decode(*std::move(raw), server_->limits());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("bytes exceeds the limit of 65536 bytes"), std::string::npos)
+      << r.status();
+}
+
+// Queues are bounded: a peer that stops reading makes Send fail at once,
+// naming the peer, instead of blocking or buffering without end.
+TEST(SocketQueueTest, ASendToAPeerThatDoesNotReadFailsOnceTheQueueIsFull) {
+  zmq::context_t context(1);
+  WireLimits limits;
+  limits.queue_messages = 4;
+  const std::string address =
+      absl::StrCat("ipc://", ::testing::TempDir(), "/queue_", ::getpid());
+  auto server = Socket::Bind(context, SocketKind::kRouter, address, limits);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = Socket::Connect(context, SocketKind::kDealer, address, limits);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::Status failed;
+  int sent = 0;
+  const Tensor payload = Tensor::Zeros({1 << 18});  // 1 MiB
+  while (sent < 1000) {
+    OutgoingMessage m(wire::Kind::PUSH);
+    m.AddFrame(payload);
+    failed = (*client)->Send(m);
+    if (!failed.ok()) break;
+    ++sent;
+    absl::SleepFor(absl::Milliseconds(2));  // let ZeroMQ move what it can
+  }
+  EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(failed.message(), "the send queue to " + address +
+                                  " is full (4 messages): the peer is not reading");
+  // Both queues and the kernel's socket buffers: a few dozen megabytes at most.
+  EXPECT_LT(sent, 64);
+  EXPECT_GE(sent, 4);
 }
 
 }  // namespace

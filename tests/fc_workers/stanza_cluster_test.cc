@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/net/admission.h"
 #include "core/net/transport.h"
 #include "tests/support/cluster_fixture.h"
 
@@ -106,13 +107,21 @@ TEST_F(StanzaTest, BatchNormStatisticsMatchSingleAndPsWithOneConvWorker) {
   EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza.ckpt"), 1e-5f);
 }
 
-// Sends one ACTIVATIONS message and returns the error text of the reply.
+// Sends one ACTIVATIONS message (after a HELLO as conv worker `sender` of
+// the default job run for 300 steps, when `hello`) and returns the error
+// text of the refusal.
 std::string SendActivations(const std::string& address, int sender, int64_t iteration,
                             const std::vector<int64_t>& shape, size_t act_bytes,
-                            size_t label_bytes) {
+                            size_t label_bytes, bool hello = true) {
   zmq::context_t context(1);
   auto socket = Socket::Connect(context, SocketKind::kDealer, address);
   if (!socket.ok()) return "<no socket>";
+  if (hello) {
+    const absl::Status said =
+        Introduce(**socket, JobCredentials{1, "", testing::DefaultJobIdentity(300)},
+                  wire::Role::CONV_WORKER, sender, "fc", absl::Seconds(10));
+    if (!said.ok()) return std::string(said.message());
+  }
   OutgoingMessage m(wire::Kind::ACTIVATIONS);
   auto h = m.header();
   h.setJobId(1);
@@ -142,15 +151,20 @@ TEST_F(StanzaTest, BadActivationsGetErrorsAndTheOthersKeepTraining) {
   EXPECT_EQ(SendActivations(fc_address_, 1, 0, {16, 7, 7, 64}, good / 2, 64)
                 .find("activations of shape [16, 7, 7, 64], expected [32, 7, 7, 64]"),
             0u);
+  // A conv worker this FC worker does not serve, and a connection that
+  // never said hello.
   EXPECT_EQ(SendActivations(fc_address_, 5, 0, {32, 7, 7, 64}, good, 128),
-            "activations from conv worker 5, which is not served by FC worker 0");
+            "fc refused us: worker 5 is not a conv worker served by fc worker 0");
+  EXPECT_EQ(SendActivations(fc_address_, 0, 0, {32, 7, 7, 64}, good, 128, /*hello=*/false),
+            "activations from a connection that never said hello to fc worker 0 (every "
+            "connection registers first)");
   EXPECT_EQ(SendActivations(fc_address_, 0, 0, {32, 7, 7, 64}, good, 100),
             "activations of shape [32, 7, 7, 64] need 2 frames of 401408 and 128 bytes "
             "(activations, int32 labels)");
   for (auto& c : conv_) EXPECT_EQ(c->Wait(), 0) << c->log();
   EXPECT_EQ(fc_->Wait(), 0) << fc_->log();
   EXPECT_EQ(server_->Wait(), 0) << server_->log();
-  EXPECT_NE(fc_->log().find("finished (4 requests refused)"), std::string::npos) << fc_->log();
+  EXPECT_NE(fc_->log().find("finished (5 requests refused)"), std::string::npos) << fc_->log();
 }
 
 TEST_F(StanzaTest, ADeadFcWorkerStopsItsConvWorkersWithAClearError) {

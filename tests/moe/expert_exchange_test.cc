@@ -1,6 +1,7 @@
 // The ZeroMQ expert exchange refuses bad blocks from a raw ZeroMQ client
-// posing as a peer — garbage, wrong job or sender, frames that disagree
-// with the header, slots of the wrong size or width — names the problem,
+// posing as a peer — blocks before a HELLO, HELLOs for another job or from
+// a non-peer, garbage, wrong job or sender, frames that disagree with the
+// header, slots of the wrong size or width — names the problem,
 // and still returns the good block; blocks from the real peer that arrive
 // early wait for their turn; a silent peer times out with
 // an error naming it.
@@ -66,6 +67,7 @@ class ExpertExchangeTest : public ::testing::Test {
     OutgoingMessage m(wire::Kind::EXPERT_BLOCK);
     auto h = m.header();
     h.setJobId(job);
+    h.setSenderRole(wire::Role::FC_WORKER);
     h.setSenderRank(sender);
     auto t = h.initExchangeTag();
     t.setCall(tag.call);
@@ -81,6 +83,12 @@ class ExpertExchangeTest : public ::testing::Test {
     ASSERT_TRUE(intruder_->Send(m).ok());
   }
 
+  void SendHello(uint64_t job, int sender) {
+    OutgoingMessage m(wire::Kind::HELLO);
+    FillHello(m.header(), JobCredentials{job, "", ""}, wire::Role::FC_WORKER, sender);
+    ASSERT_TRUE(intruder_->Send(m).ok());
+  }
+
   zmq::context_t context_{1};
   std::unique_ptr<ZmqExpertExchange> a_, b_;
   std::unique_ptr<Socket> intruder_;
@@ -92,6 +100,10 @@ TEST_F(ExpertExchangeTest, BadBlocksAreRefusedAndTheHonestBlockStillArrives) {
   // Garbage, then well-formed messages that are wrong in one way each.
   zmq::message_t junk(std::string("not a header"));
   ASSERT_TRUE(intruder_->raw().send(junk, zmq::send_flags::none));
+  SendRaw(kJob, 1, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);  // before any HELLO
+  SendHello(99, 1);                                          // another job
+  SendHello(kJob, 5);                                        // not a peer
+  SendHello(kJob, 1);                                        // admitted (an open group)
   SendRaw(99, 1, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);    // unknown job
   SendRaw(kJob, 5, tag, {1, 1}, 2, kWidth, 2 * kWidth * 4);  // not a peer
   SendRaw(kJob, 1, tag, {1, 1}, 2, kWidth, 3 * kWidth * 4);  // frame too long
@@ -107,7 +119,7 @@ TEST_F(ExpertExchangeTest, BadBlocksAreRefusedAndTheHonestBlockStillArrives) {
   EXPECT_EQ(got->counts, (std::vector<int64_t>{2, 1}));
   ASSERT_EQ(got->rows.dim(0), 3);
   for (float v : got->rows.ToVector()) ASSERT_EQ(v, 0.0f);
-  EXPECT_EQ(a_->refused(), 9u);  // every bad message, none waiting as "early"
+  EXPECT_EQ(a_->refused(), 12u);  // every bad message, none waiting as "early"
 }
 
 TEST_F(ExpertExchangeTest, BlocksThatArriveEarlyWaitForTheirTurn) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/net/admission.h"
 #include "core/net/lane_socket.h"
 #include "core/net/shm_region.h"
 #include "core/net/transport.h"
@@ -75,27 +77,128 @@ int64_t MaxPullLead(const std::string& output) {
   return std::stoll(output.substr(at + 14));
 }
 
-TEST_F(PsClusterTest, SspKeepsEveryWorkerWithinTheStalenessBound) {
-  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
-                                " --mode ps --consistency ssp --staleness 1 --servers 1 "
-                                "--conv-workers 2 --max-steps 60 --evaluate=false");
-  ASSERT_EQ(code, 0) << out;
-  EXPECT_NE(out.find("worker clocks [60 60]"), std::string::npos) << out;
-  const int64_t lead = MaxPullLead(out);
-  EXPECT_GE(lead, 0) << out;
-  EXPECT_LE(lead, 1) << out;
+// A cluster started by hand: `servers` servers and two conv workers on tcp,
+// with the servers' `flags`; worker 1 can be stalled or killed mid-run.
+class HandStartedCluster {
+ public:
+  HandStartedCluster(const std::string& dir, int servers, const std::vector<std::string>& flags,
+                     int max_steps, double worker_timeout = 60) {
+    auto server_argv = [&](int rank, const std::string& coordinator) {
+      std::vector<std::string> argv = {kBin + "strata_server", "--rank", std::to_string(rank),
+                                       "--coordinator", coordinator, "--config", kConfig,
+                                       "--servers", std::to_string(servers), "--workers", "2",
+                                       "--max-steps", std::to_string(max_steps)};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      return argv;
+    };
+    servers_.push_back(
+        std::make_unique<Process>(server_argv(0, "tcp://127.0.0.1:0"), dir + "/server0.log"));
+    coordinator_ = testing::AddressIn(servers_[0]->WaitFor(" on tcp://"));
+    for (int r = 1; r < servers; ++r) {
+      servers_.push_back(std::make_unique<Process>(server_argv(r, coordinator_),
+                                                   dir + "/server" + std::to_string(r) + ".log"));
+    }
+    for (int w = 0; w < 2; ++w) {
+      workers_.push_back(std::make_unique<Process>(
+          std::vector<std::string>{kBin + "strata_conv_worker", "--mode", "ps", "--coordinator",
+                                   coordinator_, "--config", kConfig, "--rank", std::to_string(w),
+                                   "--threads", "1", "--max-steps", std::to_string(max_steps),
+                                   "--timeout", std::to_string(worker_timeout), "--evaluate=false",
+                                   "--progress=false"},
+          dir + "/worker" + std::to_string(w) + ".log"));
+    }
+    // Training is under way once every server shares memory with worker 1.
+    for (int r = 0; r < servers; ++r) {
+      started_ = started_ &&
+                 !servers_[r]->WaitFor("shares memory with worker 1").empty();
+    }
+    usleep(300000);
+  }
+
+  bool started() const { return started_ && !coordinator_.empty(); }
+  Process& server(int r) { return *servers_[r]; }
+  Process& worker(int w) { return *workers_[w]; }
+
+ private:
+  std::string coordinator_;
+  bool started_ = true;
+  std::vector<std::unique_ptr<Process>> servers_, workers_;
+};
+
+// SSP with s = 2: while worker 1 is stalled, worker 0 runs exactly 2
+// iterations ahead and waits there. Under BSP the lead would stay 0, under
+// ASP it would grow with the stall, under a bound of s + 1 it would be 3.
+TEST_F(PsClusterTest, SspLetsAWorkerRunExactlySIterationsAheadOfAStalledOne) {
+  HandStartedCluster cluster(dir_, 2, {"--consistency", "ssp", "--staleness", "2"}, 300);
+  ASSERT_TRUE(cluster.started()) << cluster.server(0).log();
+  cluster.worker(1).Pause();
+  usleep(1500000);
+  cluster.worker(1).Resume();
+  for (int w = 0; w < 2; ++w) ASSERT_EQ(cluster.worker(w).Wait(), 0) << cluster.worker(w).log();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cluster.server(r).Wait(), 0) << cluster.server(r).log();
+    const std::string log = cluster.server(r).log();
+    EXPECT_NE(log.find("worker clocks [300 300]"), std::string::npos) << log;
+    EXPECT_EQ(MaxPullLead(log), 2) << log;
+  }
 }
 
-TEST_F(PsClusterTest, AspRunsToCompletion) {
-  auto [code, out] = RunCommand(kBin + "strata_launch --config " + kConfig +
-                                " --mode ps --consistency asp --servers 2 --conv-workers 2 "
-                                "--max-steps 60 --summary-out " +
-                                dir_ + "/s.json");
-  ASSERT_EQ(code, 0) << out;
-  EXPECT_NE(out.find("worker clocks [60 60]"), std::string::npos) << out;
-  nlohmann::json s = Summary(dir_ + "/s.json");
-  EXPECT_EQ(s["steps"], 60);
-  EXPECT_GT(s["test_accuracy"].get<double>(), 0.6);  // it learns, without lockstep
+// ASP: a stalled worker holds nobody back (BSP or SSP would).
+TEST_F(PsClusterTest, AspLetsAWorkerRunFarAheadOfAStalledOne) {
+  HandStartedCluster cluster(dir_, 1, {"--consistency", "asp"}, 300);
+  ASSERT_TRUE(cluster.started()) << cluster.server(0).log();
+  cluster.worker(1).Pause();
+  usleep(1500000);
+  cluster.worker(1).Resume();
+  for (int w = 0; w < 2; ++w) ASSERT_EQ(cluster.worker(w).Wait(), 0) << cluster.worker(w).log();
+  ASSERT_EQ(cluster.server(0).Wait(), 0) << cluster.server(0).log();
+  const std::string log = cluster.server(0).log();
+  EXPECT_NE(log.find("worker clocks [300 300]"), std::string::npos) << log;
+  EXPECT_GE(MaxPullLead(log), 20) << log;
+}
+
+// BSP: a worker that dies fails the pulls waiting for it on every server
+// (server 1 learns it from the coordinator), naming it; the survivor stops
+// with that error, and the servers, left with only dead workers, exit with
+// an error instead of waiting for ever.
+TEST_F(PsClusterTest, ADeadWorkerFailsThePendingPullsOfEveryServer) {
+  HandStartedCluster cluster(dir_, 2, {"--dead-timeout", "2"}, 100000);
+  ASSERT_TRUE(cluster.started()) << cluster.server(0).log();
+  cluster.worker(1).Kill9();
+  EXPECT_EQ(cluster.worker(0).Wait(), 1);
+  EXPECT_NE(cluster.worker(0).log().find(
+                "worker 1 stopped sending heartbeats; pulls waiting for its iterations cannot "
+                "complete"),
+            std::string::npos)
+      << cluster.worker(0).log();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(cluster.server(r).Wait(), 1);
+    const std::string log = cluster.server(r).log();
+    EXPECT_NE(log.find("[server " + std::to_string(r) +
+                       "] refused a request: worker 1 stopped sending heartbeats"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("every worker that had not finished stopped sending heartbeats (worker 0, "
+                       "worker 1); the job cannot complete"),
+              std::string::npos)
+        << log;
+  }
+}
+
+// ASP: nobody waits for a dead worker's iterations, and the servers stop
+// waiting for its DONE.
+TEST_F(PsClusterTest, AspServersStopWaitingForADeadWorker) {
+  HandStartedCluster cluster(dir_, 2, {"--consistency", "asp", "--dead-timeout", "2"}, 300);
+  ASSERT_TRUE(cluster.started()) << cluster.server(0).log();
+  cluster.worker(1).Kill9();
+  ASSERT_EQ(cluster.worker(0).Wait(), 0) << cluster.worker(0).log();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cluster.server(r).Wait(), 0) << cluster.server(r).log();
+    EXPECT_NE(cluster.server(r).log().find("[server " + std::to_string(r) +
+                                           "] no longer waits for worker 1 to finish (asp)"),
+              std::string::npos)
+        << cluster.server(r).log();
+  }
 }
 
 TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
@@ -156,6 +259,11 @@ TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
         << workers[w]->log();
     EXPECT_NE(workers[w]->log().find("the shared memory lane to server 0 (" + address +
                                      ") closed (the lane's peer closed it); "),
+              std::string::npos)
+        << workers[w]->log();
+    // The restarted server knew none of the workers' connections: they said
+    // hello again, and registered again with it as the coordinator.
+    EXPECT_NE(workers[w]->log().find("registering again with the coordinator " + address),
               std::string::npos)
         << workers[w]->log();
     // And the restarted server's lane was opened again.
@@ -225,6 +333,62 @@ TEST_F(PsClusterTest, AFailingWorkerStopsTheClusterAndIsNamed) {
   EXPECT_EQ(testing::CountStrataProcesses(config), 0);
 }
 
+// Writes `token` to a token file of `mode`; returns its path.
+std::string TokenFile(const std::string& dir, const std::string& name, const std::string& token,
+                      mode_t mode = 0600) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << token << "\n";
+  chmod(path.c_str(), mode);
+  return path;
+}
+
+// A server that requires a job token refuses, by name, a worker with a
+// wrong token, one with none, one whose token file others can read, and one
+// whose config differs; the honest worker then trains to the end.
+TEST_F(PsClusterTest, WorkersWithWrongCredentialsAreRefusedByName) {
+  const std::string good = TokenFile(dir_, "good.token", "s3cret-of-this-run");
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--config", kConfig, "--servers", "1", "--workers", "1", "--max-steps", "20",
+                  "--job-token-file", good},
+                 dir_ + "/server.log");
+  const std::string address = testing::AddressIn(server.WaitFor(" on tcp://"));
+  ASSERT_FALSE(address.empty()) << server.log();
+  EXPECT_EQ(server.log().find("no job token"), std::string::npos) << server.log();
+  auto worker = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {kBin + "strata_conv_worker", "--mode", "ps", "--coordinator",
+                                     address, "--config", kConfig, "--rank", "0", "--threads", "1",
+                                     "--max-steps", "20", "--timeout", "10", "--evaluate=false",
+                                     "--progress=false"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  struct Refusal {
+    std::vector<std::string> flags;
+    std::string error;
+  };
+  const std::vector<Refusal> refusals = {
+      {{"--job-token-file", TokenFile(dir_, "wrong.token", "guess")},
+       "worker 0 presented a wrong job token (server 0 of job 1)"},
+      {{}, "worker 0 presented no job token; server 0 requires one"},
+      {{"--job-token-file", TokenFile(dir_, "open.token", "s3cret-of-this-run", 0644)},
+       "is readable by others (mode 0644); chmod 600 it"},
+      {{"--job-token-file", good, "--batch-size", "32"},
+       "worker 0 runs another job config than server 0: training.batch_size: 64 here, 32 there"},
+  };
+  for (size_t i = 0; i < refusals.size(); ++i) {
+    Process refused(worker(refusals[i].flags), dir_ + "/refused" + std::to_string(i) + ".log");
+    EXPECT_EQ(refused.Wait(), 1) << refused.log();
+    EXPECT_NE(refused.log().find(refusals[i].error), std::string::npos) << refused.log();
+  }
+  Process honest(worker({"--job-token-file", good}), dir_ + "/honest.log");
+  ASSERT_EQ(honest.Wait(), 0) << honest.log();
+  ASSERT_EQ(server.Wait(), 0) << server.log();
+  EXPECT_NE(server.log().find("worker clocks [20]"), std::string::npos) << server.log();
+  EXPECT_NE(server.log().find("refused a request: worker 0 presented a wrong job token"),
+            std::string::npos)
+      << server.log();
+}
+
 // A raw ZeroMQ client speaking to a live server.
 class RawClient {
  public:
@@ -291,12 +455,26 @@ class RawLaneClient {
 
 std::string Header(OutgoingMessage& m) { return m.SerializedHeaderForTest(); }
 
+// A HELLO of conv worker `rank` of job 1 with `identity`.
+std::string HelloHeader(int rank, const std::string& identity) {
+  OutgoingMessage m(wire::Kind::HELLO);
+  FillHello(m.header(), JobCredentials{1, "", identity}, wire::Role::CONV_WORKER, rank);
+  return m.SerializedHeaderForTest();
+}
+
+// Stamps a header as sent by conv worker 0 of job 1.
+void FromWorker0(wire::Header::Builder h) {
+  h.setJobId(1);
+  h.setSenderRole(wire::Role::CONV_WORKER);
+  h.setSenderRank(0);
+}
+
 // An offer of shared memory region `name`.
 std::string AttachHeader(const std::string& name, uint64_t token, uint32_t slots,
                          uint64_t slot_bytes, const std::string& host) {
   OutgoingMessage m(wire::Kind::SHM_ATTACH);
   auto h = m.header();
-  h.setJobId(1);
+  FromWorker0(h);
   h.setShmRegion(name);
   h.setShmToken(token);
   h.setShmSlotCount(slots);
@@ -309,7 +487,7 @@ std::string AttachHeader(const std::string& name, uint64_t token, uint32_t slots
 std::string SharedPullHeader(uint32_t slot) {
   OutgoingMessage m(wire::Kind::PULL);
   auto h = m.header();
-  h.setJobId(1);
+  FromWorker0(h);
   h.setIteration(-1);
   auto s = h.initSlices(1);
   s[0].setKey(0);
@@ -323,6 +501,7 @@ std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t 
                        uint64_t job = 1, int sender = 0) {
   OutgoingMessage m(wire::Kind::PUSH);
   auto h = m.header();
+  FromWorker0(h);
   h.setJobId(job);
   h.setSenderRank(sender);
   h.setIteration(0);
@@ -352,18 +531,44 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   const size_t at = line.find("tcp://");
   const std::string address = line.substr(at, line.find(' ', at) - at);
 
+  // A stranger that never says hello is refused whatever it sends,
+  // SHUTDOWN included.
+  RawClient stranger(address);
+  const std::string not_registered =
+      " from a connection that never said hello to server 0 (every connection registers first)";
+  OutgoingMessage shutdown(wire::Kind::SHUTDOWN);
+  shutdown.header().setJobId(1);
+  shutdown.header().setSenderRole(wire::Role::LAUNCHER);
+  EXPECT_EQ(stranger.Exchange({Header(shutdown)}), "shutdown" + not_registered);
+  EXPECT_EQ(stranger.Exchange({PushHeader(0, 0, 288, 1152), std::string(1152, 'x')}),
+            "push" + not_registered);
+  EXPECT_EQ(stranger.Exchange({SharedPullHeader(0)}), "pull" + not_registered);
+
+  // The attacker says hello (the cluster is open: no token) as worker 0;
+  // then everything it sends is checked on its merits. Before any worker:
+  // keys are not initialised, but structural checks come first.
   RawClient attacker(address);
-  // Before any worker: keys are not initialised, but structural checks come first.
+  const std::string identity = testing::DefaultJobIdentity(30);
+  EXPECT_EQ(attacker.Exchange({HelloHeader(0, "")}),
+            "worker 0 runs another job config than server 0: (the whole document): JSON here, "
+            "empty there (every process of a job needs the same config and overrides)");
+  EXPECT_EQ(attacker.Exchange({HelloHeader(0, identity)}), "<not an error>");
+  EXPECT_EQ(attacker.Exchange({Header(shutdown)}),
+            "shutdown claiming to come from launcher on the connection of worker 0");
+  OutgoingMessage worker_shutdown(wire::Kind::SHUTDOWN);
+  FromWorker0(worker_shutdown.header());
+  EXPECT_EQ(attacker.Exchange({Header(worker_shutdown)}),
+            "shutdown from worker 0; server 0 takes it only from a launcher or tool");
   EXPECT_NE(attacker.Exchange({"garbage bytes!!"}).find("malformed header"), std::string::npos);
   OutgoingMessage pull(wire::Kind::PULL);
-  pull.header().setJobId(1);
+  FromWorker0(pull.header());
   pull.header().initSlices(3);
   const std::string h = Header(pull);
   EXPECT_NE(attacker.Exchange({h.substr(0, 16)}).find("malformed header"), std::string::npos);
   OutgoingMessage version(wire::Kind::PULL);
-  version.header().setMajor(2);
+  version.header().setMajor(1);
   EXPECT_EQ(attacker.Exchange({Header(version)}),
-            "peer speaks protocol version 2.0, this node speaks 1.0 (major versions must match)");
+            "peer speaks protocol version 1.0, this node speaks 2.0 (major versions must match)");
   EXPECT_EQ(attacker.Exchange({PushHeader(99, 0, 4, 16), std::string(16, 'x')}),
             "push of unknown key 99 (the model has 8 keys)");
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 12), std::string(12, 'x')}),
@@ -371,7 +576,7 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 100, 400), std::string(400, 'x')}),
             "push of key 0 elements [0, 100) does not match a chunk of the partition plan");
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 1152, /*job=*/77), std::string(1152, 'x')}),
-            "unknown job id 77 (this server serves job 1)");
+            "unknown job id 77 (server 0 serves job 1)");
   const std::string oversize =
       attacker.Exchange({PushHeader(2, 0, 1 << 20, 10 << 20), std::string(10 << 20, 'x')});
   EXPECT_NE(oversize.find("exceeds the limit of 8388608 bytes"), std::string::npos) << oversize;
@@ -406,11 +611,13 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   const size_t lanes_at = line.find("shared memory lanes at ");
   ASSERT_NE(lanes_at, std::string::npos) << line;
   RawLaneClient lane(std::string(absl::StripAsciiWhitespace(line.substr(lanes_at + 23))));
+  EXPECT_EQ(lane.Exchange(SharedPullHeader(0)), "pull" + not_registered);
+  EXPECT_EQ(lane.Exchange(HelloHeader(0, identity)), "<not an error>");
   EXPECT_NE(lane.Exchange("garbage bytes!!").find("malformed header"), std::string::npos);
   EXPECT_EQ(lane.Exchange(std::string(70000, 'x')),
             "a 70000-byte lane packet exceeds the limit of 65536 bytes (discarded)");
   OutgoingMessage enrol(wire::Kind::REGISTER);
-  enrol.header().setJobId(1);
+  FromWorker0(enrol.header());
   EXPECT_EQ(lane.Exchange(Header(enrol)),
             "register over a shared memory lane; the coordinator listens on " + address);
   EXPECT_EQ(lane.Exchange(PushHeader(0, 0, 288, 1152)),
@@ -428,9 +635,10 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
                   "--progress=false", "--parameters-out", dir_ + "/attacked.ckpt"},
                  dir_ + "/worker.log");
   for (int i = 0; i < 20; ++i) {
-    const std::string stranger =
+    const std::string impostor =
         attacker.Exchange({PushHeader(0, 0, 288, 1152, 1, /*sender=*/5), std::string(1152, 'x')});
-    EXPECT_EQ(stranger, "push from worker rank 5, the job has 1 conv workers");
+    EXPECT_EQ(impostor, "push claiming to come from worker 5 on the connection of worker 0");
+    EXPECT_EQ(stranger.Exchange({Header(shutdown)}), "shutdown" + not_registered);
     EXPECT_NE(attacker.Exchange({"more garbage"}).find("malformed"), std::string::npos);
     EXPECT_NE(lane.Exchange("lane garbage").find("malformed"), std::string::npos);
   }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/model/job_identity.h"
 #include "core/train/checkpoint.h"
 
 namespace strata::testing {
@@ -24,6 +25,14 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::string DefaultJobIdentity(int64_t max_steps) {
+  auto config = LoadJobConfig(kConfig);
+  EXPECT_TRUE(config.ok()) << config.status();
+  if (!config.ok()) return "";
+  config->training.max_steps = max_steps;
+  return JobIdentity(*config);
 }
 
 std::pair<int, std::string> RunCommand(const std::string& command) {
@@ -87,6 +96,8 @@ std::string Process::WaitFor(const std::string& text, int seconds) {
 }
 
 void Process::Interrupt() { kill(pid_, SIGINT); }
+void Process::Pause() { kill(pid_, SIGSTOP); }
+void Process::Resume() { kill(pid_, SIGCONT); }
 
 void Process::Kill9() {
   kill(pid_, SIGKILL);

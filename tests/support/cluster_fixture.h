@@ -23,6 +23,10 @@ extern const std::string kBatchNormConfig;  // configs/fashion_mnist_bn.json: Ba
 
 std::string ReadFile(const std::string& path);
 
+// The job identity (core/model/job_identity.h) of the default config run
+// for `max_steps` steps: what a hand-made HELLO to its processes presents.
+std::string DefaultJobIdentity(int64_t max_steps);
+
 // Runs a command line to completion; returns (exit code, stdout+stderr).
 std::pair<int, std::string> RunCommand(const std::string& command);
 
@@ -44,6 +48,10 @@ class Process {
   // Waits until the log contains `text`; returns the line holding it ("" on timeout).
   std::string WaitFor(const std::string& text, int seconds = 30);
   void Interrupt();
+  // SIGSTOP and SIGCONT: a process that stalls (a straggler, or a node that
+  // looks dead while it is stopped).
+  void Pause();
+  void Resume();
   void Kill9();
   // Waits for exit; returns the exit status (-1 if killed by a signal).
   int Wait();

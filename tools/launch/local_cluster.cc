@@ -20,6 +20,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/net/admission.h"
 #include "core/net/traffic.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
@@ -43,10 +44,11 @@ struct Child {
   nlohmann::json traffic;  // the process's "[traffic] {...}" report
 };
 
-// Starts `argv` with its output on a pipe; inside the network namespace at
-// `netns` when it is not empty.
+// Starts `argv` with its output on a pipe, with `token` (when set) as the
+// job token in its environment; inside the network namespace at `netns`
+// when it is not empty.
 absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::string>& argv,
-                            const std::string& netns) {
+                            const std::string& netns, const std::string& token) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -55,6 +57,16 @@ absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::str
   std::vector<char*> cargs;
   for (auto& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
+  // The environment is built before fork: the child only execs.
+  const std::string token_prefix = absl::StrCat(kJobTokenEnv, "=");
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!absl::StartsWith(*e, token_prefix)) env.push_back(*e);
+  }
+  if (!token.empty()) env.push_back(token_prefix + token);
+  std::vector<char*> cenv;
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
@@ -71,7 +83,7 @@ absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::str
         ::_exit(126);
       }
     }
-    ::execv(cargs[0], cargs.data());
+    ::execve(cargs[0], cargs.data(), cenv.data());
     std::fprintf(stderr, "cannot start %s: %s\n", cargs[0], std::strerror(errno));
     ::_exit(127);
   }
@@ -276,7 +288,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   // Server 0 (the coordinator) first: its first line names its address.
   const Placement p0 = place();
   STRATA_ASSIGN_OR_RETURN(
-      Child s0, Spawn("server 0", server_argv(0, p0.any_address, p0.any_address), p0.netns));
+      Child s0,
+      Spawn("server 0", server_argv(0, p0.any_address, p0.any_address), p0.netns, o.job_token));
   children.push_back(std::move(s0));
   std::string coordinator;
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -305,8 +318,9 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   }
   for (int r = 1; r < o.servers; ++r) {
     const Placement p = place();
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("server ", r),
-                                           server_argv(r, coordinator, p.any_address), p.netns));
+    STRATA_ASSIGN_OR_RETURN(Child c,
+                            Spawn(absl::StrCat("server ", r),
+                                  server_argv(r, coordinator, p.any_address), p.netns, o.job_token));
     children.push_back(std::move(c));
   }
   // The process that reports (progress, evaluation, summary).
@@ -327,7 +341,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                 std::to_string(o.timeout_seconds)});
     for (const auto& flag : o.worker_flags) argv.push_back(flag);
     if (f == 0) add_reporting_flags(argv);
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("fc worker ", f), argv, p.netns));
+    STRATA_ASSIGN_OR_RETURN(Child c,
+                            Spawn(absl::StrCat("fc worker ", f), argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }
   for (int w = 0; w < o.conv_workers; ++w) {
@@ -338,7 +353,8 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                 std::to_string(o.timeout_seconds)});
     for (const auto& flag : o.worker_flags) argv.push_back(flag);
     if (w == 0 && !stanza) add_reporting_flags(argv);
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv, p.netns));
+    STRATA_ASSIGN_OR_RETURN(Child c,
+                            Spawn(absl::StrCat("worker ", w), argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }
 

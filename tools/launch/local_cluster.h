@@ -41,6 +41,9 @@ struct LocalClusterOptions {
   std::string metrics_out;
   std::string checkpoint_dir;  // servers checkpoint here when set
   int64_t checkpoint_every = 0;
+  // The secret every process presents (handed to them in their
+  // environment, never on a command line); "" = an open cluster.
+  std::string job_token;
   // Config overrides (--epochs, --max-steps, --batch-size, --seed) that
   // every process must apply alike.
   std::vector<std::string> override_flags;

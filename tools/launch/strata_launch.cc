@@ -17,6 +17,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "core/model/job_config.h"
+#include "core/net/admission.h"
 #include "core/status.h"
 #include "core/train/trainer.h"
 #include "core/train/training_flags.h"
@@ -53,6 +54,9 @@ ABSL_FLAG(bool, shared_memory, true,
           "separate emulated hosts never do); false: all over the sockets");
 ABSL_FLAG(double, timeout, 60.0, "ps: seconds a worker waits for a server before failing");
 ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
+ABSL_FLAG(std::string, job_token_file, "",
+          "ps, stanza: the job token every process presents (a file whose first line is it, "
+          "mode 600); default: $STRATA_JOB_TOKEN, or a fresh random token for this run");
 
 namespace strata {
 namespace {
@@ -106,6 +110,8 @@ absl::Status RunCluster(const JobConfig& config) {
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
+  if (o.job_token.empty()) o.job_token = NewJobToken();
   const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
   o.threads_per_worker = std::max(1, threads / o.conv_workers);
   const TrainingConfig& tc = config.training;

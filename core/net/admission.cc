@@ -1,0 +1,231 @@
+#include "core/net/admission.h"
+
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status.h"
+#include "core/util/json_difference.h"
+
+namespace strata {
+namespace {
+
+// More registered connections than any job has: a flood is refused.
+constexpr size_t kMaxPeers = 4096;
+// Longer identities or tokens are refused before they are compared.
+constexpr size_t kMaxIdentityBytes = 1 << 16;
+constexpr size_t kMaxTokenBytes = 256;
+
+// Compares in time independent of where equal-length strings differ.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.empty() || a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+absl::Status CheckTokenText(const std::string& token, const std::string& where) {
+  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(where, " is empty"));
+  if (token.size() > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " is longer than ", kMaxTokenBytes, " characters"));
+  }
+  for (unsigned char c : token) {
+    if (c <= ' ' || c > '~') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has a space or a non-printable character"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DescribePeer(wire::Role role, int rank) {
+  switch (role) {
+    case wire::Role::SERVER:
+      return absl::StrCat("server ", rank);
+    case wire::Role::CONV_WORKER:
+      return rank < 0 ? "a conv worker without a rank" : absl::StrCat("worker ", rank);
+    case wire::Role::FC_WORKER:
+      return absl::StrCat("fc worker ", rank);
+    case wire::Role::LAUNCHER:
+      return "launcher";
+    case wire::Role::TOOL:
+      return "tool";
+  }
+  return absl::StrCat("role ", static_cast<int>(role));
+}
+
+Admission::Admission(std::string owner, JobCredentials credentials)
+    : owner_(std::move(owner)), credentials_(std::move(credentials)) {}
+
+absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
+  const auto h = hello.header();
+  const Peer peer{h.getSenderRole(), h.getSenderRank()};
+  const std::string who = DescribePeer(peer.role, peer.rank);
+  if (h.getJobId() != credentials_.job_id) {
+    return absl::PermissionDeniedError(absl::StrCat(who, " says hello for job ", h.getJobId(), "; ",
+                                                    owner_, " serves job ", credentials_.job_id));
+  }
+  if (!open()) {
+    const std::string token(h.getJobToken().cStr(), h.getJobToken().size());
+    if (token.empty()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(who, " presented no job token; ", owner_, " requires one"));
+    }
+    if (token.size() > kMaxTokenBytes || !SameSecret(credentials_.token, token)) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(who, " presented a wrong job token (", owner_, " of job ",
+                       credentials_.job_id, ")"));
+    }
+  }
+  const auto identity = h.getJobIdentity();
+  if (identity.size() > kMaxIdentityBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(who, "'s job identity has ", identity.size(),
+                                                   " bytes, the limit is ", kMaxIdentityBytes));
+  }
+  const std::string difference =
+      FirstDifference(credentials_.identity, std::string(identity.cStr(), identity.size()));
+  if (!difference.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        who, " runs another job config than ", owner_, ": ", difference,
+        " (every process of a job needs the same config and overrides)"));
+  }
+  if (peers_.size() >= kMaxPeers && peers_.count(hello.identity()) == 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(owner_, " has ", kMaxPeers, " registered connections; refusing ", who));
+  }
+  peers_[hello.identity()] = peer;
+  return peer;
+}
+
+absl::StatusOr<Peer> Admission::Check(const IncomingMessage& message) const {
+  const auto h = message.header();
+  auto it = peers_.find(message.identity());
+  if (it == peers_.end()) {
+    return absl::UnauthenticatedError(
+        absl::StrCat(KindName(h.getKind()), " from a connection that never said hello to ", owner_,
+                     " (every connection registers first)"));
+  }
+  const Peer& peer = it->second;
+  if (h.getJobId() != credentials_.job_id) {
+    return absl::PermissionDeniedError(absl::StrCat("unknown job id ", h.getJobId(), " (", owner_,
+                                                    " serves job ", credentials_.job_id, ")"));
+  }
+  if (h.getSenderRole() != peer.role || h.getSenderRank() != peer.rank) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        KindName(h.getKind()), " claiming to come from ",
+        DescribePeer(h.getSenderRole(), h.getSenderRank()), " on the connection of ",
+        DescribePeer(peer.role, peer.rank)));
+  }
+  return peer;
+}
+
+void Admission::AssignRank(const std::string& identity, int rank) {
+  auto it = peers_.find(identity);
+  if (it != peers_.end()) it->second.rank = rank;
+}
+
+void Admission::Forget(const std::string& identity) { peers_.erase(identity); }
+
+void FillHello(wire::Header::Builder h, const JobCredentials& credentials, wire::Role role,
+               int rank) {
+  h.setJobId(credentials.job_id);
+  h.setSenderRole(role);
+  h.setSenderRank(rank);
+  h.setJobToken(credentials.token);
+  h.setJobIdentity(credentials.identity);
+}
+
+absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role,
+                       int rank, const std::string& peer, absl::Duration timeout) {
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), credentials, role, rank);
+  STRATA_RETURN_IF_ERROR_CTX(socket.Send(hello), absl::StrCat("saying hello to ", peer));
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          peer, " did not answer our hello within ", absl::FormatDuration(timeout)));
+    }
+    absl::StatusOr<RawMessage> raw = socket.Receive(deadline - now);
+    if (!raw.ok()) continue;
+    absl::StatusOr<IncomingMessage> reply = Decode(*std::move(raw), socket.limits());
+    if (!reply.ok()) continue;
+    const auto h = reply->header();
+    if (h.getKind() == wire::Kind::ERROR) {
+      return WithContext(ErrorFromHeader(h), absl::StrCat(peer, " refused us"));
+    }
+    if (h.getKind() == wire::Kind::HELLO_ACK) {
+      if (h.getErrorCode() != 0) {
+        return WithContext(ErrorFromHeader(h), absl::StrCat(peer, " refused us"));
+      }
+      return absl::OkStatus();
+    }
+  }
+}
+
+bool IsNotRegistered(const absl::Status& status) { return absl::IsUnauthenticated(status); }
+
+bool IsNotRegistered(wire::Header::Reader error_reply) {
+  return error_reply.getKind() == wire::Kind::ERROR &&
+         error_reply.getErrorCode() == static_cast<uint32_t>(absl::StatusCode::kUnauthenticated);
+}
+
+absl::StatusOr<std::string> LoadJobToken(const std::string& token_file) {
+  if (token_file.empty()) {
+    const char* env = std::getenv(kJobTokenEnv);
+    if (env == nullptr || *env == '\0') return std::string();
+    const std::string token = env;
+    if (absl::Status s = CheckTokenText(token, absl::StrCat("$", kJobTokenEnv)); !s.ok()) return s;
+    return token;
+  }
+  struct stat st;
+  if (::stat(token_file.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("job token file ", token_file, ": ", std::strerror(errno)));
+  }
+  if ((st.st_mode & 077) != 0) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "job token file %s is readable by others (mode %04o); chmod 600 it", token_file,
+        st.st_mode & 0777));
+  }
+  std::ifstream in(token_file);
+  std::string line;
+  std::getline(in, line);
+  const std::string token(absl::StripAsciiWhitespace(line));
+  if (absl::Status s = CheckTokenText(token, absl::StrCat("job token file ", token_file));
+      !s.ok()) {
+    return s;
+  }
+  return token;
+}
+
+std::string NewJobToken() {
+  unsigned char bytes[32];
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (errno != EINTR) {
+      std::random_device device;  // no getrandom(2): the library's source
+      for (; got < sizeof(bytes); ++got) bytes[got] = static_cast<unsigned char>(device());
+    }
+  }
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
+}
+
+}  // namespace strata

@@ -1,0 +1,109 @@
+// Admission: which connections a serving process (a parameter server, an FC
+// worker, an expert exchange) takes requests from.
+//
+// Every connection — a ZeroMQ connection to a ROUTER socket, or a
+// shared-memory lane — begins with a HELLO that names the sender's role and
+// rank and presents the job's credentials: the job id, the job token (a
+// secret made once per run and handed to every process; never on a command
+// line) and the job's identity (core/model/job_identity.h). Admit() checks
+// them and binds the connection to that sender; every later request must
+// come on a bound connection and claim the role and rank it was bound to
+// (Check). A client whose connection is renewed (a server restarted, so its
+// routing id is new) says HELLO again before it resends anything.
+//
+// Without a token (an open cluster) any HELLO with the right job id and
+// identity is admitted, and the serving process warns that the cluster is
+// open. The token travels as plain text: on networks others can read, use
+// encryption (CURVE) as well.
+//
+// Thread safety: not thread-safe; the serving loop owns it.
+//
+//   Admission admission("server 0", credentials);
+//   if (kind == HELLO) { STRATA_ASSIGN_OR_RETURN(Peer p, admission.Admit(message)); ... }
+//   else { STRATA_ASSIGN_OR_RETURN(Peer p, admission.Check(message)); ... }
+#ifndef STRATA_CORE_NET_ADMISSION_H_
+#define STRATA_CORE_NET_ADMISSION_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/net/transport.h"
+
+namespace strata {
+
+// The environment variable a launcher hands the job token in.
+inline constexpr char kJobTokenEnv[] = "STRATA_JOB_TOKEN";
+
+struct JobCredentials {
+  uint64_t job_id = 1;
+  std::string token;     // "" = an open cluster
+  std::string identity;  // the job's identity JSON; "" in the plain key-value mode
+};
+
+// Who sent a request, as its connection registered.
+struct Peer {
+  wire::Role role = wire::Role::CONV_WORKER;
+  int rank = -1;
+};
+
+// "worker 3", "fc worker 0", "server 1", "launcher", "tool".
+std::string DescribePeer(wire::Role role, int rank);
+
+class Admission {
+ public:
+  // `owner` names the serving process in errors ("server 0").
+  Admission(std::string owner, JobCredentials credentials);
+
+  bool open() const { return credentials_.token.empty(); }
+  const JobCredentials& credentials() const { return credentials_; }
+
+  // Checks a HELLO and binds its connection to the sender it names.
+  // Errors name the sender and what is wrong: PermissionDenied for another
+  // job id or a missing or wrong token, FailedPrecondition for a job
+  // identity that differs (with the first differing field),
+  // ResourceExhausted when too many connections are registered.
+  absl::StatusOr<Peer> Admit(const IncomingMessage& hello);
+  // The sender `message`'s connection registered as. Unauthenticated when it
+  // never said HELLO (IsNotRegistered); PermissionDenied when the header
+  // claims another job, role or rank.
+  absl::StatusOr<Peer> Check(const IncomingMessage& message) const;
+  // Sets the rank of a connection that registered without one (a conv
+  // worker the coordinator assigns a rank to).
+  void AssignRank(const std::string& identity, int rank);
+  void Forget(const std::string& identity);
+
+ private:
+  std::string owner_;
+  JobCredentials credentials_;
+  std::map<std::string, Peer> peers_;  // by connection identity
+};
+
+// Fills the header of a HELLO (made as OutgoingMessage(wire::Kind::HELLO))
+// for `role` `rank` with `credentials`.
+void FillHello(wire::Header::Builder header, const JobCredentials& credentials, wire::Role role,
+               int rank);
+
+// Client side: says HELLO on a fresh `socket` and waits up to `timeout` for
+// the answer (other messages are dropped meanwhile). Fails with the
+// refusal, in the context of `peer` ("server 1 (tcp://...)"), or with
+// DeadlineExceeded.
+absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role,
+                       int rank, const std::string& peer, absl::Duration timeout);
+
+// True for the error a request on an unregistered connection gets: the
+// sender should say HELLO and send it again.
+bool IsNotRegistered(const absl::Status& status);
+bool IsNotRegistered(wire::Header::Reader error_reply);
+
+// The job token: the first line of `token_file` when given (which must not
+// be readable by others), else $STRATA_JOB_TOKEN, else "" (an open
+// cluster). Errors name the file and what is wrong with it.
+absl::StatusOr<std::string> LoadJobToken(const std::string& token_file);
+// A fresh random token (64 hex digits).
+std::string NewJobToken();
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_ADMISSION_H_
