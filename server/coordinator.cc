@@ -10,7 +10,7 @@ namespace strata {
 Coordinator::Coordinator(Socket* socket, Admission* admission, const CoordinatorOptions& options,
                          std::string self_address, std::string self_lane_address)
     : socket_(socket), admission_(admission), options_(options) {
-  Node self{wire::Role::SERVER,          0,  std::move(self_address),
+  Node self{wire::Role::SERVER,           0,  std::move(self_address),
             std::move(self_lane_address), "", absl::Now()};
   servers_[0] = self;
 }
@@ -39,9 +39,9 @@ absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& pee
   const auto h = message.header();
   if (peer.role != wire::Role::SERVER && peer.role != wire::Role::CONV_WORKER &&
       peer.role != wire::Role::FC_WORKER) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        KindName(h.getKind()), " from the ", DescribePeer(peer.role, peer.rank),
-        "; only servers and workers are members of a job"));
+    return absl::PermissionDeniedError(
+        absl::StrCat(KindName(h.getKind()), " from the ", DescribePeer(peer.role, peer.rank),
+                     "; only servers and workers are members of a job"));
   }
   switch (h.getKind()) {
     case wire::Kind::REGISTER:
@@ -74,9 +74,9 @@ absl::Status Coordinator::Register(const IncomingMessage& message, const Peer& p
   }
   const auto info = h.getNodes()[0];
   if (info.getRole() != peer.role || (peer.rank >= 0 && info.getRank() != peer.rank)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "register of ", DescribePeer(info.getRole(), info.getRank()), " on the connection of ",
-        DescribePeer(peer.role, peer.rank)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("register of ", DescribePeer(info.getRole(), info.getRank()),
+                     " on the connection of ", DescribePeer(peer.role, peer.rank)));
   }
   Node node{info.getRole(),           info.getRank(),
             info.getAddress().cStr(), info.getPeerAddress().cStr(),

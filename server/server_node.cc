@@ -100,8 +100,8 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     co.fc_workers = options.fc_workers;
     co.job_id = options.job_id;
     co.dead_after = options.dead_after;
-    node->coordinator_ = std::make_unique<Coordinator>(
-        node->socket_.get(), &node->admission_, co, node->socket_->address(), lane_address);
+    node->coordinator_ = std::make_unique<Coordinator>(node->socket_.get(), &node->admission_, co,
+                                                       node->socket_->address(), lane_address);
   } else {
     STRATA_RETURN_IF_ERROR(node->Register());
   }
@@ -217,13 +217,13 @@ absl::Status ServerNode::CheckAllowed(const Peer& peer, wire::Kind kind,
     case wire::Kind::HEARTBEAT:
     case wire::Kind::BARRIER:
       if (LaneHub::IsLane(identity)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            KindName(kind), " over a shared memory lane; the coordinator listens on ",
-            socket_->address()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(KindName(kind), " over a shared memory lane; the coordinator listens on ",
+                         socket_->address()));
       }
       if (coordinator_ == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(KindName(kind), " sent to server ",
-                                                       options_.rank, "; only server 0 coordinates"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            KindName(kind), " sent to server ", options_.rank, "; only server 0 coordinates"));
       }
       allowed = worker || peer.role == wire::Role::SERVER;
       break;
@@ -245,10 +245,10 @@ absl::Status ServerNode::CheckAllowed(const Peer& peer, wire::Kind kind,
           absl::StrCat("a server does not accept ", KindName(kind), " messages"));
   }
   if (allowed) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(
-      KindName(kind), " from ", DescribePeer(peer.role, peer.rank), "; server ",
-      options_.rank, " takes it only from ",
-      kind == wire::Kind::SHUTDOWN ? "a launcher or tool" : "the job's workers"));
+  return absl::PermissionDeniedError(
+      absl::StrCat(KindName(kind), " from ", DescribePeer(peer.role, peer.rank), "; server ",
+                   options_.rank, " takes it only from ",
+                   kind == wire::Kind::SHUTDOWN ? "a launcher or tool" : "the job's workers"));
 }
 
 absl::StatusOr<ServerNode::ResolvedSlices> ServerNode::ResolveSlices(const IncomingMessage& message,
@@ -642,9 +642,11 @@ absl::Status ServerNode::Run() {
     if (!dead_unfinished.empty() &&
         dead_unfinished.size() ==
             static_cast<size_t>(std::count(done_.begin(), done_.end(), false))) {
-      return absl::UnavailableError(absl::StrCat(
-          "server ", options_.rank, ": every worker that had not finished stopped sending "
-          "heartbeats (", absl::StrJoin(dead_unfinished, ", "), "); the job cannot complete"));
+      return absl::UnavailableError(
+          absl::StrCat("server ", options_.rank,
+                       ": every worker that had not finished stopped sending "
+                       "heartbeats (",
+                       absl::StrJoin(dead_unfinished, ", "), "); the job cannot complete"));
     }
     STRATA_RETURN_IF_ERROR(ServeOnce(absl::Milliseconds(200)));
     const absl::Time now = absl::Now();
@@ -655,7 +657,7 @@ absl::Status ServerNode::Run() {
       ServeCoordinatorLink();
       if (now >= next_heartbeat) {
         OutgoingMessage beat(wire::Kind::HEARTBEAT);
-  FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank);
+        FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank);
         (void)coordinator_link_->Send(beat);
         next_heartbeat = now + options_.heartbeat_every;
       }

@@ -84,9 +84,8 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
           absl::StrCat(who, " presented no job token; ", owner_, " requires one"));
     }
     if (token.size() > kMaxTokenBytes || !SameSecret(credentials_.token, token)) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(who, " presented a wrong job token (", owner_, " of job ",
-                       credentials_.job_id, ")"));
+      return absl::PermissionDeniedError(absl::StrCat(who, " presented a wrong job token (", owner_,
+                                                      " of job ", credentials_.job_id, ")"));
     }
   }
   const auto identity = h.getJobIdentity();
@@ -97,9 +96,9 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
   const std::string difference =
       FirstDifference(credentials_.identity, std::string(identity.cStr(), identity.size()));
   if (!difference.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        who, " runs another job config than ", owner_, ": ", difference,
-        " (every process of a job needs the same config and overrides)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(who, " runs another job config than ", owner_, ": ", difference,
+                     " (every process of a job needs the same config and overrides)"));
   }
   if (peers_.size() >= kMaxPeers && peers_.count(hello.identity()) == 0) {
     return absl::ResourceExhaustedError(
@@ -113,9 +112,9 @@ absl::StatusOr<Peer> Admission::Check(const IncomingMessage& message) const {
   const auto h = message.header();
   auto it = peers_.find(message.identity());
   if (it == peers_.end()) {
-    return absl::UnauthenticatedError(
-        absl::StrCat(KindName(h.getKind()), " from a connection that never said hello to ", owner_,
-                     " (every connection registers first)"));
+    return absl::UnauthenticatedError(absl::StrCat(KindName(h.getKind()),
+                                                   " from a connection that never said hello to ",
+                                                   owner_, " (every connection registers first)"));
   }
   const Peer& peer = it->second;
   if (h.getJobId() != credentials_.job_id) {
@@ -123,10 +122,10 @@ absl::StatusOr<Peer> Admission::Check(const IncomingMessage& message) const {
                                                     " serves job ", credentials_.job_id, ")"));
   }
   if (h.getSenderRole() != peer.role || h.getSenderRank() != peer.rank) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        KindName(h.getKind()), " claiming to come from ",
-        DescribePeer(h.getSenderRole(), h.getSenderRank()), " on the connection of ",
-        DescribePeer(peer.role, peer.rank)));
+    return absl::PermissionDeniedError(
+        absl::StrCat(KindName(h.getKind()), " claiming to come from ",
+                     DescribePeer(h.getSenderRole(), h.getSenderRank()), " on the connection of ",
+                     DescribePeer(peer.role, peer.rank)));
   }
   return peer;
 }
@@ -147,8 +146,8 @@ void FillHello(wire::Header::Builder h, const JobCredentials& credentials, wire:
   h.setJobIdentity(credentials.identity);
 }
 
-absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role,
-                       int rank, const std::string& peer, absl::Duration timeout) {
+absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
+                       const std::string& peer, absl::Duration timeout) {
   OutgoingMessage hello(wire::Kind::HELLO);
   FillHello(hello.header(), credentials, role, rank);
   STRATA_RETURN_IF_ERROR_CTX(socket.Send(hello), absl::StrCat("saying hello to ", peer));
@@ -156,8 +155,8 @@ absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::
   while (true) {
     const absl::Time now = absl::Now();
     if (now >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          peer, " did not answer our hello within ", absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(
+          absl::StrCat(peer, " did not answer our hello within ", absl::FormatDuration(timeout)));
     }
     absl::StatusOr<RawMessage> raw = socket.Receive(deadline - now);
     if (!raw.ok()) continue;
@@ -197,9 +196,9 @@ absl::StatusOr<std::string> LoadJobToken(const std::string& token_file) {
         absl::StrCat("job token file ", token_file, ": ", std::strerror(errno)));
   }
   if ((st.st_mode & 077) != 0) {
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "job token file %s is readable by others (mode %04o); chmod 600 it", token_file,
-        st.st_mode & 0777));
+    return absl::PermissionDeniedError(
+        absl::StrFormat("job token file %s is readable by others (mode %04o); chmod 600 it",
+                        token_file, st.st_mode & 0777));
   }
   std::ifstream in(token_file);
   std::string line;

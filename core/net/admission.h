@@ -89,8 +89,8 @@ void FillHello(wire::Header::Builder header, const JobCredentials& credentials, 
 // the answer (other messages are dropped meanwhile). Fails with the
 // refusal, in the context of `peer` ("server 1 (tcp://...)"), or with
 // DeadlineExceeded.
-absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role,
-                       int rank, const std::string& peer, absl::Duration timeout);
+absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
+                       const std::string& peer, absl::Duration timeout);
 
 // True for the error a request on an unregistered connection gets: the
 // sender should say HELLO and send it again.

@@ -11,11 +11,9 @@ absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& opt
   std::unique_ptr<FcLink> link(new FcLink(options));
   STRATA_ASSIGN_OR_RETURN(link->socket_, Socket::Connect(link->context_, SocketKind::kDealer,
                                                          options.address, options.limits));
-  STRATA_RETURN_IF_ERROR(Introduce(*link->socket_, link->credentials(), wire::Role::CONV_WORKER,
-                                   options.conv_rank,
-                                   absl::StrCat("fc worker ", options.fc_rank, " (",
-                                                options.address, ")"),
-                                   options.timeout));
+  STRATA_RETURN_IF_ERROR(Introduce(
+      *link->socket_, link->credentials(), wire::Role::CONV_WORKER, options.conv_rank,
+      absl::StrCat("fc worker ", options.fc_rank, " (", options.address, ")"), options.timeout));
   return link;
 }
 
@@ -72,7 +70,7 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       // A renewed connection: register it again, then resend.
       ++hellos;
       OutgoingMessage hello(wire::Kind::HELLO);
-  FillHello(hello.header(), credentials(), wire::Role::CONV_WORKER, options_.conv_rank);
+      FillHello(hello.header(), credentials(), wire::Role::CONV_WORKER, options_.conv_rank);
       STRATA_RETURN_IF_ERROR(socket_->Send(hello));
       STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
       continue;

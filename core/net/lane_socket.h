@@ -18,9 +18,9 @@
 #ifndef STRATA_CORE_NET_LANE_SOCKET_H_
 #define STRATA_CORE_NET_LANE_SOCKET_H_
 
+#include <sys/types.h>
 #include <atomic>
 #include <cstdint>
-#include <sys/types.h>
 
 #include <memory>
 #include <optional>

@@ -551,7 +551,7 @@ void PsClient::IoLoop() {
     const absl::Time now = absl::Now();
     if (now >= next_heartbeat) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
-  FillHeartbeat(beat.header(), options_.job_id, options_.role, rank_);
+      FillHeartbeat(beat.header(), options_.job_id, options_.role, rank_);
       (void)coordinator_->Send(beat);
       next_heartbeat = now + options_.heartbeat_every;
     }

@@ -98,9 +98,9 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
     uint64_t kept = 0;
     for (const auto& f : raw.frames) kept += f.size();
     if (raw.frames.size() + raw.dropped_frames - 1 > limits.max_frames) {
-      return absl::InvalidArgumentError(absl::StrCat("message has ",
-                                                     raw.frames.size() + raw.dropped_frames - 1,
-                                                     " data frames, the limit is ", limits.max_frames));
+      return absl::InvalidArgumentError(
+          absl::StrCat("message has ", raw.frames.size() + raw.dropped_frames - 1,
+                       " data frames, the limit is ", limits.max_frames));
     }
     return absl::ResourceExhaustedError(absl::StrCat("message of ", kept + raw.dropped_bytes,
                                                      " bytes exceeds the limit of ",

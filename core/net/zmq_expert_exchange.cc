@@ -54,7 +54,7 @@ absl::Status ZmqExpertExchange::Connect(const std::vector<std::string>& addresse
                                                           addresses[p], options_.limits));
     // Blocks follow on the same connection, after the HELLO.
     OutgoingMessage hello(wire::Kind::HELLO);
-  FillHello(hello.header(), admission_.credentials(), wire::Role::FC_WORKER, rank());
+    FillHello(hello.header(), admission_.credentials(), wire::Role::FC_WORKER, rank());
     STRATA_RETURN_IF_ERROR(outboxes_[p]->Send(hello));
   }
   return absl::OkStatus();
@@ -198,8 +198,7 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
                                                       absl::FormatDuration(options_.timeout),
                                                       " (is it alive and in the same step?)"));
     }
-    absl::StatusOr<std::optional<std::pair<Key, moe::ExchangeBlock>>> got =
-        Unpack(*std::move(raw));
+    absl::StatusOr<std::optional<std::pair<Key, moe::ExchangeBlock>>> got = Unpack(*std::move(raw));
     if (!got.ok()) {
       Refuse("a block", got.status());
       continue;

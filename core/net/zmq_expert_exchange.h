@@ -40,8 +40,8 @@ struct ExpertExchangeOptions {
   int rank = 0;
   int size = 1;  // until Connect, which sets it to the number of addresses
   uint64_t job_id = 0;
-  std::string job_token;     // "" = an open cluster
-  std::string job_identity;  // core/model/job_identity.h
+  std::string job_token;                       // "" = an open cluster
+  std::string job_identity;                    // core/model/job_identity.h
   absl::Duration timeout = absl::Seconds(60);  // of silence from the awaited peer
   WireLimits limits;
   std::string peer_name = "FC worker";  // how log lines and errors name a process

@@ -144,8 +144,7 @@ TEST(SocketQueueTest, ASendToAPeerThatDoesNotReadFailsOnceTheQueueIsFull) {
   zmq::context_t context(1);
   WireLimits limits;
   limits.queue_messages = 4;
-  const std::string address =
-      absl::StrCat("ipc://", ::testing::TempDir(), "/queue_", ::getpid());
+  const std::string address = absl::StrCat("ipc://", ::testing::TempDir(), "/queue_", ::getpid());
   auto server = Socket::Bind(context, SocketKind::kRouter, address, limits);
   ASSERT_TRUE(server.ok()) << server.status();
   auto client = Socket::Connect(context, SocketKind::kDealer, address, limits);
@@ -162,8 +161,8 @@ TEST(SocketQueueTest, ASendToAPeerThatDoesNotReadFailsOnceTheQueueIsFull) {
     absl::SleepFor(absl::Milliseconds(2));  // let ZeroMQ move what it can
   }
   EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(failed.message(), "the send queue to " + address +
-                                  " is full (4 messages): the peer is not reading");
+  EXPECT_EQ(failed.message(),
+            "the send queue to " + address + " is full (4 messages): the peer is not reading");
   // Both queues and the kernel's socket buffers: a few dozen megabytes at most.
   EXPECT_LT(sent, 64);
   EXPECT_GE(sent, 4);

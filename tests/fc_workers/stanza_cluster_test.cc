@@ -111,8 +111,8 @@ TEST_F(StanzaTest, BatchNormStatisticsMatchSingleAndPsWithOneConvWorker) {
 // the default job run for 300 steps, when `hello`) and returns the error
 // text of the refusal.
 std::string SendActivations(const std::string& address, int sender, int64_t iteration,
-                            const std::vector<int64_t>& shape, size_t act_bytes,
-                            size_t label_bytes, bool hello = true) {
+                            const std::vector<int64_t>& shape, size_t act_bytes, size_t label_bytes,
+                            bool hello = true) {
   zmq::context_t context(1);
   auto socket = Socket::Connect(context, SocketKind::kDealer, address);
   if (!socket.ok()) return "<no socket>";

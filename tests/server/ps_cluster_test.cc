@@ -84,10 +84,19 @@ class HandStartedCluster {
   HandStartedCluster(const std::string& dir, int servers, const std::vector<std::string>& flags,
                      int max_steps, double worker_timeout = 60) {
     auto server_argv = [&](int rank, const std::string& coordinator) {
-      std::vector<std::string> argv = {kBin + "strata_server", "--rank", std::to_string(rank),
-                                       "--coordinator", coordinator, "--config", kConfig,
-                                       "--servers", std::to_string(servers), "--workers", "2",
-                                       "--max-steps", std::to_string(max_steps)};
+      std::vector<std::string> argv = {kBin + "strata_server",
+                                       "--rank",
+                                       std::to_string(rank),
+                                       "--coordinator",
+                                       coordinator,
+                                       "--config",
+                                       kConfig,
+                                       "--servers",
+                                       std::to_string(servers),
+                                       "--workers",
+                                       "2",
+                                       "--max-steps",
+                                       std::to_string(max_steps)};
       argv.insert(argv.end(), flags.begin(), flags.end());
       return argv;
     };
@@ -109,8 +118,7 @@ class HandStartedCluster {
     }
     // Training is under way once every server shares memory with worker 1.
     for (int r = 0; r < servers; ++r) {
-      started_ = started_ &&
-                 !servers_[r]->WaitFor("shares memory with worker 1").empty();
+      started_ = started_ && !servers_[r]->WaitFor("shares memory with worker 1").empty();
     }
     usleep(300000);
   }
@@ -347,17 +355,30 @@ std::string TokenFile(const std::string& dir, const std::string& name, const std
 // whose config differs; the honest worker then trains to the end.
 TEST_F(PsClusterTest, WorkersWithWrongCredentialsAreRefusedByName) {
   const std::string good = TokenFile(dir_, "good.token", "s3cret-of-this-run");
-  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
-                  "--config", kConfig, "--servers", "1", "--workers", "1", "--max-steps", "20",
-                  "--job-token-file", good},
-                 dir_ + "/server.log");
+  Process server(
+      {kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0", "--config",
+       kConfig, "--servers", "1", "--workers", "1", "--max-steps", "20", "--job-token-file", good},
+      dir_ + "/server.log");
   const std::string address = testing::AddressIn(server.WaitFor(" on tcp://"));
   ASSERT_FALSE(address.empty()) << server.log();
   EXPECT_EQ(server.log().find("no job token"), std::string::npos) << server.log();
   auto worker = [&](std::vector<std::string> extra) {
-    std::vector<std::string> argv = {kBin + "strata_conv_worker", "--mode", "ps", "--coordinator",
-                                     address, "--config", kConfig, "--rank", "0", "--threads", "1",
-                                     "--max-steps", "20", "--timeout", "10", "--evaluate=false",
+    std::vector<std::string> argv = {kBin + "strata_conv_worker",
+                                     "--mode",
+                                     "ps",
+                                     "--coordinator",
+                                     address,
+                                     "--config",
+                                     kConfig,
+                                     "--rank",
+                                     "0",
+                                     "--threads",
+                                     "1",
+                                     "--max-steps",
+                                     "20",
+                                     "--timeout",
+                                     "10",
+                                     "--evaluate=false",
                                      "--progress=false"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;

@@ -318,9 +318,9 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   }
   for (int r = 1; r < o.servers; ++r) {
     const Placement p = place();
-    STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn(absl::StrCat("server ", r),
-                                  server_argv(r, coordinator, p.any_address), p.netns, o.job_token));
+    STRATA_ASSIGN_OR_RETURN(
+        Child c, Spawn(absl::StrCat("server ", r), server_argv(r, coordinator, p.any_address),
+                       p.netns, o.job_token));
     children.push_back(std::move(c));
   }
   // The process that reports (progress, evaluation, summary).
@@ -353,8 +353,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                 std::to_string(o.timeout_seconds)});
     for (const auto& flag : o.worker_flags) argv.push_back(flag);
     if (w == 0 && !stanza) add_reporting_flags(argv);
-    STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn(absl::StrCat("worker ", w), argv, p.netns, o.job_token));
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }
 

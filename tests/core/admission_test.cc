@@ -1,0 +1,186 @@
+// Admission of connections (hello, job id, token, job identity, impostors)
+// and what it rests on: the job identity of a config, the first difference
+// between two identities, and the loading of job tokens.
+#include "core/net/admission.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "core/model/job_identity.h"
+#include "core/util/json_difference.h"
+
+namespace strata {
+namespace {
+
+JobConfig DefaultConfig() {
+  auto config = LoadJobConfig(std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json");
+  EXPECT_TRUE(config.ok()) << config.status();
+  return *config;
+}
+
+TEST(JobIdentityTest, NamesTheFirstFieldThatDiffers) {
+  const JobConfig a = DefaultConfig();
+  EXPECT_EQ(FirstDifference(JobIdentity(a), JobIdentity(a)), "");
+  JobConfig b = a;
+  b.training.batch_size = 32;
+  EXPECT_EQ(FirstDifference(JobIdentity(a), JobIdentity(b)),
+            "training.batch_size: 64 here, 32 there");
+  JobConfig c = a;
+  c.model.layers[3].out_channels = 48;
+  EXPECT_EQ(FirstDifference(JobIdentity(a), JobIdentity(c)),
+            "model.layers[3].out_channels: 64 here, 48 there");
+  JobConfig d = a;
+  d.model.layers.pop_back();
+  EXPECT_EQ(FirstDifference(JobIdentity(a), JobIdentity(d)),
+            "model.layers: 10 entries here, 9 there");
+  // What may differ between processes does not count: where the data lies,
+  // the seed, the threads.
+  JobConfig e = a;
+  e.data.path = "/elsewhere";
+  e.training.seed = 7;
+  e.training.threads = 1;
+  EXPECT_EQ(FirstDifference(JobIdentity(a), JobIdentity(e)), "");
+}
+
+TEST(JobIdentityTest, UntrustedTextIsComparedSafely) {
+  const std::string mine = JobIdentity(DefaultConfig());
+  EXPECT_EQ(FirstDifference(mine, "{not json"), "(the whole document): JSON here, not JSON there");
+  EXPECT_EQ(FirstDifference(mine, ""), "(the whole document): JSON here, empty there");
+  EXPECT_EQ(FirstDifference(mine, std::string(100000, '[')),
+            "(the whole document): JSON here, not JSON there");
+  EXPECT_EQ(FirstDifference(R"({"a": {"b": 1}})", R"({"a": 5})"), "a: {\"b\":1} here, 5 there");
+  EXPECT_EQ(FirstDifference(R"({"a": 1})", R"({"a": 1, "z": 2})"), "z: absent here, set there");
+}
+
+// A HELLO (or another request) as decoded on a serving socket.
+class AdmissionTest : public ::testing::Test {
+ protected:
+  IncomingMessage Receive(OutgoingMessage& m, const std::string& identity) {
+    RawMessage raw;
+    raw.identity = identity;
+    const std::string header = m.SerializedHeaderForTest();
+    raw.frames.emplace_back(header.data(), header.size());
+    auto decoded = Decode(std::move(raw), WireLimits());
+    EXPECT_TRUE(decoded.ok()) << decoded.status();
+    return *std::move(decoded);
+  }
+  IncomingMessage Hello(const JobCredentials& c, wire::Role role, int rank,
+                        const std::string& identity) {
+    OutgoingMessage m(wire::Kind::HELLO);
+    FillHello(m.header(), c, role, rank);
+    return Receive(m, identity);
+  }
+  IncomingMessage Push(wire::Role role, int rank, const std::string& identity) {
+    OutgoingMessage m(wire::Kind::PUSH);
+    m.header().setJobId(3);
+    m.header().setSenderRole(role);
+    m.header().setSenderRank(rank);
+    return Receive(m, identity);
+  }
+  const JobCredentials mine_{3, "token-3", R"({"training":{"batch_size":64}})"};
+};
+
+TEST_F(AdmissionTest, AdmitsTheRightCredentialsAndRefusesTheRestByName) {
+  Admission admission("server 0", mine_);
+  EXPECT_FALSE(admission.open());
+  JobCredentials wrong_job = mine_;
+  wrong_job.job_id = 4;
+  EXPECT_EQ(admission.Admit(Hello(wrong_job, wire::Role::CONV_WORKER, 1, "a")).status().message(),
+            "worker 1 says hello for job 4; server 0 serves job 3");
+  JobCredentials no_token = mine_;
+  no_token.token = "";
+  EXPECT_EQ(admission.Admit(Hello(no_token, wire::Role::CONV_WORKER, 1, "a")).status().message(),
+            "worker 1 presented no job token; server 0 requires one");
+  JobCredentials wrong_token = mine_;
+  wrong_token.token = "token-4";
+  auto refused = admission.Admit(Hello(wrong_token, wire::Role::FC_WORKER, 0, "a"));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(refused.status().message(),
+            "fc worker 0 presented a wrong job token (server 0 of job 3)");
+  JobCredentials other_config = mine_;
+  other_config.identity = R"({"training":{"batch_size":32}})";
+  EXPECT_EQ(
+      admission.Admit(Hello(other_config, wire::Role::CONV_WORKER, 1, "a")).status().message(),
+      "worker 1 runs another job config than server 0: training.batch_size: 64 here, 32 there "
+      "(every process of a job needs the same config and overrides)");
+  // Nothing refused was bound.
+  EXPECT_TRUE(IsNotRegistered(admission.Check(Push(wire::Role::CONV_WORKER, 1, "a")).status()));
+
+  auto admitted = admission.Admit(Hello(mine_, wire::Role::CONV_WORKER, 1, "a"));
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  EXPECT_EQ(admitted->rank, 1);
+  auto checked = admission.Check(Push(wire::Role::CONV_WORKER, 1, "a"));
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  EXPECT_EQ(checked->role, wire::Role::CONV_WORKER);
+  // The same connection cannot speak for someone else.
+  EXPECT_EQ(admission.Check(Push(wire::Role::CONV_WORKER, 2, "a")).status().message(),
+            "push claiming to come from worker 2 on the connection of worker 1");
+  // Another connection has to say hello itself.
+  EXPECT_EQ(admission.Check(Push(wire::Role::CONV_WORKER, 1, "b")).status().message(),
+            "push from a connection that never said hello to server 0 (every connection "
+            "registers first)");
+  admission.Forget("a");
+  EXPECT_TRUE(IsNotRegistered(admission.Check(Push(wire::Role::CONV_WORKER, 1, "a")).status()));
+}
+
+TEST_F(AdmissionTest, AnOpenClusterTakesAnyTokenAndAssignedRanksBind) {
+  JobCredentials open = mine_;
+  open.token = "";
+  Admission admission("server 0", open);
+  EXPECT_TRUE(admission.open());
+  JobCredentials some_token = mine_;
+  some_token.token = "whatever";
+  ASSERT_TRUE(admission.Admit(Hello(some_token, wire::Role::CONV_WORKER, -1, "c")).ok());
+  admission.AssignRank("c", 5);
+  EXPECT_TRUE(admission.Check(Push(wire::Role::CONV_WORKER, 5, "c")).ok());
+  EXPECT_FALSE(admission.Check(Push(wire::Role::CONV_WORKER, -1, "c")).ok());
+}
+
+class JobTokenTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/token_test_" + std::to_string(::getpid());
+    ::mkdir(dir_.c_str(), 0700);
+    ::unsetenv(kJobTokenEnv);
+  }
+  void TearDown() override { ::unsetenv(kJobTokenEnv); }
+  std::string Write(const std::string& name, const std::string& text, mode_t mode) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(JobTokenTest, ReadsTheFileThenTheEnvironmentElseNone) {
+  EXPECT_EQ(*LoadJobToken(""), "");
+  ::setenv(kJobTokenEnv, "from-the-environment", 1);
+  EXPECT_EQ(*LoadJobToken(""), "from-the-environment");
+  EXPECT_EQ(*LoadJobToken(Write("t", "from-the-file\nsecond line\n", 0600)), "from-the-file");
+}
+
+TEST_F(JobTokenTest, RefusesFilesOthersCanReadAndMalformedTokens) {
+  const std::string shared = Write("shared", "abc\n", 0644);
+  EXPECT_EQ(LoadJobToken(shared).status().message(),
+            "job token file " + shared + " is readable by others (mode 0644); chmod 600 it");
+  const std::string empty = Write("empty", "\n", 0600);
+  EXPECT_EQ(LoadJobToken(empty).status().message(), "job token file " + empty + " is empty");
+  EXPECT_EQ(LoadJobToken(dir_ + "/missing").status().code(), absl::StatusCode::kNotFound);
+  ::setenv(kJobTokenEnv, "two words", 1);
+  EXPECT_EQ(LoadJobToken("").status().message(),
+            "$STRATA_JOB_TOKEN has a space or a non-printable character");
+}
+
+TEST(NewJobTokenTest, IsFreshEachTime) {
+  const std::string a = NewJobToken(), b = NewJobToken();
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace strata
