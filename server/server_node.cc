@@ -37,8 +37,17 @@ ServerNode::ServerNode(const ServerOptions& options)
       admission_(absl::StrCat("server ", options.rank),
                  JobCredentials{options.job_id, options.job_token,
                                 options.kv_sizes.empty() ? JobIdentity(options.config) : ""}),
-      done_(options.workers + options.fc_workers, false),
-      rejoined_(options.workers, false) {}
+      rejoined_(options.workers, false) {
+  for (int w = 0; w < options.workers; ++w) workers_.push_back({{wire::Role::CONV_WORKER, w}});
+  for (int f = 0; f < options.fc_workers; ++f) workers_.push_back({{wire::Role::FC_WORKER, f}});
+}
+
+ServerNode::WorkerState* ServerNode::FindWorker(const Peer& peer) {
+  for (WorkerState& w : workers_) {
+    if (w.peer.role == peer.role && w.peer.rank == peer.rank) return &w;
+  }
+  return nullptr;
+}
 
 ServerNode::~ServerNode() = default;
 
@@ -505,14 +514,12 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
       return Reply(message.identity(), reply);
     }
     case wire::Kind::DONE: {
-      // Conv workers first, then FC workers (stanza), in done_.
-      const bool fc = h.getSenderRole() == wire::Role::FC_WORKER;
-      const int worker = h.getSenderRank();
-      if (worker < 0 || worker >= (fc ? options_.fc_workers : options_.workers)) {
+      WorkerState* worker = FindWorker(peer);
+      if (worker == nullptr) {
         return absl::InvalidArgumentError(
-            absl::StrCat("done from ", fc ? "fc worker " : "worker ", worker));
+            absl::StrCat("done from ", DescribePeer(peer.role, peer.rank), ", not in this job"));
       }
-      done_[fc ? options_.workers + worker : worker] = true;
+      worker->done = true;
       shared_memory_.Forget(message.identity());
       admission_.Forget(message.identity());
       OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
@@ -576,23 +583,17 @@ absl::Status ServerNode::ServeOnce(absl::Duration timeout) {
 }
 
 void ServerNode::OnNodeDead(const Peer& dead) {
-  if (dead.role != wire::Role::CONV_WORKER && dead.role != wire::Role::FC_WORKER) return;
-  for (const Peer& p : dead_) {
-    if (p.role == dead.role && p.rank == dead.rank) return;
-  }
-  dead_.push_back(dead);
+  WorkerState* worker = FindWorker(dead);  // servers: nothing waits for them here
+  if (worker == nullptr || worker->dead) return;
+  worker->dead = true;
   const std::string who = DescribePeer(dead.role, dead.rank);
   FailPendingPulls(absl::UnavailableError(absl::StrCat(
       who, " stopped sending heartbeats; pulls waiting for its iterations cannot complete")));
-  if (options_.consistency == Consistency::kAsp) {
+  if (options_.consistency == Consistency::kAsp && !worker->done) {
     // Nobody waits for its iterations, and it will not say it is done.
-    const bool fc = dead.role == wire::Role::FC_WORKER;
-    const int index = fc ? options_.workers + dead.rank : dead.rank;
-    if (index >= 0 && index < static_cast<int>(done_.size()) && !done_[index]) {
-      done_[index] = true;
-      std::fprintf(stderr, "[server %d] no longer waits for %s to finish (asp)\n", options_.rank,
-                   who.c_str());
-    }
+    worker->done = true;
+    std::fprintf(stderr, "[server %d] no longer waits for %s to finish (asp)\n", options_.rank,
+                 who.c_str());
   }
 }
 
@@ -624,29 +625,20 @@ void ServerNode::ServeCoordinatorLink() {
 absl::Status ServerNode::Run() {
   absl::Time next_heartbeat = absl::Now();
   while (!shutdown_) {
-    bool all_done = true;
-    std::vector<std::string> dead_unfinished;
-    for (size_t i = 0; i < done_.size(); ++i) {
-      if (done_[i]) continue;
-      all_done = false;
-      const bool fc = static_cast<int>(i) >= options_.workers;
-      const Peer node{fc ? wire::Role::FC_WORKER : wire::Role::CONV_WORKER,
-                      fc ? static_cast<int>(i) - options_.workers : static_cast<int>(i)};
-      for (const Peer& d : dead_) {
-        if (d.role == node.role && d.rank == node.rank) {
-          dead_unfinished.push_back(DescribePeer(node.role, node.rank));
-        }
-      }
+    std::vector<std::string> unfinished;
+    bool any_alive = false;
+    for (const WorkerState& w : workers_) {
+      if (w.done) continue;
+      unfinished.push_back(DescribePeer(w.peer.role, w.peer.rank));
+      any_alive = any_alive || !w.dead;
     }
-    if (all_done) break;
-    if (!dead_unfinished.empty() &&
-        dead_unfinished.size() ==
-            static_cast<size_t>(std::count(done_.begin(), done_.end(), false))) {
+    if (unfinished.empty()) break;
+    if (!any_alive) {
       return absl::UnavailableError(
           absl::StrCat("server ", options_.rank,
                        ": every worker that had not finished stopped sending "
                        "heartbeats (",
-                       absl::StrJoin(dead_unfinished, ", "), "); the job cannot complete"));
+                       absl::StrJoin(unfinished, ", "), "); the job cannot complete"));
     }
     STRATA_RETURN_IF_ERROR(ServeOnce(absl::Milliseconds(200)));
     const absl::Time now = absl::Now();

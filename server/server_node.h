@@ -141,8 +141,15 @@ class ServerNode {
   std::unique_ptr<ParameterStore> store_;
   std::deque<PendingPull> pending_;
   SharedMemoryPeers shared_memory_;
-  std::vector<bool> done_;
-  std::vector<Peer> dead_;  // workers the coordinator declared dead
+  // Every conv and FC worker of the job: whether it said DONE, and whether
+  // the coordinator declared it dead.
+  struct WorkerState {
+    Peer peer;
+    bool done = false;
+    bool dead = false;
+  };
+  std::vector<WorkerState> workers_;
+  WorkerState* FindWorker(const Peer& peer);
   // After --restore, a worker must pull the current values (iteration -1)
   // before it may push or pull by iteration again: its own state is ahead
   // of the restored shard.

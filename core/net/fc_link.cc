@@ -11,10 +11,16 @@ absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& opt
   std::unique_ptr<FcLink> link(new FcLink(options));
   STRATA_ASSIGN_OR_RETURN(link->socket_, Socket::Connect(link->context_, SocketKind::kDealer,
                                                          options.address, options.limits));
-  STRATA_RETURN_IF_ERROR(Introduce(
-      *link->socket_, link->credentials(), wire::Role::CONV_WORKER, options.conv_rank,
-      absl::StrCat("fc worker ", options.fc_rank, " (", options.address, ")"), options.timeout));
+  STRATA_RETURN_IF_ERROR(link->SayHello());
   return link;
+}
+
+absl::Status FcLink::SayHello() {
+  hello_request_ = next_request_++;
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), credentials(), wire::Role::CONV_WORKER, options_.conv_rank);
+  hello.header().setRequestId(hello_request_);
+  return socket_->Send(hello);
 }
 
 absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Tensor& labels) {
@@ -65,13 +71,18 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
     }
     STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
     const auto h = reply.header();
+    if (h.getRequestId() == hello_request_ && hello_request_ != 0) {
+      // The answer to our hello comes before that of what followed it.
+      if (h.getKind() == wire::Kind::ERROR || h.getErrorCode() != 0) {
+        return WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused us"));
+      }
+      continue;
+    }
     if (h.getRequestId() != current_request_) continue;  // an answer to an older request
     if (IsNotRegistered(h) && hellos < 3) {
       // A renewed connection: register it again, then resend.
       ++hellos;
-      OutgoingMessage hello(wire::Kind::HELLO);
-      FillHello(hello.header(), credentials(), wire::Role::CONV_WORKER, options_.conv_rank);
-      STRATA_RETURN_IF_ERROR(socket_->Send(hello));
+      STRATA_RETURN_IF_ERROR(SayHello());
       STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
       continue;
     }

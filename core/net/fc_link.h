@@ -1,7 +1,8 @@
 // FcLink: a conv worker's connection to its FC worker in stanza mode.
 //
-// Connect() says HELLO to the FC worker (core/net/admission.h) and fails
-// with its refusal. Exchange() sends one iteration's boundary activations (zero-copy) and
+// Connect() says HELLO to the FC worker (core/net/admission.h) without
+// waiting (the FC worker answers once it starts serving); a refusal fails
+// the first Exchange. Exchange() sends one iteration's boundary activations (zero-copy) and
 // labels, and returns the gradient of the loss with respect to those
 // activations. It runs on the calling thread, resends the request if no
 // answer comes within `resend_after`, then after twice that, and so on (the
@@ -49,12 +50,14 @@ class FcLink {
     return {options_.job_id, options_.job_token, options_.job_identity};
   }
   absl::Status Send(int64_t iteration, const Tensor& activations, const Tensor& labels);
+  absl::Status SayHello();
 
   FcLinkOptions options_;
   zmq::context_t context_{1};
   std::unique_ptr<Socket> socket_;
   uint64_t next_request_ = 1;
   uint64_t current_request_ = 0;
+  uint64_t hello_request_ = 0;  // the request id of our last HELLO
 };
 
 }  // namespace strata

@@ -1,8 +1,9 @@
 // Shared-memory lanes: the socket (one header per packet, limits, closes,
-// addresses) and the server's hub (accepting, identities, replies, closed
-// lanes reported once).
+// addresses) and the server's hub (accepting only its own user's lanes,
+// identities, replies, closed lanes reported once).
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <functional>
@@ -198,6 +199,36 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
   EXPECT_EQ((*hub)->Send(identity_of[1], reply), 0u);
   // Reported once: a second look finds nothing more.
   EXPECT_TRUE(Serve(**hub, [](const auto& e) { return !e.closed.empty(); }).closed.empty());
+}
+
+// The region token proves possession of a region, not who the peer is: a
+// lane from a process of another user is closed unread.
+TEST(LaneHubTest, ALaneFromAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another user";
+  auto hub = LaneHub::Listen("server 0", TestServerAddress("uid"));
+  ASSERT_TRUE(hub.ok()) << hub.status();
+  const std::string address = (*hub)->address();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::setuid(65534) != 0) ::_exit(2);  // nobody
+    auto lane = LaneSocket::Connect(address);
+    if (!lane.ok()) ::_exit(1);
+    (void)SendPull(**lane, 7);  // the hub may have closed the lane already
+    ::usleep(500000);
+    ::_exit(0);
+  }
+  LaneHub::Events events = Serve(**hub, [](const auto& e) { return !e.requests.empty(); });
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(events.requests.empty());
+  // A lane of our own user is served.
+  auto own = LaneSocket::Connect(address);
+  ASSERT_TRUE(own.ok()) << own.status();
+  ASSERT_TRUE(SendPull(**own, 8).ok());
+  LaneHub::Events served = Serve(**hub, [](const auto& e) { return !e.requests.empty(); });
+  ASSERT_EQ(served.requests.size(), 1u);
 }
 
 TEST(LaneHubTest, TheLaneAddressFollowsTheServerAddress) {
