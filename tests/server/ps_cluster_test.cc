@@ -436,13 +436,17 @@ class RawClient {
     }
     auto msg = Decode(std::move(raw), WireLimits());
     if (!msg.ok()) return "<undecodable reply>";
+    last_iteration_ = msg->header().getIteration();
     if (msg->header().getErrorCode() == 0) return "<not an error>";
     return msg->header().getErrorMessage().cStr();
   }
+  // The iteration field of the last reply (a pull reply's version).
+  int64_t last_iteration() const { return last_iteration_; }
 
  private:
   zmq::context_t context_{1};
   zmq::socket_t socket_;
+  int64_t last_iteration_ = -1;
 };
 
 // A raw client on a server's shared memory lane.
@@ -532,6 +536,58 @@ std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t 
   s[0].setLength(length);
   h.initFrameBytes(1).set(0, bytes);
   return m.SerializedHeaderForTest();
+}
+
+// The header of a request of `kind` from worker 0 for `iteration`, naming
+// elements [0, 4) of each of `keys` (with a 16-byte data frame each for
+// pushes and inits).
+std::string FourFloatHeader(wire::Kind kind, const std::vector<uint32_t>& keys, int64_t iteration) {
+  OutgoingMessage m(kind);
+  auto h = m.header();
+  FromWorker0(h);
+  h.setIteration(iteration);
+  auto slices = h.initSlices(static_cast<unsigned>(keys.size()));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    slices[i].setKey(keys[i]);
+    slices[i].setLength(4);
+  }
+  if (kind != wire::Kind::PULL) {
+    auto bytes = h.initFrameBytes(static_cast<unsigned>(keys.size()));
+    for (size_t i = 0; i < keys.size(); ++i) bytes.set(static_cast<unsigned>(i), 16);
+  }
+  return m.SerializedHeaderForTest();
+}
+
+// A request naming several chunks is checked whole: when one of them cannot
+// take the push, none of them changes.
+TEST_F(PsClusterTest, APushIsCheckedWholeBeforeAnyOfItsChunksChanges) {
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--kv-sizes", "4,4", "--workers", "1"},
+                 dir_ + "/server.log");
+  const std::string address = testing::AddressIn(server.WaitFor(" on tcp://"));
+  ASSERT_FALSE(address.empty()) << server.log();
+  RawClient worker(address);
+  const std::string floats(16, '\0');
+  ASSERT_EQ(worker.Exchange({HelloHeader(0, "")}), "<not an error>");
+  for (uint32_t key : {0u, 1u}) {
+    ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::INIT, {key}, 0), floats}),
+              "<not an error>");
+  }
+  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PUSH, {1}, 0), floats}),
+            "<not an error>");  // key 1 is at iteration 1, key 0 still at 0
+  // Key 1 could take iteration 1, key 0 cannot.
+  EXPECT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PUSH, {1, 0}, 1), floats, floats}),
+            "BSP push for iteration 1 of key 0 while the server is at 0 (a worker ran ahead "
+            "without pulling)");
+  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PULL, {1}, -1)}), "<not an error>");
+  EXPECT_EQ(worker.last_iteration(), 1);  // unchanged
+  // Its iteration 1 was not recorded either: it is applied now.
+  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PUSH, {1}, 1), floats}), "<not an error>");
+  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PULL, {1}, -1)}), "<not an error>");
+  EXPECT_EQ(worker.last_iteration(), 2);
+  EXPECT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PUSH, {0, 0}, 0), floats, floats}),
+            "push names chunk 0 of key 0 twice");
+  server.Kill9();
 }
 
 TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
