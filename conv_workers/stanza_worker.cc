@@ -38,9 +38,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   lo.address = client->fc_addresses()[fc_rank];
   lo.fc_rank = fc_rank;
   lo.conv_rank = rank;
-  lo.job_id = options.client.job_id;
-  lo.job_token = options.client.job_token;
-  lo.job_identity = options.client.job_identity;
+  lo.credentials = options.client.credentials;
   lo.timeout = options.client.timeout;
   STRATA_ASSIGN_OR_RETURN(auto link, FcLink::Connect(lo));
   const std::string prefix = absl::StrCat("[worker ", rank, "] ");

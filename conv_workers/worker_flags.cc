@@ -40,9 +40,10 @@ absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
   if (absl::GetFlag(FLAGS_threads) > 0) tc.threads = absl::GetFlag(FLAGS_threads);
   tc.evaluate = absl::GetFlag(FLAGS_evaluate);
   o->client.coordinator = absl::GetFlag(FLAGS_coordinator);
-  o->client.job_id = absl::GetFlag(FLAGS_job_id);
-  STRATA_ASSIGN_OR_RETURN(o->client.job_token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
-  o->client.job_identity = JobIdentity(o->config);
+  JobCredentials& job = o->client.credentials;
+  job.job_id = absl::GetFlag(FLAGS_job_id);
+  STRATA_ASSIGN_OR_RETURN(job.token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
+  job.identity = JobIdentity(o->config);
   o->client.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
   o->chunk_elements = absl::GetFlag(FLAGS_chunk_elements);
   o->client.shared_memory = absl::GetFlag(FLAGS_shared_memory);

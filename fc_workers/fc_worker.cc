@@ -162,12 +162,18 @@ class FcServer {
       STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
       return Accept(m, iteration);
     }
-    STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Admit(m));
-    if (peer.role != wire::Role::CONV_WORKER || peers_.count(peer.rank) == 0) {
-      admission_.Forget(m.identity());
-      return absl::PermissionDeniedError(absl::StrCat(
-          DescribePeer(peer.role, peer.rank), " is not a conv worker served by fc worker ", rank_));
-    }
+    STRATA_RETURN_IF_ERROR(admission_
+                               .Admit(m,
+                                      [this](const Peer& peer) {
+                                        if (peer.role == wire::Role::CONV_WORKER &&
+                                            peers_.count(peer.rank) != 0) {
+                                          return absl::OkStatus();
+                                        }
+                                        return absl::PermissionDeniedError(absl::StrCat(
+                                            DescribePeer(peer.role, peer.rank),
+                                            " is not a conv worker served by fc worker ", rank_));
+                                      })
+                               .status());
     OutgoingMessage ack(wire::Kind::HELLO_ACK);
     ack.header().setJobId(job_id_);
     ack.header().setRequestId(m.header().getRequestId());
@@ -257,9 +263,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   // the experts (used when there are several of us).
   ExpertExchangeOptions eo;
   eo.rank = co.rank;
-  eo.job_id = co.job_id;
-  eo.job_token = co.job_token;
-  eo.job_identity = co.job_identity;
+  eo.credentials = co.credentials;
   eo.timeout = co.timeout;
   eo.limits = co.limits;
   STRATA_ASSIGN_OR_RETURN(auto experts,
@@ -304,8 +308,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   std::vector<int64_t> dims = {per_worker};
   const Shape boundary = model->boundary_shape();
   for (int64_t d : boundary.dims()) dims.push_back(d);
-  FcServer server(*socket, mine, Shape(dims), config.model.classes,
-                  JobCredentials{co.job_id, co.job_token, co.job_identity}, rank);
+  FcServer server(*socket, mine, Shape(dims), config.model.classes, co.credentials, rank);
   std::printf("[fc worker %d] serving conv workers %s on %s\n", rank,
               absl::StrJoin(mine, ",").c_str(), socket->address().c_str());
   std::fflush(stdout);

@@ -54,9 +54,14 @@ absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& pee
       auto it = table.find(rank);
       if (it != table.end()) {
         it->second.last_seen = absl::Now();
-        if (it->second.dead) {
-          std::fprintf(stderr, "[coordinator] %s is alive again\n", Describe(it->second).c_str());
-          it->second.dead = false;
+        // Death is final: the servers have failed what waited for the node
+        // and refuse it from then on.
+        if (it->second.dead && !it->second.late_heartbeat_logged) {
+          std::fprintf(stderr,
+                       "[coordinator] %s sends heartbeats again after it was declared dead; it "
+                       "stays out of the job\n",
+                       Describe(it->second).c_str());
+          it->second.late_heartbeat_logged = true;
         }
       }
       return absl::OkStatus();
@@ -73,7 +78,9 @@ absl::Status Coordinator::Register(const IncomingMessage& message, const Peer& p
     return absl::InvalidArgumentError("register must describe exactly one node");
   }
   const auto info = h.getNodes()[0];
-  if (info.getRole() != peer.role || (peer.rank >= 0 && info.getRank() != peer.rank)) {
+  const bool asking_again = info.getRole() == wire::Role::CONV_WORKER && info.getRank() == -1;
+  if (info.getRole() != peer.role ||
+      (peer.rank >= 0 && info.getRank() != peer.rank && !asking_again)) {
     return absl::PermissionDeniedError(
         absl::StrCat("register of ", DescribePeer(info.getRole(), info.getRank()),
                      " on the connection of ", DescribePeer(peer.role, peer.rank)));
@@ -85,9 +92,16 @@ absl::Status Coordinator::Register(const IncomingMessage& message, const Peer& p
   auto& table = TableFor(node.role);
   const int limit = LimitFor(node.role);
   if (node.role == wire::Role::CONV_WORKER && node.rank < 0) {
-    // Lowest free worker rank.
-    node.rank = 0;
-    while (table.count(node.rank) != 0) node.rank++;
+    // The rank this connection was given before (a register sent again
+    // while the map is pending), else the lowest free one.
+    node.rank = -1;
+    for (const auto& [rank, known] : table) {
+      if (known.identity == node.identity) node.rank = rank;
+    }
+    if (node.rank < 0) {
+      node.rank = 0;
+      while (table.count(node.rank) != 0) node.rank++;
+    }
   }
   if (node.rank < 0 || node.rank >= limit) {
     return absl::InvalidArgumentError(

@@ -15,7 +15,8 @@
 //
 // Dead nodes: a node silent for `dead_after` is reported once by
 // CheckLiveness, and every other server is told (NODE_DEAD), so each can
-// fail the pulls that wait for it.
+// fail the pulls that wait for it. Death is final: a node that sends
+// heartbeats again stays dead (rejoining is the reliability work's).
 #ifndef STRATA_SERVER_COORDINATOR_H_
 #define STRATA_SERVER_COORDINATOR_H_
 
@@ -64,6 +65,7 @@ class Coordinator {
     std::string identity;
     absl::Time last_seen;
     bool dead = false;
+    bool late_heartbeat_logged = false;
   };
   absl::Status Register(const IncomingMessage& message, const Peer& peer);
   absl::Status Barrier(const IncomingMessage& message);

@@ -303,6 +303,15 @@ int64_t ParameterStore::version(const Chunk& c) const {
   return slot == nullptr ? -1 : slot->version;
 }
 
+int64_t ParameterStore::min_version(const std::vector<Chunk>& chunks) const {
+  int64_t lowest = -1;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const int64_t v = version(chunks[i]);
+    lowest = i == 0 ? v : std::min(lowest, v);
+  }
+  return lowest;
+}
+
 Checkpoint ParameterStore::Capture() const {
   Checkpoint checkpoint;
   nlohmann::json meta = {{"server", server_}, {"clocks", clocks_}};
@@ -348,11 +357,26 @@ absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& slot = slots_[i];
     const auto& entry = meta["chunks"][i];
-    if (!entry.is_object() || entry.value("index", -1) != slot.chunk.index ||
-        !entry.contains("version") || !entry.contains("updates") || !entry.contains("clock") ||
-        !entry["clock"].is_array() || entry["clock"].size() != slot.clock.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint entry ", i, " does not describe chunk ", slot.chunk.index, " of this plan"));
+    auto integer = [&entry](const char* field) {
+      return entry.contains(field) && entry[field].is_number_integer();
+    };
+    bool described = entry.is_object() && integer("index") && integer("version") &&
+                     integer("updates") && entry.contains("clock") && entry["clock"].is_array() &&
+                     entry["clock"].size() == slot.clock.size() &&
+                     entry["index"].get<int64_t>() == slot.chunk.index;
+    for (size_t p = 0; described && p < slot.clock.size(); ++p) {
+      described = entry["clock"][p].is_number_integer() && entry["clock"][p].get<int64_t>() >= 0;
+    }
+    if (!described) {
+      return absl::DataLossError(absl::StrCat("checkpoint entry ", i, " does not describe chunk ",
+                                              slot.chunk.index, " of this plan"));
+    }
+    if (options_.consistency != Consistency::kBsp) {
+      const auto clock = entry["clock"].get<std::vector<int64_t>>();
+      if (entry["version"].get<int64_t>() != *std::min_element(clock.begin(), clock.end())) {
+        return absl::DataLossError(absl::StrCat("checkpoint entry ", i,
+                                                ": the version is not the slowest pusher's clock"));
+      }
     }
     const std::string name = absl::StrCat("chunk", slot.chunk.index);
     if (find(name, slot.value) == nullptr ||
@@ -379,7 +403,9 @@ absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
       slot.clock.assign(slot.clock.size(), slot.version);
     }
   }
-  for (size_t w = 0; w < clocks_.size(); ++w) clocks_[w] = meta["clocks"][w].get<int64_t>();
+  for (size_t w = 0; w < clocks_.size(); ++w) {
+    clocks_[w] = meta["clocks"][w].is_number_integer() ? meta["clocks"][w].get<int64_t>() : 0;
+  }
   return absl::OkStatus();
 }
 

@@ -124,6 +124,8 @@ class ParameterStore {
   // write), so the handle may be sent zero-copy.
   Tensor value_tensor(const Chunk& c) const;
   int64_t version(const Chunk& c) const;
+  // The smallest version among `chunks` (-1 for none, or one uninitialised).
+  int64_t min_version(const std::vector<Chunk>& chunks) const;
 
   // Per conv worker: the most iterations it has pushed of any conv-worker
   // key (for reports).

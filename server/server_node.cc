@@ -112,7 +112,7 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     node->coordinator_ = std::make_unique<Coordinator>(node->socket_.get(), &node->admission_, co,
                                                        node->socket_->address(), lane_address);
   } else {
-    STRATA_RETURN_IF_ERROR(node->Register());
+    STRATA_RETURN_IF_ERROR(node->Register(/*wait_for_hello=*/true));
   }
   if (node->admission_.open()) {
     std::fprintf(stderr,
@@ -131,16 +131,23 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   return node;
 }
 
-absl::Status ServerNode::Register() {
+absl::Status ServerNode::Register(bool wait_for_hello) {
   if (coordinator_link_ == nullptr) {
     STRATA_ASSIGN_OR_RETURN(
         coordinator_link_,
         Socket::Connect(context_, SocketKind::kDealer, options_.coordinator, options_.limits));
   }
+  last_registration_ = absl::Now();
   // One connection, in order: the hello comes before the register.
-  OutgoingMessage hello(wire::Kind::HELLO);
-  FillHello(hello.header(), admission_.credentials(), wire::Role::SERVER, options_.rank);
-  STRATA_RETURN_IF_ERROR(coordinator_link_->Send(hello));
+  const std::string coordinator = absl::StrCat("the coordinator ", options_.coordinator);
+  if (wait_for_hello) {
+    STRATA_RETURN_IF_ERROR(Introduce(*coordinator_link_, admission_.credentials(),
+                                     wire::Role::SERVER, options_.rank, coordinator,
+                                     options_.register_timeout));
+  } else {
+    STRATA_RETURN_IF_ERROR(
+        SayHello(*coordinator_link_, admission_.credentials(), wire::Role::SERVER, options_.rank));
+  }
   NodeDescription self{wire::Role::SERVER, options_.rank, socket_->address(),
                        lanes_ != nullptr ? lanes_->address() : ""};
   OutgoingMessage m(wire::Kind::REGISTER);
@@ -160,6 +167,14 @@ absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& rep
   const uint64_t before = socket_->counters().bytes_sent;
   absl::Status s = socket_->Send(reply, identity);
   traffic_.AddSent(current_peer_, socket_->counters().bytes_sent - before);
+  if (IsQueueFull(s)) {
+    // The peer is not reading its replies: this one is lost, and the peer's
+    // wait ends with its timeout.
+    if (replies_dropped_++ == 0) {
+      std::fprintf(stderr, "[server %d] dropped a reply: %s\n", options_.rank,
+                   std::string(s.message()).c_str());
+    }
+  }
   return s;
 }
 
@@ -184,34 +199,43 @@ void ServerNode::SendError(const std::string& identity, uint64_t request_id,
 }
 
 absl::Status ServerNode::HandleHello(const IncomingMessage& message) {
-  STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Admit(message));
-  auto refuse = [&](const std::string& why) {
-    admission_.Forget(message.identity());
-    return absl::InvalidArgumentError(
-        absl::StrCat(DescribePeer(peer.role, peer.rank), " ", why, " (server ", options_.rank,
-                     " of a job of ", options_.servers, " servers, ", options_.workers,
-                     " conv workers and ", options_.fc_workers, " FC workers)"));
-  };
   const bool on_lane = LaneHub::IsLane(message.identity());
-  switch (peer.role) {
-    case wire::Role::CONV_WORKER:
-      // A conv worker may ask the coordinator for a rank: on its coordinator
-      // connection only.
-      if (peer.rank == -1 && coordinator_ != nullptr && !on_lane) break;
-      if (peer.rank < 0 || peer.rank >= options_.workers) return refuse("is not in this job");
-      break;
-    case wire::Role::FC_WORKER:
-      if (peer.rank < 0 || peer.rank >= options_.fc_workers) return refuse("is not in this job");
-      break;
-    case wire::Role::SERVER:
-      if (coordinator_ == nullptr || on_lane || peer.rank <= 0 || peer.rank >= options_.servers) {
-        return refuse("cannot register here");
-      }
-      break;
-    case wire::Role::LAUNCHER:
-    case wire::Role::TOOL:
-      break;
-  }
+  STRATA_RETURN_IF_ERROR(
+      admission_
+          .Admit(message,
+                 [&](const Peer& peer) {
+                   auto refuse = [&](const std::string& why) {
+                     return absl::InvalidArgumentError(absl::StrCat(
+                         DescribePeer(peer.role, peer.rank), " ", why, " (server ", options_.rank,
+                         " of a job of ", options_.servers, " servers, ", options_.workers,
+                         " conv workers and ", options_.fc_workers, " FC workers)"));
+                   };
+                   switch (peer.role) {
+                     case wire::Role::CONV_WORKER:
+                       // A conv worker may ask the coordinator for a rank: on its
+                       // coordinator connection only.
+                       if (peer.rank == -1 && coordinator_ != nullptr && !on_lane)
+                         return absl::OkStatus();
+                       if (peer.rank < 0 || peer.rank >= options_.workers)
+                         return refuse("is not in this job");
+                       return absl::OkStatus();
+                     case wire::Role::FC_WORKER:
+                       if (peer.rank < 0 || peer.rank >= options_.fc_workers)
+                         return refuse("is not in this job");
+                       return absl::OkStatus();
+                     case wire::Role::SERVER:
+                       if (coordinator_ == nullptr || on_lane || peer.rank <= 0 ||
+                           peer.rank >= options_.servers) {
+                         return refuse("cannot register here");
+                       }
+                       return absl::OkStatus();
+                     case wire::Role::LAUNCHER:
+                     case wire::Role::TOOL:
+                       return absl::OkStatus();
+                   }
+                   return refuse("has an unknown role");
+                 })
+          .status());
   OutgoingMessage ack(wire::Kind::HELLO_ACK);
   ack.header().setRequestId(message.header().getRequestId());
   return Reply(message.identity(), ack);
@@ -330,9 +354,13 @@ absl::Status ServerNode::HandleShmAttach(const IncomingMessage& message) {
   return Reply(message.identity(), ack);
 }
 
-absl::Status ServerNode::CheckRejoined(int worker, int64_t iteration) {
-  if (!restored_ || worker < 0 || worker >= options_.workers) return absl::OkStatus();
-  if (iteration < 0) {
+absl::Status ServerNode::CheckRejoined(const wire::Header::Reader& request) {
+  const int worker = request.getSenderRank();
+  if (!restored_ || request.getSenderRole() != wire::Role::CONV_WORKER || worker < 0 ||
+      worker >= options_.workers) {
+    return absl::OkStatus();
+  }
+  if (request.getKind() == wire::Kind::PULL && request.getIteration() < 0) {
     rejoined_[worker] = true;  // a pull of the current values
     return absl::OkStatus();
   }
@@ -360,7 +388,7 @@ absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
   const std::vector<Chunk>& chunks = slices.chunks;
   const int worker = h.getSenderRank();
   const bool from_fc = h.getSenderRole() == wire::Role::FC_WORKER;
-  if (!from_fc) STRATA_RETURN_IF_ERROR(CheckRejoined(worker, h.getIteration()));
+  STRATA_RETURN_IF_ERROR(CheckRejoined(h));
   // The whole request is checked before any chunk changes.
   std::vector<PushOutcome> outcomes;
   for (const Chunk& c : chunks) {
@@ -402,7 +430,6 @@ void ServerNode::SendPull(const PendingPull& pull) {
   auto h = reply.header();
   h.setRequestId(pull.request_id);
   auto slices = h.initSlices(static_cast<unsigned>(pull.chunks.size()));
-  int64_t version = -1;
   const bool shared = pull.placement.region != nullptr;
   if (shared) {
     auto slots = h.initShmSlots(static_cast<unsigned>(pull.chunks.size()));
@@ -423,10 +450,8 @@ void ServerNode::SendPull(const PendingPull& pull) {
       // Zero-copy: the store copies on write while this reply holds the buffer.
       reply.AddFrame(store_->value_tensor(c));
     }
-    const int64_t v = store_->version(c);
-    version = version < 0 ? v : std::min(version, v);
   }
-  h.setIteration(version);
+  h.setIteration(store_->min_version(pull.chunks));
   for (const Chunk& c : pull.chunks) store_->NoteServed(c, pull.iteration);
   (void)Reply(pull.identity, reply);
 }
@@ -434,16 +459,20 @@ void ServerNode::SendPull(const PendingPull& pull) {
 absl::Status ServerNode::HandlePull(const IncomingMessage& message) {
   const auto h = message.header();
   STRATA_ASSIGN_OR_RETURN(ResolvedSlices slices, ResolveSlices(message, false));
-  STRATA_RETURN_IF_ERROR(CheckRejoined(h.getSenderRank(), h.getIteration()));
+  STRATA_RETURN_IF_ERROR(CheckRejoined(h));
   PendingPull pull{message.identity(),       h.getRequestId(),  h.getIteration(),
                    std::move(slices.chunks), h.getSenderRank(), std::move(slices.placement)};
   bool ready = true;
   for (const Chunk& c : pull.chunks) ready = ready && store_->CanServe(c, pull.iteration);
   if (ready) {
     SendPull(pull);
-  } else {
-    pending_.push_back(std::move(pull));
+    return absl::OkStatus();
   }
+  // Waiting for a dead worker's iterations would be waiting for ever.
+  if (const std::string dead = DeadPusherOf(pull.chunks); !dead.empty()) {
+    return DeadPusherError(dead);
+  }
+  pending_.push_back(std::move(pull));
   return absl::OkStatus();
 }
 
@@ -467,11 +496,7 @@ void ServerNode::FailPendingPulls(const absl::Status& status) {
 
 void ServerNode::MaybeCheckpoint() {
   if (options_.checkpoint_path.empty() || options_.checkpoint_every <= 0) return;
-  int64_t version = -1;
-  for (const Chunk& c : plan_.chunks_of_server(options_.rank)) {
-    const int64_t v = store_->version(c);
-    version = version < 0 ? v : std::min(version, v);
-  }
+  const int64_t version = store_->min_version(plan_.chunks_of_server(options_.rank));
   if (version >= last_checkpoint_version_ + options_.checkpoint_every) {
     absl::Status s = WriteCheckpoint(options_.checkpoint_path, store_->Capture());
     if (s.ok()) {
@@ -490,6 +515,11 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
   if (h.getKind() == wire::Kind::HELLO) return HandleHello(message);
   STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Check(message));
   STRATA_RETURN_IF_ERROR(CheckAllowed(peer, h.getKind(), message.identity()));
+  if (const WorkerState* w = FindWorker(peer); w != nullptr && w->dead) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        DescribePeer(peer.role, peer.rank),
+        " was declared dead after a silence of its heartbeats; the job goes on without it"));
+  }
   switch (h.getKind()) {
     case wire::Kind::REGISTER:
     case wire::Kind::HEARTBEAT:
@@ -582,14 +612,49 @@ absl::Status ServerNode::ServeOnce(absl::Duration timeout) {
   return absl::OkStatus();
 }
 
+namespace {
+
+wire::Role RoleOf(KeyOwner owner) {
+  return owner == KeyOwner::kFcWorkers ? wire::Role::FC_WORKER : wire::Role::CONV_WORKER;
+}
+
+}  // namespace
+
+std::string ServerNode::DeadPusherOf(const std::vector<Chunk>& chunks) const {
+  for (const WorkerState& w : workers_) {
+    if (!w.dead || w.done) continue;
+    for (const Chunk& c : chunks) {
+      if (RoleOf(store_->rule(c.key).owner) == w.peer.role) {
+        return DescribePeer(w.peer.role, w.peer.rank);
+      }
+    }
+  }
+  return "";
+}
+
+absl::Status ServerNode::DeadPusherError(const std::string& who) {
+  return absl::UnavailableError(
+      absl::StrCat(who,
+                   " stopped sending heartbeats; pulls waiting for its iterations cannot "
+                   "complete"));
+}
+
 void ServerNode::OnNodeDead(const Peer& dead) {
   WorkerState* worker = FindWorker(dead);  // servers: nothing waits for them here
-  if (worker == nullptr || worker->dead) return;
+  // A worker that finished and left is not missed.
+  if (worker == nullptr || worker->dead || worker->done) return;
   worker->dead = true;
   const std::string who = DescribePeer(dead.role, dead.rank);
-  FailPendingPulls(absl::UnavailableError(absl::StrCat(
-      who, " stopped sending heartbeats; pulls waiting for its iterations cannot complete")));
-  if (options_.consistency == Consistency::kAsp && !worker->done) {
+  // The pulls that wait for its iterations: those of the keys it pushes.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (DeadPusherOf(it->chunks) == who) {
+      SendError(it->identity, it->request_id, DeadPusherError(who));
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (options_.consistency == Consistency::kAsp) {
     // Nobody waits for its iterations, and it will not say it is done.
     worker->done = true;
     std::fprintf(stderr, "[server %d] no longer waits for %s to finish (asp)\n", options_.rank,
@@ -597,7 +662,7 @@ void ServerNode::OnNodeDead(const Peer& dead) {
   }
 }
 
-void ServerNode::ServeCoordinatorLink() {
+absl::Status ServerNode::ServeCoordinatorLink() {
   bool register_again = false;
   while (true) {
     absl::StatusOr<RawMessage> raw = coordinator_link_->ReceiveNow();
@@ -609,17 +674,17 @@ void ServerNode::ServeCoordinatorLink() {
       OnNodeDead({h.getNodes()[0].getRole(), h.getNodes()[0].getRank()});
     } else if (IsNotRegistered(h)) {
       register_again = true;  // a restarted coordinator does not know us
+    } else if (h.getKind() == wire::Kind::ERROR) {
+      return WithContext(ErrorFromHeader(h), absl::StrCat("the coordinator ", options_.coordinator,
+                                                          " refused server ", options_.rank));
     }
   }
-  if (register_again) {
+  if (register_again && absl::Now() - last_registration_ >= options_.heartbeat_every) {
     std::fprintf(stderr, "[server %d] registering again with the coordinator %s\n", options_.rank,
                  options_.coordinator.c_str());
-    absl::Status s = Register();
-    if (!s.ok()) {
-      std::fprintf(stderr, "[server %d] cannot register: %s\n", options_.rank,
-                   std::string(s.message()).c_str());
-    }
+    STRATA_RETURN_IF_ERROR(Register(/*wait_for_hello=*/false));
   }
+  return absl::OkStatus();
 }
 
 absl::Status ServerNode::Run() {
@@ -646,7 +711,7 @@ absl::Status ServerNode::Run() {
       for (const Peer& dead : coordinator_->CheckLiveness(now)) OnNodeDead(dead);
     }
     if (coordinator_link_ != nullptr) {
-      ServeCoordinatorLink();
+      STRATA_RETURN_IF_ERROR(ServeCoordinatorLink());
       if (now >= next_heartbeat) {
         OutgoingMessage beat(wire::Kind::HEARTBEAT);
         FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank);
@@ -663,12 +728,16 @@ absl::Status ServerNode::Run() {
   traffic_.Print();
   std::string clocks;
   for (int64_t c : store_->clocks()) clocks += (clocks.empty() ? "" : " ") + std::to_string(c);
-  std::fprintf(stderr,
-               "[server %d] finished: worker clocks [%s], max pull lead %lld (%s, staleness %d), "
-               "%llu requests refused\n",
-               options_.rank, clocks.c_str(), static_cast<long long>(store_->max_served_lead()),
-               ConsistencyName(options_.consistency), options_.staleness,
-               static_cast<unsigned long long>(errors_sent_));
+  std::fprintf(
+      stderr,
+      "[server %d] finished: worker clocks [%s], max pull lead %lld (%s, staleness %d), "
+      "%llu requests refused%s\n",
+      options_.rank, clocks.c_str(), static_cast<long long>(store_->max_served_lead()),
+      ConsistencyName(options_.consistency), options_.staleness,
+      static_cast<unsigned long long>(errors_sent_),
+      replies_dropped_ == 0
+          ? ""
+          : absl::StrCat(", ", replies_dropped_, " replies dropped (full queues)").c_str());
   return absl::OkStatus();
 }
 

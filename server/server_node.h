@@ -12,10 +12,12 @@
 // problem and a log line, and the server keeps serving. A request is
 // applied whole or not at all.
 //
-// A node the coordinator declares dead fails every pull waiting for it,
-// naming it, on every server; under ASP the servers then stop waiting for
-// its DONE. A server whose unfinished workers are all dead exits with an
-// error instead of waiting for ever.
+// A worker the coordinator declares dead (it had not finished) fails, on
+// every server, the pulls that wait for its iterations (those of the keys
+// it pushes), naming it; later such pulls are refused at once, and so is
+// everything the dead worker itself sends. Under ASP the servers stop
+// waiting for its DONE. A server whose unfinished workers are all dead
+// exits with an error instead of waiting for ever.
 //
 //   auto node = ServerNode::Create(options);   // binds, restores, registers
 //   STRATA_RETURN_IF_ERROR((*node)->Run());   // until every worker is done
@@ -69,6 +71,8 @@ struct ServerOptions {
   bool restore = false;
   absl::Duration dead_after = absl::Seconds(10);
   absl::Duration heartbeat_every = absl::Seconds(1);
+  // Ranks > 0: how long to wait for the coordinator to answer our hello.
+  absl::Duration register_timeout = absl::Seconds(60);
   WireLimits limits;
 };
 
@@ -94,7 +98,9 @@ class ServerNode {
     SharedMemoryPeers::Placement placement;  // where the values go (no region: frames)
   };
   explicit ServerNode(const ServerOptions& options);
-  absl::Status Register();
+  // HELLO and REGISTER to the coordinator (ranks > 0); the first time,
+  // waiting for the hello's answer, so a refusal fails Create.
+  absl::Status Register(bool wait_for_hello);
   void HandleRaw(RawMessage raw);
   absl::Status Handle(const IncomingMessage& message);
   absl::Status HandleHello(const IncomingMessage& message);
@@ -102,9 +108,16 @@ class ServerNode {
   absl::Status CheckAllowed(const Peer& peer, wire::Kind kind, const std::string& identity) const;
   // What a node declared dead means here (see above).
   void OnNodeDead(const Peer& dead);
-  // Reads what the coordinator sends a server of rank > 0.
-  void ServeCoordinatorLink();
-  absl::Status CheckRejoined(int worker, int64_t iteration);
+  // A dead, unfinished worker that pushes one of `chunks` ("worker 1"), or "".
+  std::string DeadPusherOf(const std::vector<Chunk>& chunks) const;
+  static absl::Status DeadPusherError(const std::string& who);
+  // Reads what the coordinator sends a server of rank > 0: dead-node
+  // notices, and refusals (a restarted coordinator that does not know us:
+  // register again; anything else fails Run).
+  absl::Status ServeCoordinatorLink();
+  // After --restore: Aborted for a conv worker's push or pull by iteration
+  // until it has pulled the current values (iteration -1).
+  absl::Status CheckRejoined(const wire::Header::Reader& request);
   // The chunks a request names, checked against the plan, and where their
   // floats lie (slots named and checked, or data frames when `with_frames`).
   struct ResolvedSlices {
@@ -159,6 +172,8 @@ class ServerNode {
   bool shutdown_ = false;
   int64_t last_checkpoint_version_ = 0;
   uint64_t errors_sent_ = 0;
+  uint64_t replies_dropped_ = 0;  // to peers whose queue was full
+  absl::Time last_registration_;  // ranks > 0: our last REGISTER
   TrafficReport traffic_;
   PeerKind current_peer_ = PeerKind::kConv;  // the peer of the message being handled
 };

@@ -17,6 +17,7 @@
 # is missing. Each step runs in its own mount and PID namespaces: /proc, /sys,
 # /dev and a fresh /dev/shm are mounted only there, and every process a step
 # starts dies with it, so nothing is left mounted or running on the host.
+# The test steps also get a network namespace of their own.
 set -euo pipefail
 
 keep=0
@@ -103,7 +104,14 @@ done
 apt_options=()
 while IFS= read -r line; do
   apt_options+=(--aptopt="$line")
-done < <(apt-config dump | grep -E '^Acquire::((https?|ftp)::Proxy[^ ]*|Check-Valid-Until|Check-Date|Retries|ForceIPv4|ForceIPv6|(https?)::Timeout) ' | sed 's/$/;/')
+done < <(apt-config dump | grep -E '^Acquire::((https?|ftp)::Proxy[^ ]*|Check-Valid-Until|Check-Date|Retries|ForceIPv4|ForceIPv6|(https?)::Timeout) ')
+# The keyrings those sources name (Signed-By): the root needs them too when
+# no Debian package of the root provides them.
+source_keyrings=()
+while IFS= read -r keyring; do
+  [[ -f "$keyring" ]] && source_keyrings+=("$keyring")
+done < <(grep -hoE '([Ss]igned-[Bb]y:[[:space:]]*|signed-by=)/[^][:space:]]+' "${apt_sources[@]}" |
+  sed -E 's/^[Ss]igned-[Bb]y:[[:space:]]*//; s/^signed-by=//' | sort -u)
 
 # run_step NAME COMMAND...: runs COMMAND with its output in $logs/NAME.log,
 # prints how long it took, and on failure the log's last lines.
@@ -129,17 +137,28 @@ run_step() {
 }
 step_times=()
 
-# in_root COMMAND: runs a shell command as root inside the Debian root, in
-# private mount and PID namespaces (see the header), with a clean environment.
-# OPENBLAS_* settings pass through: they describe this machine's CPU, and
-# tests and CI run with them as they are.
+# in_root [--own-network] COMMAND: runs a shell command as root inside the
+# Debian root, in private mount and PID namespaces (see the header), with a
+# clean environment; with --own-network also in a network namespace of its
+# own with only a loopback link (the tests: what they do to links and
+# namespaces stays off this machine's network). OPENBLAS_* settings pass
+# through: they describe this machine's CPU, and tests and CI run with them
+# as they are. It execs unshare, so a step's pid is unshare's and killing it
+# kills everything the step started (--kill-child).
 in_root() {
+  local network=()
+  local loopback=""
+  if [[ "$1" == --own-network ]]; then
+    network=(--net)
+    loopback="ip link set lo up && "
+    shift
+  fi
   local passed=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
   local v
   for v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE http_proxy https_proxy no_proxy; do
     [[ -n "${!v:-}" ]] && passed+=("$v=${!v}")
   done
-  unshare --mount --propagation private --pid --fork --kill-child -- bash -c '
+  exec unshare --mount --propagation private --pid --fork --kill-child "${network[@]}" -- bash -c '
     set -e
     root="$1"; shift
     # The root must be a mount point of its own: `ip netns` remounts / as a
@@ -150,24 +169,39 @@ in_root() {
     mount --rbind /dev "$root/dev"
     mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
     exec chroot "$root" /usr/bin/env -i "$@"
-  ' in-root "$root" "${passed[@]}" bash -c "cd /strata && $1"
+  ' in-root "$root" "${passed[@]}" bash -c "${loopback}cd /strata && $1"
 }
 
 # The bootstrap runs in its own mount namespace too, so the mounts mmdebstrap
-# makes in root mode cannot outlive it.
+# makes in root mode cannot outlive it (exec: see in_root).
 bootstrap() {
-  unshare --mount --propagation private --pid --fork --kill-child -- \
+  exec unshare --mount --propagation private --pid --fork --kill-child -- \
     mmdebstrap --mode=root --variant=apt --format=directory "${apt_options[@]}" \
     "$suite" "$root" "${apt_sources[@]}"
+}
+
+# The keyrings of the sources that no package of the root provides.
+copy_keyrings() {
+  local keyring
+  for keyring in "${source_keyrings[@]}"; do
+    if [[ ! -e "$root$keyring" ]]; then
+      mkdir -p "$root$(dirname "$keyring")"
+      cp "$keyring" "$root$keyring"
+      echo "copied $keyring"
+    fi
+  done
 }
 
 # Tracked and untracked files that git does not ignore: what a clean clone of
 # this working tree holds.
 copy_checkout() {
   mkdir -p "$root/strata"
-  if git -C "$source_dir" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
-    (cd "$source_dir" && git ls-files -z --cached --others --exclude-standard |
-      tar --null --files-from=- --ignore-failed-read -cf -) | tar -xf - -C "$root/strata"
+  # safe.directory: the checkout may belong to another user than root.
+  local git=(git -c safe.directory="$source_dir" -C "$source_dir")
+  if "${git[@]}" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    ("${git[@]}" ls-files -z --cached --others --exclude-standard |
+      tar -C "$source_dir" --null --files-from=- --ignore-failed-read -cf -) |
+      tar -xf - -C "$root/strata"
   else
     tar -C "$source_dir" --exclude=./build -cf - . | tar -xf - -C "$root/strata"
   fi
@@ -176,12 +210,13 @@ copy_checkout() {
 say "Debian $suite root in $root, from ${apt_sources[*]}"
 total_start=$SECONDS
 run_step bootstrap bootstrap
+run_step keyrings copy_keyrings
 run_step copy copy_checkout
 run_step setup in_root "bash tools/setup.sh"
 run_step configure in_root "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release"
 run_step build in_root "cmake --build build -j \$(nproc)"
-run_step unit-tests in_root "cd build && ctest -L unit --output-on-failure -j \$(nproc)"
-run_step cluster-tests in_root "cd build && ctest -L cluster --output-on-failure -j \$(nproc)"
+run_step unit-tests in_root --own-network "cd build && ctest -L unit --output-on-failure -j \$(nproc)"
+run_step cluster-tests in_root --own-network "cd build && ctest -L cluster --output-on-failure -j \$(nproc)"
 
 for label in unit cluster; do
   say "$label: $(grep -h 'tests passed' "$logs/$label-tests.log")"

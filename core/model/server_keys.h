@@ -9,9 +9,13 @@
 //  * state keys hold a layer's non-gradient state (BatchNorm running
 //    statistics); pushers send their current values and the server keeps
 //    their mean (no optimizer). Running statistics are exponential moving
-//    averages, so the mean of the pushers' averages is the average of the
-//    pushers' mean batch statistics: it is what one process training on the
-//    global batch would hold, and pushers never need to pull it back.
+//    averages, so the mean of the pushers' averages is the moving average of
+//    the mean of their batch statistics, and pushers never need to pull it
+//    back. For running_mean that is what one process training on the
+//    global batch holds; running_var averages the pushers' variances, so it
+//    leaves out the spread between their batch means (as data-parallel
+//    training without synchronised BatchNorm does). With one pusher both
+//    are exact.
 //
 // Key order: the conv workers' parameters, then the FC workers' (the
 // replicated head, with several FC workers), then the conv workers' state,

@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +20,7 @@
 namespace strata {
 namespace {
 
-// More registered connections than any job has: a flood is refused.
+// More registered connections than any job has; beyond, the oldest go.
 constexpr size_t kMaxPeers = 4096;
 // Longer identities or tokens are refused before they are compared.
 constexpr size_t kMaxIdentityBytes = 1 << 16;
@@ -100,11 +101,31 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
         absl::StrCat(who, " runs another job config than ", owner_, ": ", difference,
                      " (every process of a job needs the same config and overrides)"));
   }
-  if (peers_.size() >= kMaxPeers && peers_.count(hello.identity()) == 0) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(owner_, " has ", kMaxPeers, " registered connections; refusing ", who));
+  auto known = peers_.find(hello.identity());
+  if (known != peers_.end()) {
+    // A hello said again on a connection: a rank assigned since stays.
+    if (peer.rank < 0 && known->second.role == peer.role) return known->second;
+    known->second = peer;
+    return peer;
+  }
+  if (peers_.size() >= kMaxPeers) {
+    // Connections that closed are never reported: make room by forgetting
+    // the oldest. If it is still in use, its client says hello again.
+    peers_.erase(admitted_.front());
+    admitted_.pop_front();
   }
   peers_[hello.identity()] = peer;
+  admitted_.push_back(hello.identity());
+  return peer;
+}
+
+absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello,
+                                      absl::FunctionRef<absl::Status(const Peer&)> allowed) {
+  STRATA_ASSIGN_OR_RETURN(const Peer peer, Admit(hello));
+  if (absl::Status s = allowed(peer); !s.ok()) {
+    Forget(hello.identity());
+    return s;
+  }
   return peer;
 }
 
@@ -121,7 +142,11 @@ absl::StatusOr<Peer> Admission::Check(const IncomingMessage& message) const {
     return absl::PermissionDeniedError(absl::StrCat("unknown job id ", h.getJobId(), " (", owner_,
                                                     " serves job ", credentials_.job_id, ")"));
   }
-  if (h.getSenderRole() != peer.role || h.getSenderRank() != peer.rank) {
+  // A conv worker that asked for a rank registers again without one until
+  // the cluster map tells it which it got.
+  const bool asking_again = h.getKind() == wire::Kind::REGISTER && h.getSenderRank() == -1 &&
+                            peer.role == wire::Role::CONV_WORKER;
+  if (h.getSenderRole() != peer.role || (h.getSenderRank() != peer.rank && !asking_again)) {
     return absl::PermissionDeniedError(
         absl::StrCat(KindName(h.getKind()), " claiming to come from ",
                      DescribePeer(h.getSenderRole(), h.getSenderRank()), " on the connection of ",
@@ -135,7 +160,10 @@ void Admission::AssignRank(const std::string& identity, int rank) {
   if (it != peers_.end()) it->second.rank = rank;
 }
 
-void Admission::Forget(const std::string& identity) { peers_.erase(identity); }
+void Admission::Forget(const std::string& identity) {
+  if (peers_.erase(identity) == 0) return;
+  admitted_.erase(std::find(admitted_.begin(), admitted_.end(), identity));
+}
 
 void FillHello(wire::Header::Builder h, const JobCredentials& credentials, wire::Role role,
                int rank) {
@@ -146,11 +174,18 @@ void FillHello(wire::Header::Builder h, const JobCredentials& credentials, wire:
   h.setJobIdentity(credentials.identity);
 }
 
-absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
-                       const std::string& peer, absl::Duration timeout) {
+absl::Status SayHello(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
+                      uint64_t request_id) {
   OutgoingMessage hello(wire::Kind::HELLO);
   FillHello(hello.header(), credentials, role, rank);
-  STRATA_RETURN_IF_ERROR_CTX(socket.Send(hello), absl::StrCat("saying hello to ", peer));
+  hello.header().setRequestId(request_id);
+  return socket.Send(hello);
+}
+
+absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
+                       const std::string& peer, absl::Duration timeout) {
+  STRATA_RETURN_IF_ERROR_CTX(SayHello(socket, credentials, role, rank),
+                             absl::StrCat("saying hello to ", peer));
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
     const absl::Time now = absl::Now();
@@ -159,19 +194,14 @@ absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::
           absl::StrCat(peer, " did not answer our hello within ", absl::FormatDuration(timeout)));
     }
     absl::StatusOr<RawMessage> raw = socket.Receive(deadline - now);
-    if (!raw.ok()) continue;
+    if (absl::IsDeadlineExceeded(raw.status())) continue;
+    STRATA_RETURN_IF_ERROR_CTX(raw.status(),
+                               absl::StrCat("waiting for ", peer, " to answer our hello"));
     absl::StatusOr<IncomingMessage> reply = Decode(*std::move(raw), socket.limits());
     if (!reply.ok()) continue;
     const auto h = reply->header();
-    if (h.getKind() == wire::Kind::ERROR) {
-      return WithContext(ErrorFromHeader(h), absl::StrCat(peer, " refused us"));
-    }
-    if (h.getKind() == wire::Kind::HELLO_ACK) {
-      if (h.getErrorCode() != 0) {
-        return WithContext(ErrorFromHeader(h), absl::StrCat(peer, " refused us"));
-      }
-      return absl::OkStatus();
-    }
+    if (IsRefusal(h)) return WithContext(ErrorFromHeader(h), absl::StrCat(peer, " refused us"));
+    if (h.getKind() == wire::Kind::HELLO_ACK) return absl::OkStatus();
   }
 }
 

@@ -25,9 +25,11 @@
 #define STRATA_CORE_NET_ADMISSION_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "core/net/transport.h"
 
@@ -62,9 +64,17 @@ class Admission {
   // Checks a HELLO and binds its connection to the sender it names.
   // Errors name the sender and what is wrong: PermissionDenied for another
   // job id or a missing or wrong token, FailedPrecondition for a job
-  // identity that differs (with the first differing field),
-  // ResourceExhausted when too many connections are registered.
+  // identity that differs (with the first differing field). A hello said
+  // again on a connection keeps a rank assigned to it since (AssignRank).
+  // At most 4096 connections stay registered; a new one then replaces the
+  // oldest, whose client (if it is still there) is asked to say hello
+  // again by its next request's refusal.
   absl::StatusOr<Peer> Admit(const IncomingMessage& hello);
+  // Admit(), then `allowed` (whether this process takes that sender at
+  // all); when it refuses, the connection is not bound and its error
+  // returned.
+  absl::StatusOr<Peer> Admit(const IncomingMessage& hello,
+                             absl::FunctionRef<absl::Status(const Peer&)> allowed);
   // The sender `message`'s connection registered as. Unauthenticated when it
   // never said HELLO (IsNotRegistered); PermissionDenied when the header
   // claims another job, role or rank.
@@ -78,12 +88,18 @@ class Admission {
   std::string owner_;
   JobCredentials credentials_;
   std::map<std::string, Peer> peers_;  // by connection identity
+  std::deque<std::string> admitted_;   // the same identities, oldest first
 };
 
 // Fills the header of a HELLO (made as OutgoingMessage(wire::Kind::HELLO))
 // for `role` `rank` with `credentials`.
 void FillHello(wire::Header::Builder header, const JobCredentials& credentials, wire::Role role,
                int rank);
+
+// Sends a HELLO for `role` `rank` on `socket` (its answer carries
+// `request_id`).
+absl::Status SayHello(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
+                      uint64_t request_id = 0);
 
 // Client side: says HELLO on a fresh `socket` and waits up to `timeout` for
 // the answer (other messages are dropped meanwhile). Fails with the
@@ -93,7 +109,9 @@ absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::
                        const std::string& peer, absl::Duration timeout);
 
 // True for the error a request on an unregistered connection gets: the
-// sender should say HELLO and send it again.
+// sender should say HELLO and send it again (at most kMaxHellosPerRequest
+// times for one request).
+inline constexpr int kMaxHellosPerRequest = 3;
 bool IsNotRegistered(const absl::Status& status);
 bool IsNotRegistered(wire::Header::Reader error_reply);
 

@@ -17,16 +17,14 @@ absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& opt
 
 absl::Status FcLink::SayHello() {
   hello_request_ = next_request_++;
-  OutgoingMessage hello(wire::Kind::HELLO);
-  FillHello(hello.header(), credentials(), wire::Role::CONV_WORKER, options_.conv_rank);
-  hello.header().setRequestId(hello_request_);
-  return socket_->Send(hello);
+  return strata::SayHello(*socket_, options_.credentials, wire::Role::CONV_WORKER,
+                          options_.conv_rank, hello_request_);
 }
 
 absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Tensor& labels) {
   OutgoingMessage m(wire::Kind::ACTIVATIONS);
   auto h = m.header();
-  h.setJobId(options_.job_id);
+  h.setJobId(options_.credentials.job_id);
   h.setIteration(iteration);
   h.setSenderRole(wire::Role::CONV_WORKER);
   h.setSenderRank(options_.conv_rank);
@@ -73,13 +71,13 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
     const auto h = reply.header();
     if (h.getRequestId() == hello_request_ && hello_request_ != 0) {
       // The answer to our hello comes before that of what followed it.
-      if (h.getKind() == wire::Kind::ERROR || h.getErrorCode() != 0) {
+      if (IsRefusal(h)) {
         return WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused us"));
       }
       continue;
     }
     if (h.getRequestId() != current_request_) continue;  // an answer to an older request
-    if (IsNotRegistered(h) && hellos < 3) {
+    if (IsNotRegistered(h) && hellos < kMaxHellosPerRequest) {
       // A renewed connection: register it again, then resend.
       ++hellos;
       STRATA_RETURN_IF_ERROR(SayHello());

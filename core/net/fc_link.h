@@ -27,9 +27,7 @@ struct FcLinkOptions {
   std::string address;  // the FC worker's
   int fc_rank = 0;
   int conv_rank = 0;
-  uint64_t job_id = 1;
-  std::string job_token;     // "" = an open cluster
-  std::string job_identity;  // core/model/job_identity.h
+  JobCredentials credentials;  // job id, token and identity of our HELLO
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration resend_after = absl::Seconds(5);
   WireLimits limits;
@@ -46,9 +44,6 @@ class FcLink {
 
  private:
   explicit FcLink(const FcLinkOptions& options) : options_(options) {}
-  JobCredentials credentials() const {
-    return {options_.job_id, options_.job_token, options_.job_identity};
-  }
   absl::Status Send(int64_t iteration, const Tensor& activations, const Tensor& labels);
   absl::Status SayHello();
 

@@ -89,8 +89,6 @@ class LaneListener {
 
   const std::string& address() const { return address_; }
   int fd() const { return fd_; }
-  // The user id of the process at the other end (SO_PEERCRED).
-  absl::StatusOr<uid_t> PeerUid() const;
   // A connection that is waiting to be accepted, or nullptr when none is.
   absl::StatusOr<std::unique_ptr<LaneSocket>> Accept();
 

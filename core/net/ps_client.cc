@@ -10,14 +10,6 @@
 #include "core/status.h"
 
 namespace strata {
-namespace {
-
-// A request refused for an unregistered connection is sent again behind a
-// new HELLO this many times at most.
-constexpr int kMaxHellosPerRequest = 3;
-
-}  // namespace
-
 PsClient::PsClient(const PsClientOptions& options) : options_(options) {}
 
 PsClient::~PsClient() {
@@ -61,7 +53,7 @@ void PsClient::OpenLane(int server, bool reopening) {
     o.server_name = ServerName(server);
     o.lane_address = server_lane_addresses_[server];
     o.sender = sender();
-    o.credentials = credentials();
+    o.credentials = options_.credentials;
     o.slots = options_.shm_slots;
     o.slot_bytes = options_.shm_slot_bytes;
     o.attach_timeout = std::min(options_.timeout, absl::Seconds(10));
@@ -109,7 +101,7 @@ absl::Status PsClient::Bootstrap() {
       if (!raw.ok()) break;
       STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
       const auto r = reply.header();
-      if (r.getKind() == wire::Kind::ERROR || r.getErrorCode() != 0) {
+      if (IsRefusal(r)) {
         return WithContext(ErrorFromHeader(r), absl::StrCat("coordinator ", options_.coordinator,
                                                             " refused to register us"));
       }
@@ -144,7 +136,7 @@ absl::Status PsClient::Bootstrap() {
   for (size_t server = 0; server < server_addresses_.size(); ++server) {
     STRATA_ASSIGN_OR_RETURN(auto s, Socket::Connect(context_, SocketKind::kDealer,
                                                     server_addresses_[server], options_.limits));
-    STRATA_RETURN_IF_ERROR(Introduce(*s, credentials(), options_.role, rank_,
+    STRATA_RETURN_IF_ERROR(Introduce(*s, options_.credentials, options_.role, rank_,
                                      ServerName(static_cast<int>(server)), options_.timeout));
     servers_.push_back(std::move(s));
   }
@@ -161,6 +153,7 @@ absl::Status PsClient::Bootstrap() {
     monitors_.push_back(std::move(monitor));
   }
   disconnected_.assign(servers_.size(), false);
+  backlog_.resize(servers_.size());
   const std::string wake =
       absl::StrCat("inproc://strata-client-wake-", reinterpret_cast<uintptr_t>(this));
   wake_receiver_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
@@ -181,20 +174,17 @@ absl::Status PsClient::Bootstrap() {
 
 absl::Status PsClient::SendRegistration() {
   last_registration_ = absl::Now();
-  OutgoingMessage hello(wire::Kind::HELLO);
-  FillHello(hello.header(), credentials(), options_.role, rank_ >= 0 ? rank_ : options_.rank);
-  STRATA_RETURN_IF_ERROR(coordinator_->Send(hello));
+  STRATA_RETURN_IF_ERROR(strata::SayHello(*coordinator_, options_.credentials, options_.role,
+                                          rank_ >= 0 ? rank_ : options_.rank));
   NodeDescription self{options_.role, rank_ >= 0 ? rank_ : options_.rank, options_.serving_address,
                        options_.peer_address};
   OutgoingMessage m(wire::Kind::REGISTER);
-  FillRegister(m.header(), options_.job_id, self);
+  FillRegister(m.header(), options_.credentials.job_id, self);
   return coordinator_->Send(m);
 }
 
 void PsClient::SayHello(int server) {
-  OutgoingMessage hello(wire::Kind::HELLO);
-  FillHello(hello.header(), credentials(), options_.role, rank_);
-  absl::Status s = servers_[server]->Send(hello);
+  absl::Status s = strata::SayHello(*servers_[server], options_.credentials, options_.role, rank_);
   if (!s.ok()) {
     std::fprintf(stderr, "[worker %d] cannot say hello to %s: %s\n", rank_,
                  ServerName(server).c_str(), std::string(s.message()).c_str());
@@ -412,14 +402,36 @@ uint64_t PsClient::bytes_received() const {
 }
 
 void PsClient::SendRequest(PsRequest& r) {
+  std::deque<uint64_t>& backlog = backlog_[r.server];
+  if (!backlog.empty()) {  // keep the order of what is waiting
+    backlog.push_back(r.id);
+    return;
+  }
   OutgoingMessage m(r.kind);
   FillRequest(r, sender(), /*region=*/nullptr, m);
   absl::Status s = servers_[r.server]->Send(m);
-  if (!s.ok()) {
+  if (IsQueueFull(s)) {
+    backlog.push_back(r.id);
+  } else if (!s.ok()) {
     std::fprintf(
         stderr,
         "[worker %d] send to server %d failed (sent again if the connection comes back): %s\n",
         rank_, r.server, std::string(s.message()).c_str());
+  }
+}
+
+void PsClient::FlushBacklog(int server) {
+  std::deque<uint64_t>& backlog = backlog_[server];
+  while (!backlog.empty()) {
+    auto it = inflight_.find(backlog.front());
+    if (it == inflight_.end()) {  // answered or cancelled meanwhile
+      backlog.pop_front();
+      continue;
+    }
+    OutgoingMessage m(it->second.kind);
+    FillRequest(it->second, sender(), /*region=*/nullptr, m);
+    if (IsQueueFull(servers_[server]->Send(m))) return;
+    backlog.pop_front();
   }
 }
 
@@ -463,6 +475,7 @@ void PsClient::HandleConnectionEvents(int server) {
       SayHello(server);
       OpenLane(server, /*reopening=*/true);
       int resent = 0;
+      backlog_[server].clear();  // everything in flight goes again, in order
       for (auto& [request_id, r] : inflight_) {
         if (r.server != server) continue;
         SendRequest(r);
@@ -482,6 +495,9 @@ void PsClient::IoLoop() {
   for (auto& m : monitors_) items.push_back({static_cast<void*>(*m), 0, ZMQ_POLLIN, 0});
   absl::Time next_heartbeat = absl::Now();
   while (true) {
+    for (size_t s = 0; s < servers_.size(); ++s) {
+      items[2 + s].events = ZMQ_POLLIN | (backlog_[s].empty() ? 0 : ZMQ_POLLOUT);
+    }
     try {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
     } catch (const zmq::error_t&) {
@@ -530,6 +546,9 @@ void PsClient::IoLoop() {
       }
     }
     for (size_t s = 0; s < servers_.size(); ++s) {
+      if (!backlog_[s].empty()) FlushBacklog(static_cast<int>(s));
+    }
+    for (size_t s = 0; s < servers_.size(); ++s) {
       if (!(items[2 + s].revents & ZMQ_POLLIN)) continue;
       while (true) {
         absl::StatusOr<RawMessage> raw = servers_[s]->ReceiveNow();
@@ -551,7 +570,7 @@ void PsClient::IoLoop() {
     const absl::Time now = absl::Now();
     if (now >= next_heartbeat) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      FillHeartbeat(beat.header(), options_.job_id, options_.role, rank_);
+      FillHeartbeat(beat.header(), options_.credentials.job_id, options_.role, rank_);
       (void)coordinator_->Send(beat);
       next_heartbeat = now + options_.heartbeat_every;
     }

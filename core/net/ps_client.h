@@ -71,9 +71,9 @@ struct PsClientOptions {
   int rank = -1;                // -1: the coordinator assigns one (conv workers only)
   std::string serving_address;  // FC workers: where conv workers reach them
   std::string peer_address;     // FC workers: where the other FC workers reach them
-  uint64_t job_id = 1;
-  std::string job_token;     // "" = an open cluster
-  std::string job_identity;  // core/model/job_identity.h; "" in the plain key-value mode
+  // Job id, token and identity presented in every HELLO (identity "" in the
+  // plain key-value mode).
+  JobCredentials credentials;
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration heartbeat_every = absl::Seconds(1);
   WireLimits limits;
@@ -139,10 +139,7 @@ class PsClient {
   // the lane: a reconnect may replace it meanwhile.
   std::shared_ptr<SharedMemoryLane> lane(int server) const;
   std::vector<std::shared_ptr<SharedMemoryLane>> all_lanes() const;
-  RequestSender sender() const { return {options_.job_id, options_.role, rank_}; }
-  JobCredentials credentials() const {
-    return {options_.job_id, options_.job_token, options_.job_identity};
-  }
+  RequestSender sender() const { return {options_.credentials.job_id, options_.role, rank_}; }
   // HELLO and REGISTER on the coordinator connection (the I/O thread's
   // after Connect).
   absl::Status SendRegistration();
@@ -158,7 +155,11 @@ class PsClient {
   // Queues requests for the socket (the I/O thread sends them).
   void Enqueue(std::vector<PsRequest> requests);
   void IoLoop();
+  // Sends a request over its server's socket, or appends it to the
+  // server's backlog when the queue is full or a backlog is waiting.
   void SendRequest(PsRequest& request);
+  // Sends what `server`'s backlog holds until its queue is full again.
+  void FlushBacklog(int server);
   void HandleReply(int server, RawMessage raw);
   void HandleConnectionEvents(int server);
   void Wake();
@@ -194,6 +195,9 @@ class PsClient {
   // lost since it was last up.
   std::vector<std::unique_ptr<zmq::socket_t>> monitors_;
   std::vector<bool> disconnected_;
+  // Per server: ids of in-flight requests its full send queue refused, in
+  // order; sent again as soon as the socket takes messages (I/O thread).
+  std::vector<std::deque<uint64_t>> backlog_;
   std::atomic<int64_t> last_reply_unix_ns_{0};  // any server's, read by waiting callers
   absl::Time last_registration_;                // I/O thread: the coordinator's last REGISTER
 

@@ -94,25 +94,14 @@ void IncomingMessage::CopyFrameTo(size_t i, float* dst) const {
 
 absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits) {
   if (raw.frames.empty()) return absl::InvalidArgumentError("empty message (no header frame)");
-  if (raw.dropped_frames > 0) {
-    uint64_t kept = 0;
-    for (const auto& f : raw.frames) kept += f.size();
-    if (raw.frames.size() + raw.dropped_frames - 1 > limits.max_frames) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("message has ", raw.frames.size() + raw.dropped_frames - 1,
-                       " data frames, the limit is ", limits.max_frames));
-    }
-    return absl::ResourceExhaustedError(absl::StrCat("message of ", kept + raw.dropped_bytes,
-                                                     " bytes exceeds the limit of ",
-                                                     limits.max_message_bytes, " bytes"));
+  const size_t frames = raw.frames.size() + raw.dropped_frames - 1;
+  if (frames > limits.max_frames) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("message has ", frames, " data frames, the limit is ", limits.max_frames));
   }
-  if (raw.frames.size() - 1 > limits.max_frames) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "message has ", raw.frames.size() - 1, " data frames, the limit is ", limits.max_frames));
-  }
-  uint64_t total = 0;
+  uint64_t total = raw.dropped_bytes;
   for (const auto& f : raw.frames) total += f.size();
-  if (total > limits.max_message_bytes) {
+  if (raw.dropped_frames > 0 || total > limits.max_message_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "message of ", total, " bytes exceeds the limit of ", limits.max_message_bytes, " bytes"));
   }
@@ -240,7 +229,7 @@ absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity)
   constexpr auto kMore = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
   constexpr auto kLast = zmq::send_flags::dontwait;
   auto full = [&]() {
-    return absl::UnavailableError(absl::StrCat(
+    return absl::ResourceExhaustedError(absl::StrCat(
         "the send queue to ", kind_ == SocketKind::kRouter ? "a peer of " : "", address_,
         " is full (", limits_.queue_messages, " messages): the peer is not reading"));
   };
@@ -310,10 +299,12 @@ absl::StatusOr<RawMessage> Socket::ReadMultipart() {
     const bool more = frame.more();
     if (first && kind_ == SocketKind::kRouter) {
       raw.identity.assign(static_cast<const char*>(frame.data()), frame.size());
-    } else if (raw.dropped_frames > 0 || total + frame.size() > limits_.max_message_bytes ||
-               raw.frames.size() > limits_.max_frames) {
-      // Past a limit: release the rest as it is read (the header frame is
-      // kept, so the sender can be answered).
+    } else if (!raw.frames.empty() &&
+               (raw.dropped_frames > 0 || total + frame.size() > limits_.max_message_bytes ||
+                raw.frames.size() > limits_.max_frames)) {
+      // Past a limit: release the rest as it is read. The header frame is
+      // always kept (ZeroMQ bounds it at twice the limit), so the sender
+      // can be answered.
       raw.dropped_bytes += frame.size();
       raw.dropped_frames++;
     } else {
@@ -327,6 +318,12 @@ absl::StatusOr<RawMessage> Socket::ReadMultipart() {
   counters_.bytes_received += total;
   counters_.messages_received++;
   return raw;
+}
+
+bool IsQueueFull(const absl::Status& status) { return absl::IsResourceExhausted(status); }
+
+bool IsRefusal(wire::Header::Reader header) {
+  return header.getKind() == wire::Kind::ERROR || header.getErrorCode() != 0;
 }
 
 void FillError(wire::Header::Builder header, const absl::Status& status) {

@@ -47,10 +47,11 @@ struct WireLimits {
   uint64_t traversal_limit_words = uint64_t{1} << 20;  // 8 MiB of header
   size_t max_frames = 65536;
   // Messages queued per peer and direction (ZeroMQ's high-water marks). A
-  // full queue never blocks a sender: Send fails at once with Unavailable
-  // and nothing is queued. A receiver that stops reading fills its queue,
-  // then the kernel's buffers, then its senders' queues.
-  int queue_messages = 1024;
+  // full queue never blocks a sender: Send fails at once (IsQueueFull) and
+  // nothing is queued; the sender decides whether to retry. A receiver
+  // that stops reading fills its queue, then the kernel's buffers, then its
+  // senders' queues.
+  int queue_messages = 4096;
 };
 
 // Bytes counted by a socket, for traffic accounting.
@@ -144,7 +145,8 @@ class Socket {
   const std::string& address() const { return address_; }
   const WireLimits& limits() const { return limits_; }
   // Sends `message` (to `identity` on a ROUTER). Never blocks: a full send
-  // queue fails with Unavailable naming the peer, and nothing is queued.
+  // queue fails with ResourceExhausted naming the peer (IsQueueFull), a
+  // ROUTER peer that is gone with Unavailable; either way nothing is queued.
   absl::Status Send(OutgoingMessage& message, const std::string& identity = "");
   // Waits up to `timeout` for a message; DeadlineExceeded when none came.
   absl::StatusOr<RawMessage> Receive(absl::Duration timeout);
@@ -165,7 +167,13 @@ class Socket {
   TrafficCounters counters_;
 };
 
+// True for the error of a Send whose queue is full (the peer is not reading
+// fast enough): sending the same message again later may succeed.
+bool IsQueueFull(const absl::Status& status);
+
 // A status carried in an error reply, and back.
+// True for an error reply, or an answer that carries an error code.
+bool IsRefusal(wire::Header::Reader header);
 void FillError(wire::Header::Builder header, const absl::Status& status);
 absl::Status ErrorFromHeader(wire::Header::Reader header);
 

@@ -32,7 +32,7 @@ ZmqExpertExchange::ZmqExpertExchange(const ExpertExchangeOptions& options)
     : options_(options),
       context_(1),
       admission_(absl::StrCat(options.peer_name, " ", options.rank, "'s expert exchange"),
-                 JobCredentials{options.job_id, options.job_token, options.job_identity}) {}
+                 options.credentials) {}
 
 ZmqExpertExchange::~ZmqExpertExchange() {
   for (auto& outbox : outboxes_) {
@@ -53,9 +53,8 @@ absl::Status ZmqExpertExchange::Connect(const std::vector<std::string>& addresse
     STRATA_ASSIGN_OR_RETURN(outboxes_[p], Socket::Connect(context_, SocketKind::kDealer,
                                                           addresses[p], options_.limits));
     // Blocks follow on the same connection, after the HELLO.
-    OutgoingMessage hello(wire::Kind::HELLO);
-    FillHello(hello.header(), admission_.credentials(), wire::Role::FC_WORKER, rank());
-    STRATA_RETURN_IF_ERROR(outboxes_[p]->Send(hello));
+    STRATA_RETURN_IF_ERROR(
+        SayHello(*outboxes_[p], admission_.credentials(), wire::Role::FC_WORKER, rank()));
   }
   return absl::OkStatus();
 }
@@ -74,7 +73,7 @@ absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
                absl::StrCat("expert exchange: no connection to process ", to));
   OutgoingMessage m(wire::Kind::EXPERT_BLOCK);
   auto h = m.header();
-  h.setJobId(options_.job_id);
+  h.setJobId(options_.credentials.job_id);
   h.setSenderRole(wire::Role::FC_WORKER);
   h.setSenderRank(rank());
   auto t = h.initExchangeTag();
@@ -100,13 +99,18 @@ ZmqExpertExchange::Unpack(RawMessage raw) {
   STRATA_ASSIGN_OR_RETURN(IncomingMessage m, Decode(std::move(raw), options_.limits));
   const auto h = m.header();
   if (h.getKind() == wire::Kind::HELLO) {
-    STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Admit(m));
-    if (peer.role != wire::Role::FC_WORKER || peer.rank < 0 || peer.rank >= size() ||
-        peer.rank == rank()) {
-      admission_.Forget(m.identity());
-      return absl::PermissionDeniedError(absl::StrCat(DescribePeer(peer.role, peer.rank),
-                                                      " is not a peer in this group of ", size()));
-    }
+    STRATA_RETURN_IF_ERROR(admission_
+                               .Admit(m,
+                                      [this](const Peer& peer) {
+                                        if (peer.role == wire::Role::FC_WORKER && peer.rank >= 0 &&
+                                            peer.rank < size() && peer.rank != rank()) {
+                                          return absl::OkStatus();
+                                        }
+                                        return absl::PermissionDeniedError(absl::StrCat(
+                                            DescribePeer(peer.role, peer.rank),
+                                            " is not a peer in this group of ", size()));
+                                      })
+                               .status());
     return std::nullopt;
   }
   STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
@@ -167,6 +171,7 @@ std::string ZmqExpertExchange::Describe(const Key& key) const {
 
 void ZmqExpertExchange::Refuse(const std::string& what, const absl::Status& why) {
   ++refused_;
+  last_refusal_ = absl::StrCat(what, ": ", why.message());
   std::fprintf(stderr, "[%s %d] refused %s: %s\n", options_.peer_name.c_str(), rank(), what.c_str(),
                std::string(why.message()).c_str());
 }
@@ -194,9 +199,11 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
                        : absl::StatusOr<RawMessage>(absl::DeadlineExceededError(""));
     if (!raw.ok()) {
       if (!absl::IsDeadlineExceeded(raw.status())) return raw.status();
-      return absl::DeadlineExceededError(absl::StrCat("no ", Describe(wanted), " within ",
-                                                      absl::FormatDuration(options_.timeout),
-                                                      " (is it alive and in the same step?)"));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no ", Describe(wanted), " within ", absl::FormatDuration(options_.timeout),
+          last_refusal_.empty()
+              ? " (is it alive and in the same step?)"
+              : absl::StrCat(" (the last message refused here: ", last_refusal_, ")")));
     }
     absl::StatusOr<std::optional<std::pair<Key, moe::ExchangeBlock>>> got = Unpack(*std::move(raw));
     if (!got.ok()) {

@@ -6,7 +6,10 @@
 //
 // Each DEALER says HELLO first (core/net/admission.h: job id, token,
 // identity); blocks from a connection that did not, or that claim another
-// sender, are refused. Everything received is checked: the protocol
+// sender, are refused. A DEALER says HELLO once, when it connects: if its
+// connection is renewed without a restart (a dropped TCP connection), its
+// blocks are refused and the receiver's wait ends with a timeout that
+// names the last refusal. Everything received is checked: the protocol
 // (Decode), the kind, the sender's rank, the header's counts against its
 // shape and frame,
 // and finally the receiver's expectation. A bad block is refused with a log
@@ -38,10 +41,8 @@ namespace strata {
 
 struct ExpertExchangeOptions {
   int rank = 0;
-  int size = 1;  // until Connect, which sets it to the number of addresses
-  uint64_t job_id = 0;
-  std::string job_token;                       // "" = an open cluster
-  std::string job_identity;                    // core/model/job_identity.h
+  int size = 1;                // until Connect, which sets it to the number of addresses
+  JobCredentials credentials;  // job id, token and identity of our HELLO
   absl::Duration timeout = absl::Seconds(60);  // of silence from the awaited peer
   WireLimits limits;
   std::string peer_name = "FC worker";  // how log lines and errors name a process
@@ -91,6 +92,7 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
   std::map<Key, moe::ExchangeBlock> early_;        // arrived before they were awaited
   std::map<int32_t, int64_t> current_call_;        // per layer: blocks of earlier calls are stale
   uint64_t refused_ = 0;
+  std::string last_refusal_;  // named in a timeout: often its cause
 };
 
 }  // namespace strata

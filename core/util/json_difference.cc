@@ -9,10 +9,27 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Deeper values of an untrusted document are dropped as it is parsed, so
+// nothing below recurses deeper than this.
+constexpr int kMaxDepth = 64;
+
+// A value for a message: scalars as JSON (cut to 60 characters),
+// containers by their size.
 std::string Compact(const Json& j) {
+  if (j.is_object())
+    return absl::StrCat("an object of ", j.size(), j.size() == 1 ? " field" : " fields");
+  if (j.is_array())
+    return absl::StrCat("an array of ", j.size(), j.size() == 1 ? " entry" : " entries");
   std::string text = j.dump();
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
+}
+
+Json ParseShallow(const std::string& text) {
+  const Json::parser_callback_t keep = [](int depth, Json::parse_event_t, Json&) {
+    return depth <= kMaxDepth;
+  };
+  return Json::parse(text, keep, /*allow_exceptions=*/false);
 }
 
 std::string Join(const std::string& path, const std::string& key) {
@@ -51,8 +68,8 @@ std::string Difference(const Json& here, const Json& there, const std::string& p
 
 std::string FirstDifference(const std::string& here, const std::string& there) {
   if (here == there) return "";
-  const Json a = Json::parse(here, nullptr, /*allow_exceptions=*/false);
-  const Json b = Json::parse(there, nullptr, /*allow_exceptions=*/false);
+  const Json a = ParseShallow(here);
+  const Json b = ParseShallow(there);
   if (a.is_discarded() || b.is_discarded()) {
     auto describe = [](const std::string& text, const Json& j) {
       return text.empty() ? "empty" : j.is_discarded() ? "not JSON" : "JSON";

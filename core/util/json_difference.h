@@ -9,10 +9,11 @@
 namespace strata {
 
 // "" when `here` and `there` (JSON texts) are equal; otherwise the path of
-// the first difference with both values (long values cut to 60
-// characters). Text that is not JSON (or empty) differs at "(the whole document)".
-// Recursion follows `here`, so an untrusted `there` cannot make it deeper
-// than the trusted side.
+// the first difference with both values (scalars cut to 60 characters,
+// objects and arrays by their size). Text that is not JSON (or empty)
+// differs at "(the whole document)". Either side may be untrusted: values
+// nested deeper than 64 levels are dropped while parsing, so a hostile
+// document cannot drive any recursion deep.
 std::string FirstDifference(const std::string& here, const std::string& there);
 
 }  // namespace strata

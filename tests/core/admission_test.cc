@@ -16,14 +16,15 @@
 namespace strata {
 namespace {
 
-JobConfig DefaultConfig() {
+void LoadDefaultConfig(JobConfig* out) {
   auto config = LoadJobConfig(std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json");
-  EXPECT_TRUE(config.ok()) << config.status();
-  return *config;
+  ASSERT_TRUE(config.ok()) << config.status();
+  *out = *config;
 }
 
 TEST(JobIdentityTest, NamesTheFirstFieldThatDiffers) {
-  const JobConfig a = DefaultConfig();
+  JobConfig a;
+  ASSERT_NO_FATAL_FAILURE(LoadDefaultConfig(&a));
   EXPECT_EQ(FirstDifference(JobIdentity(a), JobIdentity(a)), "");
   JobConfig b = a;
   b.training.batch_size = 32;
@@ -47,12 +48,19 @@ TEST(JobIdentityTest, NamesTheFirstFieldThatDiffers) {
 }
 
 TEST(JobIdentityTest, UntrustedTextIsComparedSafely) {
-  const std::string mine = JobIdentity(DefaultConfig());
+  JobConfig config;
+  ASSERT_NO_FATAL_FAILURE(LoadDefaultConfig(&config));
+  const std::string mine = JobIdentity(config);
   EXPECT_EQ(FirstDifference(mine, "{not json"), "(the whole document): JSON here, not JSON there");
   EXPECT_EQ(FirstDifference(mine, ""), "(the whole document): JSON here, empty there");
   EXPECT_EQ(FirstDifference(mine, std::string(100000, '[')),
             "(the whole document): JSON here, not JSON there");
-  EXPECT_EQ(FirstDifference(R"({"a": {"b": 1}})", R"({"a": 5})"), "a: {\"b\":1} here, 5 there");
+  EXPECT_EQ(FirstDifference(R"({"a": {"b": 1}})", R"({"a": 5})"),
+            "a: an object of 1 field here, 5 there");
+  // Deep but valid: nothing recurses that deep, and the difference is named.
+  std::string deep = R"({"data": )" + std::string(30000, '[') + std::string(30000, ']') + "}";
+  EXPECT_EQ(FirstDifference(mine, deep),
+            "data: an object of 5 fields here, an array of 1 entry there");
   EXPECT_EQ(FirstDifference(R"({"a": 1})", R"({"a": 1, "z": 2})"), "z: absent here, set there");
 }
 

@@ -44,7 +44,7 @@ class ExpertExchangeTest : public ::testing::Test {
     const std::string base = absl::StrCat("ipc://", ::testing::TempDir(), "/xchg_", ::getpid());
     ExpertExchangeOptions o;
     o.size = 2;
-    o.job_id = kJob;
+    o.credentials.job_id = kJob;
     o.timeout = absl::Seconds(5);
     o.rank = 0;
     auto a = ZmqExpertExchange::Bind(base + "_0", o);
@@ -138,7 +138,7 @@ TEST_F(ExpertExchangeTest, BlocksThatArriveEarlyWaitForTheirTurn) {
 TEST_F(ExpertExchangeTest, ASilentPeerTimesOutWithAnErrorNamingIt) {
   ExpertExchangeOptions o;
   o.size = 2;
-  o.job_id = kJob;
+  o.credentials.job_id = kJob;
   o.timeout = absl::Milliseconds(200);
   auto lonely = ZmqExpertExchange::Bind(
       absl::StrCat("ipc://", ::testing::TempDir(), "/xchg_lonely_", ::getpid()), o);

@@ -20,21 +20,22 @@ StoreOptions Options(Consistency c, int workers, int staleness = 0) {
   return o;
 }
 
-// A store over `sizes` on one server, every chunk initialised to `init`.
-std::unique_ptr<ParameterStore> MakeStore(const PartitionPlan& plan, const StoreOptions& o,
-                                          float init = 0.0f) {
+// A store of `plan`'s chunks on server 0, every chunk initialised to `init`.
+void MakeStore(const PartitionPlan& plan, const StoreOptions& o, float init,
+               std::unique_ptr<ParameterStore>* out) {
   auto store = ParameterStore::Create(plan, 0, o);
-  EXPECT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE(store.ok()) << store.status();
   for (const Chunk& c : plan.chunks_of_server(0)) {
     std::vector<float> v(c.length, init);
-    EXPECT_TRUE((*store)->Init(c, v.data()).ok());
+    ASSERT_TRUE((*store)->Init(c, v.data()).ok());
   }
-  return *std::move(store);
+  *out = *std::move(store);
 }
 
 TEST(ParameterStoreTest, BspAveragesAllWorkersThenAppliesOnce) {
   PartitionPlan plan = PartitionPlan::Build({4}, 1);
-  auto store = MakeStore(plan, Options(Consistency::kBsp, 2), 1.0f);
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(MakeStore(plan, Options(Consistency::kBsp, 2), 1.0f, &store));
   const Chunk c = plan.chunks()[0];
   EXPECT_TRUE(store->CanServe(c, 0));
   EXPECT_FALSE(store->CanServe(c, 1));
@@ -68,7 +69,9 @@ TEST(ParameterStoreTest, BspAveragesAllWorkersThenAppliesOnce) {
 // pull would be answered.
 TEST(ParameterStoreTest, SspAnswersALeadOfExactlySAndNotSPlusOne) {
   PartitionPlan plan = PartitionPlan::Build({2}, 1);
-  auto store = MakeStore(plan, Options(Consistency::kSsp, 2, /*staleness=*/1));
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(
+      MakeStore(plan, Options(Consistency::kSsp, 2, /*staleness=*/1), 0.0f, &store));
   const Chunk c = plan.chunks()[0];
   const float g[2] = {1, 1};
   // Worker 0 races ahead; worker 1 has pushed nothing.
@@ -94,14 +97,20 @@ TEST(ParameterStoreTest, SspAnswersALeadOfExactlySAndNotSPlusOne) {
 // push would answer the pull of key 0 below.)
 TEST(ParameterStoreTest, SspBoundsEachChunkByItsOwnPushes) {
   PartitionPlan plan = PartitionPlan::Build({2, 2}, 1);
-  auto store = MakeStore(plan, Options(Consistency::kSsp, 2, /*staleness=*/1));
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(
+      MakeStore(plan, Options(Consistency::kSsp, 2, /*staleness=*/1), 0.0f, &store));
   const Chunk k0 = plan.chunks_of_key(0)[0], k1 = plan.chunks_of_key(1)[0];
   const float g[2] = {1, 1};
   for (int t = 0; t < 3; ++t) {
     ASSERT_EQ(*store->Push(0, t, k0, g), PushOutcome::kApplied) << t;
-    if (t < 2) ASSERT_EQ(*store->Push(0, t, k1, g), PushOutcome::kApplied) << t;
-    if (t < 2) ASSERT_EQ(*store->Push(1, t, k1, g), PushOutcome::kApplied) << t;
-    if (t == 0) ASSERT_EQ(*store->Push(1, t, k0, g), PushOutcome::kApplied);
+    if (t < 2) {
+      ASSERT_EQ(*store->Push(0, t, k1, g), PushOutcome::kApplied) << t;
+      ASSERT_EQ(*store->Push(1, t, k1, g), PushOutcome::kApplied) << t;
+    }
+    if (t == 0) {
+      ASSERT_EQ(*store->Push(1, t, k0, g), PushOutcome::kApplied);
+    }
   }
   // Worker 1 completed 2 iterations of key 1 but only 1 of key 0.
   EXPECT_EQ(store->clocks(), std::vector<int64_t>({3, 2}));
@@ -112,7 +121,9 @@ TEST(ParameterStoreTest, SspBoundsEachChunkByItsOwnPushes) {
 
 TEST(ParameterStoreTest, SspRefusesPushesBeyondTheBoundAndRecordsNothing) {
   PartitionPlan plan = PartitionPlan::Build({2}, 1);
-  auto store = MakeStore(plan, Options(Consistency::kSsp, 2, /*staleness=*/1));
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(
+      MakeStore(plan, Options(Consistency::kSsp, 2, /*staleness=*/1), 0.0f, &store));
   const Chunk c = plan.chunks()[0];
   const float g[2] = {1, 1};
   ASSERT_EQ(*store->Push(0, 0, c, g), PushOutcome::kApplied);
@@ -142,7 +153,8 @@ TEST(ParameterStoreTest, SspRefusesPushesBeyondTheBoundAndRecordsNothing) {
 // still refuses a push that skips iterations.
 TEST(ParameterStoreTest, AspNeverWaitsButKeepsEachWorkersIterationsInOrder) {
   PartitionPlan plan = PartitionPlan::Build({2}, 1);
-  auto store = MakeStore(plan, Options(Consistency::kAsp, 2));
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(MakeStore(plan, Options(Consistency::kAsp, 2), 0.0f, &store));
   const Chunk c = plan.chunks()[0];
   const float g[2] = {1, 1};
   for (int t = 0; t < 5; ++t) ASSERT_EQ(*store->Push(0, t, c, g), PushOutcome::kApplied);
@@ -165,7 +177,8 @@ StoreOptions WithStateKey(Consistency c, int workers) {
 // A state key holds the mean of the pushers' values; no optimizer step.
 TEST(ParameterStoreTest, BspStateKeysHoldTheMeanOfTheIterationsValues) {
   PartitionPlan plan = PartitionPlan::Build({2, 3}, 1);
-  auto store = MakeStore(plan, WithStateKey(Consistency::kBsp, 2), 1.0f);
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(MakeStore(plan, WithStateKey(Consistency::kBsp, 2), 1.0f, &store));
   const Chunk s = plan.chunks_of_key(1)[0];
   const float a[3] = {1, 2, 3}, b[3] = {3, 6, 9};
   EXPECT_EQ(*store->Push(0, 0, s, a), PushOutcome::kAccepted);
@@ -180,7 +193,8 @@ TEST(ParameterStoreTest, BspStateKeysHoldTheMeanOfTheIterationsValues) {
 
 TEST(ParameterStoreTest, AsyncStateKeysHoldTheMeanOfEachWorkersLatestValues) {
   PartitionPlan plan = PartitionPlan::Build({2, 2}, 1);
-  auto store = MakeStore(plan, WithStateKey(Consistency::kAsp, 2), 1.0f);
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(MakeStore(plan, WithStateKey(Consistency::kAsp, 2), 1.0f, &store));
   const Chunk s = plan.chunks_of_key(1)[0];
   const float a[2] = {3, 5}, b[2] = {7, 9};
   ASSERT_TRUE(store->Push(0, 0, s, a).ok());
@@ -197,7 +211,8 @@ TEST(ParameterStoreTest, FcWorkerKeysCountTheirOwnPushers) {
   o.fc_workers = 2;
   o.keys = {KeyRule{KeyKind::kParameter, KeyOwner::kConvWorkers},
             KeyRule{KeyKind::kParameter, KeyOwner::kFcWorkers}};
-  auto store = MakeStore(plan, o);
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(MakeStore(plan, o, 0.0f, &store));
   EXPECT_EQ(store->pushers(0), 4);
   EXPECT_EQ(store->pushers(1), 2);
   const Chunk head = plan.chunks_of_key(1)[0];

@@ -94,7 +94,7 @@ absl::Status RunMoeMember(const MoeMemberOptions& o) {
   ExpertExchangeOptions eo;
   eo.rank = o.rank;
   eo.size = o.size;
-  eo.job_id = o.seed;  // members started with another seed are not of this group
+  eo.credentials.job_id = o.seed;  // members started with another seed are not of this group
   eo.timeout = o.timeout;
   eo.peer_name = "member";
   if (static_cast<int>(o.addresses.size()) != o.size) {
