@@ -1,7 +1,7 @@
 #include "conv_workers/ps_worker.h"
 
-#include "conv_workers/parameter_sync.h"
 #include "conv_workers/worker_traffic.h"
+#include "runtime/parameter_sync.h"
 
 #include <chrono>
 #include <cstdio>

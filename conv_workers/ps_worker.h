@@ -13,19 +13,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/model/job_config.h"
-#include "core/net/ps_client.h"
 #include "core/train/trainer.h"
+#include "runtime/worker_options.h"
 
 namespace strata {
-
-struct WorkerOptions {
-  JobConfig config;
-  PsClientOptions client;
-  RunOptions run;  // metrics, summary, progress, limits
-  int64_t chunk_elements = kDefaultChunkElements;
-  std::string parameters_out;  // worker 0: final parameters as a checkpoint file
-};
 
 // Trains until the configured steps are done; returns worker 0's summary
 // (other workers return theirs without evaluation).

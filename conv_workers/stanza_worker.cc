@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "conv_workers/parameter_sync.h"
 #include "conv_workers/worker_traffic.h"
 #include "core/data/training_data.h"
 #include "core/model/model.h"
@@ -11,6 +10,7 @@
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/util/clock.h"
+#include "runtime/parameter_sync.h"
 
 namespace strata {
 

@@ -16,10 +16,11 @@
 #include "absl/strings/str_cat.h"
 #include "conv_workers/ps_worker.h"
 #include "conv_workers/stanza_worker.h"
-#include "conv_workers/worker_flags.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
+#include "moe/moe_layer_type.h"
+#include "runtime/worker_flags.h"
 
 ABSL_FLAG(std::string, mode, "ps", "ps (the whole model) or stanza (the conv trunk only)");
 ABSL_FLAG(int32_t, rank, -1, "worker rank (-1: assigned by the coordinator)");
@@ -44,6 +45,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata conv worker.\n  strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT "
       "--config JOB.json [--rank R] [--threads T]");

@@ -1,6 +1,6 @@
 #include "fc_workers/fc_worker.h"
 
-#include "conv_workers/parameter_sync.h"
+#include "runtime/parameter_sync.h"
 
 #include <chrono>
 #include <cstdio>

@@ -22,10 +22,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/model/job_config.h"
-#include "core/net/ps_client.h"
-#include "conv_workers/ps_worker.h"
 #include "core/train/trainer.h"
+#include "runtime/worker_options.h"
 
 namespace strata {
 

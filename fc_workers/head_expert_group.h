@@ -19,8 +19,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/model/model.h"
-#include "core/net/zmq_expert_exchange.h"
 #include "moe/moe_layer.h"
+#include "moe/zmq_expert_exchange.h"
 
 namespace strata {
 

@@ -4,18 +4,19 @@
 //       [--bind tcp://HOST:0] [--threads T] [--summary-out s.json] [--metrics-out m.jsonl]
 //
 // FC worker 0 prints progress, evaluates after every epoch and writes the
-// summary. The other flags are those of every worker (conv_workers/worker_flags.h).
+// summary. The other flags are those of every worker (runtime/worker_flags.h).
 #include <cstdio>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "conv_workers/worker_flags.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "fc_workers/fc_worker.h"
+#include "moe/moe_layer_type.h"
+#include "runtime/worker_flags.h"
 
 ABSL_FLAG(int32_t, rank, 0, "FC worker rank in [0, fc_workers)");
 ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0",
@@ -37,6 +38,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata FC worker (stanza mode).\n  strata_fc_worker --rank F --coordinator "
       "tcp://HOST:PORT --config JOB.json");

@@ -1,6 +1,6 @@
 // ExpertExchange: the messages between the processes of an expert group
 // (the FC workers that hold one MoE layer's experts between them). MoE code
-// sees only this interface; core/net/zmq_expert_exchange.h carries it over
+// sees only this interface; moe/zmq_expert_exchange.h carries it over
 // ZeroMQ between real processes.
 //
 // A block is a list of row counts and the rows themselves: `counts` integers

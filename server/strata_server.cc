@@ -25,6 +25,7 @@
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
+#include "moe/moe_layer_type.h"
 #include "server/server_node.h"
 
 ABSL_FLAG(int32_t, rank, 0, "server rank in [0, servers); 0 is also the coordinator");
@@ -113,6 +114,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata parameter server.\n  strata_server --rank R --coordinator tcp://HOST:PORT "
       "--config JOB.json [--servers S] [--workers N] [--consistency bsp|ssp|asp]");

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/model/layer_registry.h"
 #include "core/status.h"
 #include "core/util/json_reader.h"
 
@@ -14,50 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string>& KnownLayerTypes() {
-  static const std::set<std::string> types = {
-      "conv2d",      "relu",    "maxpool2d", "avgpool2d", "global_avgpool",
-      "batchnorm2d", "flatten", "linear",    "dropout",   "moe"};
-  return types;
-}
-
 absl::Status Positive(int64_t value, const std::string& path) {
   if (value > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(path, ": must be > 0, got ", value));
-}
-
-absl::Status ParseMoe(JsonObjectReader& r, const std::string& path, MoeSpec* moe) {
-  STRATA_RETURN_IF_ERROR(r.Required("experts", &moe->experts));
-  STRATA_RETURN_IF_ERROR(r.Required("hidden", &moe->hidden));
-  STRATA_RETURN_IF_ERROR(r.Optional("top_k", &moe->top_k));
-  STRATA_RETURN_IF_ERROR(r.Optional("capacity_factor", &moe->capacity_factor));
-  STRATA_RETURN_IF_ERROR(r.Optional("capacity_alignment", &moe->capacity_alignment));
-  STRATA_RETURN_IF_ERROR(r.Optional("gate_noise", &moe->gate_noise));
-  STRATA_RETURN_IF_ERROR(r.Optional("aux_loss_weight", &moe->aux_loss_weight));
-  STRATA_RETURN_IF_ERROR(r.Optional("normalize_gate", &moe->normalize_gate));
-  STRATA_RETURN_IF_ERROR(r.Optional("batch_prioritized", &moe->batch_prioritized));
-  STRATA_RETURN_IF_ERROR(r.Optional("pipeline_chunks", &moe->pipeline_chunks));
-  std::string parallelism = moe::ParallelismName(moe->parallelism);
-  STRATA_RETURN_IF_ERROR(r.Optional("parallelism", &parallelism));
-  STRATA_RETURN_IF_ERROR(Positive(moe->pipeline_chunks, path + ".pipeline_chunks"));
-  absl::StatusOr<moe::ExpertParallelism> parsed = moe::ParseParallelism(parallelism);
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ".parallelism: \"", parallelism, "\" is not expert or data"));
-  }
-  moe->parallelism = *parsed;
-  STRATA_RETURN_IF_ERROR(Positive(moe->experts, path + ".experts"));
-  STRATA_RETURN_IF_ERROR(Positive(moe->hidden, path + ".hidden"));
-  STRATA_RETURN_IF_ERROR(Positive(moe->capacity_alignment, path + ".capacity_alignment"));
-  if (moe->top_k < 1 || moe->top_k > moe->experts) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ".top_k: must be in [1, experts = ", moe->experts, "], got ", moe->top_k));
-  }
-  if (moe->gate_noise < 0 || moe->aux_loss_weight < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": gate_noise and aux_loss_weight must be >= 0"));
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<LayerSpec> ParseLayer(const json& j, const std::string& path,
@@ -66,36 +27,15 @@ absl::StatusOr<LayerSpec> ParseLayer(const json& j, const std::string& path,
   LayerSpec spec;
   spec.path = path;
   STRATA_RETURN_IF_ERROR(r.Required("type", &spec.type));
-  if (KnownLayerTypes().count(spec.type) == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ".type: unknown layer type \"", spec.type,
-        "\" (known: conv2d, relu, maxpool2d, avgpool2d, global_avgpool, batchnorm2d, flatten, "
-        "linear, dropout, moe)"));
+  const LayerType* type = LayerRegistry::Global().Find(spec.type);
+  if (type == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ".type: unknown layer type \"", spec.type,
+                     "\" (known: ", absl::StrJoin(LayerRegistry::Global().names(), ", "), ")"));
   }
   spec.name = absl::StrCat(spec.type, ++(*ordinals)[spec.type]);
   STRATA_RETURN_IF_ERROR(r.Optional("name", &spec.name));
-  if (spec.type == "conv2d") {
-    spec.kernel = 3;
-    spec.stride = 1;
-    STRATA_RETURN_IF_ERROR(r.Required("out_channels", &spec.out_channels));
-    STRATA_RETURN_IF_ERROR(r.Optional("kernel", &spec.kernel));
-    STRATA_RETURN_IF_ERROR(r.Optional("stride", &spec.stride));
-    STRATA_RETURN_IF_ERROR(r.Optional("padding", &spec.padding));
-  } else if (spec.type == "maxpool2d" || spec.type == "avgpool2d") {
-    spec.kernel = 2;
-    STRATA_RETURN_IF_ERROR(r.Optional("kernel", &spec.kernel));
-    STRATA_RETURN_IF_ERROR(r.Optional("stride", &spec.stride));
-    STRATA_RETURN_IF_ERROR(r.Optional("padding", &spec.padding));
-  } else if (spec.type == "linear") {
-    STRATA_RETURN_IF_ERROR(r.Required("out_features", &spec.out_features));
-  } else if (spec.type == "dropout") {
-    STRATA_RETURN_IF_ERROR(r.Optional("p", &spec.p));
-  } else if (spec.type == "moe") {
-    STRATA_RETURN_IF_ERROR(ParseMoe(r, path, &spec.moe));
-  } else if (spec.type == "batchnorm2d") {
-    STRATA_RETURN_IF_ERROR(r.Optional("epsilon", &spec.epsilon));
-    STRATA_RETURN_IF_ERROR(r.Optional("momentum", &spec.momentum));
-  }
+  STRATA_RETURN_IF_ERROR(type->parse(r, &spec));
   STRATA_RETURN_IF_ERROR(r.Finish());
   return spec;
 }

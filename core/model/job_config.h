@@ -21,6 +21,7 @@
 #ifndef STRATA_CORE_MODEL_JOB_CONFIG_H_
 #define STRATA_CORE_MODEL_JOB_CONFIG_H_
 
+#include <any>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,31 +30,14 @@
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/tensor.h"
-#include "moe/expert_parallel.h"
 
 namespace strata {
 
-// The fields of a "moe" layer (their meaning: moe/moe_layer.h, moe/routing.h).
-struct MoeSpec {
-  int64_t experts = 0;  // required
-  int64_t top_k = 2;
-  int64_t hidden = 0;  // required: each expert's FFN width
-  float capacity_factor = 1.25f;
-  int64_t capacity_alignment = 1;
-  float gate_noise = 0.0f;
-  float aux_loss_weight = 0.01f;
-  bool normalize_gate = true;
-  bool batch_prioritized = false;
-  // Over several FC workers (moe/expert_parallel.h): the starting pipelining
-  // degree d and parallelism r ("expert": tokens travel, "data": weights do).
-  int64_t pipeline_chunks = 1;
-  moe::ExpertParallelism parallelism = moe::ExpertParallelism::kExpert;
-};
-
-// One entry of model.layers. Only the fields of its type are meaningful.
+// One entry of model.layers. Only the fields of its type are meaningful;
+// its type is one of the layer registry's (core/model/layer_registry.h).
 struct LayerSpec {
   std::string type;          // conv2d, relu, maxpool2d, avgpool2d, global_avgpool,
-                             // batchnorm2d, flatten, linear, dropout, moe
+                             // batchnorm2d, flatten, linear, dropout; moe (moe/)
   std::string name;          // unique in the model; defaults to type + ordinal ("conv2")
   std::string path;          // "model.layers[3]", for error messages
   int64_t out_channels = 0;  // conv2d
@@ -64,7 +48,9 @@ struct LayerSpec {
   float p = 0.5f;            // dropout
   float epsilon = 1e-5f;     // batchnorm2d
   float momentum = 0.1f;     // batchnorm2d
-  MoeSpec moe;               // moe
+  // The fields of a type registered outside core (moe/'s MoeSpec), set by
+  // that type's parser and read by its builder.
+  std::any options;
 };
 
 struct ModelConfig {

@@ -2,39 +2,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/model/layer_registry.h"
+
 namespace strata {
 namespace {
 
 using Json = nlohmann::json;
 
-// The fields that define a layer of `spec.type` (those its shape and
-// behaviour depend on).
+// A layer's type and name, and the fields its type says define it.
 Json LayerIdentity(const LayerSpec& spec) {
   Json j = {{"type", spec.type}, {"name", spec.name}};
-  const std::string& t = spec.type;
-  if (t == "conv2d" || t == "maxpool2d" || t == "avgpool2d") {
-    j["kernel"] = spec.kernel;
-    j["stride"] = spec.stride;
-    j["padding"] = spec.padding;
-  }
-  if (t == "conv2d") j["out_channels"] = spec.out_channels;
-  if (t == "linear") j["out_features"] = spec.out_features;
-  if (t == "dropout") j["p"] = spec.p;
-  if (t == "batchnorm2d") {
-    j["epsilon"] = spec.epsilon;
-    j["momentum"] = spec.momentum;
-  }
-  if (t == "moe") {
-    const MoeSpec& m = spec.moe;
-    j["experts"] = m.experts;
-    j["top_k"] = m.top_k;
-    j["hidden"] = m.hidden;
-    j["capacity_factor"] = m.capacity_factor;
-    j["capacity_alignment"] = m.capacity_alignment;
-    j["gate_noise"] = m.gate_noise;
-    j["aux_loss_weight"] = m.aux_loss_weight;
-    j["normalize_gate"] = m.normalize_gate;
-    j["batch_prioritized"] = m.batch_prioritized;
+  if (const LayerType* type = LayerRegistry::Global().Find(spec.type); type != nullptr) {
+    const Json fields = type->identity(spec);  // outlives the loop over its items
+    for (const auto& [field, value] : fields.items()) j[field] = value;
   }
   return j;
 }

@@ -1,58 +1,20 @@
 #include "core/model/model.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/layers/activation.h"
-#include "core/layers/batchnorm2d.h"
-#include "core/layers/conv2d.h"
-#include "core/layers/linear.h"
-#include "core/layers/pool2d.h"
+#include "core/model/layer_registry.h"
 #include "core/status.h"
-#include "moe/moe_layer.h"
 
 namespace strata {
 namespace {
 
 absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const LayerSpec& spec, const Shape& input,
                                                  uint64_t seed, int index) {
-  if (spec.type == "conv2d") {
-    return Conv2d::Create(spec.name, input,
-                          Conv2dOptions{spec.out_channels, spec.kernel, spec.stride, spec.padding});
+  const LayerType* type = LayerRegistry::Global().Find(spec.type);
+  if (type == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown layer type \"", spec.type, "\""));
   }
-  if (spec.type == "maxpool2d" || spec.type == "avgpool2d" || spec.type == "global_avgpool") {
-    Pool2dOptions o;
-    o.kind = spec.type == "maxpool2d" ? PoolKind::kMax : PoolKind::kAverage;
-    o.kernel = spec.kernel;
-    o.stride = spec.stride;
-    o.padding = spec.padding;
-    o.global = spec.type == "global_avgpool";
-    return Pool2d::Create(spec.name, input, o);
-  }
-  if (spec.type == "batchnorm2d") {
-    return BatchNorm2d::Create(spec.name, input, BatchNormOptions{spec.epsilon, spec.momentum});
-  }
-  if (spec.type == "linear") return Linear::Create(spec.name, input, spec.out_features);
-  if (spec.type == "dropout") {
-    return Dropout::Create(spec.name, input, spec.p, DeriveSeed(seed, 1000 + index));
-  }
-  if (spec.type == "moe") {
-    moe::MoeOptions o;
-    o.experts = static_cast<int>(spec.moe.experts);
-    o.top_k = static_cast<int>(spec.moe.top_k);
-    o.hidden = spec.moe.hidden;
-    o.capacity.factor = spec.moe.capacity_factor;
-    o.capacity.alignment = spec.moe.capacity_alignment;
-    o.gate_noise = spec.moe.gate_noise;
-    o.aux_loss_weight = spec.moe.aux_loss_weight;
-    o.normalize_gate = spec.moe.normalize_gate;
-    o.batch_prioritized = spec.moe.batch_prioritized;
-    o.parallel.chunks = static_cast<int>(spec.moe.pipeline_chunks);
-    o.parallel.parallelism = spec.moe.parallelism;
-    o.noise_seed = DeriveSeed(seed, 2000 + index);
-    return moe::MoeLayer::Create(spec.name, input, o);
-  }
-  if (spec.type == "relu") return std::unique_ptr<Layer>(new Relu(spec.name, input));
-  if (spec.type == "flatten") return std::unique_ptr<Layer>(new Flatten(spec.name, input));
-  return absl::InvalidArgumentError(absl::StrCat("unknown layer type \"", spec.type, "\""));
+  // The layer's own random stream (dropout masks, gate noise).
+  return type->build(spec, input, DeriveSeed(seed, 1000 + index));
 }
 
 }  // namespace

@@ -1,42 +1,23 @@
 // Job config parsing and model building: errors name the field's path.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "core/model/job_config.h"
 #include "core/model/model.h"
 #include "core/model/server_keys.h"
+#include "tests/support/cluster_fixture.h"
 
 namespace strata {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-const std::string kDefaultConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
-
 // The default config with `from` replaced by `to` (which must occur).
 std::string Edited(const std::string& from, const std::string& to) {
-  std::string text = ReadFile(kDefaultConfig);
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return text.replace(at, from.size(), to);
+  return testing::EditedConfig(testing::kConfig, from, to);
 }
 
-std::string ErrorOf(const std::string& text) {
-  auto config = ParseJobConfig(text, "job.json");
-  if (!config.ok()) return std::string(config.status().message());
-  auto model = Model::Build(config->model, 1);
-  return model.ok() ? "" : std::string(model.status().message());
-}
+std::string ErrorOf(const std::string& text) { return testing::ConfigError(text); }
 
 TEST(JobConfigTest, DefaultConfigLoadsAndBuilds) {
-  auto config = LoadJobConfig(kDefaultConfig);
+  auto config = LoadJobConfig(testing::kConfig);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->model.layers.size(), 10u);
   EXPECT_EQ(config->model.split_index, 6);
@@ -55,8 +36,8 @@ TEST(JobConfigTest, DefaultConfigLoadsAndBuilds) {
 
 TEST(JobConfigTest, UnknownLayerType) {
   EXPECT_EQ(ErrorOf(Edited(R"("type": "relu", "name": "relu2")", R"("type": "gelu")")),
-            "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: conv2d, relu, "
-            "maxpool2d, avgpool2d, global_avgpool, batchnorm2d, flatten, linear, dropout, moe)");
+            "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: avgpool2d, "
+            "batchnorm2d, conv2d, dropout, flatten, global_avgpool, linear, maxpool2d, moe, relu)");
 }
 
 TEST(JobConfigTest, MissingField) {
@@ -93,52 +74,6 @@ TEST(JobConfigTest, SplitMustNameALayer) {
 TEST(JobConfigTest, InvalidJsonNamesLineAndSource) {
   const std::string error = ErrorOf("{\"data\": }");
   EXPECT_NE(error.find("job.json: invalid JSON"), std::string::npos) << error;
-}
-
-TEST(JobConfigTest, MoeHeadConfigBuildsAnMoeLayer) {
-  auto config = LoadJobConfig(std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_moe.json");
-  ASSERT_TRUE(config.ok()) << config.status();
-  const LayerSpec& moe = config->model.layers[8];
-  EXPECT_EQ(moe.type, "moe");
-  EXPECT_EQ(moe.moe.experts, 8);
-  EXPECT_EQ(moe.moe.top_k, 2);
-  EXPECT_EQ(moe.moe.hidden, 1024);
-  EXPECT_FLOAT_EQ(moe.moe.capacity_factor, 1.25f);
-  auto model = Model::Build(config->model, 1);
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_STREQ((*model)->layer(8).kind(), "moe");
-  // 8 experts of 512 -> 1024 -> 512, and the 8 x 512 gate.
-  EXPECT_EQ((*model)->layer(8).parameters().size(), 5u);
-  int64_t moe_parameters = 0;
-  for (const Parameter* p : (*model)->layer(8).parameters()) moe_parameters += p->value.numel();
-  EXPECT_EQ(moe_parameters, 8 * 512 + 8 * (512 * 1024 + 1024 + 1024 * 512 + 512));
-  // Split over FC workers, only the gate of the MoE layer stays replicated:
-  // the servers hold the head's fc1, gate and fc2 after the trunk.
-  auto layout = KeyLayoutFor(**model, "stanza", 2);
-  ASSERT_TRUE(layout.ok()) << layout.status();
-  std::vector<std::string> head;
-  for (const ServerKey& k : ServerKeys(**model, *layout)) {
-    if (k.owner == KeyOwner::kFcWorkers) head.push_back(k.name);
-  }
-  EXPECT_EQ(head, std::vector<std::string>(
-                      {"fc1.weight", "fc1.bias", "moe.gate", "fc2.weight", "fc2.bias"}));
-}
-
-TEST(JobConfigTest, MoeFieldsAreChecked) {
-  const std::string fc1 = R"({"type": "linear", "name": "fc1", "out_features": 512},)";
-  EXPECT_EQ(
-      ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8, "top_k": 5},)")),
-      "job.json: model.layers[8].top_k: must be in [1, experts = 4], got 5");
-  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "hidden": 8},)")),
-            "job.json: model.layers[8].experts: missing field");
-  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8, "topk": 2},)")),
-            "job.json: model.layers[8].topk: unknown field");
-  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8,
-                                           "parallelism": "model"},)")),
-            "job.json: model.layers[8].parallelism: \"model\" is not expert or data");
-  EXPECT_EQ(ErrorOf(Edited(fc1, fc1 + R"({"type": "moe", "experts": 4, "hidden": 8,
-                                           "pipeline_chunks": 0},)")),
-            "job.json: model.layers[8].pipeline_chunks: must be > 0, got 0");
 }
 
 TEST(JobConfigTest, MissingFileIsNotFound) {

@@ -5,7 +5,7 @@
 // and still returns the good block; blocks from the real peer that arrive
 // early wait for their turn; a silent peer times out with
 // an error naming it.
-#include "core/net/zmq_expert_exchange.h"
+#include "moe/zmq_expert_exchange.h"
 
 #include <gtest/gtest.h>
 

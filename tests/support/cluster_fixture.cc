@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/model/job_identity.h"
+#include "core/model/model.h"
 #include "core/train/checkpoint.h"
 
 namespace strata::testing {
@@ -25,6 +26,20 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::string EditedConfig(const std::string& path, const std::string& from, const std::string& to) {
+  std::string text = ReadFile(path);
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+std::string ConfigError(const std::string& text) {
+  auto config = ParseJobConfig(text, "job.json");
+  if (!config.ok()) return std::string(config.status().message());
+  auto model = Model::Build(config->model, 1);
+  return model.ok() ? "" : std::string(model.status().message());
 }
 
 std::string DefaultJobIdentity(int64_t max_steps) {

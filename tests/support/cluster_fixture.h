@@ -27,6 +27,12 @@ std::string ReadFile(const std::string& path);
 // for `max_steps` steps: what a hand-made HELLO to its processes presents.
 std::string DefaultJobIdentity(int64_t max_steps);
 
+// The config at `path` with `from` replaced by `to` (which must occur).
+std::string EditedConfig(const std::string& path, const std::string& from, const std::string& to);
+// The error of parsing `text` as a job config ("job.json") and building its
+// model, or "" when both succeed.
+std::string ConfigError(const std::string& text);
+
 // Runs a command line to completion; returns (exit code, stdout+stderr).
 std::pair<int, std::string> RunCommand(const std::string& command);
 

@@ -6,12 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/net/zmq_expert_exchange.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
 #include "core/util/clock.h"
 #include "core/util/rng.h"
+#include "moe/zmq_expert_exchange.h"
 #include "tools/bench/bench_report.h"
 
 namespace strata::bench {

@@ -10,7 +10,6 @@
 #include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/moe_group.h"
-#include "tools/launch/local_cluster.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata::bench {

@@ -18,6 +18,7 @@
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "core/util/subprocess.h"
+#include "moe/moe_layer_type.h"
 #include "tools/bench/link_bench.h"
 #include "tools/bench/moe_bench.h"
 #include "tools/bench/plan_report.h"
@@ -64,7 +65,8 @@ ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-threa
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
-  strata::StopChildrenOnInterrupt();  // Ctrl-C stops the contenders and cleans up
+  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
+  strata::StopChildrenOnInterrupt();    // Ctrl-C stops the contenders and cleans up
   absl::SetProgramUsageMessage(
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"

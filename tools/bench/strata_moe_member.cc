@@ -17,6 +17,7 @@
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
+#include "moe/moe_layer_type.h"
 #include "tools/bench/moe_group.h"
 
 ABSL_FLAG(int32_t, rank, 0, "this member's rank in [0, size)");
@@ -77,6 +78,7 @@ absl::StatusOr<bench::MoeMemberOptions> OptionsFromFlags() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "One process of an MoE expert group on synthetic tokens.\n  strata_moe_member --rank R "
       "--size F --addresses A0,A1,... [--tokens 1024] [--chunks 1,2] [--parallelism data,expert]");

@@ -27,7 +27,6 @@
 #include "tools/bench/progress_bar.h"
 #include "tools/bench/throughput_plot.h"
 #include "tools/bench/train_report.h"
-#include "tools/launch/local_cluster.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata::bench {

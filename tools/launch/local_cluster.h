@@ -59,10 +59,6 @@ struct LocalClusterOptions {
 // exits with an error; every other process is then stopped.
 absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& options);
 
-// What the launcher prints when it cannot emulate the network it was asked
-// for and runs on loopback instead (benchmarks look for it).
-inline constexpr char kNoNetworkNotice[] = "no emulated network";
-
 }  // namespace strata
 
 #endif  // STRATA_TOOLS_LAUNCH_LOCAL_CLUSTER_H_

@@ -23,6 +23,7 @@
 #include "core/train/training_flags.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
+#include "moe/moe_layer_type.h"
 #include "tools/launch/local_cluster.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
@@ -163,6 +164,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Runs a Strata training job.\n  strata_launch --config JOB.json [--mode single] "
       "[--epochs E] [--max-steps K] [--threads T] [--seed S] [--metrics-out m.jsonl] "

@@ -79,6 +79,10 @@ class EmulatedNetwork {
   std::vector<std::string> created_;  // namespaces, in creation order
 };
 
+// What a tool prints when it cannot emulate the network it was asked for and
+// runs on loopback instead (benchmarks look for it in the launcher's output).
+inline constexpr char kNoNetworkNotice[] = "no emulated network";
+
 // For tools that run on loopback where no network can be emulated: parses
 // `bandwidth` ("1gbit") and `latency` ("0.2ms") and builds `hosts` hosts.
 // Where namespaces cannot be made it returns nullptr and puts the reason in

@@ -1,4 +1,4 @@
-#include "core/net/zmq_expert_exchange.h"
+#include "moe/zmq_expert_exchange.h"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "conv_workers/parameter_sync.h"
+#include "runtime/parameter_sync.h"
 
 #include <algorithm>
 #include <cstdio>

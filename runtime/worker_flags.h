@@ -4,11 +4,11 @@
 // --chunk-elements, --train-limit, --summary-out, --metrics-out,
 // --parameters-out, --progress, plus the training overrides
 // (core/train/training_flags.h). Each binary adds its own --rank.
-#ifndef STRATA_CONV_WORKERS_WORKER_FLAGS_H_
-#define STRATA_CONV_WORKERS_WORKER_FLAGS_H_
+#ifndef STRATA_RUNTIME_WORKER_FLAGS_H_
+#define STRATA_RUNTIME_WORKER_FLAGS_H_
 
 #include "absl/status/status.h"
-#include "conv_workers/ps_worker.h"
+#include "runtime/worker_options.h"
 
 namespace strata {
 
@@ -18,4 +18,4 @@ absl::Status WorkerOptionsFromFlags(WorkerOptions* options);
 
 }  // namespace strata
 
-#endif  // STRATA_CONV_WORKERS_WORKER_FLAGS_H_
+#endif  // STRATA_RUNTIME_WORKER_FLAGS_H_

@@ -13,8 +13,8 @@
 //
 // Thread safety: one thread drives an instance; `client` and `model` must
 // outlive it.
-#ifndef STRATA_CONV_WORKERS_PARAMETER_SYNC_H_
-#define STRATA_CONV_WORKERS_PARAMETER_SYNC_H_
+#ifndef STRATA_RUNTIME_PARAMETER_SYNC_H_
+#define STRATA_RUNTIME_PARAMETER_SYNC_H_
 
 #include <functional>
 #include <map>
@@ -90,4 +90,4 @@ class StateSnapshot {
 
 }  // namespace strata
 
-#endif  // STRATA_CONV_WORKERS_PARAMETER_SYNC_H_
+#endif  // STRATA_RUNTIME_PARAMETER_SYNC_H_

@@ -22,8 +22,8 @@
 //   // ... learn every process's (*exchange)->address() ...
 //   STRATA_RETURN_IF_ERROR((*exchange)->Connect(addresses));
 //   layer.JoinExpertGroup(exchange->get(), 0);
-#ifndef STRATA_CORE_NET_ZMQ_EXPERT_EXCHANGE_H_
-#define STRATA_CORE_NET_ZMQ_EXPERT_EXCHANGE_H_
+#ifndef STRATA_MOE_ZMQ_EXPERT_EXCHANGE_H_
+#define STRATA_MOE_ZMQ_EXPERT_EXCHANGE_H_
 
 #include <map>
 #include <memory>
@@ -97,4 +97,4 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
 
 }  // namespace strata
 
-#endif  // STRATA_CORE_NET_ZMQ_EXPERT_EXCHANGE_H_
+#endif  // STRATA_MOE_ZMQ_EXPERT_EXCHANGE_H_

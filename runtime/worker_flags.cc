@@ -1,4 +1,4 @@
-#include "conv_workers/worker_flags.h"
+#include "runtime/worker_flags.h"
 
 #include <string>
 
