@@ -1,14 +1,9 @@
 #include "conv_workers/ps_worker.h"
 
-#include "conv_workers/worker_traffic.h"
-#include "runtime/parameter_sync.h"
-
-#include <chrono>
 #include <cstdio>
-#include <map>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "conv_workers/worker_traffic.h"
 #include "core/data/training_data.h"
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
@@ -17,9 +12,85 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
-#include "core/util/clock.h"
+#include "runtime/parameter_sync.h"
+#include "runtime/step_loop.h"
 
 namespace strata {
+namespace {
+
+// The whole model on this worker's shard of each global batch; gradients
+// pushed layer by layer as backward reaches them; worker 0 evaluates with
+// the servers' state at epoch ends.
+class PsProgram final : public StepProgram {
+ public:
+  PsProgram(const WorkerOptions& options, int rank, TrainingData& data, Model& model,
+            PsClient& client, ParameterSync& sync, TrainingReporter& reporter, std::string prefix)
+      : options_(options),
+        rank_(rank),
+        data_(data),
+        model_(model),
+        client_(client),
+        sync_(sync),
+        reporter_(reporter),
+        prefix_(std::move(prefix)) {}
+
+  absl::Status Load(StepContext& ctx) override {
+    batch_ = data_.loader->ForStep(ctx.iteration);
+    return absl::OkStatus();
+  }
+  absl::Status Forward(StepContext& ctx) override {
+    Tensor logits = model_.Forward(batch_.images, /*training=*/true);
+    STRATA_ASSIGN_OR_RETURN(loss_, SoftmaxCrossEntropy(logits, batch_.labels, true));
+    ctx.loss = loss_.loss;
+    return absl::OkStatus();
+  }
+  absl::Status Backward(StepContext& ctx) override {
+    model_.Backward(loss_.grad_logits, 0, -1, false, sync_.AfterLayer(ctx.iteration));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> Synchronise(StepContext& ctx) override {
+    ctx.rewind_to = ctx.iteration;
+    return sync_.CompleteOrRewind(&ctx.rewind_to, prefix_);
+  }
+  absl::Status Boundary(StepContext& ctx) override {
+    const int64_t done = ctx.iteration + 1;
+    if (rank_ != 0 || !options_.config.training.evaluate || !reporter_.EpochEnds(done)) {
+      return absl::OkStatus();
+    }
+    // With the servers' state (the mean over the workers); training goes
+    // on with our own.
+    StateSnapshot own(model_);
+    STRATA_RETURN_IF_ERROR_CTX(sync_.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, done),
+                               "pulling the state for evaluation");
+    STRATA_ASSIGN_OR_RETURN(
+        EvalResult eval,
+        Evaluate(model_, data_.splits.test, data_.loader_options, options_.run.eval_limit));
+    own.Restore();
+    reporter_.Evaluated(done, eval);
+    return absl::OkStatus();
+  }
+  TrafficTotals Traffic() const override {
+    TrafficTotals t;
+    t.sent[static_cast<int>(PeerKind::kServer)] = client_.bytes_sent();
+    t.received[static_cast<int>(PeerKind::kServer)] = client_.bytes_received();
+    return t;
+  }
+
+ private:
+  const WorkerOptions& options_;
+  int rank_;
+  TrainingData& data_;
+  Model& model_;
+  PsClient& client_;
+  ParameterSync& sync_;
+  TrainingReporter& reporter_;
+  std::string prefix_;
+  Batch batch_;
+  LossResult loss_;
+};
+
+}  // namespace
+
 absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   const JobConfig& config = options.config;
   const TrainingConfig& tc = config.training;
@@ -29,67 +100,47 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, "ps", 0));
   ParameterSync sync(*client, *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
   const int rank = client->rank();
-  const int workers = client->num_workers();
   STRATA_RETURN_IF_ERROR(client->SetPlan(
       PartitionPlan::Build(sync.plan_sizes(), client->num_servers(), options.chunk_elements)));
   const std::string prefix = absl::StrCat("[worker ", rank, "] ");
 
-  STRATA_ASSIGN_OR_RETURN(auto data,
-                          LoadTrainingData(config, rank, workers, options.run.train_limit));
-  BatchLoader& loader = *data->loader;
-  const int64_t steps_per_epoch = data->steps_per_epoch;
-  const int64_t total_steps = data->total_steps;
+  STRATA_ASSIGN_OR_RETURN(
+      auto data, LoadTrainingData(config, rank, client->num_workers(), options.run.train_limit));
 
   // Worker 0 seeds the servers; everyone then pulls the current values (a
   // restored server answers with its checkpoint, and training resumes there).
-  STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
-  if (step > 0) {
+  STRATA_ASSIGN_OR_RETURN(const int64_t first_step, sync.Join(/*initialise=*/rank == 0));
+  if (first_step > 0) {
     std::fprintf(stderr, "%sresuming at iteration %lld\n", prefix.c_str(),
-                 static_cast<long long>(step));
+                 static_cast<long long>(first_step));
   }
 
   STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
                           MetricsWriter::Open(rank == 0 ? options.run.metrics_out : ""));
-  TrainingReporter reporter(tc, total_steps, steps_per_epoch, prefix,
+  STRATA_ASSIGN_OR_RETURN(MetricsWriter records, MetricsWriter::Open(options.run.records_out));
+  TrainingReporter reporter(tc, data->total_steps, data->steps_per_epoch, prefix,
                             options.run.progress && rank == 0, &metrics);
   RunSummary summary = NewRunSummary("ps", config, *model);
 
-  const int64_t first_step = step;
-  StepTimes times;
-  while (step < total_steps) {
-    const double t0 = MonotonicSeconds();
-    Batch batch = loader.ForStep(step);
-    const double t1 = MonotonicSeconds();
-    Tensor logits = model->Forward(batch.images, /*training=*/true);
-    STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
-    model->Backward(loss.grad_logits, 0, -1, false, sync.AfterLayer(step));
-    const double t2 = MonotonicSeconds();
-    STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
-    const double t3 = MonotonicSeconds();
-    if (step > first_step) times.Add(t2 - t1, t3 - t2, t3 - t0);
-    if (!completed) continue;
-    reporter.StepDone(step, loss.loss, t3 - t0);
-    ++step;
-    if (rank == 0 && tc.evaluate && reporter.EpochEnds(step)) {
-      // With the servers' state (the mean over the workers); training goes
-      // on with our own.
-      StateSnapshot own(*model);
-      STRATA_RETURN_IF_ERROR_CTX(sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, step),
-                                 "pulling the state for evaluation");
-      STRATA_ASSIGN_OR_RETURN(
-          EvalResult eval,
-          Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
-      own.Restore();
-      reporter.Evaluated(step, eval);
-    }
-  }
+  PsProgram program(options, rank, *data, *model, *client, sync, reporter, prefix);
+  StepLoopOptions lo;
+  lo.process = absl::StrCat("conv worker ", rank);
+  lo.first_iteration = first_step;
+  lo.total_iterations = data->total_steps;
+  lo.records = &records;
+  lo.reporter = &reporter;
+  StepLoop loop(lo);
+  client->set_wait_observer(loop.waits());
+  STRATA_ASSIGN_OR_RETURN(const int64_t step, loop.Run(program));
+  client->set_wait_observer(nullptr);
+
   reporter.Finish(step, &summary);
   if (rank == 0 && !options.parameters_out.empty()) {  // the model with the servers' state
     STRATA_RETURN_IF_ERROR_CTX(sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, step),
                                "pulling the final state");
   }
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
-  PrintConvWorkerTraffic(rank, step - first_step, *client, nullptr, times);
+  PrintConvWorkerTraffic(rank, step - first_step, *client, nullptr, loop.times());
   if (rank == 0 && !options.run.summary_out.empty()) {
     STRATA_RETURN_IF_ERROR(WriteJsonFile(options.run.summary_out, summary.ToJson()));
   }

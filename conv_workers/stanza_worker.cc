@@ -1,7 +1,5 @@
 #include "conv_workers/stanza_worker.h"
 
-#include <cstdio>
-
 #include "absl/strings/str_cat.h"
 #include "conv_workers/worker_traffic.h"
 #include "core/data/training_data.h"
@@ -9,10 +7,71 @@
 #include "core/net/fc_link.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
-#include "core/util/clock.h"
+#include "core/train/metrics_writer.h"
 #include "runtime/parameter_sync.h"
+#include "runtime/step_loop.h"
 
 namespace strata {
+namespace {
+
+// The trunk on this worker's shard: forward to the split, the boundary
+// activations to the FC worker and its gradients back, backward with the
+// trunk's pushes overlapped.
+class StanzaConvProgram final : public StepProgram {
+ public:
+  StanzaConvProgram(TrainingData& data, Model& model, int split, PsClient& client,
+                    ParameterSync& sync, FcLink& link, std::string prefix)
+      : data_(data),
+        model_(model),
+        split_(split),
+        client_(client),
+        sync_(sync),
+        link_(link),
+        prefix_(std::move(prefix)) {}
+
+  absl::Status Load(StepContext& ctx) override {
+    batch_ = data_.loader->ForStep(ctx.iteration);
+    return absl::OkStatus();
+  }
+  absl::Status Forward(StepContext&) override {
+    activations_ = model_.Forward(batch_.images, /*training=*/true, 0, split_);
+    return absl::OkStatus();
+  }
+  absl::Status Exchange(StepContext& ctx) override {
+    STRATA_ASSIGN_OR_RETURN(grad_, link_.Exchange(ctx.iteration, activations_, batch_.labels));
+    return absl::OkStatus();
+  }
+  absl::Status Backward(StepContext& ctx) override {
+    model_.Backward(grad_, 0, split_, false, sync_.AfterLayer(ctx.iteration));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> Synchronise(StepContext& ctx) override {
+    ctx.rewind_to = ctx.iteration;
+    return sync_.CompleteOrRewind(&ctx.rewind_to, prefix_);
+  }
+  TrafficTotals Traffic() const override {
+    TrafficTotals t;
+    t.sent[static_cast<int>(PeerKind::kServer)] = client_.bytes_sent();
+    t.received[static_cast<int>(PeerKind::kServer)] = client_.bytes_received();
+    t.sent[static_cast<int>(PeerKind::kFc)] = link_.counters().bytes_sent;
+    t.received[static_cast<int>(PeerKind::kFc)] = link_.counters().bytes_received;
+    return t;
+  }
+
+ private:
+  TrainingData& data_;
+  Model& model_;
+  int split_;
+  PsClient& client_;
+  ParameterSync& sync_;
+  FcLink& link_;
+  std::string prefix_;
+  Batch batch_;
+  Tensor activations_;
+  Tensor grad_;
+};
+
+}  // namespace
 
 absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   const JobConfig& config = options.config;
@@ -23,7 +82,6 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   const int split = model->split_index();
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));
   const int rank = client->rank();
-  const int workers = client->num_workers();
   if (client->fc_addresses().empty()) {
     return absl::FailedPreconditionError("the cluster map lists no FC workers (stanza mode)");
   }
@@ -43,32 +101,25 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto link, FcLink::Connect(lo));
   const std::string prefix = absl::StrCat("[worker ", rank, "] ");
 
-  STRATA_ASSIGN_OR_RETURN(auto data,
-                          LoadTrainingData(config, rank, workers, options.run.train_limit));
-  BatchLoader& loader = *data->loader;
-  const int64_t total_steps = data->total_steps;
+  STRATA_ASSIGN_OR_RETURN(
+      auto data, LoadTrainingData(config, rank, client->num_workers(), options.run.train_limit));
+  STRATA_ASSIGN_OR_RETURN(MetricsWriter records, MetricsWriter::Open(options.run.records_out));
+  STRATA_ASSIGN_OR_RETURN(const int64_t first_step, sync.Join(/*initialise=*/rank == 0));
 
-  STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
-  const int64_t first_step = step;
-  StepTimes times;
-  while (step < total_steps) {
-    const double t0 = MonotonicSeconds();
-    Batch batch = loader.ForStep(step);
-    const double t1 = MonotonicSeconds();
-    Tensor activations = model->Forward(batch.images, /*training=*/true, 0, split);
-    const double t2 = MonotonicSeconds();
-    STRATA_ASSIGN_OR_RETURN(Tensor grad, link->Exchange(step, activations, batch.labels));
-    const double t3 = MonotonicSeconds();
-    model->Backward(grad, 0, split, false, sync.AfterLayer(step));
-    const double t4 = MonotonicSeconds();
-    STRATA_ASSIGN_OR_RETURN(const bool completed, sync.CompleteOrRewind(&step, prefix));
-    const double t5 = MonotonicSeconds();
-    if (step > first_step) times.Add((t2 - t1) + (t4 - t3), (t3 - t2) + (t5 - t4), t5 - t0);
-    if (!completed) continue;
-    ++step;
-  }
+  StanzaConvProgram program(*data, *model, split, *client, sync, *link, prefix);
+  StepLoopOptions loop_options;
+  loop_options.process = absl::StrCat("conv worker ", rank);
+  loop_options.first_iteration = first_step;
+  loop_options.total_iterations = data->total_steps;
+  loop_options.records = &records;
+  StepLoop loop(loop_options);
+  client->set_wait_observer(loop.waits());
+  link->set_wait_observer(loop.waits());
+  STRATA_ASSIGN_OR_RETURN(const int64_t step, loop.Run(program));
+  client->set_wait_observer(nullptr);
+
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
-  PrintConvWorkerTraffic(rank, step - first_step, *client, link.get(), times);
+  PrintConvWorkerTraffic(rank, step - first_step, *client, link.get(), loop.times());
   return absl::OkStatus();
 }
 

@@ -1,11 +1,9 @@
 #include "fc_workers/fc_worker.h"
 
-#include "runtime/parameter_sync.h"
-
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -23,8 +21,9 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
-#include "core/util/clock.h"
 #include "fc_workers/head_expert_group.h"
+#include "runtime/parameter_sync.h"
+#include "runtime/step_loop.h"
 
 namespace strata {
 namespace {
@@ -74,6 +73,7 @@ class FcServer {
       row += b;
     }
     const absl::Time deadline = absl::Now() + timeout;
+    ScopedWait wait(wait_observer_);
     while (!AllArrived()) {
       const absl::Time now = absl::Now();
       if (now >= deadline) {
@@ -130,6 +130,9 @@ class FcServer {
   }
 
   uint64_t refused() const { return refused_; }
+  // Told while Gather waits for activations (null: none).
+  void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
+  const TrafficCounters& counters() const { return socket_.counters(); }
 
  private:
   bool AllArrived() const {
@@ -240,6 +243,113 @@ class FcServer {
   std::map<int, ConvPeer> peers_;  // by conv rank
   Tensor batch_;                   // the activations of the iteration being gathered
   uint64_t refused_ = 0;
+  WaitObserver* wait_observer_ = nullptr;
+};
+
+// Pulls the trunk (parameters and state) at version `iteration` so the
+// whole model can be evaluated or written.
+absl::Status PullTrunk(ParameterSync& sync, int64_t iteration) {
+  STRATA_RETURN_IF_ERROR(sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kParameter, iteration));
+  return sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, iteration);
+}
+
+// One FC worker's iteration on the StepLoop: its conv workers' activations
+// gathered (load: the FC worker's input is their output, so the phase is
+// a wait), the head forward and loss, backward with the shared head's
+// pushes, each conv worker answered its gradient slice, the local update;
+// the head's pushes and pulls completed (synchronise); evaluation at epoch
+// ends (boundary).
+class FcProgram final : public StepProgram {
+ public:
+  struct Parts {
+    Model& model;
+    int split;
+    FcServer& server;
+    PsClient& client;
+    ParameterSync& sync;
+    HeadExpertGroup* experts;          // null: no MoE layer in the head
+    ParameterOptimizer* local_update;  // null: nothing updated here
+    TrainingReporter& reporter;
+    TrainingData& data;
+  };
+  // `k`: conv workers served; `shared_head`: several FC workers reduce the
+  // head through the servers; `expert_parallel`: and split its experts.
+  FcProgram(const WorkerOptions& options, int rank, double k, bool shared_head,
+            bool expert_parallel, Parts parts)
+      : options_(options),
+        rank_(rank),
+        k_(k),
+        shared_head_(shared_head),
+        expert_parallel_(expert_parallel),
+        p_(parts) {}
+
+  absl::Status Load(StepContext& ctx) override {
+    STRATA_RETURN_IF_ERROR(p_.server.Gather(ctx.iteration, options_.client.timeout));
+    std::tie(x_, labels_) = p_.server.Concatenate();
+    return absl::OkStatus();
+  }
+  absl::Status Forward(StepContext& ctx) override {
+    Tensor logits = p_.model.Forward(x_, /*training=*/true, p_.split, -1);
+    if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE forward");
+    STRATA_ASSIGN_OR_RETURN(loss_, SoftmaxCrossEntropy(logits, labels_, true));
+    ctx.loss = loss_.loss;
+    return absl::OkStatus();
+  }
+  absl::Status Backward(StepContext& ctx) override {
+    Tensor grad_x = p_.model.Backward(
+        loss_.grad_logits, p_.split, -1, /*need_input_grad=*/true,
+        shared_head_ ? p_.sync.AfterLayer(ctx.iteration) : std::function<void(int)>());
+    if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE backward");
+    // The loss is the mean over our k conv workers' samples; each conv
+    // worker's trunk gradient must be the mean over its own samples.
+    Scale(static_cast<float>(k_), grad_x.data(), grad_x.numel());
+    p_.server.Answer(ctx.iteration, grad_x);
+    if (p_.local_update != nullptr) p_.local_update->Step();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> Synchronise(StepContext&) override {
+    if (shared_head_) STRATA_RETURN_IF_ERROR_CTX(p_.sync.Finish(), "head sync");
+    return true;
+  }
+  absl::Status Boundary(StepContext& ctx) override {
+    // Collective with split experts: every FC worker needs the same
+    // --evaluate (the launcher passes it to all).
+    const int64_t done = ctx.iteration + 1;
+    if (!options_.config.training.evaluate || !p_.reporter.EpochEnds(done)) return absl::OkStatus();
+    if (expert_parallel_) {
+      STRATA_RETURN_IF_ERROR_CTX(p_.experts->GatherForEvaluation(), "gathering the MoE experts");
+    }
+    if (rank_ != 0) return absl::OkStatus();
+    STRATA_RETURN_IF_ERROR_CTX(PullTrunk(p_.sync, done), "pulling the trunk for evaluation");
+    STRATA_ASSIGN_OR_RETURN(
+        EvalResult eval,
+        Evaluate(p_.model, p_.data.splits.test, p_.data.loader_options, options_.run.eval_limit));
+    p_.reporter.Evaluated(done, eval);
+    return absl::OkStatus();
+  }
+  TrafficTotals Traffic() const override {
+    TrafficTotals t;
+    t.sent[static_cast<int>(PeerKind::kServer)] = p_.client.bytes_sent();
+    t.received[static_cast<int>(PeerKind::kServer)] = p_.client.bytes_received();
+    t.sent[static_cast<int>(PeerKind::kConv)] = p_.server.counters().bytes_sent;
+    t.received[static_cast<int>(PeerKind::kConv)] = p_.server.counters().bytes_received;
+    if (p_.experts != nullptr) {
+      t.sent[static_cast<int>(PeerKind::kFc)] = p_.experts->bytes_sent();
+      t.received[static_cast<int>(PeerKind::kFc)] = p_.experts->bytes_received();
+    }
+    return t;
+  }
+
+ private:
+  const WorkerOptions& options_;
+  int rank_;
+  double k_;
+  bool shared_head_;
+  bool expert_parallel_;
+  Parts p_;
+  Tensor x_;
+  std::vector<int32_t> labels_;
+  LossResult loss_;
 };
 
 }  // namespace
@@ -342,68 +452,36 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     STRATA_ASSIGN_OR_RETURN(local_update, local_optimizer(model->parameters(split, -1)));
   }
 
-  // Pulls the trunk (parameters and state) at version `iteration` so the
-  // whole model can be evaluated or written.
-  auto pull_trunk = [&](int64_t iteration) -> absl::Status {
-    STRATA_RETURN_IF_ERROR(sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kParameter, iteration));
-    return sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, iteration);
-  };
-
   STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
                           MetricsWriter::Open(rank == 0 ? options.run.metrics_out : ""));
+  STRATA_ASSIGN_OR_RETURN(MetricsWriter records, MetricsWriter::Open(options.run.records_out));
   TrainingReporter reporter(tc, total_steps, steps_per_epoch,
                             absl::StrCat("[fc worker ", rank, "] "),
                             options.run.progress && rank == 0, &metrics);
   RunSummary summary = NewRunSummary("stanza", config, *model);
-  const double k = static_cast<double>(mine.size());
-  double last = MonotonicSeconds();
-  for (int64_t step = 0; step < total_steps; ++step) {
-    STRATA_RETURN_IF_ERROR(server.Gather(step, options.client.timeout));
-    auto [x, labels] = server.Concatenate();
-    Tensor logits = model->Forward(x, /*training=*/true, split, -1);
-    if (experts != nullptr) {
-      STRATA_RETURN_IF_ERROR_CTX(experts->status(), absl::StrCat("MoE forward, iteration ", step));
-    }
-    STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, labels, true));
-    Tensor grad_x =
-        model->Backward(loss.grad_logits, split, -1, /*need_input_grad=*/true,
-                        shared_head ? sync.AfterLayer(step) : std::function<void(int)>());
-    if (experts != nullptr) {
-      STRATA_RETURN_IF_ERROR_CTX(experts->status(), absl::StrCat("MoE backward, iteration ", step));
-    }
-    // The loss is the mean over our k conv workers' samples; each conv
-    // worker's trunk gradient must be the mean over its own samples.
-    Scale(static_cast<float>(k), grad_x.data(), grad_x.numel());
-    server.Answer(step, grad_x);
-    if (local_update != nullptr) local_update->Step();
-    if (shared_head) {
-      STRATA_RETURN_IF_ERROR_CTX(sync.Finish(), absl::StrCat("head sync, iteration ", step));
-    }
-    // Wall time per iteration (waiting included): the whole cluster's pace.
-    const double now = MonotonicSeconds();
-    reporter.StepDone(step, loss.loss, now - last);
-    last = now;
-    // Collective with split experts: every FC worker needs the same
-    // --evaluate (the launcher passes it to all).
-    const bool evaluate = tc.evaluate && reporter.EpochEnds(step + 1);
-    if (evaluate && expert_parallel) {
-      STRATA_RETURN_IF_ERROR_CTX(experts->GatherForEvaluation(), "gathering the MoE experts");
-    }
-    if (rank == 0 && evaluate) {
-      STRATA_RETURN_IF_ERROR_CTX(pull_trunk(step + 1), "pulling the trunk for evaluation");
-      STRATA_ASSIGN_OR_RETURN(
-          EvalResult eval,
-          Evaluate(*model, data->splits.test, data->loader_options, options.run.eval_limit));
-      reporter.Evaluated(step + 1, eval);
-      last = MonotonicSeconds();  // evaluation is not training time
-    }
-  }
+  FcProgram::Parts parts{*model,   split, server, *client, sync, experts.get(), local_update.get(),
+                         reporter, *data};
+  FcProgram program(options, rank, static_cast<double>(mine.size()), shared_head, expert_parallel,
+                    parts);
+  StepLoopOptions loop_options;
+  loop_options.process = absl::StrCat("fc worker ", rank);
+  loop_options.total_iterations = total_steps;
+  loop_options.records = &records;
+  loop_options.reporter = &reporter;
+  StepLoop loop(loop_options);
+  server.set_wait_observer(loop.waits());
+  client->set_wait_observer(loop.waits());
+  if (experts != nullptr) experts->set_wait_observer(loop.waits());
+  STRATA_RETURN_IF_ERROR(loop.Run(program).status());
+  client->set_wait_observer(nullptr);
+  if (experts != nullptr) experts->set_wait_observer(nullptr);
+
   reporter.Finish(total_steps, &summary);
   if (expert_parallel) {  // every expert back in every FC worker, to write the model
     STRATA_RETURN_IF_ERROR_CTX(experts->Leave(), "gathering the MoE experts");
   }
   if (rank == 0 && !options.parameters_out.empty()) {
-    STRATA_RETURN_IF_ERROR_CTX(pull_trunk(total_steps), "pulling the final trunk");
+    STRATA_RETURN_IF_ERROR_CTX(PullTrunk(sync, total_steps), "pulling the final trunk");
     STRATA_RETURN_IF_ERROR(
         WriteCheckpoint(options.parameters_out, CaptureParameters(*model, total_steps)));
   }

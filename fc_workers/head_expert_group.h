@@ -49,6 +49,9 @@ class HeadExpertGroup {
   // Collective: every MoE layer holds all experts again (to write the model).
   absl::Status Leave();
 
+  // Told while an MoE layer waits for its peers' blocks (null: none).
+  void set_wait_observer(WaitObserver* observer) { exchange_->set_wait_observer(observer); }
+
   uint64_t bytes_sent() const { return exchange_->bytes_sent(); }
   uint64_t bytes_received() const { return exchange_->bytes_received(); }
 

@@ -192,6 +192,7 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
     Refuse(Describe(wanted), fits);
   }
   const absl::Time deadline = absl::Now() + options_.timeout;
+  ScopedWait wait(wait_observer_);
   while (true) {
     const absl::Time now = absl::Now();
     absl::StatusOr<RawMessage> raw =

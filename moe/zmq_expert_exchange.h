@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "core/net/admission.h"
 #include "core/net/transport.h"
+#include "core/util/wait_observer.h"
 #include "moe/expert_exchange.h"
 
 namespace strata {
@@ -69,6 +70,9 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
   absl::StatusOr<moe::ExchangeBlock> Receive(int from, const moe::ExchangeTag& tag,
                                              const moe::BlockExpectation& expect) override;
 
+  // Told while Receive waits for a block that has not arrived (null: none).
+  void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
+
   uint64_t bytes_sent() const;
   uint64_t bytes_received() const { return inbox_->counters().bytes_received; }
   uint64_t refused() const { return refused_; }
@@ -85,6 +89,7 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
   void Refuse(const std::string& what, const absl::Status& why);
 
   ExpertExchangeOptions options_;
+  WaitObserver* wait_observer_ = nullptr;
   zmq::context_t context_;
   std::unique_ptr<Socket> inbox_;                  // ROUTER
   Admission admission_;                            // who may send to the inbox

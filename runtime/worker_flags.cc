@@ -21,6 +21,8 @@ ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements, "must match th
 ABSL_FLAG(int64_t, train_limit, 0, "use only the first N training images (0: all)");
 ABSL_FLAG(std::string, summary_out, "", "reporting worker: summary JSON");
 ABSL_FLAG(std::string, metrics_out, "", "reporting worker: metrics JSON lines");
+ABSL_FLAG(std::string, records_out, "",
+          "this process: one JSON line per iteration (phase seconds, bytes, knobs)");
 ABSL_FLAG(std::string, parameters_out, "",
           "reporting worker: final parameters (checkpoint format)");
 ABSL_FLAG(bool, progress, true, "the reporting worker shows progress on stderr");
@@ -51,6 +53,7 @@ absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
   o->run.train_limit = absl::GetFlag(FLAGS_train_limit);
   o->run.summary_out = absl::GetFlag(FLAGS_summary_out);
   o->run.metrics_out = absl::GetFlag(FLAGS_metrics_out);
+  o->run.records_out = absl::GetFlag(FLAGS_records_out);
   o->run.progress = absl::GetFlag(FLAGS_progress);
   o->parameters_out = absl::GetFlag(FLAGS_parameters_out);
   return absl::OkStatus();

@@ -1,7 +1,7 @@
 // The command-line flags every worker binary (strata_conv_worker,
 // strata_fc_worker) shares, and their reading into WorkerOptions:
 // --config, --coordinator, --job-id, --job-token-file, --threads, --evaluate, --timeout,
-// --chunk-elements, --train-limit, --summary-out, --metrics-out,
+// --chunk-elements, --train-limit, --summary-out, --metrics-out, --records-out,
 // --parameters-out, --progress, plus the training overrides
 // (core/train/training_flags.h). Each binary adds its own --rank.
 #ifndef STRATA_RUNTIME_WORKER_FLAGS_H_

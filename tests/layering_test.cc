@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 const std::vector<std::vector<std::string>>& TargetLayers() {
   static const std::vector<std::vector<std::string>> layers = {
       {"strata_base"},
-      {"strata_tensor", "strata_process"},
+      {"strata_tensor", "strata_process", "strata_scheduler"},
       {"strata_layers", "strata_net", "strata_cuda"},
       {"strata_model"},
       {"strata_train", "strata_training_flags"},
@@ -85,8 +85,9 @@ TEST(LayeringTest, EveryTargetLinksOnlyTargetsOfLowerLayers) {
   }
   // The graph was read: the layers' targets are there, linking down.
   EXPECT_GT(edges, 30);
-  for (const char* t : {"strata_net", "strata_model", "strata_moe", "strata_runtime",
-                        "strata_conv_workers", "strata_fc_workers", "strata_server_lib"}) {
+  for (const char* t :
+       {"strata_net", "strata_model", "strata_moe", "strata_runtime", "strata_scheduler",
+        "strata_conv_workers", "strata_fc_workers", "strata_server_lib"}) {
     EXPECT_EQ(targets.count(t), 1u) << t;
   }
   fs::remove_all(dir);
@@ -102,6 +103,7 @@ const std::vector<std::pair<std::string, int>>& SourceLayers() {
       {"core/util/network_namespace.", 1},
       {"core/util/process_setup.", 1},
       {"core/tensor/", 1},
+      {"scheduler/", 1},
       {"core/ops/cpu/", 1},
       {"core/layers/", 2},
       {"core/optim/", 2},
@@ -161,8 +163,8 @@ TEST(LayeringTest, EveryIncludePointsToItsOwnTargetOrALowerLayer) {
   const fs::path root(STRATA_SOURCE_DIR);
   const std::regex include(R"re(^\s*#\s*include\s+"([^"]+)")re");
   int files = 0;
-  for (const char* top :
-       {"core", "moe", "runtime", "server", "conv_workers", "fc_workers", "tools", "tests"}) {
+  for (const char* top : {"core", "scheduler", "moe", "runtime", "server", "conv_workers",
+                          "fc_workers", "tools", "tests"}) {
     for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
       const std::string ext = entry.path().extension().string();
       if (ext != ".h" && ext != ".cc" && ext != ".cu") continue;

@@ -46,6 +46,7 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
   STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
   const std::string who = absl::StrCat("fc worker ", options_.fc_rank, " (", options_.address, ")");
   const absl::Time deadline = absl::Now() + options_.timeout;
+  ScopedWait wait(wait_observer_);
   // Resends back off exponentially: a slow FC worker is not flooded.
   absl::Duration resend_wait = options_.resend_after;
   absl::Time resend_at = absl::Now() + resend_wait;

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "core/net/admission.h"
 #include "core/net/transport.h"
+#include "core/util/wait_observer.h"
 
 namespace strata {
 
@@ -39,6 +40,8 @@ class FcLink {
   // `activations` is {b, boundary shape...}; returns a tensor of the same shape.
   absl::StatusOr<Tensor> Exchange(int64_t iteration, const Tensor& activations,
                                   const std::vector<int32_t>& labels);
+  // Told while Exchange waits for the gradients (null: none).
+  void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
   TrafficCounters& counters() { return socket_->counters(); }
   const TrafficCounters& counters() const { return socket_->counters(); }
 
@@ -48,6 +51,7 @@ class FcLink {
   absl::Status SayHello();
 
   FcLinkOptions options_;
+  WaitObserver* wait_observer_ = nullptr;
   zmq::context_t context_{1};
   std::unique_ptr<Socket> socket_;
   uint64_t next_request_ = 1;

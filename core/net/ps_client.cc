@@ -335,6 +335,8 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
 absl::Status PsClient::Wait(const Ticket& ticket) { return WaitWhileAnswered(ticket, absl::Now()); }
 
 absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time started) {
+  if (ticket->done()) return ticket->status();
+  ScopedWait wait(wait_observer_);
   while (!ticket->done()) {
     // The deadline moves with every reply from any server: only `timeout`
     // of silence fails the wait.
@@ -373,6 +375,7 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
 absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
   // One silence budget for all: the wait began when the first ticket's did.
   const absl::Time started = absl::Now();
+  ScopedWait wait(wait_observer_);
   absl::Status first;
   for (const Ticket& t : tickets) {
     absl::Status s = WaitWhileAnswered(t, started);

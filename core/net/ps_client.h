@@ -62,6 +62,7 @@
 #include "core/net/ps_request.h"
 #include "core/net/shared_memory_lane.h"
 #include "core/net/transport.h"
+#include "core/util/wait_observer.h"
 
 namespace strata {
 
@@ -124,6 +125,9 @@ class PsClient {
   // Tells every server this worker has finished (closing its lanes first).
   absl::Status Done();
   absl::StatusOr<ClockReport> Clocks(int server);
+  // Told of every Wait/WaitAll that blocks (null: none). Set before the
+  // first wait; called on the waiting thread.
+  void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
 
   uint64_t bytes_sent() const;
   uint64_t bytes_received() const;
@@ -169,6 +173,7 @@ class PsClient {
   std::string ServerName(int server) const;
 
   PsClientOptions options_;
+  WaitObserver* wait_observer_ = nullptr;
   zmq::context_t context_{1};
   int rank_ = -1;
   int num_workers_ = 0;

@@ -1,21 +1,10 @@
 #include "core/train/trainer.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "core/data/training_data.h"
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/ops/cpu/dnnl_runtime.h"
-#include "core/optim/parameter_optimizer.h"
 #include "core/status.h"
-#include "core/train/checkpoint.h"
-#include "core/train/metrics_writer.h"
-#include "core/train/progress.h"
-#include "core/train/training_reporter.h"
-#include "core/util/clock.h"
 
 namespace strata {
 namespace {
@@ -85,69 +74,6 @@ absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,
     result.loss = loss_sum / static_cast<double>(result.samples);
   }
   return result;
-}
-
-absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions& options) {
-  const TrainingConfig& tc = config.training;
-  SetCpuThreads(static_cast<int>(tc.threads));
-  STRATA_ASSIGN_OR_RETURN(auto data, LoadTrainingData(config, 0, 1, options.train_limit));
-  BatchLoader& loader = *data->loader;
-  const BatchLoaderOptions& lo = data->loader_options;
-  const int64_t steps_per_epoch = data->steps_per_epoch;
-  const int64_t total_steps = data->total_steps;
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
-  STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
-  ParameterOptimizer opt(std::move(optimizer),
-                         LrSchedule(config.schedule, config.optimizer.lr, total_steps),
-                         model->parameters());
-
-  if (options.restore) {
-    STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(options.checkpoint_path));
-    STRATA_RETURN_IF_ERROR_CTX(RestoreTrainingState(checkpoint, *model, opt).status(),
-                               absl::StrCat("restoring ", options.checkpoint_path));
-  }
-
-  STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics, MetricsWriter::Open(options.metrics_out));
-  TrainingReporter reporter(tc, total_steps, steps_per_epoch, "[single] ", options.progress,
-                            &metrics);
-  RunSummary summary = NewRunSummary("single", config, *model);
-
-  int64_t step = opt.step();
-  while (step < total_steps) {
-    const double t0 = MonotonicSeconds();
-    Batch batch = loader.ForStep(step);
-    Tensor logits = model->Forward(batch.images, /*training=*/true);
-    STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, true));
-    model->Backward(loss.grad_logits);
-    const float lr = opt.current_lr();
-    opt.Step();
-    reporter.StepDone(step, loss.loss, MonotonicSeconds() - t0, lr);
-    ++step;
-    if (!options.checkpoint_path.empty() && options.checkpoint_every > 0 &&
-        step % options.checkpoint_every == 0) {
-      STRATA_RETURN_IF_ERROR(
-          WriteCheckpoint(options.checkpoint_path,
-                          CaptureTrainingState(*model, opt, (step - 1) / steps_per_epoch)));
-    }
-    if (tc.evaluate && reporter.EpochEnds(step)) {
-      STRATA_ASSIGN_OR_RETURN(EvalResult eval,
-                              Evaluate(*model, data->splits.test, lo, options.eval_limit));
-      reporter.Evaluated(step, eval);
-    }
-  }
-  reporter.Finish(step, &summary);
-  if (!options.checkpoint_path.empty()) {
-    STRATA_RETURN_IF_ERROR(WriteCheckpoint(
-        options.checkpoint_path, CaptureTrainingState(*model, opt, (step - 1) / steps_per_epoch)));
-  }
-  if (!options.parameters_out.empty()) {
-    STRATA_RETURN_IF_ERROR(
-        WriteCheckpoint(options.parameters_out, CaptureParameters(*model, step)));
-  }
-  if (!options.summary_out.empty()) {
-    STRATA_RETURN_IF_ERROR(WriteJsonFile(options.summary_out, summary.ToJson()));
-  }
-  return summary;
 }
 
 }  // namespace strata

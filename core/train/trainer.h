@@ -1,5 +1,7 @@
-// Single-process training: the reference that every distributed mode must
-// match (same data order, same math), and the `single` mode of strata_launch.
+// What every training run shares, whatever its mode: the run's options, its
+// summary, and evaluation on the test set. The loops themselves run on the
+// worker runtime (runtime/step_loop.h; single-process training:
+// runtime/single_trainer.h).
 #ifndef STRATA_CORE_TRAIN_TRAINER_H_
 #define STRATA_CORE_TRAIN_TRAINER_H_
 
@@ -27,6 +29,7 @@ struct RunOptions {
   int64_t eval_limit = 0;        // evaluate on the first N test images only (0 = all)
   bool progress = true;          // progress line on stderr
   std::string parameters_out;    // final parameters as a checkpoint file; "" = none
+  std::string records_out;       // one JSON line per iteration of this process; "" = none
 };
 
 // What a run reports; ToJson() is the summary file.
@@ -71,10 +74,6 @@ struct EvalResult {
 // `dataset` (all when 0), in evaluation mode.
 absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,
                                     const BatchLoaderOptions& normalization, int64_t limit);
-
-// Trains `config` in this process and returns the summary (also written to
-// options.summary_out). Errors name what failed (data files, config).
-absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions& options);
 
 }  // namespace strata
 

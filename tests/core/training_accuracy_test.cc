@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/model/job_config.h"
-#include "core/train/trainer.h"
+#include "runtime/single_trainer.h"
 
 namespace strata {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "core/model/job_config.h"
 #include "core/train/checkpoint.h"
-#include "core/train/trainer.h"
+#include "runtime/single_trainer.h"
 
 namespace strata {
 namespace {

@@ -333,6 +333,12 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     }
     for (const auto& f : o.extra_worker_flags) argv.push_back(f);
   };
+  auto add_records_flag = [&](std::vector<std::string>& argv, const std::string& process) {
+    if (o.records_dir.empty()) return;
+    argv.push_back("--records-out");
+    argv.push_back((std::filesystem::path(o.records_dir) / (process + ".jsonl")).string());
+  };
+  if (!o.records_dir.empty()) std::filesystem::create_directories(o.records_dir);
   for (int f = 0; stanza && f < o.fc_workers; ++f) {
     const Placement p = place();
     std::vector<std::string> argv =
@@ -341,6 +347,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                 std::to_string(o.timeout_seconds)});
     for (const auto& flag : o.worker_flags) argv.push_back(flag);
     if (f == 0) add_reporting_flags(argv);
+    add_records_flag(argv, absl::StrCat("fc_worker_", f));
     STRATA_ASSIGN_OR_RETURN(Child c,
                             Spawn(absl::StrCat("fc worker ", f), argv, p.netns, o.job_token));
     children.push_back(std::move(c));
@@ -353,6 +360,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                 std::to_string(o.timeout_seconds)});
     for (const auto& flag : o.worker_flags) argv.push_back(flag);
     if (w == 0 && !stanza) add_reporting_flags(argv);
+    add_records_flag(argv, absl::StrCat("conv_worker_", w));
     STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }

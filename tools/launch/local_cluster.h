@@ -39,6 +39,9 @@ struct LocalClusterOptions {
   double timeout_seconds = 60;
   std::string summary_out;  // worker 0's summary (a temp file when empty)
   std::string metrics_out;
+  // Every worker writes its iteration records to DIR/<process>.jsonl
+  // ("conv_worker_0.jsonl", "fc_worker_1.jsonl") when set.
+  std::string records_dir;
   std::string checkpoint_dir;  // servers checkpoint here when set
   int64_t checkpoint_every = 0;
   // The secret every process presents (handed to them in their

@@ -6,10 +6,12 @@
 //   final: mode=single test_accuracy=0.9123 images_per_sec=2950
 // and, with --summary-out, a summary JSON. Exit status 0 on success, 1 on any
 // error (printed as "strata_launch: error: ...").
+#include <filesystem>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -19,7 +21,7 @@
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
 #include "core/status.h"
-#include "core/train/trainer.h"
+#include "runtime/single_trainer.h"
 #include "core/train/training_flags.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
@@ -31,6 +33,9 @@ ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cl
 ABSL_FLAG(int64_t, threads, 0, "CPU threads per process (overrides training.threads)");
 ABSL_FLAG(bool, evaluate, true, "evaluate on the test set after every epoch");
 ABSL_FLAG(std::string, metrics_out, "", "write metrics as JSON lines to this file");
+ABSL_FLAG(std::string, records_dir, "",
+          "every process writes one JSON line per iteration (phase seconds, bytes, knobs) to "
+          "DIR/<process>.jsonl (single mode: DIR/single.jsonl)");
 ABSL_FLAG(std::string, summary_out, "", "write the summary JSON to this file");
 ABSL_FLAG(std::string, checkpoint, "",
           "checkpoint file (written at the end and every --checkpoint-every steps)");
@@ -109,6 +114,7 @@ absl::Status RunCluster(const JobConfig& config) {
   o.timeout_seconds = absl::GetFlag(FLAGS_timeout);
   o.summary_out = absl::GetFlag(FLAGS_summary_out);
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
+  o.records_dir = absl::GetFlag(FLAGS_records_dir);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
@@ -145,6 +151,10 @@ absl::Status Run() {
   }
   RunOptions options;
   options.metrics_out = absl::GetFlag(FLAGS_metrics_out);
+  if (!absl::GetFlag(FLAGS_records_dir).empty()) {
+    std::filesystem::create_directories(absl::GetFlag(FLAGS_records_dir));
+    options.records_out = absl::GetFlag(FLAGS_records_dir) + "/single.jsonl";
+  }
   options.summary_out = absl::GetFlag(FLAGS_summary_out);
   options.checkpoint_path = absl::GetFlag(FLAGS_checkpoint);
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
@@ -168,7 +178,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Runs a Strata training job.\n  strata_launch --config JOB.json [--mode single] "
       "[--epochs E] [--max-steps K] [--threads T] [--seed S] [--metrics-out m.jsonl] "
-      "[--summary-out s.json]");
+      "[--records-dir DIR] [--summary-out s.json]");
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
   absl::Status status = strata::Run();

@@ -1,0 +1,121 @@
+#include "runtime/step_loop.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "core/util/clock.h"
+
+namespace strata {
+
+StepLoop::StepLoop(StepLoopOptions options)
+    : options_(std::move(options)),
+      device_(options_.device != nullptr ? options_.device : &always_held_) {
+  record_.process = options_.process;
+}
+
+void StepLoop::Observer::WaitBegins() {
+  if (depth_++ > 0) return;
+  started_ = MonotonicSeconds();
+  if (loop_.holding_) loop_.device_->Release();
+}
+
+void StepLoop::Observer::WaitEnds() {
+  if (--depth_ > 0) return;
+  loop_.record_.wait_seconds[static_cast<int>(loop_.phase_)] += MonotonicSeconds() - started_;
+  if (loop_.holding_) loop_.device_->Acquire();
+}
+
+template <typename Body>
+auto StepLoop::RunPhase(Phase phase, Body body) -> decltype(body()) {
+  phase_ = phase;
+  const bool compute = IsComputePhase(phase);
+  const double start = MonotonicSeconds();
+  if (compute) {
+    device_->Acquire();
+    holding_ = true;
+  }
+  auto result = body();
+  if (compute) {
+    holding_ = false;
+    device_->Release();
+  }
+  record_.phase_seconds[static_cast<int>(phase)] += MonotonicSeconds() - start;
+  return result;
+}
+
+void StepLoop::Record(const IterationRecord& record) {
+  if (options_.records != nullptr) options_.records->Write(record.ToJson());
+  if (options_.controller != nullptr && options_.schedule != nullptr) {
+    const std::vector<KnobProposal> proposals = options_.controller->Observe(record);
+    if (!proposals.empty()) options_.schedule->Propose(proposals);
+  }
+}
+
+absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
+  const int64_t first = options_.first_iteration;
+  int64_t iteration = first;
+  TrafficTotals before = program.Traffic();
+  auto fail = [&](const absl::Status& s, Phase phase) {
+    return absl::Status(
+        s.code(), absl::StrCat("iteration ", iteration, ", ", PhaseName(phase), ": ", s.message()));
+  };
+  while (iteration < options_.total_iterations) {
+    record_ = IterationRecord();
+    record_.process = options_.process;
+    record_.iteration = iteration;
+    if (options_.knobs != nullptr) {
+      if (options_.schedule != nullptr) {
+        phase_ = Phase::kLoad;
+        absl::Status s = options_.schedule->Before(iteration, *options_.knobs, &observer_);
+        if (!s.ok()) return fail(s, Phase::kLoad);
+      }
+      absl::Status s = options_.knobs->ApplyUpTo(iteration);
+      if (!s.ok()) return fail(s, Phase::kLoad);
+      record_.knobs = options_.knobs->values();
+    }
+    StepContext ctx;
+    ctx.iteration = iteration;
+    struct Step {
+      Phase phase;
+      absl::Status (StepProgram::*run)(StepContext&);
+    };
+    static constexpr Step kSteps[] = {{Phase::kLoad, &StepProgram::Load},
+                                      {Phase::kForward, &StepProgram::Forward},
+                                      {Phase::kExchange, &StepProgram::Exchange},
+                                      {Phase::kBackward, &StepProgram::Backward}};
+    for (const Step& step : kSteps) {
+      absl::Status s = RunPhase(step.phase, [&] { return (program.*step.run)(ctx); });
+      if (!s.ok()) return fail(s, step.phase);
+    }
+    absl::StatusOr<bool> completed =
+        RunPhase(Phase::kSynchronise, [&] { return program.Synchronise(ctx); });
+    if (!completed.ok()) return fail(completed.status(), Phase::kSynchronise);
+    record_.completed = *completed;
+    record_.loss = ctx.loss;
+    record_.Summarise();
+    const TrafficTotals after = program.Traffic();
+    for (int k = 0; k < 3; ++k) {
+      const char* kind = PeerKindName(static_cast<PeerKind>(k));
+      record_.bytes_sent[kind] = after.sent[k] - before.sent[k];
+      record_.bytes_received[kind] = after.received[k] - before.received[k];
+    }
+    before = after;
+    if (iteration > first) {
+      times_.Add(record_.compute_seconds, record_.communication_seconds, record_.wall_seconds);
+    }
+    if (!*completed) {
+      Record(record_);
+      iteration = ctx.rewind_to;
+      continue;
+    }
+    if (options_.reporter != nullptr && ctx.loss.has_value()) {
+      options_.reporter->StepDone(iteration, *ctx.loss, record_.wall_seconds, ctx.lr);
+    }
+    absl::Status s = RunPhase(Phase::kBoundary, [&] { return program.Boundary(ctx); });
+    if (!s.ok()) return fail(s, Phase::kBoundary);
+    Record(record_);
+    ++iteration;
+  }
+  return iteration;
+}
+
+}  // namespace strata

@@ -1,0 +1,37 @@
+// Controller: sees every iteration's record (scheduler/iteration_record.h)
+// and may propose knob changes (scheduler/knobs.h). The StepLoop
+// (runtime/step_loop.h) calls Observe after each iteration on the loop's
+// thread and sends what it proposes to the job's coordinator, which agrees
+// the iteration every process of the job applies it at. A controller only
+// proposes: a change takes effect when the coordinator has scheduled it.
+#ifndef STRATA_SCHEDULER_CONTROLLER_H_
+#define STRATA_SCHEDULER_CONTROLLER_H_
+
+#include <string>
+#include <vector>
+
+#include "scheduler/iteration_record.h"
+
+namespace strata {
+
+// "name=value": a requested knob change, not yet scheduled.
+struct KnobProposal {
+  std::string name;
+  std::string value;
+};
+
+class Controller {
+ public:
+  virtual ~Controller() = default;
+  virtual std::vector<KnobProposal> Observe(const IterationRecord& record) = 0;
+};
+
+// Leaves every knob as it is.
+class NoChangeController final : public Controller {
+ public:
+  std::vector<KnobProposal> Observe(const IterationRecord&) override { return {}; }
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SCHEDULER_CONTROLLER_H_

@@ -1,0 +1,34 @@
+// DevicePolicy: who may compute on the device (this process's cores today,
+// a GPU's stream set later) and when. The StepLoop (runtime/step_loop.h)
+// acquires the device before each compute phase of an iteration and
+// releases it after, and releases it too while the iteration waits on a
+// peer inside a phase (core/util/wait_observer.h). A policy shared by
+// several jobs' loops decides which one computes: crossover time-sharing
+// is such a policy.
+//
+// Contract: Acquire and Release alternate on each caller's thread, starting
+// with Acquire; Acquire may block, Release never does.
+#ifndef STRATA_SCHEDULER_DEVICE_POLICY_H_
+#define STRATA_SCHEDULER_DEVICE_POLICY_H_
+
+namespace strata {
+
+class DevicePolicy {
+ public:
+  virtual ~DevicePolicy() = default;
+  // Returns once the caller may compute.
+  virtual void Acquire() = 0;
+  // The caller stops computing until its next Acquire.
+  virtual void Release() = 0;
+};
+
+// One job per device: the device is always the caller's.
+class AlwaysHeldDevice final : public DevicePolicy {
+ public:
+  void Acquire() override {}
+  void Release() override {}
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SCHEDULER_DEVICE_POLICY_H_

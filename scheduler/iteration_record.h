@@ -1,0 +1,58 @@
+// IterationRecord: what one process did in one iteration of its StepLoop
+// (runtime/step_loop.h): the seconds of each phase, how they split into
+// compute, communication and waiting, the bytes exchanged with each kind
+// of peer, the loss where this process computes it, and the knobs in
+// force. Every process writes one JSON line per iteration (--records-out)
+// and hands the record to its Controller (scheduler/controller.h).
+#ifndef STRATA_SCHEDULER_ITERATION_RECORD_H_
+#define STRATA_SCHEDULER_ITERATION_RECORD_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace strata {
+
+// The phases of one iteration, in the order the StepLoop runs them.
+enum class Phase { kLoad = 0, kForward, kExchange, kBackward, kSynchronise, kBoundary };
+inline constexpr int kPhaseCount = 6;
+
+// "load", "forward", "exchange", "backward", "synchronise", "boundary".
+const char* PhaseName(Phase phase);
+// Whether the device is held during the phase (all but exchange and
+// synchronise, which only wait on peers).
+bool IsComputePhase(Phase phase);
+
+struct IterationRecord {
+  std::string process;    // "conv worker 0", "fc worker 1", "single"
+  int64_t iteration = 0;  // 0-based, global
+  bool completed = true;  // false: rewound (a server came back from a checkpoint)
+  std::array<double, kPhaseCount> phase_seconds{};  // each phase, waits included
+  std::array<double, kPhaseCount> wait_seconds{};   // waits on peers inside each phase
+  // Split of the iteration (load..synchronise; boundary work such as
+  // evaluation is not training time): compute = compute phases minus their
+  // waits, except loading; communication = exchange and synchronise plus
+  // every wait; waiting = the rest (input loading).
+  double compute_seconds = 0;
+  double communication_seconds = 0;
+  double waiting_seconds = 0;
+  double wall_seconds = 0;  // load..synchronise
+  // Bytes exchanged during the iteration, by peer kind ("server", "conv", "fc").
+  std::map<std::string, uint64_t> bytes_sent;
+  std::map<std::string, uint64_t> bytes_received;
+  std::optional<double> loss;                // where this process computes it
+  std::map<std::string, std::string> knobs;  // in force during the iteration
+
+  // Fills compute/communication/waiting/wall from the phase and wait seconds.
+  void Summarise();
+  // {"event":"iteration","process":...,"iteration":...,"phases":{...},...}
+  nlohmann::json ToJson() const;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_SCHEDULER_ITERATION_RECORD_H_

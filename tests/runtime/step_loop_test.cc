@@ -1,0 +1,232 @@
+// The StepLoop's contract with a program, a device policy, the knobs and
+// the records, driven by a scripted program (no network).
+#include "runtime/step_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace strata {
+namespace {
+
+// Logs what the loop does, as "acquire"/"release" and the program's events.
+class LoggingDevice final : public DevicePolicy {
+ public:
+  explicit LoggingDevice(std::vector<std::string>& log) : log_(log) {}
+  void Acquire() override { log_.push_back("acquire"); }
+  void Release() override { log_.push_back("release"); }
+
+ private:
+  std::vector<std::string>& log_;
+};
+
+class ScriptedProgram final : public StepProgram {
+ public:
+  ScriptedProgram(std::vector<std::string>& log, WaitObserver*& waits) : log_(log), waits_(waits) {}
+  absl::Status Load(StepContext& c) override { return Note("load", c); }
+  absl::Status Forward(StepContext& c) override {
+    c.loss = 0.5 + static_cast<double>(c.iteration);
+    // A wait inside a compute phase (the MoE all-to-all inside a layer).
+    log_.push_back("forward");
+    ScopedWait wait(waits_);
+    log_.push_back("forward-waits");
+    return absl::OkStatus();
+  }
+  absl::Status Exchange(StepContext& c) override { return Note("exchange", c); }
+  absl::Status Backward(StepContext& c) override {
+    sent_ += 100;
+    return Note("backward", c);
+  }
+  absl::StatusOr<bool> Synchronise(StepContext& c) override {
+    log_.push_back("synchronise");
+    if (rewind_at_ == c.iteration) {
+      rewind_at_ = -1;
+      c.rewind_to = c.iteration - 1;
+      return false;
+    }
+    if (fail_at_ == c.iteration) return absl::UnavailableError("server gone");
+    return true;
+  }
+  absl::Status Boundary(StepContext& c) override { return Note("boundary", c); }
+  TrafficTotals Traffic() const override {
+    TrafficTotals t;
+    t.sent[0] = sent_;
+    return t;
+  }
+  int64_t rewind_at_ = -1;
+  int64_t fail_at_ = -1;
+
+ private:
+  absl::Status Note(const char* what, StepContext&) {
+    log_.push_back(what);
+    return absl::OkStatus();
+  }
+  std::vector<std::string>& log_;
+  WaitObserver*& waits_;
+  uint64_t sent_ = 0;
+};
+
+std::vector<nlohmann::json> ReadLines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST(StepLoopTest, RunsThePhasesInOrderHoldingTheDeviceOnlyToCompute) {
+  std::vector<std::string> log;
+  LoggingDevice device(log);
+  WaitObserver* waits = nullptr;
+  ScriptedProgram program(log, waits);
+  StepLoopOptions o;
+  o.process = "test";
+  o.total_iterations = 1;
+  o.device = &device;
+  StepLoop loop(o);
+  waits = loop.waits();
+  ASSERT_EQ(loop.Run(program).value(), 1);
+  const std::vector<std::string> expected = {
+      "acquire",       "load",        "release", "acquire",  "forward", "release",
+      "forward-waits", "acquire",     "release", "exchange", "acquire", "backward",
+      "release",       "synchronise", "acquire", "boundary", "release"};
+  EXPECT_EQ(log, expected);
+}
+
+TEST(StepLoopTest, RecordsEveryIterationWithItsBytesLossAndKnobs) {
+  const std::string path = ::testing::TempDir() + "/step_loop_records.jsonl";
+  std::vector<std::string> log;
+  WaitObserver* waits = nullptr;
+  ScriptedProgram program(log, waits);
+  JobKnobs knobs;
+  std::vector<std::string> applied;
+  knobs.Declare("moe.pipeline_chunks", "1", [&](const std::string& v) {
+    applied.push_back(v);
+    return absl::OkStatus();
+  });
+  knobs.Schedule({{"moe.pipeline_chunks", "4", 2}});
+  {
+    absl::StatusOr<MetricsWriter> records = MetricsWriter::Open(path);
+    ASSERT_TRUE(records.ok());
+    StepLoopOptions o;
+    o.process = "conv worker 3";
+    o.first_iteration = 0;
+    o.total_iterations = 4;
+    o.knobs = &knobs;
+    o.records = &*records;
+    StepLoop loop(o);
+    waits = loop.waits();
+    ASSERT_EQ(loop.Run(program).value(), 4);
+    EXPECT_EQ(loop.times().iterations, 3);  // the first is start-up
+  }
+  EXPECT_EQ(applied, std::vector<std::string>{"4"});
+  const std::vector<nlohmann::json> lines = ReadLines(path);
+  ASSERT_EQ(lines.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(lines[i]["event"], "iteration");
+    EXPECT_EQ(lines[i]["process"], "conv worker 3");
+    EXPECT_EQ(lines[i]["iteration"], i);
+    EXPECT_EQ(lines[i]["completed"], true);
+    EXPECT_DOUBLE_EQ(lines[i]["loss"].get<double>(), 0.5 + i);
+    EXPECT_EQ(lines[i]["bytes_sent"]["server"], 100);
+    EXPECT_EQ(lines[i]["knobs"]["moe.pipeline_chunks"], i < 2 ? "1" : "4");
+    for (const char* phase : {"load", "forward", "exchange", "backward", "synchronise", "boundary"})
+      EXPECT_GE(lines[i]["phases"][phase].get<double>(), 0.0) << phase;
+    // The split adds up to the iteration (boundary excluded).
+    EXPECT_NEAR(lines[i]["compute"].get<double>() + lines[i]["communication"].get<double>() +
+                    lines[i]["waiting"].get<double>(),
+                lines[i]["wall"].get<double>(), 1e-9);
+  }
+}
+
+TEST(StepLoopTest, ARewoundIterationIsRecordedAndRedone) {
+  const std::string path = ::testing::TempDir() + "/step_loop_rewind.jsonl";
+  std::vector<std::string> log;
+  WaitObserver* waits = nullptr;
+  ScriptedProgram program(log, waits);
+  program.rewind_at_ = 2;
+  {
+    absl::StatusOr<MetricsWriter> records = MetricsWriter::Open(path);
+    ASSERT_TRUE(records.ok());
+    StepLoopOptions o;
+    o.total_iterations = 3;
+    o.records = &*records;
+    StepLoop loop(o);
+    ASSERT_EQ(loop.Run(program).value(), 3);
+  }
+  std::vector<std::pair<int64_t, bool>> seen;
+  for (const auto& l : ReadLines(path)) seen.emplace_back(l["iteration"], l["completed"]);
+  const std::vector<std::pair<int64_t, bool>> expected = {
+      {0, true}, {1, true}, {2, false}, {1, true}, {2, true}};
+  EXPECT_EQ(seen, expected);
+}
+
+TEST(StepLoopTest, AnErrorNamesTheIterationAndPhase) {
+  std::vector<std::string> log;
+  WaitObserver* waits = nullptr;
+  ScriptedProgram program(log, waits);
+  program.fail_at_ = 1;
+  StepLoopOptions o;
+  o.total_iterations = 5;
+  StepLoop loop(o);
+  absl::StatusOr<int64_t> r = loop.Run(program);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(r.status().message(), "iteration 1, synchronise: server gone");
+}
+
+// A schedule that waits for the coordinator and passes on proposals.
+class RecordingSchedule final : public KnobSchedule {
+ public:
+  absl::Status Before(int64_t iteration, JobKnobs& knobs, WaitObserver* waits) override {
+    ScopedWait wait(waits);
+    asked.push_back(iteration);
+    if (iteration == 1) knobs.Schedule({{"moe.pipeline_chunks", "2", 1}});
+    return absl::OkStatus();
+  }
+  void Propose(const std::vector<KnobProposal>& p) override {
+    for (const auto& x : p) proposed.push_back(x.name + "=" + x.value);
+  }
+  std::vector<int64_t> asked;
+  std::vector<std::string> proposed;
+};
+
+class ProposeOnce final : public Controller {
+ public:
+  std::vector<KnobProposal> Observe(const IterationRecord& r) override {
+    seen.push_back(r.iteration);
+    if (r.iteration == 0) return {{"moe.pipeline_chunks", "2"}};
+    return {};
+  }
+  std::vector<int64_t> seen;
+};
+
+TEST(StepLoopTest, TheControllerSeesEveryRecordAndItsProposalsGoToTheSchedule) {
+  std::vector<std::string> log;
+  WaitObserver* waits = nullptr;
+  ScriptedProgram program(log, waits);
+  JobKnobs knobs;
+  knobs.Declare("moe.pipeline_chunks", "1", nullptr);
+  RecordingSchedule schedule;
+  ProposeOnce controller;
+  StepLoopOptions o;
+  o.total_iterations = 3;
+  o.knobs = &knobs;
+  o.schedule = &schedule;
+  o.controller = &controller;
+  StepLoop loop(o);
+  waits = loop.waits();
+  ASSERT_TRUE(loop.Run(program).ok());
+  EXPECT_EQ(schedule.asked, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(schedule.proposed, std::vector<std::string>{"moe.pipeline_chunks=2"});
+  EXPECT_EQ(controller.seen, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(knobs.values().at("moe.pipeline_chunks"), "2");
+}
+
+}  // namespace
+}  // namespace strata
