@@ -12,6 +12,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "runtime/coordinated_knobs.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
 
@@ -129,6 +130,12 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   lo.total_iterations = data->total_steps;
   lo.records = &records;
   lo.reporter = &reporter;
+  JobKnobs knobs;
+  CoordinatedKnobs schedule(*client);
+  NoChangeController controller;
+  lo.knobs = &knobs;
+  lo.schedule = &schedule;
+  lo.controller = &controller;
   StepLoop loop(lo);
   client->set_wait_observer(loop.waits());
   STRATA_ASSIGN_OR_RETURN(const int64_t step, loop.Run(program));

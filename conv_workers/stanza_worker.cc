@@ -8,6 +8,7 @@
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
+#include "runtime/coordinated_knobs.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
 
@@ -112,6 +113,12 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   loop_options.first_iteration = first_step;
   loop_options.total_iterations = data->total_steps;
   loop_options.records = &records;
+  JobKnobs knobs;
+  CoordinatedKnobs schedule(*client);
+  NoChangeController controller;
+  loop_options.knobs = &knobs;
+  loop_options.schedule = &schedule;
+  loop_options.controller = &controller;
   StepLoop loop(loop_options);
   client->set_wait_observer(loop.waits());
   link->set_wait_observer(loop.waits());

@@ -45,7 +45,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
-  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
+  strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata conv worker.\n  strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT "
       "--config JOB.json [--rank R] [--threads T]");

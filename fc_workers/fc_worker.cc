@@ -22,6 +22,7 @@
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
 #include "fc_workers/head_expert_group.h"
+#include "runtime/coordinated_knobs.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
 
@@ -468,6 +469,13 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   loop_options.total_iterations = total_steps;
   loop_options.records = &records;
   loop_options.reporter = &reporter;
+  JobKnobs knobs;
+  CoordinatedKnobs schedule(*client);
+  if (expert_parallel) experts->DeclareKnobs(knobs);
+  NoChangeController controller;
+  loop_options.knobs = &knobs;
+  loop_options.schedule = &schedule;
+  loop_options.controller = &controller;
   StepLoop loop(loop_options);
   server.set_wait_observer(loop.waits());
   client->set_wait_observer(loop.waits());

@@ -1,8 +1,11 @@
 #include "fc_workers/head_expert_group.h"
 
+#include <map>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "moe/moe_layer_type.h"
 
 namespace strata {
 
@@ -38,6 +41,23 @@ absl::Status HeadExpertGroup::Join(const std::vector<std::string>& peer_addresse
     owned_.insert(owned_.end(), experts.begin(), experts.end());
   }
   return absl::OkStatus();
+}
+
+void HeadExpertGroup::DeclareKnobs(JobKnobs& knobs) {
+  settings_ = layers_.front()->options().parallel;
+  const std::map<std::string, std::string> initial = {
+      {moe::kPipelineChunksKnob, std::to_string(settings_.chunks)},
+      {moe::kParallelismKnob, moe::ParallelismName(settings_.parallelism)}};
+  for (const auto& [name, value] : initial) {
+    knobs.Declare(name, value, [this, knob = name](const std::string& v) -> absl::Status {
+      moe::ParallelSettings next = settings_;
+      STRATA_RETURN_IF_ERROR(moe::ApplyMoeKnob(knob, v, &next));
+      for (moe::MoeLayer* layer : layers_)
+        STRATA_RETURN_IF_ERROR(layer->set_parallel_settings(next));
+      settings_ = next;
+      return absl::OkStatus();
+    });
+  }
 }
 
 absl::Status HeadExpertGroup::status() const {

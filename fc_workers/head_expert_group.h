@@ -21,6 +21,7 @@
 #include "core/model/model.h"
 #include "moe/moe_layer.h"
 #include "moe/zmq_expert_exchange.h"
+#include "scheduler/knobs.h"
 
 namespace strata {
 
@@ -41,6 +42,11 @@ class HeadExpertGroup {
   absl::Status Join(const std::vector<std::string>& peer_addresses);
   // The parameters only this FC worker holds (its experts); empty before Join.
   const std::vector<Parameter*>& owned_parameters() const { return owned_; }
+  // Declares the MoE knobs (moe/moe_layer_type.h) in `knobs`, starting
+  // from the first MoE layer's configured settings; a change applies to
+  // every MoE layer of the head. After Join; the group must outlive `knobs`'
+  // use.
+  void DeclareKnobs(JobKnobs& knobs);
   // The first failed exchange of any MoE layer (moe_layer.h), or OK.
   absl::Status status() const;
   // Collective: every expert's weights to every FC worker, so that one of
@@ -62,6 +68,7 @@ class HeadExpertGroup {
   std::vector<moe::MoeLayer*> layers_;
   std::unique_ptr<ZmqExpertExchange> exchange_;
   std::vector<Parameter*> owned_;
+  moe::ParallelSettings settings_;  // what the knobs last set
 };
 
 // "tcp://HOST:0" for a serving address "tcp://HOST:PORT"; "ipc://PATH.experts"

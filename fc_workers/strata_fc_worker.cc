@@ -38,7 +38,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
-  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
+  strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata FC worker (stanza mode).\n  strata_fc_worker --rank F --coordinator "
       "tcp://HOST:PORT --config JOB.json");

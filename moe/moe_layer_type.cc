@@ -1,12 +1,16 @@
 #include "moe/moe_layer_type.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/model/layer_registry.h"
 #include "core/status.h"
 #include "moe/moe_layer.h"
+#include "scheduler/knobs.h"
 
 namespace strata::moe {
 namespace {
+
+constexpr int kMaxPipelineChunks = 64;
 
 absl::Status Positive(int64_t value, const std::string& path) {
   if (value > 0) return absl::OkStatus();
@@ -93,14 +97,52 @@ const MoeSpec& MoeSpecOf(const LayerSpec& spec) {
   return *m;
 }
 
-void RegisterMoeLayerType() {
+absl::Status ApplyMoeKnob(const std::string& name, const std::string& value,
+                          ParallelSettings* settings) {
+  if (name == kPipelineChunksKnob) {
+    int chunks = 0;
+    if (!absl::SimpleAtoi(value, &chunks) || chunks < 1 || chunks > kMaxPipelineChunks) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the pipelining degree must be an integer in [1, ", kMaxPipelineChunks,
+                       "], got \"", value, "\""));
+    }
+    settings->chunks = chunks;
+    return absl::OkStatus();
+  }
+  if (name == kParallelismKnob) {
+    absl::StatusOr<ExpertParallelism> r = ParseParallelism(value);
+    if (!r.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the parallelism must be expert or data, got \"", value, "\""));
+    }
+    settings->parallelism = *r;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(name, " is not an MoE knob"));
+}
+
+void RegisterMoe() {
   static const bool registered = [] {
     LayerType t;
     t.name = "moe";
     t.parse = Parse;
     t.build = Build;
     t.identity = Identity;
-    return LayerRegistry::Global().Register(std::move(t)).ok();
+    bool ok = LayerRegistry::Global().Register(std::move(t)).ok();
+    for (const char* name : {kPipelineChunksKnob, kParallelismKnob}) {
+      KnobSpec spec;
+      spec.name = name;
+      spec.description = name == std::string(kPipelineChunksKnob)
+                             ? "pipelining degree d of every MoE layer of the expert group"
+                             : "parallelism r (expert: tokens travel; data: weights do)";
+      spec.alters_math = false;
+      spec.validate = [name = std::string(name)](const std::string& value) {
+        ParallelSettings scratch;
+        return ApplyMoeKnob(name, value, &scratch);
+      };
+      ok = KnobCatalog::Global().Register(std::move(spec)).ok() && ok;
+    }
+    return ok;
   }();
   (void)registered;
 }

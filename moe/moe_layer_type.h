@@ -5,12 +5,17 @@
 //   {"type": "moe", "name": "moe", "experts": 8, "hidden": 1024, "top_k": 2,
 //    "capacity_factor": 1.25, "pipeline_chunks": 1, "parallelism": "expert"}
 //
-// A binary (or test) that reads configs calls RegisterMoeLayerType() once
-// before it parses one; without it "moe" is an unknown layer type.
+// A binary (or test) that reads configs calls RegisterMoe() once
+// before it parses one; without it "moe" is an unknown layer type. It also
+// registers the MoE runtime knobs (scheduler/knobs.h), which an expert
+// group's processes apply at an iteration boundary: neither changes what
+// the layer computes (expert_parallel.h: every d and r, the same result up
+// to float summation order).
 #ifndef STRATA_MOE_MOE_LAYER_TYPE_H_
 #define STRATA_MOE_MOE_LAYER_TYPE_H_
 
 #include <cstdint>
+#include <string>
 
 #include "core/model/job_config.h"
 #include "moe/expert_parallel.h"
@@ -37,9 +42,20 @@ struct MoeSpec {
 // The MoE fields of a parsed "moe" layer (CHECK-fails on another type).
 const MoeSpec& MoeSpecOf(const LayerSpec& spec);
 
-// Registers "moe" with the process's layer registry; calls after the first
-// do nothing.
-void RegisterMoeLayerType();
+// Knob names: the pipelining degree d (an integer in [1, 64]) and the
+// parallelism r ("expert" or "data") of every MoE layer of an expert group.
+inline constexpr char kPipelineChunksKnob[] = "moe.pipeline_chunks";
+inline constexpr char kParallelismKnob[] = "moe.parallelism";
+
+// Sets the field of `settings` that knob `name` controls to `value`.
+// InvalidArgument for a value the knob refuses or a name that is not an
+// MoE knob.
+absl::Status ApplyMoeKnob(const std::string& name, const std::string& value,
+                          ParallelSettings* settings);
+
+// Registers "moe" with the process's layer registry and the MoE knobs with
+// its knob catalogue; calls after the first do nothing.
+void RegisterMoe();
 
 }  // namespace strata::moe
 

@@ -52,6 +52,10 @@ void JobKnobs::Declare(const std::string& name, std::string initial,
 
 void JobKnobs::Schedule(const std::vector<KnobChange>& changes) {
   for (const KnobChange& c : changes) {
+    if (c.from_iteration == kKnobStart) {
+      values_.emplace(c.name, c.value);
+      continue;
+    }
     const auto key = std::make_pair(c.from_iteration, c.name);
     if (applied_.count(key) != 0) continue;
     pending_[key] = c.value;

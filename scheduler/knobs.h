@@ -54,10 +54,22 @@ class KnobCatalog {
 };
 
 // An agreed change: `name` is `value` from iteration `from_iteration` on.
+// A from_iteration of kKnobStart gives a knob's value at start.
+inline constexpr int64_t kKnobStart = -1;
 struct KnobChange {
   std::string name;
   std::string value;
   int64_t from_iteration = 0;
+};
+
+// A knob as the coordinator holds it: its value, the iteration it took that
+// value at (kKnobStart: its value at start), and whether a change alters
+// the math.
+struct KnobState {
+  std::string name;
+  std::string value;
+  int64_t since = kKnobStart;
+  bool alters_math = false;
 };
 
 class JobKnobs {
@@ -71,7 +83,9 @@ class JobKnobs {
   const std::map<std::string, std::string>& declared() const { return declared_; }
 
   // Adds agreed changes; ones already known (same name and iteration) are
-  // ignored, so the whole schedule may be handed over again.
+  // ignored, so the whole schedule may be handed over again. A start value
+  // (kKnobStart) of a knob this process did not declare is taken as its
+  // value; one it declared is ignored.
   void Schedule(const std::vector<KnobChange>& changes);
   // Applies, in iteration order, every scheduled change that takes effect
   // at or before `iteration` and has not been applied.

@@ -3,13 +3,17 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/knob_messages.h"
 #include "core/status.h"
 
 namespace strata {
 
 Coordinator::Coordinator(Socket* socket, Admission* admission, const CoordinatorOptions& options,
                          std::string self_address, std::string self_lane_address)
-    : socket_(socket), admission_(admission), options_(options) {
+    : socket_(socket),
+      admission_(admission),
+      options_(options),
+      knobs_(&KnobCatalog::Global(), options.knob_lead) {
   Node self{wire::Role::SERVER,           0,  std::move(self_address),
             std::move(self_lane_address), "", absl::Now()};
   servers_[0] = self;
@@ -35,8 +39,57 @@ bool Coordinator::all_registered() const {
          static_cast<int>(fc_workers_.size()) == options_.fc_workers;
 }
 
+absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer& peer) {
+  const auto h = message.header();
+  const bool worker = peer.role == wire::Role::CONV_WORKER || peer.role == wire::Role::FC_WORKER;
+  switch (h.getKind()) {
+    case wire::Kind::KNOB_LEASE: {
+      if (!worker) {
+        return absl::PermissionDeniedError(absl::StrCat("knob-lease from the ",
+                                                        DescribePeer(peer.role, peer.rank),
+                                                        "; only workers take leases"));
+      }
+      STRATA_ASSIGN_OR_RETURN(KnobBoard::Lease lease,
+                              knobs_.RenewLease(peer, h.getIteration(), DeclaredKnobsOf(h)));
+      OutgoingMessage reply(wire::Kind::KNOB_LEASE_REPLY);
+      reply.header().setRequestId(h.getRequestId());
+      reply.header().setIteration(lease.until);
+      SetKnobChanges(reply.header(), lease.changes);
+      return socket_->Send(reply, message.identity());
+    }
+    case wire::Kind::KNOB_SET: {
+      if (!worker && peer.role != wire::Role::TOOL && peer.role != wire::Role::LAUNCHER) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("knob-set from the ", DescribePeer(peer.role, peer.rank),
+                         "; knobs are changed by a tool, the launcher or a worker"));
+      }
+      STRATA_ASSIGN_OR_RETURN(std::vector<KnobChange> scheduled,
+                              knobs_.Set(KnobProposalsOf(h), h.getIteration()));
+      for (const KnobChange& c : scheduled) {
+        std::fprintf(stderr, "[coordinator] knob %s=%s from iteration %lld (asked by the %s)\n",
+                     c.name.c_str(), c.value.c_str(), static_cast<long long>(c.from_iteration),
+                     DescribePeer(peer.role, peer.rank).c_str());
+      }
+      OutgoingMessage reply(wire::Kind::KNOB_SET_REPLY);
+      reply.header().setRequestId(h.getRequestId());
+      SetKnobChanges(reply.header(), scheduled);
+      return socket_->Send(reply, message.identity());
+    }
+    default: {
+      OutgoingMessage reply(wire::Kind::KNOB_GET_REPLY);
+      reply.header().setRequestId(h.getRequestId());
+      SetKnobStates(reply.header(), knobs_.Get());
+      return socket_->Send(reply, message.identity());
+    }
+  }
+}
+
 absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& peer) {
   const auto h = message.header();
+  if (h.getKind() == wire::Kind::KNOB_LEASE || h.getKind() == wire::Kind::KNOB_SET ||
+      h.getKind() == wire::Kind::KNOB_GET) {
+    return HandleKnobs(message, peer);
+  }
   if (peer.role != wire::Role::SERVER && peer.role != wire::Role::CONV_WORKER &&
       peer.role != wire::Role::FC_WORKER) {
     return absl::PermissionDeniedError(

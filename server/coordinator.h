@@ -13,6 +13,10 @@
 // rank its connection was admitted as, and a conv worker admitted without a
 // rank gets the one assigned here bound to its connection.
 //
+// Knobs: KNOB_LEASE (from the job's workers), KNOB_SET (from a tool, the
+// launcher or a worker's controller) and KNOB_GET (from any admitted
+// connection) are answered from the job's KnobBoard (server/knob_board.h).
+//
 // Dead nodes: a node silent for `dead_after` is reported once by
 // CheckLiveness, and every other server is told (NODE_DEAD), so each can
 // fail the pulls that wait for it. Death is final: a node that sends
@@ -28,6 +32,7 @@
 #include "absl/time/time.h"
 #include "core/net/admission.h"
 #include "core/net/transport.h"
+#include "server/knob_board.h"
 
 namespace strata {
 
@@ -37,6 +42,7 @@ struct CoordinatorOptions {
   int fc_workers = 0;  // FC workers (stanza mode)
   uint64_t job_id = 1;
   absl::Duration dead_after = absl::Seconds(10);  // silence that marks a node dead
+  int64_t knob_lead = 8;  // iterations a knob lease reaches ahead (server/knob_board.h)
 };
 
 class Coordinator {
@@ -47,7 +53,7 @@ class Coordinator {
   Coordinator(Socket* socket, Admission* admission, const CoordinatorOptions& options,
               std::string self_address, std::string self_lane_address);
 
-  // Handles REGISTER, HEARTBEAT and BARRIER from `peer` (the sender its
+  // Handles REGISTER, HEARTBEAT, BARRIER and the knob kinds from `peer` (the sender its
   // connection was admitted as). Returns an error to be sent back to the
   // sender when the request is invalid.
   absl::Status Handle(const IncomingMessage& message, const Peer& peer);
@@ -69,6 +75,7 @@ class Coordinator {
   };
   absl::Status Register(const IncomingMessage& message, const Peer& peer);
   absl::Status Barrier(const IncomingMessage& message);
+  absl::Status HandleKnobs(const IncomingMessage& message, const Peer& peer);
   void SendMap(const Node& node);
   static std::string Describe(const Node& node);
 
@@ -81,6 +88,7 @@ class Coordinator {
   std::map<int, Node>& TableFor(wire::Role role);
   int LimitFor(wire::Role role) const;
   bool map_sent_ = false;
+  KnobBoard knobs_;
   // barrier name -> identities waiting, with their request ids
   std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> barriers_;
 };

@@ -246,6 +246,9 @@ absl::Status ServerNode::CheckAllowed(const Peer& peer, wire::Kind kind,
   const bool worker = peer.role == wire::Role::CONV_WORKER || peer.role == wire::Role::FC_WORKER;
   bool allowed = false;
   switch (kind) {
+    case wire::Kind::KNOB_LEASE:
+    case wire::Kind::KNOB_SET:
+    case wire::Kind::KNOB_GET:
     case wire::Kind::REGISTER:
     case wire::Kind::HEARTBEAT:
     case wire::Kind::BARRIER:
@@ -258,7 +261,9 @@ absl::Status ServerNode::CheckAllowed(const Peer& peer, wire::Kind kind,
         return absl::InvalidArgumentError(absl::StrCat(
             KindName(kind), " sent to server ", options_.rank, "; only server 0 coordinates"));
       }
-      allowed = worker || peer.role == wire::Role::SERVER;
+      // The coordinator checks the knob kinds' senders itself.
+      allowed = worker || peer.role == wire::Role::SERVER || kind == wire::Kind::KNOB_SET ||
+                kind == wire::Kind::KNOB_GET;
       break;
     case wire::Kind::INIT:
     case wire::Kind::PUSH:
@@ -524,6 +529,9 @@ absl::Status ServerNode::Handle(const IncomingMessage& message) {
     case wire::Kind::REGISTER:
     case wire::Kind::HEARTBEAT:
     case wire::Kind::BARRIER:
+    case wire::Kind::KNOB_LEASE:
+    case wire::Kind::KNOB_SET:
+    case wire::Kind::KNOB_GET:
       return coordinator_->Handle(message, peer);
     case wire::Kind::INIT:
       return HandleInit(message);

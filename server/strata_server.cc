@@ -114,7 +114,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
-  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
+  strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata parameter server.\n  strata_server --rank R --coordinator tcp://HOST:PORT "
       "--config JOB.json [--servers S] [--workers N] [--consistency bsp|ssp|asp]");

@@ -94,8 +94,13 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
     return absl::InvalidArgumentError(absl::StrCat(who, "'s job identity has ", identity.size(),
                                                    " bytes, the limit is ", kMaxIdentityBytes));
   }
+  // A tool or launcher computes nothing: it may come without an identity
+  // (the token still decides).
+  const bool computes = peer.role != wire::Role::TOOL && peer.role != wire::Role::LAUNCHER;
   const std::string difference =
-      FirstDifference(credentials_.identity, std::string(identity.cStr(), identity.size()));
+      !computes && identity.size() == 0
+          ? std::string()
+          : FirstDifference(credentials_.identity, std::string(identity.cStr(), identity.size()));
   if (!difference.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(who, " runs another job config than ", owner_, ": ", difference,

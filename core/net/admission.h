@@ -11,6 +11,9 @@
 // (Check). A client whose connection is renewed (a server restarted, so its
 // routing id is new) says HELLO again before it resends anything.
 //
+// A tool or launcher (strata_ctl) may present no identity: it computes
+// nothing, and the token alone admits it.
+//
 // Without a token (an open cluster) any HELLO with the right job id and
 // identity is admitted, and the serving process warns that the cluster is
 // open. The token travels as plain text: on networks others can read, use

@@ -41,6 +41,15 @@ enum Kind {
                       # carries jobToken and jobIdentity (core/net/admission.h)
   helloAck @23;       # its answer; errorCode/errorMessage set when refused
   nodeDead @24;       # coordinator -> servers: nodes[0] stopped sending heartbeats
+  # Runtime knobs, agreed through the coordinator (scheduler/knobs.h, server/knob_board.h):
+  knobLease @25;      # worker -> coordinator: `iteration` it is at; knobs: those it declares
+  knobLeaseReply @26; # `iteration`: the lease's end (start no iteration >= it without a new
+                      # lease); knobs: every agreed change (name, value, fromIteration)
+  knobSet @27;        # tool, launcher or worker -> coordinator: knobs (name, value) to change,
+                      # from `iteration` (-1: the earliest iteration no process may have started)
+  knobSetReply @28;   # knobs: the changes as scheduled (fromIteration set)
+  knobGet @29;        # -> coordinator: the job's knobs
+  knobGetReply @30;   # knobs: each knob's value and the iteration it took it at
 }
 
 enum Role {
@@ -75,6 +84,14 @@ struct ExchangeTag {
   chunks @4 :Int32;
 }
 
+# A runtime knob's value; fromIteration: where it takes (or took) effect.
+struct KnobSetting {
+  name @0 :Text;
+  value @1 :Text;
+  fromIteration @2 :Int64;
+  altersMath @3 :Bool;        # knobGetReply: whether a change can alter what the job computes
+}
+
 struct Header {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -105,4 +122,5 @@ struct Header {
                               # floats instead of a data frame (empty: frames)
   jobToken @25 :Text;         # hello: the job's secret ("" in an open cluster)
   jobIdentity @26 :Text;      # hello: the job config's identity fields (core/model/job_identity.h)
+  knobs @27 :List(KnobSetting); # knob* kinds
 }

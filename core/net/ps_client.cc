@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/knob_messages.h"
 #include "core/net/membership.h"
 #include "core/status.h"
 
@@ -208,6 +209,95 @@ void PsClient::Wake() {
   } catch (const zmq::error_t&) {
     // The I/O thread also polls with a timeout; a lost wake-up only delays it.
   }
+}
+
+void PsClient::SendToCoordinator(std::unique_ptr<OutgoingMessage> message) {
+  {
+    absl::MutexLock lock(&queue_mu_);
+    coordinator_outbox_.push_back(std::move(message));
+  }
+  Wake();
+}
+
+void PsClient::RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared) {
+  auto m = std::make_unique<OutgoingMessage>(wire::Kind::KNOB_LEASE);
+  auto h = m->header();
+  h.setJobId(options_.credentials.job_id);
+  h.setSenderRole(options_.role);
+  h.setSenderRank(rank_);
+  h.setIteration(iteration);
+  h.setRequestId(kKnobLeaseRequest);
+  SetDeclaredKnobs(h, declared);
+  SendToCoordinator(std::move(m));
+}
+
+PsClient::KnobLease PsClient::knob_lease() const {
+  absl::MutexLock lock(&knob_mu_);
+  return knob_lease_;
+}
+
+absl::StatusOr<PsClient::KnobLease> PsClient::AwaitKnobLease(int64_t iteration) {
+  ScopedWait wait(wait_observer_);
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  absl::MutexLock lock(&knob_mu_);
+  while (knob_lease_.until <= iteration && knob_lease_.status.ok()) {
+    if (knob_cv_.WaitWithDeadline(&knob_mu_, deadline)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no knob lease beyond iteration ", iteration, " from the coordinator ",
+                       options_.coordinator, " within ", absl::FormatDuration(options_.timeout)));
+    }
+  }
+  STRATA_RETURN_IF_ERROR_CTX(knob_lease_.status, "the coordinator refused a knob lease");
+  return knob_lease_;
+}
+
+void PsClient::ProposeKnobs(const std::vector<KnobProposal>& proposals) {
+  auto m = std::make_unique<OutgoingMessage>(wire::Kind::KNOB_SET);
+  auto h = m->header();
+  h.setJobId(options_.credentials.job_id);
+  h.setSenderRole(options_.role);
+  h.setSenderRank(rank_);
+  h.setRequestId(kKnobSetRequest);
+  h.setIteration(-1);
+  SetKnobProposals(h, proposals);
+  SendToCoordinator(std::move(m));
+}
+
+bool PsClient::HandleCoordinatorMessage(RawMessage raw) {
+  absl::StatusOr<IncomingMessage> m = Decode(std::move(raw), options_.limits);
+  if (!m.ok()) return false;
+  const auto h = m->header();
+  if (IsNotRegistered(h)) return true;
+  switch (h.getKind()) {
+    case wire::Kind::KNOB_LEASE_REPLY: {
+      absl::MutexLock lock(&knob_mu_);
+      knob_lease_.until = std::max(knob_lease_.until, h.getIteration());
+      knob_lease_.changes = KnobChangesOf(h);
+      ++knob_lease_.version;
+      knob_cv_.SignalAll();
+      break;
+    }
+    case wire::Kind::KNOB_SET_REPLY:
+      for (const KnobChange& c : KnobChangesOf(h)) {
+        std::fprintf(stderr, "[worker %d] knob %s=%s agreed from iteration %lld\n", rank_,
+                     c.name.c_str(), c.value.c_str(), static_cast<long long>(c.from_iteration));
+      }
+      break;
+    case wire::Kind::ERROR: {
+      const absl::Status refusal = ErrorFromHeader(h);
+      std::fprintf(stderr, "[worker %d] the coordinator refused a request: %s\n", rank_,
+                   std::string(refusal.message()).c_str());
+      if (h.getRequestId() == kKnobLeaseRequest) {
+        absl::MutexLock lock(&knob_mu_);
+        knob_lease_.status = refusal;
+        knob_cv_.SignalAll();
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return false;
 }
 
 void PsClient::Enqueue(std::vector<PsRequest> requests) {
@@ -512,13 +602,16 @@ void PsClient::IoLoop() {
       }
     }
     std::deque<PsRequest> fresh;
+    std::deque<std::unique_ptr<OutgoingMessage>> to_coordinator;
     bool cancel = false;
     {
       absl::MutexLock lock(&queue_mu_);
       if (stop_) break;
       fresh.swap(queue_);
+      to_coordinator.swap(coordinator_outbox_);
       cancel = cancel_;
     }
+    for (auto& m : to_coordinator) (void)coordinator_->Send(*m);
     if (cancel) {
       for (auto& [id, r] : inflight_) {
         r.op->PartAnswered(r.server, absl::CancelledError("cancelled"), -1);
@@ -537,8 +630,7 @@ void PsClient::IoLoop() {
       while (true) {
         absl::StatusOr<RawMessage> raw = coordinator_->ReceiveNow();
         if (!raw.ok()) break;
-        absl::StatusOr<IncomingMessage> m = Decode(*std::move(raw), options_.limits);
-        forgotten = forgotten || (m.ok() && IsNotRegistered(m->header()));
+        forgotten = HandleCoordinatorMessage(*std::move(raw)) || forgotten;
       }
       // A restarted coordinator refuses our heartbeats: register again (at
       // most once a heartbeat period).

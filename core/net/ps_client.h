@@ -63,6 +63,8 @@
 #include "core/net/shared_memory_lane.h"
 #include "core/net/transport.h"
 #include "core/util/wait_observer.h"
+#include "scheduler/controller.h"
+#include "scheduler/knobs.h"
 
 namespace strata {
 
@@ -125,6 +127,27 @@ class PsClient {
   // Tells every server this worker has finished (closing its lanes first).
   absl::Status Done();
   absl::StatusOr<ClockReport> Clocks(int server);
+  // Runtime knobs, agreed through the coordinator (server/knob_board.h): a
+  // lease lets this process start iterations below its end without asking
+  // again, and carries every change agreed so far.
+  struct KnobLease {
+    int64_t until = -1;  // -1: none answered yet
+    std::vector<KnobChange> changes;
+    uint64_t version = 0;  // counts the leases answered
+    absl::Status status;   // the coordinator's refusal, if it refused
+  };
+  // Asks for a lease from `iteration` on, declaring the knobs this process
+  // applies (not waiting; the I/O thread sends it).
+  void RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared);
+  // The latest lease answered.
+  KnobLease knob_lease() const;
+  // Waits until a lease ends after `iteration` (or is refused);
+  // DeadlineExceeded after `timeout`.
+  absl::StatusOr<KnobLease> AwaitKnobLease(int64_t iteration);
+  // Asks the coordinator for knob changes (a Controller's proposals; not
+  // waiting). A refusal is logged.
+  void ProposeKnobs(const std::vector<KnobProposal>& proposals);
+
   // Told of every Wait/WaitAll that blocks (null: none). Set before the
   // first wait; called on the waiting thread.
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
@@ -159,6 +182,11 @@ class PsClient {
   // Queues requests for the socket (the I/O thread sends them).
   void Enqueue(std::vector<PsRequest> requests);
   void IoLoop();
+  // Queues a message for the coordinator (the I/O thread sends it).
+  void SendToCoordinator(std::unique_ptr<OutgoingMessage> message);
+  // The I/O thread's handling of what the coordinator sends; true when it
+  // says it has forgotten us.
+  bool HandleCoordinatorMessage(RawMessage raw);
   // Sends a request over its server's socket, or appends it to the
   // server's backlog when the queue is full or a backlog is waiting.
   void SendRequest(PsRequest& request);
@@ -209,11 +237,16 @@ class PsClient {
   absl::Mutex queue_mu_;
   std::deque<PsRequest> queue_ ABSL_GUARDED_BY(queue_mu_);
   std::unique_ptr<zmq::socket_t> wake_sender_ ABSL_GUARDED_BY(queue_mu_);
+  std::deque<std::unique_ptr<OutgoingMessage>> coordinator_outbox_ ABSL_GUARDED_BY(queue_mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(queue_mu_) = 1;
   bool stop_ ABSL_GUARDED_BY(queue_mu_) = false;
   bool cancel_ ABSL_GUARDED_BY(queue_mu_) =
       false;  // asks the I/O thread to drop in-flight requests
   std::thread io_thread_;
+
+  mutable absl::Mutex knob_mu_;
+  absl::CondVar knob_cv_;
+  KnobLease knob_lease_ ABSL_GUARDED_BY(knob_mu_);
 };
 
 }  // namespace strata

@@ -8,7 +8,7 @@
 namespace strata {
 namespace {
 
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::NODE_DEAD);
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::KNOB_GET_REPLY);
 
 void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 
@@ -66,6 +66,18 @@ const char* KindName(wire::Kind kind) {
       return "hello-ack";
     case wire::Kind::NODE_DEAD:
       return "node-dead";
+    case wire::Kind::KNOB_LEASE:
+      return "knob-lease";
+    case wire::Kind::KNOB_LEASE_REPLY:
+      return "knob-lease-reply";
+    case wire::Kind::KNOB_SET:
+      return "knob-set";
+    case wire::Kind::KNOB_SET_REPLY:
+      return "knob-set-reply";
+    case wire::Kind::KNOB_GET:
+      return "knob-get";
+    case wire::Kind::KNOB_GET_REPLY:
+      return "knob-get-reply";
   }
   return "unknown";
 }

@@ -1,6 +1,6 @@
 // The "moe" layer type that moe/ registers with core's layer registry: the
 // MoE config builds an MoE layer, its fields are checked by name, and its
-// identity names its fields. Without the registration (RegisterMoeLayerType,
+// identity names its fields. Without the registration (RegisterMoe,
 // called by every binary and by the tests' main) every test here fails.
 #include "moe/moe_layer_type.h"
 
@@ -23,7 +23,7 @@ std::string ErrorOf(const std::string& text) { return strata::testing::ConfigErr
 
 TEST(MoeLayerTypeTest, IsRegistered) {
   ASSERT_NE(LayerRegistry::Global().Find("moe"), nullptr);
-  RegisterMoeLayerType();  // a second call does nothing
+  RegisterMoe();  // a second call does nothing
   EXPECT_NE(LayerRegistry::Global().Find("moe"), nullptr);
 }
 

@@ -5,7 +5,7 @@
 #include "moe/moe_layer_type.h"
 
 int main(int argc, char** argv) {
-  strata::moe::RegisterMoeLayerType();
+  strata::moe::RegisterMoe();
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

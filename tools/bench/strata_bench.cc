@@ -65,7 +65,7 @@ ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-threa
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
-  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
+  strata::moe::RegisterMoe();  // job configs may name "moe" layers
   strata::StopChildrenOnInterrupt();    // Ctrl-C stops the contenders and cleans up
   absl::SetProgramUsageMessage(
       "Strata's benchmark tool.\n"

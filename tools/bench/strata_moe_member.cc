@@ -78,7 +78,7 @@ absl::StatusOr<bench::MoeMemberOptions> OptionsFromFlags() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
-  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
+  strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "One process of an MoE expert group on synthetic tokens.\n  strata_moe_member --rank R "
       "--size F --addresses A0,A1,... [--tokens 1024] [--chunks 1,2] [--parallelism data,expert]");

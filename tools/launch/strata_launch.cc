@@ -174,7 +174,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
-  strata::moe::RegisterMoeLayerType();  // job configs may name "moe" layers
+  strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Runs a Strata training job.\n  strata_launch --config JOB.json [--mode single] "
       "[--epochs E] [--max-steps K] [--threads T] [--seed S] [--metrics-out m.jsonl] "

@@ -1,0 +1,37 @@
+// The knob lists of the knob* messages (protocol.capnp's KnobSetting), read
+// and written in one place for the coordinator, the workers and strata_ctl.
+#ifndef STRATA_CORE_NET_KNOB_MESSAGES_H_
+#define STRATA_CORE_NET_KNOB_MESSAGES_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/net/protocol.capnp.h"
+#include "scheduler/controller.h"
+#include "scheduler/knobs.h"
+
+namespace strata {
+
+// The request ids of a worker's knob requests, so that a refusal (an
+// ERROR echoing the id) is told from other answers.
+inline constexpr uint64_t kKnobLeaseRequest = ~uint64_t{0};
+inline constexpr uint64_t kKnobSetRequest = ~uint64_t{0} - 1;
+
+void SetKnobChanges(wire::Header::Builder header, const std::vector<KnobChange>& changes);
+std::vector<KnobChange> KnobChangesOf(wire::Header::Reader header);
+
+// A lease request's declared knobs (fromIteration 0).
+void SetDeclaredKnobs(wire::Header::Builder header,
+                      const std::map<std::string, std::string>& declared);
+std::map<std::string, std::string> DeclaredKnobsOf(wire::Header::Reader header);
+
+void SetKnobProposals(wire::Header::Builder header, const std::vector<KnobProposal>& proposals);
+std::vector<KnobProposal> KnobProposalsOf(wire::Header::Reader header);
+
+void SetKnobStates(wire::Header::Builder header, const std::vector<KnobState>& states);
+std::vector<KnobState> KnobStatesOf(wire::Header::Reader header);
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_KNOB_MESSAGES_H_

@@ -1,0 +1,35 @@
+// CoordinatedKnobs: the StepLoop's KnobSchedule over the job's coordinator
+// (server/knob_board.h): it renews this process's knob lease half a lead
+// ahead, hands each answer's changes to the JobKnobs, and waits at an
+// iteration its lease does not cover (normally never: the renewal left in
+// time). Proposals go to the coordinator as KNOB_SET.
+#ifndef STRATA_RUNTIME_COORDINATED_KNOBS_H_
+#define STRATA_RUNTIME_COORDINATED_KNOBS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/net/ps_client.h"
+#include "runtime/step_loop.h"
+
+namespace strata {
+
+class CoordinatedKnobs final : public KnobSchedule {
+ public:
+  // `client` must outlive this object.
+  explicit CoordinatedKnobs(PsClient& client) : client_(client) {}
+
+  absl::Status Before(int64_t iteration, JobKnobs& knobs, WaitObserver* waits) override;
+  void Propose(const std::vector<KnobProposal>& proposals) override;
+
+ private:
+  PsClient& client_;
+  int64_t until_ = -1;         // the lease we hold
+  int64_t renew_at_ = 0;       // the iteration at which we ask again
+  int64_t asked_at_ = -1;      // the iteration of our last request
+  uint64_t seen_version_ = 0;  // the last lease whose changes we took
+};
+
+}  // namespace strata
+
+#endif  // STRATA_RUNTIME_COORDINATED_KNOBS_H_

@@ -1,0 +1,133 @@
+// A running stanza MoE job's pipelining degree changed through strata_ctl:
+// every process switches at the iteration the coordinator agreed (as their
+// iteration records show), and the result is the unchanged run's, since d
+// never changes the math. Refusals name what was wrong and leave the job
+// running.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cluster_fixture.h"
+
+namespace strata::moe {
+namespace {
+
+using strata::testing::kBin;
+using strata::testing::kMoeConfig;
+using strata::testing::Process;
+using strata::testing::RunCommand;
+
+constexpr int kSteps = 60;
+constexpr int kFrom = 30;  // the iteration the change is asked for
+const char* const kProcesses[] = {"conv_worker_0", "conv_worker_1", "fc_worker_0", "fc_worker_1"};
+
+class KnobChangeTest : public strata::testing::ClusterTest {
+ protected:
+  std::vector<nlohmann::json> Records(const std::string& process) const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(dir_ + "/records/" + process + ".jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object()) out.push_back(std::move(j));
+    }
+    return out;
+  }
+  std::string Launch(const std::string& extra) const {
+    return kBin + "strata_launch --config " + kMoeConfig +
+           " --mode stanza --conv-workers 2 --fc-workers 2 --transport tcp --max-steps " +
+           std::to_string(kSteps) + " --evaluate=false --progress=false --job-token-file " + dir_ +
+           "/token " + extra;
+  }
+  void SetUp() override {
+    ClusterTest::SetUp();
+    std::ofstream(dir_ + "/token") << "knob-change-test-token\n";
+    ::chmod((dir_ + "/token").c_str(), 0600);
+  }
+  std::pair<int, std::string> Ctl(const std::string& coordinator, const std::string& args) const {
+    return RunCommand(kBin + "strata_ctl --coordinator " + coordinator + " --job-token-file " +
+                      dir_ + "/token " + args);
+  }
+};
+
+TEST_F(KnobChangeTest, PipelineChunksChangeAtOneIterationEverywhereAndLeaveTheMathAlone) {
+  const auto [ref_code, ref_out] = RunCommand(Launch("--parameters-out " + dir_ + "/ref.ckpt"));
+  ASSERT_EQ(ref_code, 0) << ref_out;
+
+  std::vector<std::string> argv = {
+      "/bin/sh", "-c",
+      Launch("--records-dir " + dir_ + "/records --parameters-out " + dir_ + "/changed.ckpt")};
+  Process run(argv, dir_ + "/run.log");
+  const std::string coordinator = strata::testing::AddressIn(run.WaitFor("[server 0] serving"));
+  ASSERT_FALSE(coordinator.empty()) << run.log();
+
+  // Asked for iteration 30 as soon as the FC workers, which apply the
+  // knob, have declared it with their first lease.
+  const std::string set = "set moe.pipeline_chunks=4 --from-iteration " + std::to_string(kFrom);
+  std::pair<int, std::string> answer = Ctl(coordinator, set);
+  for (int tries = 0;
+       answer.first != 0 && tries < 1000 &&
+       answer.second.find("no process of this job applies knob "
+                          "moe.pipeline_chunks (the job's knobs: none yet)") != std::string::npos;
+       ++tries) {
+    ::usleep(10000);
+    answer = Ctl(coordinator, set);
+  }
+  ASSERT_EQ(answer.first, 0) << answer.second;
+  EXPECT_EQ(answer.second, "moe.pipeline_chunks=4 from iteration 30\n");
+
+  // Refusals name what is wrong; the job goes on.
+  const auto [bad_code, bad_out] = Ctl(coordinator, "set moe.pipeline_chunks=0");
+  EXPECT_EQ(bad_code, 1);
+  EXPECT_EQ(bad_out,
+            "strata_ctl: moe.pipeline_chunks=0: the pipelining degree must be an integer in "
+            "[1, 64], got \"0\"\n");
+  const auto [unknown_code, unknown_out] = Ctl(coordinator, "set moe.chunks=4");
+  EXPECT_EQ(unknown_code, 1);
+  EXPECT_EQ(unknown_out,
+            "strata_ctl: unknown knob \"moe.chunks\" (known: moe.parallelism, "
+            "moe.pipeline_chunks)\n");
+  const auto [early_code, early_out] =
+      Ctl(coordinator, "set moe.pipeline_chunks=2 --from-iteration 3");
+  EXPECT_EQ(early_code, 1);
+  EXPECT_NE(early_out.find("iteration 3 is too early: a process of the job may have started it"),
+            std::string::npos)
+      << early_out;
+  const int64_t from = kFrom;
+  const auto [get_code, get_out] = Ctl(coordinator, "get");
+  EXPECT_EQ(get_code, 0) << get_out;
+  EXPECT_NE(get_out.find("moe.pipeline_chunks=4 (from iteration " + std::to_string(from) + ")"),
+            std::string::npos)
+      << get_out;
+  EXPECT_NE(get_out.find("moe.parallelism=expert (since the start)"), std::string::npos) << get_out;
+  ASSERT_EQ(run.Wait(), 0) << run.log();
+
+  // Every process ran every iteration with d = 1 before `from` and d = 4
+  // from it on (a conv worker learns the knob with its first lease after
+  // the FC workers declared it).
+  for (const char* p : kProcesses) {
+    const auto records = Records(p);
+    ASSERT_EQ(records.size(), static_cast<size_t>(kSteps)) << p;
+    for (const auto& r : records) {
+      const int64_t i = r["iteration"];
+      const auto& knobs = r["knobs"];
+      if (i >= from) {
+        EXPECT_EQ(knobs.value("moe.pipeline_chunks", ""), "4") << p << " iteration " << i;
+      } else if (knobs.contains("moe.pipeline_chunks")) {
+        EXPECT_EQ(knobs["moe.pipeline_chunks"], "1") << p << " iteration " << i;
+      } else {
+        EXPECT_EQ(std::string(p).rfind("conv_worker", 0), 0u) << p << " iteration " << i;
+      }
+    }
+  }
+  EXPECT_LE(MaxDifference(dir_ + "/ref.ckpt", dir_ + "/changed.ckpt"), 1e-5);
+}
+
+}  // namespace
+}  // namespace strata::moe
