@@ -5,6 +5,10 @@
 #include <cstring>
 #include <set>
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "core/net/knob_messages.h"
 #include "core/net/membership.h"
@@ -20,6 +24,7 @@ PsClient::~PsClient() {
   }
   Wake();
   if (io_thread_.joinable()) io_thread_.join();
+  if (replies_event_fd_ >= 0) ::close(replies_event_fd_);
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options) {
@@ -153,8 +158,14 @@ absl::Status PsClient::Bootstrap() {
     monitor->connect(endpoint);
     monitors_.push_back(std::move(monitor));
   }
-  disconnected_.assign(servers_.size(), false);
-  backlog_.resize(servers_.size());
+  {
+    absl::MutexLock lock(&socket_mu_);
+    disconnected_.assign(servers_.size(), false);
+    backlog_.resize(servers_.size());
+    for (auto& s : servers_) server_fds_.push_back(s->raw().get(zmq::sockopt::fd));
+  }
+  replies_event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (replies_event_fd_ < 0) return absl::InternalError("cannot create an eventfd");
   const std::string wake =
       absl::StrCat("inproc://strata-client-wake-", reinterpret_cast<uintptr_t>(this));
   wake_receiver_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
@@ -184,7 +195,7 @@ absl::Status PsClient::SendRegistration() {
   return coordinator_->Send(m);
 }
 
-void PsClient::SayHello(int server) {
+void PsClient::SayHello(int server) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // socket_mu_ held
   absl::Status s = strata::SayHello(*servers_[server], options_.credentials, options_.role, rank_);
   if (!s.ok()) {
     std::fprintf(stderr, "[worker %d] cannot say hello to %s: %s\n", rank_,
@@ -317,7 +328,66 @@ void PsClient::Dispatch(std::vector<PsRequest> requests) {
     const std::shared_ptr<SharedMemoryLane> to = lane(r.server);
     if (to == nullptr || !to->TrySend(r)) socket_requests.push_back(std::move(r));
   }
-  if (!socket_requests.empty()) Enqueue(std::move(socket_requests));
+  if (!socket_requests.empty()) SendNow(std::move(socket_requests));
+}
+
+void PsClient::SendNow(std::vector<PsRequest> requests) {
+  std::deque<PsRequest> fresh;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    for (PsRequest& r : requests) {
+      r.id = next_id_++;
+      fresh.push_back(std::move(r));
+    }
+  }
+  absl::MutexLock lock(&socket_mu_);
+  ServeSocketsLocked(std::move(fresh));
+}
+
+void PsClient::ServeSocketsLocked(std::deque<PsRequest> fresh) {
+  for (PsRequest& r : fresh) {
+    SendRequest(r);
+    const uint64_t id = r.id;
+    inflight_.emplace(id, std::move(r));
+  }
+  bool answered = false;
+  for (size_t s = 0; s < servers_.size(); ++s) {
+    if (!backlog_[s].empty()) FlushBacklog(static_cast<int>(s));
+    while (true) {
+      absl::StatusOr<RawMessage> raw = servers_[s]->ReceiveNow();
+      if (!raw.ok()) break;
+      last_reply_unix_ns_.store(absl::ToUnixNanos(absl::Now()));
+      HandleReply(static_cast<int>(s), *std::move(raw));
+      answered = true;
+    }
+  }
+  if (answered && waiters_.load() > 0) {
+    const uint64_t one = 1;
+    (void)!::write(replies_event_fd_, &one, sizeof(one));
+  }
+}
+
+void PsClient::DriveSockets(const Ticket& ticket, absl::Time until) {
+  waiters_.fetch_add(1);
+  {
+    absl::MutexLock lock(&socket_mu_);
+    ServeSocketsLocked({});
+  }
+  if (!ticket->done()) {
+    std::vector<pollfd> fds;
+    for (int fd : server_fds_) fds.push_back({fd, POLLIN, 0});
+    fds.push_back({replies_event_fd_, POLLIN, 0});
+    const int64_t ms = std::clamp<int64_t>(absl::ToInt64Milliseconds(until - absl::Now()), 0, 5);
+    if (::poll(fds.data(), fds.size(), static_cast<int>(ms)) > 0) {
+      if (fds.back().revents & POLLIN) {
+        uint64_t n = 0;
+        (void)!::read(replies_event_fd_, &n, sizeof(n));
+      }
+      absl::MutexLock lock(&socket_mu_);
+      ServeSocketsLocked({});
+    }
+  }
+  waiters_.fetch_sub(1);
 }
 
 Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor) {
@@ -380,18 +450,19 @@ void PsClient::CancelAll() {
   }
   std::deque<PsRequest> dropped;
   {
-    absl::MutexLock lock(&queue_mu_);
-    dropped.swap(queue_);
-    cancel_ = true;
+    absl::MutexLock sockets(&socket_mu_);
+    {
+      absl::MutexLock queue(&queue_mu_);
+      dropped.swap(queue_);
+    }
+    for (auto& [id, r] : inflight_) dropped.push_back(std::move(r));
+    inflight_.clear();
+    for (auto& b : backlog_) b.clear();
   }
+  // Late replies find no request: they are ignored.
   for (PsRequest& r : dropped) {
     r.op->PartAnswered(r.server, absl::CancelledError("cancelled"), -1);
   }
-  Wake();
-  // Wait until the I/O thread has dropped its in-flight requests.
-  absl::MutexLock lock(&queue_mu_);
-  auto cancelled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) { return !cancel_; };
-  queue_mu_.Await(absl::Condition(&cancelled));
 }
 
 absl::Status PsClient::Done() {
@@ -445,7 +516,7 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
         ticket->AwaitOffLane(lane_server, std::min(deadline, absl::Now() + absl::Milliseconds(1)));
       }
     } else {
-      ticket->AwaitDone(deadline);
+      DriveSockets(ticket, deadline);
     }
     if (ticket->done() || absl::Now() < deadline || last_reply_unix_ns_.load() != last_reply) {
       continue;
@@ -557,6 +628,7 @@ void PsClient::HandleConnectionEvents(int server) {
     if (!monitors_[server]->recv(endpoint, zmq::recv_flags::none) || event.size() < 2) continue;
     uint16_t id = 0;
     std::memcpy(&id, event.data(), sizeof(id));
+    absl::MutexLock lock(&socket_mu_);
     if (id == ZMQ_EVENT_DISCONNECTED) {
       disconnected_[server] = true;
     } else if (id == ZMQ_EVENT_CONNECTED && disconnected_[server]) {
@@ -581,18 +653,24 @@ void PsClient::HandleConnectionEvents(int server) {
 }
 
 void PsClient::IoLoop() {
+  // Its own sockets as ZeroMQ items, the server sockets by descriptor only
+  // (a descriptor may be polled while another thread uses the socket).
   std::vector<zmq::pollitem_t> items;
   items.push_back({static_cast<void*>(*wake_receiver_), 0, ZMQ_POLLIN, 0});
   items.push_back({static_cast<void*>(coordinator_->raw()), 0, ZMQ_POLLIN, 0});
-  for (auto& s : servers_) items.push_back({static_cast<void*>(s->raw()), 0, ZMQ_POLLIN, 0});
   for (auto& m : monitors_) items.push_back({static_cast<void*>(*m), 0, ZMQ_POLLIN, 0});
+  const size_t first_server = items.size();
+  for (int fd : server_fds_) items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
   absl::Time next_heartbeat = absl::Now();
+  bool backlogged = false;
   while (true) {
-    for (size_t s = 0; s < servers_.size(); ++s) {
-      items[2 + s].events = ZMQ_POLLIN | (backlog_[s].empty() ? 0 : ZMQ_POLLOUT);
+    // A waiting caller reads its replies itself.
+    const bool callers_read = waiters_.load() > 0;
+    for (size_t i = first_server; i < items.size(); ++i) {
+      items[i].events = callers_read ? 0 : ZMQ_POLLIN;
     }
     try {
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(backlogged ? 1 : 50));
     } catch (const zmq::error_t&) {
       continue;
     }
@@ -601,29 +679,23 @@ void PsClient::IoLoop() {
       while (wake_receiver_->recv(m, zmq::recv_flags::dontwait)) {
       }
     }
-    std::deque<PsRequest> fresh;
     std::deque<std::unique_ptr<OutgoingMessage>> to_coordinator;
-    bool cancel = false;
     {
       absl::MutexLock lock(&queue_mu_);
       if (stop_) break;
-      fresh.swap(queue_);
       to_coordinator.swap(coordinator_outbox_);
-      cancel = cancel_;
     }
     for (auto& m : to_coordinator) (void)coordinator_->Send(*m);
-    if (cancel) {
-      for (auto& [id, r] : inflight_) {
-        r.op->PartAnswered(r.server, absl::CancelledError("cancelled"), -1);
+    {
+      absl::MutexLock lock(&socket_mu_);
+      std::deque<PsRequest> fresh;
+      {
+        absl::MutexLock queue(&queue_mu_);
+        fresh.swap(queue_);
       }
-      inflight_.clear();
-      absl::MutexLock lock(&queue_mu_);
-      cancel_ = false;
-    }
-    for (PsRequest& r : fresh) {
-      SendRequest(r);
-      const uint64_t id = r.id;
-      inflight_.emplace(id, std::move(r));
+      ServeSocketsLocked(std::move(fresh));
+      backlogged = false;
+      for (const auto& b : backlog_) backlogged = backlogged || !b.empty();
     }
     if (items[1].revents & ZMQ_POLLIN) {
       bool forgotten = false;
@@ -640,22 +712,8 @@ void PsClient::IoLoop() {
         (void)SendRegistration();
       }
     }
-    for (size_t s = 0; s < servers_.size(); ++s) {
-      if (!backlog_[s].empty()) FlushBacklog(static_cast<int>(s));
-    }
-    for (size_t s = 0; s < servers_.size(); ++s) {
-      if (!(items[2 + s].revents & ZMQ_POLLIN)) continue;
-      while (true) {
-        absl::StatusOr<RawMessage> raw = servers_[s]->ReceiveNow();
-        if (!raw.ok()) break;
-        last_reply_unix_ns_.store(absl::ToUnixNanos(absl::Now()));
-        HandleReply(static_cast<int>(s), *std::move(raw));
-      }
-    }
-    for (size_t s = 0; s < servers_.size(); ++s) {
-      if (items[2 + servers_.size() + s].revents & ZMQ_POLLIN) {
-        HandleConnectionEvents(static_cast<int>(s));
-      }
+    for (size_t s = 0; s < monitors_.size(); ++s) {
+      if (items[2 + s].revents & ZMQ_POLLIN) HandleConnectionEvents(static_cast<int>(s));
     }
     // Replies on lanes nobody is waiting for (a ticket that is never
     // waited on must still give its slot back).

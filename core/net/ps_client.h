@@ -6,9 +6,20 @@
 // (core/net/admission.h): a server that refuses us fails Connect with its
 // reason.
 // Push, Pull and Init are asynchronous: they split a tensor into the chunks
-// of the partition plan, queue one request per server, and return a Ticket
-// to Wait() on. A background I/O thread owns every socket; it sends queued
-// requests, matches replies, and sends heartbeats. When the connection to a
+// of the partition plan, send one request per chunk, and return a Ticket to
+// Wait() on.
+//
+// Threads and sockets (ZeroMQ sockets are not thread-safe): the server
+// sockets, the requests in flight and the backlogs belong to whichever
+// thread holds socket_mu_. The caller of Push/Pull/Init sends its requests
+// itself, and a caller that waits reads the replies itself, blocking in
+// poll() on the sockets' file descriptors (ZMQ_FD) between reads, so a
+// small pull crosses no thread hand-off. The background I/O thread owns
+// the coordinator socket and the connection monitors outright; it sends
+// heartbeats and knob messages, handles reconnects, sends what other
+// threads queued (a closed lane's requests), and reads replies while
+// nobody waits. Whoever reads a reply for another thread's ticket
+// completes it and wakes that thread. When the connection to a
 // server drops and comes back (the server restarted), the requests still
 // waiting on it are sent again, after a new HELLO: the restarted server
 // answers them, and pushes are de-duplicated by (worker, iteration). A
@@ -181,6 +192,16 @@ class PsClient {
   Ticket SubmitTo(int server, wire::Kind kind, std::string what);
   // Queues requests for the socket (the I/O thread sends them).
   void Enqueue(std::vector<PsRequest> requests);
+  // Sends requests over their sockets from the calling thread.
+  void SendNow(std::vector<PsRequest> requests);
+  // With socket_mu_ held: sends what `fresh` holds, reads every reply the
+  // sockets have and sends what the backlogs hold (after any send, a
+  // socket's pending input shows only when read: ZMQ_FD is edge-triggered).
+  void ServeSocketsLocked(std::deque<PsRequest> fresh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
+  // The waiting caller's turn on the sockets: serves them, and unless
+  // `ticket` is done, blocks in poll() on their descriptors until one has
+  // input, another thread answered a reply, or `until`.
+  void DriveSockets(const Ticket& ticket, absl::Time until);
   void IoLoop();
   // Queues a message for the coordinator (the I/O thread sends it).
   void SendToCoordinator(std::unique_ptr<OutgoingMessage> message);
@@ -189,10 +210,10 @@ class PsClient {
   bool HandleCoordinatorMessage(RawMessage raw);
   // Sends a request over its server's socket, or appends it to the
   // server's backlog when the queue is full or a backlog is waiting.
-  void SendRequest(PsRequest& request);
+  void SendRequest(PsRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
   // Sends what `server`'s backlog holds until its queue is full again.
-  void FlushBacklog(int server);
-  void HandleReply(int server, RawMessage raw);
+  void FlushBacklog(int server) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
+  void HandleReply(int server, RawMessage raw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
   void HandleConnectionEvents(int server);
   void Wake();
   // Waits until `ticket` completes or no server has answered for `timeout`
@@ -214,9 +235,18 @@ class PsClient {
 
   // Owned by the I/O thread after Connect().
   std::unique_ptr<Socket> coordinator_;
-  std::vector<std::unique_ptr<Socket>> servers_;
   std::unique_ptr<zmq::socket_t> wake_receiver_;
-  std::map<uint64_t, PsRequest> inflight_;
+  // The server sockets and what travels on them: whoever holds socket_mu_
+  // (lock order: socket_mu_ before queue_mu_). The vector itself and the
+  // descriptors are fixed after Connect.
+  absl::Mutex socket_mu_;
+  std::vector<std::unique_ptr<Socket>> servers_;
+  std::vector<int> server_fds_;  // ZMQ_FD of each server socket
+  std::map<uint64_t, PsRequest> inflight_ ABSL_GUARDED_BY(socket_mu_);
+  // Written when a thread completes replies while callers wait (poll()ed by
+  // them); never blocks.
+  int replies_event_fd_ = -1;
+  std::atomic<int> waiters_{0};  // callers inside DriveSockets
   // Per server: its shared-memory lane, or null (each lane is thread-safe;
   // the I/O thread replaces one after a reconnect). Bytes of lanes
   // replaced so far count in retired_lane_bytes_*.
@@ -227,10 +257,10 @@ class PsClient {
   // Per server: ZeroMQ's connection events, and whether the connection was
   // lost since it was last up.
   std::vector<std::unique_ptr<zmq::socket_t>> monitors_;
-  std::vector<bool> disconnected_;
+  std::vector<bool> disconnected_ ABSL_GUARDED_BY(socket_mu_);
   // Per server: ids of in-flight requests its full send queue refused, in
-  // order; sent again as soon as the socket takes messages (I/O thread).
-  std::vector<std::deque<uint64_t>> backlog_;
+  // order; sent again as soon as the socket takes messages.
+  std::vector<std::deque<uint64_t>> backlog_ ABSL_GUARDED_BY(socket_mu_);
   std::atomic<int64_t> last_reply_unix_ns_{0};  // any server's, read by waiting callers
   absl::Time last_registration_;                // I/O thread: the coordinator's last REGISTER
 
@@ -240,8 +270,6 @@ class PsClient {
   std::deque<std::unique_ptr<OutgoingMessage>> coordinator_outbox_ ABSL_GUARDED_BY(queue_mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(queue_mu_) = 1;
   bool stop_ ABSL_GUARDED_BY(queue_mu_) = false;
-  bool cancel_ ABSL_GUARDED_BY(queue_mu_) =
-      false;  // asks the I/O thread to drop in-flight requests
   std::thread io_thread_;
 
   mutable absl::Mutex knob_mu_;

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/net/ps_client.h"
+#include "core/net/transport.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
 #include "core/util/clock.h"
@@ -164,25 +165,131 @@ absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, 
   return Point{transport, workers, mib, bytes / wall / 1e9, static_cast<double>(rounds)};
 }
 
-absl::StatusOr<std::vector<double>> MeasurePullLatencies(const std::string& transport, int pulls) {
-  const int64_t elements = 1024;  // 4 KiB
-  STRATA_ASSIGN_OR_RETURN(auto server, BenchServer::Start(transport, elements, 1));
-  PsClientOptions o;
-  o.coordinator = server->address();
-  o.shared_memory = transport == "shm";
-  STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(o));
-  STRATA_RETURN_IF_ERROR(client->SetPlan(PartitionPlan::Build({elements}, 1)));
-  Tensor value = Tensor::Zeros({elements});
-  STRATA_RETURN_IF_ERROR(client->Wait(client->Init(0, value)));
-  std::vector<double> micros;
-  for (int i = 0; i < pulls + 100; ++i) {
-    const double t0 = MonotonicSeconds();
-    STRATA_RETURN_IF_ERROR(client->Wait(client->Pull(-1, 0, value)));
-    if (i >= 100) micros.push_back((MonotonicSeconds() - t0) * 1e6);  // after 100 warm-up pulls
+// One 4 KiB pull at a time from a strata_server over `transport`.
+class PullLatency {
+ public:
+  static absl::StatusOr<std::unique_ptr<PullLatency>> Start(const std::string& transport) {
+    auto p = std::unique_ptr<PullLatency>(new PullLatency());
+    STRATA_ASSIGN_OR_RETURN(p->server_, BenchServer::Start(transport, kElements, 1));
+    PsClientOptions o;
+    o.coordinator = p->server_->address();
+    o.shared_memory = transport == "shm";
+    STRATA_ASSIGN_OR_RETURN(p->client_, PsClient::Connect(o));
+    STRATA_RETURN_IF_ERROR(p->client_->SetPlan(PartitionPlan::Build({kElements}, 1)));
+    p->value_ = Tensor::Zeros({kElements});
+    STRATA_RETURN_IF_ERROR(p->client_->Wait(p->client_->Init(0, p->value_)));
+    return p;
   }
-  STRATA_RETURN_IF_ERROR(client->Done());
-  std::sort(micros.begin(), micros.end());
-  return micros;
+  ~PullLatency() {
+    if (client_ != nullptr) (void)client_->Done();
+  }
+  // Microseconds of one pull.
+  absl::StatusOr<double> Once() {
+    const double t0 = MonotonicSeconds();
+    STRATA_RETURN_IF_ERROR(client_->Wait(client_->Pull(-1, 0, value_)));
+    return (MonotonicSeconds() - t0) * 1e6;
+  }
+
+ private:
+  static constexpr int64_t kElements = 1024;  // 4 KiB
+  PullLatency() = default;
+  std::unique_ptr<BenchServer> server_;
+  std::unique_ptr<PsClient> client_;
+  Tensor value_;
+};
+
+// A bare ZeroMQ DEALER/ROUTER ping-pong between this process and a forked
+// echo process over `transport`: a small request out, a 4 KiB reply back,
+// as a pull of one 4 KiB chunk is — the floor under Strata's pull latency.
+class ZmqPingPong {
+ public:
+  static absl::StatusOr<std::unique_ptr<ZmqPingPong>> Start(const std::string& transport) {
+    int ready[2];
+    if (::pipe(ready) != 0) return absl::InternalError("pipe failed");
+    std::fflush(stdout);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::close(ready[0]);
+      Echo(transport, ready[1]);
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    char buffer[512];
+    const ssize_t n = ::read(ready[0], buffer, sizeof(buffer));
+    ::close(ready[0]);
+    auto p = std::unique_ptr<ZmqPingPong>(new ZmqPingPong(child));
+    if (n <= 0) return absl::InternalError("the ping-pong echo process did not start");
+    p->dealer_.connect(std::string(buffer, static_cast<size_t>(n)));
+    return p;
+  }
+  ~ZmqPingPong() {
+    dealer_.send(zmq::message_t(), zmq::send_flags::dontwait);  // the end
+    for (int i = 0; i < 100 && ::waitpid(child_, nullptr, WNOHANG) == 0; ++i) ::usleep(10000);
+    ::kill(child_, SIGKILL);
+    ::waitpid(child_, nullptr, 0);
+  }
+  absl::StatusOr<double> Once() {
+    const double t0 = MonotonicSeconds();
+    dealer_.send(zmq::buffer(request_), zmq::send_flags::none);
+    zmq::message_t reply;
+    if (!dealer_.recv(reply)) return absl::InternalError("the echo process stopped answering");
+    return (MonotonicSeconds() - t0) * 1e6;
+  }
+
+ private:
+  explicit ZmqPingPong(pid_t child) : child_(child), dealer_(context_, zmq::socket_type::dealer) {
+    dealer_.set(zmq::sockopt::rcvtimeo, 10000);
+  }
+  static void Echo(const std::string& transport, int ready_fd) {
+    zmq::context_t context(1);
+    zmq::socket_t router(context, zmq::socket_type::router);
+    router.bind(transport == "tcp" ? std::string("tcp://127.0.0.1:0")
+                                   : absl::StrCat("ipc:///tmp/strata-pingpong-", ::getpid()));
+    const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+    (void)!::write(ready_fd, endpoint.data(), endpoint.size());
+    ::close(ready_fd);
+    const std::string payload(4096, 'x');
+    while (true) {
+      zmq::message_t identity, request;
+      if (!router.recv(identity) || !router.recv(request) || request.size() == 0) return;
+      router.send(identity, zmq::send_flags::sndmore);
+      router.send(zmq::buffer(payload), zmq::send_flags::none);
+    }
+  }
+  pid_t child_;
+  zmq::context_t context_{1};
+  zmq::socket_t dealer_;
+  const std::string request_ = std::string(96, 'r');  // about a pull's header
+};
+
+struct Latencies {
+  std::vector<double> strata, bare;  // microseconds, sorted
+};
+
+// `rounds` pulls and, when `bare` is set, as many ping-pongs, alternated
+// in blocks of 100 after 100 warm-up rounds each, so that both see the
+// same moments of a shared, noisy machine.
+absl::StatusOr<Latencies> MeasureLatencies(const std::string& transport, int rounds, bool bare) {
+  STRATA_ASSIGN_OR_RETURN(auto pulls, PullLatency::Start(transport));
+  std::unique_ptr<ZmqPingPong> ping;
+  if (bare) {
+    STRATA_ASSIGN_OR_RETURN(ping, ZmqPingPong::Start(transport));
+  }
+  Latencies out;
+  constexpr int kBlock = 100;
+  for (int done = -kBlock; done < rounds; done += kBlock) {
+    for (int i = 0; i < kBlock; ++i) {
+      STRATA_ASSIGN_OR_RETURN(const double us, pulls->Once());
+      if (done >= 0) out.strata.push_back(us);
+    }
+    for (int i = 0; ping != nullptr && i < kBlock; ++i) {
+      STRATA_ASSIGN_OR_RETURN(const double us, ping->Once());
+      if (done >= 0) out.bare.push_back(us);
+    }
+  }
+  std::sort(out.strata.begin(), out.strata.end());
+  std::sort(out.bare.begin(), out.bare.end());
+  return out;
 }
 
 }  // namespace
@@ -225,13 +332,22 @@ absl::Status RunPsBench(const PsBenchOptions& o) {
   }
   std::printf("\n");
   for (const std::string& transport : o.transports) {
-    STRATA_ASSIGN_OR_RETURN(std::vector<double> micros,
-                            MeasurePullLatencies(transport, o.latency_pulls));
-    const double p50 = micros[micros.size() / 2];
-    const double p99 = micros[micros.size() * 99 / 100];
-    std::printf("pull latency (%s), 4 KiB tensor, %zu pulls: p50 %.1f us, p99 %.1f us\n",
-                transport.c_str(), micros.size(), p50, p99);
-    report["pull_latency_us"][transport] = {{"p50", p50}, {"p99", p99}, {"pulls", micros.size()}};
+    // shm has no bare ZeroMQ counterpart.
+    const bool bare = transport != "shm";
+    STRATA_ASSIGN_OR_RETURN(Latencies l, MeasureLatencies(transport, o.latency_pulls, bare));
+    const double p50 = l.strata[l.strata.size() / 2];
+    const double p99 = l.strata[l.strata.size() * 99 / 100];
+    std::printf("pull latency (%s), 4 KiB tensor, %zu pulls: p50 %.1f us, p99 %.1f us",
+                transport.c_str(), l.strata.size(), p50, p99);
+    report["pull_latency_us"][transport] = {{"p50", p50}, {"p99", p99}, {"pulls", l.strata.size()}};
+    if (bare) {
+      const double bare_p50 = l.bare[l.bare.size() / 2];
+      std::printf("; bare ZeroMQ ping-pong, alternated: p50 %.1f us; ratio %.2fx", bare_p50,
+                  p50 / bare_p50);
+      report["pull_latency_us"][transport]["zmq_ping_pong_p50"] = bare_p50;
+      report["pull_latency_us"][transport]["ratio_to_zmq"] = p50 / bare_p50;
+    }
+    std::printf("\n");
   }
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
   return absl::OkStatus();
