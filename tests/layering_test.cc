@@ -105,6 +105,7 @@ const std::vector<std::pair<std::string, int>>& SourceLayers() {
       {"core/tensor/", 1},
       {"scheduler/", 1},
       {"core/ops/cpu/", 1},
+      {"core/ops/backend.", 1},
       {"core/layers/", 2},
       {"core/optim/", 2},
       {"core/net/", 2},
@@ -150,7 +151,7 @@ bool SameTarget(const std::string& a, const std::string& b) {
   const std::vector<std::set<std::string>> together = {
       {"core/status.h", "core/util/"},
       {"core/util/subprocess.", "core/util/network_namespace.", "core/util/process_setup."},
-      {"core/tensor/", "core/ops/cpu/"},
+      {"core/tensor/", "core/ops/cpu/", "core/ops/backend."},
       {"core/layers/", "core/optim/"},
       {"core/data/", "core/train/"},
   };

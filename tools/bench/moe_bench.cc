@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
@@ -47,10 +50,47 @@ double TimeLayer(moe::MoeLayer& layer, const Tensor& x, const Tensor& grad, int 
   return Median(seconds);
 }
 
-absl::StatusOr<double> RunPeer(const MoeBenchOptions& o, const std::string& dispatch,
-                               const std::string& inputs, const std::string& scratch) {
+// What a contender computed on the shared inputs: the layer's output and
+// the gradient of its input.
+struct LayerResult {
+  Tensor y, grad_x;
+};
+
+struct PeerRun {
+  double seconds = 0;
+  LayerResult result;
+};
+
+absl::StatusOr<LayerResult> ReadPeerOutputs(const std::string& path, const Shape& shape,
+                                            const std::string& peer) {
+  LayerResult r{Tensor::Empty(shape), Tensor::Empty(shape)};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(r.y.data()), r.y.nbytes());
+  in.read(reinterpret_cast<char*>(r.grad_x.data()), r.grad_x.nbytes());
+  if (!in || in.peek() != std::char_traits<char>::eof()) {
+    return absl::DataLossError(absl::StrCat(peer, " wrote ", path, " with another size than two ",
+                                            shape.ToString(), " float32 tensors"));
+  }
+  return r;
+}
+
+// Largest |a - b| over the largest |a|: float32 sums in another order
+// stay far below kMoeTolerance; a different routing or formula does not.
+double RelativeDifference(const Tensor& a, const Tensor& b) {
+  double diff = 0, scale = 1e-30;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a.data()[i]) - b.data()[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(a.data()[i])));
+  }
+  return diff / scale;
+}
+constexpr double kMoeTolerance = 1e-4;
+
+absl::StatusOr<PeerRun> RunPeer(const MoeBenchOptions& o, const std::string& dispatch,
+                                const std::string& inputs, const std::string& scratch) {
   ProcessSpec spec;
   const std::string result = absl::StrCat(scratch, "/", dispatch, ".json");
+  const std::string outputs = absl::StrCat(scratch, "/", dispatch, ".outputs.bin");
   spec.argv = {o.python,     SourceDir() + "/tools/bench/peers/torch_moe.py",
                "--inputs",   inputs,
                "--dispatch", dispatch,
@@ -62,7 +102,8 @@ absl::StatusOr<double> RunPeer(const MoeBenchOptions& o, const std::string& disp
                "--capacity", absl::StrCat(o.capacity),
                "--threads",  std::to_string(o.threads),
                "--repeat",   std::to_string(o.repeat),
-               "--json",     result};
+               "--json",     result,
+               "--outputs",  outputs};
   spec.unset_env = UnsetForBenchmarks();
   spec.set_env = PeerEnvironment(o.threads);
   spec.output_path = absl::StrCat(scratch, "/", dispatch, ".log");
@@ -75,7 +116,12 @@ absl::StatusOr<double> RunPeer(const MoeBenchOptions& o, const std::string& disp
       nlohmann::json j,
       ReadContenderResult(result, "seconds", absl::StrCat("the PyTorch ", dispatch, " peer"),
                           spec.output_path));
-  return j["seconds"].get<double>();
+  PeerRun run;
+  run.seconds = j["seconds"].get<double>();
+  STRATA_ASSIGN_OR_RETURN(run.result,
+                          ReadPeerOutputs(outputs, Shape({o.tokens, o.dim}),
+                                          absl::StrCat("the PyTorch ", dispatch, " peer")));
+  return run;
 }
 
 }  // namespace
@@ -90,6 +136,9 @@ absl::Status RunMoeBench(const MoeBenchOptions& o) {
   mo.top_k = o.top_k;
   mo.hidden = o.hidden;
   mo.capacity.factor = o.capacity;
+  // The peers have no auxiliary load-balancing loss: without it, every
+  // contender's input gradient is the same function's.
+  mo.aux_loss_weight = 0.0f;
   STRATA_ASSIGN_OR_RETURN(auto layer, moe::MoeLayer::Create("moe", Shape{o.dim}, mo));
   SetCpuThreads(o.threads);
   Rng rng(1);
@@ -105,6 +154,9 @@ absl::Status RunMoeBench(const MoeBenchOptions& o) {
       static_cast<long long>(o.hidden), o.top_k, o.capacity, o.threads);
   const double gflops = MeasureSgemmGflops(2048, o.threads);
   const double strata_seconds = TimeLayer(*layer, x, grad, o.repeat);
+  LayerResult strata;
+  strata.y = layer->Forward(x, /*training=*/true).Clone();
+  strata.grad_x = layer->Backward(grad, /*need_input_grad=*/true).Clone();
   const moe::Routing& routing = layer->routing();
   const int64_t kept = o.tokens * o.top_k - routing.dropped;
   // Each kept choice: two GEMMs forward (2 x 2DH), twice that backward.
@@ -145,14 +197,28 @@ absl::Status RunMoeBench(const MoeBenchOptions& o) {
   }
   for (const std::string dispatch : {"einsum", "sparse"}) {
     if (!status.ok() || !torch) break;
-    absl::StatusOr<double> seconds = RunPeer(o, dispatch, inputs, scratch);
-    if (!seconds.ok()) {
-      status = seconds.status();
+    absl::StatusOr<PeerRun> peer = RunPeer(o, dispatch, inputs, scratch);
+    if (!peer.ok()) {
+      status = peer.status();
       break;
     }
-    std::printf("%-22s %12.3f %11.2fx %13.0f%%\n", ("pytorch " + dispatch).c_str(), *seconds,
-                *seconds / strata_seconds, 100.0 * limit_seconds / *seconds);
-    report["peers"][dispatch] = {{"seconds", *seconds}, {"ratio", *seconds / strata_seconds}};
+    const double seconds = peer->seconds;
+    const double dy = RelativeDifference(strata.y, peer->result.y);
+    const double dx = RelativeDifference(strata.grad_x, peer->result.grad_x);
+    std::printf("%-22s %12.3f %11.2fx %13.0f%%   same result: output %.1e, input gradient %.1e\n",
+                ("pytorch " + dispatch).c_str(), seconds, seconds / strata_seconds,
+                100.0 * limit_seconds / seconds, dy, dx);
+    report["peers"][dispatch] = {{"seconds", seconds},
+                                 {"ratio", seconds / strata_seconds},
+                                 {"output_difference", dy},
+                                 {"input_gradient_difference", dx}};
+    if (dy > kMoeTolerance || dx > kMoeTolerance) {
+      status = absl::InternalError(absl::StrFormat(
+          "the PyTorch %s peer computed something else: output differs by %.2e, input gradient by "
+          "%.2e (relative to the largest value; at most %.0e is the same computation)",
+          dispatch, dy, dx, kMoeTolerance));
+      break;
+    }
   }
   if (status.ok()) {
     std::printf("\nstrata time / limit: %.2f\n", strata_seconds / limit_seconds);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/ops/backend.h"
 #include "core/ops/cuda/cuda_status.h"
 #include "core/tensor/allocator.h"
 
@@ -113,6 +114,39 @@ absl::Status CudaSgdUpdate(const Tensor& param, const Tensor& grad, const Tensor
   SgdKernel<<<Blocks(param.numel()), 256>>>(param.data(), grad.data(), momentum_buffer.data(),
                                             param.numel(), lr, momentum, weight_decay, nesterov);
   return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+namespace {
+
+// The ops this backend has; the others are Unimplemented (core/ops/backend.h).
+class CudaBackend final : public Backend {
+ public:
+  std::string name() const override { return "cuda"; }
+  Device device() const override { return Device::kCuda; }
+  absl::StatusOr<Tensor> Upload(const Tensor& host) const override {
+    Tensor d = Tensor::Empty(host.shape(), DType::kF32, Device::kCuda);
+    if (auto s = CopyToDevice(host, d); !s.ok()) return s;
+    return d;
+  }
+  absl::StatusOr<Tensor> Download(const Tensor& tensor) const override {
+    Tensor h = Tensor::Empty(tensor.shape());
+    if (auto s = CopyToHost(tensor, h); !s.ok()) return s;
+    return h;
+  }
+  absl::Status Relu(const Tensor& x, const Tensor& y) const override {
+    return CudaReluForward(x, y);
+  }
+  absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const override {
+    return CudaReluBackward(y, dy, dx);
+  }
+};
+
+}  // namespace
+
+absl::Status RegisterCudaBackend() {
+  if (auto s = RegisterCudaAllocator(); !s.ok()) return s;
+  absl::Status s = BackendRegistry::Global().Register(std::make_unique<CudaBackend>());
+  return absl::IsAlreadyExists(s) ? absl::OkStatus() : s;
 }
 
 }  // namespace strata

@@ -25,6 +25,10 @@ int CudaDeviceCount();
 // Registers a caching cudaMalloc allocator for Device::kCuda tensors.
 // Fails when no device is present.
 absl::Status RegisterCudaAllocator();
+// Registers the allocator and the "cuda" backend (core/ops/backend.h: the
+// ReLU ops; the others are not on CUDA yet). FailedPrecondition when no
+// device is present; calls after the first do nothing.
+absl::Status RegisterCudaBackend();
 
 // Host <-> device copies of equally sized float tensors (synchronous).
 absl::Status CopyToDevice(const Tensor& host, const Tensor& device);

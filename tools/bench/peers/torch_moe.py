@@ -14,7 +14,7 @@ benchmark tool sets the best thread and malloc environment.
 
     /usr/bin/python3 torch_moe.py --inputs moe.bin --tokens 4096 --dim 512 \\
         --hidden 1024 --experts 8 --top-k 2 --capacity 1.25 --dispatch sparse \\
-        --threads 2 --repeat 5 --json out.json
+        --threads 2 --repeat 5 --json out.json [--outputs y_and_grad.bin]
 """
 import argparse
 import json
@@ -99,6 +99,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", default="")
+    ap.add_argument("--outputs", default="",
+                    help="write the layer's output y {T,D} and input gradient {T,D} (float32) here")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     params = load_inputs(a.inputs, a.tokens, a.dim, a.hidden, a.experts)
@@ -113,6 +115,10 @@ def main():
         y.backward(grad)
         if r > 0:
             times.append(time.perf_counter() - start)
+    if a.outputs:  # what strata_bench compares with its own layer's
+        with open(a.outputs, "wb") as out:
+            out.write(y.detach().numpy().astype(np.float32).tobytes())
+            out.write(params[0].grad.numpy().astype(np.float32).tobytes())
     result = {"peer": f"pytorch-{a.dispatch}", "torch_version": torch.__version__,
               "seconds": sorted(times)[len(times) // 2], "runs": times,
               "checksum": float(y.double().sum())}
