@@ -26,6 +26,7 @@
 #include "tools/bench/machine_limits.h"
 #include "tools/bench/progress_bar.h"
 #include "tools/bench/throughput_plot.h"
+#include "tools/bench/train_check.h"
 #include "tools/bench/train_report.h"
 #include "tools/netem/emulated_network.h"
 
@@ -347,6 +348,21 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     std::printf("peers: skipped (%s cannot import torch; apt-get install python3-torch)\n",
                 o.python.c_str());
   }
+  nlohmann::json same_computation;
+  if (torch) {
+    TrainCheckOptions check;
+    check.config_path = o.config;
+    check.python = o.python;
+    check.threads = o.threads;
+    check.batch = batch;
+    check.scratch = scratch;
+    absl::StatusOr<nlohmann::json> checked = CheckPeerComputesTheSame(config, check);
+    if (!checked.ok()) {
+      std::filesystem::remove_all(scratch);
+      return checked.status();
+    }
+    same_computation = *checked;
+  }
   if (torch && has_single) contenders.push_back({"pytorch", Kind::kTorch, ""});
   if (torch && cluster_modes) contenders.push_back({"pytorch ddp", Kind::kTorchDdp, ""});
 
@@ -369,6 +385,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
                   {"title", absl::StrFormat("%s: %d conv workers, %d FC, %d server(s), batch %d",
                                             std::filesystem::path(o.config).filename().string(),
                                             o.conv_workers, o.fc_workers, o.servers, batch)}};
+  if (!same_computation.is_null()) report.facts["same_computation"] = same_computation;
   std::vector<std::string> values = sweep.values;
   if (values.empty()) values.push_back("");
 

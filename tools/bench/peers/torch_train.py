@@ -9,6 +9,9 @@ benchmark tool sets the environment that gives PyTorch its best speed
 
     /usr/bin/python3 torch_train.py --config configs/fashion_mnist.json \
         --steps 300 --threads 2 --json out.json
+    /usr/bin/python3 torch_train.py --config C --check-inputs F --json out.json
+        (strata_bench's same-computation check: parameter count and the
+        first-batch loss from Strata's initial weights)
 """
 import argparse
 import gzip
@@ -53,6 +56,7 @@ def load_train_data(data_cfg, input_shape, classes, size):
 def build_model(model_cfg):
     h, w, c = model_cfg["input"]
     layers = []
+    flattened = None  # (c, h, w) flattened just before, for the next linear
     for spec in model_cfg["layers"]:
         t = spec["type"]
         if t == "conv2d":
@@ -77,15 +81,54 @@ def build_model(model_cfg):
             layers.append(nn.ReLU())
         elif t == "flatten":
             layers.append(nn.Flatten())
+            flattened = (c, h, w)
             c, h, w = c * h * w, 1, 1
         elif t == "linear":
             layers.append(nn.Linear(c * h * w, spec["out_features"]))
+            if flattened is not None and flattened[1] * flattened[2] > 1:
+                layers[-1].strata_nhwc_input = flattened  # Strata flattens NHWC, PyTorch NCHW
+            flattened = None
             c, h, w = spec["out_features"], 1, 1
         elif t == "dropout":
             layers.append(nn.Dropout(spec.get("p", 0.5)))
         else:
             raise SystemExit(f"torch_train.py: layer type {t!r} has no PyTorch mapping")
     return nn.Sequential(*layers)
+
+
+def check_same_computation(model, path, input_hwc, json_path):
+    """Loads Strata's initial parameters and first batch (strata_bench's
+    check file: int64 P, int64 B, P floats, B NHWC images, B int32 labels)
+    and writes our parameter count and the batch's loss in evaluation mode."""
+    ours = sum(p.numel() for p in model.parameters())
+    result = {"peer": "pytorch", "parameters": ours}
+    with open(path, "rb") as f:
+        header = np.frombuffer(f.read(16), dtype=np.int64)
+        theirs, batch = int(header[0]), int(header[1])
+        if theirs == ours:
+            flat = np.frombuffer(f.read(4 * theirs), dtype=np.float32)
+            at = 0
+            with torch.no_grad():
+                for m in model.modules():
+                    for name, p in m.named_parameters(recurse=False):
+                        v = torch.from_numpy(flat[at:at + p.numel()].copy())
+                        at += p.numel()
+                        chw = getattr(m, "strata_nhwc_input", None)
+                        if name == "weight" and chw is not None:
+                            c, h, w = chw  # columns (h, w, c) -> (c, h, w)
+                            v = v.view(-1, h, w, c).permute(0, 3, 1, 2).reshape(p.shape)
+                        p.copy_(v.view(p.shape))
+            h, w, c = input_hwc
+            images = np.frombuffer(f.read(4 * batch * h * w * c), dtype=np.float32)
+            labels = np.frombuffer(f.read(4 * batch), dtype=np.int32)
+            x = torch.from_numpy(images.reshape(batch, h, w, c).transpose(0, 3, 1, 2).copy())
+            model.eval()
+            with torch.no_grad():
+                loss = nn.CrossEntropyLoss()(model(x), torch.from_numpy(labels.astype(np.int64)))
+            result["first_loss"] = float(loss)
+    with open(json_path, "w") as out:
+        out.write(json.dumps(result) + "\n")
+    print(json.dumps(result))
 
 
 def make_optimizer(cfg, params):
@@ -108,12 +151,17 @@ def main():
     ap.add_argument("--channels-last", action="store_true",
                     help="NHWC memory format (oneDNN's blocked path is often faster)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--check-inputs", default="",
+                    help="only check that we compute what Strata does (strata_bench's file)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     with open(args.config) as f:
         cfg = json.load(f)
+    if args.check_inputs:
+        return check_same_computation(build_model(cfg["model"]), args.check_inputs,
+                                      cfg["model"]["input"], args.json)
     batch = args.batch_size or cfg.get("training", {}).get("batch_size", 64)
     model_cfg = cfg["model"]
     x, y = load_train_data(cfg["data"], model_cfg["input"], model_cfg["classes"],

@@ -1,0 +1,53 @@
+// strata_bench's comparisons start by checking that the PyTorch peers
+// compute what Strata computes (tools/bench/train_check.h, moe_bench.cc).
+// Skipped where Debian's python3-torch is not installed
+// (tools/setup.sh --bench installs it).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/cluster_fixture.h"
+
+namespace strata::bench {
+namespace {
+
+using strata::testing::kBin;
+using strata::testing::RunCommand;
+
+class PeerCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (RunCommand("/usr/bin/python3 -c 'import torch'").first != 0) {
+      GTEST_SKIP() << "/usr/bin/python3 cannot import torch (tools/setup.sh --bench installs it)";
+    }
+  }
+};
+
+TEST_F(PeerCheckTest, TrainPeerHasStratasParametersAndFirstLoss) {
+  const auto [code, out] =
+      RunCommand(kBin + "strata_bench train --config " + strata::testing::kConfig +
+                 " --modes single --steps 2 --repeat 1 --threads 1");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("same computation: 1630090 parameters each; first-batch loss from the same "
+                     "weights 2.293787 (strata) and 2.293787 (pytorch)"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(PeerCheckTest, MoePeersComputeStratasOutputAndInputGradient) {
+  const auto [code, out] =
+      RunCommand(kBin +
+                 "strata_bench moe --tokens 512 --dim 64 --hidden 128 --experts 4 --repeat 1 "
+                 "--threads 1");
+  ASSERT_EQ(code, 0) << out;
+  for (const char* peer : {"pytorch einsum", "pytorch sparse"}) {
+    const size_t row = out.find(peer);
+    ASSERT_NE(row, std::string::npos) << out;
+    EXPECT_NE(out.substr(row, out.find('\n', row) - row).find("same result: output"),
+              std::string::npos)
+        << out;
+  }
+}
+
+}  // namespace
+}  // namespace strata::bench
