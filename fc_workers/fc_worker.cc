@@ -21,6 +21,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "core/util/ready_file.h"
 #include "fc_workers/head_expert_group.h"
 #include "runtime/coordinated_knobs.h"
 #include "runtime/parameter_sync.h"
@@ -423,6 +424,13 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   std::printf("[fc worker %d] serving conv workers %s on %s\n", rank,
               absl::StrJoin(mine, ",").c_str(), socket->address().c_str());
   std::fflush(stdout);
+  STRATA_RETURN_IF_ERROR_CTX(
+      WriteReadyFile(fc_options.ready_file,
+                     {{"role", "fc_worker"},
+                      {"rank", rank},
+                      {"address", socket->address()},
+                      {"peer_address", experts != nullptr ? experts->address() : ""}}),
+      "writing --ready-file");
 
   // The FC worker reads no training batches; it needs the run length and
   // (FC worker 0) the test set.

@@ -32,6 +32,7 @@ struct FcWorkerOptions {
   // is set to FC_WORKER), parameters_out holds the whole model's parameters.
   WorkerOptions worker;
   std::string bind = "tcp://127.0.0.1:0";  // where conv workers reach us
+  std::string ready_file;  // written once serving (core/util/ready_file.h); "" = none
 };
 
 absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options);

@@ -11,6 +11,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "core/flags/cluster_flags.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
@@ -30,6 +31,7 @@ absl::Status Run() {
   STRATA_RETURN_IF_ERROR(WorkerOptionsFromFlags(&o.worker));
   o.worker.client.rank = absl::GetFlag(FLAGS_rank);
   o.bind = absl::GetFlag(FLAGS_bind);
+  o.ready_file = ReadyFileFromFlags();
   return RunFcWorker(o).status();
 }
 

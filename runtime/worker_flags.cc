@@ -3,21 +3,15 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "core/flags/cluster_flags.h"
 #include "core/model/job_identity.h"
 #include "core/net/admission.h"
 #include "core/status.h"
 #include "core/train/training_flags.h"
 
-ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
-ABSL_FLAG(uint64_t, job_id, 1, "job id");
-ABSL_FLAG(std::string, job_token_file, "",
-          "file whose first line is the job token (mode 600); default: $STRATA_JOB_TOKEN, or "
-          "none (an open cluster)");
 ABSL_FLAG(int64_t, threads, 0, "CPU threads (overrides training.threads)");
 ABSL_FLAG(bool, evaluate, true, "the reporting worker evaluates after every epoch");
-ABSL_FLAG(double, timeout, 60.0, "seconds to wait for any peer before failing");
-ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements, "must match the servers'");
 ABSL_FLAG(int64_t, train_limit, 0, "use only the first N training images (0: all)");
 ABSL_FLAG(std::string, summary_out, "", "reporting worker: summary JSON");
 ABSL_FLAG(std::string, metrics_out, "", "reporting worker: metrics JSON lines");
@@ -41,13 +35,14 @@ absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
   ApplyTrainingFlags(&tc);
   if (absl::GetFlag(FLAGS_threads) > 0) tc.threads = absl::GetFlag(FLAGS_threads);
   tc.evaluate = absl::GetFlag(FLAGS_evaluate);
-  o->client.coordinator = absl::GetFlag(FLAGS_coordinator);
+  const JobAddressFlags address = JobAddressFromFlags();
+  o->client.coordinator = address.coordinator;
   JobCredentials& job = o->client.credentials;
-  job.job_id = absl::GetFlag(FLAGS_job_id);
-  STRATA_ASSIGN_OR_RETURN(job.token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
+  job.job_id = address.job_id;
+  STRATA_ASSIGN_OR_RETURN(job.token, LoadJobToken(JobTokenFileFromFlags()));
   job.identity = JobIdentity(o->config);
-  o->client.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
-  o->chunk_elements = absl::GetFlag(FLAGS_chunk_elements);
+  o->client.timeout = TimeoutFromFlags();
+  o->chunk_elements = address.chunk_elements;
   o->client.shared_memory = absl::GetFlag(FLAGS_shared_memory);
   o->client.shm_slot_bytes = static_cast<uint64_t>(o->chunk_elements) * sizeof(float);
   o->run.train_limit = absl::GetFlag(FLAGS_train_limit);

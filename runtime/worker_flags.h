@@ -1,9 +1,11 @@
 // The command-line flags every worker binary (strata_conv_worker,
 // strata_fc_worker) shares, and their reading into WorkerOptions:
-// --config, --coordinator, --job-id, --job-token-file, --threads, --evaluate, --timeout,
-// --chunk-elements, --train-limit, --summary-out, --metrics-out, --records-out,
-// --parameters-out, --progress, plus the training overrides
-// (core/train/training_flags.h). Each binary adds its own --rank.
+// --config, --threads, --evaluate, --train-limit, --summary-out, --metrics-out,
+// --records-out, --parameters-out, --progress, --shared-memory, the shared
+// address, token and timeout flags (core/flags/cluster_flags.h:
+// --coordinator, --job-id, --chunk-elements, --job-token-file, --timeout)
+// and the training overrides (core/train/training_flags.h). Each binary
+// adds its own --rank.
 #ifndef STRATA_RUNTIME_WORKER_FLAGS_H_
 #define STRATA_RUNTIME_WORKER_FLAGS_H_
 

@@ -12,6 +12,7 @@
 #include "core/net/membership.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
+#include "core/util/ready_file.h"
 
 namespace strata {
 namespace {
@@ -121,13 +122,18 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
                  options.rank, kJobTokenEnv, node->socket_->address().c_str(),
                  static_cast<unsigned long long>(options.job_id));
   }
-  // The launcher reads this line to learn the address.
   std::printf("[server %d] serving %lld parameters in %zu chunks on %s (%s)%s%s\n", options.rank,
               static_cast<long long>(node->plan_.elements_of_server(options.rank)),
               node->plan_.chunks_of_server(options.rank).size(), node->socket_->address().c_str(),
               ConsistencyName(options.consistency),
               lane_address.empty() ? "" : "; shared memory lanes at ", lane_address.c_str());
   std::fflush(stdout);
+  STRATA_RETURN_IF_ERROR_CTX(
+      WriteReadyFile(options.ready_file, {{"role", "server"},
+                                          {"rank", options.rank},
+                                          {"address", node->socket_->address()},
+                                          {"lane", lane_address}}),
+      "writing --ready-file");
   return node;
 }
 

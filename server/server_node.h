@@ -64,8 +64,9 @@ struct ServerOptions {
   // The job token every connection must present ("" = an open cluster).
   std::string job_token;
   Consistency consistency = Consistency::kBsp;
-  int staleness = 0;
+  int staleness = 2;
   int64_t chunk_elements = kDefaultChunkElements;
+  std::string ready_file;        // written once serving (core/util/ready_file.h); "" = none
   std::string checkpoint_path;   // "" = no checkpoints
   int64_t checkpoint_every = 0;  // iterations
   bool restore = false;

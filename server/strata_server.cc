@@ -1,7 +1,7 @@
 // strata_server: a parameter-server process (rank 0 is also the coordinator).
 //
 //   strata_server --rank 0 --coordinator tcp://HOST:PORT --config job.json
-//       [--servers S] [--workers N] [--consistency bsp|ssp|asp] [--staleness s]
+//       [--servers S] [--conv-workers N] [--consistency bsp|ssp|asp] [--staleness s]
 //       [--job-token-file FILE]
 //       [--checkpoint shard.ckpt --checkpoint-every K [--restore]]
 //
@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/flags/cluster_flags.h"
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
 #include "core/ops/cpu/dnnl_runtime.h"
@@ -29,22 +30,10 @@
 #include "server/server_node.h"
 
 ABSL_FLAG(int32_t, rank, 0, "server rank in [0, servers); 0 is also the coordinator");
-ABSL_FLAG(std::string, coordinator, "", "coordinator address tcp://HOST:PORT (required)");
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0",
           "address ranks > 0 serve on (tcp port 0: any free port; ipc://* : a fresh Unix socket)");
-ABSL_FLAG(int32_t, servers, 0, "number of servers (default: cluster.servers)");
-ABSL_FLAG(int32_t, workers, 0, "number of workers (default: cluster.conv_workers)");
-ABSL_FLAG(uint64_t, job_id, 1, "job id every message must carry");
-ABSL_FLAG(std::string, job_token_file, "",
-          "file whose first line is the job token every node must present (mode 600); default: "
-          "$STRATA_JOB_TOKEN, or none (an open cluster, with a warning)");
 ABSL_FLAG(std::string, mode, "ps", "ps (every parameter) or stanza (the conv trunk's only)");
-ABSL_FLAG(int32_t, fc_workers, -1, "stanza: FC workers (default: cluster.fc_workers)");
-ABSL_FLAG(std::string, consistency, "bsp", "bsp, ssp or asp");
-ABSL_FLAG(int32_t, staleness, 2, "SSP staleness bound");
-ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements,
-          "largest chunk of a tensor held by one server (elements)");
 ABSL_FLAG(std::string, checkpoint, "", "this shard's checkpoint file");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "iterations between checkpoints");
 ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
@@ -74,28 +63,26 @@ absl::Status Run() {
     STRATA_ASSIGN_OR_RETURN(o.config, LoadJobConfig(config_path));
   }
   ApplyTrainingFlags(&o.config.training);
+  const JobAddressFlags address = JobAddressFromFlags();
+  const ClusterLayout layout = LayoutFromFlags(o.config.cluster);
+  const ConsistencyFlags consistency = ConsistencyFromFlags();
   o.rank = absl::GetFlag(FLAGS_rank);
-  o.coordinator = absl::GetFlag(FLAGS_coordinator);
+  o.coordinator = address.coordinator;
   o.bind = absl::GetFlag(FLAGS_bind);
-  o.servers = absl::GetFlag(FLAGS_servers) > 0 ? absl::GetFlag(FLAGS_servers)
-                                               : static_cast<int>(o.config.cluster.servers);
-  o.workers = absl::GetFlag(FLAGS_workers) > 0 ? absl::GetFlag(FLAGS_workers)
-                                               : static_cast<int>(o.config.cluster.conv_workers);
-  o.job_id = absl::GetFlag(FLAGS_job_id);
-  STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
+  o.servers = layout.servers;
+  o.workers = layout.conv_workers;
+  o.job_id = address.job_id;
+  STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
-  if (mode == "stanza") {
-    o.fc_workers = absl::GetFlag(FLAGS_fc_workers) >= 0
-                       ? absl::GetFlag(FLAGS_fc_workers)
-                       : static_cast<int>(o.config.cluster.fc_workers);
-  }
+  if (mode == "stanza") o.fc_workers = layout.fc_workers;
   o.mode = mode;
-  STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(absl::GetFlag(FLAGS_consistency)));
-  o.staleness = absl::GetFlag(FLAGS_staleness);
-  o.chunk_elements = absl::GetFlag(FLAGS_chunk_elements);
+  STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(consistency.consistency));
+  o.staleness = consistency.staleness;
+  o.chunk_elements = address.chunk_elements;
+  o.ready_file = ReadyFileFromFlags();
   o.checkpoint_path = absl::GetFlag(FLAGS_checkpoint);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   o.restore = absl::GetFlag(FLAGS_restore);
@@ -117,7 +104,7 @@ int main(int argc, char** argv) {
   strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata parameter server.\n  strata_server --rank R --coordinator tcp://HOST:PORT "
-      "--config JOB.json [--servers S] [--workers N] [--consistency bsp|ssp|asp]");
+      "--config JOB.json [--servers S] [--conv-workers N] [--consistency bsp|ssp|asp]");
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
   absl::Status status = strata::Run();

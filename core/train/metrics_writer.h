@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "core/util/json_file.h"  // WriteJsonFile, for the summary files
 
 namespace strata {
 
@@ -26,9 +27,6 @@ class MetricsWriter {
   explicit MetricsWriter(FILE* file) : file_(file) {}
   FILE* file_;
 };
-
-// Writes `value` (pretty-printed) to `path` atomically (temp file + rename).
-absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value);
 
 }  // namespace strata
 

@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -30,11 +32,10 @@ int ExitCode(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// Starts `spec` in a process group of its own. Fails when the program
-// cannot be started (exec or namespace errors are reported by the child
-// through a close-on-exec pipe).
-absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
-  if (spec.argv.empty()) return absl::InvalidArgumentError("RunProcess: empty argv");
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessSpec& spec) {
+  if (spec.argv.empty()) return absl::InvalidArgumentError("cannot start a process: empty argv");
   // Build argv and the environment in the parent; the child only execs.
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -53,32 +54,52 @@ absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  int out_fd = -1;
-  if (!spec.output_path.empty()) {
+  int out_fd = -1;   // the child's stdout and stderr
+  int read_fd = -1;  // our end of the pipe
+  if (spec.output_to_pipe) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+    }
+    read_fd = fds[0];
+    out_fd = fds[1];
+  } else if (!spec.output_path.empty()) {
     out_fd = ::open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out_fd < 0) {
       return absl::InternalError(
           absl::StrCat("cannot open ", spec.output_path, ": ", std::strerror(errno)));
     }
   }
+  auto close_fds = [&] {
+    if (out_fd >= 0) ::close(out_fd);
+    if (read_fd >= 0) ::close(read_fd);
+  };
   int exec_pipe[2];  // reports a setns or exec failure back to the parent
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    if (out_fd >= 0) ::close(out_fd);
+    close_fds();
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
+  std::fflush(stdout);  // or the child would print our buffered output again
+  std::fflush(stderr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
-    if (out_fd >= 0) ::close(out_fd);
+    close_fds();
     return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+    int err = 0;
+    if (spec.die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);  // the parent died before the prctl
+    }
     if (out_fd >= 0) {
       ::dup2(out_fd, STDOUT_FILENO);
       ::dup2(out_fd, STDERR_FILENO);
     }
-    int err =
-        spec.network_namespace.empty() ? 0 : EnterNetworkNamespace(spec.network_namespace.c_str());
+    if (!spec.network_namespace.empty())
+      err = EnterNetworkNamespace(spec.network_namespace.c_str());
     if (err == 0) {
       ::execvpe(argv[0], argv.data(), envp.data());
       err = errno;
@@ -94,15 +115,61 @@ absl::StatusOr<pid_t> StartProcess(const ProcessSpec& spec) {
   ::close(exec_pipe[0]);
   if (n == sizeof(exec_errno)) {
     ::waitpid(pid, nullptr, 0);
+    if (read_fd >= 0) ::close(read_fd);
     return absl::NotFoundError(absl::StrCat(
         "cannot start ", spec.argv[0],
         spec.network_namespace.empty() ? "" : absl::StrCat(" in ", spec.network_namespace), ": ",
         std::strerror(exec_errno)));
   }
-  return pid;
+  if (read_fd >= 0) ::fcntl(read_fd, F_SETFL, O_NONBLOCK);
+  return std::unique_ptr<ChildProcess>(new ChildProcess(pid, read_fd));
 }
 
-}  // namespace
+ChildProcess::~ChildProcess() {
+  if (!exited_) Stop(absl::Seconds(3));
+  if (output_fd_ >= 0) ::close(output_fd_);
+}
+
+void ChildProcess::Reaped(int status) {
+  exited_ = true;
+  wait_status_ = status;
+}
+
+std::optional<int> ChildProcess::Poll() {
+  if (!exited_) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+    Reaped(status);
+  }
+  return ExitCode(wait_status_);
+}
+
+int ChildProcess::Wait() {
+  while (!exited_) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, 0);
+    if (r == pid_) Reaped(status);
+    if (r < 0 && errno != EINTR) Reaped(0);  // not our child any more
+  }
+  return ExitCode(wait_status_);
+}
+
+void ChildProcess::Signal(int signal) {
+  if (!exited_) ::kill(-pid_, signal);
+}
+
+int ChildProcess::Stop(absl::Duration grace) {
+  Signal(SIGTERM);
+  const absl::Time give_up = absl::Now() + grace;
+  while (!Poll().has_value()) {
+    if (absl::Now() > give_up) {
+      Signal(SIGKILL);
+      return Wait();
+    }
+    ::usleep(10000);
+  }
+  return ExitCode(wait_status_);
+}
 
 void StopChildrenOnInterrupt() {
   struct sigaction sa = {};
@@ -118,33 +185,20 @@ absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) 
 
 absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& specs,
                                               absl::Duration timeout) {
-  std::vector<pid_t> pids;
+  std::vector<std::unique_ptr<ChildProcess>> children;
   // SIGTERM first, so a launcher among them can tear down what it built
   // (an emulated network); SIGKILL for whatever still runs after 5 s.
-  auto kill_all = [&pids] {
-    for (pid_t pid : pids) {
-      if (pid > 0) ::kill(-pid, SIGTERM);
-    }
-    const absl::Time give_up = absl::Now() + absl::Seconds(5);
-    for (pid_t pid : pids) {
-      if (pid <= 0) continue;
-      while (::waitpid(pid, nullptr, WNOHANG) == 0) {
-        if (absl::Now() > give_up) {
-          ::kill(-pid, SIGKILL);
-          ::waitpid(pid, nullptr, 0);
-          break;
-        }
-        ::usleep(10000);
-      }
-    }
+  auto stop_all = [&children] {
+    for (auto& c : children) c->Signal(SIGTERM);
+    for (auto& c : children) c->Stop(absl::Seconds(5));
   };
   for (const ProcessSpec& spec : specs) {
-    absl::StatusOr<pid_t> pid = StartProcess(spec);
-    if (!pid.ok()) {
-      kill_all();
-      return pid.status();
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start(spec);
+    if (!child.ok()) {
+      stop_all();
+      return child.status();
     }
-    pids.push_back(*pid);
+    children.push_back(*std::move(child));
   }
   std::vector<int> codes(specs.size(), -1);
   size_t running = specs.size();
@@ -152,32 +206,26 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& sp
   const bool interruptible =
       std::any_of(specs.begin(), specs.end(), [](const ProcessSpec& s) { return s.interruptible; });
   while (running > 0) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      if (pids[i] <= 0) continue;
-      int status = 0;
-      const pid_t r = ::waitpid(pids[i], &status, WNOHANG);
-      if (r < 0 && errno != EINTR) {
-        kill_all();
-        return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
-      }
-      if (r != pids[i]) continue;
-      codes[i] = ExitCode(status);
-      pids[i] = -1;
+    for (size_t i = 0; i < children.size(); ++i) {
+      if (codes[i] >= 0) continue;
+      const std::optional<int> code = children[i]->Poll();
+      if (!code.has_value()) continue;
+      codes[i] = *code;
       --running;
       if (codes[i] != 0 && running > 0) {  // a failed rank: stop the others
-        for (size_t j = 0; j < pids.size(); ++j) {
-          if (pids[j] > 0) codes[j] = 128 + SIGKILL;
+        for (size_t j = 0; j < children.size(); ++j) {
+          if (codes[j] < 0) codes[j] = 128 + SIGKILL;
         }
-        kill_all();
+        stop_all();
         return codes;
       }
     }
     if (running > 0 && g_interrupted && interruptible) {
-      kill_all();
+      stop_all();
       return absl::CancelledError("interrupted: every started process was stopped");
     }
     if (running > 0 && absl::Now() > deadline) {
-      kill_all();
+      stop_all();
       return absl::DeadlineExceededError(absl::StrCat(
           absl::StrJoin(specs.front().argv, " "), specs.size() > 1 ? " (and the others)" : "",
           " did not finish within ", absl::FormatDuration(timeout), " and was killed"));

@@ -1,5 +1,9 @@
-// Subprocess: start a program with a modified environment, its output
-// redirected to a file, and wait for it with a deadline.
+// Subprocess: the one way Strata starts other programs. A ChildProcess
+// runs in a process group of its own, with a modified environment, its
+// output in a file or on a pipe, optionally inside a network namespace and
+// tied to our life; it is signalled as a group, and stopped and reaped when
+// its owner lets go of it, so no process is left behind. RunProcess and
+// RunProcesses run programs to completion with a deadline.
 //
 //   ProcessSpec spec;
 //   spec.argv = {"/usr/bin/python3", "peer.py", "--steps", "300"};
@@ -10,6 +14,10 @@
 #ifndef STRATA_CORE_UTIL_SUBPROCESS_H_
 #define STRATA_CORE_UTIL_SUBPROCESS_H_
 
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +37,46 @@ struct ProcessSpec {
   // Whether StopChildrenOnInterrupt's Ctrl-C stops it. Clean-up commands
   // (removing an emulated network) say false: they must run to the end.
   bool interruptible = true;
+  // stdout and stderr on a pipe (ChildProcess::output_fd) instead.
+  bool output_to_pipe = false;
+  // SIGKILL when this process dies, however it dies.
+  bool die_with_parent = false;
+};
+
+class ChildProcess {
+ public:
+  // Fails, naming the program, when it cannot be started (exec or
+  // namespace errors come back from the child).
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const ProcessSpec& spec);
+  // Stops (SIGTERM, then SIGKILL after 3 s) and reaps a child still running.
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The read end of the output pipe (non-blocking), or -1.
+  int output_fd() const { return output_fd_; }
+  // The exit code (128 + signal when killed by one) once the child has
+  // exited; nullopt while it runs. Never blocks.
+  std::optional<int> Poll();
+  // Blocks until the child exits; its exit code.
+  int Wait();
+  // The raw wait status, once exited (for WIFSIGNALED and friends).
+  int wait_status() const { return wait_status_; }
+  bool exited() const { return exited_; }
+  // `signal` to the child's process group.
+  void Signal(int signal);
+  // SIGTERM to the group, SIGKILL after `grace`; reaps. Its exit code.
+  int Stop(absl::Duration grace);
+
+ private:
+  ChildProcess(pid_t pid, int output_fd) : pid_(pid), output_fd_(output_fd) {}
+  void Reaped(int status);
+
+  pid_t pid_;
+  int output_fd_;
+  bool exited_ = false;
+  int wait_status_ = 0;
 };
 
 // Runs the process to completion and returns its exit code (128 + signal if

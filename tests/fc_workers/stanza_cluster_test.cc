@@ -19,7 +19,6 @@
 namespace strata {
 namespace {
 
-using testing::AddressIn;
 using testing::kBin;
 using testing::kConfig;
 using testing::Process;
@@ -30,18 +29,19 @@ class StanzaTest : public testing::ClusterTest {
   // Starts a server, one FC worker and two conv workers by hand.
   void StartCluster(int max_steps, double timeout) {
     server_ = std::make_unique<Process>(
-        std::vector<std::string>{kBin + "strata_server", "--rank", "0", "--coordinator",
-                                 "tcp://127.0.0.1:0", "--config", kConfig, "--mode", "stanza",
-                                 "--servers", "1", "--workers", "2", "--fc-workers", "1",
-                                 "--max-steps", std::to_string(max_steps)},
+        std::vector<std::string>{
+            kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0", "--config",
+            kConfig, "--mode", "stanza", "--servers", "1", "--conv-workers", "2", "--fc-workers",
+            "1", "--max-steps", std::to_string(max_steps), "--ready-file", dir_ + "/server.ready"},
         dir_ + "/server.log");
-    const std::string coordinator = AddressIn(server_->WaitFor(" on tcp://"));
+    const std::string coordinator = server_->WaitForReady(dir_ + "/server.ready");
     ASSERT_FALSE(coordinator.empty()) << server_->log();
     fc_ = std::make_unique<Process>(
         std::vector<std::string>{kBin + "strata_fc_worker", "--rank", "0", "--coordinator",
                                  coordinator, "--config", kConfig, "--threads", "1", "--max-steps",
                                  std::to_string(max_steps), "--evaluate=false", "--progress=false",
-                                 "--timeout", std::to_string(timeout)},
+                                 "--timeout", std::to_string(timeout), "--ready-file",
+                                 dir_ + "/fc.ready"},
         dir_ + "/fc.log");
     for (int w = 0; w < 2; ++w) {
       conv_.push_back(std::make_unique<Process>(
@@ -51,7 +51,7 @@ class StanzaTest : public testing::ClusterTest {
                                    "--timeout", std::to_string(timeout)},
           dir_ + "/conv" + std::to_string(w) + ".log"));
     }
-    fc_address_ = AddressIn(fc_->WaitFor("serving conv workers"));
+    fc_address_ = fc_->WaitForReady(dir_ + "/fc.ready");
     ASSERT_FALSE(fc_address_.empty()) << fc_->log();
   }
 

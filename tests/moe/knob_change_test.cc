@@ -62,9 +62,10 @@ TEST_F(KnobChangeTest, PipelineChunksChangeAtOneIterationEverywhereAndLeaveTheMa
 
   std::vector<std::string> argv = {
       "/bin/sh", "-c",
-      Launch("--records-dir " + dir_ + "/records --parameters-out " + dir_ + "/changed.ckpt")};
+      Launch("--records-dir " + dir_ + "/records --parameters-out " + dir_ +
+             "/changed.ckpt --ready-file " + dir_ + "/launch.ready")};
   Process run(argv, dir_ + "/run.log");
-  const std::string coordinator = strata::testing::AddressIn(run.WaitFor("[server 0] serving"));
+  const std::string coordinator = run.WaitForReady(dir_ + "/launch.ready");
   ASSERT_FALSE(coordinator.empty()) << run.log();
 
   // Asked for iteration 30 as soon as the FC workers, which apply the

@@ -22,10 +22,10 @@ class PsClientTest : public testing::ClusterTest {
   void StartServer(const std::string& sizes, int workers) {
     server_ = std::make_unique<Process>(
         std::vector<std::string>{kBin + "strata_server", "--rank", "0", "--coordinator",
-                                 "tcp://127.0.0.1:0", "--kv-sizes", sizes, "--workers",
-                                 std::to_string(workers)},
+                                 "tcp://127.0.0.1:0", "--kv-sizes", sizes, "--conv-workers",
+                                 std::to_string(workers), "--ready-file", dir_ + "/server.ready"},
         dir_ + "/server.log");
-    address_ = testing::AddressIn(server_->WaitFor(" on tcp://"));
+    address_ = server_->WaitForReady(dir_ + "/server.ready");
     ASSERT_FALSE(address_.empty()) << server_->log();
   }
 

@@ -93,16 +93,17 @@ class HandStartedCluster {
                                        kConfig,
                                        "--servers",
                                        std::to_string(servers),
-                                       "--workers",
+                                       "--conv-workers",
                                        "2",
                                        "--max-steps",
                                        std::to_string(max_steps)};
       argv.insert(argv.end(), flags.begin(), flags.end());
       return argv;
     };
-    servers_.push_back(
-        std::make_unique<Process>(server_argv(0, "tcp://127.0.0.1:0"), dir + "/server0.log"));
-    coordinator_ = testing::AddressIn(servers_[0]->WaitFor(" on tcp://"));
+    std::vector<std::string> first = server_argv(0, "tcp://127.0.0.1:0");
+    first.insert(first.end(), {"--ready-file", dir + "/server0.ready"});
+    servers_.push_back(std::make_unique<Process>(first, dir + "/server0.log"));
+    coordinator_ = servers_[0]->WaitForReady(dir + "/server0.ready");
     for (int r = 1; r < servers; ++r) {
       servers_.push_back(std::make_unique<Process>(server_argv(r, coordinator_),
                                                    dir + "/server" + std::to_string(r) + ".log"));
@@ -219,7 +220,7 @@ TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
                                           kConfig,
                                           "--servers",
                                           "1",
-                                          "--workers",
+                                          "--conv-workers",
                                           "2",
                                           "--max-steps",
                                           "150",
@@ -229,12 +230,10 @@ TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
                                           "10",
                                           "--coordinator"};
   auto first_argv = server_argv;
-  first_argv.push_back("tcp://127.0.0.1:0");
+  first_argv.insert(first_argv.end(), {"tcp://127.0.0.1:0", "--ready-file", dir_ + "/first.ready"});
   auto first = std::make_unique<Process>(first_argv, dir_ + "/first.log");
-  const std::string line = first->WaitFor(" on tcp://");
-  ASSERT_FALSE(line.empty()) << first->log();
-  const size_t at = line.find("tcp://");
-  const std::string address = line.substr(at, line.find(' ', at) - at);
+  const std::string address = first->WaitForReady(dir_ + "/first.ready");
+  ASSERT_FALSE(address.empty()) << first->log();
 
   std::vector<std::unique_ptr<Process>> workers;
   for (int w = 0; w < 2; ++w) {
@@ -291,12 +290,11 @@ TEST_F(PsClusterTest, KilledServerRestartsFromItsCheckpointAndTheRunFinishes) {
 
 TEST_F(PsClusterTest, WorkersStopWithAClearErrorWhenTheServerNeverReturns) {
   Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
-                  "--config", kConfig, "--servers", "1", "--workers", "1", "--max-steps", "500"},
+                  "--config", kConfig, "--servers", "1", "--conv-workers", "1", "--max-steps",
+                  "500", "--ready-file", dir_ + "/server.ready"},
                  dir_ + "/server.log");
-  const std::string line = server.WaitFor(" on tcp://");
-  ASSERT_FALSE(line.empty()) << server.log();
-  const size_t at = line.find("tcp://");
-  const std::string address = line.substr(at, line.find(' ', at) - at);
+  const std::string address = server.WaitForReady(dir_ + "/server.ready");
+  ASSERT_FALSE(address.empty()) << server.log();
   Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address, "--config",
                   kConfig, "--threads", "1", "--max-steps", "500", "--timeout", "3",
                   "--evaluate=false", "--progress=false"},
@@ -347,9 +345,10 @@ TEST_F(PsClusterTest, AFailingWorkerStopsTheClusterAndIsNamed) {
 // the rank it was given, and the next worker gets the next one.
 TEST_F(PsClusterTest, AWorkerThatWaitsForTheMapKeepsItsRank) {
   Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
-                  "--config", kConfig, "--servers", "1", "--workers", "2", "--max-steps", "20"},
+                  "--config", kConfig, "--servers", "1", "--conv-workers", "2", "--max-steps", "20",
+                  "--ready-file", dir_ + "/server.ready"},
                  dir_ + "/server.log");
-  const std::string address = testing::AddressIn(server.WaitFor(" on tcp://"));
+  const std::string address = server.WaitForReady(dir_ + "/server.ready");
   ASSERT_FALSE(address.empty()) << server.log();
   auto worker = [&](int i) {
     return std::make_unique<Process>(
@@ -383,11 +382,11 @@ std::string TokenFile(const std::string& dir, const std::string& name, const std
 // whose config differs; the honest worker then trains to the end.
 TEST_F(PsClusterTest, WorkersWithWrongCredentialsAreRefusedByName) {
   const std::string good = TokenFile(dir_, "good.token", "s3cret-of-this-run");
-  Process server(
-      {kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0", "--config",
-       kConfig, "--servers", "1", "--workers", "1", "--max-steps", "20", "--job-token-file", good},
-      dir_ + "/server.log");
-  const std::string address = testing::AddressIn(server.WaitFor(" on tcp://"));
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--config", kConfig, "--servers", "1", "--conv-workers", "1", "--max-steps", "20",
+                  "--job-token-file", good, "--ready-file", dir_ + "/server.ready"},
+                 dir_ + "/server.log");
+  const std::string address = server.WaitForReady(dir_ + "/server.ready");
   ASSERT_FALSE(address.empty()) << server.log();
   EXPECT_EQ(server.log().find("no job token"), std::string::npos) << server.log();
   auto worker = [&](std::vector<std::string> extra) {
@@ -589,10 +588,11 @@ std::string FourFloatHeader(wire::Kind kind, const std::vector<uint32_t>& keys, 
 // A request naming several chunks is checked whole: when one of them cannot
 // take the push, none of them changes.
 TEST_F(PsClusterTest, APushIsCheckedWholeBeforeAnyOfItsChunksChanges) {
-  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
-                  "--kv-sizes", "4,4", "--workers", "1"},
-                 dir_ + "/server.log");
-  const std::string address = testing::AddressIn(server.WaitFor(" on tcp://"));
+  Process server(
+      {kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0", "--kv-sizes",
+       "4,4", "--conv-workers", "1", "--ready-file", dir_ + "/server.ready"},
+      dir_ + "/server.log");
+  const std::string address = server.WaitForReady(dir_ + "/server.ready");
   ASSERT_FALSE(address.empty()) << server.log();
   RawClient worker(address);
   const std::string floats(16, '\0');
@@ -627,14 +627,12 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
                  dir_ + "/ref.ckpt");
   ASSERT_EQ(ref_code, 0) << ref_out;
 
-  Process server(
-      {kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0", "--config",
-       kConfig, "--servers", "1", "--workers", "1", "--max-steps", "30", "--max-message-mb", "8"},
-      dir_ + "/server.log");
-  const std::string line = server.WaitFor(" on tcp://");
-  ASSERT_FALSE(line.empty()) << server.log();
-  const size_t at = line.find("tcp://");
-  const std::string address = line.substr(at, line.find(' ', at) - at);
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--config", kConfig, "--servers", "1", "--conv-workers", "1", "--max-steps", "30",
+                  "--max-message-mb", "8", "--ready-file", dir_ + "/server.ready"},
+                 dir_ + "/server.log");
+  const std::string address = server.WaitForReady(dir_ + "/server.ready");
+  ASSERT_FALSE(address.empty()) << server.log();
 
   // A stranger that never says hello is refused whatever it sends,
   // SHUTDOWN included.
@@ -713,9 +711,10 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
             "pull of key 0: 1152 bytes do not fit a shared memory slot of 64");
 
   // The server's shared memory lane checks what it carries the same way.
-  const size_t lanes_at = line.find("shared memory lanes at ");
-  ASSERT_NE(lanes_at, std::string::npos) << line;
-  RawLaneClient lane(std::string(absl::StripAsciiWhitespace(line.substr(lanes_at + 23))));
+  const std::string lane_address =
+      nlohmann::json::parse(testing::ReadFile(dir_ + "/server.ready")).value("lane", "");
+  ASSERT_FALSE(lane_address.empty()) << testing::ReadFile(dir_ + "/server.ready");
+  RawLaneClient lane(lane_address);
   EXPECT_EQ(lane.Exchange(SharedPullHeader(0)), "pull" + not_registered);
   EXPECT_EQ(lane.Exchange(HelloHeader(0, identity)), "<not an error>");
   EXPECT_NE(lane.Exchange("garbage bytes!!").find("malformed header"), std::string::npos);

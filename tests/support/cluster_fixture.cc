@@ -1,5 +1,7 @@
 #include "tests/support/cluster_fixture.h"
 
+#include "core/util/ready_file.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,13 +61,6 @@ std::pair<int, std::string> RunCommand(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-std::string AddressIn(const std::string& line) {
-  size_t at = line.find("tcp://");
-  if (at == std::string::npos) at = line.find("ipc://");
-  if (at == std::string::npos) return "";
-  return line.substr(at, line.find(' ', at) - at);
-}
-
 int CountStrataProcesses(const std::string& marker) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -78,24 +73,33 @@ int CountStrataProcesses(const std::string& marker) {
 }
 
 Process::Process(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
-  pid_ = fork();
-  if (pid_ == 0) {
-    FILE* f = freopen(log.c_str(), "w", stdout);
-    (void)f;
-    dup2(fileno(stdout), fileno(stderr));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.output_path = log;
+  spec.die_with_parent = true;
+  absl::StatusOr<std::unique_ptr<ChildProcess>> started = ChildProcess::Start(spec);
+  EXPECT_TRUE(started.ok()) << started.status();
+  if (started.ok()) process_ = *std::move(started);
 }
 
 Process::~Process() {
-  if (pid_ > 0 && !exited_) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+  if (process_ != nullptr && !process_->exited()) {
+    process_->Signal(SIGKILL);
+    process_->Wait();
   }
+}
+
+std::string Process::WaitForReady(const std::string& path, int seconds) {
+  if (process_ == nullptr) return "";
+  absl::StatusOr<nlohmann::json> ready = AwaitReadyFile(path, "the process", absl::Seconds(seconds),
+                                                        [this]() -> std::optional<std::string> {
+                                                          if (!process_->Poll().has_value())
+                                                            return std::nullopt;
+                                                          return std::string("exited");
+                                                        });
+  EXPECT_TRUE(ready.ok()) << ready.status() << "\n" << log();
+  if (!ready.ok()) return "";
+  return ready->value("address", "");
 }
 
 std::string Process::WaitFor(const std::string& text, int seconds) {
@@ -110,20 +114,18 @@ std::string Process::WaitFor(const std::string& text, int seconds) {
   return "";
 }
 
-void Process::Interrupt() { kill(pid_, SIGINT); }
-void Process::Pause() { kill(pid_, SIGSTOP); }
-void Process::Resume() { kill(pid_, SIGCONT); }
+void Process::Interrupt() { process_->Signal(SIGINT); }
+void Process::Pause() { process_->Signal(SIGSTOP); }
+void Process::Resume() { process_->Signal(SIGCONT); }
 
 void Process::Kill9() {
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-  exited_ = true;
+  process_->Signal(SIGKILL);
+  process_->Wait();
 }
 
 int Process::Wait() {
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  exited_ = true;
+  process_->Wait();
+  const int status = process_->wait_status();
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

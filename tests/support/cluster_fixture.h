@@ -8,11 +8,14 @@
 #include <sys/types.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/util/subprocess.h"
 
 namespace strata::testing {
 
@@ -36,15 +39,13 @@ std::string ConfigError(const std::string& text);
 // Runs a command line to completion; returns (exit code, stdout+stderr).
 std::pair<int, std::string> RunCommand(const std::string& command);
 
-// The "tcp://..." or "ipc://..." address in a log line ("... on ADDRESS ...").
-std::string AddressIn(const std::string& line);
-
 // Strata processes whose command line mentions `marker` (a unique temp
 // path passed to the run), from /proc.
 int CountStrataProcesses(const std::string& marker);
 
-// A background process whose output goes to a log file; killed (SIGKILL)
-// when destroyed unless it was waited for.
+// A background process (core/util/subprocess.h) whose output goes to a log
+// file; killed (SIGKILL, with its process group) when destroyed unless it
+// was waited for.
 class Process {
  public:
   Process(const std::vector<std::string>& argv, const std::string& log);
@@ -53,6 +54,10 @@ class Process {
   Process& operator=(const Process&) = delete;
   // Waits until the log contains `text`; returns the line holding it ("" on timeout).
   std::string WaitFor(const std::string& text, int seconds = 30);
+  // Waits for the ready file (core/util/ready_file.h) the process was told
+  // to write with --ready-file `path`; returns its "address" ("" when the
+  // process exits first or `seconds` pass, with a test failure naming why).
+  std::string WaitForReady(const std::string& path, int seconds = 30);
   void Interrupt();
   // SIGSTOP and SIGCONT: a process that stalls (a straggler, or a node that
   // looks dead while it is stopped).
@@ -64,8 +69,7 @@ class Process {
   std::string log() const;
 
  private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
+  std::unique_ptr<ChildProcess> process_;
   std::string log_;
 };
 

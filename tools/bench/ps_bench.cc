@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -20,6 +21,8 @@
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
 #include "core/util/clock.h"
+#include "core/util/ready_file.h"
+#include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
 
 namespace strata::bench {
@@ -32,63 +35,45 @@ class BenchServer {
                                                             int64_t elements, int workers) {
     auto server = std::unique_ptr<BenchServer>(new BenchServer());
     char tmpl[] = "/tmp/strata_ps_bench_XXXXXX";
-    server->log_ = std::string(::mkdtemp(tmpl));
-    server->dir_ = server->log_;
-    server->log_ += "/server.log";
-    const std::vector<std::string> argv = {BinaryDir() + "/strata_server",
-                                           "--rank",
-                                           "0",
-                                           "--coordinator",
-                                           transport == "tcp" ? "tcp://127.0.0.1:0" : "ipc://*",
-                                           "--kv-sizes",
-                                           std::to_string(elements),
-                                           "--workers",
-                                           std::to_string(workers),
-                                           "--max-message-mb",
-                                           "2048"};
-    std::fflush(stdout);  // or the child would print our buffered output again
-    server->pid_ = ::fork();
-    if (server->pid_ == 0) {
-      std::FILE* f = std::freopen(server->log_.c_str(), "w", stdout);
-      (void)f;
-      ::dup2(::fileno(stdout), ::fileno(stderr));
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-    for (int i = 0; i < 400 && server->address_.empty(); ++i) {
-      ::usleep(25000);
-      std::ifstream in(server->log_);
-      std::string line;
-      while (std::getline(in, line)) {
-        const size_t at = line.find(transport == "tcp" ? " on tcp://" : " on ipc://");
-        if (at != std::string::npos) {
-          server->address_ = line.substr(at + 4, line.find(' ', at + 4) - (at + 4));
-        }
-      }
-    }
-    if (server->address_.empty()) {
-      return absl::InternalError(
-          absl::StrCat("the benchmark server did not start; see ", server->log_));
-    }
+    if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
+    server->dir_ = tmpl;
+    const std::string ready = server->dir_ + "/ready.json";
+    ProcessSpec spec;
+    spec.argv = {BinaryDir() + "/strata_server",
+                 "--rank",
+                 "0",
+                 "--coordinator",
+                 transport == "tcp" ? "tcp://127.0.0.1:0" : "ipc://*",
+                 "--kv-sizes",
+                 std::to_string(elements),
+                 "--conv-workers",
+                 std::to_string(workers),
+                 "--max-message-mb",
+                 "2048",
+                 "--ready-file",
+                 ready};
+    spec.output_path = server->dir_ + "/server.log";
+    spec.die_with_parent = true;
+    STRATA_ASSIGN_OR_RETURN(server->process_, ChildProcess::Start(spec));
+    absl::StatusOr<nlohmann::json> serving = AwaitReadyFile(
+        ready, "the benchmark server", absl::Seconds(10), [&]() -> std::optional<std::string> {
+          if (!server->process_->Poll().has_value()) return std::nullopt;
+          return absl::StrCat("exited (see ", spec.output_path, ")");
+        });
+    STRATA_RETURN_IF_ERROR(serving.status());
+    server->address_ = (*serving)["address"].get<std::string>();
     return server;
   }
   ~BenchServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    std::remove(log_.c_str());
-    ::rmdir(dir_.c_str());
+    process_.reset();  // stops and reaps it
+    std::filesystem::remove_all(dir_);
   }
   const std::string& address() const { return address_; }
 
  private:
   BenchServer() = default;
-  pid_t pid_ = -1;
-  std::string log_, dir_, address_;
+  std::unique_ptr<ChildProcess> process_;
+  std::string dir_, address_;
 };
 
 struct Point {

@@ -14,6 +14,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "core/flags/cluster_flags.h"
+#include "core/model/job_config.h"
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
@@ -42,9 +44,6 @@ ABSL_FLAG(std::string, transports, "tcp,ipc,shm",
           "Unix packet socket, data through shared memory; the rest over ipc)");
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
-ABSL_FLAG(int32_t, servers, 1, "train, plan: parameter servers");
-ABSL_FLAG(int32_t, conv_workers, 2, "train, plan: conv workers");
-ABSL_FLAG(int32_t, fc_workers, 1, "train, plan: FC workers (stanza)");
 ABSL_FLAG(std::string, bandwidth, "",
           "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
           "root; default loopback); plan: the link to plan for (default 1gbit)");
@@ -65,8 +64,8 @@ ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-threa
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
-  strata::moe::RegisterMoe();  // job configs may name "moe" layers
-  strata::StopChildrenOnInterrupt();    // Ctrl-C stops the contenders and cleans up
+  strata::moe::RegisterMoe();         // job configs may name "moe" layers
+  strata::StopChildrenOnInterrupt();  // Ctrl-C stops the contenders and cleans up
   absl::SetProgramUsageMessage(
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
@@ -88,6 +87,15 @@ int main(int argc, char** argv) {
   }
   const std::string command = positional[1];
   absl::Status status;
+  // train, plan: --servers, --conv-workers and --fc-workers over the
+  // config's cluster block (a config that does not load is reported by the
+  // benchmark itself).
+  strata::ClusterConfig cluster;
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    absl::StatusOr<strata::JobConfig> config = strata::LoadJobConfig(absl::GetFlag(FLAGS_config));
+    if (config.ok()) cluster = config->cluster;
+  }
+  const strata::ClusterLayout layout = strata::LayoutFromFlags(cluster);
   if (command == "train") {
     strata::bench::TrainBenchOptions o;
     o.config = absl::GetFlag(FLAGS_config);
@@ -100,9 +108,9 @@ int main(int argc, char** argv) {
     o.batch_size = absl::GetFlag(FLAGS_batch_size);
     o.with_peer = absl::GetFlag(FLAGS_peer);
     o.json_out = absl::GetFlag(FLAGS_json);
-    o.servers = absl::GetFlag(FLAGS_servers);
-    o.conv_workers = absl::GetFlag(FLAGS_conv_workers);
-    o.fc_workers = absl::GetFlag(FLAGS_fc_workers);
+    o.servers = layout.servers;
+    o.conv_workers = layout.conv_workers;
+    o.fc_workers = layout.fc_workers;
     o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
     o.latency = absl::GetFlag(FLAGS_latency);
     o.sweep = absl::GetFlag(FLAGS_sweep);
@@ -112,9 +120,9 @@ int main(int argc, char** argv) {
   } else if (command == "plan") {
     strata::bench::PlanOptions o;
     o.config = absl::GetFlag(FLAGS_config);
-    o.shape.servers = absl::GetFlag(FLAGS_servers);
-    o.shape.conv_workers = absl::GetFlag(FLAGS_conv_workers);
-    o.shape.fc_workers = absl::GetFlag(FLAGS_fc_workers);
+    o.shape.servers = layout.servers;
+    o.shape.conv_workers = layout.conv_workers;
+    o.shape.fc_workers = layout.fc_workers;
     o.shape.global_batch = absl::GetFlag(FLAGS_batch_size);
     o.bandwidth = absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth);
     o.gflops = absl::GetFlag(FLAGS_gflops);

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/flags/cluster_flags.h"
 #include "core/status.h"
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
@@ -37,7 +38,6 @@ ABSL_FLAG(int32_t, repeat, 3, "timed steps per setting (after one warm-up)");
 ABSL_FLAG(int32_t, threads, 1, "CPU threads");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the layer's initialisation and the tokens");
 ABSL_FLAG(std::string, dump_dir, "", "write each setting's results here");
-ABSL_FLAG(int32_t, timeout, 60, "seconds to wait for a silent peer");
 
 namespace strata {
 namespace {
@@ -58,7 +58,7 @@ absl::StatusOr<bench::MoeMemberOptions> OptionsFromFlags() {
   o.threads = absl::GetFlag(FLAGS_threads);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.dump_dir = absl::GetFlag(FLAGS_dump_dir);
-  o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  o.timeout = strata::TimeoutFromFlags();
   if (o.tokens < 1 || o.dim < 1 || o.repeat < 0 || o.threads < 1) {
     return absl::InvalidArgumentError("--tokens, --dim and --threads must be > 0, --repeat >= 0");
   }

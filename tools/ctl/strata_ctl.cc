@@ -21,17 +21,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "core/flags/cluster_flags.h"
 #include "core/net/admission.h"
 #include "core/net/knob_messages.h"
 #include "core/net/transport.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
 
-ABSL_FLAG(std::string, coordinator, "", "the job's coordinator, tcp://HOST:PORT (required)");
-ABSL_FLAG(uint64_t, job_id, 1, "job id");
-ABSL_FLAG(std::string, job_token_file, "",
-          "file whose first line is the job token; default: $STRATA_JOB_TOKEN, or none");
-ABSL_FLAG(double, timeout, 10.0, "seconds to wait for the coordinator");
 ABSL_FLAG(int64_t, from_iteration, -1,
           "set: the iteration the change takes effect at (refused if a process may have started "
           "it); -1: the earliest iteration no process may have started");
@@ -75,7 +71,8 @@ absl::StatusOr<std::vector<KnobProposal>> ParseAssignments(const std::vector<cha
 }
 
 int Run(const std::vector<char*>& args) {
-  const std::string address = absl::GetFlag(FLAGS_coordinator);
+  const JobAddressFlags job = JobAddressFromFlags();
+  const std::string address = job.coordinator;
   const std::string command = args.size() > 1 ? args[1] : "";
   if (address.empty() || (command != "get" && command != "set")) {
     std::fprintf(stderr,
@@ -92,14 +89,14 @@ int Run(const std::vector<char*>& args) {
     }
     proposals = *std::move(parsed);
   }
-  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout));
+  const absl::Duration timeout = TimeoutFromFlags();
   auto fail = [](const absl::Status& s) {
     std::fprintf(stderr, "strata_ctl: %s\n", std::string(s.message()).c_str());
     return 1;
   };
   JobCredentials credentials;
-  credentials.job_id = absl::GetFlag(FLAGS_job_id);
-  absl::StatusOr<std::string> token = LoadJobToken(absl::GetFlag(FLAGS_job_token_file));
+  credentials.job_id = job.job_id;
+  absl::StatusOr<std::string> token = LoadJobToken(JobTokenFileFromFlags());
   if (!token.ok()) return fail(token.status());
   credentials.token = *token;
   zmq::context_t context(1);

@@ -1,9 +1,7 @@
 #include "tools/launch/local_cluster.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +22,8 @@
 #include "core/net/traffic.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
-#include "core/util/network_namespace.h"
+#include "core/util/ready_file.h"
+#include "core/util/subprocess.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata {
@@ -34,65 +33,31 @@ volatile std::sig_atomic_t g_interrupted = 0;
 void OnSignal(int) { g_interrupted = 1; }
 
 struct Child {
-  std::string label;  // "server 0", "worker 1"
-  pid_t pid = -1;
-  int out_fd = -1;  // read end of the child's stdout+stderr
+  std::string label;                      // "server 0", "worker 1"
+  std::unique_ptr<ChildProcess> process;  // its output on a pipe
   std::string partial;
   std::deque<std::string> tail;  // last lines, for error reports
-  bool exited = false;
-  int status = 0;
-  nlohmann::json traffic;  // the process's "[traffic] {...}" report
+  nlohmann::json traffic;        // the process's "[traffic] {...}" report
 };
 
-// Starts `argv` with its output on a pipe, with `token` (when set) as the
-// job token in its environment; inside the network namespace at `netns`
-// when it is not empty.
+// Starts `argv` with its output on a pipe, tied to our life, with `token`
+// (when set) as the job token in its environment; inside the network
+// namespace at `netns` when it is not empty.
 absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::string>& argv,
                             const std::string& netns, const std::string& token) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.network_namespace = netns;
+  spec.output_to_pipe = true;
+  spec.die_with_parent = true;  // never outlive the launcher
+  if (token.empty()) {
+    spec.unset_env = {kJobTokenEnv};
+  } else {
+    spec.set_env = {{kJobTokenEnv, token}};
   }
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  // The environment is built before fork: the child only execs.
-  const std::string token_prefix = absl::StrCat(kJobTokenEnv, "=");
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (!absl::StartsWith(*e, token_prefix)) env.push_back(*e);
-  }
-  if (!token.empty()) env.push_back(token_prefix + token);
-  std::vector<char*> cenv;
-  for (auto& e : env) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    ::setpgid(0, 0);                     // Ctrl-C reaches the launcher, which stops us
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the launcher
-    if (::getppid() != parent) ::_exit(1);
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::dup2(fds[1], STDERR_FILENO);
-    if (!netns.empty()) {
-      const int err = EnterNetworkNamespace(netns.c_str());
-      if (err != 0) {
-        std::fprintf(stderr, "cannot enter %s: %s\n", netns.c_str(), std::strerror(err));
-        ::_exit(126);
-      }
-    }
-    ::execve(cargs[0], cargs.data(), cenv.data());
-    std::fprintf(stderr, "cannot start %s: %s\n", cargs[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
   Child c;
   c.label = label;
-  c.pid = pid;
-  c.out_fd = fds[0];
+  STRATA_ASSIGN_OR_RETURN(c.process, ChildProcess::Start(spec));
   return c;
 }
 
@@ -102,7 +67,7 @@ std::vector<std::string> Pump(Child& c) {
   std::vector<std::string> lines;
   char buf[8192];
   while (true) {
-    const ssize_t n = ::read(c.out_fd, buf, sizeof(buf));
+    const ssize_t n = ::read(c.process->output_fd(), buf, sizeof(buf));
     if (n <= 0) break;
     c.partial.append(buf, static_cast<size_t>(n));
   }
@@ -127,33 +92,10 @@ std::vector<std::string> Pump(Child& c) {
 }
 
 void StopAll(std::vector<Child>& children) {
+  for (Child& c : children) c.process->Signal(SIGTERM);
   for (Child& c : children) {
-    if (!c.exited) ::kill(-c.pid, SIGTERM);
-  }
-  const absl::Time deadline = absl::Now() + absl::Seconds(3);
-  for (Child& c : children) {
-    while (!c.exited) {
-      int status = 0;
-      const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
-      if (r == c.pid) {
-        c.exited = true;
-        c.status = status;
-      } else if (absl::Now() > deadline) {
-        ::kill(-c.pid, SIGKILL);
-        ::waitpid(c.pid, &status, 0);
-        c.exited = true;
-        c.status = status;
-      } else {
-        ::usleep(10000);
-      }
-    }
-  }
-  for (Child& c : children) {
-    if (c.out_fd >= 0) {
-      Pump(c);
-      ::close(c.out_fd);
-      c.out_fd = -1;
-    }
+    c.process->Stop(absl::Seconds(3));
+    Pump(c);
   }
 }
 
@@ -218,13 +160,15 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
 
-  std::string summary_path = o.summary_out;
-  std::string scratch;
-  if (summary_path.empty()) {
-    char tmpl[] = "/tmp/strata_launch_XXXXXX";
-    scratch = ::mkdtemp(tmpl);
-    summary_path = scratch + "/summary.json";
+  // Ready files, and the summary unless it has a place of its own.
+  char tmpl[] = "/tmp/strata_launch_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("cannot make a scratch directory: ", std::strerror(errno)));
   }
+  const std::string scratch = tmpl;
+  const std::string summary_path =
+      o.summary_out.empty() ? scratch + "/summary.json" : o.summary_out;
   std::filesystem::remove(summary_path);
   const std::string server_bin = o.bin_dir + "/strata_server";
   const std::string worker_bin = o.bin_dir + "/strata_conv_worker";
@@ -260,11 +204,11 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     return argv;
   };
   auto server_argv = [&](int rank, const std::string& coordinator, const std::string& any_address) {
-    std::vector<std::string> argv =
-        common({server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator,
-                "--consistency", o.consistency, "--staleness", std::to_string(o.staleness),
-                "--servers", std::to_string(o.servers), "--workers", std::to_string(o.conv_workers),
-                "--mode", o.mode, "--fc-workers", std::to_string(stanza ? o.fc_workers : 0)});
+    std::vector<std::string> argv = common(
+        {server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator, "--consistency",
+         o.consistency, "--staleness", std::to_string(o.staleness), "--servers",
+         std::to_string(o.servers), "--conv-workers", std::to_string(o.conv_workers), "--mode",
+         o.mode, "--fc-workers", std::to_string(stanza ? o.fc_workers : 0)});
     if (rank > 0) {
       argv.push_back("--bind");
       argv.push_back(any_address);
@@ -281,40 +225,31 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   std::vector<Child> children;
   auto fail = [&](absl::Status status) -> absl::Status {
     StopAll(children);
-    if (!scratch.empty()) std::filesystem::remove_all(scratch);
+    std::filesystem::remove_all(scratch);
     return status;
   };
 
-  // Server 0 (the coordinator) first: its first line names its address.
+  // Server 0 (the coordinator) first: its ready file names its address.
   const Placement p0 = place();
-  STRATA_ASSIGN_OR_RETURN(
-      Child s0,
-      Spawn("server 0", server_argv(0, p0.any_address, p0.any_address), p0.netns, o.job_token));
+  const std::string ready = absl::StrCat(scratch, "/server0.ready.json");
+  std::vector<std::string> argv0 = server_argv(0, p0.any_address, p0.any_address);
+  argv0.insert(argv0.end(), {"--ready-file", ready});
+  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", argv0, p0.netns, o.job_token));
   children.push_back(std::move(s0));
-  std::string coordinator;
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (coordinator.empty()) {
-    pollfd p{children[0].out_fd, POLLIN, 0};
-    ::poll(&p, 1, 100);
-    for (const std::string& line : Pump(children[0])) {
-      size_t at = line.find(" on tcp://");
-      if (at == std::string::npos) at = line.find(" on ipc://");
-      if (at != std::string::npos) {
-        coordinator = line.substr(at + 4, line.find(' ', at + 4) - (at + 4));
-      }
-    }
-    int status = 0;
-    if (::waitpid(children[0].pid, &status, WNOHANG) == children[0].pid) {
-      children[0].exited = true;
-      children[0].status = status;
-      Pump(children[0]);
-      return fail(
-          absl::InternalError(absl::StrCat("server 0 ", ExitText(status), " before serving")));
-    }
-    if (g_interrupted) return fail(absl::CancelledError("interrupted"));
-    if (absl::Now() > deadline) {
-      return fail(absl::DeadlineExceededError("server 0 did not report its address within 30s"));
-    }
+  Child& first = children[0];
+  absl::StatusOr<nlohmann::json> serving =
+      AwaitReadyFile(ready, "server 0", absl::Seconds(30), [&]() -> std::optional<std::string> {
+        Pump(first);
+        if (g_interrupted) return std::string("was interrupted");
+        if (!first.process->Poll().has_value()) return std::nullopt;
+        return ExitText(first.process->wait_status());
+      });
+  if (!serving.ok()) return fail(serving.status());
+  const std::string coordinator = (*serving)["address"].get<std::string>();
+  if (absl::Status s =
+          WriteReadyFile(o.ready_file, {{"role", "launcher"}, {"address", coordinator}});
+      !s.ok()) {
+    return fail(s);
   }
   for (int r = 1; r < o.servers; ++r) {
     const Placement p = place();
@@ -369,25 +304,23 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
   // first failure or on Ctrl-C.
   while (true) {
     std::vector<pollfd> fds;
-    for (const Child& c : children) fds.push_back({c.out_fd, POLLIN, 0});
+    for (const Child& c : children) fds.push_back({c.process->output_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
     bool all_exited = true;
     for (Child& c : children) {
       Pump(c);
-      if (c.exited) continue;
-      int status = 0;
-      if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
-        c.exited = true;
-        c.status = status;
-        Pump(c);
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-          std::string tail;
-          for (const auto& line : c.tail) tail += "\n  " + line;
-          return fail(absl::InternalError(absl::StrCat(
-              c.label, " ", ExitText(status), "; stopped the cluster. Its last lines:", tail)));
-        }
-      } else {
+      if (c.process->exited()) continue;
+      if (!c.process->Poll().has_value()) {
         all_exited = false;
+        continue;
+      }
+      Pump(c);
+      const int status = c.process->wait_status();
+      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        std::string tail;
+        for (const auto& line : c.tail) tail += "\n  " + line;
+        return fail(absl::InternalError(absl::StrCat(
+            c.label, " ", ExitText(status), "; stopped the cluster. Its last lines:", tail)));
       }
     }
     if (all_exited) break;
@@ -396,13 +329,10 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
       return fail(absl::CancelledError("interrupted by a signal; every process was stopped"));
     }
   }
-  for (Child& c : children) {
-    if (c.out_fd >= 0) ::close(c.out_fd);
-  }
 
   std::ifstream in(summary_path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!scratch.empty()) std::filesystem::remove_all(scratch);
+  std::filesystem::remove_all(scratch);
   if (!j.is_object()) {
     return absl::InternalError(
         absl::StrCat(stanza ? "fc worker 0" : "worker 0", " wrote no summary to ", summary_path));

@@ -42,6 +42,9 @@ struct LocalClusterOptions {
   // Every worker writes its iteration records to DIR/<process>.jsonl
   // ("conv_worker_0.jsonl", "fc_worker_1.jsonl") when set.
   std::string records_dir;
+  // Once server 0 serves: {"role":"launcher","address":COORDINATOR} as JSON
+  // here (core/util/ready_file.h), for tools that talk to the running job.
+  std::string ready_file;
   std::string checkpoint_dir;  // servers checkpoint here when set
   int64_t checkpoint_every = 0;
   // The secret every process presents (handed to them in their

@@ -6,8 +6,8 @@
 //   final: mode=single test_accuracy=0.9123 images_per_sec=2950
 // and, with --summary-out, a summary JSON. Exit status 0 on success, 1 on any
 // error (printed as "strata_launch: error: ...").
-#include <filesystem>
 #include <unistd.h>
+#include <filesystem>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,14 +18,15 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
+#include "core/flags/cluster_flags.h"
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
 #include "core/status.h"
-#include "runtime/single_trainer.h"
 #include "core/train/training_flags.h"
 #include "core/util/flag_names.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
+#include "runtime/single_trainer.h"
 #include "tools/launch/local_cluster.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
@@ -43,10 +44,6 @@ ABSL_FLAG(int64_t, checkpoint_every, 0, "steps between checkpoints (0: only at t
 ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
 ABSL_FLAG(bool, progress, true, "show the progress line on stderr");
 ABSL_FLAG(std::string, parameters_out, "", "write the final parameters (checkpoint format) here");
-ABSL_FLAG(int32_t, servers, 0, "ps: parameter servers (default: cluster.servers)");
-ABSL_FLAG(int32_t, conv_workers, 0, "ps, stanza: conv workers (default: cluster.conv_workers)");
-ABSL_FLAG(int32_t, fc_workers, 0, "stanza: FC workers (default: cluster.fc_workers)");
-ABSL_FLAG(std::string, consistency, "bsp", "ps: bsp, ssp or asp");
 ABSL_FLAG(std::string, transport, "ipc",
           "ps: ipc (Unix sockets) or tcp (127.0.0.1) between processes");
 ABSL_FLAG(std::string, bandwidth, "",
@@ -54,15 +51,10 @@ ABSL_FLAG(std::string, bandwidth, "",
           "runs at this rate (e.g. 100mbit, 1gbit, 10gbit; needs root; implies tcp)");
 ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
-ABSL_FLAG(int32_t, staleness, 2, "ps: SSP staleness bound");
 ABSL_FLAG(bool, shared_memory, true,
           "ps, stanza: workers reach the servers through shared-memory lanes (processes in "
           "separate emulated hosts never do); false: all over the sockets");
-ABSL_FLAG(double, timeout, 60.0, "ps: seconds a worker waits for a server before failing");
 ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
-ABSL_FLAG(std::string, job_token_file, "",
-          "ps, stanza: the job token every process presents (a file whose first line is it, "
-          "mode 600); default: $STRATA_JOB_TOKEN, or a fresh random token for this run");
 
 namespace strata {
 namespace {
@@ -96,28 +88,27 @@ void PrintFinal(const RunSummary& summary) {
 absl::Status RunCluster(const JobConfig& config) {
   LocalClusterOptions o;
   o.mode = config.cluster.mode;
-  o.fc_workers = absl::GetFlag(FLAGS_fc_workers) > 0 ? absl::GetFlag(FLAGS_fc_workers)
-                                                     : static_cast<int>(config.cluster.fc_workers);
+  const ClusterLayout layout = LayoutFromFlags(config.cluster);
+  const ConsistencyFlags consistency = ConsistencyFromFlags();
+  o.fc_workers = layout.fc_workers;
   o.config_path = absl::GetFlag(FLAGS_config);
   o.config = config;
   o.bin_dir = BinaryDir();
-  o.servers = absl::GetFlag(FLAGS_servers) > 0 ? absl::GetFlag(FLAGS_servers)
-                                               : static_cast<int>(config.cluster.servers);
-  o.conv_workers = absl::GetFlag(FLAGS_conv_workers) > 0
-                       ? absl::GetFlag(FLAGS_conv_workers)
-                       : static_cast<int>(config.cluster.conv_workers);
-  o.consistency = absl::GetFlag(FLAGS_consistency);
+  o.servers = layout.servers;
+  o.conv_workers = layout.conv_workers;
+  o.consistency = consistency.consistency;
   o.transport = absl::GetFlag(FLAGS_transport);
   o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
   o.latency = absl::GetFlag(FLAGS_latency);
-  o.staleness = absl::GetFlag(FLAGS_staleness);
-  o.timeout_seconds = absl::GetFlag(FLAGS_timeout);
+  o.staleness = consistency.staleness;
+  o.timeout_seconds = absl::ToDoubleSeconds(TimeoutFromFlags());
   o.summary_out = absl::GetFlag(FLAGS_summary_out);
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   o.records_dir = absl::GetFlag(FLAGS_records_dir);
+  o.ready_file = ReadyFileFromFlags();
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(absl::GetFlag(FLAGS_job_token_file)));
+  STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   if (o.job_token.empty()) o.job_token = NewJobToken();
   const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
   o.threads_per_worker = std::max(1, threads / o.conv_workers);

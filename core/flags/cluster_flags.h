@@ -1,0 +1,51 @@
+// The command-line flags that several Strata binaries share, each declared
+// once (one name, one default, one help text). They come in groups; a
+// binary gets a group's flags by calling its reader (each group is its own
+// object file, linked only when used):
+//
+//   address      --coordinator --job-id --chunk-elements (servers, workers, strata_ctl)
+//   token        --job-token-file (servers, workers, strata_ctl, strata_launch)
+//   timeout      --timeout (workers, strata_ctl, strata_launch, strata_moe_member)
+//   layout       --servers --conv-workers --fc-workers: 0 takes the job
+//                config's cluster block (servers, strata_launch, strata_bench)
+//   consistency  --consistency bsp|ssp|asp --staleness (servers, strata_launch)
+//   ready        --ready-file (servers and FC workers; core/util/ready_file.h)
+#ifndef STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
+#define STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "core/model/job_config.h"
+
+namespace strata {
+
+struct JobAddressFlags {
+  std::string coordinator;
+  uint64_t job_id = 1;
+  int64_t chunk_elements = 0;
+};
+JobAddressFlags JobAddressFromFlags();
+std::string JobTokenFileFromFlags();
+absl::Duration TimeoutFromFlags();
+
+struct ClusterLayout {
+  int servers = 1;
+  int conv_workers = 1;
+  int fc_workers = 1;
+};
+// The flags, where set (> 0), over `cluster`'s counts.
+ClusterLayout LayoutFromFlags(const ClusterConfig& cluster);
+
+struct ConsistencyFlags {
+  std::string consistency;  // bsp, ssp, asp (checked by whoever parses it)
+  int staleness = 0;
+};
+ConsistencyFlags ConsistencyFromFlags();
+
+std::string ReadyFileFromFlags();
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
