@@ -12,6 +12,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "core/util/log.h"
 #include "runtime/coordinated_knobs.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
@@ -25,15 +26,14 @@ namespace {
 class PsProgram final : public StepProgram {
  public:
   PsProgram(const WorkerOptions& options, int rank, TrainingData& data, Model& model,
-            PsClient& client, ParameterSync& sync, TrainingReporter& reporter, std::string prefix)
+            PsClient& client, ParameterSync& sync, TrainingReporter& reporter)
       : options_(options),
         rank_(rank),
         data_(data),
         model_(model),
         client_(client),
         sync_(sync),
-        reporter_(reporter),
-        prefix_(std::move(prefix)) {}
+        reporter_(reporter) {}
 
   absl::Status Load(StepContext& ctx) override {
     batch_ = data_.loader->ForStep(ctx.iteration);
@@ -51,7 +51,7 @@ class PsProgram final : public StepProgram {
   }
   absl::StatusOr<bool> Synchronise(StepContext& ctx) override {
     ctx.rewind_to = ctx.iteration;
-    return sync_.CompleteOrRewind(&ctx.rewind_to, prefix_);
+    return sync_.CompleteOrRewind(&ctx.rewind_to);
   }
   absl::Status Boundary(StepContext& ctx) override {
     const int64_t done = ctx.iteration + 1;
@@ -85,7 +85,6 @@ class PsProgram final : public StepProgram {
   PsClient& client_;
   ParameterSync& sync_;
   TrainingReporter& reporter_;
-  std::string prefix_;
   Batch batch_;
   LossResult loss_;
 };
@@ -101,6 +100,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, "ps", 0));
   ParameterSync sync(*client, *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
   const int rank = client->rank();
+  SetLogProcess(absl::StrCat("worker ", rank));
   STRATA_RETURN_IF_ERROR(client->SetPlan(
       PartitionPlan::Build(sync.plan_sizes(), client->num_servers(), options.chunk_elements)));
   const std::string prefix = absl::StrCat("[worker ", rank, "] ");
@@ -112,8 +112,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   // restored server answers with its checkpoint, and training resumes there).
   STRATA_ASSIGN_OR_RETURN(const int64_t first_step, sync.Join(/*initialise=*/rank == 0));
   if (first_step > 0) {
-    std::fprintf(stderr, "%sresuming at iteration %lld\n", prefix.c_str(),
-                 static_cast<long long>(first_step));
+    LogInfo("resuming at iteration %lld", static_cast<long long>(first_step));
   }
 
   STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
@@ -123,7 +122,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
                             options.run.progress && rank == 0, &metrics);
   RunSummary summary = NewRunSummary("ps", config, *model);
 
-  PsProgram program(options, rank, *data, *model, *client, sync, reporter, prefix);
+  PsProgram program(options, rank, *data, *model, *client, sync, reporter);
   StepLoopOptions lo;
   lo.process = absl::StrCat("conv worker ", rank);
   lo.first_iteration = first_step;

@@ -8,6 +8,7 @@
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
+#include "core/util/log.h"
 #include "runtime/coordinated_knobs.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
@@ -21,14 +22,8 @@ namespace {
 class StanzaConvProgram final : public StepProgram {
  public:
   StanzaConvProgram(TrainingData& data, Model& model, int split, PsClient& client,
-                    ParameterSync& sync, FcLink& link, std::string prefix)
-      : data_(data),
-        model_(model),
-        split_(split),
-        client_(client),
-        sync_(sync),
-        link_(link),
-        prefix_(std::move(prefix)) {}
+                    ParameterSync& sync, FcLink& link)
+      : data_(data), model_(model), split_(split), client_(client), sync_(sync), link_(link) {}
 
   absl::Status Load(StepContext& ctx) override {
     batch_ = data_.loader->ForStep(ctx.iteration);
@@ -48,7 +43,7 @@ class StanzaConvProgram final : public StepProgram {
   }
   absl::StatusOr<bool> Synchronise(StepContext& ctx) override {
     ctx.rewind_to = ctx.iteration;
-    return sync_.CompleteOrRewind(&ctx.rewind_to, prefix_);
+    return sync_.CompleteOrRewind(&ctx.rewind_to);
   }
   TrafficTotals Traffic() const override {
     TrafficTotals t;
@@ -66,7 +61,6 @@ class StanzaConvProgram final : public StepProgram {
   PsClient& client_;
   ParameterSync& sync_;
   FcLink& link_;
-  std::string prefix_;
   Batch batch_;
   Tensor activations_;
   Tensor grad_;
@@ -83,6 +77,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   const int split = model->split_index();
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));
   const int rank = client->rank();
+  SetLogProcess(absl::StrCat("worker ", rank));
   if (client->fc_addresses().empty()) {
     return absl::FailedPreconditionError("the cluster map lists no FC workers (stanza mode)");
   }
@@ -100,14 +95,13 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   lo.credentials = options.client.credentials;
   lo.timeout = options.client.timeout;
   STRATA_ASSIGN_OR_RETURN(auto link, FcLink::Connect(lo));
-  const std::string prefix = absl::StrCat("[worker ", rank, "] ");
 
   STRATA_ASSIGN_OR_RETURN(
       auto data, LoadTrainingData(config, rank, client->num_workers(), options.run.train_limit));
   STRATA_ASSIGN_OR_RETURN(MetricsWriter records, MetricsWriter::Open(options.run.records_out));
   STRATA_ASSIGN_OR_RETURN(const int64_t first_step, sync.Join(/*initialise=*/rank == 0));
 
-  StanzaConvProgram program(*data, *model, split, *client, sync, *link, prefix);
+  StanzaConvProgram program(*data, *model, split, *client, sync, *link);
   StepLoopOptions loop_options;
   loop_options.process = absl::StrCat("conv worker ", rank);
   loop_options.first_iteration = first_step;

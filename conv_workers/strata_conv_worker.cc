@@ -18,6 +18,7 @@
 #include "conv_workers/stanza_worker.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
+#include "core/util/log.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
 #include "runtime/worker_flags.h"
@@ -51,6 +52,10 @@ int main(int argc, char** argv) {
       "--config JOB.json [--rank R] [--threads T]");
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
+  // Named "worker N" once the coordinator has assigned the rank.
+  strata::SetLogProcess(absl::GetFlag(FLAGS_rank) >= 0
+                            ? absl::StrCat("worker ", absl::GetFlag(FLAGS_rank))
+                            : std::string("worker"));
   absl::Status status = strata::Run();
   if (!status.ok()) {
     std::fprintf(stderr, "strata_conv_worker: error: %s\n", std::string(status.message()).c_str());

@@ -21,6 +21,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "fc_workers/head_expert_group.h"
 #include "runtime/coordinated_knobs.h"
@@ -98,8 +99,7 @@ class FcServer {
       absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
       if (!s.ok()) {
         ++refused_;
-        std::fprintf(stderr, "[fc worker %d] refused a request: %s\n", rank_,
-                     std::string(s.message()).c_str());
+        LogWarning("refused a request: %s", std::string(s.message()).c_str());
         OutgoingMessage reply(wire::Kind::ERROR);
         reply.header().setJobId(job_id_);
         reply.header().setRequestId(request_id);
@@ -403,8 +403,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   const bool expert_parallel = shared_head && experts != nullptr;
   if (expert_parallel) {
     STRATA_RETURN_IF_ERROR(experts->Join(client->fc_peer_addresses()));
-    std::printf("[fc worker %d] holds its share of the MoE experts; peers reach it on %s\n", rank,
-                experts->address().c_str());
+    LogInfo("holds its share of the MoE experts; peers reach it on %s", experts->address().c_str());
   }
   STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, "stanza", fc_workers));
   // Our keys (the shared head's), and the conv workers' trunk, which we
@@ -421,9 +420,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   const Shape boundary = model->boundary_shape();
   for (int64_t d : boundary.dims()) dims.push_back(d);
   FcServer server(*socket, mine, Shape(dims), config.model.classes, co.credentials, rank);
-  std::printf("[fc worker %d] serving conv workers %s on %s\n", rank,
-              absl::StrJoin(mine, ",").c_str(), socket->address().c_str());
-  std::fflush(stdout);
+  LogInfo("serving conv workers %s on %s", absl::StrJoin(mine, ",").c_str(),
+          socket->address().c_str());
   STRATA_RETURN_IF_ERROR_CTX(
       WriteReadyFile(fc_options.ready_file,
                      {{"role", "fc_worker"},
@@ -517,8 +515,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
     traffic.AddReceived(PeerKind::kFc, experts->bytes_received());
   }
   traffic.Print();
-  std::fprintf(stderr, "[fc worker %d] finished (%llu requests refused)\n", rank,
-               static_cast<unsigned long long>(server.refused()));
+  LogInfo("finished (%llu requests refused)", static_cast<unsigned long long>(server.refused()));
   return summary;
 }
 

@@ -14,6 +14,7 @@
 #include "core/flags/cluster_flags.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
+#include "core/util/log.h"
 #include "core/util/process_setup.h"
 #include "fc_workers/fc_worker.h"
 #include "moe/moe_layer_type.h"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
       "tcp://HOST:PORT --config JOB.json");
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
+  strata::SetLogProcess(absl::StrCat("fc worker ", absl::GetFlag(FLAGS_rank)));
   absl::Status status = strata::Run();
   if (!status.ok()) {
     std::fprintf(stderr, "strata_fc_worker: error: %s\n", std::string(status.message()).c_str());

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 namespace {
@@ -172,8 +173,7 @@ std::string ZmqExpertExchange::Describe(const Key& key) const {
 void ZmqExpertExchange::Refuse(const std::string& what, const absl::Status& why) {
   ++refused_;
   last_refusal_ = absl::StrCat(what, ": ", why.message());
-  std::fprintf(stderr, "[%s %d] refused %s: %s\n", options_.peer_name.c_str(), rank(), what.c_str(),
-               std::string(why.message()).c_str());
+  LogWarning("refused %s: %s", what.c_str(), std::string(why.message()).c_str());
 }
 
 absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const moe::ExchangeTag& tag,

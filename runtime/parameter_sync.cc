@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 
@@ -83,8 +84,7 @@ std::function<void(int)> ParameterSync::AfterLayer(int64_t iteration) {
 
 absl::Status ParameterSync::Finish() { return client_.WaitAll(tickets_); }
 
-absl::StatusOr<bool> ParameterSync::CompleteOrRewind(int64_t* iteration,
-                                                     const std::string& log_prefix) {
+absl::StatusOr<bool> ParameterSync::CompleteOrRewind(int64_t* iteration) {
   absl::Status exchanged = Finish();
   if (!absl::IsAborted(exchanged)) {
     STRATA_RETURN_IF_ERROR_CTX(exchanged, absl::StrCat("iteration ", *iteration));
@@ -92,10 +92,9 @@ absl::StatusOr<bool> ParameterSync::CompleteOrRewind(int64_t* iteration,
   }
   // A server came back from a checkpoint: drop what is in flight and continue
   // from the servers' iteration (the data order follows the iteration).
-  std::fprintf(stderr, "%s%s\n", log_prefix.c_str(), std::string(exchanged.message()).c_str());
+  LogWarning("%s", std::string(exchanged.message()).c_str());
   STRATA_ASSIGN_OR_RETURN(*iteration, Rejoin());
-  std::fprintf(stderr, "%srewound to iteration %lld\n", log_prefix.c_str(),
-               static_cast<long long>(*iteration));
+  LogInfo("rewound to iteration %lld", static_cast<long long>(*iteration));
   return false;
 }
 

@@ -49,10 +49,9 @@ class ParameterSync {
   // Waits for this iteration's pushes and pulls (one deadline for all).
   absl::Status Finish();
   // Finish(), and when a server turns out to have been restored from a
-  // checkpoint, Rejoin(): sets *iteration to the servers' iteration, logs it
-  // with `log_prefix`, and returns false (redo from there). True when the
-  // iteration completed.
-  absl::StatusOr<bool> CompleteOrRewind(int64_t* iteration, const std::string& log_prefix);
+  // checkpoint, Rejoin(): sets *iteration to the servers' iteration, logs it,
+  // and returns false (redo from there). True when the iteration completed.
+  absl::StatusOr<bool> CompleteOrRewind(int64_t* iteration);
 
   // Pulls the servers' values at version >= `iteration` of every key of
   // `owner` (ours or another role's) of the given kind into the model:

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/net/knob_messages.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 
@@ -66,9 +67,9 @@ absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer
       STRATA_ASSIGN_OR_RETURN(std::vector<KnobChange> scheduled,
                               knobs_.Set(KnobProposalsOf(h), h.getIteration()));
       for (const KnobChange& c : scheduled) {
-        std::fprintf(stderr, "[coordinator] knob %s=%s from iteration %lld (asked by the %s)\n",
-                     c.name.c_str(), c.value.c_str(), static_cast<long long>(c.from_iteration),
-                     DescribePeer(peer.role, peer.rank).c_str());
+        LogInfo("coordinator: knob %s=%s from iteration %lld (asked by the %s)", c.name.c_str(),
+                c.value.c_str(), static_cast<long long>(c.from_iteration),
+                DescribePeer(peer.role, peer.rank).c_str());
       }
       OutgoingMessage reply(wire::Kind::KNOB_SET_REPLY);
       reply.header().setRequestId(h.getRequestId());
@@ -110,10 +111,10 @@ absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& pee
         // Death is final: the servers have failed what waited for the node
         // and refuse it from then on.
         if (it->second.dead && !it->second.late_heartbeat_logged) {
-          std::fprintf(stderr,
-                       "[coordinator] %s sends heartbeats again after it was declared dead; it "
-                       "stays out of the job\n",
-                       Describe(it->second).c_str());
+          LogInfo(
+              "coordinator: %s sends heartbeats again after it was declared dead; it stays out of "
+              "the job",
+              Describe(it->second).c_str());
           it->second.late_heartbeat_logged = true;
         }
       }
@@ -166,11 +167,10 @@ absl::Status Coordinator::Register(const IncomingMessage& message, const Peer& p
   const bool again = table.count(node.rank) != 0;
   table[node.rank] = node;
   admission_->AssignRank(message.identity(), node.rank);
-  std::fprintf(stderr, "[coordinator] %s %s (%d/%d servers, %d/%d workers, %d/%d fc workers)\n",
-               Describe(node).c_str(), again ? "registered again" : "registered",
-               static_cast<int>(servers_.size()), options_.servers,
-               static_cast<int>(workers_.size()), options_.workers,
-               static_cast<int>(fc_workers_.size()), options_.fc_workers);
+  LogInfo("coordinator: %s %s (%d/%d servers, %d/%d workers, %d/%d fc workers)",
+          Describe(node).c_str(), again ? "registered again" : "registered",
+          static_cast<int>(servers_.size()), options_.servers, static_cast<int>(workers_.size()),
+          options_.workers, static_cast<int>(fc_workers_.size()), options_.fc_workers);
   if (map_sent_) {
     SendMap(node);
   } else if (all_registered()) {
@@ -207,8 +207,8 @@ void Coordinator::SendMap(const Node& node) {
   expected.set(2, static_cast<uint32_t>(options_.fc_workers));
   absl::Status s = socket_->Send(reply, node.identity);
   if (!s.ok()) {
-    std::fprintf(stderr, "[coordinator] cannot send the cluster map to %s: %s\n",
-                 Describe(node).c_str(), std::string(s.message()).c_str());
+    LogWarning("coordinator: cannot send the cluster map to %s: %s", Describe(node).c_str(),
+               std::string(s.message()).c_str());
   }
 }
 
@@ -235,11 +235,9 @@ std::vector<Peer> Coordinator::CheckLiveness(absl::Time now) {
       if (node.identity.empty() || node.dead) continue;  // self, or already reported
       if (now - node.last_seen > options_.dead_after) {
         node.dead = true;
-        std::fprintf(
-            stderr, "[coordinator] %s sent no heartbeat for %s: marking it dead\n",
-            Describe(node).c_str(),
-            absl::FormatDuration(absl::Trunc(now - node.last_seen, absl::Milliseconds(100)))
-                .c_str());
+        LogInfo("coordinator: %s sent no heartbeat for %s: marking it dead", Describe(node).c_str(),
+                absl::FormatDuration(absl::Trunc(now - node.last_seen, absl::Milliseconds(100)))
+                    .c_str());
         newly_dead.push_back({node.role, rank});
       }
     }

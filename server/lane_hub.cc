@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 namespace {
@@ -55,8 +56,7 @@ LaneHub::Events LaneHub::Service(const zmq::pollitem_t* items, int max_per_lane)
     while (true) {
       absl::StatusOr<std::unique_ptr<LaneSocket>> accepted = listener_->Accept();
       if (!accepted.ok()) {
-        std::fprintf(stderr, "[%s] %s\n", owner_.c_str(),
-                     std::string(accepted.status().message()).c_str());
+        LogWarning("%s", std::string(accepted.status().message()).c_str());
         break;
       }
       if (*accepted == nullptr) break;
@@ -64,11 +64,10 @@ LaneHub::Events LaneHub::Service(const zmq::pollitem_t* items, int max_per_lane)
       // is: only processes of the server's own user may open a lane.
       const absl::StatusOr<uid_t> uid = (*accepted)->PeerUid();
       if (!uid.ok() || *uid != ::geteuid()) {
-        std::fprintf(stderr, "[%s] refused a lane from %s: the server runs as uid %u\n",
-                     owner_.c_str(),
-                     uid.ok() ? absl::StrCat("uid ", *uid).c_str()
-                              : std::string(uid.status().message()).c_str(),
-                     static_cast<unsigned>(::geteuid()));
+        LogWarning("refused a lane from %s: the server runs as uid %u",
+                   uid.ok() ? absl::StrCat("uid ", *uid).c_str()
+                            : std::string(uid.status().message()).c_str(),
+                   static_cast<unsigned>(::geteuid()));
         continue;
       }
       lanes_[absl::StrCat(LanePrefix(), next_lane_++)] = *std::move(accepted);
@@ -110,8 +109,8 @@ size_t LaneHub::Send(const std::string& identity, OutgoingMessage& message) {
 void LaneHub::CloseLane(const std::string& identity, const std::string& why) {
   if (lanes_.erase(identity) == 0) return;
   if (!why.empty()) {
-    std::fprintf(stderr, "[%s] closed %s: %s (its worker resends over the socket)\n",
-                 owner_.c_str(), Printable(identity).c_str(), why.c_str());
+    LogInfo("closed %s: %s (its worker resends over the socket)", Printable(identity).c_str(),
+            why.c_str());
   }
   closed_.push_back(identity);
 }

@@ -12,6 +12,7 @@
 #include "core/net/membership.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
+#include "core/util/log.h"
 #include "core/util/ready_file.h"
 
 namespace strata {
@@ -88,8 +89,8 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     node->last_checkpoint_version_ = version;
     node->restored_ = true;
     node->restored_version_ = version;
-    std::fprintf(stderr, "[server %d] restored %s at iteration %lld\n", options.rank,
-                 options.checkpoint_path.c_str(), static_cast<long long>(version));
+    LogInfo("restored %s at iteration %lld", options.checkpoint_path.c_str(),
+            static_cast<long long>(version));
   }
   const std::string bind = options.rank == 0 ? options.coordinator : options.bind;
   STRATA_ASSIGN_OR_RETURN(node->socket_,
@@ -99,8 +100,8 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
   if (lanes.ok()) {
     node->lanes_ = *std::move(lanes);
   } else {
-    std::fprintf(stderr, "[server %d] no shared memory lanes (%s); workers use the socket\n",
-                 options.rank, std::string(lanes.status().message()).c_str());
+    LogInfo("no shared memory lanes (%s); workers use the socket",
+            std::string(lanes.status().message()).c_str());
   }
   const std::string lane_address = node->lanes_ != nullptr ? node->lanes_->address() : "";
   if (options.rank == 0) {
@@ -116,18 +117,16 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
     STRATA_RETURN_IF_ERROR(node->Register(/*wait_for_hello=*/true));
   }
   if (node->admission_.open()) {
-    std::fprintf(stderr,
-                 "[server %d] warning: no job token (--job-token-file or $%s): any process that "
-                 "reaches %s can join job %llu\n",
-                 options.rank, kJobTokenEnv, node->socket_->address().c_str(),
-                 static_cast<unsigned long long>(options.job_id));
+    LogWarning(
+        "no job token (--job-token-file or $%s): any process that reaches %s can join job %llu",
+        kJobTokenEnv, node->socket_->address().c_str(),
+        static_cast<unsigned long long>(options.job_id));
   }
-  std::printf("[server %d] serving %lld parameters in %zu chunks on %s (%s)%s%s\n", options.rank,
-              static_cast<long long>(node->plan_.elements_of_server(options.rank)),
-              node->plan_.chunks_of_server(options.rank).size(), node->socket_->address().c_str(),
-              ConsistencyName(options.consistency),
-              lane_address.empty() ? "" : "; shared memory lanes at ", lane_address.c_str());
-  std::fflush(stdout);
+  LogInfo("serving %lld parameters in %zu chunks on %s (%s)%s%s",
+          static_cast<long long>(node->plan_.elements_of_server(options.rank)),
+          node->plan_.chunks_of_server(options.rank).size(), node->socket_->address().c_str(),
+          ConsistencyName(options.consistency),
+          lane_address.empty() ? "" : "; shared memory lanes at ", lane_address.c_str());
   STRATA_RETURN_IF_ERROR_CTX(
       WriteReadyFile(options.ready_file, {{"role", "server"},
                                           {"rank", options.rank},
@@ -177,8 +176,7 @@ absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& rep
     // The peer is not reading its replies: this one is lost, and the peer's
     // wait ends with its timeout.
     if (replies_dropped_++ == 0) {
-      std::fprintf(stderr, "[server %d] dropped a reply: %s\n", options_.rank,
-                   std::string(s.message()).c_str());
+      LogWarning("dropped a reply: %s", std::string(s.message()).c_str());
     }
   }
   return s;
@@ -196,8 +194,7 @@ void ServerNode::ForgetLane(const std::string& identity) {
 void ServerNode::SendError(const std::string& identity, uint64_t request_id,
                            const absl::Status& status) {
   ++errors_sent_;
-  std::fprintf(stderr, "[server %d] refused a request: %s\n", options_.rank,
-               std::string(status.message()).c_str());
+  LogWarning("refused a request: %s", std::string(status.message()).c_str());
   OutgoingMessage reply(wire::Kind::ERROR);
   reply.header().setRequestId(request_id);
   FillError(reply.header(), status);
@@ -355,10 +352,9 @@ absl::Status ServerNode::HandleShmAttach(const IncomingMessage& message) {
   OutgoingMessage ack(wire::Kind::SHM_ATTACH_ACK);
   ack.header().setRequestId(h.getRequestId());
   if (attached.ok()) {
-    std::fprintf(stderr, "[server %d] shares memory with %s %d (%u slots of %llu bytes)\n",
-                 options_.rank, h.getSenderRole() == wire::Role::FC_WORKER ? "fc worker" : "worker",
-                 h.getSenderRank(), h.getShmSlotCount(),
-                 static_cast<unsigned long long>(h.getShmSlotBytes()));
+    LogInfo("shares memory with %s %d (%u slots of %llu bytes)",
+            h.getSenderRole() == wire::Role::FC_WORKER ? "fc worker" : "worker", h.getSenderRank(),
+            h.getShmSlotCount(), static_cast<unsigned long long>(h.getShmSlotBytes()));
   } else {
     FillError(ack.header(), attached);
   }
@@ -512,11 +508,10 @@ void ServerNode::MaybeCheckpoint() {
     absl::Status s = WriteCheckpoint(options_.checkpoint_path, store_->Capture());
     if (s.ok()) {
       last_checkpoint_version_ = version;
-      std::fprintf(stderr, "[server %d] checkpoint at iteration %lld -> %s\n", options_.rank,
-                   static_cast<long long>(version), options_.checkpoint_path.c_str());
+      LogInfo("checkpoint at iteration %lld -> %s", static_cast<long long>(version),
+              options_.checkpoint_path.c_str());
     } else {
-      std::fprintf(stderr, "[server %d] checkpoint failed: %s\n", options_.rank,
-                   std::string(s.message()).c_str());
+      LogWarning("checkpoint failed: %s", std::string(s.message()).c_str());
     }
   }
 }
@@ -671,8 +666,7 @@ void ServerNode::OnNodeDead(const Peer& dead) {
   if (options_.consistency == Consistency::kAsp) {
     // Nobody waits for its iterations, and it will not say it is done.
     worker->done = true;
-    std::fprintf(stderr, "[server %d] no longer waits for %s to finish (asp)\n", options_.rank,
-                 who.c_str());
+    LogWarning("no longer waits for %s to finish (asp)", who.c_str());
   }
 }
 
@@ -694,8 +688,7 @@ absl::Status ServerNode::ServeCoordinatorLink() {
     }
   }
   if (register_again && absl::Now() - last_registration_ >= options_.heartbeat_every) {
-    std::fprintf(stderr, "[server %d] registering again with the coordinator %s\n", options_.rank,
-                 options_.coordinator.c_str());
+    LogInfo("registering again with the coordinator %s", options_.coordinator.c_str());
     STRATA_RETURN_IF_ERROR(Register(/*wait_for_hello=*/false));
   }
   return absl::OkStatus();
@@ -742,11 +735,10 @@ absl::Status ServerNode::Run() {
   traffic_.Print();
   std::string clocks;
   for (int64_t c : store_->clocks()) clocks += (clocks.empty() ? "" : " ") + std::to_string(c);
-  std::fprintf(
-      stderr,
-      "[server %d] finished: worker clocks [%s], max pull lead %lld (%s, staleness %d), "
-      "%llu requests refused%s\n",
-      options_.rank, clocks.c_str(), static_cast<long long>(store_->max_served_lead()),
+  LogInfo(
+      "finished: worker clocks [%s], max pull lead %lld (%s, staleness %d), %llu requests "
+      "refused%s",
+      clocks.c_str(), static_cast<long long>(store_->max_served_lead()),
       ConsistencyName(options_.consistency), options_.staleness,
       static_cast<unsigned long long>(errors_sent_),
       replies_dropped_ == 0

@@ -25,6 +25,7 @@
 #include "core/train/training_flags.h"
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
+#include "core/util/log.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
 #include "server/server_node.h"
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
       "--config JOB.json [--servers S] [--conv-workers N] [--consistency bsp|ssp|asp]");
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
+  strata::SetLogProcess(absl::StrCat("server ", absl::GetFlag(FLAGS_rank)));
   absl::Status status = strata::Run();
   if (!status.ok()) {
     std::fprintf(stderr, "strata_server: error: %s\n", std::string(status.message()).c_str());

@@ -13,6 +13,7 @@
 #include "core/net/knob_messages.h"
 #include "core/net/membership.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 PsClient::PsClient(const PsClientOptions& options) : options_(options) {}
@@ -76,13 +77,11 @@ void PsClient::OpenLane(int server, bool reopening) {
     if (open.ok()) {
       opened = *std::move(open);
       if (reopening) {
-        std::fprintf(stderr, "[worker %d] reopened the shared memory lane to %s\n", rank_,
-                     ServerName(server).c_str());
+        LogInfo("reopened the shared memory lane to %s", ServerName(server).c_str());
       }
     } else {
-      std::fprintf(stderr,
-                   "[worker %d] %s: no shared memory lane (%s); data goes over the socket\n", rank_,
-                   ServerName(server).c_str(), std::string(open.status().message()).c_str());
+      LogInfo("%s: no shared memory lane (%s); data goes over the socket",
+              ServerName(server).c_str(), std::string(open.status().message()).c_str());
     }
   }
   absl::MutexLock lock(&lanes_mu_);
@@ -198,8 +197,8 @@ absl::Status PsClient::SendRegistration() {
 void PsClient::SayHello(int server) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // socket_mu_ held
   absl::Status s = strata::SayHello(*servers_[server], options_.credentials, options_.role, rank_);
   if (!s.ok()) {
-    std::fprintf(stderr, "[worker %d] cannot say hello to %s: %s\n", rank_,
-                 ServerName(server).c_str(), std::string(s.message()).c_str());
+    LogWarning("cannot say hello to %s: %s", ServerName(server).c_str(),
+               std::string(s.message()).c_str());
   }
 }
 
@@ -290,14 +289,13 @@ bool PsClient::HandleCoordinatorMessage(RawMessage raw) {
     }
     case wire::Kind::KNOB_SET_REPLY:
       for (const KnobChange& c : KnobChangesOf(h)) {
-        std::fprintf(stderr, "[worker %d] knob %s=%s agreed from iteration %lld\n", rank_,
-                     c.name.c_str(), c.value.c_str(), static_cast<long long>(c.from_iteration));
+        LogInfo("knob %s=%s agreed from iteration %lld", c.name.c_str(), c.value.c_str(),
+                static_cast<long long>(c.from_iteration));
       }
       break;
     case wire::Kind::ERROR: {
       const absl::Status refusal = ErrorFromHeader(h);
-      std::fprintf(stderr, "[worker %d] the coordinator refused a request: %s\n", rank_,
-                   std::string(refusal.message()).c_str());
+      LogWarning("the coordinator refused a request: %s", std::string(refusal.message()).c_str());
       if (h.getRequestId() == kKnobLeaseRequest) {
         absl::MutexLock lock(&knob_mu_);
         knob_lease_.status = refusal;
@@ -577,10 +575,8 @@ void PsClient::SendRequest(PsRequest& r) {
   if (IsQueueFull(s)) {
     backlog.push_back(r.id);
   } else if (!s.ok()) {
-    std::fprintf(
-        stderr,
-        "[worker %d] send to server %d failed (sent again if the connection comes back): %s\n",
-        rank_, r.server, std::string(s.message()).c_str());
+    LogWarning("send to server %d failed (sent again if the connection comes back): %s", r.server,
+               std::string(s.message()).c_str());
   }
 }
 
@@ -602,8 +598,8 @@ void PsClient::FlushBacklog(int server) {
 void PsClient::HandleReply(int server, RawMessage raw) {
   absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), options_.limits);
   if (!message.ok()) {
-    std::fprintf(stderr, "[worker %d] dropped a malformed reply from server %d: %s\n", rank_,
-                 server, std::string(message.status().message()).c_str());
+    LogWarning("dropped a malformed reply from server %d: %s", server,
+               std::string(message.status().message()).c_str());
     return;
   }
   auto it = inflight_.find(message->header().getRequestId());
@@ -646,8 +642,7 @@ void PsClient::HandleConnectionEvents(int server) {
         SendRequest(r);
         ++resent;
       }
-      std::fprintf(stderr, "[worker %d] reconnected to server %d; resent %d requests\n", rank_,
-                   server, resent);
+      LogInfo("reconnected to server %d; resent %d requests", server, resent);
     }
   }
 }
@@ -707,8 +702,7 @@ void PsClient::IoLoop() {
       // A restarted coordinator refuses our heartbeats: register again (at
       // most once a heartbeat period).
       if (forgotten && absl::Now() - last_registration_ >= options_.heartbeat_every) {
-        std::fprintf(stderr, "[worker %d] registering again with the coordinator %s\n", rank_,
-                     options_.coordinator.c_str());
+        LogInfo("registering again with the coordinator %s", options_.coordinator.c_str());
         (void)SendRegistration();
       }
     }

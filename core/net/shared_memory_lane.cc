@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 namespace {
@@ -150,8 +151,8 @@ void SharedMemoryLane::ReadReplies() {
         Close(std::string(packet.status().message()));
         return;
       }
-      std::fprintf(stderr, "[worker %d] dropped a reply from %s: %s\n", options_.sender.rank,
-                   options_.server_name.c_str(), std::string(packet.status().message()).c_str());
+      LogWarning("dropped a reply from %s: %s", options_.server_name.c_str(),
+                 std::string(packet.status().message()).c_str());
       continue;
     }
     if (!packet->has_value()) return;
@@ -163,9 +164,8 @@ void SharedMemoryLane::HandleReply(RawMessage raw) {
   const uint64_t header_bytes = raw.frames[0].size();
   absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), options_.limits);
   if (!message.ok()) {
-    std::fprintf(stderr, "[worker %d] dropped a malformed reply from %s: %s\n",
-                 options_.sender.rank, options_.server_name.c_str(),
-                 std::string(message.status().message()).c_str());
+    LogWarning("dropped a malformed reply from %s: %s", options_.server_name.c_str(),
+               std::string(message.status().message()).c_str());
     return;
   }
   options_.last_reply_unix_ns->store(absl::ToUnixNanos(absl::Now()));
@@ -227,10 +227,10 @@ void SharedMemoryLane::Shut(const std::string& why, bool quiet_when_idle) {
   }
   in_flight_.clear();
   if (!quiet_when_idle || !orphans.empty()) {
-    std::fprintf(stderr,
-                 "[worker %d] the shared memory lane to %s closed (%s); %zu requests in flight "
-                 "and all later ones go over the socket\n",
-                 options_.sender.rank, options_.server_name.c_str(), why.c_str(), orphans.size());
+    LogInfo(
+        "the shared memory lane to %s closed (%s); %zu requests in flight and all later ones go "
+        "over the socket",
+        options_.server_name.c_str(), why.c_str(), orphans.size());
   }
   if (!orphans.empty()) options_.resend(std::move(orphans));
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
+#include "core/util/log.h"
 
 namespace strata {
 
@@ -12,8 +13,8 @@ int64_t EnvInt(const char* name, int64_t fallback) {
   if (value == nullptr || *value == '\0') return fallback;
   int64_t parsed = 0;
   if (!absl::SimpleAtoi(value, &parsed)) {
-    std::fprintf(stderr, "strata: ignoring %s=%s (not an integer); using %lld\n", name, value,
-                 static_cast<long long>(fallback));
+    LogWarning("ignoring %s=%s (not an integer); using %lld", name, value,
+               static_cast<long long>(fallback));
     return fallback;
   }
   return parsed;

@@ -18,6 +18,7 @@
 #include "core/model/job_config.h"
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
+#include "core/util/log.h"
 #include "core/util/process_setup.h"
 #include "core/util/subprocess.h"
 #include "moe/moe_layer_type.h"
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
+  strata::SetLogProcess("bench");
   if (positional.size() < 2) {
     std::fprintf(stderr, "strata_bench: error: name a benchmark (train)\n");
     return 2;

@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
+#include "core/util/log.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
 #include "tools/bench/moe_group.h"
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
       "--size F --addresses A0,A1,... [--tokens 1024] [--chunks 1,2] [--parallelism data,expert]");
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
+  strata::SetLogProcess(absl::StrCat("moe member ", absl::GetFlag(FLAGS_rank)));
   absl::StatusOr<strata::bench::MoeMemberOptions> options = strata::OptionsFromFlags();
   absl::Status status = options.ok() ? strata::bench::RunMoeMember(*options) : options.status();
   if (!status.ok()) {

@@ -18,10 +18,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/net/admission.h"
 #include "core/net/traffic.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
+#include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "core/util/subprocess.h"
 #include "tools/netem/emulated_network.h"
@@ -81,9 +83,11 @@ std::vector<std::string> Pump(Child& c) {
           nlohmann::json::parse(line.substr(std::strlen(kTrafficLinePrefix)), nullptr, false);
       continue;
     }
-    const std::string shown =
-        absl::StartsWith(line, "[") ? line : absl::StrCat("[", c.label, "] ", line);
-    std::fprintf(stderr, "%s\n", shown.c_str());
+    // Log lines carry their process's name; anything else gets it here.
+    const std::string shown = IsLogLine(line) || absl::StartsWith(line, "[")
+                                  ? line
+                                  : absl::StrCat("[", c.label, "] ", line);
+    LogInfo("%s", shown.c_str());
     c.tail.push_back(shown);
     if (c.tail.size() > 20) c.tail.pop_front();
     lines.push_back(line);
@@ -140,14 +144,13 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const Local
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> network,
                           EmulateOrFallBack(o.bandwidth, o.latency, hosts, &why));
   if (network == nullptr) {
-    std::fprintf(stderr, "[launcher] %s (%s); running on loopback instead\n", kNoNetworkNotice,
-                 why.c_str());
+    LogInfo("%s (%s); running on loopback instead", kNoNetworkNotice, why.c_str());
     return network;
   }
-  std::fprintf(
-      stderr, "[launcher] emulated network: %d hosts (%s-%s), each link %s, %g ms one way\n", hosts,
-      network->host_address(0).c_str(), network->host_address(hosts - 1).c_str(),
-      FormatBandwidth(network->options().bytes_per_second).c_str(), network->options().latency_ms);
+  LogInfo("emulated network: %d hosts (%s-%s), each link %s, %g ms one way", hosts,
+          network->host_address(0).c_str(), network->host_address(hosts - 1).c_str(),
+          FormatBandwidth(network->options().bytes_per_second).c_str(),
+          network->options().latency_ms);
   return network;
 }
 
@@ -325,7 +328,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     }
     if (all_exited) break;
     if (g_interrupted) {
-      std::fprintf(stderr, "[launcher] interrupted: stopping %zu processes\n", children.size());
+      LogInfo("interrupted: stopping %zu processes", children.size());
       return fail(absl::CancelledError("interrupted by a signal; every process was stopped"));
     }
   }
@@ -370,11 +373,12 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
       s.bytes_per_iteration_by_role[role] =
           static_cast<double>(bytes) / static_cast<double>(s.steps);
     }
-    std::fprintf(stderr, "[launcher] traffic: %.3f MB per iteration", s.bytes_per_iteration / 1e6);
+    std::string line =
+        absl::StrFormat("traffic: %.3f MB per iteration", s.bytes_per_iteration / 1e6);
     for (const auto& [role, bytes] : s.bytes_per_iteration_by_role) {
-      std::fprintf(stderr, ", %s sent %.3f MB", role.c_str(), bytes / 1e6);
+      absl::StrAppendFormat(&line, ", %s sent %.3f MB", role, bytes / 1e6);
     }
-    std::fprintf(stderr, "\n");
+    LogInfo("%s", line);
     j["bytes_per_iteration"] = s.bytes_per_iteration;
     j["bytes_per_iteration_by_role"] = s.bytes_per_iteration_by_role;
     s.seconds_per_iteration = ConvWorkerBreakdown(children);

@@ -24,6 +24,7 @@
 #include "core/status.h"
 #include "core/train/training_flags.h"
 #include "core/util/flag_names.h"
+#include "core/util/log.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
 #include "runtime/single_trainer.h"
@@ -172,6 +173,7 @@ int main(int argc, char** argv) {
       "[--records-dir DIR] [--summary-out s.json]");
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
+  strata::SetLogProcess("launcher");
   absl::Status status = strata::Run();
   if (!status.ok()) {
     std::fprintf(stderr, "strata_launch: error: %s\n", std::string(status.message()).c_str());

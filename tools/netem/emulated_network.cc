@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
+#include "core/util/log.h"
 #include "core/util/subprocess.h"
 
 namespace strata {
@@ -67,8 +68,8 @@ void RemoveStaleNamespaces() {
     const pid_t owner = OwnerOf(name);
     if (owner > 0 && ::kill(owner, 0) != 0 && errno == ESRCH) {
       if (RunTool({"ip", "netns", "delete", name}).ok()) {
-        std::fprintf(stderr, "[netem] removed %s, left behind by process %d\n", name.c_str(),
-                     static_cast<int>(owner));
+        LogInfo("netem: removed %s, left behind by process %d", name.c_str(),
+                static_cast<int>(owner));
       }
     }
   }
@@ -125,7 +126,7 @@ EmulatedNetwork::EmulatedNetwork(const EmulatedNetworkOptions& options) : option
 
 EmulatedNetwork::~EmulatedNetwork() {
   absl::Status s = Destroy();
-  if (!s.ok()) std::fprintf(stderr, "[netem] cleanup: %s\n", std::string(s.message()).c_str());
+  if (!s.ok()) LogWarning("netem: cleanup: %s", std::string(s.message()).c_str());
 }
 
 std::vector<std::string> EmulatedNetwork::ExistingNamespaces() {

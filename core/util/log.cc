@@ -1,0 +1,89 @@
+#include "core/util/log.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <ctime>
+
+#include "absl/strings/ascii.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace strata {
+namespace {
+
+LogLevel LevelFromEnvironment() {
+  const char* env = std::getenv("STRATA_LOG_LEVEL");
+  const std::string level = env == nullptr ? "" : absl::AsciiStrToLower(env);
+  if (level == "debug") return LogLevel::kDebug;
+  if (level == "warning") return LogLevel::kWarning;
+  if (level == "error") return LogLevel::kError;
+  return LogLevel::kInfo;
+}
+
+std::atomic<int>& Threshold() {
+  static std::atomic<int> threshold{static_cast<int>(LevelFromEnvironment())};
+  return threshold;
+}
+
+absl::Mutex& ProcessMutex() {
+  static absl::Mutex* mu = new absl::Mutex();
+  return *mu;
+}
+
+std::string& ProcessName() {
+  static std::string* name = new std::string();
+  return *name;
+}
+
+constexpr char kLevelLetters[] = "DIWE";
+
+}  // namespace
+
+void SetLogProcess(std::string name) {
+  absl::MutexLock lock(&ProcessMutex());
+  ProcessName() = std::move(name);
+}
+
+void SetLogLevel(LogLevel level) { Threshold().store(static_cast<int>(level)); }
+
+bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= Threshold().load(); }
+
+void LogLine(LogLevel level, absl::string_view message) {
+  while (!message.empty() && message.back() == '\n') message.remove_suffix(1);
+  std::string line = absl::FormatTime("%Y-%m-%d %H:%M:%E3S ", absl::Now(), absl::LocalTimeZone());
+  line += kLevelLetters[static_cast<int>(level)];
+  line += ' ';
+  {
+    absl::MutexLock lock(&ProcessMutex());
+    if (!ProcessName().empty()) {
+      line += '[';
+      line += ProcessName();
+      line += "] ";
+    }
+  }
+  line.append(message.data(), message.size());
+  line += '\n';
+  (void)!::write(STDERR_FILENO, line.data(), line.size());
+}
+
+bool IsLogLine(absl::string_view line) {
+  // "YYYY-MM-DD HH:MM:SS.mmm L "
+  static constexpr absl::string_view kShape = "dddd-dd-dd dd:dd:dd.ddd L ";
+  if (line.size() < kShape.size()) return false;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    const char want = kShape[i];
+    const char got = line[i];
+    if (want == 'd' && !std::isdigit(static_cast<unsigned char>(got))) return false;
+    if (want == 'L' && absl::string_view(kLevelLetters).find(got) == absl::string_view::npos) {
+      return false;
+    }
+    if (want != 'd' && want != 'L' && want != got) return false;
+  }
+  return true;
+}
+
+}  // namespace strata
