@@ -1,15 +1,17 @@
-// ProgressReporter: the live progress line of a training run.
-//
-// On a terminal it rewrites one line in place ("\r") at most every 100 ms:
+// ProgressReporter: the live progress line of a training run, on a
+// LiveLine (core/util/live_line.h). On a terminal the line is redrawn at
+// most every 100 ms:
 //   epoch 1/3  step 412/937  loss 0.4213  2913 img/s  ETA 0:42
-// When the stream is not a terminal (a log file, CI) it prints the same text
-// as a plain line every `plain_every` steps instead.
+// When the stream is not a terminal (a log file, CI) the same text is
+// printed as a plain line every `plain_every` steps instead.
 #ifndef STRATA_CORE_TRAIN_PROGRESS_H_
 #define STRATA_CORE_TRAIN_PROGRESS_H_
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
+
+#include "core/util/live_line.h"
 
 namespace strata {
 
@@ -38,11 +40,9 @@ class ProgressReporter {
   static std::string Format(const ProgressState& state);
 
  private:
-  FILE* stream_;
+  LiveLine line_;
   std::string prefix_;
   int64_t plain_every_;
-  bool is_tty_;
-  bool line_open_ = false;
   double last_draw_ = 0.0;
 };
 

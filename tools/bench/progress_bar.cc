@@ -1,16 +1,12 @@
 #include "tools/bench/progress_bar.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-
+#include "absl/strings/str_format.h"
 #include "core/util/clock.h"
 
 namespace strata::bench {
 
-ProgressBar::ProgressBar(int total_runs)
-    : total_(total_runs), terminal_(::isatty(STDOUT_FILENO) == 1) {
-  if (!terminal_) return;
+ProgressBar::ProgressBar(int total_runs) : total_(total_runs), line_(stdout) {
+  if (!line_.terminal()) return;
   redraw_ = std::thread([this] {
     absl::MutexLock lock(&mu_);
     while (!stop_) {
@@ -34,23 +30,20 @@ void ProgressBar::Draw() {
   const int filled = total_ > 0 ? kWidth * done_ / total_ : 0;
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(kWidth, '.');
-  std::printf("\r\033[K[%s] %d/%d %s  %.0fs", bar.c_str(), done_ + 1, total_, run_.c_str(),
-              MonotonicSeconds() - started_);
-  std::fflush(stdout);
+  line_.Show(absl::StrFormat("[%s] %d/%d %s  %.0fs", bar, done_ + 1, total_, run_,
+                             MonotonicSeconds() - started_));
 }
 
 void ProgressBar::Begin(const std::string& run) {
   absl::MutexLock lock(&mu_);
   run_ = run;
   started_ = MonotonicSeconds();
-  if (terminal_) Draw();
+  if (line_.terminal()) Draw();
 }
 
 void ProgressBar::End(const std::string& result) {
   absl::MutexLock lock(&mu_);
-  if (terminal_) std::printf("\r\033[K");
-  std::printf("[%d/%d] %-28s %s\n", done_ + 1, total_, run_.c_str(), result.c_str());
-  std::fflush(stdout);
+  line_.Print(absl::StrFormat("[%d/%d] %-28s %s", done_ + 1, total_, run_, result));
   ++done_;
   run_.clear();
 }

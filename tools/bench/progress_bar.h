@@ -1,6 +1,7 @@
-// ProgressBar: shows how far a long benchmark is. On a terminal it redraws
-// one line twice a second ("[#####.....] 3/12 strata ps @ 1gbit  41s");
-// elsewhere (a log, CI) it prints one line per finished run.
+// ProgressBar: shows how far a long benchmark is, on a LiveLine
+// (core/util/live_line.h). On a terminal it redraws one line twice a second
+// ("[#####.....] 3/12 strata ps @ 1gbit  41s"); everywhere it prints one
+// line per finished run.
 #ifndef STRATA_TOOLS_BENCH_PROGRESS_BAR_H_
 #define STRATA_TOOLS_BENCH_PROGRESS_BAR_H_
 
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "core/util/live_line.h"
 
 namespace strata::bench {
 
@@ -26,8 +28,8 @@ class ProgressBar {
   void Draw() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int total_;
-  const bool terminal_;
   absl::Mutex mu_;
+  LiveLine line_ ABSL_GUARDED_BY(mu_);
   int done_ ABSL_GUARDED_BY(mu_) = 0;
   std::string run_ ABSL_GUARDED_BY(mu_);
   double started_ ABSL_GUARDED_BY(mu_) = 0;
