@@ -20,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/net/admission.h"
+#include "core/net/knob_messages.h"
 #include "core/net/lane_socket.h"
 #include "core/net/shm_region.h"
 #include "core/net/transport.h"
@@ -583,6 +584,61 @@ std::string FourFloatHeader(wire::Kind kind, const std::vector<uint32_t>& keys, 
     for (size_t i = 0; i < keys.size(); ++i) bytes.set(static_cast<unsigned>(i), 16);
   }
   return m.SerializedHeaderForTest();
+}
+
+// The coordinator takes knob messages only on registered connections and
+// from the roles that may send them, and names what is wrong with a change.
+TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) {
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--kv-sizes", "4", "--conv-workers", "1", "--ready-file", dir_ + "/server.ready"},
+                 dir_ + "/server.log");
+  const std::string address = server.WaitForReady(dir_ + "/server.ready");
+  ASSERT_FALSE(address.empty()) << server.log();
+  auto knob_message = [](wire::Kind kind, wire::Role role, int rank,
+                         const std::vector<KnobChange>& knobs) {
+    OutgoingMessage m(kind);
+    auto h = m.header();
+    h.setJobId(1);
+    h.setSenderRole(role);
+    h.setSenderRank(rank);
+    h.setIteration(kind == wire::Kind::KNOB_SET ? -1 : 0);
+    SetKnobChanges(h, knobs);
+    return m.SerializedHeaderForTest();
+  };
+  RawClient stranger(address);
+  EXPECT_EQ(stranger.Exchange({knob_message(wire::Kind::KNOB_GET, wire::Role::TOOL, -1, {})}),
+            "knob-get from a connection that never said hello to server 0 (every connection "
+            "registers first)");
+
+  RawClient tool(address);
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), JobCredentials{1, "", ""}, wire::Role::TOOL, -1);
+  ASSERT_EQ(tool.Exchange({hello.SerializedHeaderForTest()}), "<not an error>");
+  EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::TOOL, -1, {})}),
+            "knob-lease from tool; server 0 takes it only from the job's workers");
+  EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
+                                        {{"moe.chunks", "4", 0}})}),
+            "unknown knob \"moe.chunks\" (known: moe.parallelism, moe.pipeline_chunks)");
+  EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
+                                        {{"moe.pipeline_chunks", "4", 0}})}),
+            "no process of this job applies knob moe.pipeline_chunks (the job's knobs: none yet)");
+
+  RawClient worker(address);
+  ASSERT_EQ(worker.Exchange({HelloHeader(0, "")}), "<not an error>");
+  EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
+                                          {{"bogus", "1", 0}})}),
+            "worker 0 declares knob bogus, which the coordinator does not know (moe.parallelism, "
+            "moe.pipeline_chunks)");
+  EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
+                                          {{"moe.pipeline_chunks", "1", 0}})}),
+            "<not an error>");
+  EXPECT_EQ(
+      tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
+                                  {{"moe.pipeline_chunks", "0", 0}})}),
+      "moe.pipeline_chunks=0: the pipelining degree must be an integer in [1, 64], got \"0\"");
+  EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
+                                        {{"moe.pipeline_chunks", "2", 0}})}),
+            "<not an error>");
 }
 
 // A request naming several chunks is checked whole: when one of them cannot
