@@ -67,6 +67,7 @@ void PsClient::OpenLane(int server, bool reopening) {
     o.limits = options_.limits;
     o.last_reply_unix_ns = &last_reply_unix_ns_;
     o.resend = [this](std::vector<PsRequest> requests) { Enqueue(std::move(requests)); };
+    o.decorate_channel = options_.decorate_channel;
     absl::StatusOr<std::unique_ptr<SharedMemoryLane>> open = SharedMemoryLane::Open(o);
     // A server that is back listens for lanes just after its socket is up:
     // give it a moment.
@@ -143,25 +144,26 @@ absl::Status PsClient::Bootstrap() {
                                                     server_addresses_[server], options_.limits));
     STRATA_RETURN_IF_ERROR(Introduce(*s, options_.credentials, options_.role, rank_,
                                      ServerName(static_cast<int>(server)), options_.timeout));
-    servers_.push_back(std::move(s));
-  }
-  for (size_t s = 0; s < servers_.size(); ++s) {
-    const std::string endpoint =
-        absl::StrCat("inproc://strata-client-monitor-", reinterpret_cast<uintptr_t>(this), "-", s);
-    if (zmq_socket_monitor(servers_[s]->raw().handle(), endpoint.c_str(),
+    // ZeroMQ's connection events, watched by the I/O thread.
+    const std::string endpoint = absl::StrCat("inproc://strata-client-monitor-",
+                                              reinterpret_cast<uintptr_t>(this), "-", server);
+    if (zmq_socket_monitor(s->raw().handle(), endpoint.c_str(),
                            ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0) {
-      return absl::InternalError(absl::StrCat("cannot watch the connection to server ", s, ": ",
-                                              zmq_strerror(zmq_errno())));
+      return absl::InternalError(absl::StrCat("cannot watch the connection to server ", server,
+                                              ": ", zmq_strerror(zmq_errno())));
     }
     auto monitor = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
     monitor->connect(endpoint);
     monitors_.push_back(std::move(monitor));
+    std::unique_ptr<MessageChannel> channel = std::make_unique<ZmqChannel>(std::move(s));
+    if (options_.decorate_channel) channel = options_.decorate_channel(std::move(channel));
+    servers_.push_back(std::move(channel));
   }
   {
     absl::MutexLock lock(&socket_mu_);
     disconnected_.assign(servers_.size(), false);
     backlog_.resize(servers_.size());
-    for (auto& s : servers_) server_fds_.push_back(s->raw().get(zmq::sockopt::fd));
+    for (auto& s : servers_) server_fds_.push_back(s->wait_fd());
   }
   replies_event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (replies_event_fd_ < 0) return absl::InternalError("cannot create an eventfd");
@@ -195,7 +197,9 @@ absl::Status PsClient::SendRegistration() {
 }
 
 void PsClient::SayHello(int server) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // socket_mu_ held
-  absl::Status s = strata::SayHello(*servers_[server], options_.credentials, options_.role, rank_);
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), options_.credentials, options_.role, rank_);
+  absl::Status s = servers_[server]->Send(hello).status();
   if (!s.ok()) {
     LogWarning("cannot say hello to %s: %s", ServerName(server).c_str(),
                std::string(s.message()).c_str());
@@ -352,10 +356,10 @@ void PsClient::ServeSocketsLocked(std::deque<PsRequest> fresh) {
   for (size_t s = 0; s < servers_.size(); ++s) {
     if (!backlog_[s].empty()) FlushBacklog(static_cast<int>(s));
     while (true) {
-      absl::StatusOr<RawMessage> raw = servers_[s]->ReceiveNow();
-      if (!raw.ok()) break;
+      absl::StatusOr<std::optional<RawMessage>> raw = servers_[s]->ReceiveNow();
+      if (!raw.ok() || !raw->has_value()) break;
       last_reply_unix_ns_.store(absl::ToUnixNanos(absl::Now()));
-      HandleReply(static_cast<int>(s), *std::move(raw));
+      HandleReply(static_cast<int>(s), **std::move(raw));
       answered = true;
     }
   }
@@ -547,7 +551,7 @@ absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
 // accounting compares with a plan that knows no transport.
 uint64_t PsClient::bytes_sent() const {
   uint64_t n = coordinator_->counters().bytes_sent;
-  for (const auto& s : servers_) n += s->counters().bytes_sent;
+  for (const auto& s : servers_) n += s->bytes_sent();
   absl::MutexLock lock(&lanes_mu_);
   n += retired_lane_bytes_sent_;
   for (const auto& lane : lanes_) n += lane != nullptr ? lane->bytes_sent() : 0;
@@ -556,7 +560,7 @@ uint64_t PsClient::bytes_sent() const {
 
 uint64_t PsClient::bytes_received() const {
   uint64_t n = coordinator_->counters().bytes_received;
-  for (const auto& s : servers_) n += s->counters().bytes_received;
+  for (const auto& s : servers_) n += s->bytes_received();
   absl::MutexLock lock(&lanes_mu_);
   n += retired_lane_bytes_received_;
   for (const auto& lane : lanes_) n += lane != nullptr ? lane->bytes_received() : 0;
@@ -571,7 +575,7 @@ void PsClient::SendRequest(PsRequest& r) {
   }
   OutgoingMessage m(r.kind);
   FillRequest(r, sender(), /*region=*/nullptr, m);
-  absl::Status s = servers_[r.server]->Send(m);
+  absl::Status s = servers_[r.server]->Send(m).status();
   if (IsQueueFull(s)) {
     backlog.push_back(r.id);
   } else if (!s.ok()) {
@@ -590,7 +594,7 @@ void PsClient::FlushBacklog(int server) {
     }
     OutgoingMessage m(it->second.kind);
     FillRequest(it->second, sender(), /*region=*/nullptr, m);
-    if (IsQueueFull(servers_[server]->Send(m))) return;
+    if (IsQueueFull(servers_[server]->Send(m).status())) return;
     backlog.pop_front();
   }
 }

@@ -69,6 +69,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/net/admission.h"
+#include "core/net/message_channel.h"
 #include "core/net/partition_plan.h"
 #include "core/net/ps_request.h"
 #include "core/net/shared_memory_lane.h"
@@ -96,6 +97,9 @@ struct PsClientOptions {
   bool shared_memory = true;
   uint32_t shm_slots = 128;
   uint64_t shm_slot_bytes = kDefaultChunkElements * sizeof(float);
+  // Wraps every channel to a server, socket and lane alike
+  // (core/net/message_channel.h); unset: none.
+  ChannelDecorator decorate_channel;
 };
 
 class PsClient {
@@ -240,8 +244,8 @@ class PsClient {
   // (lock order: socket_mu_ before queue_mu_). The vector itself and the
   // descriptors are fixed after Connect.
   absl::Mutex socket_mu_;
-  std::vector<std::unique_ptr<Socket>> servers_;
-  std::vector<int> server_fds_;  // ZMQ_FD of each server socket
+  std::vector<std::unique_ptr<MessageChannel>> servers_;
+  std::vector<int> server_fds_;  // each server channel's wait_fd
   std::map<uint64_t, PsRequest> inflight_ ABSL_GUARDED_BY(socket_mu_);
   // Written when a thread completes replies while callers wait (poll()ed by
   // them); never blocks.

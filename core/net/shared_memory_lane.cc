@@ -19,22 +19,24 @@ uint64_t ChunkBytes(const PsRequest& r) { return r.chunks[0].length * sizeof(flo
 }  // namespace
 
 SharedMemoryLane::SharedMemoryLane(SharedMemoryLaneOptions options,
-                                   std::unique_ptr<LaneSocket> socket,
+                                   std::unique_ptr<MessageChannel> channel,
                                    std::unique_ptr<ShmRegion> region)
     : options_(std::move(options)),
-      socket_(std::move(socket)),
+      channel_(std::move(channel)),
       region_(std::move(region)),
       free_slots_(region_->slots()) {}
 
 // In-flight requests are abandoned with the client that owns the lane.
-SharedMemoryLane::~SharedMemoryLane() { socket_->Shutdown(); }
+SharedMemoryLane::~SharedMemoryLane() { channel_->Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<SharedMemoryLane>> SharedMemoryLane::Open(
     SharedMemoryLaneOptions options) {
   STRATA_ASSIGN_OR_RETURN(auto socket, LaneSocket::Connect(options.lane_address));
   STRATA_ASSIGN_OR_RETURN(auto region, ShmRegion::Create(options.slots, options.slot_bytes));
+  std::unique_ptr<MessageChannel> channel = std::make_unique<LaneChannel>(std::move(socket));
+  if (options.decorate_channel) channel = options.decorate_channel(std::move(channel));
   std::unique_ptr<SharedMemoryLane> lane(
-      new SharedMemoryLane(std::move(options), std::move(socket), std::move(region)));
+      new SharedMemoryLane(std::move(options), std::move(channel), std::move(region)));
   const absl::Status attached = lane->Attach();
   lane->region_->Unlink();  // mapped by both, or not needed: the name can go
   STRATA_RETURN_IF_ERROR(attached);
@@ -45,7 +47,7 @@ absl::Status SharedMemoryLane::Attach() {
   // The lane is a connection of its own: it registers before the offer.
   OutgoingMessage hello(wire::Kind::HELLO);
   FillHello(hello.header(), options_.credentials, options_.sender.role, options_.sender.rank);
-  STRATA_RETURN_IF_ERROR(socket_->Send(hello).status());
+  STRATA_RETURN_IF_ERROR(channel_->Send(hello).status());
   OutgoingMessage offer(wire::Kind::SHM_ATTACH);
   auto h = offer.header();
   h.setJobId(options_.sender.job_id);
@@ -56,11 +58,11 @@ absl::Status SharedMemoryLane::Attach() {
   h.setShmSlotCount(region_->slots());
   h.setShmSlotBytes(region_->slot_bytes());
   h.setShmHost(ColocationId());
-  STRATA_RETURN_IF_ERROR(socket_->Send(offer).status());
+  STRATA_RETURN_IF_ERROR(channel_->Send(offer).status());
   const absl::Time deadline = absl::Now() + options_.attach_timeout;
   while (absl::Now() < deadline) {
-    socket_->WaitReadable(deadline - absl::Now());
-    STRATA_ASSIGN_OR_RETURN(std::optional<RawMessage> packet, socket_->ReceiveNow());
+    WaitReadable(*channel_, deadline - absl::Now());
+    STRATA_ASSIGN_OR_RETURN(std::optional<RawMessage> packet, channel_->ReceiveNow());
     if (!packet.has_value()) continue;
     STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(packet), options_.limits));
     const auto r = reply.header();
@@ -99,7 +101,7 @@ bool SharedMemoryLane::TrySend(PsRequest& request) {
     absl::MutexLock lock(&mu_);
     in_flight_.emplace(id, InFlight{std::move(request)});
   }
-  const absl::StatusOr<size_t> sent = socket_->Send(message);
+  const absl::StatusOr<size_t> sent = channel_->Send(message);
   if (sent.ok()) {
     bytes_sent_ += *sent + data_bytes;
     return true;
@@ -131,7 +133,7 @@ bool SharedMemoryLane::Drive(absl::Time deadline, absl::FunctionRef<bool()> done
     const absl::Time now = absl::Now();
     if (now >= deadline) break;
     // Bounded: a part cancelled by another thread wakes nobody here.
-    socket_->WaitReadable(std::min(deadline - now, absl::Milliseconds(100)));
+    WaitReadable(*channel_, std::min(deadline - now, absl::Milliseconds(100)));
   }
   reader_mu_.Unlock();
   return true;
@@ -145,7 +147,7 @@ void SharedMemoryLane::Drain() {
 
 void SharedMemoryLane::ReadReplies() {
   while (true) {
-    absl::StatusOr<std::optional<RawMessage>> packet = socket_->ReceiveNow();
+    absl::StatusOr<std::optional<RawMessage>> packet = channel_->ReceiveNow();
     if (!packet.ok()) {
       if (absl::IsUnavailable(packet.status())) {
         Close(std::string(packet.status().message()));
@@ -214,7 +216,7 @@ void SharedMemoryLane::Close(const std::string& why) { Shut(why, /*quiet_when_id
 
 void SharedMemoryLane::Shut(const std::string& why, bool quiet_when_idle) {
   if (closed_.exchange(true)) return;
-  socket_->Shutdown();
+  channel_->Shutdown();
   // Handed over under the lock: a CancelAll that finds none of them here
   // finds them in the socket's queue.
   absl::MutexLock lock(&mu_);

@@ -44,6 +44,7 @@
 #include "absl/time/time.h"
 #include "core/net/admission.h"
 #include "core/net/lane_socket.h"
+#include "core/net/message_channel.h"
 #include "core/net/ps_request.h"
 #include "core/net/shm_region.h"
 
@@ -64,6 +65,8 @@ struct SharedMemoryLaneOptions {
   // Takes requests orphaned by a closed lane (see above); called with the
   // lane's lock held, so it must not call back into the lane.
   std::function<void(std::vector<PsRequest>)> resend;
+  // Wraps the lane's channel (core/net/message_channel.h); unset: none.
+  ChannelDecorator decorate_channel;
 };
 
 class SharedMemoryLane {
@@ -98,7 +101,7 @@ class SharedMemoryLane {
     PsRequest request;
     bool cancelled = false;
   };
-  SharedMemoryLane(SharedMemoryLaneOptions options, std::unique_ptr<LaneSocket> socket,
+  SharedMemoryLane(SharedMemoryLaneOptions options, std::unique_ptr<MessageChannel> channel,
                    std::unique_ptr<ShmRegion> region);
   absl::Status Attach();
   // With reader_mu_ held: handles every packet queued on the socket.
@@ -107,7 +110,7 @@ class SharedMemoryLane {
   void Shut(const std::string& why, bool quiet_when_idle);
 
   const SharedMemoryLaneOptions options_;
-  const std::unique_ptr<LaneSocket> socket_;
+  const std::unique_ptr<MessageChannel> channel_;  // a LaneChannel, maybe decorated
   const std::unique_ptr<ShmRegion> region_;
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "core/net/message_channel.h"
 #include "core/net/ps_client.h"
 #include "tests/support/cluster_fixture.h"
 
@@ -75,6 +76,69 @@ TEST_F(PsClientTest, ConcurrentWaitersShareTheLaneAndTheSocketTakesTheRest) {
   EXPECT_NE(server_->log().find("[server 0] shares memory with worker 0 (2 slots"),
             std::string::npos)
       << server_->log();
+}
+
+// Every message of both paths to a server, the socket and the
+// shared-memory lane, passes through the channel seam: a decorator given
+// to the client sees them all (what the fault injection of the reliability
+// work will wrap).
+class CountingChannel final : public MessageChannel {
+ public:
+  CountingChannel(std::unique_ptr<MessageChannel> inner, std::atomic<int>* sent,
+                  std::atomic<int>* received)
+      : inner_(std::move(inner)), sent_(sent), received_(received) {}
+  absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
+    absl::StatusOr<size_t> n = inner_->Send(m);
+    if (n.ok()) ++*sent_;
+    return n;
+  }
+  absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override {
+    absl::StatusOr<std::optional<RawMessage>> m = inner_->ReceiveNow();
+    if (m.ok() && m->has_value()) ++*received_;
+    return m;
+  }
+  int wait_fd() const override { return inner_->wait_fd(); }
+  void Shutdown() override { inner_->Shutdown(); }
+  uint64_t bytes_sent() const override { return inner_->bytes_sent(); }
+  uint64_t bytes_received() const override { return inner_->bytes_received(); }
+
+ private:
+  std::unique_ptr<MessageChannel> inner_;
+  std::atomic<int>* sent_;
+  std::atomic<int>* received_;
+};
+
+TEST_F(PsClientTest, EveryMessageOfTheSocketAndTheLanePassesTheChannelSeam) {
+  StartServer("1024,200000", 1);  // the second key is larger than a lane slot
+  std::atomic<int> socket_sent{0}, socket_received{0}, lane_sent{0}, lane_received{0};
+  PsClientOptions o = Options(0);
+  o.shm_slot_bytes = 1024 * sizeof(float);
+  o.decorate_channel =
+      [&](std::unique_ptr<MessageChannel> inner) -> std::unique_ptr<MessageChannel> {
+    const bool lane = dynamic_cast<LaneChannel*>(inner.get()) != nullptr;
+    return std::make_unique<CountingChannel>(std::move(inner), lane ? &lane_sent : &socket_sent,
+                                             lane ? &lane_received : &socket_received);
+  };
+  auto client = PsClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  PsClient& c = **client;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024, 200000}, 1)).ok());
+  Tensor small = Tensor::Full({1024}, 2.0f), large = Tensor::Full({200000}, 3.0f);
+  ASSERT_TRUE(c.WaitAll({c.Init(0, small), c.Init(1, large)}).ok());
+  const int lane_before = lane_sent.load(), socket_before = socket_sent.load();
+  for (int i = 0; i < 10; ++i) {
+    Tensor a = Tensor::Zeros({1024}), b = Tensor::Zeros({200000});
+    ASSERT_TRUE(c.WaitAll({c.Pull(-1, 0, a), c.Pull(-1, 1, b)}).ok());
+    ASSERT_EQ(a.data()[1023], 2.0f);
+    ASSERT_EQ(b.data()[199999], 3.0f);
+  }
+  // The small key's pulls went on the lane, the large key's on the socket:
+  // one request and one reply each, all counted.
+  EXPECT_EQ(lane_sent.load() - lane_before, 10);
+  EXPECT_EQ(socket_sent.load() - socket_before, 10);
+  EXPECT_GE(lane_received.load(), 11);    // the attach answer and the pulls
+  EXPECT_GE(socket_received.load(), 11);  // the init answers and the pulls
+  ASSERT_TRUE(c.Done().ok());
 }
 
 TEST_F(PsClientTest, CancelAllEndsPullsTheServerHoldsBack) {
