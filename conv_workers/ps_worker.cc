@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "conv_workers/worker_traffic.h"
 #include "core/data/training_data.h"
-#include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
@@ -13,9 +12,10 @@
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
 #include "core/util/log.h"
-#include "runtime/coordinated_knobs.h"
+#include "runtime/cluster_hooks.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
+#include "runtime/whole_model_program.h"
 
 namespace strata {
 namespace {
@@ -23,11 +23,12 @@ namespace {
 // The whole model on this worker's shard of each global batch; gradients
 // pushed layer by layer as backward reaches them; worker 0 evaluates with
 // the servers' state at epoch ends.
-class PsProgram final : public StepProgram {
+class PsProgram final : public WholeModelProgram {
  public:
   PsProgram(const WorkerOptions& options, int rank, TrainingData& data, Model& model,
             PsClient& client, ParameterSync& sync, TrainingReporter& reporter)
-      : options_(options),
+      : WholeModelProgram(*data.loader, model),
+        options_(options),
         rank_(rank),
         data_(data),
         model_(model),
@@ -35,18 +36,8 @@ class PsProgram final : public StepProgram {
         sync_(sync),
         reporter_(reporter) {}
 
-  absl::Status Load(StepContext& ctx) override {
-    batch_ = data_.loader->ForStep(ctx.iteration);
-    return absl::OkStatus();
-  }
-  absl::Status Forward(StepContext& ctx) override {
-    Tensor logits = model_.Forward(batch_.images, /*training=*/true);
-    STRATA_ASSIGN_OR_RETURN(loss_, SoftmaxCrossEntropy(logits, batch_.labels, true));
-    ctx.loss = loss_.loss;
-    return absl::OkStatus();
-  }
   absl::Status Backward(StepContext& ctx) override {
-    model_.Backward(loss_.grad_logits, 0, -1, false, sync_.AfterLayer(ctx.iteration));
+    model_.Backward(loss().grad_logits, 0, -1, false, sync_.AfterLayer(ctx.iteration));
     return absl::OkStatus();
   }
   absl::StatusOr<bool> Synchronise(StepContext& ctx) override {
@@ -85,8 +76,6 @@ class PsProgram final : public StepProgram {
   PsClient& client_;
   ParameterSync& sync_;
   TrainingReporter& reporter_;
-  Batch batch_;
-  LossResult loss_;
 };
 
 }  // namespace
@@ -129,12 +118,8 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   lo.total_iterations = data->total_steps;
   lo.records = &records;
   lo.reporter = &reporter;
-  JobKnobs knobs;
-  CoordinatedKnobs schedule(*client);
-  NoChangeController controller;
-  lo.knobs = &knobs;
-  lo.schedule = &schedule;
-  lo.controller = &controller;
+  ClusterHooks hooks(*client);
+  hooks.Attach(&lo);
   StepLoop loop(lo);
   client->set_wait_observer(loop.waits());
   STRATA_ASSIGN_OR_RETURN(const int64_t step, loop.Run(program));

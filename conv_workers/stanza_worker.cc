@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
 #include "core/util/log.h"
-#include "runtime/coordinated_knobs.h"
+#include "runtime/cluster_hooks.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
 
@@ -107,12 +107,8 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   loop_options.first_iteration = first_step;
   loop_options.total_iterations = data->total_steps;
   loop_options.records = &records;
-  JobKnobs knobs;
-  CoordinatedKnobs schedule(*client);
-  NoChangeController controller;
-  loop_options.knobs = &knobs;
-  loop_options.schedule = &schedule;
-  loop_options.controller = &controller;
+  ClusterHooks hooks(*client);
+  hooks.Attach(&loop_options);
   StepLoop loop(loop_options);
   client->set_wait_observer(loop.waits());
   link->set_wait_observer(loop.waits());

@@ -24,7 +24,7 @@
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "fc_workers/head_expert_group.h"
-#include "runtime/coordinated_knobs.h"
+#include "runtime/cluster_hooks.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
 
@@ -475,13 +475,9 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   loop_options.total_iterations = total_steps;
   loop_options.records = &records;
   loop_options.reporter = &reporter;
-  JobKnobs knobs;
-  CoordinatedKnobs schedule(*client);
-  if (expert_parallel) experts->DeclareKnobs(knobs);
-  NoChangeController controller;
-  loop_options.knobs = &knobs;
-  loop_options.schedule = &schedule;
-  loop_options.controller = &controller;
+  ClusterHooks hooks(*client);
+  if (expert_parallel) experts->DeclareKnobs(hooks.knobs());
+  hooks.Attach(&loop_options);
   StepLoop loop(loop_options);
   server.set_wait_observer(loop.waits());
   client->set_wait_observer(loop.waits());

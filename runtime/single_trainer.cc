@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data/training_data.h"
-#include "core/layers/softmax_cross_entropy.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/optim/parameter_optimizer.h"
 #include "core/status.h"
@@ -10,35 +9,27 @@
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
 #include "runtime/step_loop.h"
+#include "runtime/whole_model_program.h"
 
 namespace strata {
 namespace {
 
 // One process, the whole model: forward, backward, the optimizer step;
 // checkpoints and evaluation at boundaries.
-class SingleProgram final : public StepProgram {
+class SingleProgram final : public WholeModelProgram {
  public:
   SingleProgram(const RunOptions& options, const TrainingConfig& training, TrainingData& data,
                 Model& model, ParameterOptimizer& optimizer, TrainingReporter& reporter)
-      : options_(options),
+      : WholeModelProgram(*data.loader, model),
+        options_(options),
         training_(training),
         data_(data),
         model_(model),
         optimizer_(optimizer),
         reporter_(reporter) {}
 
-  absl::Status Load(StepContext& ctx) override {
-    batch_ = data_.loader->ForStep(ctx.iteration);
-    return absl::OkStatus();
-  }
-  absl::Status Forward(StepContext& ctx) override {
-    Tensor logits = model_.Forward(batch_.images, /*training=*/true);
-    STRATA_ASSIGN_OR_RETURN(loss_, SoftmaxCrossEntropy(logits, batch_.labels, true));
-    ctx.loss = loss_.loss;
-    return absl::OkStatus();
-  }
   absl::Status Backward(StepContext& ctx) override {
-    model_.Backward(loss_.grad_logits);
+    model_.Backward(loss().grad_logits);
     ctx.lr = optimizer_.current_lr();
     optimizer_.Step();
     return absl::OkStatus();
@@ -66,8 +57,6 @@ class SingleProgram final : public StepProgram {
   Model& model_;
   ParameterOptimizer& optimizer_;
   TrainingReporter& reporter_;
-  Batch batch_;
-  LossResult loss_;
 };
 
 }  // namespace

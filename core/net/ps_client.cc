@@ -233,15 +233,21 @@ void PsClient::SendToCoordinator(std::unique_ptr<OutgoingMessage> message) {
   Wake();
 }
 
-void PsClient::RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared) {
-  auto m = std::make_unique<OutgoingMessage>(wire::Kind::KNOB_LEASE);
+std::unique_ptr<OutgoingMessage> PsClient::ToCoordinator(wire::Kind kind, uint64_t request_id,
+                                                         int64_t iteration) const {
+  auto m = std::make_unique<OutgoingMessage>(kind);
   auto h = m->header();
   h.setJobId(options_.credentials.job_id);
   h.setSenderRole(options_.role);
   h.setSenderRank(rank_);
+  h.setRequestId(request_id);
   h.setIteration(iteration);
-  h.setRequestId(kKnobLeaseRequest);
-  SetDeclaredKnobs(h, declared);
+  return m;
+}
+
+void PsClient::RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared) {
+  auto m = ToCoordinator(wire::Kind::KNOB_LEASE, kKnobLeaseRequest, iteration);
+  SetDeclaredKnobs(m->header(), declared);
   SendToCoordinator(std::move(m));
 }
 
@@ -266,14 +272,8 @@ absl::StatusOr<PsClient::KnobLease> PsClient::AwaitKnobLease(int64_t iteration) 
 }
 
 void PsClient::ProposeKnobs(const std::vector<KnobProposal>& proposals) {
-  auto m = std::make_unique<OutgoingMessage>(wire::Kind::KNOB_SET);
-  auto h = m->header();
-  h.setJobId(options_.credentials.job_id);
-  h.setSenderRole(options_.role);
-  h.setSenderRank(rank_);
-  h.setRequestId(kKnobSetRequest);
-  h.setIteration(-1);
-  SetKnobProposals(h, proposals);
+  auto m = ToCoordinator(wire::Kind::KNOB_SET, kKnobSetRequest, /*iteration=*/-1);  // the earliest
+  SetKnobProposals(m->header(), proposals);
   SendToCoordinator(std::move(m));
 }
 

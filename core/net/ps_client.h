@@ -207,6 +207,9 @@ class PsClient {
   // input, another thread answered a reply, or `until`.
   void DriveSockets(const Ticket& ticket, absl::Time until);
   void IoLoop();
+  // A message of `kind` from us for the coordinator, its header filled.
+  std::unique_ptr<OutgoingMessage> ToCoordinator(wire::Kind kind, uint64_t request_id,
+                                                 int64_t iteration) const;
   // Queues a message for the coordinator (the I/O thread sends it).
   void SendToCoordinator(std::unique_ptr<OutgoingMessage> message);
   // The I/O thread's handling of what the coordinator sends; true when it
