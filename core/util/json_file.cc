@@ -1,5 +1,6 @@
 #include "core/util/json_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,17 +11,32 @@
 
 namespace strata {
 
-absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
+namespace {
+
+absl::Status WriteWhole(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
   }
-  const std::string text = value.dump(2) + "\n";
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok) {
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value) {
+  const std::string text = value.dump(2) + "\n";
+  // A device, pipe or socket (--json /dev/null, a FIFO a tool reads) is
+  // written in place: renaming over it would replace the device node.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return WriteWhole(path, text);
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  if (absl::Status s = WriteWhole(tmp, text); !s.ok()) {
     std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
+    return s;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -11,6 +11,7 @@
 namespace strata {
 
 // Writes `value` (pretty-printed) to `path` atomically (temp file + rename).
+// A path that names a device, pipe or socket (/dev/null) is written in place.
 absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value);
 
 }  // namespace strata
