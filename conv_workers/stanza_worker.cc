@@ -49,8 +49,8 @@ class StanzaConvProgram final : public StepProgram {
     TrafficTotals t;
     t.sent[static_cast<int>(PeerKind::kServer)] = client_.bytes_sent();
     t.received[static_cast<int>(PeerKind::kServer)] = client_.bytes_received();
-    t.sent[static_cast<int>(PeerKind::kFc)] = link_.counters().bytes_sent;
-    t.received[static_cast<int>(PeerKind::kFc)] = link_.counters().bytes_received;
+    t.sent[static_cast<int>(PeerKind::kFc)] = link_.bytes_sent();
+    t.received[static_cast<int>(PeerKind::kFc)] = link_.bytes_received();
     return t;
   }
 

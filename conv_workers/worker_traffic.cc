@@ -12,8 +12,8 @@ void PrintConvWorkerTraffic(int rank, int64_t steps, const PsClient& client, con
   traffic.AddSent(PeerKind::kServer, client.bytes_sent());
   traffic.AddReceived(PeerKind::kServer, client.bytes_received());
   if (link != nullptr) {
-    traffic.AddSent(PeerKind::kFc, link->counters().bytes_sent);
-    traffic.AddReceived(PeerKind::kFc, link->counters().bytes_received);
+    traffic.AddSent(PeerKind::kFc, link->bytes_sent());
+    traffic.AddReceived(PeerKind::kFc, link->bytes_received());
   }
   traffic.times = times;
   traffic.Print();

@@ -9,16 +9,21 @@ namespace strata {
 
 absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& options) {
   std::unique_ptr<FcLink> link(new FcLink(options));
-  STRATA_ASSIGN_OR_RETURN(link->socket_, Socket::Connect(link->context_, SocketKind::kDealer,
-                                                         options.address, options.limits));
+  STRATA_ASSIGN_OR_RETURN(auto socket, Socket::Connect(link->context_, SocketKind::kDealer,
+                                                       options.address, options.limits));
+  link->channel_ = std::make_unique<ZmqChannel>(std::move(socket));
+  if (options.decorate_channel)
+    link->channel_ = options.decorate_channel(std::move(link->channel_));
   STRATA_RETURN_IF_ERROR(link->SayHello());
   return link;
 }
 
 absl::Status FcLink::SayHello() {
   hello_request_ = next_request_++;
-  return strata::SayHello(*socket_, options_.credentials, wire::Role::CONV_WORKER,
-                          options_.conv_rank, hello_request_);
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), options_.credentials, wire::Role::CONV_WORKER, options_.conv_rank);
+  hello.header().setRequestId(hello_request_);
+  return channel_->Send(hello).status();
 }
 
 absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Tensor& labels) {
@@ -34,7 +39,7 @@ absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Te
     shape.set(static_cast<unsigned>(i), activations.dim(i));
   m.AddFrame(activations);
   m.AddFrame(labels);
-  return socket_->Send(m);
+  return channel_->Send(m).status();
 }
 
 absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activations,
@@ -58,9 +63,10 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
                                                       " for iteration ", iteration, " within ",
                                                       absl::FormatDuration(options_.timeout)));
     }
-    absl::StatusOr<RawMessage> raw = socket_->Receive(std::min(deadline, resend_at) - now);
-    if (!raw.ok()) {
-      if (!absl::IsDeadlineExceeded(raw.status())) return raw.status();
+    absl::StatusOr<std::optional<RawMessage>> raw = channel_->ReceiveNow();
+    if (!raw.ok()) return raw.status();
+    if (!raw->has_value()) {
+      WaitReadable(*channel_, std::min(deadline, resend_at) - now);
       if (absl::Now() >= resend_at) {
         STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
         resend_wait = 2 * resend_wait;
@@ -68,7 +74,7 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       }
       continue;
     }
-    STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
+    STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(**std::move(raw), options_.limits));
     const auto h = reply.header();
     if (h.getRequestId() == hello_request_ && hello_request_ != 0) {
       // The answer to our hello comes before that of what followed it.

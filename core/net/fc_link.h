@@ -4,7 +4,8 @@
 // waiting (the FC worker answers once it starts serving); a refusal fails
 // the first Exchange. Exchange() sends one iteration's boundary activations (zero-copy) and
 // labels, and returns the gradient of the loss with respect to those
-// activations. It runs on the calling thread, resends the request if no
+// activations. Every message goes through the link's MessageChannel
+// (core/net/message_channel.h). It runs on the calling thread, resends the request if no
 // answer comes within `resend_after`, then after twice that, and so on (the
 // FC worker answers a repeated iteration again), and fails after `timeout`
 // naming the FC worker, so a
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/net/admission.h"
+#include "core/net/message_channel.h"
 #include "core/net/transport.h"
 #include "core/util/wait_observer.h"
 
@@ -32,6 +34,8 @@ struct FcLinkOptions {
   absl::Duration timeout = absl::Seconds(60);
   absl::Duration resend_after = absl::Seconds(5);
   WireLimits limits;
+  // Wraps the link's channel (core/net/message_channel.h); unset: none.
+  ChannelDecorator decorate_channel;
 };
 
 class FcLink {
@@ -42,8 +46,8 @@ class FcLink {
                                   const std::vector<int32_t>& labels);
   // Told while Exchange waits for the gradients (null: none).
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
-  TrafficCounters& counters() { return socket_->counters(); }
-  const TrafficCounters& counters() const { return socket_->counters(); }
+  uint64_t bytes_sent() const { return channel_->bytes_sent(); }
+  uint64_t bytes_received() const { return channel_->bytes_received(); }
 
  private:
   explicit FcLink(const FcLinkOptions& options) : options_(options) {}
@@ -53,7 +57,7 @@ class FcLink {
   FcLinkOptions options_;
   WaitObserver* wait_observer_ = nullptr;
   zmq::context_t context_{1};
-  std::unique_ptr<Socket> socket_;
+  std::unique_ptr<MessageChannel> channel_;  // a ZmqChannel, maybe decorated
   uint64_t next_request_ = 1;
   uint64_t current_request_ = 0;
   uint64_t hello_request_ = 0;  // the request id of our last HELLO
