@@ -19,6 +19,8 @@ class CoordinatedKnobs final : public KnobSchedule {
   // `client` must outlive this object.
   explicit CoordinatedKnobs(PsClient& client) : client_(client) {}
 
+  // `waits` goes unused: the client reports its own wait for a lease to
+  // the observer it was given (the same loop's).
   absl::Status Before(int64_t iteration, JobKnobs& knobs, WaitObserver* waits) override;
   void Propose(const std::vector<KnobProposal>& proposals) override;
 

@@ -130,6 +130,12 @@ run_step() {
   if [[ $status -ne 0 ]]; then
     echo "fresh-check: step '$name' failed (exit $status) after ${took} s; last $log_lines lines of its log:" >&2
     tail -n "$log_lines" "$log" | sed 's/^/  | /' >&2
+    # A failed test's own lines (its assertion and the log it printed) come
+    # earlier in ctest's output than the summary above.
+    if grep -q 'Failure$' "$log"; then
+      echo "fresh-check: the failed assertions:" >&2
+      grep -A 12 'Failure$' "$log" | head -n 120 | sed 's/^/  | /' >&2
+    fi
     exit 1
   fi
   printf 'fresh-check: %-12s %4d s\n' "$name" "$took"
