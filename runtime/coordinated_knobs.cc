@@ -13,7 +13,7 @@ absl::Status CoordinatedKnobs::Before(int64_t iteration, JobKnobs& knobs, WaitOb
   PsClient::KnobLease lease = client_.knob_lease();
   if (lease.until <= iteration) {
     // The client's wait tells the loop's observer itself.
-    STRATA_ASSIGN_OR_RETURN(lease, client_.AwaitKnobLease(iteration));
+    STRATA_ASSIGN_OR_RETURN(lease, client_.AwaitKnobLease(iteration, knobs.declared()));
   }
   if (lease.version != seen_version_) {
     seen_version_ = lease.version;

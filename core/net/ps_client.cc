@@ -256,19 +256,29 @@ PsClient::KnobLease PsClient::knob_lease() const {
   return knob_lease_;
 }
 
-absl::StatusOr<PsClient::KnobLease> PsClient::AwaitKnobLease(int64_t iteration) {
+absl::StatusOr<PsClient::KnobLease> PsClient::AwaitKnobLease(
+    int64_t iteration, const std::map<std::string, std::string>& declared) {
   ScopedWait wait(wait_observer_);
   const absl::Time deadline = absl::Now() + options_.timeout;
-  absl::MutexLock lock(&knob_mu_);
-  while (knob_lease_.until <= iteration && knob_lease_.status.ok()) {
-    if (knob_cv_.WaitWithDeadline(&knob_mu_, deadline)) {
+  while (true) {
+    {
+      absl::MutexLock lock(&knob_mu_);
+      const absl::Time ask_again = std::min(deadline, absl::Now() + options_.heartbeat_every);
+      while (knob_lease_.until <= iteration && knob_lease_.status.ok()) {
+        if (knob_cv_.WaitWithDeadline(&knob_mu_, ask_again)) break;
+      }
+      if (knob_lease_.until > iteration || !knob_lease_.status.ok()) {
+        STRATA_RETURN_IF_ERROR_CTX(knob_lease_.status, "the coordinator refused a knob lease");
+        return knob_lease_;
+      }
+    }
+    if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat("no knob lease beyond iteration ", iteration, " from the coordinator ",
                        options_.coordinator, " within ", absl::FormatDuration(options_.timeout)));
     }
+    RequestKnobLease(iteration, declared);  // the last one may have been lost
   }
-  STRATA_RETURN_IF_ERROR_CTX(knob_lease_.status, "the coordinator refused a knob lease");
-  return knob_lease_;
 }
 
 void PsClient::ProposeKnobs(const std::vector<KnobProposal>& proposals) {

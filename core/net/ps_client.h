@@ -156,9 +156,12 @@ class PsClient {
   void RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared);
   // The latest lease answered.
   KnobLease knob_lease() const;
-  // Waits until a lease ends after `iteration` (or is refused);
+  // Waits until a lease ends after `iteration` (or is refused). A request
+  // can be lost (a coordinator that restarted): the request is sent again
+  // every heartbeat period while waiting, declaring `declared`.
   // DeadlineExceeded after `timeout`.
-  absl::StatusOr<KnobLease> AwaitKnobLease(int64_t iteration);
+  absl::StatusOr<KnobLease> AwaitKnobLease(int64_t iteration,
+                                           const std::map<std::string, std::string>& declared);
   // Asks the coordinator for knob changes (a Controller's proposals; not
   // waiting). A refusal is logged.
   void ProposeKnobs(const std::vector<KnobProposal>& proposals);
