@@ -31,13 +31,12 @@ class PsProgram final : public WholeModelProgram {
         options_(options),
         rank_(rank),
         data_(data),
-        model_(model),
         client_(client),
         sync_(sync),
         reporter_(reporter) {}
 
   absl::Status Backward(StepContext& ctx) override {
-    model_.Backward(loss().grad_logits, 0, -1, false, sync_.AfterLayer(ctx.iteration));
+    model().Backward(loss().grad_logits, 0, -1, false, sync_.AfterLayer(ctx.iteration));
     return absl::OkStatus();
   }
   absl::StatusOr<bool> Synchronise(StepContext& ctx) override {
@@ -51,12 +50,12 @@ class PsProgram final : public WholeModelProgram {
     }
     // With the servers' state (the mean over the workers); training goes
     // on with our own.
-    StateSnapshot own(model_);
+    StateSnapshot own(model());
     STRATA_RETURN_IF_ERROR_CTX(sync_.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, done),
                                "pulling the state for evaluation");
     STRATA_ASSIGN_OR_RETURN(
         EvalResult eval,
-        Evaluate(model_, data_.splits.test, data_.loader_options, options_.run.eval_limit));
+        Evaluate(model(), data_.splits.test, data_.loader_options, options_.run.eval_limit));
     own.Restore();
     reporter_.Evaluated(done, eval);
     return absl::OkStatus();
@@ -72,7 +71,6 @@ class PsProgram final : public WholeModelProgram {
   const WorkerOptions& options_;
   int rank_;
   TrainingData& data_;
-  Model& model_;
   PsClient& client_;
   ParameterSync& sync_;
   TrainingReporter& reporter_;

@@ -24,12 +24,11 @@ class SingleProgram final : public WholeModelProgram {
         options_(options),
         training_(training),
         data_(data),
-        model_(model),
         optimizer_(optimizer),
         reporter_(reporter) {}
 
   absl::Status Backward(StepContext& ctx) override {
-    model_.Backward(loss().grad_logits);
+    model().Backward(loss().grad_logits);
     ctx.lr = optimizer_.current_lr();
     optimizer_.Step();
     return absl::OkStatus();
@@ -40,10 +39,10 @@ class SingleProgram final : public WholeModelProgram {
         done % options_.checkpoint_every == 0) {
       STRATA_RETURN_IF_ERROR(WriteCheckpoint(
           options_.checkpoint_path,
-          CaptureTrainingState(model_, optimizer_, ctx.iteration / data_.steps_per_epoch)));
+          CaptureTrainingState(model(), optimizer_, ctx.iteration / data_.steps_per_epoch)));
     }
     if (training_.evaluate && reporter_.EpochEnds(done)) {
-      STRATA_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(model_, data_.splits.test,
+      STRATA_ASSIGN_OR_RETURN(EvalResult eval, Evaluate(model(), data_.splits.test,
                                                         data_.loader_options, options_.eval_limit));
       reporter_.Evaluated(done, eval);
     }
@@ -54,7 +53,6 @@ class SingleProgram final : public WholeModelProgram {
   const RunOptions& options_;
   const TrainingConfig& training_;
   TrainingData& data_;
-  Model& model_;
   ParameterOptimizer& optimizer_;
   TrainingReporter& reporter_;
 };

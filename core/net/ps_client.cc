@@ -297,7 +297,7 @@ bool PsClient::HandleCoordinatorMessage(RawMessage raw) {
       absl::MutexLock lock(&knob_mu_);
       knob_lease_.until = std::max(knob_lease_.until, h.getIteration());
       knob_lease_.changes = KnobChangesOf(h);
-      ++knob_lease_.version;
+      knob_lease_version_.store(++knob_lease_.version);
       knob_cv_.SignalAll();
       break;
     }

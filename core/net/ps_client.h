@@ -156,6 +156,9 @@ class PsClient {
   void RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared);
   // The latest lease answered.
   KnobLease knob_lease() const;
+  // How many leases have been answered (cheap: no copy, no lock), to tell
+  // whether knob_lease() has anything new.
+  uint64_t knob_lease_version() const { return knob_lease_version_.load(); }
   // Waits until a lease ends after `iteration` (or is refused). A request
   // can be lost (a coordinator that restarted): the request is sent again
   // every heartbeat period while waiting, declaring `declared`.
@@ -285,6 +288,7 @@ class PsClient {
   mutable absl::Mutex knob_mu_;
   absl::CondVar knob_cv_;
   KnobLease knob_lease_ ABSL_GUARDED_BY(knob_mu_);
+  std::atomic<uint64_t> knob_lease_version_{0};  // knob_lease_.version, readable without the lock
 };
 
 }  // namespace strata
