@@ -16,8 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "core/train/checkpoint.h"
 #include "core/util/subprocess.h"
+#include "moe/group/group_member.h"
 #include "moe/moe_layer.h"
-#include "tools/bench/moe_group.h"
 
 namespace strata::moe {
 namespace {
@@ -50,8 +50,8 @@ Reference SingleProcess(double factor, int experts, int rank) {
   Rng rng(kSeed);
   (*layer)->InitParameters(rng);
   Reference r;
-  r.output = (*layer)->Forward(bench::MemberTokens(kSeed, rank, kTokens, kDim), true);
-  r.grad_input = (*layer)->Backward(bench::MemberOutputGrad(kSeed, rank, kTokens, kDim), true);
+  r.output = (*layer)->Forward(moe::MemberTokens(kSeed, rank, kTokens, kDim), true);
+  r.grad_input = (*layer)->Backward(moe::MemberOutputGrad(kSeed, rank, kTokens, kDim), true);
   for (Parameter* p : (*layer)->parameters()) r.grads.push_back(p->grad.Clone());
   return r;
 }
@@ -122,7 +122,7 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
   for (int r = 0; r < group; ++r) addresses.push_back(absl::StrCat("ipc://", dir, "/inbox", r));
   std::vector<ProcessSpec> members;
   for (int r = 0; r < group; ++r) {
-    bench::MoeMemberOptions member;
+    moe::GroupMemberOptions member;
     member.rank = r;
     member.size = group;
     member.addresses = addresses;
@@ -135,8 +135,8 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
     member.timeout = absl::Seconds(30);
     ProcessSpec spec;
     spec.argv =
-        bench::MemberCommandLine(std::string(STRATA_BINARY_DIR) + "/bin/strata_moe_member", member,
-                                 kChunks, {ExpertParallelism::kData, ExpertParallelism::kExpert});
+        moe::MemberCommandLine(std::string(STRATA_BINARY_DIR) + "/bin/strata_moe_member", member,
+                               kChunks, {ExpertParallelism::kData, ExpertParallelism::kExpert});
     spec.output_path = absl::StrCat(dir, "/member", r, ".log");
     members.push_back(spec);
   }
@@ -157,7 +157,7 @@ TEST_P(ExpertParallelTest, EveryMemberMatchesTheSingleProcessLayerForEveryDAndR)
             absl::StrCat("member ", r, " of ", group, ", E=", experts, ", f=", factor, ", d=", d,
                          ", r=", ParallelismName(parallelism));
         absl::StatusOr<Checkpoint> dump =
-            ReadCheckpoint(bench::MemberDumpPath(dir, r, {d, parallelism}));
+            ReadCheckpoint(moe::MemberDumpPath(dir, r, {d, parallelism}));
         ASSERT_TRUE(dump.ok()) << dump.status();
         const Reference& ref = single[r];
         ExpectNear(Named(*dump, "output"), ref.output.data(), ref.output.numel(), what + " output");
@@ -247,7 +247,7 @@ TEST(ExpertGroupTest, AFailedExchangeYieldsZerosAndAStickyErrorInsteadOfACrash) 
   SilentExchange two(2);
   ASSERT_TRUE((*layer)->JoinExpertGroup(&two, 0).ok());
   EXPECT_EQ((*layer)->parameters()[1]->value.dim(0), kExperts / 2);  // the owned share
-  Tensor y = (*layer)->Forward(bench::MemberTokens(1, 0, kTokens, kDim), true);
+  Tensor y = (*layer)->Forward(moe::MemberTokens(1, 0, kTokens, kDim), true);
   EXPECT_EQ((*layer)->status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ((*layer)->status().message(), "no capacity of layer 0, call 0, chunk 0/1");
   for (float v : y.ToVector()) ASSERT_EQ(v, 0.0f);

@@ -2,20 +2,12 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "core/util/subprocess.h"
 
 namespace strata::bench {
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 absl::StatusOr<nlohmann::json> ReadContenderResult(const std::string& path,
                                                    const std::string& field,

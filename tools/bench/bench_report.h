@@ -1,4 +1,4 @@
-// Small helpers shared by the strata_bench subcommands: medians, the
+// Small helpers shared by the strata_bench subcommands: the
 // environment each contender runs in, its result file, and where the
 // tool's files are.
 #ifndef STRATA_TOOLS_BENCH_BENCH_REPORT_H_
@@ -13,8 +13,6 @@
 #include "absl/status/statusor.h"
 
 namespace strata::bench {
-
-double Median(std::vector<double> values);
 
 // Variables unset for every contender: on these machines they force slow
 // OpenBLAS kernels that a user's machine would not have.

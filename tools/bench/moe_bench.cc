@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
 #include "core/util/clock.h"
+#include "core/util/statistics.h"
 #include "core/util/subprocess.h"
 #include "moe/moe_layer.h"
 #include "tools/bench/bench_report.h"

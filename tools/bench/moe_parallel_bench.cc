@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/subprocess.h"
+#include "moe/group/group_member.h"
 #include "tools/bench/bench_report.h"
-#include "tools/bench/moe_group.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
@@ -78,7 +78,7 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
     std::vector<ProcessSpec> members;
     std::vector<std::string> logs;
     for (int r = 0; r < group; ++r) {
-      MoeMemberOptions member;
+      moe::GroupMemberOptions member;
       member.rank = r;
       member.size = group;
       member.addresses = addresses;
@@ -92,8 +92,8 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
       member.threads = threads;
       ProcessSpec spec;
       spec.argv =
-          MemberCommandLine(BinaryDir() + "/strata_moe_member", member, kChunks,
-                            {moe::ExpertParallelism::kData, moe::ExpertParallelism::kExpert});
+          moe::MemberCommandLine(BinaryDir() + "/strata_moe_member", member, kChunks,
+                                 {moe::ExpertParallelism::kData, moe::ExpertParallelism::kExpert});
       spec.unset_env = UnsetForBenchmarks();
       spec.output_path = absl::StrCat(scratch, "/member", group, "_", r, ".log");
       if (network != nullptr) spec.network_namespace = network->namespace_path(r);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/util/statistics.h"
 #include "tools/bench/bench_report.h"
 
 namespace strata::bench {

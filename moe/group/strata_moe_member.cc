@@ -1,5 +1,5 @@
 // strata_moe_member: one process of an MoE expert group on synthetic tokens
-// (tools/bench/moe_group.h). `strata_bench moe --workers F` and the
+// (moe/group/group_member.h). `strata_bench moe --workers F` and the
 // expert-parallel tests start F of them; by hand:
 //   strata_moe_member --rank 0 --size 2 --addresses ipc:///tmp/m0,ipc:///tmp/m1 &
 //   strata_moe_member --rank 1 --size 2 --addresses ipc:///tmp/m0,ipc:///tmp/m1
@@ -19,8 +19,8 @@
 #include "core/util/flag_names.h"
 #include "core/util/log.h"
 #include "core/util/process_setup.h"
+#include "moe/group/group_member.h"
 #include "moe/moe_layer_type.h"
-#include "tools/bench/moe_group.h"
 
 ABSL_FLAG(int32_t, rank, 0, "this member's rank in [0, size)");
 ABSL_FLAG(int32_t, size, 1, "members in the group");
@@ -43,8 +43,8 @@ ABSL_FLAG(std::string, dump_dir, "", "write each setting's results here");
 namespace strata {
 namespace {
 
-absl::StatusOr<bench::MoeMemberOptions> OptionsFromFlags() {
-  bench::MoeMemberOptions o;
+absl::StatusOr<moe::GroupMemberOptions> OptionsFromFlags() {
+  moe::GroupMemberOptions o;
   o.rank = absl::GetFlag(FLAGS_rank);
   o.size = absl::GetFlag(FLAGS_size);
   o.addresses = absl::StrSplit(absl::GetFlag(FLAGS_addresses), ',', absl::SkipEmpty());
@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess(absl::StrCat("moe member ", absl::GetFlag(FLAGS_rank)));
-  absl::StatusOr<strata::bench::MoeMemberOptions> options = strata::OptionsFromFlags();
-  absl::Status status = options.ok() ? strata::bench::RunMoeMember(*options) : options.status();
+  absl::StatusOr<strata::moe::GroupMemberOptions> options = strata::OptionsFromFlags();
+  absl::Status status = options.ok() ? strata::moe::RunGroupMember(*options) : options.status();
   if (!status.ok()) {
     std::fprintf(stderr, "strata_moe_member %d: error: %s\n", absl::GetFlag(FLAGS_rank),
                  std::string(status.message()).c_str());

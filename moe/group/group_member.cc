@@ -1,4 +1,4 @@
-#include "tools/bench/moe_group.h"
+#include "moe/group/group_member.h"
 
 #include <cstdio>
 
@@ -11,10 +11,10 @@
 #include "core/train/checkpoint.h"
 #include "core/util/clock.h"
 #include "core/util/rng.h"
+#include "core/util/statistics.h"
 #include "moe/zmq_expert_exchange.h"
-#include "tools/bench/bench_report.h"
 
-namespace strata::bench {
+namespace strata::moe {
 namespace {
 
 Tensor Draw(uint64_t seed, int64_t tokens, int64_t dim, float bound) {
@@ -35,17 +35,16 @@ Tensor MemberOutputGrad(uint64_t seed, int rank, int64_t tokens, int64_t dim) {
               1.0f / static_cast<float>(tokens));
 }
 
-std::string MemberDumpPath(const std::string& dir, int rank,
-                           const moe::ParallelSettings& settings) {
+std::string MemberDumpPath(const std::string& dir, int rank, const ParallelSettings& settings) {
   return absl::StrCat(dir, "/rank", rank, "_d", settings.chunks, "_",
-                      moe::ParallelismName(settings.parallelism), ".ckpt");
+                      ParallelismName(settings.parallelism), ".ckpt");
 }
 
-std::vector<std::string> MemberCommandLine(
-    const std::string& binary, const MoeMemberOptions& o, const std::vector<int>& chunks,
-    const std::vector<moe::ExpertParallelism>& parallelisms) {
+std::vector<std::string> MemberCommandLine(const std::string& binary, const GroupMemberOptions& o,
+                                           const std::vector<int>& chunks,
+                                           const std::vector<ExpertParallelism>& parallelisms) {
   std::vector<std::string> names;
-  for (moe::ExpertParallelism r : parallelisms) names.push_back(moe::ParallelismName(r));
+  for (ExpertParallelism r : parallelisms) names.push_back(ParallelismName(r));
   std::vector<std::string> argv = {binary,
                                    "--rank",
                                    std::to_string(o.rank),
@@ -86,9 +85,9 @@ std::vector<std::string> MemberCommandLine(
   return argv;
 }
 
-absl::Status RunMoeMember(const MoeMemberOptions& o) {
+absl::Status RunGroupMember(const GroupMemberOptions& o) {
   SetCpuThreads(o.threads);
-  STRATA_ASSIGN_OR_RETURN(auto layer, moe::MoeLayer::Create("moe", Shape{o.dim}, o.layer));
+  STRATA_ASSIGN_OR_RETURN(auto layer, MoeLayer::Create("moe", Shape{o.dim}, o.layer));
   Rng rng(o.seed);
   layer->InitParameters(rng);
   ExpertExchangeOptions eo;
@@ -136,7 +135,7 @@ absl::Status RunMoeMember(const MoeMemberOptions& o) {
   for (size_t i = 0; i < n; ++i) {
     nlohmann::json line = {{"rank", o.rank},
                            {"chunks", o.settings[i].chunks},
-                           {"parallelism", moe::ParallelismName(o.settings[i].parallelism)},
+                           {"parallelism", ParallelismName(o.settings[i].parallelism)},
                            {"seconds", seconds[i].empty() ? 0.0 : Median(seconds[i])},
                            {"dropped", layer->dropped()},
                            {"capacity", layer->routing().capacity}};
@@ -150,4 +149,4 @@ absl::Status RunMoeMember(const MoeMemberOptions& o) {
   return absl::OkStatus();
 }
 
-}  // namespace strata::bench
+}  // namespace strata::moe

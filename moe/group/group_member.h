@@ -12,8 +12,8 @@
 // and, with a dump directory, writes MemberDumpPath(...): the layer's
 // output, input gradient, gate gradient and the owned experts' gradients of
 // the last round, as a checkpoint file.
-#ifndef STRATA_TOOLS_BENCH_MOE_GROUP_H_
-#define STRATA_TOOLS_BENCH_MOE_GROUP_H_
+#ifndef STRATA_MOE_GROUP_GROUP_MEMBER_H_
+#define STRATA_MOE_GROUP_GROUP_MEMBER_H_
 
 #include <string>
 #include <vector>
@@ -24,39 +24,39 @@
 #include "moe/expert_parallel.h"
 #include "moe/moe_layer.h"
 
-namespace strata::bench {
+namespace strata::moe {
 
-struct MoeMemberOptions {
+struct GroupMemberOptions {
   int rank = 0;
   int size = 1;
   std::vector<std::string> addresses;  // every member's inbox, by rank
   int64_t tokens = 1024;               // this member's tokens
-  moe::MoeOptions layer;
+  MoeOptions layer;
   int64_t dim = 512;
   uint64_t seed = 1;
-  std::vector<moe::ParallelSettings> settings = {moe::ParallelSettings()};
+  std::vector<ParallelSettings> settings = {ParallelSettings()};
   int repeat = 3;
   int threads = 1;
   std::string dump_dir;  // "" = no dumps
   absl::Duration timeout = absl::Seconds(60);
 };
 
-absl::Status RunMoeMember(const MoeMemberOptions& options);
+absl::Status RunGroupMember(const GroupMemberOptions& options);
 
 // The strata_moe_member command line (`binary` first) that runs `options`;
 // its settings are the cross product of `chunks` and `parallelisms` (the
 // binary's --chunks and --parallelism lists), which replace options.settings.
 std::vector<std::string> MemberCommandLine(const std::string& binary,
-                                           const MoeMemberOptions& options,
+                                           const GroupMemberOptions& options,
                                            const std::vector<int>& chunks,
-                                           const std::vector<moe::ExpertParallelism>& parallelisms);
+                                           const std::vector<ExpertParallelism>& parallelisms);
 
 // The inputs of member `rank` (a single-process reference draws the same).
 Tensor MemberTokens(uint64_t seed, int rank, int64_t tokens, int64_t dim);
 Tensor MemberOutputGrad(uint64_t seed, int rank, int64_t tokens, int64_t dim);
 // Where a member's results for `settings` go.
-std::string MemberDumpPath(const std::string& dir, int rank, const moe::ParallelSettings& settings);
+std::string MemberDumpPath(const std::string& dir, int rank, const ParallelSettings& settings);
 
-}  // namespace strata::bench
+}  // namespace strata::moe
 
-#endif  // STRATA_TOOLS_BENCH_MOE_GROUP_H_
+#endif  // STRATA_MOE_GROUP_GROUP_MEMBER_H_
