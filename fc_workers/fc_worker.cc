@@ -12,6 +12,7 @@
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
 #include "core/net/admission.h"
+#include "core/net/message_endpoint.h"
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
 #include "core/ops/cpu/dnnl_runtime.h"
@@ -52,9 +53,10 @@ struct ConvPeer {
 
 class FcServer {
  public:
-  FcServer(Socket& socket, const std::vector<int>& conv_ranks, Shape expected, int64_t classes,
-           const JobCredentials& credentials, int rank)
-      : socket_(socket),
+  FcServer(MessageEndpoint& endpoint, const WireLimits& limits, const std::vector<int>& conv_ranks,
+           Shape expected, int64_t classes, const JobCredentials& credentials, int rank)
+      : endpoint_(endpoint),
+        limits_(limits),
         admission_(absl::StrCat("fc worker ", rank), credentials),
         expected_(std::move(expected)),
         classes_(classes),
@@ -88,24 +90,17 @@ class FcServer {
             absl::StrCat("no activations from conv worker(s) ", absl::StrJoin(missing, ", "),
                          " for iteration ", iteration, " within ", absl::FormatDuration(timeout)));
       }
-      absl::StatusOr<RawMessage> raw = socket_.Receive(deadline - now);
-      if (!raw.ok()) {
-        if (absl::IsDeadlineExceeded(raw.status())) continue;
-        return raw.status();
+      MessageEndpoint* endpoints[] = {&endpoint_};
+      STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
+                              PollEndpoints(endpoints, deadline - now, kMaxMessagesPerPoll));
+      for (RawMessage& raw : events.messages) {
+        const std::string identity = raw.identity;
+        const uint64_t request_id = PeekRequestId(raw, limits_);
+        absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
+        absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
+        if (!s.ok()) Refuse(identity, request_id, s);
       }
-      const std::string identity = raw->identity;
-      const uint64_t request_id = PeekRequestId(*raw, socket_.limits());
-      absl::StatusOr<IncomingMessage> message = Decode(*std::move(raw), socket_.limits());
-      absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
-      if (!s.ok()) {
-        ++refused_;
-        LogWarning("refused a request: %s", std::string(s.message()).c_str());
-        OutgoingMessage reply(wire::Kind::ERROR);
-        reply.header().setJobId(job_id_);
-        reply.header().setRequestId(request_id);
-        FillError(reply.header(), s);
-        (void)socket_.Send(reply, identity);
-      }
+      for (const auto& [identity, status] : events.refused) Refuse(identity, 0, status);
     }
     return absl::OkStatus();
   }
@@ -134,9 +129,24 @@ class FcServer {
   uint64_t refused() const { return refused_; }
   // Told while Gather waits for activations (null: none).
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
-  const TrafficCounters& counters() const { return socket_.counters(); }
+  uint64_t bytes_sent() const { return endpoint_.bytes_sent(); }
+  uint64_t bytes_received() const { return endpoint_.bytes_received(); }
 
  private:
+  // Conv workers' messages read per poll; the rest wait for the next.
+  static constexpr int kMaxMessagesPerPoll = 64;
+
+  // Answers a request that failed with an error reply naming why.
+  void Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why) {
+    ++refused_;
+    LogWarning("refused a request: %s", std::string(why.message()).c_str());
+    OutgoingMessage reply(wire::Kind::ERROR);
+    reply.header().setJobId(job_id_);
+    reply.header().setRequestId(request_id);
+    FillError(reply.header(), why);
+    (void)endpoint_.Send(identity, reply);
+  }
+
   bool AllArrived() const {
     for (const auto& [r, p] : peers_) {
       if (!p.arrived) return false;
@@ -157,7 +167,7 @@ class FcServer {
       shape.set(static_cast<unsigned>(i), p.answered_grads.dim(i));
     }
     reply.AddFrame(p.answered_grads);
-    (void)socket_.Send(reply, p.identity);
+    (void)endpoint_.Send(p.identity, reply);
   }
 
   // A HELLO registers a conv worker's connection; anything else must come
@@ -182,7 +192,7 @@ class FcServer {
     OutgoingMessage ack(wire::Kind::HELLO_ACK);
     ack.header().setJobId(job_id_);
     ack.header().setRequestId(m.header().getRequestId());
-    return socket_.Send(ack, m.identity());
+    return endpoint_.Send(m.identity(), ack).status();
   }
 
   absl::Status Accept(const IncomingMessage& m, int64_t iteration) {
@@ -236,7 +246,8 @@ class FcServer {
     return absl::OkStatus();
   }
 
-  Socket& socket_;
+  MessageEndpoint& endpoint_;
+  const WireLimits limits_;
   Admission admission_;
   Shape expected_;  // {b, boundary...}
   int64_t classes_;
@@ -333,8 +344,8 @@ class FcProgram final : public StepProgram {
     TrafficTotals t;
     t.sent[static_cast<int>(PeerKind::kServer)] = p_.client.bytes_sent();
     t.received[static_cast<int>(PeerKind::kServer)] = p_.client.bytes_received();
-    t.sent[static_cast<int>(PeerKind::kConv)] = p_.server.counters().bytes_sent;
-    t.received[static_cast<int>(PeerKind::kConv)] = p_.server.counters().bytes_received;
+    t.sent[static_cast<int>(PeerKind::kConv)] = p_.server.bytes_sent();
+    t.received[static_cast<int>(PeerKind::kConv)] = p_.server.bytes_received();
     if (p_.experts != nullptr) {
       t.sent[static_cast<int>(PeerKind::kFc)] = p_.experts->bytes_sent();
       t.received[static_cast<int>(PeerKind::kFc)] = p_.experts->bytes_received();
@@ -365,8 +376,10 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   STRATA_RETURN_IF_ERROR(model->RequireSplit());
   const int split = model->split_index();
   zmq::context_t context(1);
-  STRATA_ASSIGN_OR_RETURN(auto socket, Socket::Bind(context, SocketKind::kRouter, fc_options.bind,
-                                                    options.client.limits));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ZmqEndpoint> bound,
+                          ZmqEndpoint::Bind(context, fc_options.bind, options.client.limits));
+  std::unique_ptr<MessageEndpoint> socket =
+      Decorated(std::move(bound), fc_options.decorate_endpoint);
   PsClientOptions co = options.client;
   co.role = wire::Role::FC_WORKER;
   co.serving_address = socket->address();
@@ -378,6 +391,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   eo.credentials = co.credentials;
   eo.timeout = co.timeout;
   eo.limits = co.limits;
+  eo.decorate_endpoint = fc_options.decorate_endpoint;
   STRATA_ASSIGN_OR_RETURN(auto experts,
                           HeadExpertGroup::Bind(*model, split, socket->address(), eo));
   if (experts != nullptr) co.peer_address = experts->address();
@@ -419,7 +433,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   std::vector<int64_t> dims = {per_worker};
   const Shape boundary = model->boundary_shape();
   for (int64_t d : boundary.dims()) dims.push_back(d);
-  FcServer server(*socket, mine, Shape(dims), config.model.classes, co.credentials, rank);
+  FcServer server(*socket, options.client.limits, mine, Shape(dims), config.model.classes,
+                  co.credentials, rank);
   LogInfo("serving conv workers %s on %s", absl::StrJoin(mine, ",").c_str(),
           socket->address().c_str());
   STRATA_RETURN_IF_ERROR_CTX(
@@ -504,8 +519,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   traffic.steps = total_steps;
   traffic.AddSent(PeerKind::kServer, client->bytes_sent());
   traffic.AddReceived(PeerKind::kServer, client->bytes_received());
-  traffic.AddSent(PeerKind::kConv, socket->counters().bytes_sent);
-  traffic.AddReceived(PeerKind::kConv, socket->counters().bytes_received);
+  traffic.AddSent(PeerKind::kConv, socket->bytes_sent());
+  traffic.AddReceived(PeerKind::kConv, socket->bytes_received());
   if (experts != nullptr) {
     traffic.AddSent(PeerKind::kFc, experts->bytes_sent());
     traffic.AddReceived(PeerKind::kFc, experts->bytes_received());

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/net/message_endpoint.h"
 #include "core/train/trainer.h"
 #include "runtime/worker_options.h"
 
@@ -33,6 +34,9 @@ struct FcWorkerOptions {
   WorkerOptions worker;
   std::string bind = "tcp://127.0.0.1:0";  // where conv workers reach us
   std::string ready_file;  // written once serving (core/util/ready_file.h); "" = none
+  // Wraps each endpoint we serve on (core/net/message_endpoint.h): the one
+  // conv workers reach us on and the expert exchange's inbox; unset: none.
+  EndpointDecorator decorate_endpoint;
 };
 
 absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options);

@@ -12,6 +12,9 @@ namespace {
 
 // Blocks that may wait for their turn; a flood beyond it is refused.
 constexpr size_t kMaxEarlyBlocks = 4096;
+// Messages read from the inbox per poll; what a Receive does not reach
+// waits in `delivered_` for the next.
+constexpr int kMessagesPerPoll = 64;
 constexpr int kCloseLingerMs = 2000;
 constexpr uint8_t kLastPhase = static_cast<uint8_t>(moe::ExchangePhase::kWeightGrads);
 
@@ -24,8 +27,9 @@ absl::StatusOr<std::unique_ptr<ZmqExpertExchange>> ZmqExpertExchange::Bind(
         absl::StrCat("expert exchange rank ", options.rank, " is negative"));
   }
   std::unique_ptr<ZmqExpertExchange> exchange(new ZmqExpertExchange(options));
-  STRATA_ASSIGN_OR_RETURN(exchange->inbox_, Socket::Bind(exchange->context_, SocketKind::kRouter,
-                                                         address, options.limits));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ZmqEndpoint> inbox,
+                          ZmqEndpoint::Bind(exchange->context_, address, options.limits));
+  exchange->inbox_ = Decorated(std::move(inbox), options.decorate_endpoint);
   return exchange;
 }
 
@@ -193,20 +197,26 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
   }
   const absl::Time deadline = absl::Now() + options_.timeout;
   ScopedWait wait(wait_observer_);
+  MessageEndpoint* inbox[] = {inbox_.get()};
   while (true) {
     const absl::Time now = absl::Now();
-    absl::StatusOr<RawMessage> raw =
-        now < deadline ? inbox_->Receive(deadline - now)
-                       : absl::StatusOr<RawMessage>(absl::DeadlineExceededError(""));
-    if (!raw.ok()) {
-      if (!absl::IsDeadlineExceeded(raw.status())) return raw.status();
-      return absl::DeadlineExceededError(absl::StrCat(
-          "no ", Describe(wanted), " within ", absl::FormatDuration(options_.timeout),
-          last_refusal_.empty()
-              ? " (is it alive and in the same step?)"
-              : absl::StrCat(" (the last message refused here: ", last_refusal_, ")")));
+    if (delivered_.empty()) {
+      if (now >= deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "no ", Describe(wanted), " within ", absl::FormatDuration(options_.timeout),
+            last_refusal_.empty()
+                ? " (is it alive and in the same step?)"
+                : absl::StrCat(" (the last message refused here: ", last_refusal_, ")")));
+      }
+      STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
+                              PollEndpoints(inbox, deadline - now, kMessagesPerPoll));
+      for (const auto& [peer, why] : events.refused) Refuse("a message", why);
+      for (RawMessage& raw : events.messages) delivered_.push_back(std::move(raw));
+      continue;
     }
-    absl::StatusOr<std::optional<std::pair<Key, moe::ExchangeBlock>>> got = Unpack(*std::move(raw));
+    RawMessage raw = std::move(delivered_.front());
+    delivered_.pop_front();
+    absl::StatusOr<std::optional<std::pair<Key, moe::ExchangeBlock>>> got = Unpack(std::move(raw));
     if (!got.ok()) {
       Refuse("a block", got.status());
       continue;

@@ -1,6 +1,7 @@
 // ZmqExpertExchange: moe::ExpertExchange over ZeroMQ between the processes
 // of an expert group (the FC workers of a stanza job). Each process binds
-// one ROUTER inbox and connects one DEALER to every peer's inbox; blocks are
+// one ROUTER inbox (a MessageEndpoint, core/net/message_endpoint.h) and
+// connects one DEALER to every peer's inbox; blocks are
 // one-way `expertBlock` messages (header: tag, counts, shape [rows, width];
 // one zero-copy data frame of rows).
 //
@@ -25,6 +26,7 @@
 #ifndef STRATA_MOE_ZMQ_EXPERT_EXCHANGE_H_
 #define STRATA_MOE_ZMQ_EXPERT_EXCHANGE_H_
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +36,7 @@
 
 #include "absl/time/time.h"
 #include "core/net/admission.h"
+#include "core/net/message_endpoint.h"
 #include "core/net/transport.h"
 #include "core/util/wait_observer.h"
 #include "moe/expert_exchange.h"
@@ -47,6 +50,8 @@ struct ExpertExchangeOptions {
   absl::Duration timeout = absl::Seconds(60);  // of silence from the awaited peer
   WireLimits limits;
   std::string peer_name = "FC worker";  // how log lines and errors name a process
+  // Wraps the inbox (core/net/message_endpoint.h); unset: none.
+  EndpointDecorator decorate_endpoint;
 };
 
 class ZmqExpertExchange final : public moe::ExpertExchange {
@@ -74,7 +79,7 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
 
   uint64_t bytes_sent() const;
-  uint64_t bytes_received() const { return inbox_->counters().bytes_received; }
+  uint64_t bytes_received() const { return inbox_->bytes_received(); }
   uint64_t refused() const { return refused_; }
 
  private:
@@ -91,9 +96,10 @@ class ZmqExpertExchange final : public moe::ExpertExchange {
   ExpertExchangeOptions options_;
   WaitObserver* wait_observer_ = nullptr;
   zmq::context_t context_;
-  std::unique_ptr<Socket> inbox_;                  // ROUTER
+  std::unique_ptr<MessageEndpoint> inbox_;         // a ZmqEndpoint (ROUTER), maybe decorated
   Admission admission_;                            // who may send to the inbox
   std::vector<std::unique_ptr<Socket>> outboxes_;  // DEALER per peer; null for ourselves
+  std::deque<RawMessage> delivered_;               // read from the inbox, not yet unpacked
   std::map<Key, moe::ExchangeBlock> early_;        // arrived before they were awaited
   std::map<int32_t, int64_t> current_call_;        // per layer: blocks of earlier calls are stale
   uint64_t refused_ = 0;

@@ -9,9 +9,10 @@
 
 namespace strata {
 
-Coordinator::Coordinator(Socket* socket, Admission* admission, const CoordinatorOptions& options,
-                         std::string self_address, std::string self_lane_address)
-    : socket_(socket),
+Coordinator::Coordinator(MessageEndpoint* endpoint, Admission* admission,
+                         const CoordinatorOptions& options, std::string self_address,
+                         std::string self_lane_address)
+    : endpoint_(endpoint),
       admission_(admission),
       options_(options),
       knobs_(&KnobCatalog::Global(), options.knob_lead) {
@@ -56,7 +57,7 @@ absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer
       reply.header().setRequestId(h.getRequestId());
       reply.header().setIteration(lease.until);
       SetKnobChanges(reply.header(), lease.changes);
-      return socket_->Send(reply, message.identity());
+      return endpoint_->Send(message.identity(), reply).status();
     }
     case wire::Kind::KNOB_SET: {
       if (!worker && peer.role != wire::Role::TOOL && peer.role != wire::Role::LAUNCHER) {
@@ -74,13 +75,13 @@ absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer
       OutgoingMessage reply(wire::Kind::KNOB_SET_REPLY);
       reply.header().setRequestId(h.getRequestId());
       SetKnobChanges(reply.header(), scheduled);
-      return socket_->Send(reply, message.identity());
+      return endpoint_->Send(message.identity(), reply).status();
     }
     default: {
       OutgoingMessage reply(wire::Kind::KNOB_GET_REPLY);
       reply.header().setRequestId(h.getRequestId());
       SetKnobStates(reply.header(), knobs_.Get());
-      return socket_->Send(reply, message.identity());
+      return endpoint_->Send(message.identity(), reply).status();
     }
   }
 }
@@ -205,7 +206,7 @@ void Coordinator::SendMap(const Node& node) {
   expected.set(0, static_cast<uint32_t>(options_.servers));
   expected.set(1, static_cast<uint32_t>(options_.workers));
   expected.set(2, static_cast<uint32_t>(options_.fc_workers));
-  absl::Status s = socket_->Send(reply, node.identity);
+  absl::Status s = endpoint_->Send(node.identity, reply).status();
   if (!s.ok()) {
     LogWarning("coordinator: cannot send the cluster map to %s: %s", Describe(node).c_str(),
                std::string(s.message()).c_str());
@@ -222,7 +223,7 @@ absl::Status Coordinator::Barrier(const IncomingMessage& message) {
     OutgoingMessage release(wire::Kind::BARRIER_RELEASE);
     release.header().setJobId(options_.job_id);
     release.header().setRequestId(request);
-    (void)socket_->Send(release, identity);
+    (void)endpoint_->Send(identity, release).status();
   }
   barriers_.erase(name);
   return absl::OkStatus();
@@ -255,7 +256,7 @@ std::vector<Peer> Coordinator::CheckLiveness(absl::Time now) {
       auto nodes = notice.header().initNodes(1);
       nodes[0].setRole(dead.role);
       nodes[0].setRank(dead.rank);
-      (void)socket_->Send(notice, server.identity);
+      (void)endpoint_->Send(server.identity, notice).status();
     }
   }
   return newly_dead;

@@ -1,6 +1,7 @@
 // Coordinator: registration, rank assignment, the cluster map, barriers,
 // heartbeats and dead-node detection. It lives in server rank 0's process
-// and shares its socket: ServerNode hands it the messages of those kinds.
+// and shares its ROUTER endpoint: ServerNode hands it the messages of those
+// kinds.
 //
 // Bootstrap: every node sends REGISTER (role, requested rank, serving
 // address). Servers and FC workers bring their rank; conv workers get the
@@ -31,6 +32,7 @@
 
 #include "absl/time/time.h"
 #include "core/net/admission.h"
+#include "core/net/message_endpoint.h"
 #include "core/net/transport.h"
 #include "server/knob_board.h"
 
@@ -47,10 +49,10 @@ struct CoordinatorOptions {
 
 class Coordinator {
  public:
-  // `socket` is server 0's ROUTER socket and `admission` its connections;
+  // `endpoint` is server 0's ROUTER endpoint and `admission` its connections;
   // `self_address` its address and `self_lane_address` its shared-memory
   // lane's ("" if none).
-  Coordinator(Socket* socket, Admission* admission, const CoordinatorOptions& options,
+  Coordinator(MessageEndpoint* endpoint, Admission* admission, const CoordinatorOptions& options,
               std::string self_address, std::string self_lane_address);
 
   // Handles REGISTER, HEARTBEAT, BARRIER and the knob kinds from `peer` (the sender its
@@ -79,7 +81,7 @@ class Coordinator {
   void SendMap(const Node& node);
   static std::string Describe(const Node& node);
 
-  Socket* socket_;
+  MessageEndpoint* endpoint_;
   Admission* admission_;
   CoordinatorOptions options_;
   std::map<int, Node> servers_;     // by rank

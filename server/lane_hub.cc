@@ -48,8 +48,7 @@ void LaneHub::AddPollItems(std::vector<zmq::pollitem_t>& items) {
   }
 }
 
-LaneHub::Events LaneHub::Service(const zmq::pollitem_t* items, int max_per_lane) {
-  Events events;
+void LaneHub::Collect(const zmq::pollitem_t* items, int max_messages, EndpointEvents& events) {
   const std::vector<std::string> polled = std::move(polled_);
   polled_.clear();
   if (items[0].revents & ZMQ_POLLIN) {
@@ -78,7 +77,7 @@ LaneHub::Events LaneHub::Service(const zmq::pollitem_t* items, int max_per_lane)
     const std::string& identity = polled[i];
     auto it = lanes_.find(identity);
     if (it == lanes_.end()) continue;
-    for (int n = 0; n < max_per_lane; ++n) {
+    for (int n = 0; n < max_messages; ++n) {
       absl::StatusOr<std::optional<RawMessage>> packet = it->second->ReceiveNow();
       if (!packet.ok()) {
         if (absl::IsUnavailable(packet.status())) {
@@ -90,20 +89,27 @@ LaneHub::Events LaneHub::Service(const zmq::pollitem_t* items, int max_per_lane)
       }
       if (!packet->has_value()) break;
       (*packet)->identity = identity;
-      events.requests.push_back(**std::move(packet));
+      for (const zmq::message_t& frame : (*packet)->frames) received_ += frame.size();
+      events.messages.push_back(**std::move(packet));
     }
   }
-  events.closed.swap(closed_);
-  return events;
+  events.closed.insert(events.closed.end(), closed_.begin(), closed_.end());
+  closed_.clear();
 }
 
-size_t LaneHub::Send(const std::string& identity, OutgoingMessage& message) {
-  auto it = lanes_.find(identity);
-  if (it == lanes_.end()) return 0;
+absl::StatusOr<size_t> LaneHub::Send(const std::string& peer, OutgoingMessage& message) {
+  auto it = lanes_.find(peer);
+  if (it == lanes_.end()) {
+    return absl::UnavailableError(absl::StrCat(Printable(peer), " of ", owner_, " is closed"));
+  }
   absl::StatusOr<size_t> sent = it->second->Send(message);
-  if (sent.ok()) return *sent;
-  CloseLane(identity, std::string(sent.status().message()));
-  return 0;
+  if (sent.ok()) {
+    sent_ += *sent;
+    return *sent;
+  }
+  CloseLane(peer, std::string(sent.status().message()));
+  return absl::UnavailableError(
+      absl::StrCat(Printable(peer), " of ", owner_, " closed: ", sent.status().message()));
 }
 
 void LaneHub::CloseLane(const std::string& identity, const std::string& why) {

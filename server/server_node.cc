@@ -93,16 +93,19 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptio
             static_cast<long long>(version));
   }
   const std::string bind = options.rank == 0 ? options.coordinator : options.bind;
-  STRATA_ASSIGN_OR_RETURN(node->socket_,
-                          Socket::Bind(node->context_, SocketKind::kRouter, bind, options.limits));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ZmqEndpoint> socket,
+                          ZmqEndpoint::Bind(node->context_, bind, options.limits));
+  node->socket_ = Decorated(std::move(socket), options.decorate_endpoint);
   absl::StatusOr<std::unique_ptr<LaneHub>> lanes =
       LaneHub::Listen(absl::StrCat("server ", options.rank), node->socket_->address());
   if (lanes.ok()) {
-    node->lanes_ = *std::move(lanes);
+    node->lanes_ = Decorated(*std::move(lanes), options.decorate_endpoint);
+    node->endpoints_.push_back(node->lanes_.get());
   } else {
     LogInfo("no shared memory lanes (%s); workers use the socket",
             std::string(lanes.status().message()).c_str());
   }
+  node->endpoints_.push_back(node->socket_.get());
   const std::string lane_address = node->lanes_ != nullptr ? node->lanes_->address() : "";
   if (options.rank == 0) {
     CoordinatorOptions co;
@@ -164,25 +167,28 @@ absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& rep
   reply.header().setJobId(options_.job_id);
   reply.header().setSenderRole(wire::Role::SERVER);
   reply.header().setSenderRank(options_.rank);
-  if (lanes_ != nullptr && LaneHub::IsLane(identity)) {
-    // A lane that is gone drops the reply; its worker resends the request.
-    traffic_.AddSent(current_peer_, lanes_->Send(identity, reply));
-    return absl::OkStatus();
-  }
-  const uint64_t before = socket_->counters().bytes_sent;
-  absl::Status s = socket_->Send(reply, identity);
-  traffic_.AddSent(current_peer_, socket_->counters().bytes_sent - before);
-  if (IsQueueFull(s)) {
-    // The peer is not reading its replies: this one is lost, and the peer's
-    // wait ends with its timeout.
-    if (replies_dropped_++ == 0) {
-      LogWarning("dropped a reply: %s", std::string(s.message()).c_str());
+  MessageEndpoint* endpoint = socket_.get();
+  for (MessageEndpoint* e : endpoints_) {
+    if (e->Serves(identity)) {
+      endpoint = e;
+      break;
     }
   }
-  return s;
+  absl::StatusOr<size_t> sent = endpoint->Send(identity, reply);
+  if (sent.ok()) {
+    traffic_.AddSent(current_peer_, *sent);
+    return absl::OkStatus();
+  }
+  // The reply is lost: a peer that is gone resends over another connection
+  // (a lane's worker over its socket) or not at all; one that is not reading
+  // its replies ends its wait with its timeout.
+  if (replies_dropped_++ == 0) {
+    LogWarning("dropped a reply: %s", std::string(sent.status().message()).c_str());
+  }
+  return absl::IsUnavailable(sent.status()) ? absl::OkStatus() : sent.status();
 }
 
-void ServerNode::ForgetLane(const std::string& identity) {
+void ServerNode::ForgetPeer(const std::string& identity) {
   shared_memory_.Forget(identity);
   admission_.Forget(identity);
   pending_.erase(
@@ -594,30 +600,11 @@ void ServerNode::HandleRaw(RawMessage raw) {
 }
 
 absl::Status ServerNode::ServeOnce(absl::Duration timeout) {
-  std::vector<zmq::pollitem_t> items = {{static_cast<void*>(socket_->raw()), 0, ZMQ_POLLIN, 0}};
-  if (lanes_ != nullptr) lanes_->AddPollItems(items);
-  try {
-    zmq::poll(items.data(), items.size(),
-              std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
-  } catch (const zmq::error_t& e) {
-    if (e.num() == EINTR) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat("poll failed: ", e.what()));
-  }
-  if (items[0].revents & ZMQ_POLLIN) {
-    // A burst of chunk requests is answered without a poll between each,
-    // but a flood cannot starve the lanes.
-    for (int n = 0; n < kMaxMessagesPerPoll; ++n) {
-      absl::StatusOr<RawMessage> raw = socket_->ReceiveNow();
-      if (!raw.ok()) break;
-      HandleRaw(*std::move(raw));
-    }
-  }
-  if (lanes_ != nullptr) {
-    LaneHub::Events events = lanes_->Service(&items[1], kMaxMessagesPerPoll);
-    for (RawMessage& raw : events.requests) HandleRaw(std::move(raw));
-    for (const auto& [identity, status] : events.refused) SendError(identity, 0, status);
-    for (const std::string& identity : events.closed) ForgetLane(identity);
-  }
+  STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
+                          PollEndpoints(endpoints_, timeout, kMaxMessagesPerPoll));
+  for (RawMessage& raw : events.messages) HandleRaw(std::move(raw));
+  for (const auto& [identity, status] : events.refused) SendError(identity, 0, status);
+  for (const std::string& identity : events.closed) ForgetPeer(identity);
   return absl::OkStatus();
 }
 

@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
+#include "core/net/message_endpoint.h"
 #include "core/net/partition_plan.h"
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
@@ -75,6 +76,9 @@ struct ServerOptions {
   // Ranks > 0: how long to wait for the coordinator to answer our hello.
   absl::Duration register_timeout = absl::Seconds(60);
   WireLimits limits;
+  // Wraps each endpoint the server serves on (its ROUTER socket and its
+  // shared-memory lane hub; core/net/message_endpoint.h); unset: none.
+  EndpointDecorator decorate_endpoint;
 };
 
 class ServerNode {
@@ -132,12 +136,14 @@ class ServerNode {
   absl::Status HandlePull(const IncomingMessage& message);
   absl::Status HandleShmAttach(const IncomingMessage& message);
   void ServePending();
-  // Sends on the request's path: its lane, or the ROUTER socket.
+  // Sends on the request's path: the first endpoint that serves
+  // `identity` (its lane, or the ROUTER socket). A reply to a peer that is
+  // gone is dropped (OK); one to a peer whose queue is full fails.
   absl::Status Reply(const std::string& identity, OutgoingMessage& reply);
-  // A closed lane: its region and its pulls still waiting go.
-  void ForgetLane(const std::string& identity);
-  // Waits up to `timeout` for requests on the socket and the lanes, and
-  // handles them.
+  // A peer connection that closed (a lane): its region and its pulls still
+  // waiting go.
+  void ForgetPeer(const std::string& identity);
+  // Waits up to `timeout` for requests on every endpoint, and handles them.
   absl::Status ServeOnce(absl::Duration timeout);
   void SendPull(const PendingPull& pull);
   void SendError(const std::string& identity, uint64_t request_id, const absl::Status& status);
@@ -146,9 +152,13 @@ class ServerNode {
 
   ServerOptions options_;
   zmq::context_t context_{2};  // two I/O threads: one per busy connection on 2 cores
-  std::unique_ptr<Socket> socket_;
+  // The endpoints requests come in on, polled together: the ROUTER socket
+  // and, where this host has them, the shared-memory lanes. A reply goes to
+  // the first that serves its identity, so the lanes come first.
+  std::unique_ptr<MessageEndpoint> socket_;
+  std::unique_ptr<MessageEndpoint> lanes_;  // null when lanes are unavailable here
+  std::vector<MessageEndpoint*> endpoints_;
   Admission admission_;
-  std::unique_ptr<LaneHub> lanes_;            // null when lanes are unavailable here
   std::unique_ptr<Socket> coordinator_link_;  // ranks > 0
   std::unique_ptr<Coordinator> coordinator_;  // rank 0
   PartitionPlan plan_;

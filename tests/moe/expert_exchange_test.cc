@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "tests/support/counting_endpoint.h"
 
 namespace strata {
 namespace {
@@ -149,6 +150,38 @@ TEST_F(ExpertExchangeTest, ASilentPeerTimesOutWithAnErrorNamingIt) {
   EXPECT_EQ(got.status().message(),
             "no slots of layer 0, call 3, chunk 0/1 from FC worker 1 within 200ms (is it alive "
             "and in the same step?)");
+}
+
+TEST(ExpertExchangeSeamTest, EveryMessageToTheInboxPassesTheEndpointDecorator) {
+  const std::string base = absl::StrCat("ipc://", ::testing::TempDir(), "/xchg_seam_", ::getpid());
+  testing::Tally tally;
+  ExpertExchangeOptions o;
+  o.credentials.job_id = kJob;
+  o.timeout = absl::Seconds(5);
+  o.decorate_endpoint = [&](std::unique_ptr<MessageEndpoint> inner) {
+    return std::make_unique<testing::CountingEndpoint>(std::move(inner), &tally);
+  };
+  auto a = ZmqExpertExchange::Bind(base + "_0", o);
+  ASSERT_TRUE(a.ok()) << a.status();
+  o.rank = 1;
+  o.decorate_endpoint = nullptr;
+  auto b = ZmqExpertExchange::Bind(base + "_1", o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const std::vector<std::string> addresses = {(*a)->address(), (*b)->address()};
+  ASSERT_TRUE((*a)->Connect(addresses).ok());
+  ASSERT_TRUE((*b)->Connect(addresses).ok());
+  const BlockExpectation expect{kWidth, {3, 3}, false};
+  for (int call = 0; call < 3; ++call) {
+    ASSERT_TRUE((*b)->Send(0, SlotsTag(call), Rows({1, 1}, static_cast<float>(call))).ok());
+  }
+  for (int call = 0; call < 3; ++call) {
+    absl::StatusOr<ExchangeBlock> got = (*a)->Receive(1, SlotsTag(call), expect);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->rows.data()[0], static_cast<float>(call));
+  }
+  EXPECT_EQ(tally.Received(wire::Kind::HELLO), 1);
+  EXPECT_EQ(tally.Received(wire::Kind::EXPERT_BLOCK), 3);
+  EXPECT_EQ(tally.Sent(wire::Kind::HELLO_ACK), 0);  // the exchange answers nothing
 }
 
 TEST(ExpertExchangeCheckTest, CheckBlockNamesWhatDiffers) {

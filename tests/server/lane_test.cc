@@ -138,18 +138,19 @@ TEST(LaneSocketTest, ConnectsOnlyToLanesOnThisHostAndNamespace) {
             "cannot connect to the lane " + nobody + ": Connection refused");
 }
 
-// Polls the hub's items and services them until `enough` holds for what
-// arrived, or for a second.
-LaneHub::Events Serve(LaneHub& hub, const std::function<bool(const LaneHub::Events&)>& enough) {
-  LaneHub::Events all;
+// Polls the hub (as a server polls its endpoints) until `enough` holds for
+// what arrived, or for a second.
+EndpointEvents Serve(LaneHub& hub, const std::function<bool(const EndpointEvents&)>& enough) {
+  EndpointEvents all;
+  MessageEndpoint* endpoints[] = {&hub};
   for (int i = 0; i < 100 && !enough(all); ++i) {
-    std::vector<zmq::pollitem_t> items;
-    hub.AddPollItems(items);
-    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(10));
-    LaneHub::Events events = hub.Service(items.data());
-    for (auto& r : events.requests) all.requests.push_back(std::move(r));
-    for (auto& r : events.refused) all.refused.push_back(r);
-    for (auto& c : events.closed) all.closed.push_back(c);
+    absl::StatusOr<EndpointEvents> events =
+        PollEndpoints(endpoints, absl::Milliseconds(10), /*max_messages=*/256);
+    EXPECT_TRUE(events.ok()) << events.status();
+    if (!events.ok()) break;
+    for (auto& r : events->messages) all.messages.push_back(std::move(r));
+    for (auto& r : events->refused) all.refused.push_back(r);
+    for (auto& c : events->closed) all.closed.push_back(c);
   }
   return all;
 }
@@ -167,10 +168,10 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_TRUE(SendPull(**a, 1).ok());
   ASSERT_TRUE(SendPull(**b, 2).ok());
-  LaneHub::Events events = Serve(**hub, [](const auto& e) { return e.requests.size() == 2; });
-  ASSERT_EQ(events.requests.size(), 2u);
+  EndpointEvents events = Serve(**hub, [](const auto& e) { return e.messages.size() == 2; });
+  ASSERT_EQ(events.messages.size(), 2u);
   std::map<int64_t, std::string> identity_of;  // by iteration
-  for (RawMessage& raw : events.requests) {
+  for (RawMessage& raw : events.messages) {
     EXPECT_TRUE(LaneHub::IsLane(raw.identity)) << raw.identity;
     const std::string identity = raw.identity;
     auto m = Decode(std::move(raw), WireLimits());
@@ -185,7 +186,10 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
 
   OutgoingMessage reply(wire::Kind::PULL_REPLY);
   reply.header().setIteration(2);
-  EXPECT_GT((*hub)->Send(identity_of[2], reply), 0u);
+  absl::StatusOr<size_t> sent = (*hub)->Send(identity_of[2], reply);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_GT(*sent, 0u);
+  EXPECT_EQ((*hub)->bytes_sent(), *sent);
   absl::StatusOr<IncomingMessage> got = Next(**b);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->header().getIteration(), 2);
@@ -193,10 +197,12 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
 
   // A closed lane is reported once; replies to it are dropped.
   a->reset();
-  LaneHub::Events after = Serve(**hub, [](const auto& e) { return !e.closed.empty(); });
+  EndpointEvents after = Serve(**hub, [](const auto& e) { return !e.closed.empty(); });
   ASSERT_EQ(after.closed.size(), 1u);
   EXPECT_EQ(after.closed[0], identity_of[1]);
-  EXPECT_EQ((*hub)->Send(identity_of[1], reply), 0u);
+  absl::StatusOr<size_t> dropped = (*hub)->Send(identity_of[1], reply);
+  EXPECT_EQ(dropped.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(dropped.status().message(), identity_of[1].substr(1) + " of server 0 is closed");
   // Reported once: a second look finds nothing more.
   EXPECT_TRUE(Serve(**hub, [](const auto& e) { return !e.closed.empty(); }).closed.empty());
 }
@@ -218,17 +224,17 @@ TEST(LaneHubTest, ALaneFromAnotherUserIsRefused) {
     ::usleep(500000);
     ::_exit(0);
   }
-  LaneHub::Events events = Serve(**hub, [](const auto& e) { return !e.requests.empty(); });
+  EndpointEvents events = Serve(**hub, [](const auto& e) { return !e.messages.empty(); });
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_TRUE(events.requests.empty());
+  EXPECT_TRUE(events.messages.empty());
   // A lane of our own user is served.
   auto own = LaneSocket::Connect(address);
   ASSERT_TRUE(own.ok()) << own.status();
   ASSERT_TRUE(SendPull(**own, 8).ok());
-  LaneHub::Events served = Serve(**hub, [](const auto& e) { return !e.requests.empty(); });
-  ASSERT_EQ(served.requests.size(), 1u);
+  EndpointEvents served = Serve(**hub, [](const auto& e) { return !e.messages.empty(); });
+  ASSERT_EQ(served.messages.size(), 1u);
 }
 
 TEST(LaneHubTest, TheLaneAddressFollowsTheServerAddress) {
@@ -258,7 +264,7 @@ TEST(LaneHubTest, AnOversizePacketIsRefusedForItsLane) {
   ASSERT_TRUE(client.ok());
   const std::string big(70000, 'x');
   ASSERT_EQ(::send((*client)->fd(), big.data(), big.size(), 0), 70000);
-  LaneHub::Events events = Serve(**hub, [](const auto& e) { return !e.refused.empty(); });
+  EndpointEvents events = Serve(**hub, [](const auto& e) { return !e.refused.empty(); });
   ASSERT_EQ(events.refused.size(), 1u);
   EXPECT_TRUE(LaneHub::IsLane(events.refused[0].first));
   EXPECT_EQ(events.refused[0].second.message(),

@@ -1,0 +1,71 @@
+#include "core/net/message_endpoint.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace strata {
+
+std::unique_ptr<MessageEndpoint> Decorated(std::unique_ptr<MessageEndpoint> endpoint,
+                                           const EndpointDecorator& decorate) {
+  return decorate ? decorate(std::move(endpoint)) : std::move(endpoint);
+}
+
+absl::StatusOr<EndpointEvents> PollEndpoints(absl::Span<MessageEndpoint* const> endpoints,
+                                             absl::Duration timeout, int max_messages) {
+  std::vector<zmq::pollitem_t> items;
+  std::vector<size_t> first_item;
+  first_item.reserve(endpoints.size());
+  for (MessageEndpoint* endpoint : endpoints) {
+    first_item.push_back(items.size());
+    endpoint->AddPollItems(items);
+  }
+  const long ms = timeout == absl::InfiniteDuration()
+                      ? -1
+                      : absl::ToInt64Milliseconds(std::max(timeout, absl::ZeroDuration()));
+  EndpointEvents events;
+  try {
+    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(ms));
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return events;
+    return absl::UnavailableError(absl::StrCat("poll failed: ", e.what()));
+  }
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    endpoints[i]->Collect(items.data() + first_item[i], max_messages, events);
+  }
+  return events;
+}
+
+absl::StatusOr<std::unique_ptr<ZmqEndpoint>> ZmqEndpoint::Bind(zmq::context_t& context,
+                                                               const std::string& address,
+                                                               const WireLimits& limits) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Socket> socket,
+                          Socket::Bind(context, SocketKind::kRouter, address, limits));
+  return std::unique_ptr<ZmqEndpoint>(new ZmqEndpoint(std::move(socket)));
+}
+
+absl::StatusOr<size_t> ZmqEndpoint::Send(const std::string& peer, OutgoingMessage& message) {
+  const uint64_t before = socket_->counters().bytes_sent;
+  STRATA_RETURN_IF_ERROR(socket_->Send(message, peer));
+  return socket_->counters().bytes_sent - before;
+}
+
+void ZmqEndpoint::AddPollItems(std::vector<zmq::pollitem_t>& items) {
+  items.push_back({static_cast<void*>(socket_->raw()), 0, ZMQ_POLLIN, 0});
+}
+
+void ZmqEndpoint::Collect(const zmq::pollitem_t* items, int max_messages, EndpointEvents& events) {
+  if (!(items[0].revents & ZMQ_POLLIN)) return;
+  // A burst is read without a poll between messages; the limit keeps the
+  // other endpoints of the same poll served.
+  for (int n = 0; n < max_messages; ++n) {
+    absl::StatusOr<RawMessage> raw = socket_->ReceiveNow();
+    if (!raw.ok()) break;
+    events.messages.push_back(*std::move(raw));
+  }
+}
+
+}  // namespace strata

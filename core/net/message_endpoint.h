@@ -1,0 +1,110 @@
+// MessageEndpoint: the transport seam of a serving end. One address that
+// many peers send whole protocol messages to; each RawMessage it delivers
+// carries its sender's identity, and a reply names that identity. The
+// ZeroMQ ROUTER socket of a server, an FC worker or an expert-exchange
+// inbox (ZmqEndpoint, below) and a server's shared-memory lanes
+// (server/lane_hub.h) implement it, so whatever sits on it (counting,
+// tracing, the fault injection of the reliability work: drop, duplicate,
+// delay, reorder) sees every message a serving process receives or sends on
+// either path. It is the serving twin of MessageChannel
+// (core/net/message_channel.h), which carries one client connection.
+//
+// Contract: Send never blocks; an endpoint is driven by one thread (its
+// owner's event loop). Polling is split in two so that one poll waits on
+// every endpoint of a process: AddPollItems appends this endpoint's items,
+// and after the poll Collect reads what they reported, starting at the
+// first item AddPollItems appended. PollEndpoints does both for a set.
+#ifndef STRATA_CORE_NET_MESSAGE_ENDPOINT_H_
+#define STRATA_CORE_NET_MESSAGE_ENDPOINT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "core/net/transport.h"
+
+namespace strata {
+
+// What one or more endpoints delivered after a poll.
+struct EndpointEvents {
+  std::vector<RawMessage> messages;  // identity: the sender
+  // Packets that could not even be read as a message, per sender: the
+  // owner answers each with an error.
+  std::vector<std::pair<std::string, absl::Status>> refused;
+  // Peers whose connection ended since the last poll (each reported once):
+  // the owner forgets what it kept for them.
+  std::vector<std::string> closed;
+};
+
+class MessageEndpoint {
+ public:
+  virtual ~MessageEndpoint() = default;
+  // The address peers connect to.
+  virtual const std::string& address() const = 0;
+  // Whether replies to `peer` (an identity this endpoint delivered) go
+  // through this endpoint. A process with several endpoints sends to the
+  // first that serves the peer.
+  virtual bool Serves(const std::string& peer) const = 0;
+  // Sends `message` to `peer`; the bytes sent. IsQueueFull (the peer is not
+  // reading) or Unavailable (the peer is gone): nothing was sent.
+  virtual absl::StatusOr<size_t> Send(const std::string& peer, OutgoingMessage& message) = 0;
+  // Appends the items a poll for this endpoint's traffic needs.
+  virtual void AddPollItems(std::vector<zmq::pollitem_t>& items) = 0;
+  // After a poll over the items the last AddPollItems appended (starting at
+  // `items`): appends to `events` what arrived, at most `max_messages`
+  // messages per peer connection so that one busy peer cannot starve the
+  // others.
+  virtual void Collect(const zmq::pollitem_t* items, int max_messages, EndpointEvents& events) = 0;
+  virtual uint64_t bytes_sent() const = 0;
+  virtual uint64_t bytes_received() const = 0;
+};
+
+// Wraps an endpoint a serving process has just opened (and returns the
+// wrapper).
+using EndpointDecorator =
+    std::function<std::unique_ptr<MessageEndpoint>(std::unique_ptr<MessageEndpoint>)>;
+
+// `endpoint` wrapped by `decorate`, or as it is when `decorate` is unset.
+std::unique_ptr<MessageEndpoint> Decorated(std::unique_ptr<MessageEndpoint> endpoint,
+                                           const EndpointDecorator& decorate);
+
+// Waits up to `timeout` until any of `endpoints` has traffic, then collects
+// it (at most `max_messages` per peer connection). No events when nothing
+// came in time or a signal interrupted the wait; Unavailable when the poll
+// itself failed.
+absl::StatusOr<EndpointEvents> PollEndpoints(absl::Span<MessageEndpoint* const> endpoints,
+                                             absl::Duration timeout, int max_messages);
+
+// A ZeroMQ ROUTER socket as an endpoint: it serves every identity (ZeroMQ
+// routes replies to whichever peer holds one; a peer that has gone makes
+// Send fail with Unavailable). Its peers' connections never report closed.
+class ZmqEndpoint final : public MessageEndpoint {
+ public:
+  // Binds a ROUTER at `address` ("tcp://HOST:0" picks a free port).
+  static absl::StatusOr<std::unique_ptr<ZmqEndpoint>> Bind(zmq::context_t& context,
+                                                           const std::string& address,
+                                                           const WireLimits& limits);
+  const std::string& address() const override { return socket_->address(); }
+  bool Serves(const std::string&) const override { return true; }
+  absl::StatusOr<size_t> Send(const std::string& peer, OutgoingMessage& message) override;
+  void AddPollItems(std::vector<zmq::pollitem_t>& items) override;
+  void Collect(const zmq::pollitem_t* items, int max_messages, EndpointEvents& events) override;
+  uint64_t bytes_sent() const override { return socket_->counters().bytes_sent; }
+  uint64_t bytes_received() const override { return socket_->counters().bytes_received; }
+
+ private:
+  explicit ZmqEndpoint(std::unique_ptr<Socket> socket) : socket_(std::move(socket)) {}
+  std::unique_ptr<Socket> socket_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_MESSAGE_ENDPOINT_H_
