@@ -103,6 +103,7 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
       times_.Add(record_.compute_seconds, record_.communication_seconds, record_.wall_seconds);
     }
     if (!*completed) {
+      device_->IterationEnds();
       Record(record_);
       iteration = ctx.rewind_to;
       continue;
@@ -112,6 +113,7 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
     }
     absl::Status s = RunPhase(Phase::kBoundary, [&] { return program.Boundary(ctx); });
     if (!s.ok()) return fail(s, Phase::kBoundary);
+    device_->IterationEnds();
     Record(record_);
     ++iteration;
   }

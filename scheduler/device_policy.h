@@ -7,7 +7,10 @@
 // is such a policy.
 //
 // Contract: Acquire and Release alternate on each caller's thread, starting
-// with Acquire; Acquire may block, Release never does.
+// with Acquire; Acquire may block, Release and IterationEnds never do.
+// IterationEnds follows the last Release of each iteration (completed or
+// rewound), so that a policy may also share the device by whole
+// iterations.
 #ifndef STRATA_SCHEDULER_DEVICE_POLICY_H_
 #define STRATA_SCHEDULER_DEVICE_POLICY_H_
 
@@ -20,6 +23,8 @@ class DevicePolicy {
   virtual void Acquire() = 0;
   // The caller stops computing until its next Acquire.
   virtual void Release() = 0;
+  // The caller's iteration is over (its boundary work included).
+  virtual void IterationEnds() {}
 };
 
 // One job per device: the device is always the caller's.

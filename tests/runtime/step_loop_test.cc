@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -14,12 +15,14 @@
 namespace strata {
 namespace {
 
-// Logs what the loop does, as "acquire"/"release" and the program's events.
+// Logs what the loop does, as "acquire"/"release"/"iteration ends" and the
+// program's events.
 class LoggingDevice final : public DevicePolicy {
  public:
   explicit LoggingDevice(std::vector<std::string>& log) : log_(log) {}
   void Acquire() override { log_.push_back("acquire"); }
   void Release() override { log_.push_back("release"); }
+  void IterationEnds() override { log_.push_back("iteration ends"); }
 
  private:
   std::vector<std::string>& log_;
@@ -94,7 +97,7 @@ TEST(StepLoopTest, RunsThePhasesInOrderHoldingTheDeviceOnlyToCompute) {
   const std::vector<std::string> expected = {
       "acquire",       "load",        "release", "acquire",  "forward", "release",
       "forward-waits", "acquire",     "release", "exchange", "acquire", "backward",
-      "release",       "synchronise", "acquire", "boundary", "release"};
+      "release",       "synchronise", "acquire", "boundary", "release", "iteration ends"};
   EXPECT_EQ(log, expected);
 }
 
@@ -150,12 +153,15 @@ TEST(StepLoopTest, ARewoundIterationIsRecordedAndRedone) {
   WaitObserver* waits = nullptr;
   ScriptedProgram program(log, waits);
   program.rewind_at_ = 2;
+  std::vector<std::string> device_log;
+  LoggingDevice device(device_log);
   {
     absl::StatusOr<MetricsWriter> records = MetricsWriter::Open(path);
     ASSERT_TRUE(records.ok());
     StepLoopOptions o;
     o.total_iterations = 3;
     o.records = &*records;
+    o.device = &device;
     StepLoop loop(o);
     ASSERT_EQ(loop.Run(program).value(), 3);
   }
@@ -164,6 +170,8 @@ TEST(StepLoopTest, ARewoundIterationIsRecordedAndRedone) {
   const std::vector<std::pair<int64_t, bool>> expected = {
       {0, true}, {1, true}, {2, false}, {1, true}, {2, true}};
   EXPECT_EQ(seen, expected);
+  // The device policy hears of every iteration's end, the rewound one's too.
+  EXPECT_EQ(std::count(device_log.begin(), device_log.end(), "iteration ends"), 5);
 }
 
 TEST(StepLoopTest, AnErrorNamesTheIterationAndPhase) {

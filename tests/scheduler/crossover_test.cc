@@ -1,0 +1,273 @@
+// The device-sharing policies of scheduler/crossover.h, driven by threads
+// that stand in for jobs' StepLoops: who holds the device when, in which
+// order the waiting get it, and that a job that leaves never blocks the
+// others.
+#include "scheduler/crossover.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace strata {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Calls `acquire` on a thread and says when it returned.
+class Acquirer {
+ public:
+  explicit Acquirer(DevicePolicy& device)
+      : thread_([this, &device] {
+          device.Acquire();
+          got_ = true;
+        }) {}
+  ~Acquirer() { thread_.join(); }
+  bool got() const { return got_; }
+  // Waits up to a few seconds for the Acquire to return.
+  bool WaitGot() const {
+    for (int i = 0; i < 500 && !got_; ++i) std::this_thread::sleep_for(10ms);
+    return got_;
+  }
+
+ private:
+  std::atomic<bool> got_{false};
+  std::thread thread_;
+};
+
+TEST(SharingPolicyTest, NamesParseAndUnknownOnesAreRefused) {
+  for (SharingPolicy p :
+       {SharingPolicy::kExclusive, SharingPolicy::kNaive, SharingPolicy::kCrossover}) {
+    absl::StatusOr<SharingPolicy> parsed = ParseSharingPolicy(SharingPolicyName(p));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, p);
+  }
+  absl::StatusOr<SharingPolicy> bad = ParseSharingPolicy("fifo");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "unknown sharing policy 'fifo' (exclusive, naive or crossover)");
+}
+
+TEST(CrossoverTest, AJobWaitsWhileAnotherComputesAndTakesTheTokenAtItsWait) {
+  DeviceArbiter arbiter(SharingPolicy::kCrossover, {{"a"}, {"b"}});
+  auto a = arbiter.ForJob(0), b = arbiter.ForJob(1);
+  a->Acquire();  // a computes
+  {
+    Acquirer b_wants(*b);
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(b_wants.got()) << "b computed while a held the device";
+    a->Release();  // a waits on its peers: b computes
+    EXPECT_TRUE(b_wants.WaitGot());
+  }
+  {
+    Acquirer a_wants(*a);  // a's wait is over; b still computes
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(a_wants.got());
+    b->Release();
+    EXPECT_TRUE(a_wants.WaitGot());
+  }
+  a->Release();
+  const auto usage = arbiter.usage();
+  EXPECT_EQ(usage[0].grants, 2);
+  EXPECT_EQ(usage[1].grants, 1);
+}
+
+TEST(CrossoverTest, TheLongestWaitingJobTakesTheToken) {
+  DeviceArbiter arbiter(SharingPolicy::kCrossover, {{"a"}, {"b"}, {"c"}});
+  auto a = arbiter.ForJob(0), b = arbiter.ForJob(1), c = arbiter.ForJob(2);
+  a->Acquire();
+  auto b_wants = std::make_unique<Acquirer>(*b);
+  std::this_thread::sleep_for(100ms);  // b waits first
+  auto c_wants = std::make_unique<Acquirer>(*c);
+  std::this_thread::sleep_for(100ms);
+  a->Release();
+  ASSERT_TRUE(b_wants->WaitGot());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(c_wants->got()) << "c took the token though b waited longer";
+  b->Release();
+  EXPECT_TRUE(c_wants->WaitGot());
+  c->Release();
+}
+
+TEST(CrossoverTest, WeightsShareDeviceTimeInProportion) {
+  // Both always waiting: the one with less held time per weight goes next.
+  std::vector<TokenCandidate> waiting = {{0, 1, 3.0, 3.0}, {1, 2, 1.5, 1.0}};
+  EXPECT_EQ(PickTokenHolder(waiting), 0u);  // 1.0 per weight against 1.5
+  waiting[0].held_seconds = 6.0;
+  EXPECT_EQ(PickTokenHolder(waiting), 1u);  // 2.0 against 1.5
+  // Equal weights: the longest waiting, whatever it has held.
+  std::vector<TokenCandidate> equal = {{0, 5, 0.0, 1.0}, {1, 4, 9.0, 1.0}};
+  EXPECT_EQ(PickTokenHolder(equal), 1u);
+
+  // Through the arbiter, on a clock the test moves: heavy (weight 3) has
+  // held the device 2 s, light (weight 1) 1 s. When both wait at once,
+  // heavy goes first though light waited longer (0.67 s per weight against
+  // 1 s); the longest-waiting rule alone would pick light.
+  double now = 0;
+  DeviceArbiter arbiter(SharingPolicy::kCrossover, {{"heavy", 3.0}, {"light", 1.0}, {"gate"}},
+                        [&now] { return now; });
+  auto heavy = arbiter.ForJob(0), light = arbiter.ForJob(1), gate = arbiter.ForJob(2);
+  heavy->Acquire();
+  now += 2;
+  heavy->Release();
+  light->Acquire();
+  now += 1;
+  light->Release();
+  gate->Acquire();
+  auto light_wants = std::make_unique<Acquirer>(*light);
+  std::this_thread::sleep_for(100ms);  // light waits first
+  auto heavy_wants = std::make_unique<Acquirer>(*heavy);
+  std::this_thread::sleep_for(100ms);
+  gate->Release();
+  ASSERT_TRUE(heavy_wants->WaitGot());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(light_wants->got());
+  now += 2;  // heavy: 4 s, 1.33 per weight: light's turn
+  heavy->Release();
+  EXPECT_TRUE(light_wants->WaitGot());
+  light->Release();
+  const auto usage = arbiter.usage();
+  EXPECT_DOUBLE_EQ(usage[0].held_seconds, 4.0);
+  EXPECT_DOUBLE_EQ(usage[1].held_seconds, 1.0);
+}
+
+// Jobs that each run `iterations` iterations of two compute phases with a
+// wait between them, recording who is inside an iteration.
+struct IterationLog {
+  std::mutex mu;
+  std::vector<std::string> events;  // "a+" iteration begins, "a-" ends
+  int inside = 0, most_inside = 0;
+  void Add(const std::string& e, int delta) {
+    std::lock_guard<std::mutex> lock(mu);
+    events.push_back(e);
+    inside += delta;
+    most_inside = std::max(most_inside, inside);
+  }
+};
+
+void RunIterations(DevicePolicy& device, const std::string& job, int iterations,
+                   IterationLog& log) {
+  for (int i = 0; i < iterations; ++i) {
+    device.Acquire();
+    log.Add(job + "+", 1);
+    device.Release();
+    std::this_thread::sleep_for(5ms);  // a wait on peers
+    device.Acquire();
+    std::this_thread::sleep_for(1ms);
+    log.Add(job + "-", -1);
+    device.Release();
+    device.IterationEnds();
+  }
+}
+
+TEST(ExclusiveTest, JobsTakeTurnsByWholeIterationsInJobOrder) {
+  DeviceArbiter arbiter(SharingPolicy::kExclusive, {{"a"}, {"b"}});
+  IterationLog log;
+  {
+    auto a = arbiter.ForJob(0), b = arbiter.ForJob(1);
+    std::thread tb(RunIterations, std::ref(*b), "b", 3, std::ref(log));  // b starts first
+    std::this_thread::sleep_for(50ms);
+    std::thread ta(RunIterations, std::ref(*a), "a", 3, std::ref(log));
+    ta.join();
+    tb.join();
+  }
+  // No overlap, even across the waits inside an iteration; a first (job
+  // order), then strictly alternating.
+  EXPECT_EQ(log.most_inside, 1);
+  EXPECT_EQ(log.events, (std::vector<std::string>{"a+", "a-", "b+", "b-", "a+", "a-", "b+", "b-",
+                                                  "a+", "a-", "b+", "b-"}));
+}
+
+TEST(ExclusiveTest, AJobThatLeavesNeverBlocksTheOthers) {
+  DeviceArbiter arbiter(SharingPolicy::kExclusive, {{"a"}, {"b"}});
+  IterationLog log;
+  auto a = arbiter.ForJob(0);
+  auto b = arbiter.ForJob(1);
+  std::thread ta([&] {
+    RunIterations(*a, "a", 1, log);
+    a.reset();  // a finished (or failed): it leaves
+  });
+  std::thread tb(RunIterations, std::ref(*b), "b", 3, std::ref(log));
+  ta.join();
+  tb.join();
+  EXPECT_EQ(log.events, (std::vector<std::string>{"a+", "a-", "b+", "b-", "b+", "b-", "b+", "b-"}));
+}
+
+// Two processes, two jobs, each job with one worker on each process that
+// meets its peer every iteration (a BSP exchange). Exclusive turns in the
+// same order on both processes always finish; were each process to let
+// whichever job came first hold its device, job b could hold process 1
+// while job a holds process 0, each waiting for its peer: a deadlock.
+TEST(ExclusiveTest, TwoProcessesSharingTwoJobsNeverDeadlock) {
+  struct Rendezvous {  // both workers of a job meet once per iteration
+    std::mutex mu;
+    std::condition_variable cv;
+    int arrived = 0;
+    int64_t generation = 0;
+    bool Meet() {
+      std::unique_lock<std::mutex> lock(mu);
+      const int64_t g = generation;
+      if (++arrived == 2) {
+        arrived = 0;
+        ++generation;
+        cv.notify_all();
+        return true;
+      }
+      return cv.wait_for(lock, 5s, [&] { return generation != g; });
+    }
+  };
+  DeviceArbiter p0(SharingPolicy::kExclusive, {{"a"}, {"b"}});
+  DeviceArbiter p1(SharingPolicy::kExclusive, {{"a"}, {"b"}});
+  Rendezvous meet[2];
+  std::atomic<int> missed{0};
+  auto worker = [&](DeviceArbiter& process, int job, int delay_ms) {
+    auto device = process.ForJob(job);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    for (int i = 0; i < 5; ++i) {
+      device->Acquire();
+      device->Release();  // the exchange: a wait on the peer
+      if (!meet[job].Meet()) ++missed;
+      device->Acquire();
+      device->Release();
+      device->IterationEnds();
+    }
+  };
+  // b reaches process 1 first, a reaches process 0 first.
+  std::thread a0(worker, std::ref(p0), 0, 0), b0(worker, std::ref(p0), 1, 30),
+      a1(worker, std::ref(p1), 0, 30), b1(worker, std::ref(p1), 1, 0);
+  a0.join();
+  b0.join();
+  a1.join();
+  b1.join();
+  EXPECT_EQ(missed.load(), 0);
+}
+
+TEST(NaiveTest, JobsComputeAtOnce) {
+  DeviceArbiter arbiter(SharingPolicy::kNaive, {{"a"}, {"b"}});
+  auto a = arbiter.ForJob(0), b = arbiter.ForJob(1);
+  a->Acquire();
+  Acquirer b_wants(*b);
+  EXPECT_TRUE(b_wants.WaitGot());  // no waiting for a
+  a->Release();
+  b->Release();
+}
+
+TEST(CrossoverTest, AJobThatLeavesWhileHoldingTheTokenLetsTheOthersOn) {
+  DeviceArbiter arbiter(SharingPolicy::kCrossover, {{"a"}, {"b"}});
+  auto a = arbiter.ForJob(0), b = arbiter.ForJob(1);
+  a->Acquire();
+  Acquirer b_wants(*b);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(b_wants.got());
+  a.reset();  // a failed mid-phase
+  EXPECT_TRUE(b_wants.WaitGot());
+  b->Release();
+}
+
+}  // namespace
+}  // namespace strata
