@@ -1,19 +1,13 @@
 #include "server/server_node.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <cstring>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/data/dataset.h"
-#include "core/model/job_identity.h"
-#include "core/model/model.h"
-#include "core/net/membership.h"
 #include "core/status.h"
-#include "core/train/checkpoint.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
+#include "server/lane_hub.h"
 
 namespace strata {
 namespace {
@@ -23,715 +17,160 @@ constexpr int kMaxMessagesPerPoll = 256;
 
 }  // namespace
 
-absl::StatusOr<JobKeys> KeysOfJob(const JobConfig& config, const std::string& mode,
-                                  int fc_workers) {
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
-  STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, mode, fc_workers));
-  const std::vector<ServerKey> keys = ServerKeys(*model, layout);
-  JobKeys out;
-  out.sizes = KeySizes(keys);
-  for (const ServerKey& k : keys) out.rules.push_back({k.kind, k.owner});
-  return out;
-}
-
-ServerNode::ServerNode(const ServerOptions& options)
-    : options_(options),
-      admission_(absl::StrCat("server ", options.rank),
-                 JobCredentials{options.job_id, options.job_token,
-                                options.kv_sizes.empty() ? JobIdentity(options.config) : ""}),
-      rejoined_(options.workers, false) {
-  for (int w = 0; w < options.workers; ++w) workers_.push_back({{wire::Role::CONV_WORKER, w}});
-  for (int f = 0; f < options.fc_workers; ++f) workers_.push_back({{wire::Role::FC_WORKER, f}});
-}
-
-ServerNode::WorkerState* ServerNode::FindWorker(const Peer& peer) {
-  for (WorkerState& w : workers_) {
-    if (w.peer.role == peer.role && w.peer.rank == peer.rank) return &w;
-  }
-  return nullptr;
-}
-
 ServerNode::~ServerNode() = default;
 
-absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(const ServerOptions& options) {
-  if (options.rank < 0 || options.rank >= options.servers) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--rank ", options.rank, " outside [0, ", options.servers, ")"));
-  }
-  if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
-  std::unique_ptr<ServerNode> node(new ServerNode(options));
-  JobKeys keys{options.kv_sizes, {}};
-  int64_t total_steps = 1;
-  if (keys.sizes.empty()) {
-    STRATA_ASSIGN_OR_RETURN(keys, KeysOfJob(options.config, options.mode, options.fc_workers));
-    STRATA_ASSIGN_OR_RETURN(int64_t train_size, TrainingSetSize(options.config.data));
-    total_steps = TotalTrainingSteps(options.config.training, train_size);
-  }
-  node->plan_ = PartitionPlan::Build(keys.sizes, options.servers, options.chunk_elements);
-  StoreOptions so;
-  so.consistency = options.consistency;
-  so.staleness = options.staleness;
-  so.conv_workers = options.workers;
-  so.fc_workers = options.fc_workers;
-  so.keys = std::move(keys.rules);
-  so.optimizer = options.config.optimizer;
-  so.schedule = options.config.schedule;
-  so.total_steps = total_steps;
-  STRATA_ASSIGN_OR_RETURN(node->store_, ParameterStore::Create(node->plan_, options.rank, so));
-  if (options.restore) {
-    STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(options.checkpoint_path));
-    STRATA_RETURN_IF_ERROR_CTX(node->store_->Restore(checkpoint),
-                               absl::StrCat("restoring ", options.checkpoint_path));
-    int64_t version = 0;
-    for (const Chunk& c : node->plan_.chunks_of_server(options.rank)) {
-      version = std::max(version, node->store_->version(c));
+absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(std::vector<ServerOptions> jobs) {
+  if (jobs.empty()) return absl::InvalidArgumentError("a server needs at least one job");
+  std::set<uint64_t> ids;
+  for (const ServerOptions& job : jobs) {
+    if (!ids.insert(job.job_id).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("two jobs with id ", job.job_id, ": every job needs an id of its own"));
     }
-    node->last_checkpoint_version_ = version;
-    node->restored_ = true;
-    node->restored_version_ = version;
-    LogInfo("restored %s at iteration %lld", options.checkpoint_path.c_str(),
-            static_cast<long long>(version));
+    if (job.rank != jobs[0].rank || job.coordinator != jobs[0].coordinator) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job ", job.job_id, " names server ", job.rank, " of ", job.coordinator,
+                       ", job ", jobs[0].job_id, " server ", jobs[0].rank, " of ",
+                       jobs[0].coordinator, ": one process is one server rank of one coordinator"));
+    }
   }
-  const std::string bind = options.rank == 0 ? options.coordinator : options.bind;
+  const ServerOptions& process = jobs[0];
+  if (process.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
+  std::unique_ptr<ServerNode> node(new ServerNode(process));
+  const std::string bind = process.rank == 0 ? process.coordinator : process.bind;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ZmqEndpoint> socket,
-                          ZmqEndpoint::Bind(node->context_, bind, options.limits));
-  node->socket_ = Decorated(std::move(socket), options.decorate_endpoint);
+                          ZmqEndpoint::Bind(node->context_, bind, process.limits));
+  node->socket_ = Decorated(std::move(socket), process.decorate_endpoint);
   absl::StatusOr<std::unique_ptr<LaneHub>> lanes =
-      LaneHub::Listen(absl::StrCat("server ", options.rank), node->socket_->address());
+      LaneHub::Listen(absl::StrCat("server ", process.rank), node->socket_->address());
   if (lanes.ok()) {
-    node->lanes_ = Decorated(*std::move(lanes), options.decorate_endpoint);
-    node->endpoints_.push_back(node->lanes_.get());
+    node->lanes_ = Decorated(*std::move(lanes), process.decorate_endpoint);
+    node->endpoints_.all.push_back(node->lanes_.get());
   } else {
     LogInfo("no shared memory lanes (%s); workers use the socket",
             std::string(lanes.status().message()).c_str());
   }
-  node->endpoints_.push_back(node->socket_.get());
-  const std::string lane_address = node->lanes_ != nullptr ? node->lanes_->address() : "";
-  if (options.rank == 0) {
-    CoordinatorOptions co;
-    co.servers = options.servers;
-    co.workers = options.workers;
-    co.fc_workers = options.fc_workers;
-    co.job_id = options.job_id;
-    co.dead_after = options.dead_after;
-    node->coordinator_ = std::make_unique<Coordinator>(node->socket_.get(), &node->admission_, co,
-                                                       node->socket_->address(), lane_address);
-  } else {
-    STRATA_RETURN_IF_ERROR(node->Register(/*wait_for_hello=*/true));
+  node->endpoints_.socket = node->socket_.get();
+  node->endpoints_.lanes = node->lanes_.get();
+  node->endpoints_.all.push_back(node->socket_.get());
+  for (const ServerOptions& job : jobs) {
+    absl::StatusOr<std::unique_ptr<JobServer>> server =
+        JobServer::Create(job, &node->endpoints_, node->context_);
+    if (!server.ok() && jobs.size() > 1) {
+      return WithContext(server.status(), absl::StrCat("job ", job.job_id));
+    }
+    STRATA_RETURN_IF_ERROR(server.status());
+    node->jobs_.push_back(*std::move(server));
   }
-  if (node->admission_.open()) {
-    LogWarning(
-        "no job token (--job-token-file or $%s): any process that reaches %s can join job %llu",
-        kJobTokenEnv, node->socket_->address().c_str(),
-        static_cast<unsigned long long>(options.job_id));
-  }
-  LogInfo("serving %lld parameters in %zu chunks on %s (%s)%s%s",
-          static_cast<long long>(node->plan_.elements_of_server(options.rank)),
-          node->plan_.chunks_of_server(options.rank).size(), node->socket_->address().c_str(),
-          ConsistencyName(options.consistency),
-          lane_address.empty() ? "" : "; shared memory lanes at ", lane_address.c_str());
   STRATA_RETURN_IF_ERROR_CTX(
-      WriteReadyFile(options.ready_file, {{"role", "server"},
-                                          {"rank", options.rank},
-                                          {"address", node->socket_->address()},
-                                          {"lane", lane_address}}),
+      WriteReadyFile(process.ready_file,
+                     {{"role", "server"},
+                      {"rank", process.rank},
+                      {"address", node->socket_->address()},
+                      {"lane", node->lanes_ != nullptr ? node->lanes_->address() : ""}}),
       "writing --ready-file");
   return node;
 }
 
-absl::Status ServerNode::Register(bool wait_for_hello) {
-  if (coordinator_link_ == nullptr) {
-    STRATA_ASSIGN_OR_RETURN(
-        coordinator_link_,
-        Socket::Connect(context_, SocketKind::kDealer, options_.coordinator, options_.limits));
-  }
-  last_registration_ = absl::Now();
-  // One connection, in order: the hello comes before the register.
-  const std::string coordinator = absl::StrCat("the coordinator ", options_.coordinator);
-  if (wait_for_hello) {
-    STRATA_RETURN_IF_ERROR(Introduce(*coordinator_link_, admission_.credentials(),
-                                     wire::Role::SERVER, options_.rank, coordinator,
-                                     options_.register_timeout));
-  } else {
-    STRATA_RETURN_IF_ERROR(
-        SayHello(*coordinator_link_, admission_.credentials(), wire::Role::SERVER, options_.rank));
-  }
-  NodeDescription self{wire::Role::SERVER, options_.rank, socket_->address(),
-                       lanes_ != nullptr ? lanes_->address() : ""};
-  OutgoingMessage m(wire::Kind::REGISTER);
-  FillRegister(m.header(), options_.job_id, self);
-  return coordinator_link_->Send(m);
+std::string ServerNode::JobIds() const {
+  std::vector<uint64_t> ids;
+  for (const auto& job : jobs_) ids.push_back(job->job_id());
+  return absl::StrJoin(ids, ", ");
 }
 
-absl::Status ServerNode::Reply(const std::string& identity, OutgoingMessage& reply) {
-  reply.header().setJobId(options_.job_id);
-  reply.header().setSenderRole(wire::Role::SERVER);
-  reply.header().setSenderRank(options_.rank);
-  MessageEndpoint* endpoint = socket_.get();
-  for (MessageEndpoint* e : endpoints_) {
-    if (e->Serves(identity)) {
-      endpoint = e;
-      break;
-    }
+JobServer* ServerNode::JobFor(uint64_t job_id) {
+  if (jobs_.size() == 1) return jobs_[0].get();  // its admission names a wrong id
+  for (const auto& job : jobs_) {
+    if (job->job_id() == job_id) return job.get();
   }
-  absl::StatusOr<size_t> sent = endpoint->Send(identity, reply);
-  if (sent.ok()) {
-    traffic_.AddSent(current_peer_, *sent);
-    return absl::OkStatus();
-  }
-  // The reply is lost: a peer that is gone resends over another connection
-  // (a lane's worker over its socket) or not at all; one that is not reading
-  // its replies ends its wait with its timeout.
-  if (replies_dropped_++ == 0) {
-    LogWarning("dropped a reply: %s", std::string(sent.status().message()).c_str());
-  }
-  return absl::IsUnavailable(sent.status()) ? absl::OkStatus() : sent.status();
+  return nullptr;
 }
 
-void ServerNode::ForgetPeer(const std::string& identity) {
-  shared_memory_.Forget(identity);
-  admission_.Forget(identity);
-  pending_.erase(
-      std::remove_if(pending_.begin(), pending_.end(),
-                     [&identity](const PendingPull& p) { return p.identity == identity; }),
-      pending_.end());
-}
-
-void ServerNode::SendError(const std::string& identity, uint64_t request_id,
-                           const absl::Status& status) {
-  ++errors_sent_;
-  LogWarning("refused a request: %s", std::string(status.message()).c_str());
+void ServerNode::Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why) {
+  if (jobs_.size() == 1) {  // everything is that job's, its traffic too
+    jobs_[0]->Refuse(identity, request_id, 0, why);
+    return;
+  }
+  ++refused_;
+  LogWarning("refused a request: %s", std::string(why.message()).c_str());
   OutgoingMessage reply(wire::Kind::ERROR);
   reply.header().setRequestId(request_id);
-  FillError(reply.header(), status);
-  (void)Reply(identity, reply);
-}
-
-absl::Status ServerNode::HandleHello(const IncomingMessage& message) {
-  const bool on_lane = LaneHub::IsLane(message.identity());
-  STRATA_RETURN_IF_ERROR(
-      admission_
-          .Admit(message,
-                 [&](const Peer& peer) {
-                   auto refuse = [&](const std::string& why) {
-                     return absl::InvalidArgumentError(absl::StrCat(
-                         DescribePeer(peer.role, peer.rank), " ", why, " (server ", options_.rank,
-                         " of a job of ", options_.servers, " servers, ", options_.workers,
-                         " conv workers and ", options_.fc_workers, " FC workers)"));
-                   };
-                   switch (peer.role) {
-                     case wire::Role::CONV_WORKER:
-                       // A conv worker may ask the coordinator for a rank: on its
-                       // coordinator connection only.
-                       if (peer.rank == -1 && coordinator_ != nullptr && !on_lane)
-                         return absl::OkStatus();
-                       if (peer.rank < 0 || peer.rank >= options_.workers)
-                         return refuse("is not in this job");
-                       return absl::OkStatus();
-                     case wire::Role::FC_WORKER:
-                       if (peer.rank < 0 || peer.rank >= options_.fc_workers)
-                         return refuse("is not in this job");
-                       return absl::OkStatus();
-                     case wire::Role::SERVER:
-                       if (coordinator_ == nullptr || on_lane || peer.rank <= 0 ||
-                           peer.rank >= options_.servers) {
-                         return refuse("cannot register here");
-                       }
-                       return absl::OkStatus();
-                     case wire::Role::LAUNCHER:
-                     case wire::Role::TOOL:
-                       return absl::OkStatus();
-                   }
-                   return refuse("has an unknown role");
-                 })
-          .status());
-  OutgoingMessage ack(wire::Kind::HELLO_ACK);
-  ack.header().setRequestId(message.header().getRequestId());
-  return Reply(message.identity(), ack);
-}
-
-absl::Status ServerNode::CheckAllowed(const Peer& peer, wire::Kind kind,
-                                      const std::string& identity) const {
-  const bool worker = peer.role == wire::Role::CONV_WORKER || peer.role == wire::Role::FC_WORKER;
-  bool allowed = false;
-  switch (kind) {
-    case wire::Kind::KNOB_LEASE:
-    case wire::Kind::KNOB_SET:
-    case wire::Kind::KNOB_GET:
-    case wire::Kind::REGISTER:
-    case wire::Kind::HEARTBEAT:
-    case wire::Kind::BARRIER:
-      if (LaneHub::IsLane(identity)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(KindName(kind), " over a shared memory lane; the coordinator listens on ",
-                         socket_->address()));
-      }
-      if (coordinator_ == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            KindName(kind), " sent to server ", options_.rank, "; only server 0 coordinates"));
-      }
-      // The coordinator checks the knob kinds' senders itself.
-      allowed = worker || peer.role == wire::Role::SERVER || kind == wire::Kind::KNOB_SET ||
-                kind == wire::Kind::KNOB_GET;
-      break;
-    case wire::Kind::INIT:
-    case wire::Kind::PUSH:
-    case wire::Kind::PULL:
-    case wire::Kind::SHM_ATTACH:
-    case wire::Kind::DONE:
-      allowed = worker && peer.rank >= 0;
-      break;
-    case wire::Kind::CLOCK:
-      allowed = true;
-      break;
-    case wire::Kind::SHUTDOWN:
-      allowed = peer.role == wire::Role::LAUNCHER || peer.role == wire::Role::TOOL;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("a server does not accept ", KindName(kind), " messages"));
-  }
-  if (allowed) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat(KindName(kind), " from ", DescribePeer(peer.role, peer.rank), "; server ",
-                   options_.rank, " takes it only from ",
-                   kind == wire::Kind::SHUTDOWN ? "a launcher or tool" : "the job's workers"));
-}
-
-absl::StatusOr<ServerNode::ResolvedSlices> ServerNode::ResolveSlices(const IncomingMessage& message,
-                                                                     bool with_frames) const {
-  const auto h = message.header();
-  const auto slices = h.getSlices();
-  if (slices.size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " names no slices"));
-  }
-  // Slices whose floats lie in shared memory come without frames.
-  with_frames = with_frames && h.getShmSlots().size() == 0;
-  if (with_frames && message.num_frames() != slices.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " has ", slices.size(),
-                                                   " slices but ", message.num_frames(),
-                                                   " data frames"));
-  }
-  std::vector<Chunk> chunks;
-  for (unsigned i = 0; i < slices.size(); ++i) {
-    const auto s = slices[i];
-    if (s.getKey() >= static_cast<uint32_t>(plan_.num_keys())) {
-      return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " of unknown key ",
-                                                     s.getKey(), " (the model has ",
-                                                     plan_.num_keys(), " keys)"));
-    }
-    const Chunk* c = plan_.Find(s.getKey(), s.getOffset(), s.getLength());
-    if (c == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          KindName(h.getKind()), " of key ", s.getKey(), " elements [", s.getOffset(), ", ",
-          s.getOffset() + s.getLength(), ") does not match a chunk of the partition plan"));
-    }
-    if (!store_->Owns(*c)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), " chunk ", c->index,
-                       " sent to server ", options_.rank, "; it lives on server ", c->server));
-    }
-    if (with_frames && message.frame_size(i) != c->length * sizeof(float)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
-                       message.frame_size(i), " bytes, expected ", c->length * sizeof(float), " (",
-                       c->length, " float32 values)"));
-    }
-    for (const Chunk& earlier : chunks) {
-      if (earlier.index == c->index) {
-        return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " names chunk ",
-                                                       c->index, " of key ", c->key, " twice"));
-      }
-    }
-    chunks.push_back(*c);
-  }
-  STRATA_ASSIGN_OR_RETURN(SharedMemoryPeers::Placement placement,
-                          shared_memory_.Resolve(message, chunks));
-  return ResolvedSlices{std::move(chunks), std::move(placement)};
-}
-
-absl::Status ServerNode::HandleShmAttach(const IncomingMessage& message) {
-  const auto h = message.header();
-  // A refusal is an answer, not a bad request: the worker then sends its
-  // data over the socket (another host or namespace is a normal case).
-  const absl::Status attached = shared_memory_.Attach(message);
-  OutgoingMessage ack(wire::Kind::SHM_ATTACH_ACK);
-  ack.header().setRequestId(h.getRequestId());
-  if (attached.ok()) {
-    LogInfo("shares memory with %s %d (%u slots of %llu bytes)",
-            h.getSenderRole() == wire::Role::FC_WORKER ? "fc worker" : "worker", h.getSenderRank(),
-            h.getShmSlotCount(), static_cast<unsigned long long>(h.getShmSlotBytes()));
-  } else {
-    FillError(ack.header(), attached);
-  }
-  return Reply(message.identity(), ack);
-}
-
-absl::Status ServerNode::CheckRejoined(const wire::Header::Reader& request) {
-  const int worker = request.getSenderRank();
-  if (!restored_ || request.getSenderRole() != wire::Role::CONV_WORKER || worker < 0 ||
-      worker >= options_.workers) {
-    return absl::OkStatus();
-  }
-  if (request.getKind() == wire::Kind::PULL && request.getIteration() < 0) {
-    rejoined_[worker] = true;  // a pull of the current values
-    return absl::OkStatus();
-  }
-  if (rejoined_[worker]) return absl::OkStatus();
-  return absl::AbortedError(
-      absl::StrCat("server ", options_.rank, " was restored from a checkpoint at iteration ",
-                   restored_version_, "; pull the current parameters and continue from there"));
-}
-
-absl::Status ServerNode::HandleInit(const IncomingMessage& message) {
-  STRATA_ASSIGN_OR_RETURN(ResolvedSlices slices, ResolveSlices(message, true));
-  for (size_t i = 0; i < slices.chunks.size(); ++i) {
-    STRATA_RETURN_IF_ERROR(store_->Init(slices.chunks[i], slices.placement.SliceData(message, i)));
-  }
-  OutgoingMessage ack(wire::Kind::INIT_ACK);
-  ack.header().setRequestId(message.header().getRequestId());
-  (void)Reply(message.identity(), ack);
-  ServePending();
-  return absl::OkStatus();
-}
-
-absl::Status ServerNode::HandlePush(const IncomingMessage& message) {
-  const auto h = message.header();
-  STRATA_ASSIGN_OR_RETURN(ResolvedSlices slices, ResolveSlices(message, true));
-  const std::vector<Chunk>& chunks = slices.chunks;
-  const int worker = h.getSenderRank();
-  const bool from_fc = h.getSenderRole() == wire::Role::FC_WORKER;
-  STRATA_RETURN_IF_ERROR(CheckRejoined(h));
-  // The whole request is checked before any chunk changes.
-  std::vector<PushOutcome> outcomes;
-  for (const Chunk& c : chunks) {
-    const KeyRule& rule = store_->rule(c.key);
-    if ((rule.owner == KeyOwner::kFcWorkers) != from_fc) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("push of key ", c.key, " from ", from_fc ? "an FC" : "a conv",
-                       " worker; key ", c.key, " is pushed by the ", KeyOwnerName(rule.owner)));
-    }
-    STRATA_ASSIGN_OR_RETURN(const PushOutcome outcome, store_->Check(worker, h.getIteration(), c));
-    outcomes.push_back(outcome);
-  }
-  bool updated = false;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    if (slices.placement.region != nullptr) {
-      traffic_.AddReceived(current_peer_, chunks[i].length * sizeof(float));
-    }
-    if (outcomes[i] == PushOutcome::kDuplicate) continue;
-    STRATA_ASSIGN_OR_RETURN(
-        const PushOutcome outcome,
-        store_->Push(worker, h.getIteration(), chunks[i], slices.placement.SliceData(message, i)));
-    updated = updated || outcome == PushOutcome::kApplied;
-  }
-  OutgoingMessage ack(wire::Kind::PUSH_ACK);
-  ack.header().setRequestId(h.getRequestId());
-  ack.header().setIteration(h.getIteration());
-  (void)Reply(message.identity(), ack);
-  // Only an applied update changes what pulls may be served (versions,
-  // clocks) or what a checkpoint would hold.
-  if (updated) {
-    ServePending();
-    MaybeCheckpoint();
-  }
-  return absl::OkStatus();
-}
-
-void ServerNode::SendPull(const PendingPull& pull) {
-  OutgoingMessage reply(wire::Kind::PULL_REPLY);
-  auto h = reply.header();
-  h.setRequestId(pull.request_id);
-  auto slices = h.initSlices(static_cast<unsigned>(pull.chunks.size()));
-  const bool shared = pull.placement.region != nullptr;
-  if (shared) {
-    auto slots = h.initShmSlots(static_cast<unsigned>(pull.chunks.size()));
-    for (size_t i = 0; i < pull.chunks.size(); ++i) {
-      slots.set(static_cast<unsigned>(i), pull.placement.slots[i]);
-    }
-  }
-  for (size_t i = 0; i < pull.chunks.size(); ++i) {
-    const Chunk& c = pull.chunks[i];
-    slices[i].setKey(c.key);
-    slices[i].setOffset(c.offset);
-    slices[i].setLength(c.length);
-    if (shared) {
-      const size_t bytes = c.length * sizeof(float);
-      std::memcpy(pull.placement.region->slot(pull.placement.slots[i]), store_->value(c), bytes);
-      traffic_.AddSent(current_peer_, bytes);
-    } else {
-      // Zero-copy: the store copies on write while this reply holds the buffer.
-      reply.AddFrame(store_->value_tensor(c));
-    }
-  }
-  h.setIteration(store_->min_version(pull.chunks));
-  for (const Chunk& c : pull.chunks) store_->NoteServed(c, pull.iteration);
-  (void)Reply(pull.identity, reply);
-}
-
-absl::Status ServerNode::HandlePull(const IncomingMessage& message) {
-  const auto h = message.header();
-  STRATA_ASSIGN_OR_RETURN(ResolvedSlices slices, ResolveSlices(message, false));
-  STRATA_RETURN_IF_ERROR(CheckRejoined(h));
-  PendingPull pull{message.identity(),       h.getRequestId(),  h.getIteration(),
-                   std::move(slices.chunks), h.getSenderRank(), std::move(slices.placement)};
-  bool ready = true;
-  for (const Chunk& c : pull.chunks) ready = ready && store_->CanServe(c, pull.iteration);
-  if (ready) {
-    SendPull(pull);
-    return absl::OkStatus();
-  }
-  // Waiting for a dead worker's iterations would be waiting for ever.
-  if (const std::string dead = DeadPusherOf(pull.chunks); !dead.empty()) {
-    return DeadPusherError(dead);
-  }
-  pending_.push_back(std::move(pull));
-  return absl::OkStatus();
-}
-
-void ServerNode::ServePending() {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    bool ready = true;
-    for (const Chunk& c : it->chunks) ready = ready && store_->CanServe(c, it->iteration);
-    if (ready) {
-      SendPull(*it);
-      it = pending_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void ServerNode::FailPendingPulls(const absl::Status& status) {
-  for (const PendingPull& p : pending_) SendError(p.identity, p.request_id, status);
-  pending_.clear();
-}
-
-void ServerNode::MaybeCheckpoint() {
-  if (options_.checkpoint_path.empty() || options_.checkpoint_every <= 0) return;
-  const int64_t version = store_->min_version(plan_.chunks_of_server(options_.rank));
-  if (version >= last_checkpoint_version_ + options_.checkpoint_every) {
-    absl::Status s = WriteCheckpoint(options_.checkpoint_path, store_->Capture());
-    if (s.ok()) {
-      last_checkpoint_version_ = version;
-      LogInfo("checkpoint at iteration %lld -> %s", static_cast<long long>(version),
-              options_.checkpoint_path.c_str());
-    } else {
-      LogWarning("checkpoint failed: %s", std::string(s.message()).c_str());
-    }
-  }
-}
-
-absl::Status ServerNode::Handle(const IncomingMessage& message) {
-  const auto h = message.header();
-  if (h.getKind() == wire::Kind::HELLO) return HandleHello(message);
-  STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Check(message));
-  STRATA_RETURN_IF_ERROR(CheckAllowed(peer, h.getKind(), message.identity()));
-  if (const WorkerState* w = FindWorker(peer); w != nullptr && w->dead) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        DescribePeer(peer.role, peer.rank),
-        " was declared dead after a silence of its heartbeats; the job goes on without it"));
-  }
-  switch (h.getKind()) {
-    case wire::Kind::REGISTER:
-    case wire::Kind::HEARTBEAT:
-    case wire::Kind::BARRIER:
-    case wire::Kind::KNOB_LEASE:
-    case wire::Kind::KNOB_SET:
-    case wire::Kind::KNOB_GET:
-      return coordinator_->Handle(message, peer);
-    case wire::Kind::INIT:
-      return HandleInit(message);
-    case wire::Kind::PUSH:
-      return HandlePush(message);
-    case wire::Kind::PULL:
-      return HandlePull(message);
-    case wire::Kind::SHM_ATTACH:
-      return HandleShmAttach(message);
-    case wire::Kind::CLOCK: {
-      OutgoingMessage reply(wire::Kind::CLOCK_REPLY);
-      reply.header().setRequestId(h.getRequestId());
-      reply.header().setIteration(store_->max_served_lead());
-      auto clocks = reply.header().initClocks(static_cast<unsigned>(store_->clocks().size()));
-      for (size_t i = 0; i < store_->clocks().size(); ++i) {
-        clocks.set(static_cast<unsigned>(i), store_->clocks()[i]);
-      }
-      return Reply(message.identity(), reply);
-    }
-    case wire::Kind::DONE: {
-      WorkerState* worker = FindWorker(peer);
-      if (worker == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("done from ", DescribePeer(peer.role, peer.rank), ", not in this job"));
-      }
-      worker->done = true;
-      shared_memory_.Forget(message.identity());
-      admission_.Forget(message.identity());
-      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
-      ack.header().setRequestId(h.getRequestId());
-      return Reply(message.identity(), ack);
-    }
-    case wire::Kind::SHUTDOWN: {
-      shutdown_ = true;
-      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
-      ack.header().setRequestId(h.getRequestId());
-      return Reply(message.identity(), ack);
-    }
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("a server does not accept ", KindName(h.getKind()), " messages"));
-  }
+  reply.header().setSenderRole(wire::Role::SERVER);
+  reply.header().setSenderRank(process_.rank);
+  FillError(reply.header(), why);
+  (void)endpoints_.Reply(identity, reply);
 }
 
 void ServerNode::HandleRaw(RawMessage raw) {
   const std::string identity = raw.identity;
   uint64_t bytes = 0;
   for (const auto& f : raw.frames) bytes += f.size();
-  const uint64_t request_id = PeekRequestId(raw, options_.limits);
-  absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), options_.limits);
-  current_peer_ = message.ok() ? PeerKindOf(message->header().getSenderRole()) : PeerKind::kConv;
-  traffic_.AddReceived(current_peer_, bytes);
+  const uint64_t request_id = PeekRequestId(raw, process_.limits);
+  absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), process_.limits);
   if (!message.ok()) {
-    SendError(identity, request_id, message.status());
+    if (jobs_.size() == 1) {
+      jobs_[0]->Refuse(identity, request_id, bytes, message.status());
+    } else {
+      Refuse(identity, request_id, message.status());
+    }
     return;
   }
-  absl::Status s = Handle(*message);
-  if (!s.ok()) SendError(identity, request_id, s);
+  JobServer* job = JobFor(message->header().getJobId());
+  if (job == nullptr) {
+    Refuse(identity, request_id,
+           absl::PermissionDeniedError(absl::StrCat("unknown job id ", message->header().getJobId(),
+                                                    " (server ", process_.rank, " serves jobs ",
+                                                    JobIds(), ")")));
+    return;
+  }
+  job->HandleRequest(*message, bytes);
 }
 
 absl::Status ServerNode::ServeOnce(absl::Duration timeout) {
   STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
-                          PollEndpoints(endpoints_, timeout, kMaxMessagesPerPoll));
+                          PollEndpoints(endpoints_.all, timeout, kMaxMessagesPerPoll));
   for (RawMessage& raw : events.messages) HandleRaw(std::move(raw));
-  for (const auto& [identity, status] : events.refused) SendError(identity, 0, status);
-  for (const std::string& identity : events.closed) ForgetPeer(identity);
-  return absl::OkStatus();
-}
-
-namespace {
-
-wire::Role RoleOf(KeyOwner owner) {
-  return owner == KeyOwner::kFcWorkers ? wire::Role::FC_WORKER : wire::Role::CONV_WORKER;
-}
-
-}  // namespace
-
-std::string ServerNode::DeadPusherOf(const std::vector<Chunk>& chunks) const {
-  for (const WorkerState& w : workers_) {
-    if (!w.dead || w.done) continue;
-    for (const Chunk& c : chunks) {
-      if (RoleOf(store_->rule(c.key).owner) == w.peer.role) {
-        return DescribePeer(w.peer.role, w.peer.rank);
-      }
-    }
-  }
-  return "";
-}
-
-absl::Status ServerNode::DeadPusherError(const std::string& who) {
-  return absl::UnavailableError(
-      absl::StrCat(who,
-                   " stopped sending heartbeats; pulls waiting for its iterations cannot "
-                   "complete"));
-}
-
-void ServerNode::OnNodeDead(const Peer& dead) {
-  WorkerState* worker = FindWorker(dead);  // servers: nothing waits for them here
-  // A worker that finished and left is not missed.
-  if (worker == nullptr || worker->dead || worker->done) return;
-  worker->dead = true;
-  const std::string who = DescribePeer(dead.role, dead.rank);
-  // The pulls that wait for its iterations: those of the keys it pushes.
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (DeadPusherOf(it->chunks) == who) {
-      SendError(it->identity, it->request_id, DeadPusherError(who));
-      it = pending_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (options_.consistency == Consistency::kAsp) {
-    // Nobody waits for its iterations, and it will not say it is done.
-    worker->done = true;
-    LogWarning("no longer waits for %s to finish (asp)", who.c_str());
-  }
-}
-
-absl::Status ServerNode::ServeCoordinatorLink() {
-  bool register_again = false;
-  while (true) {
-    absl::StatusOr<RawMessage> raw = coordinator_link_->ReceiveNow();
-    if (!raw.ok()) break;
-    absl::StatusOr<IncomingMessage> message = Decode(*std::move(raw), options_.limits);
-    if (!message.ok()) continue;
-    const auto h = message->header();
-    if (h.getKind() == wire::Kind::NODE_DEAD && h.getNodes().size() == 1) {
-      OnNodeDead({h.getNodes()[0].getRole(), h.getNodes()[0].getRank()});
-    } else if (IsNotRegistered(h)) {
-      register_again = true;  // a restarted coordinator does not know us
-    } else if (h.getKind() == wire::Kind::ERROR) {
-      return WithContext(ErrorFromHeader(h), absl::StrCat("the coordinator ", options_.coordinator,
-                                                          " refused server ", options_.rank));
-    }
-  }
-  if (register_again && absl::Now() - last_registration_ >= options_.heartbeat_every) {
-    LogInfo("registering again with the coordinator %s", options_.coordinator.c_str());
-    STRATA_RETURN_IF_ERROR(Register(/*wait_for_hello=*/false));
+  for (const auto& [identity, status] : events.refused) Refuse(identity, 0, status);
+  for (const std::string& identity : events.closed) {
+    for (const auto& job : jobs_) job->ForgetPeer(identity);
   }
   return absl::OkStatus();
 }
 
 absl::Status ServerNode::Run() {
-  absl::Time next_heartbeat = absl::Now();
-  while (!shutdown_) {
-    std::vector<std::string> unfinished;
-    bool any_alive = false;
-    for (const WorkerState& w : workers_) {
-      if (w.done) continue;
-      unfinished.push_back(DescribePeer(w.peer.role, w.peer.rank));
-      any_alive = any_alive || !w.dead;
+  std::vector<bool> over(jobs_.size(), false);
+  absl::Status first_error;
+  auto end_job = [&](size_t i, const absl::Status& status) {
+    over[i] = true;
+    absl::Status s = status.ok() ? jobs_[i]->Finish() : status;
+    if (s.ok()) return;
+    if (jobs_.size() > 1) {
+      s = WithContext(s, absl::StrCat("job ", jobs_[i]->job_id()));
+      LogWarning("%s (the other jobs go on)", std::string(s.message()).c_str());
     }
-    if (unfinished.empty()) break;
-    if (!any_alive) {
-      return absl::UnavailableError(
-          absl::StrCat("server ", options_.rank,
-                       ": every worker that had not finished stopped sending "
-                       "heartbeats (",
-                       absl::StrJoin(unfinished, ", "), "); the job cannot complete"));
+    if (first_error.ok()) first_error = s;
+  };
+  while (true) {
+    bool all_over = true;
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      if (over[i]) continue;
+      absl::StatusOr<bool> finished = jobs_[i]->Finished();
+      if (!finished.ok() || *finished) {
+        end_job(i, finished.status());
+        continue;
+      }
+      all_over = false;
     }
+    if (all_over) break;
     STRATA_RETURN_IF_ERROR(ServeOnce(absl::Milliseconds(200)));
     const absl::Time now = absl::Now();
-    if (coordinator_ != nullptr) {
-      for (const Peer& dead : coordinator_->CheckLiveness(now)) OnNodeDead(dead);
-    }
-    if (coordinator_link_ != nullptr) {
-      STRATA_RETURN_IF_ERROR(ServeCoordinatorLink());
-      if (now >= next_heartbeat) {
-        OutgoingMessage beat(wire::Kind::HEARTBEAT);
-        FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank);
-        (void)coordinator_link_->Send(beat);
-        next_heartbeat = now + options_.heartbeat_every;
-      }
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      if (over[i]) continue;
+      absl::Status s = jobs_[i]->Tick(now);
+      if (!s.ok()) end_job(i, s);
     }
   }
-  if (!options_.checkpoint_path.empty()) {
-    STRATA_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, store_->Capture()));
-  }
-  traffic_.process = absl::StrCat("server ", options_.rank);
-  traffic_.steps = store_->min_clock();
-  traffic_.Print();
-  std::string clocks;
-  for (int64_t c : store_->clocks()) clocks += (clocks.empty() ? "" : " ") + std::to_string(c);
-  LogInfo(
-      "finished: worker clocks [%s], max pull lead %lld (%s, staleness %d), %llu requests "
-      "refused%s",
-      clocks.c_str(), static_cast<long long>(store_->max_served_lead()),
-      ConsistencyName(options_.consistency), options_.staleness,
-      static_cast<unsigned long long>(errors_sent_),
-      replies_dropped_ == 0
-          ? ""
-          : absl::StrCat(", ", replies_dropped_, " replies dropped (full queues)").c_str());
-  return absl::OkStatus();
+  return first_error;
 }
 
 }  // namespace strata

@@ -1,0 +1,226 @@
+// JobServer: one job's part of a parameter-server process: its shard of
+// the job's parameters (a ParameterStore over its partition plan), its
+// optimizer and consistency rule, its registered connections, its pending
+// pulls, its checkpoints and, on rank 0, the job's Coordinator. The process
+// (ServerNode, server/server_node.h) owns the endpoints and hands each
+// job the requests that carry its job id; a job's errors stay its own.
+//
+// Every connection registers first with a HELLO carrying the job token and
+// the job's identity (core/net/admission.h); requests from a connection
+// that did not, or that claim another sender, are refused, and each role
+// may send only its own kinds (SHUTDOWN: a launcher or tool). Every request
+// is checked before it touches state (sender rank, slices against the
+// partition plan, frame sizes); a bad one gets an error reply naming the
+// problem and a log line, and the server keeps serving. A request is
+// applied whole or not at all.
+//
+// A worker the coordinator declares dead (it had not finished) fails, on
+// every server, the pulls that wait for its iterations (those of the keys
+// it pushes), naming it; later such pulls are refused at once, and so is
+// everything the dead worker itself sends. Under ASP the servers stop
+// waiting for its DONE. A job whose unfinished workers are all dead ends
+// with an error instead of waiting for ever.
+//
+// Thread safety: the process's serving thread drives it.
+#ifndef STRATA_SERVER_JOB_SERVER_H_
+#define STRATA_SERVER_JOB_SERVER_H_
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/model/job_config.h"
+#include "core/net/admission.h"
+#include "core/net/message_endpoint.h"
+#include "core/net/partition_plan.h"
+#include "core/net/traffic.h"
+#include "core/net/transport.h"
+#include "server/coordinator.h"
+#include "server/parameter_store.h"
+#include "server/shared_memory_peers.h"
+
+namespace strata {
+
+struct ServerOptions {
+  int rank = 0;
+  // Rank 0 binds this address; other ranks connect to it to register.
+  std::string coordinator;
+  // Where ranks > 0 bind (port 0: any free port).
+  std::string bind = "tcp://127.0.0.1:0";
+  JobConfig config;
+  // Plain key-value mode (benchmarks, generic use): these parameter sizes
+  // instead of the model's; config.optimizer still applies, the schedule is
+  // constant. Empty = the model of `config`.
+  std::vector<int64_t> kv_sizes;
+  int servers = 1;
+  int workers = 1;     // conv workers
+  int fc_workers = 0;  // stanza: FC workers that register with the coordinator
+  // "ps" or "stanza": which of the model's keys the servers hold and who
+  // pushes them (core/model/server_keys.h).
+  std::string mode = "ps";
+  uint64_t job_id = 1;
+  // The job token every connection must present ("" = an open cluster).
+  std::string job_token;
+  Consistency consistency = Consistency::kBsp;
+  int staleness = 2;
+  int64_t chunk_elements = kDefaultChunkElements;
+  std::string ready_file;        // written once serving (core/util/ready_file.h); "" = none
+  std::string checkpoint_path;   // "" = no checkpoints
+  int64_t checkpoint_every = 0;  // iterations
+  bool restore = false;
+  absl::Duration dead_after = absl::Seconds(10);
+  absl::Duration heartbeat_every = absl::Seconds(1);
+  // Ranks > 0: how long to wait for the coordinator to answer our hello.
+  absl::Duration register_timeout = absl::Seconds(60);
+  WireLimits limits;
+  // Wraps each endpoint the server serves on (its ROUTER socket and its
+  // shared-memory lane hub; core/net/message_endpoint.h); unset: none.
+  EndpointDecorator decorate_endpoint;
+};
+
+// The endpoints of a server process, polled together: the ROUTER socket
+// (where the coordinator listens on rank 0) and, where this host has them,
+// the shared-memory lanes.
+struct ServingEndpoints {
+  MessageEndpoint* socket = nullptr;
+  MessageEndpoint* lanes = nullptr;  // null when lanes are unavailable here
+  // Lanes first: a reply goes through the first that serves its identity.
+  std::vector<MessageEndpoint*> all;
+  // Sends `message` to `identity` through the first endpoint that serves it.
+  absl::StatusOr<size_t> Reply(const std::string& identity, OutgoingMessage& message) const;
+};
+
+class JobServer {
+ public:
+  // Builds the job's shard (restoring it with options.restore) on the
+  // process's endpoints; rank 0 starts the job's coordinator, other ranks
+  // register with theirs, waiting for its hello's answer.
+  static absl::StatusOr<std::unique_ptr<JobServer>> Create(const ServerOptions& options,
+                                                           const ServingEndpoints* endpoints,
+                                                           zmq::context_t& context);
+  ~JobServer();
+
+  uint64_t job_id() const { return options_.job_id; }
+  const ServerOptions& options() const { return options_; }
+  const ParameterStore& store() const { return *store_; }
+
+  // A decoded request of this job; `bytes` as received. A request that
+  // fails gets an error reply naming why.
+  void HandleRequest(const IncomingMessage& message, uint64_t bytes);
+  // Counts an undecodable message of this job and answers it with `why`.
+  void Refuse(const std::string& identity, uint64_t request_id, uint64_t bytes,
+              const absl::Status& why);
+  // A peer connection that closed (a lane): its region and its pulls still
+  // waiting go.
+  void ForgetPeer(const std::string& identity);
+  // The job's work between polls: dead nodes (rank 0), the coordinator link
+  // and heartbeats (other ranks).
+  absl::Status Tick(absl::Time now);
+  // Whether the job is over here: every worker sent DONE, or a SHUTDOWN
+  // came. Unavailable when every unfinished worker is dead.
+  absl::StatusOr<bool> Finished() const;
+  // The final checkpoint (with checkpointing on), the traffic report and the
+  // finished line.
+  absl::Status Finish();
+
+ private:
+  struct PendingPull {
+    std::string identity;
+    uint64_t request_id;
+    int64_t iteration;
+    std::vector<Chunk> chunks;
+    int sender;
+    SharedMemoryPeers::Placement placement;  // where the values go (no region: frames)
+  };
+  JobServer(const ServerOptions& options, const ServingEndpoints* endpoints,
+            zmq::context_t& context);
+  // HELLO and REGISTER to the coordinator (ranks > 0); the first time,
+  // waiting for the hello's answer, so a refusal fails Create.
+  absl::Status Register(bool wait_for_hello);
+  absl::Status Handle(const IncomingMessage& message);
+  absl::Status HandleHello(const IncomingMessage& message);
+  // Whether `peer` may send `kind` (on `identity`).
+  absl::Status CheckAllowed(const Peer& peer, wire::Kind kind, const std::string& identity) const;
+  // What a node declared dead means here (see above).
+  void OnNodeDead(const Peer& dead);
+  // A dead, unfinished worker that pushes one of `chunks` ("worker 1"), or "".
+  std::string DeadPusherOf(const std::vector<Chunk>& chunks) const;
+  static absl::Status DeadPusherError(const std::string& who);
+  // Reads what the coordinator sends a server of rank > 0: dead-node
+  // notices, and refusals (a restarted coordinator that does not know us:
+  // register again; anything else fails Run).
+  absl::Status ServeCoordinatorLink();
+  // After --restore: Aborted for a conv worker's push or pull by iteration
+  // until it has pulled the current values (iteration -1).
+  absl::Status CheckRejoined(const wire::Header::Reader& request);
+  // The chunks a request names, checked against the plan, and where their
+  // floats lie (slots named and checked, or data frames when `with_frames`).
+  struct ResolvedSlices {
+    std::vector<Chunk> chunks;
+    SharedMemoryPeers::Placement placement;
+  };
+  absl::StatusOr<ResolvedSlices> ResolveSlices(const IncomingMessage& message,
+                                               bool with_frames) const;
+  absl::Status HandleInit(const IncomingMessage& message);
+  absl::Status HandlePush(const IncomingMessage& message);
+  absl::Status HandlePull(const IncomingMessage& message);
+  absl::Status HandleShmAttach(const IncomingMessage& message);
+  void ServePending();
+  // Sends on the request's path (ServingEndpoints::Reply) with this job's
+  // id and our rank. A reply to a peer that is gone is dropped (OK); one to
+  // a peer whose queue is full fails.
+  absl::Status Reply(const std::string& identity, OutgoingMessage& reply);
+  void SendPull(const PendingPull& pull);
+  void SendError(const std::string& identity, uint64_t request_id, const absl::Status& status);
+  void MaybeCheckpoint();
+  void FailPendingPulls(const absl::Status& status);
+
+  ServerOptions options_;
+  const ServingEndpoints* endpoints_;
+  zmq::context_t& context_;
+  Admission admission_;
+  std::unique_ptr<Socket> coordinator_link_;  // ranks > 0
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0
+  PartitionPlan plan_;
+  std::unique_ptr<ParameterStore> store_;
+  std::deque<PendingPull> pending_;
+  SharedMemoryPeers shared_memory_;
+  // Every conv and FC worker of the job: whether it said DONE, and whether
+  // the coordinator declared it dead.
+  struct WorkerState {
+    Peer peer;
+    bool done = false;
+    bool dead = false;
+  };
+  std::vector<WorkerState> workers_;
+  WorkerState* FindWorker(const Peer& peer);
+  // After --restore, a worker must pull the current values (iteration -1)
+  // before it may push or pull by iteration again: its own state is ahead
+  // of the restored shard.
+  bool restored_ = false;
+  int64_t restored_version_ = 0;
+  std::vector<bool> rejoined_;
+  bool shutdown_ = false;
+  int64_t last_checkpoint_version_ = 0;
+  uint64_t errors_sent_ = 0;
+  uint64_t replies_dropped_ = 0;  // to peers gone or not reading
+  absl::Time next_heartbeat_;     // ranks > 0
+  absl::Time last_registration_;  // ranks > 0: our last REGISTER
+  TrafficReport traffic_;
+  PeerKind current_peer_ = PeerKind::kConv;  // the peer of the message being handled
+};
+
+// The rules of a job's server keys (core/model/server_keys.h) in `mode`
+// with `fc_workers` FC workers, and their sizes.
+struct JobKeys {
+  std::vector<int64_t> sizes;
+  std::vector<KeyRule> rules;
+};
+absl::StatusOr<JobKeys> KeysOfJob(const JobConfig& config, const std::string& mode, int fc_workers);
+
+}  // namespace strata
+
+#endif  // STRATA_SERVER_JOB_SERVER_H_
