@@ -111,6 +111,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
 
   PsProgram program(options, rank, *data, *model, *client, sync, reporter);
   StepLoopOptions lo;
+  lo.device = options.device;
   lo.process = absl::StrCat("conv worker ", rank);
   lo.first_iteration = first_step;
   lo.total_iterations = data->total_steps;

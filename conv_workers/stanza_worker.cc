@@ -103,6 +103,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
 
   StanzaConvProgram program(*data, *model, split, *client, sync, *link);
   StepLoopOptions loop_options;
+  loop_options.device = options.device;
   loop_options.process = absl::StrCat("conv worker ", rank);
   loop_options.first_iteration = first_step;
   loop_options.total_iterations = data->total_steps;

@@ -2,6 +2,10 @@
 //
 //   strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT --config job.json
 //       [--rank R] [--threads T] [--timeout 60] [--summary-out s.json] [--metrics-out m.jsonl]
+//   strata_conv_worker ... --job a.json --job b.json [--policy crossover] [--weights 1,1]
+//
+// With several --job configs the process runs one worker per job, each on
+// its own thread, sharing its cores under --policy (runtime/job_group.h).
 //
 // `--mode ps` trains the whole model and exchanges every parameter with the
 // servers (the classic parameter-server baseline); worker 0 then reports
@@ -9,6 +13,7 @@
 // exchanges activations with its FC worker, which reports.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -29,16 +34,18 @@ ABSL_FLAG(int32_t, rank, -1, "worker rank (-1: assigned by the coordinator)");
 namespace strata {
 namespace {
 
-absl::Status Run() {
+absl::Status Run(const std::vector<std::string>& job_configs) {
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
-  WorkerOptions o;
-  STRATA_RETURN_IF_ERROR(WorkerOptionsFromFlags(&o));
-  o.client.rank = absl::GetFlag(FLAGS_rank);
-  if (mode == "stanza") return RunStanzaConvWorker(o);
-  return RunPsWorker(o).status();
+  STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs));
+  for (JobRun& job : jobs) job.options.client.rank = absl::GetFlag(FLAGS_rank);
+  STRATA_ASSIGN_OR_RETURN(const SharingPolicy policy, SharingPolicyFromFlags());
+  auto run = [&mode](const WorkerOptions& o) {
+    return mode == "stanza" ? RunStanzaConvWorker(o) : RunPsWorker(o).status();
+  };
+  return CombineJobResults(jobs, RunJobsTogether(jobs, policy, run));
 }
 
 }  // namespace
@@ -51,12 +58,13 @@ int main(int argc, char** argv) {
       "Strata conv worker.\n  strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT "
       "--config JOB.json [--rank R] [--threads T]");
   strata::NormalizedArgs args(argc, argv);
+  const std::vector<std::string> jobs = args.TakeRepeated("job");
   absl::ParseCommandLine(args.argc(), args.argv());
   // Named "worker N" once the coordinator has assigned the rank.
   strata::SetLogProcess(absl::GetFlag(FLAGS_rank) >= 0
                             ? absl::StrCat("worker ", absl::GetFlag(FLAGS_rank))
                             : std::string("worker"));
-  absl::Status status = strata::Run();
+  absl::Status status = strata::Run(jobs);
   if (!status.ok()) {
     std::fprintf(stderr, "strata_conv_worker: error: %s\n", std::string(status.message()).c_str());
     return 1;

@@ -486,6 +486,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   FcProgram program(options, rank, static_cast<double>(mine.size()), shared_head, expert_parallel,
                     parts);
   StepLoopOptions loop_options;
+  loop_options.device = options.device;
   loop_options.process = absl::StrCat("fc worker ", rank);
   loop_options.total_iterations = total_steps;
   loop_options.records = &records;

@@ -4,9 +4,13 @@
 //       [--bind tcp://HOST:0] [--threads T] [--summary-out s.json] [--metrics-out m.jsonl]
 //
 // FC worker 0 prints progress, evaluates after every epoch and writes the
-// summary. The other flags are those of every worker (runtime/worker_flags.h).
+// summary. The other flags are those of every worker (runtime/worker_flags.h),
+// --job, --policy and --weights among them: with several --job configs
+// the process is this FC worker of every job (each binds its own endpoint;
+// --ready-file is tagged with each job's id).
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -27,13 +31,20 @@ ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0",
 namespace strata {
 namespace {
 
-absl::Status Run() {
-  FcWorkerOptions o;
-  STRATA_RETURN_IF_ERROR(WorkerOptionsFromFlags(&o.worker));
-  o.worker.client.rank = absl::GetFlag(FLAGS_rank);
-  o.bind = absl::GetFlag(FLAGS_bind);
-  o.ready_file = ReadyFileFromFlags();
-  return RunFcWorker(o).status();
+absl::Status Run(const std::vector<std::string>& job_configs) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs));
+  for (JobRun& job : jobs) job.options.client.rank = absl::GetFlag(FLAGS_rank);
+  STRATA_ASSIGN_OR_RETURN(const SharingPolicy policy, SharingPolicyFromFlags());
+  const bool several = jobs.size() > 1;
+  auto run = [several](const WorkerOptions& worker) {
+    FcWorkerOptions o;
+    o.worker = worker;
+    o.bind = absl::GetFlag(FLAGS_bind);
+    const std::string ready = ReadyFileFromFlags();
+    o.ready_file = several ? PathForJob(ready, worker.client.credentials.job_id) : ready;
+    return RunFcWorker(o).status();
+  };
+  return CombineJobResults(jobs, RunJobsTogether(jobs, policy, run));
 }
 
 }  // namespace
@@ -46,9 +57,10 @@ int main(int argc, char** argv) {
       "Strata FC worker (stanza mode).\n  strata_fc_worker --rank F --coordinator "
       "tcp://HOST:PORT --config JOB.json");
   strata::NormalizedArgs args(argc, argv);
+  const std::vector<std::string> jobs = args.TakeRepeated("job");
   absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess(absl::StrCat("fc worker ", absl::GetFlag(FLAGS_rank)));
-  absl::Status status = strata::Run();
+  absl::Status status = strata::Run(jobs);
   if (!status.ok()) {
     std::fprintf(stderr, "strata_fc_worker: error: %s\n", std::string(status.message()).c_str());
     return 1;

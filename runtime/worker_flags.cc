@@ -1,8 +1,12 @@
 #include "runtime/worker_flags.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/flags/cluster_flags.h"
 #include "core/model/job_identity.h"
 #include "core/net/admission.h"
@@ -25,11 +29,20 @@ ABSL_FLAG(bool, shared_memory, true,
           "(headers over a Unix packet socket, data in shared memory; false: all over the "
           "socket)");
 
+ABSL_FLAG(std::string, policy, "crossover",
+          "with several --job: how the jobs share this process's cores: exclusive (turns by "
+          "whole iterations), naive (no arbitration) or crossover (one computes while the "
+          "others communicate)");
+ABSL_FLAG(std::string, weights, "",
+          "with several --job: each job's share of the cores under crossover, comma-separated "
+          "(default: equal)");
+
 namespace strata {
 
-absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
-  const std::string path = absl::GetFlag(FLAGS_config);
-  if (path.empty()) return absl::InvalidArgumentError("--config is required");
+namespace {
+
+// Every option from the flags, for the job of the config at `path`.
+absl::Status WorkerOptionsFor(const std::string& path, WorkerOptions* o) {
   STRATA_ASSIGN_OR_RETURN(o->config, LoadJobConfig(path));
   TrainingConfig& tc = o->config.training;
   ApplyTrainingFlags(&tc);
@@ -52,6 +65,65 @@ absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
   o->run.progress = absl::GetFlag(FLAGS_progress);
   o->parameters_out = absl::GetFlag(FLAGS_parameters_out);
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
+  const std::string path = absl::GetFlag(FLAGS_config);
+  if (path.empty()) return absl::InvalidArgumentError("--config is required");
+  return WorkerOptionsFor(path, o);
+}
+
+absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>& job_configs) {
+  std::vector<JobRun> jobs;
+  if (job_configs.empty()) {
+    JobRun job;
+    STRATA_RETURN_IF_ERROR(WorkerOptionsFromFlags(&job.options));
+    jobs.push_back(std::move(job));
+    return jobs;
+  }
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    return absl::InvalidArgumentError("give --config (one job) or --job (one or more), not both");
+  }
+  std::vector<double> weights(job_configs.size(), 1.0);
+  const std::string weight_list = absl::GetFlag(FLAGS_weights);
+  if (!weight_list.empty()) {
+    const std::vector<std::string> parts = absl::StrSplit(weight_list, ',');
+    if (parts.size() != job_configs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--weights has ", parts.size(), " values for ",
+                                                     job_configs.size(), " jobs"));
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (!absl::SimpleAtod(parts[i], &weights[i]) || !(weights[i] > 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--weights: '", parts[i], "' is not a positive number"));
+      }
+    }
+  }
+  const bool several = job_configs.size() > 1;
+  for (size_t i = 0; i < job_configs.size(); ++i) {
+    JobRun job;
+    job.weight = weights[i];
+    WorkerOptions& o = job.options;
+    STRATA_RETURN_IF_ERROR_CTX(WorkerOptionsFor(job_configs[i], &o),
+                               absl::StrCat("--job ", job_configs[i]));
+    o.client.credentials.job_id += i;
+    if (several) {
+      const uint64_t id = o.client.credentials.job_id;
+      o.run.summary_out = PathForJob(o.run.summary_out, id);
+      o.run.metrics_out = PathForJob(o.run.metrics_out, id);
+      o.run.records_out = PathForJob(o.run.records_out, id);
+      o.parameters_out = PathForJob(o.parameters_out, id);
+      o.run.progress = o.run.progress && i == 0;  // one progress line per terminal
+    }
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+absl::StatusOr<SharingPolicy> SharingPolicyFromFlags() {
+  return ParseSharingPolicy(absl::GetFlag(FLAGS_policy));
 }
 
 }  // namespace strata

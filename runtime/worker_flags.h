@@ -1,7 +1,8 @@
 // The command-line flags every worker binary (strata_conv_worker,
 // strata_fc_worker) shares, and their reading into WorkerOptions:
 // --config, --threads, --evaluate, --train-limit, --summary-out, --metrics-out,
-// --records-out, --parameters-out, --progress, --shared-memory, the shared
+// --records-out, --parameters-out, --progress, --shared-memory, --job,
+// --policy, --weights, the shared
 // address, token and timeout flags (core/flags/cluster_flags.h:
 // --coordinator, --job-id, --chunk-elements, --job-token-file, --timeout)
 // and the training overrides (core/train/training_flags.h). Each binary
@@ -10,6 +11,7 @@
 #define STRATA_RUNTIME_WORKER_FLAGS_H_
 
 #include "absl/status/status.h"
+#include "runtime/job_group.h"
 #include "runtime/worker_options.h"
 
 namespace strata {
@@ -17,6 +19,15 @@ namespace strata {
 // Loads --config with every override applied and fills `options` (all but
 // the rank). Fails when --config is missing or invalid.
 absl::Status WorkerOptionsFromFlags(WorkerOptions* options);
+
+// The jobs this process runs: the one of --config when `job_configs` (the
+// values of a repeated --job) is empty, else one per --job config, with job
+// ids --job-id, --job-id + 1, ... in that order, --weights as their shares,
+// and, when there are several, each output path tagged with its job id
+// (core/flags/cluster_flags.h: PathForJob) and only the first job's progress line.
+absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>& job_configs);
+// --policy.
+absl::StatusOr<SharingPolicy> SharingPolicyFromFlags();
 
 }  // namespace strata
 

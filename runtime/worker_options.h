@@ -11,6 +11,7 @@
 #include "core/net/partition_plan.h"
 #include "core/net/ps_client.h"
 #include "core/train/trainer.h"
+#include "scheduler/device_policy.h"
 
 namespace strata {
 
@@ -20,6 +21,9 @@ struct WorkerOptions {
   RunOptions run;  // metrics, summary, progress, limits
   int64_t chunk_elements = kDefaultChunkElements;
   std::string parameters_out;  // worker 0: final parameters as a checkpoint file
+  // Who may compute when (scheduler/device_policy.h): shared with the other
+  // jobs of this process (scheduler/crossover.h); null: always ours.
+  DevicePolicy* device = nullptr;
 };
 
 }  // namespace strata

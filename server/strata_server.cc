@@ -5,11 +5,16 @@
 //       [--job-token-file FILE]
 //       [--checkpoint shard.ckpt --checkpoint-every K [--restore]]
 //
+//   strata_server --rank 0 --coordinator tcp://HOST:PORT --job a.json --job b.json
+//
 // Rank 0 binds the coordinator address; other ranks bind --bind (default
 // tcp://127.0.0.1:0, any free port) and register with the coordinator. It
 // serves until every worker reports done, then writes its final checkpoint.
+// With several --job configs it serves each job (its own keys, rules and
+// coordinator) until every one is over.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -50,9 +55,10 @@ ABSL_FLAG(int64_t, max_message_mb, 1024, "largest message accepted (MiB)");
 namespace strata {
 namespace {
 
-absl::Status Run() {
+// The options of the job of the config at `config_path` ("" with
+// --kv-sizes), every flag applied.
+absl::StatusOr<ServerOptions> JobFromFlags(const std::string& config_path) {
   ServerOptions o;
-  const std::string config_path = absl::GetFlag(FLAGS_config);
   if (!absl::GetFlag(FLAGS_kv_sizes).empty()) {
     STRATA_ASSIGN_OR_RETURN(o.kv_sizes,
                             ParseCountList("--kv-sizes", absl::GetFlag(FLAGS_kv_sizes)));
@@ -92,8 +98,26 @@ absl::Status Run() {
   if (o.restore && o.checkpoint_path.empty()) {
     return absl::InvalidArgumentError("--restore needs --checkpoint");
   }
+  return o;
+}
+
+absl::Status Run(const std::vector<std::string>& job_configs) {
+  std::vector<ServerOptions> jobs;
+  if (job_configs.empty()) {
+    STRATA_ASSIGN_OR_RETURN(ServerOptions job, JobFromFlags(absl::GetFlag(FLAGS_config)));
+    jobs.push_back(std::move(job));
+  } else if (!absl::GetFlag(FLAGS_config).empty() || !absl::GetFlag(FLAGS_kv_sizes).empty()) {
+    return absl::InvalidArgumentError(
+        "give --config or --kv-sizes (one job) or --job (one or more), not both");
+  }
+  for (size_t i = 0; i < job_configs.size(); ++i) {
+    STRATA_ASSIGN_OR_RETURN(ServerOptions job, JobFromFlags(job_configs[i]));
+    job.job_id += i;
+    if (job_configs.size() > 1) job.checkpoint_path = PathForJob(job.checkpoint_path, job.job_id);
+    jobs.push_back(std::move(job));
+  }
   SetCpuThreads(absl::GetFlag(FLAGS_threads));
-  STRATA_ASSIGN_OR_RETURN(auto node, ServerNode::Create(o));
+  STRATA_ASSIGN_OR_RETURN(auto node, ServerNode::Create(std::move(jobs)));
   return node->Run();
 }
 
@@ -107,9 +131,10 @@ int main(int argc, char** argv) {
       "Strata parameter server.\n  strata_server --rank R --coordinator tcp://HOST:PORT "
       "--config JOB.json [--servers S] [--conv-workers N] [--consistency bsp|ssp|asp]");
   strata::NormalizedArgs args(argc, argv);
+  const std::vector<std::string> jobs = args.TakeRepeated("job");
   absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess(absl::StrCat("server ", absl::GetFlag(FLAGS_rank)));
-  absl::Status status = strata::Run();
+  absl::Status status = strata::Run(jobs);
   if (!status.ok()) {
     std::fprintf(stderr, "strata_server: error: %s\n", std::string(status.message()).c_str());
     return 1;

@@ -46,6 +46,11 @@ ConsistencyFlags ConsistencyFromFlags();
 
 std::string ReadyFileFromFlags();
 
+// `path` for job `job_id` of a process that serves or runs several jobs
+// (--job given more than once): "out/summary.json" becomes
+// "out/summary.job2.json", "out/log" "out/log.job2"; "" stays "".
+std::string PathForJob(const std::string& path, uint64_t job_id);
+
 }  // namespace strata
 
 #endif  // STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_

@@ -14,10 +14,16 @@ namespace strata {
 class NormalizedArgs {
  public:
   NormalizedArgs(int argc, char** argv);
+  // Removes every "--NAME VALUE" and "--NAME=VALUE" (NAME with underscores)
+  // and returns the values in order: a flag that may be given several
+  // times (Abseil keeps only the last). A "--NAME" without a value is left
+  // for Abseil to refuse.
+  std::vector<std::string> TakeRepeated(const std::string& name);
   int argc() const { return static_cast<int>(pointers_.size()); }
   char** argv() { return pointers_.data(); }
 
  private:
+  void Point();
   std::vector<std::string> storage_;
   std::vector<char*> pointers_;
 };

@@ -41,11 +41,34 @@ std::string& ProcessName() {
 
 constexpr char kLevelLetters[] = "DIWE";
 
+// A thread's own log name (SetLogThreadSuffix): used when `own` is set.
+struct ThreadName {
+  bool own = false;
+  std::string name, suffix;
+};
+ThreadName& ThisThread() {
+  thread_local ThreadName name;
+  return name;
+}
+
 }  // namespace
 
 void SetLogProcess(std::string name) {
+  ThreadName& thread = ThisThread();
+  if (thread.own) {
+    thread.name = std::move(name);
+    return;
+  }
   absl::MutexLock lock(&ProcessMutex());
   ProcessName() = std::move(name);
+}
+
+void SetLogThreadSuffix(std::string suffix) {
+  ThreadName& thread = ThisThread();
+  thread.own = true;
+  thread.suffix = std::move(suffix);
+  absl::MutexLock lock(&ProcessMutex());
+  thread.name = ProcessName();
 }
 
 void SetLogLevel(LogLevel level) { Threshold().store(static_cast<int>(level)); }
@@ -57,7 +80,13 @@ void LogLine(LogLevel level, absl::string_view message) {
   std::string line = absl::FormatTime("%Y-%m-%d %H:%M:%E3S ", absl::Now(), absl::LocalTimeZone());
   line += kLevelLetters[static_cast<int>(level)];
   line += ' ';
-  {
+  const ThreadName& thread = ThisThread();
+  if (thread.own) {
+    line += '[';
+    line += thread.name;
+    line += thread.suffix;
+    line += "] ";
+  } else {
     absl::MutexLock lock(&ProcessMutex());
     if (!ProcessName().empty()) {
       line += '[';

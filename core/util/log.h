@@ -28,7 +28,14 @@ namespace strata {
 enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
 // The name in brackets on every line ("server 0", "fc worker 1"); "" for none.
+// On a thread that took a log name of its own (SetLogThreadSuffix), it
+// names that thread's lines only.
 void SetLogProcess(std::string name);
+// Gives the calling thread a log name of its own: the process's name as it
+// is now, then `suffix` ("worker 0, job 2" for ", job 2"), for a process
+// that runs several jobs, one per thread. Later SetLogProcess calls on this
+// thread change only its own name.
+void SetLogThreadSuffix(std::string suffix);
 void SetLogLevel(LogLevel level);
 bool LogEnabled(LogLevel level);
 // Writes one line (a trailing newline in `message` is dropped).

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace strata {
 namespace {
@@ -56,6 +57,21 @@ TEST(LogTest, LinesCarryTimeLevelAndProcessAndLowLevelsAreDropped) {
   EXPECT_NE(CaptureStderr([] { LogDebug("now shown"); }).find(" D [server 3] now shown"),
             std::string::npos);
   SetLogLevel(LogLevel::kInfo);
+  SetLogProcess("");
+}
+
+TEST(LogTest, AThreadWithALogNameOfItsOwnNamesOnlyItsLines) {
+  SetLogProcess("worker");
+  std::string job_line, main_line;
+  std::thread job([&] {
+    SetLogThreadSuffix(", job 2");
+    SetLogProcess("worker 1");  // this thread's rank in job 2
+    job_line = CaptureStderr([] { LogInfo("joined"); });
+  });
+  job.join();
+  main_line = CaptureStderr([] { LogInfo("started"); });
+  EXPECT_NE(job_line.find(" I [worker 1, job 2] joined"), std::string::npos) << job_line;
+  EXPECT_NE(main_line.find(" I [worker] started"), std::string::npos) << main_line;
   SetLogProcess("");
 }
 
