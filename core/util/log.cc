@@ -99,6 +99,13 @@ void LogLine(LogLevel level, absl::string_view message) {
   (void)!::write(STDERR_FILENO, line.data(), line.size());
 }
 
+void PassLogLine(absl::string_view line) {
+  while (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  std::string whole(line);
+  whole += '\n';
+  (void)!::write(STDERR_FILENO, whole.data(), whole.size());
+}
+
 bool IsLogLine(absl::string_view line) {
   // "YYYY-MM-DD HH:MM:SS.mmm L "
   static constexpr absl::string_view kShape = "dddd-dd-dd dd:dd:dd.ddd L ";

@@ -43,6 +43,9 @@ void LogLine(LogLevel level, absl::string_view message);
 // Whether `line` (a child's output) is a log line: the launcher leaves
 // those as they are instead of prefixing them with the child's name.
 bool IsLogLine(absl::string_view line);
+// Writes a log line another process made, as it is (its time, level and
+// name stay its own).
+void PassLogLine(absl::string_view line);
 
 template <typename... Args>
 void LogDebug(const absl::FormatSpec<Args...>& format, const Args&... args) {

@@ -80,6 +80,52 @@ TEST(LaunchTest, ConfigErrorsExitWithTheFieldPath) {
   std::filesystem::remove(path);
 }
 
+const std::string kBatchNormConfig =
+    std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist_bn.json";
+
+TEST(LaunchTest, SeveralJobsShareOneClusterAndEachEndsWithItsOwnFinalLine) {
+  const std::string dir = ::testing::TempDir() + "/launch_jobs";
+  std::filesystem::create_directories(dir);
+  Result r = RunLaunch("--jobs " + kConfig + "," + kBatchNormConfig +
+                       " --mode ps --conv-workers 2 --max-steps 8 --evaluate=false "
+                       "--progress=false --policy crossover --summary-out " +
+                       dir + "/summary.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("final: job=1 mode=ps "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("final: job=2 mode=ps "), std::string::npos) << r.output;
+  // One summary per job, tagged with its id, each of its own config.
+  for (int job : {1, 2}) {
+    std::ifstream in(dir + "/summary.job" + std::to_string(job) + ".json");
+    nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+    ASSERT_TRUE(summary.is_object()) << job;
+    EXPECT_EQ(summary["steps"], 8);
+    EXPECT_NE(summary["config"].get<std::string>().find(job == 1 ? "fashion_mnist.json"
+                                                                 : "fashion_mnist_bn.json"),
+              std::string::npos)
+        << summary;
+  }
+  // A child's log lines pass through as they are, not wrapped in another.
+  EXPECT_EQ(r.output.find("[launcher] 20"), std::string::npos) << r.output;
+}
+
+TEST(LaunchTest, SeveralJobsAreRefusedWhereTheyCannotShare) {
+  Result r = RunLaunch("--jobs " + kConfig + "," + kConfig + " --config " + kConfig);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("give --config (one job) or --jobs (several), not both"),
+            std::string::npos)
+      << r.output;
+  r = RunLaunch("--jobs " + kConfig + "," + kConfig + " --mode single");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--jobs needs --mode ps or stanza: jobs share a cluster"),
+            std::string::npos)
+      << r.output;
+  r = RunLaunch("--jobs " + kConfig + "," + kConfig + " --mode ps --policy fifo");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("unknown sharing policy 'fifo' (exclusive, naive or crossover)"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(LaunchTest, MissingConfigAndBadDataPath) {
   Result r = RunLaunch("");
   EXPECT_EQ(r.exit_code, 1);

@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/flags/cluster_flags.h"
 #include "core/net/admission.h"
 #include "core/net/traffic.h"
 #include "core/status.h"
@@ -83,11 +84,16 @@ std::vector<std::string> Pump(Child& c) {
           nlohmann::json::parse(line.substr(std::strlen(kTrafficLinePrefix)), nullptr, false);
       continue;
     }
-    // Log lines carry their process's name; anything else gets it here.
-    const std::string shown = IsLogLine(line) || absl::StartsWith(line, "[")
-                                  ? line
-                                  : absl::StrCat("[", c.label, "] ", line);
-    LogInfo("%s", shown.c_str());
+    // Log lines carry their process's name and time; anything else gets
+    // them here.
+    const bool log_line = IsLogLine(line);
+    const std::string shown =
+        log_line || absl::StartsWith(line, "[") ? line : absl::StrCat("[", c.label, "] ", line);
+    if (log_line) {
+      PassLogLine(line);
+    } else {
+      LogInfo("%s", shown.c_str());
+    }
     c.tail.push_back(shown);
     if (c.tail.size() > 20) c.tail.pop_front();
     lines.push_back(line);
@@ -134,6 +140,25 @@ std::map<std::string, double> ConvWorkerBreakdown(const std::vector<Child>& chil
           {"waiting", std::max(0.0, wall - compute - network)}};
 }
 
+// The fields of a summary file a worker wrote.
+RunSummary SummaryFromJson(const nlohmann::json& j) {
+  RunSummary s;
+  s.mode = j.value("mode", "ps");
+  s.config = j.value("config", "");
+  s.steps = j.value("steps", int64_t{0});
+  s.epochs = j.value("epochs", int64_t{0});
+  s.batch_size = j.value("batch_size", int64_t{0});
+  s.threads = j.value("threads", int64_t{0});
+  s.parameters = j.value("parameters", int64_t{0});
+  s.test_accuracy = j.value("test_accuracy", 0.0);
+  s.test_loss = j.value("test_loss", 0.0);
+  s.train_loss = j.value("train_loss", 0.0);
+  s.images_per_sec = j.value("images_per_sec", 0.0);
+  s.train_seconds = j.value("train_seconds", 0.0);
+  s.forward_flops_per_image = j.value("forward_flops_per_image", 0.0);
+  return s;
+}
+
 // The emulated network `o` asks for (nullptr when it asks for none, or when
 // namespaces cannot be made here: the cluster then runs on loopback, and
 // the launcher says so).
@@ -156,7 +181,7 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const Local
 
 }  // namespace
 
-absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
+absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOptions& o) {
   g_interrupted = 0;
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
@@ -200,9 +225,14 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                      absl::StrCat("tcp://", network->host_address(host), ":0")};
   };
   // Flags every process gets: the config and its overrides.
+  const bool several = !o.job_configs.empty();
   auto common = [&](std::vector<std::string> argv) {
-    argv.push_back("--config");
-    argv.push_back(o.config_path);
+    if (several) {
+      for (const std::string& job : o.job_configs) argv.insert(argv.end(), {"--job", job});
+    } else {
+      argv.push_back("--config");
+      argv.push_back(o.config_path);
+    }
     for (const auto& f : o.override_flags) argv.push_back(f);
     return argv;
   };
@@ -276,6 +306,11 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     argv.push_back("--records-out");
     argv.push_back((std::filesystem::path(o.records_dir) / (process + ".jsonl")).string());
   };
+  auto add_sharing_flags = [&](std::vector<std::string>& argv) {
+    if (!several) return;
+    argv.insert(argv.end(), {"--policy", o.policy});
+    if (!o.weights.empty()) argv.insert(argv.end(), {"--weights", o.weights});
+  };
   if (!o.records_dir.empty()) std::filesystem::create_directories(o.records_dir);
   for (int f = 0; stanza && f < o.fc_workers; ++f) {
     const Placement p = place();
@@ -284,6 +319,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                 p.any_address, "--threads", std::to_string(o.threads_per_worker), "--timeout",
                 std::to_string(o.timeout_seconds)});
     for (const auto& flag : o.worker_flags) argv.push_back(flag);
+    add_sharing_flags(argv);
     if (f == 0) add_reporting_flags(argv);
     add_records_flag(argv, absl::StrCat("fc_worker_", f));
     STRATA_ASSIGN_OR_RETURN(Child c,
@@ -297,6 +333,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
                 std::to_string(w), "--threads", std::to_string(o.threads_per_worker), "--timeout",
                 std::to_string(o.timeout_seconds)});
     for (const auto& flag : o.worker_flags) argv.push_back(flag);
+    add_sharing_flags(argv);
     if (w == 0 && !stanza) add_reporting_flags(argv);
     add_records_flag(argv, absl::StrCat("conv_worker_", w));
     STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv, p.netns, o.job_token));
@@ -333,27 +370,27 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     }
   }
 
-  std::ifstream in(summary_path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  std::filesystem::remove_all(scratch);
-  if (!j.is_object()) {
-    return absl::InternalError(
-        absl::StrCat(stanza ? "fc worker 0" : "worker 0", " wrote no summary to ", summary_path));
+  // Each job's summary (a job's processes tag their outputs with its id).
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < std::max<size_t>(1, o.job_configs.size()); ++i) {
+    paths.push_back(several ? PathForJob(summary_path, 1 + i) : summary_path);
   }
-  RunSummary s;
-  s.mode = j.value("mode", "ps");
-  s.config = j.value("config", "");
-  s.steps = j.value("steps", int64_t{0});
-  s.epochs = j.value("epochs", int64_t{0});
-  s.batch_size = j.value("batch_size", int64_t{0});
-  s.threads = j.value("threads", int64_t{0});
-  s.parameters = j.value("parameters", int64_t{0});
-  s.test_accuracy = j.value("test_accuracy", 0.0);
-  s.test_loss = j.value("test_loss", 0.0);
-  s.train_loss = j.value("train_loss", 0.0);
-  s.images_per_sec = j.value("images_per_sec", 0.0);
-  s.train_seconds = j.value("train_seconds", 0.0);
-  s.forward_flops_per_image = j.value("forward_flops_per_image", 0.0);
+  std::vector<nlohmann::json> jsons;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    jsons.push_back(nlohmann::json::parse(in, nullptr, false));
+    if (!jsons.back().is_object()) {
+      std::filesystem::remove_all(scratch);
+      return absl::InternalError(
+          absl::StrCat(stanza ? "fc worker 0" : "worker 0", " wrote no summary to ", path));
+    }
+  }
+  std::filesystem::remove_all(scratch);
+  std::vector<RunSummary> summaries;
+  for (const nlohmann::json& j : jsons) summaries.push_back(SummaryFromJson(j));
+  if (several) return summaries;
+  RunSummary& s = summaries[0];
+  nlohmann::json j = jsons[0];
   // Cluster traffic: every byte is counted once, by its sender.
   uint64_t total = 0;
   std::map<std::string, uint64_t> by_role;
@@ -385,7 +422,7 @@ absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& o) {
     if (!s.seconds_per_iteration.empty()) j["seconds_per_iteration"] = s.seconds_per_iteration;
     if (!o.summary_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.summary_out, j));
   }
-  return s;
+  return summaries;
 }
 
 }  // namespace strata

@@ -17,9 +17,15 @@ namespace strata {
 
 struct LocalClusterOptions {
   std::string config_path;
-  JobConfig config;         // with flag overrides applied
-  std::string bin_dir;      // where strata_server and strata_conv_worker are
-  std::string mode = "ps";  // ps or stanza
+  // Several jobs sharing every process (each server serves them all, each
+  // worker runs them all under `policy`), as `--job` configs with ids 1, 2,
+  // ...; config_path is then unused. Empty: the one job of config_path.
+  std::vector<std::string> job_configs;
+  std::string policy = "crossover";  // exclusive, naive or crossover
+  std::string weights;               // "" or one share per job, comma-separated
+  JobConfig config;                  // with flag overrides applied
+  std::string bin_dir;               // where strata_server and strata_conv_worker are
+  std::string mode = "ps";           // ps or stanza
   int servers = 1;
   int conv_workers = 2;
   int fc_workers = 1;  // stanza only
@@ -60,10 +66,12 @@ struct LocalClusterOptions {
 };
 
 // Runs the cluster to completion and returns the summary of the reporting
-// process (worker 0 in ps mode, FC worker 0 in stanza mode). Fails,
-// naming the process and showing the end of its output, when any process
-// exits with an error; every other process is then stopped.
-absl::StatusOr<RunSummary> RunLocalCluster(const LocalClusterOptions& options);
+// process (worker 0 in ps mode, FC worker 0 in stanza mode), one per job.
+// Fails, naming the process and showing the end of its output, when any
+// process exits with an error; every other process is then stopped. With
+// several jobs the traffic and time breakdowns are not in the summaries
+// (a process's counters cover all its jobs).
+absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOptions& options);
 
 }  // namespace strata
 

@@ -1,9 +1,11 @@
 // strata_launch: runs a training job from a job config.
 //
 //   strata_launch --config configs/fashion_mnist.json --mode single --epochs 1
+//   strata_launch --jobs a.json,b.json --mode ps --policy crossover
 //
 // Flags override the config's fields. The run ends with one line
 //   final: mode=single test_accuracy=0.9123 images_per_sec=2950
+// (with --jobs, one per job: "final: job=2 mode=ps ...")
 // and, with --summary-out, a summary JSON. Exit status 0 on success, 1 on any
 // error (printed as "strata_launch: error: ...").
 #include <unistd.h>
@@ -13,10 +15,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/flags/cluster_flags.h"
 #include "core/model/job_config.h"
@@ -28,6 +32,7 @@
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
 #include "runtime/single_trainer.h"
+#include "scheduler/crossover.h"
 #include "tools/launch/local_cluster.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
@@ -56,12 +61,19 @@ ABSL_FLAG(bool, shared_memory, true,
           "ps, stanza: workers reach the servers through shared-memory lanes (processes in "
           "separate emulated hosts never do); false: all over the sockets");
 ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
+ABSL_FLAG(std::vector<std::string>, jobs, {},
+          "ps, stanza: several job configs (comma-separated) trained at once on one cluster: "
+          "every server serves them all and every worker runs them all (job ids 1, 2, ...); "
+          "instead of --config");
+ABSL_FLAG(std::string, policy, "crossover",
+          "with --jobs: how each worker's jobs share its cores: exclusive, naive or crossover");
+ABSL_FLAG(std::string, weights, "",
+          "with --jobs: each job's share of the cores under crossover, comma-separated");
 
 namespace strata {
 namespace {
 
-absl::StatusOr<JobConfig> ConfigFromFlags() {
-  const std::string path = absl::GetFlag(FLAGS_config);
+absl::StatusOr<JobConfig> ConfigFromFlags(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("--config is required");
   STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(path));
   if (!absl::GetFlag(FLAGS_mode).empty()) config.cluster.mode = absl::GetFlag(FLAGS_mode);
@@ -79,20 +91,30 @@ std::string BinaryDir() {
   return path.substr(0, path.rfind('/'));
 }
 
-void PrintFinal(const RunSummary& summary) {
-  std::printf("final: mode=%s test_accuracy=%.4f images_per_sec=%.0f\n", summary.mode.c_str(),
+// The run's last line; with several jobs, one per job (job=N first).
+void PrintFinal(const RunSummary& summary, int job = 0) {
+  std::printf("final: %smode=%s test_accuracy=%.4f images_per_sec=%.0f\n",
+              job > 0 ? absl::StrCat("job=", job, " ").c_str() : "", summary.mode.c_str(),
               summary.test_accuracy, summary.images_per_sec);
   std::fflush(stdout);
 }
 
-// `--mode ps` / `--mode stanza`: a local cluster of processes.
+// `--mode ps` / `--mode stanza`: a local cluster of processes, for the job
+// of `config` or, with --jobs, for every job (`config` is the first's).
 absl::Status RunCluster(const JobConfig& config) {
   LocalClusterOptions o;
+  const std::vector<std::string> jobs = absl::GetFlag(FLAGS_jobs);
+  if (jobs.size() > 1) {
+    o.job_configs = jobs;
+    o.policy = absl::GetFlag(FLAGS_policy);
+    o.weights = absl::GetFlag(FLAGS_weights);
+    STRATA_RETURN_IF_ERROR(ParseSharingPolicy(o.policy).status());
+  }
   o.mode = config.cluster.mode;
   const ClusterLayout layout = LayoutFromFlags(config.cluster);
   const ConsistencyFlags consistency = ConsistencyFromFlags();
   o.fc_workers = layout.fc_workers;
-  o.config_path = absl::GetFlag(FLAGS_config);
+  o.config_path = jobs.empty() ? absl::GetFlag(FLAGS_config) : jobs[0];
   o.config = config;
   o.bin_dir = BinaryDir();
   o.servers = layout.servers;
@@ -124,18 +146,31 @@ absl::Status RunCluster(const JobConfig& config) {
     o.extra_worker_flags.push_back("--parameters-out");
     o.extra_worker_flags.push_back(absl::GetFlag(FLAGS_parameters_out));
   }
-  if (config.training.batch_size % o.conv_workers != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("training.batch_size %d is not divisible by %d conv workers", tc.batch_size,
-                        o.conv_workers));
+  for (const std::string& path : jobs.empty() ? std::vector<std::string>{o.config_path} : jobs) {
+    STRATA_ASSIGN_OR_RETURN(const JobConfig job, ConfigFromFlags(path));
+    if (job.training.batch_size % o.conv_workers != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: training.batch_size %d is not divisible by %d conv workers", path,
+                          job.training.batch_size, o.conv_workers));
+    }
   }
-  STRATA_ASSIGN_OR_RETURN(RunSummary summary, RunLocalCluster(o));
-  PrintFinal(summary);
+  STRATA_ASSIGN_OR_RETURN(const std::vector<RunSummary> summaries, RunLocalCluster(o));
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    PrintFinal(summaries[i], summaries.size() > 1 ? static_cast<int>(i) + 1 : 0);
+  }
   return absl::OkStatus();
 }
 
 absl::Status Run() {
-  STRATA_ASSIGN_OR_RETURN(JobConfig config, ConfigFromFlags());
+  const std::vector<std::string> jobs = absl::GetFlag(FLAGS_jobs);
+  if (!jobs.empty() && !absl::GetFlag(FLAGS_config).empty()) {
+    return absl::InvalidArgumentError("give --config (one job) or --jobs (several), not both");
+  }
+  STRATA_ASSIGN_OR_RETURN(JobConfig config,
+                          ConfigFromFlags(jobs.empty() ? absl::GetFlag(FLAGS_config) : jobs[0]));
+  if (jobs.size() > 1 && config.cluster.mode == "single") {
+    return absl::InvalidArgumentError("--jobs needs --mode ps or stanza: jobs share a cluster");
+  }
   if (config.cluster.mode == "ps" || config.cluster.mode == "stanza") return RunCluster(config);
   if (config.cluster.mode != "single") {
     return absl::InvalidArgumentError(
