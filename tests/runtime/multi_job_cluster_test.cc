@@ -6,6 +6,9 @@
 // trains to its end.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -113,6 +116,28 @@ TEST_F(MultiJobClusterTest, EachJobComputesWhatItComputesAloneUnderEveryPolicy) 
   }
 }
 
+// Stanza mode through the launcher: two FC workers serve both jobs' heads,
+// the MoE job's experts split between them (an expert exchange per job).
+TEST_F(MultiJobClusterTest, StanzaJobsWithExpertsComputeWhatTheyComputeAlone) {
+  const std::string common =
+      " --mode stanza --conv-workers 2 --fc-workers 2 --threads 2 "
+      "--max-steps 16 --evaluate=false --progress=false --parameters-out ";
+  const auto [a_code, a_log] =
+      RunCommand(kBin + "strata_launch --config " + kConfig + common + dir_ + "/a.ckpt");
+  ASSERT_EQ(a_code, 0) << a_log;
+  const auto [b_code, b_log] = RunCommand(kBin + "strata_launch --config " + testing::kMoeConfig +
+                                          common + dir_ + "/b.ckpt");
+  ASSERT_EQ(b_code, 0) << b_log;
+  const auto [code, log] =
+      RunCommand(kBin + "strata_launch --jobs " + kConfig + "," + testing::kMoeConfig + common +
+                 dir_ + "/together.ckpt --policy crossover");
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("final: job=1 mode=stanza"), std::string::npos) << log;
+  EXPECT_NE(log.find("final: job=2 mode=stanza"), std::string::npos) << log;
+  EXPECT_LE(MaxDifference(dir_ + "/a.ckpt", dir_ + "/together.job1.ckpt"), 1e-5);
+  EXPECT_LE(MaxDifference(dir_ + "/b.ckpt", dir_ + "/together.job2.ckpt"), 1e-5);
+}
+
 TEST_F(MultiJobClusterTest, AJobTheServersDoNotKnowFailsByNameAndTheOtherTrainsOn) {
   // The servers' job 2 is the BatchNorm config; the workers bring the
   // default config as job 2.
@@ -126,6 +151,57 @@ TEST_F(MultiJobClusterTest, AJobTheServersDoNotKnowFailsByNameAndTheOtherTrainsO
   // Job 1 trained to its end and wrote its parameters.
   EXPECT_EQ(Parameters(dir_ + "/mismatch.job1.ckpt").empty(), false);
   server_->Interrupt();
+}
+
+// Job 2's second worker runs in a process of its own, which is killed
+// mid-run: job 2 fails on every process with an error naming the dead
+// worker, and job 1, which shares the server and worker 0's process with
+// it, trains to its end.
+TEST_F(MultiJobClusterTest, AJobThatDiesMidRunLeavesTheOtherTraining) {
+  const std::string short_job = dir_ + "/short.json", long_job = dir_ + "/long.json";
+  std::ofstream(short_job) << testing::EditedConfig(kConfig, R"("epochs": 3,)",
+                                                    R"("epochs": 3, "max_steps": 40,)");
+  std::ofstream(long_job) << testing::EditedConfig(kBatchNormConfig, R"("epochs": 3,)",
+                                                   R"("epochs": 3, "max_steps": 100000,)");
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--mode", "ps", "--conv-workers", "2", "--dead-timeout", "2", "--ready-file",
+                  dir_ + "/server.ready", "--job", short_job, "--job", long_job},
+                 dir_ + "/server.log");
+  const std::string coordinator = server.WaitForReady(dir_ + "/server.ready");
+  ASSERT_FALSE(coordinator.empty()) << server.log();
+  auto worker = [&](int rank, std::vector<std::string> jobs, const std::string& name) {
+    std::vector<std::string> argv = {kBin + "strata_conv_worker",
+                                     "--mode",
+                                     "ps",
+                                     "--coordinator",
+                                     coordinator,
+                                     "--rank",
+                                     std::to_string(rank),
+                                     "--evaluate=false",
+                                     "--progress=false",
+                                     "--threads",
+                                     "1",
+                                     "--timeout",
+                                     "30",
+                                     "--parameters-out",
+                                     dir_ + "/" + name + ".ckpt"};
+    argv.insert(argv.end(), jobs.begin(), jobs.end());
+    return std::make_unique<Process>(argv, dir_ + "/" + name + ".log");
+  };
+  auto both = worker(0, {"--job", short_job, "--job", long_job}, "both");
+  auto short_1 = worker(1, {"--config", short_job, "--job-id", "1"}, "short_1");
+  auto long_1 = worker(1, {"--config", long_job, "--job-id", "2"}, "long_1");
+  ::sleep(3);  // job 2 is training (it runs for minutes)
+  long_1->Kill9();
+  EXPECT_EQ(short_1->Wait(), 0) << short_1->log();
+  EXPECT_EQ(both->Wait(), 1) << both->log();
+  const std::string log = both->log();
+  EXPECT_NE(log.find("job 2: "), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 1 stopped sending heartbeats"), std::string::npos) << log;
+  EXPECT_EQ(log.find("job 1: "), std::string::npos) << log;
+  EXPECT_FALSE(Parameters(dir_ + "/both.job1.ckpt").empty());  // job 1 finished
+  EXPECT_EQ(server.Wait(), 1) << server.log();
+  EXPECT_NE(server.log().find("finished job 1"), std::string::npos) << server.log();
 }
 
 }  // namespace
