@@ -64,10 +64,5 @@ int main(int argc, char** argv) {
   strata::SetLogProcess(absl::GetFlag(FLAGS_rank) >= 0
                             ? absl::StrCat("worker ", absl::GetFlag(FLAGS_rank))
                             : std::string("worker"));
-  absl::Status status = strata::Run(jobs);
-  if (!status.ok()) {
-    std::fprintf(stderr, "strata_conv_worker: error: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return strata::ExitCodeFor("strata_conv_worker", strata::Run(jobs));
 }

@@ -60,10 +60,5 @@ int main(int argc, char** argv) {
   const std::vector<std::string> jobs = args.TakeRepeated("job");
   absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess(absl::StrCat("fc worker ", absl::GetFlag(FLAGS_rank)));
-  absl::Status status = strata::Run(jobs);
-  if (!status.ok()) {
-    std::fprintf(stderr, "strata_fc_worker: error: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return strata::ExitCodeFor("strata_fc_worker", strata::Run(jobs));
 }

@@ -44,6 +44,9 @@
 
 namespace strata {
 
+// One job's options for a server process. In a process that serves several
+// jobs, rank, coordinator, bind, limits, ready_file and decorate_endpoint
+// are the process's: the first job's count (server/server_node.h).
 struct ServerOptions {
   int rank = 0;
   // Rank 0 binds this address; other ranks connect to it to register.

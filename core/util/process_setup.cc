@@ -2,6 +2,8 @@
 
 #include <malloc.h>
 
+#include <cstdio>
+
 #include "core/util/env.h"
 
 namespace strata {
@@ -11,6 +13,12 @@ void ConfigureProcessAllocator() {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);  // fixed: also stops the dynamic threshold
   mallopt(M_TRIM_THRESHOLD, -1);       // never trim the heap top
   mallopt(M_ARENA_MAX, 1);             // one heap: other threads' arenas shrink and refault
+}
+
+int ExitCodeFor(const std::string& program, const absl::Status& status) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "%s: error: %s\n", program.c_str(), std::string(status.message()).c_str());
+  return 1;
 }
 
 }  // namespace strata

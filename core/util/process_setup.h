@@ -2,6 +2,10 @@
 #ifndef STRATA_CORE_UTIL_PROCESS_SETUP_H_
 #define STRATA_CORE_UTIL_PROCESS_SETUP_H_
 
+#include <string>
+
+#include "absl/status/status.h"
+
 namespace strata {
 
 // Keeps glibc's malloc from returning large blocks to the OS on free and
@@ -12,6 +16,10 @@ namespace strata {
 // trimmed. Tensors use Strata's own caching allocator regardless. Set
 // STRATA_MALLOC_TUNING=0 to keep glibc's defaults.
 void ConfigureProcessAllocator();
+
+// What main() returns for `status`: 0 when it is OK; else 1, after one line
+// on stderr, "PROGRAM: error: MESSAGE".
+int ExitCodeFor(const std::string& program, const absl::Status& status);
 
 }  // namespace strata
 

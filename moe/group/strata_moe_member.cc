@@ -88,10 +88,5 @@ int main(int argc, char** argv) {
   strata::SetLogProcess(absl::StrCat("moe member ", absl::GetFlag(FLAGS_rank)));
   absl::StatusOr<strata::moe::GroupMemberOptions> options = strata::OptionsFromFlags();
   absl::Status status = options.ok() ? strata::moe::RunGroupMember(*options) : options.status();
-  if (!status.ok()) {
-    std::fprintf(stderr, "strata_moe_member %d: error: %s\n", absl::GetFlag(FLAGS_rank),
-                 std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return strata::ExitCodeFor(absl::StrCat("strata_moe_member ", absl::GetFlag(FLAGS_rank)), status);
 }

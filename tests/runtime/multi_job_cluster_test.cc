@@ -32,6 +32,30 @@ class MultiJobClusterTest : public testing::ClusterTest {
     return " --mode ps --conv-workers 2 --threads 2 --max-steps " + std::to_string(kSteps) +
            " --evaluate=false --progress=false";
   }
+  // A ps conv worker of rank `rank` at `coordinator`, one thread, its jobs
+  // given by `job_flags` (--job ... or --config ... --job-id N), its
+  // parameters written to `out`, its output to `log`.
+  static std::unique_ptr<Process> Worker(const std::string& coordinator, int rank,
+                                         const std::vector<std::string>& job_flags,
+                                         const std::string& out, const std::string& log) {
+    std::vector<std::string> argv = {kBin + "strata_conv_worker",
+                                     "--mode",
+                                     "ps",
+                                     "--coordinator",
+                                     coordinator,
+                                     "--rank",
+                                     std::to_string(rank),
+                                     "--evaluate=false",
+                                     "--progress=false",
+                                     "--threads",
+                                     "1",
+                                     "--timeout",
+                                     "30",
+                                     "--parameters-out",
+                                     out};
+    argv.insert(argv.end(), job_flags.begin(), job_flags.end());
+    return std::make_unique<Process>(argv, log);
+  }
   // `config` trained alone by strata_launch; its final parameters.
   std::string Alone(const std::string& config, const std::string& name) const {
     const std::string out = dir_ + "/" + name + ".ckpt";
@@ -63,29 +87,11 @@ class MultiJobClusterTest : public testing::ClusterTest {
     const std::string coordinator = server_->WaitForReady(dir_ + "/server_" + policy + ".ready");
     EXPECT_FALSE(coordinator.empty()) << server_->log();
     std::vector<std::unique_ptr<Process>> workers;
+    std::vector<std::string> flags = {"--max-steps", std::to_string(kSteps), "--policy", policy};
+    for (const std::string& j : worker_jobs) flags.insert(flags.end(), {"--job", j});
     for (int rank = 0; rank < 2; ++rank) {
-      std::vector<std::string> argv = {kBin + "strata_conv_worker",
-                                       "--mode",
-                                       "ps",
-                                       "--coordinator",
-                                       coordinator,
-                                       "--rank",
-                                       std::to_string(rank),
-                                       "--max-steps",
-                                       std::to_string(kSteps),
-                                       "--evaluate=false",
-                                       "--progress=false",
-                                       "--policy",
-                                       policy,
-                                       "--threads",
-                                       "1",
-                                       "--timeout",
-                                       "20",
-                                       "--parameters-out",
-                                       out};
-      for (const std::string& j : worker_jobs) argv.insert(argv.end(), {"--job", j});
-      workers.push_back(std::make_unique<Process>(
-          argv, dir_ + "/worker" + std::to_string(rank) + "_" + policy + ".log"));
+      workers.push_back(Worker(coordinator, rank, flags, out,
+                               dir_ + "/worker" + std::to_string(rank) + "_" + policy + ".log"));
     }
     std::vector<int> codes;
     for (auto& w : workers) {
@@ -170,23 +176,7 @@ TEST_F(MultiJobClusterTest, AJobThatDiesMidRunLeavesTheOtherTraining) {
   const std::string coordinator = server.WaitForReady(dir_ + "/server.ready");
   ASSERT_FALSE(coordinator.empty()) << server.log();
   auto worker = [&](int rank, std::vector<std::string> jobs, const std::string& name) {
-    std::vector<std::string> argv = {kBin + "strata_conv_worker",
-                                     "--mode",
-                                     "ps",
-                                     "--coordinator",
-                                     coordinator,
-                                     "--rank",
-                                     std::to_string(rank),
-                                     "--evaluate=false",
-                                     "--progress=false",
-                                     "--threads",
-                                     "1",
-                                     "--timeout",
-                                     "30",
-                                     "--parameters-out",
-                                     dir_ + "/" + name + ".ckpt"};
-    argv.insert(argv.end(), jobs.begin(), jobs.end());
-    return std::make_unique<Process>(argv, dir_ + "/" + name + ".log");
+    return Worker(coordinator, rank, jobs, dir_ + "/" + name + ".ckpt", dir_ + "/" + name + ".log");
   };
   auto both = worker(0, {"--job", short_job, "--job", long_job}, "both");
   auto short_1 = worker(1, {"--config", short_job, "--job-id", "1"}, "short_1");

@@ -176,9 +176,5 @@ int main(int argc, char** argv) {
         command.c_str());
     return 2;
   }
-  if (!status.ok()) {
-    std::fprintf(stderr, "strata_bench: error: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return strata::ExitCodeFor("strata_bench", status);
 }

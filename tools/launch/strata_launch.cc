@@ -209,10 +209,5 @@ int main(int argc, char** argv) {
   strata::NormalizedArgs args(argc, argv);
   absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess("launcher");
-  absl::Status status = strata::Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "strata_launch: error: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return strata::ExitCodeFor("strata_launch", strata::Run());
 }
