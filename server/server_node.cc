@@ -86,12 +86,12 @@ JobServer* ServerNode::JobFor(uint64_t job_id) {
   return nullptr;
 }
 
-void ServerNode::Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why) {
+void ServerNode::Refuse(const std::string& identity, uint64_t request_id, uint64_t bytes,
+                        const absl::Status& why) {
   if (jobs_.size() == 1) {  // everything is that job's, its traffic too
-    jobs_[0]->Refuse(identity, request_id, 0, why);
+    jobs_[0]->Refuse(identity, request_id, bytes, why);
     return;
   }
-  ++refused_;
   LogWarning("refused a request: %s", std::string(why.message()).c_str());
   OutgoingMessage reply(wire::Kind::ERROR);
   reply.header().setRequestId(request_id);
@@ -108,16 +108,12 @@ void ServerNode::HandleRaw(RawMessage raw) {
   const uint64_t request_id = PeekRequestId(raw, process_.limits);
   absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), process_.limits);
   if (!message.ok()) {
-    if (jobs_.size() == 1) {
-      jobs_[0]->Refuse(identity, request_id, bytes, message.status());
-    } else {
-      Refuse(identity, request_id, message.status());
-    }
+    Refuse(identity, request_id, bytes, message.status());
     return;
   }
   JobServer* job = JobFor(message->header().getJobId());
   if (job == nullptr) {
-    Refuse(identity, request_id,
+    Refuse(identity, request_id, bytes,
            absl::PermissionDeniedError(absl::StrCat("unknown job id ", message->header().getJobId(),
                                                     " (server ", process_.rank, " serves jobs ",
                                                     JobIds(), ")")));
@@ -130,7 +126,7 @@ absl::Status ServerNode::ServeOnce(absl::Duration timeout) {
   STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
                           PollEndpoints(endpoints_.all, timeout, kMaxMessagesPerPoll));
   for (RawMessage& raw : events.messages) HandleRaw(std::move(raw));
-  for (const auto& [identity, status] : events.refused) Refuse(identity, 0, status);
+  for (const auto& [identity, status] : events.refused) Refuse(identity, 0, 0, status);
   for (const std::string& identity : events.closed) {
     for (const auto& job : jobs_) job->ForgetPeer(identity);
   }

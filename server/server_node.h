@@ -55,8 +55,10 @@ class ServerNode {
   // The job a decoded request belongs to, or null.
   JobServer* JobFor(uint64_t job_id);
   void HandleRaw(RawMessage raw);
-  // Answers a message that belongs to no job served here.
-  void Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why);
+  // Answers a message that could not be given to a job: with one job, as
+  // that job's refusal (its traffic counts `bytes`); else as no job's.
+  void Refuse(const std::string& identity, uint64_t request_id, uint64_t bytes,
+              const absl::Status& why);
   // Waits up to `timeout` for requests on every endpoint, and handles them.
   absl::Status ServeOnce(absl::Duration timeout);
   std::string JobIds() const;
@@ -67,7 +69,6 @@ class ServerNode {
   std::unique_ptr<MessageEndpoint> lanes_;  // null when lanes are unavailable here
   ServingEndpoints endpoints_;
   std::vector<std::unique_ptr<JobServer>> jobs_;
-  uint64_t refused_ = 0;
 };
 
 }  // namespace strata
