@@ -121,7 +121,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   hooks.Attach(&lo);
   StepLoop loop(lo);
   client->set_wait_observer(loop.waits());
-  STRATA_ASSIGN_OR_RETURN(const int64_t step, loop.Run(program));
+  STRATA_ASSIGN_OR_RETURN(const int64_t step, hooks.Run(loop, program));
   client->set_wait_observer(nullptr);
 
   reporter.Finish(step, &summary);

@@ -498,7 +498,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   server.set_wait_observer(loop.waits());
   client->set_wait_observer(loop.waits());
   if (experts != nullptr) experts->set_wait_observer(loop.waits());
-  STRATA_RETURN_IF_ERROR(loop.Run(program).status());
+  STRATA_RETURN_IF_ERROR(hooks.Run(loop, program).status());
   client->set_wait_observer(nullptr);
   if (experts != nullptr) experts->set_wait_observer(nullptr);
 

@@ -1,10 +1,15 @@
 // ClusterHooks: what the StepLoop of every cluster worker (ps and stanza
 // conv workers, FC workers) is given besides its program: the job's knobs,
 // kept in step through the coordinator (CoordinatedKnobs), and the job's
-// Controller (for now the one that changes nothing).
+// Controller (for now the one that changes nothing); and the way a
+// cluster worker runs its loop: one that fails tells the servers why
+// before it returns (PsClient::Leave), so its peers stop at once with the
+// cause rather than after a timeout.
 //
 //   ClusterHooks hooks(*client);
 //   hooks.Attach(&loop_options);   // before the StepLoop is made
+//   StepLoop loop(loop_options);
+//   STRATA_ASSIGN_OR_RETURN(int64_t done, hooks.Run(loop, program));
 #ifndef STRATA_RUNTIME_CLUSTER_HOOKS_H_
 #define STRATA_RUNTIME_CLUSTER_HOOKS_H_
 
@@ -19,7 +24,7 @@ namespace strata {
 class ClusterHooks {
  public:
   // `client` must outlive this object.
-  explicit ClusterHooks(PsClient& client) : schedule_(client) {}
+  explicit ClusterHooks(PsClient& client) : client_(client), schedule_(client) {}
   // The knobs this process applies are declared here before Attach.
   JobKnobs& knobs() { return knobs_; }
   // Points `options` at the knobs, their schedule and the controller.
@@ -28,8 +33,15 @@ class ClusterHooks {
     options->schedule = &schedule_;
     options->controller = &controller_;
   }
+  // loop.Run(program); on an error, the servers hear it first.
+  absl::StatusOr<int64_t> Run(StepLoop& loop, StepProgram& program) {
+    absl::StatusOr<int64_t> done = loop.Run(program);
+    if (!done.ok()) client_.Leave(done.status());
+    return done;
+  }
 
  private:
+  PsClient& client_;
   JobKnobs knobs_;
   CoordinatedKnobs schedule_;
   NoChangeController controller_;

@@ -45,8 +45,12 @@ JobServer::JobServer(const ServerOptions& options, const ServingEndpoints* endpo
                  JobCredentials{options.job_id, options.job_token,
                                 options.kv_sizes.empty() ? JobIdentity(options.config) : ""}),
       rejoined_(options.workers, false) {
-  for (int w = 0; w < options.workers; ++w) workers_.push_back({{wire::Role::CONV_WORKER, w}});
-  for (int f = 0; f < options.fc_workers; ++f) workers_.push_back({{wire::Role::FC_WORKER, f}});
+  for (int w = 0; w < options.workers; ++w) {
+    workers_.push_back(WorkerState{Peer{wire::Role::CONV_WORKER, w}, false, false, ""});
+  }
+  for (int f = 0; f < options.fc_workers; ++f) {
+    workers_.push_back(WorkerState{Peer{wire::Role::FC_WORKER, f}, false, false, ""});
+  }
 }
 
 JobServer::WorkerState* JobServer::FindWorker(const Peer& peer) {
@@ -260,6 +264,7 @@ absl::Status JobServer::CheckAllowed(const Peer& peer, wire::Kind kind,
     case wire::Kind::PULL:
     case wire::Kind::SHM_ATTACH:
     case wire::Kind::DONE:
+    case wire::Kind::LEAVE:
       allowed = worker && peer.rank >= 0;
       break;
     case wire::Kind::CLOCK:
@@ -463,8 +468,8 @@ absl::Status JobServer::HandlePull(const IncomingMessage& message) {
     return absl::OkStatus();
   }
   // Waiting for a dead worker's iterations would be waiting for ever.
-  if (const std::string dead = DeadPusherOf(pull.chunks); !dead.empty()) {
-    return DeadPusherError(dead);
+  if (const WorkerState* stopped = StoppedPusherOf(pull.chunks); stopped != nullptr) {
+    return StoppedPusherError(*stopped);
   }
   pending_.push_back(std::move(pull));
   return absl::OkStatus();
@@ -508,10 +513,9 @@ absl::Status JobServer::Handle(const IncomingMessage& message) {
   if (h.getKind() == wire::Kind::HELLO) return HandleHello(message);
   STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Check(message));
   STRATA_RETURN_IF_ERROR(CheckAllowed(peer, h.getKind(), message.identity()));
-  if (const WorkerState* w = FindWorker(peer); w != nullptr && w->dead) {
+  if (const WorkerState* w = FindWorker(peer); w != nullptr && w->stopped) {
     return absl::FailedPreconditionError(absl::StrCat(
-        DescribePeer(peer.role, peer.rank),
-        " was declared dead after a silence of its heartbeats; the job goes on without it"));
+        DescribePeer(peer.role, peer.rank), " ", w->why_stopped, "; the job goes on without it"));
   }
   switch (h.getKind()) {
     case wire::Kind::REGISTER:
@@ -552,6 +556,14 @@ absl::Status JobServer::Handle(const IncomingMessage& message) {
       ack.header().setRequestId(h.getRequestId());
       return Reply(message.identity(), ack);
     }
+    case wire::Kind::LEAVE: {
+      OnWorkerStopped(peer, absl::StrCat("stopped: ", h.getErrorMessage().cStr()));
+      shared_memory_.Forget(message.identity());
+      admission_.Forget(message.identity());
+      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
+      ack.header().setRequestId(h.getRequestId());
+      return Reply(message.identity(), ack);
+    }
     case wire::Kind::SHUTDOWN: {
       shutdown_ = true;
       OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
@@ -586,35 +598,34 @@ wire::Role RoleOf(KeyOwner owner) {
 
 }  // namespace
 
-std::string JobServer::DeadPusherOf(const std::vector<Chunk>& chunks) const {
+const JobServer::WorkerState* JobServer::StoppedPusherOf(const std::vector<Chunk>& chunks) const {
   for (const WorkerState& w : workers_) {
-    if (!w.dead || w.done) continue;
+    if (!w.stopped || w.done) continue;
     for (const Chunk& c : chunks) {
-      if (RoleOf(store_->rule(c.key).owner) == w.peer.role) {
-        return DescribePeer(w.peer.role, w.peer.rank);
-      }
+      if (RoleOf(store_->rule(c.key).owner) == w.peer.role) return &w;
     }
   }
-  return "";
+  return nullptr;
 }
 
-absl::Status JobServer::DeadPusherError(const std::string& who) {
-  return absl::UnavailableError(
-      absl::StrCat(who,
-                   " stopped sending heartbeats; pulls waiting for its iterations cannot "
-                   "complete"));
+absl::Status JobServer::StoppedPusherError(const WorkerState& pusher) {
+  return absl::UnavailableError(absl::StrCat(DescribePeer(pusher.peer.role, pusher.peer.rank), " ",
+                                             pusher.why_stopped,
+                                             "; pulls waiting for its iterations cannot complete"));
 }
 
-void JobServer::OnNodeDead(const Peer& dead) {
-  WorkerState* worker = FindWorker(dead);  // servers: nothing waits for them here
+void JobServer::OnWorkerStopped(const Peer& peer, const std::string& why) {
+  WorkerState* worker = FindWorker(peer);  // servers: nothing waits for them here
   // A worker that finished and left is not missed.
-  if (worker == nullptr || worker->dead || worker->done) return;
-  worker->dead = true;
-  const std::string who = DescribePeer(dead.role, dead.rank);
+  if (worker == nullptr || worker->stopped || worker->done) return;
+  worker->stopped = true;
+  worker->why_stopped = why;
+  const std::string who = DescribePeer(peer.role, peer.rank);
+  LogWarning("%s %s", who.c_str(), why.c_str());
   // The pulls that wait for its iterations: those of the keys it pushes.
   for (auto it = pending_.begin(); it != pending_.end();) {
-    if (DeadPusherOf(it->chunks) == who) {
-      SendError(it->identity, it->request_id, DeadPusherError(who));
+    if (StoppedPusherOf(it->chunks) == worker) {
+      SendError(it->identity, it->request_id, StoppedPusherError(*worker));
       it = pending_.erase(it);
     } else {
       ++it;
@@ -636,7 +647,8 @@ absl::Status JobServer::ServeCoordinatorLink() {
     if (!message.ok()) continue;
     const auto h = message->header();
     if (h.getKind() == wire::Kind::NODE_DEAD && h.getNodes().size() == 1) {
-      OnNodeDead({h.getNodes()[0].getRole(), h.getNodes()[0].getRank()});
+      OnWorkerStopped({h.getNodes()[0].getRole(), h.getNodes()[0].getRank()},
+                      "stopped sending heartbeats");
     } else if (IsNotRegistered(h)) {
       register_again = true;  // a restarted coordinator does not know us
     } else if (h.getKind() == wire::Kind::ERROR) {
@@ -653,7 +665,9 @@ absl::Status JobServer::ServeCoordinatorLink() {
 
 absl::Status JobServer::Tick(absl::Time now) {
   if (coordinator_ != nullptr) {
-    for (const Peer& dead : coordinator_->CheckLiveness(now)) OnNodeDead(dead);
+    for (const Peer& dead : coordinator_->CheckLiveness(now)) {
+      OnWorkerStopped(dead, "stopped sending heartbeats");
+    }
   }
   if (coordinator_link_ != nullptr) {
     STRATA_RETURN_IF_ERROR(ServeCoordinatorLink());
@@ -670,21 +684,15 @@ absl::Status JobServer::Tick(absl::Time now) {
 absl::StatusOr<bool> JobServer::Finished() const {
   if (shutdown_) return true;
   std::vector<std::string> unfinished;
-  bool any_alive = false;
   for (const WorkerState& w : workers_) {
     if (w.done) continue;
-    unfinished.push_back(DescribePeer(w.peer.role, w.peer.rank));
-    any_alive = any_alive || !w.dead;
+    if (!w.stopped) return false;
+    unfinished.push_back(absl::StrCat(DescribePeer(w.peer.role, w.peer.rank), " ", w.why_stopped));
   }
   if (unfinished.empty()) return true;
-  if (!any_alive) {
-    return absl::UnavailableError(
-        absl::StrCat("server ", options_.rank,
-                     ": every worker that had not finished stopped sending "
-                     "heartbeats (",
-                     absl::StrJoin(unfinished, ", "), "); the job cannot complete"));
-  }
-  return false;
+  return absl::UnavailableError(
+      absl::StrCat("server ", options_.rank, ": every worker that had not finished has stopped (",
+                   absl::StrJoin(unfinished, "; "), "); the job cannot complete"));
 }
 
 absl::Status JobServer::Finish() {

@@ -14,12 +14,13 @@
 // problem and a log line, and the server keeps serving. A request is
 // applied whole or not at all.
 //
-// A worker the coordinator declares dead (it had not finished) fails, on
-// every server, the pulls that wait for its iterations (those of the keys
-// it pushes), naming it; later such pulls are refused at once, and so is
-// everything the dead worker itself sends. Under ASP the servers stop
-// waiting for its DONE. A job whose unfinished workers are all dead ends
-// with an error instead of waiting for ever.
+// A worker that stops before finishing (the coordinator declares it dead
+// when its heartbeats fall silent, or it says LEAVE with its error) fails,
+// on every server, the pulls that wait for its iterations (those of the
+// keys it pushes), naming it and why it stopped; later such pulls are
+// refused at once, and so is everything the stopped worker itself sends.
+// Under ASP the servers stop waiting for its DONE. A job whose unfinished
+// workers have all stopped ends with an error instead of waiting for ever.
 //
 // Thread safety: the process's serving thread drives it.
 #ifndef STRATA_SERVER_JOB_SERVER_H_
@@ -147,11 +148,13 @@ class JobServer {
   absl::Status HandleHello(const IncomingMessage& message);
   // Whether `peer` may send `kind` (on `identity`).
   absl::Status CheckAllowed(const Peer& peer, wire::Kind kind, const std::string& identity) const;
-  // What a node declared dead means here (see above).
-  void OnNodeDead(const Peer& dead);
-  // A dead, unfinished worker that pushes one of `chunks` ("worker 1"), or "".
-  std::string DeadPusherOf(const std::vector<Chunk>& chunks) const;
-  static absl::Status DeadPusherError(const std::string& who);
+  // What a worker that stopped before finishing means here (see above);
+  // `why` completes "worker 1 ..." ("stopped sending heartbeats").
+  void OnWorkerStopped(const Peer& peer, const std::string& why);
+  struct WorkerState;
+  // A stopped, unfinished worker that pushes one of `chunks`, or null.
+  const WorkerState* StoppedPusherOf(const std::vector<Chunk>& chunks) const;
+  static absl::Status StoppedPusherError(const WorkerState& pusher);
   // Reads what the coordinator sends a server of rank > 0: dead-node
   // notices, and refusals (a restarted coordinator that does not know us:
   // register again; anything else fails Run).
@@ -192,11 +195,12 @@ class JobServer {
   std::deque<PendingPull> pending_;
   SharedMemoryPeers shared_memory_;
   // Every conv and FC worker of the job: whether it said DONE, and whether
-  // the coordinator declared it dead.
+  // it stopped before that (see above).
   struct WorkerState {
     Peer peer;
     bool done = false;
-    bool dead = false;
+    bool stopped = false;
+    std::string why_stopped;  // "stopped sending heartbeats", "stopped: ..."
   };
   std::vector<WorkerState> workers_;
   WorkerState* FindWorker(const Peer& peer);

@@ -11,7 +11,10 @@ absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& opt
   std::unique_ptr<FcLink> link(new FcLink(options));
   STRATA_ASSIGN_OR_RETURN(auto socket, Socket::Connect(link->context_, SocketKind::kDealer,
                                                        options.address, options.limits));
-  link->channel_ = std::make_unique<ZmqChannel>(std::move(socket));
+  auto channel = std::make_unique<ZmqChannel>(std::move(socket));
+  // The FC worker's state for an exchange dies with its connection.
+  STRATA_RETURN_IF_ERROR(channel->WatchForClose(link->context_));
+  link->channel_ = std::move(channel);
   if (options.decorate_channel)
     link->channel_ = options.decorate_channel(std::move(link->channel_));
   STRATA_RETURN_IF_ERROR(link->SayHello());
@@ -64,7 +67,10 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
                                                       absl::FormatDuration(options_.timeout)));
     }
     absl::StatusOr<std::optional<RawMessage>> raw = channel_->ReceiveNow();
-    if (!raw.ok()) return raw.status();
+    if (!raw.ok()) {
+      return WithContext(raw.status(), absl::StrCat("no activation gradients from ", who,
+                                                    " for iteration ", iteration));
+    }
     if (!raw->has_value()) {
       WaitReadable(*channel_, std::min(deadline, resend_at) - now);
       if (absl::Now() >= resend_at) {

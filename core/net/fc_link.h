@@ -8,8 +8,9 @@
 // (core/net/message_channel.h). It runs on the calling thread, resends the request if no
 // answer comes within `resend_after`, then after twice that, and so on (the
 // FC worker answers a repeated iteration again), and fails after `timeout`
-// naming the FC worker, so a
-// dead FC worker never hangs a conv worker.
+// naming the FC worker, so a silent FC worker never hangs a conv worker.
+// An FC worker whose connection closes (a killed one) fails the exchange at
+// once, naming it: what it held of the exchange died with it.
 #ifndef STRATA_CORE_NET_FC_LINK_H_
 #define STRATA_CORE_NET_FC_LINK_H_
 

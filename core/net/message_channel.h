@@ -52,19 +52,36 @@ using ChannelDecorator =
 // Waits up to `timeout` until `channel` may have a message.
 void WaitReadable(const MessageChannel& channel, absl::Duration timeout);
 
-// A ZeroMQ socket (a DEALER) as a channel.
+// A ZeroMQ socket (a DEALER) as a channel. ZeroMQ hides a closed
+// connection (it reconnects), so by default ReceiveNow never reports one.
 class ZmqChannel final : public MessageChannel {
  public:
   explicit ZmqChannel(std::unique_ptr<Socket> socket);
+  ~ZmqChannel() override;
+  // From now on, once the peer closes the connection (a killed peer's
+  // kernel closes it at once), ReceiveNow returns the messages that came
+  // before, then Unavailable, and stays so. For a peer whose state dies
+  // with its connection (an FC worker midway through an exchange); not for
+  // a server, whose clients resend to it when it comes back. `context` is
+  // the socket's.
+  absl::Status WatchForClose(zmq::context_t& context);
   absl::StatusOr<size_t> Send(OutgoingMessage& message) override;
   absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override;
-  int wait_fd() const override { return fd_; }
+  int wait_fd() const override { return watch_fd_ >= 0 ? watch_fd_ : fd_; }
   uint64_t bytes_sent() const override { return socket_->counters().bytes_sent; }
   uint64_t bytes_received() const override { return socket_->counters().bytes_received; }
 
  private:
+  // Reads the socket monitor's queued events; true once one was a close.
+  bool SawClose();
+
   std::unique_ptr<Socket> socket_;
   int fd_;  // ZMQ_FD
+  // With WatchForClose: the monitor's PAIR socket, and an epoll set of both
+  // sockets' ZMQ_FDs that polls readable when either may have news.
+  std::unique_ptr<zmq::socket_t> monitor_;
+  int watch_fd_ = -1;
+  bool closed_ = false;
 };
 
 // A lane socket (core/net/lane_socket.h) as a channel.

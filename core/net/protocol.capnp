@@ -11,7 +11,7 @@ $Cxx.namespace("strata::wire");
 
 # Major 2: every connection registers with a hello before anything else.
 const protocolMajor :UInt16 = 2;
-const protocolMinor :UInt16 = 0;
+const protocolMinor :UInt16 = 1;  # 1: leave
 
 enum Kind {
   error @0;           # reply: errorCode + errorMessage
@@ -50,6 +50,8 @@ enum Kind {
   knobSetReply @28;   # knobs: the changes as scheduled (fromIteration set)
   knobGet @29;        # -> coordinator: the job's knobs
   knobGetReply @30;   # knobs: each knob's value and the iteration it took it at
+  leave @31;          # worker -> server: this worker stops on the error in errorMessage; the
+                      # pulls that wait for its pushes fail naming it (answered: shutdownAck)
 }
 
 enum Role {

@@ -16,6 +16,11 @@
 #include "core/util/log.h"
 
 namespace strata {
+
+namespace {
+// How long a worker on its way out waits for the servers to hear its LEAVE.
+constexpr absl::Duration kLeaveWait = absl::Seconds(2);
+}  // namespace
 PsClient::PsClient(const PsClientOptions& options) : options_(options) {}
 
 PsClient::~PsClient() {
@@ -437,7 +442,7 @@ Ticket PsClient::Pull(int64_t iteration, uint32_t key, const Tensor& destination
   return Submit(wire::Kind::PULL, iteration, key, destination);
 }
 
-Ticket PsClient::SubmitToAll(wire::Kind kind) {
+Ticket PsClient::SubmitToAll(wire::Kind kind, std::string reason) {
   auto op = std::make_shared<Operation>(KindName(kind));
   std::vector<PsRequest> requests;
   std::vector<int> servers;
@@ -446,6 +451,7 @@ Ticket PsClient::SubmitToAll(wire::Kind kind) {
     r.server = s;
     r.kind = kind;
     r.op = op;
+    r.reason = reason;
     servers.push_back(s);
     requests.push_back(std::move(r));
   }
@@ -486,6 +492,16 @@ absl::Status PsClient::Done() {
   return Wait(SubmitToAll(wire::Kind::DONE));
 }
 
+void PsClient::Leave(const absl::Status& why) {
+  for (const auto& lane : all_lanes()) {
+    if (lane != nullptr) lane->Finish();
+  }
+  const Ticket left = SubmitToAll(wire::Kind::LEAVE, std::string(why.message()));
+  absl::Status s = WaitWhileAnswered(left, absl::Now(), std::min(options_.timeout, kLeaveWait));
+  if (!s.ok())
+    LogWarning("telling the servers why this worker stops: %s", std::string(s.message()).c_str());
+}
+
 Ticket PsClient::SubmitTo(int server, wire::Kind kind, std::string what) {
   auto op = std::make_shared<Operation>(std::move(what));
   PsRequest r;
@@ -507,15 +523,16 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
 
 absl::Status PsClient::Wait(const Ticket& ticket) { return WaitWhileAnswered(ticket, absl::Now()); }
 
-absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time started) {
+absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time started,
+                                         std::optional<absl::Duration> silence) {
+  const absl::Duration timeout = silence.value_or(options_.timeout);
   if (ticket->done()) return ticket->status();
   ScopedWait wait(wait_observer_);
   while (!ticket->done()) {
     // The deadline moves with every reply from any server: only `timeout`
     // of silence fails the wait.
     const int64_t last_reply = last_reply_unix_ns_.load();
-    const absl::Time deadline =
-        std::max(started, absl::FromUnixNanos(last_reply)) + options_.timeout;
+    const absl::Time deadline = std::max(started, absl::FromUnixNanos(last_reply)) + timeout;
     const int lane_server = ticket->lane_server();
     if (lane_server >= 0) {
       // A part travels on a lane: read its replies here rather than sleep.
@@ -539,8 +556,7 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
       absl::StrAppend(&who, who.empty() ? "" : ", ", ServerName(s));
     }
     return absl::DeadlineExceededError(absl::StrCat("no reply to ", ticket->what(), " from ", who,
-                                                    " within ",
-                                                    absl::FormatDuration(options_.timeout)));
+                                                    " within ", absl::FormatDuration(timeout)));
   }
   return ticket->status();
 }

@@ -61,6 +61,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -141,6 +142,11 @@ class PsClient {
   void CancelAll();
   // Tells every server this worker has finished (closing its lanes first).
   absl::Status Done();
+  // Tells every server this worker stops on `why` (LEAVE), so that the
+  // workers whose pulls wait for its pushes fail at once naming it and
+  // `why`, not after a timeout naming a server. Best effort on the way out:
+  // waits at most a short while for the servers' answers.
+  void Leave(const absl::Status& why);
   absl::StatusOr<ClockReport> Clocks(int server);
   // Runtime knobs, agreed through the coordinator (server/knob_board.h): a
   // lease lets this process start iterations below its end without asking
@@ -197,7 +203,7 @@ class PsClient {
   // socket; each request's operation has its parts added already.
   void Dispatch(std::vector<PsRequest> requests);
   Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
-  Ticket SubmitToAll(wire::Kind kind);
+  Ticket SubmitToAll(wire::Kind kind, std::string reason = "");
   // One request without data to one server.
   Ticket SubmitTo(int server, wire::Kind kind, std::string what);
   // Queues requests for the socket (the I/O thread sends them).
@@ -229,9 +235,10 @@ class PsClient {
   void HandleReply(int server, RawMessage raw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
   void HandleConnectionEvents(int server);
   void Wake();
-  // Waits until `ticket` completes or no server has answered for `timeout`
-  // since max(started, the last reply).
-  absl::Status WaitWhileAnswered(const Ticket& ticket, absl::Time started);
+  // Waits until `ticket` completes or no server has answered for `silence`
+  // (the client's timeout when unset) since max(started, the last reply).
+  absl::Status WaitWhileAnswered(const Ticket& ticket, absl::Time started,
+                                 std::optional<absl::Duration> silence = std::nullopt);
   std::string ServerName(int server) const;
 
   PsClientOptions options_;

@@ -101,6 +101,7 @@ void FillRequest(const PsRequest& r, const RequestSender& sender, ShmRegion* reg
   h.setSenderRole(sender.role);
   h.setSenderRank(sender.rank);
   h.setRequestId(r.id);
+  if (!r.reason.empty()) h.setErrorMessage(r.reason);
   const bool carries_data = r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT;
   const Tensor flat = r.tensor.defined() ? r.tensor.View({r.tensor.numel()}) : Tensor();
   if (r.slot >= 0) {  // the floats go through shared memory (one chunk)

@@ -79,8 +79,9 @@ struct PsRequest {
   std::vector<Chunk> chunks;
   Tensor tensor;  // push/init source or pull destination (whole parameter)
   Ticket op;
-  int64_t slot = -1;  // the shared memory slot carrying its floats, or -1: frames
-  int hellos = 0;     // times sent again behind a HELLO (a renewed connection)
+  int64_t slot = -1;   // the shared memory slot carrying its floats, or -1: frames
+  int hellos = 0;      // times sent again behind a HELLO (a renewed connection)
+  std::string reason;  // a LEAVE's: why the worker stops
 };
 
 // Who sends: stamped on every request.

@@ -8,7 +8,8 @@
 namespace strata {
 namespace {
 
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::KNOB_GET_REPLY);
+// The last kind protocol.capnp declares.
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::LEAVE);
 
 void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 
@@ -78,6 +79,8 @@ const char* KindName(wire::Kind kind) {
       return "knob-get";
     case wire::Kind::KNOB_GET_REPLY:
       return "knob-get-reply";
+    case wire::Kind::LEAVE:
+      return "leave";
   }
   return "unknown";
 }

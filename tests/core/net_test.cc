@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "core/net/message_channel.h"
 #include "core/net/partition_plan.h"
 #include "core/net/transport.h"
 
@@ -98,7 +99,7 @@ TEST_F(WireTest, WrongProtocolVersion) {
   auto r = RoundTrip({m.SerializedHeaderForTest()});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.status().message(),
-            "peer speaks protocol version 9.0, this node speaks 2.0 (major versions must match)");
+            "peer speaks protocol version 9.1, this node speaks 2.1 (major versions must match)");
 }
 
 TEST_F(WireTest, FrameCountAndSizeMustMatchTheHeader) {
@@ -166,6 +167,56 @@ TEST(SocketQueueTest, ASendToAPeerThatDoesNotReadFailsOnceTheQueueIsFull) {
   // Both queues and the kernel's socket buffers: a few dozen megabytes at most.
   EXPECT_LT(sent, 64);
   EXPECT_GE(sent, 4);
+}
+
+// A DEALER channel to a ROUTER that answers one message and then closes.
+// Returns what the channel's ReceiveNow gave, in order, until it reported
+// an error or `polls` waits found nothing.
+std::vector<std::string> ReceiveAcrossAClose(bool watch, std::string* address) {
+  zmq::context_t context(1);
+  auto server = Socket::Bind(context, SocketKind::kRouter, "tcp://127.0.0.1:0");
+  if (!server.ok()) return {"bind failed"};
+  *address = (*server)->address();
+  auto socket = Socket::Connect(context, SocketKind::kDealer, *address);
+  if (!socket.ok()) return {"connect failed"};
+  ZmqChannel channel(*std::move(socket));
+  if (watch && !channel.WatchForClose(context).ok()) return {"watch failed"};
+  OutgoingMessage hello(wire::Kind::HELLO);
+  if (!channel.Send(hello).ok()) return {"send failed"};
+  auto got = (*server)->Receive(absl::Seconds(5));
+  if (!got.ok()) return {"nothing reached the server"};
+  OutgoingMessage answer(wire::Kind::HELLO_ACK);
+  if (!(*server)->Send(answer, got->identity).ok()) return {"answer failed"};
+  absl::SleepFor(absl::Milliseconds(50));  // the answer is on its way
+  server->reset();                         // the peer closes
+  std::vector<std::string> seen;
+  for (int polls = 0; polls < 10;) {
+    absl::StatusOr<std::optional<RawMessage>> r = channel.ReceiveNow();
+    if (!r.ok()) {
+      seen.push_back(std::string(r.status().message()));
+      break;
+    }
+    if (!r->has_value()) {
+      WaitReadable(channel, absl::Milliseconds(100));
+      ++polls;
+      continue;
+    }
+    auto decoded = Decode(**std::move(r), WireLimits());
+    seen.push_back(decoded.ok() ? KindName(decoded->header().getKind()) : "undecodable");
+  }
+  return seen;
+}
+
+TEST(ZmqChannelTest, AWatchedChannelDeliversWhatCameThenReportsTheClose) {
+  std::string address;
+  const std::vector<std::string> seen = ReceiveAcrossAClose(/*watch=*/true, &address);
+  EXPECT_EQ(seen, (std::vector<std::string>{"hello-ack", address + " closed the connection"}));
+}
+
+TEST(ZmqChannelTest, AnUnwatchedChannelWaitsForThePeerToComeBack) {
+  std::string address;
+  const std::vector<std::string> seen = ReceiveAcrossAClose(/*watch=*/false, &address);
+  EXPECT_EQ(seen, std::vector<std::string>{"hello-ack"});
 }
 
 }  // namespace

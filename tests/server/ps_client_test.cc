@@ -1,7 +1,7 @@
 // PsClient against a real strata_server (plain key-value mode) on this
 // host, where requests take the shared-memory lane: concurrent waiters on
-// one lane with the socket taking what the lane cannot, and CancelAll of
-// pulls the server holds back.
+// one lane with the socket taking what the lane cannot, CancelAll of
+// pulls the server holds back, and a worker that leaves on an error.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -176,6 +176,51 @@ TEST_F(PsClientTest, CancelAllEndsPullsTheServerHoldsBack) {
   ASSERT_TRUE(c.Wait(c.Pull(-1, 0, now)).ok());
   EXPECT_EQ(now.data()[0], 3.0f);  // no update: BSP still waits for worker 1
   server_->Kill9();
+}
+
+TEST_F(PsClientTest, AWorkerThatLeavesFailsThePullsWaitingForItNamingWhy) {
+  StartServer("1024", 2);
+  std::unique_ptr<PsClient> leaver;
+  std::thread leaver_connect([&] {
+    auto c = PsClient::Connect(Options(1));
+    if (c.ok()) leaver = *std::move(c);
+  });
+  auto client = PsClient::Connect(Options(0));
+  leaver_connect.join();
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_NE(leaver, nullptr);
+  PsClient& c = **client;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 3.0f))).ok());
+  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
+  // Under BSP the pull of iteration 1 waits for worker 1's push; worker 1
+  // stops on an error instead, and says so.
+  Tensor pulled = Tensor::Full({1024}, -5.0f);
+  Ticket waiting = c.Pull(1, 0, pulled);
+  absl::SleepFor(absl::Milliseconds(200));
+  ASSERT_FALSE(waiting->done());
+  leaver->Leave(absl::DataLossError("iteration 0: the disk is full"));
+  const absl::Status s = c.Wait(waiting);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(std::string(s.message()),
+            "server 0 (" + address_ +
+                ") refused pull of key 0 for iteration 1: worker 1 stopped: iteration 0: the disk "
+                "is full; pulls waiting "
+                "for its iterations cannot complete");
+  EXPECT_EQ(pulled.data()[0], -5.0f);  // nothing was written
+  // Later pulls that need its iterations are refused at once; the current
+  // values are still served.
+  EXPECT_EQ(c.Wait(c.Pull(1, 0, pulled)).code(), absl::StatusCode::kUnavailable);
+  Tensor now = Tensor::Zeros({1024});
+  ASSERT_TRUE(c.Wait(c.Pull(-1, 0, now)).ok());
+  EXPECT_EQ(now.data()[0], 3.0f);
+  // Once worker 0 is done the job cannot complete, and the server says why.
+  ASSERT_TRUE(c.Done().ok());
+  EXPECT_EQ(server_->Wait(), 1);
+  EXPECT_NE(server_->log().find("every worker that had not finished has stopped (worker 1 "
+                                "stopped: iteration 0: the disk is full); the job cannot complete"),
+            std::string::npos)
+      << server_->log();
 }
 
 }  // namespace
