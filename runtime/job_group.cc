@@ -17,6 +17,10 @@ std::vector<absl::Status> RunJobsTogether(
     shares.push_back({absl::StrCat("job ", job.options.client.credentials.job_id), job.weight});
   }
   DeviceArbiter arbiter(policy, shares);
+  std::string weights;
+  for (const JobRun& job : jobs) absl::StrAppend(&weights, weights.empty() ? "" : ":", job.weight);
+  LogInfo("%zu jobs share this process's device: %s, weights %s", jobs.size(),
+          SharingPolicyName(policy), weights.c_str());
   std::vector<absl::Status> results(jobs.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < jobs.size(); ++i) {

@@ -15,31 +15,45 @@ StepLoop::StepLoop(StepLoopOptions options)
 void StepLoop::Observer::WaitBegins() {
   if (depth_++ > 0) return;
   started_ = MonotonicSeconds();
-  if (loop_.holding_) loop_.device_->Release();
+  released_ = loop_.holding_;
+  if (released_) loop_.Release();
 }
 
 void StepLoop::Observer::WaitEnds() {
   if (--depth_ > 0) return;
-  loop_.record_.wait_seconds[static_cast<int>(loop_.phase_)] += MonotonicSeconds() - started_;
-  if (loop_.holding_) loop_.device_->Acquire();
+  const double ended = MonotonicSeconds();
+  const int phase = static_cast<int>(loop_.phase_);
+  loop_.record_.wait_seconds[phase] += ended - started_;
+  // A compute phase goes on computing; a communication phase takes the
+  // device back only when the next compute phase begins.
+  if (released_ && IsComputePhase(loop_.phase_)) loop_.Acquire();
+}
+
+void StepLoop::Acquire() {
+  const double asked = MonotonicSeconds();
+  device_->Acquire();
+  record_.device_wait_seconds[static_cast<int>(phase_)] += MonotonicSeconds() - asked;
+  holding_ = true;
+}
+
+void StepLoop::Release() {
+  holding_ = false;
+  device_->Release();
 }
 
 template <typename Body>
 auto StepLoop::RunPhase(Phase phase, Body body) -> decltype(body()) {
   phase_ = phase;
-  const bool compute = IsComputePhase(phase);
   const double start = MonotonicSeconds();
-  if (compute) {
-    device_->Acquire();
-    holding_ = true;
-  }
+  if (IsComputePhase(phase) && !holding_) Acquire();
   auto result = body();
-  if (compute) {
-    holding_ = false;
-    device_->Release();
-  }
   record_.phase_seconds[static_cast<int>(phase)] += MonotonicSeconds() - start;
   return result;
+}
+
+void StepLoop::EndIteration() {
+  if (holding_) Release();
+  device_->IterationEnds();
 }
 
 void StepLoop::Record(const IterationRecord& record) {
@@ -55,6 +69,7 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
   int64_t iteration = first;
   TrafficTotals before = program.Traffic();
   auto fail = [&](const absl::Status& s, Phase phase) {
+    if (holding_) Release();  // the other jobs of the process go on
     return absl::Status(
         s.code(), absl::StrCat("iteration ", iteration, ", ", PhaseName(phase), ": ", s.message()));
   };
@@ -62,6 +77,7 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
     record_ = IterationRecord();
     record_.process = options_.process;
     record_.iteration = iteration;
+    record_.start_seconds = MonotonicSeconds();
     if (options_.knobs != nullptr) {
       if (options_.schedule != nullptr) {
         phase_ = Phase::kLoad;
@@ -103,7 +119,7 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
       times_.Add(record_.compute_seconds, record_.communication_seconds, record_.wall_seconds);
     }
     if (!*completed) {
-      device_->IterationEnds();
+      EndIteration();
       Record(record_);
       iteration = ctx.rewind_to;
       continue;
@@ -113,7 +129,7 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
     }
     absl::Status s = RunPhase(Phase::kBoundary, [&] { return program.Boundary(ctx); });
     if (!s.ok()) return fail(s, Phase::kBoundary);
-    device_->IterationEnds();
+    EndIteration();
     Record(record_);
     ++iteration;
   }

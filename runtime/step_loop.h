@@ -1,9 +1,13 @@
 // StepLoop: the one training loop every worker runs (single, ps and stanza
 // conv workers, FC workers). A StepProgram says what the role does in each
-// phase of an iteration; the loop runs the phases in order, holds the
-// device during compute phases (scheduler/device_policy.h), releases it on
-// every wait on a peer inside a phase (core/util/wait_observer.h: the loop
-// is the observer of the program's components), brings the job's knobs up
+// phase of an iteration; the loop runs the phases in order, takes the
+// device (scheduler/device_policy.h) when a compute phase begins without
+// it, keeps it from phase to phase, and lets it go at every wait on a peer
+// (core/util/wait_observer.h: the loop is the observer of the program's
+// components) and at the end of the iteration; a wait inside a compute
+// phase takes it back when it ends. So a job that does not wait keeps the
+// device for its whole iteration, and one that waits lets another job
+// compute meanwhile. The loop also brings the job's knobs up
 // to date at each iteration boundary, times every phase, and hands one
 // IterationRecord per iteration to the metrics file, the Controller and the
 // progress reporter.
@@ -124,17 +128,24 @@ class StepLoop {
     StepLoop& loop_;
     int depth_ = 0;
     double started_ = 0;
+    bool released_ = false;  // the outermost wait let the device go
   };
 
   template <typename Body>
   auto RunPhase(Phase phase, Body body) -> decltype(body());
+  // The device, timing the wait for it as the current phase's.
+  void Acquire();
+  void Release();
+  // Lets the device go if held, and tells the policy the iteration is over.
+  void EndIteration();
   void Record(const IterationRecord& record);
 
   StepLoopOptions options_;
   AlwaysHeldDevice always_held_;
   DevicePolicy* device_;
   Observer observer_{*this};
-  bool holding_ = false;  // the device, during a compute phase outside waits
+  bool holding_ =
+      false;  // the device, from a compute phase's start to a wait or the iteration's end
   Phase phase_ = Phase::kLoad;
   IterationRecord record_;
   StepTimes times_;

@@ -4,14 +4,13 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "core/flags/cluster_flags.h"
 #include "core/model/job_identity.h"
 #include "core/net/admission.h"
 #include "core/status.h"
 #include "core/train/training_flags.h"
+#include "scheduler/crossover.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(int64_t, threads, 0, "CPU threads (overrides training.threads)");
@@ -86,21 +85,8 @@ absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>
   if (!absl::GetFlag(FLAGS_config).empty()) {
     return absl::InvalidArgumentError("give --config (one job) or --job (one or more), not both");
   }
-  std::vector<double> weights(job_configs.size(), 1.0);
-  const std::string weight_list = absl::GetFlag(FLAGS_weights);
-  if (!weight_list.empty()) {
-    const std::vector<std::string> parts = absl::StrSplit(weight_list, ',');
-    if (parts.size() != job_configs.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("--weights has ", parts.size(), " values for ",
-                                                     job_configs.size(), " jobs"));
-    }
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (!absl::SimpleAtod(parts[i], &weights[i]) || !(weights[i] > 0)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--weights: '", parts[i], "' is not a positive number"));
-      }
-    }
-  }
+  STRATA_ASSIGN_OR_RETURN(const std::vector<double> weights,
+                          ParseDeviceWeights(absl::GetFlag(FLAGS_weights), job_configs.size()));
   const bool several = job_configs.size() > 1;
   for (size_t i = 0; i < job_configs.size(); ++i) {
     JobRun job;

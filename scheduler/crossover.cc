@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 
@@ -14,6 +16,23 @@ absl::StatusOr<SharingPolicy> ParseSharingPolicy(std::string_view name) {
   if (name == "crossover") return SharingPolicy::kCrossover;
   return absl::InvalidArgumentError(absl::StrCat("unknown sharing policy '", std::string(name),
                                                  "' (exclusive, naive or crossover)"));
+}
+
+absl::StatusOr<std::vector<double>> ParseDeviceWeights(std::string_view list, size_t jobs) {
+  std::vector<double> weights(jobs, 1.0);
+  if (list.empty()) return weights;
+  const std::vector<std::string> parts = absl::StrSplit(std::string(list), ',');
+  if (parts.size() != jobs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--weights has ", parts.size(), " values for ", jobs, " jobs"));
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!absl::SimpleAtod(parts[i], &weights[i]) || !(weights[i] > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--weights: '", parts[i], "' is not a positive number"));
+    }
+  }
+  return weights;
 }
 
 const char* SharingPolicyName(SharingPolicy policy) {

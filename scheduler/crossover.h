@@ -54,6 +54,9 @@ enum class SharingPolicy { kExclusive, kNaive, kCrossover };
 // "exclusive", "naive", "crossover"; InvalidArgument naming the choices.
 absl::StatusOr<SharingPolicy> ParseSharingPolicy(std::string_view name);
 const char* SharingPolicyName(SharingPolicy policy);
+// `list` ("1,3"; "" = every job 1) as one positive weight per job, for
+// `jobs` jobs; InvalidArgument naming what is wrong.
+absl::StatusOr<std::vector<double>> ParseDeviceWeights(std::string_view list, size_t jobs);
 
 struct DeviceShare {
   std::string job;      // for log lines and usage

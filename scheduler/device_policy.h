@@ -1,10 +1,9 @@
 // DevicePolicy: who may compute on the device (this process's cores today,
 // a GPU's stream set later) and when. The StepLoop (runtime/step_loop.h)
-// acquires the device before each compute phase of an iteration and
-// releases it after, and releases it too while the iteration waits on a
-// peer inside a phase (core/util/wait_observer.h). A policy shared by
-// several jobs' loops decides which one computes: crossover time-sharing
-// is such a policy.
+// acquires the device when a compute phase of an iteration begins without
+// it, and releases it at every wait on a peer (core/util/wait_observer.h)
+// and at the iteration's end. A policy shared by several jobs' loops
+// decides which one computes: crossover time-sharing is such a policy.
 //
 // Contract: Acquire and Release alternate on each caller's thread, starting
 // with Acquire; Acquire may block, Release and IterationEnds never do.

@@ -35,7 +35,8 @@ void IterationRecord::Summarise() {
       continue;
     }
     communication_seconds += wait_seconds[p];
-    const double busy = phase_seconds[p] - wait_seconds[p];
+    waiting_seconds += device_wait_seconds[p];
+    const double busy = phase_seconds[p] - wait_seconds[p] - device_wait_seconds[p];
     if (phase == Phase::kLoad) {
       waiting_seconds += busy;
     } else {
@@ -46,12 +47,22 @@ void IterationRecord::Summarise() {
 
 nlohmann::json IterationRecord::ToJson() const {
   nlohmann::json phases = nlohmann::json::object();
-  for (int p = 0; p < kPhaseCount; ++p) phases[PhaseName(static_cast<Phase>(p))] = phase_seconds[p];
+  nlohmann::json waits = nlohmann::json::object();
+  nlohmann::json device_waits = nlohmann::json::object();
+  for (int p = 0; p < kPhaseCount; ++p) {
+    const char* name = PhaseName(static_cast<Phase>(p));
+    phases[name] = phase_seconds[p];
+    waits[name] = wait_seconds[p];
+    device_waits[name] = device_wait_seconds[p];
+  }
   nlohmann::json j = {{"event", "iteration"},
                       {"process", process},
                       {"iteration", iteration},
                       {"completed", completed},
+                      {"start", start_seconds},
                       {"phases", phases},
+                      {"peer_waits", waits},
+                      {"device_waits", device_waits},
                       {"compute", compute_seconds},
                       {"communication", communication_seconds},
                       {"waiting", waiting_seconds},

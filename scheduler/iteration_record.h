@@ -33,10 +33,17 @@ struct IterationRecord {
   bool completed = true;  // false: rewound (a server came back from a checkpoint)
   std::array<double, kPhaseCount> phase_seconds{};  // each phase, waits included
   std::array<double, kPhaseCount> wait_seconds{};   // waits on peers inside each phase
+  // Waits for the device (runtime/device_policy.h: another job of the
+  // process holds it) inside each phase.
+  std::array<double, kPhaseCount> device_wait_seconds{};
+  // When the iteration began: seconds on the machine's monotonic clock, the
+  // same for every process and thread of one host (timelines).
+  double start_seconds = 0;
   // Split of the iteration (load..synchronise; boundary work such as
   // evaluation is not training time): compute = compute phases minus their
   // waits, except loading; communication = exchange and synchronise plus
-  // every wait; waiting = the rest (input loading).
+  // every wait on peers; waiting = the rest (input loading, and waits for
+  // the device).
   double compute_seconds = 0;
   double communication_seconds = 0;
   double waiting_seconds = 0;

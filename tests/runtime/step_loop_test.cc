@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/time/clock.h"
+
 namespace strata {
 namespace {
 
@@ -47,6 +49,10 @@ class ScriptedProgram final : public StepProgram {
   }
   absl::StatusOr<bool> Synchronise(StepContext& c) override {
     log_.push_back("synchronise");
+    {
+      ScopedWait wait(waits_);  // for the servers' answers
+      log_.push_back("synchronise-waits");
+    }
     if (rewind_at_ == c.iteration) {
       rewind_at_ = -1;
       c.rewind_to = c.iteration - 1;
@@ -82,7 +88,7 @@ std::vector<nlohmann::json> ReadLines(const std::string& path) {
   return out;
 }
 
-TEST(StepLoopTest, RunsThePhasesInOrderHoldingTheDeviceOnlyToCompute) {
+TEST(StepLoopTest, RunsThePhasesInOrderAndLetsTheDeviceGoAtEveryWaitAndAtTheEnd) {
   std::vector<std::string> log;
   LoggingDevice device(log);
   WaitObserver* waits = nullptr;
@@ -94,10 +100,13 @@ TEST(StepLoopTest, RunsThePhasesInOrderHoldingTheDeviceOnlyToCompute) {
   StepLoop loop(o);
   waits = loop.waits();
   ASSERT_EQ(loop.Run(program).value(), 1);
+  // Held from load on; a wait inside forward lets it go and takes it back;
+  // exchange did not wait, so backward needs no new acquire; the wait in
+  // synchronise lets it go until the boundary's compute.
   const std::vector<std::string> expected = {
-      "acquire",       "load",        "release", "acquire",  "forward", "release",
-      "forward-waits", "acquire",     "release", "exchange", "acquire", "backward",
-      "release",       "synchronise", "acquire", "boundary", "release", "iteration ends"};
+      "acquire",           "load",     "forward",  "release",     "forward-waits",
+      "acquire",           "exchange", "backward", "synchronise", "release",
+      "synchronise-waits", "acquire",  "boundary", "release",     "iteration ends"};
   EXPECT_EQ(log, expected);
 }
 
@@ -147,6 +156,57 @@ TEST(StepLoopTest, RecordsEveryIterationWithItsBytesLossAndKnobs) {
   }
 }
 
+// A device another job holds for 10 ms whenever this one asks for it.
+class BusyDevice final : public DevicePolicy {
+ public:
+  void Acquire() override { absl::SleepFor(absl::Milliseconds(10)); }
+  void Release() override {}
+};
+
+TEST(StepLoopTest, WaitsForTheDeviceAreRecordedApartFromComputeWithEachIterationsStart) {
+  const std::string path = ::testing::TempDir() + "/step_loop_device_waits.jsonl";
+  std::vector<std::string> log;
+  WaitObserver* waits = nullptr;
+  ScriptedProgram program(log, waits);
+  BusyDevice device;
+  {
+    absl::StatusOr<MetricsWriter> records = MetricsWriter::Open(path);
+    ASSERT_TRUE(records.ok());
+    StepLoopOptions o;
+    o.process = "conv worker 0";
+    o.total_iterations = 2;
+    o.device = &device;
+    o.records = &*records;
+    StepLoop loop(o);
+    waits = loop.waits();
+    ASSERT_EQ(loop.Run(program).value(), 2);
+  }
+  const std::vector<nlohmann::json> lines = ReadLines(path);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const nlohmann::json& line : lines) {
+    const nlohmann::json& device_waits = line["device_waits"];
+    // Asked for at load, again after forward's wait on peers, and at the
+    // boundary after synchronise's; backward still held it.
+    EXPECT_GE(device_waits["load"].get<double>(), 0.010);
+    EXPECT_GE(device_waits["forward"].get<double>(), 0.010);
+    EXPECT_EQ(device_waits["backward"].get<double>(), 0.0);
+    EXPECT_GE(device_waits["boundary"].get<double>(), 0.010);
+    EXPECT_EQ(device_waits["exchange"].get<double>(), 0.0);     // not a compute phase
+    EXPECT_EQ(device_waits["synchronise"].get<double>(), 0.0);  // nor this
+    // Waiting for the device is neither compute nor communication.
+    const double waited =
+        device_waits["load"].get<double>() + device_waits["forward"].get<double>();
+    EXPECT_GE(line["waiting"].get<double>(), waited - 1e-9);
+    EXPECT_LT(line["compute"].get<double>(), waited);
+    EXPECT_NEAR(line["compute"].get<double>() + line["communication"].get<double>() +
+                    line["waiting"].get<double>(),
+                line["wall"].get<double>(), 1e-9);
+  }
+  // Starts on the monotonic clock, one iteration after the other.
+  EXPECT_GE(lines[1]["start"].get<double>() - lines[0]["start"].get<double>(),
+            lines[0]["wall"].get<double>());
+}
+
 TEST(StepLoopTest, ARewoundIterationIsRecordedAndRedone) {
   const std::string path = ::testing::TempDir() + "/step_loop_rewind.jsonl";
   std::vector<std::string> log;
@@ -179,13 +239,22 @@ TEST(StepLoopTest, AnErrorNamesTheIterationAndPhase) {
   WaitObserver* waits = nullptr;
   ScriptedProgram program(log, waits);
   program.fail_at_ = 1;
+  std::vector<std::string> device_log;
+  LoggingDevice device(device_log);
   StepLoopOptions o;
   o.total_iterations = 5;
+  o.device = &device;
   StepLoop loop(o);
+  waits = loop.waits();
   absl::StatusOr<int64_t> r = loop.Run(program);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(r.status().message(), "iteration 1, synchronise: server gone");
+  // A failed job does not keep the device from the process's other jobs.
+  ASSERT_FALSE(device_log.empty());
+  EXPECT_EQ(device_log.back(), "release");
+  EXPECT_EQ(std::count(device_log.begin(), device_log.end(), "acquire"),
+            std::count(device_log.begin(), device_log.end(), "release"));
 }
 
 // A schedule that waits for the coordinator and passes on proposals.

@@ -88,9 +88,14 @@ TEST(LaunchTest, SeveralJobsShareOneClusterAndEachEndsWithItsOwnFinalLine) {
   std::filesystem::create_directories(dir);
   Result r = RunLaunch("--jobs " + kConfig + "," + kBatchNormConfig +
                        " --mode ps --conv-workers 2 --max-steps 8 --evaluate=false "
-                       "--progress=false --policy crossover --summary-out " +
+                       "--progress=false --policy crossover --weights 1,3 --summary-out " +
                        dir + "/summary.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Both workers share their device by the policy and weights given.
+  const std::string sharing = "2 jobs share this process's device: crossover, weights 1:3";
+  const size_t first = r.output.find(sharing);
+  ASSERT_NE(first, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(sharing, first + 1), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("final: job=1 mode=ps "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("final: job=2 mode=ps "), std::string::npos) << r.output;
   // One summary per job, tagged with its id, each of its own config.
@@ -124,6 +129,17 @@ TEST(LaunchTest, SeveralJobsAreRefusedWhereTheyCannotShare) {
   EXPECT_NE(r.output.find("unknown sharing policy 'fifo' (exclusive, naive or crossover)"),
             std::string::npos)
       << r.output;
+  // Weights are checked before any process starts.
+  r = RunLaunch("--jobs " + kConfig + "," + kConfig + " --mode ps --weights 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("strata_launch: error: --weights has 1 values for 2 jobs"),
+            std::string::npos)
+      << r.output;
+  r = RunLaunch("--jobs " + kConfig + "," + kConfig + " --mode ps --weights 1,-2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--weights: '-2' is not a positive number"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("[server 0]"), std::string::npos) << r.output;
 }
 
 TEST(LaunchTest, MissingConfigAndBadDataPath) {

@@ -22,6 +22,7 @@
 #include "core/util/process_setup.h"
 #include "core/util/subprocess.h"
 #include "moe/moe_layer_type.h"
+#include "tools/bench/crossover_bench.h"
 #include "tools/bench/link_bench.h"
 #include "tools/bench/moe_bench.h"
 #include "tools/bench/plan_report.h"
@@ -61,6 +62,11 @@ ABSL_FLAG(int32_t, top_k, 2, "moe: experts per token");
 ABSL_FLAG(double, capacity, 1.25,
           "moe: capacity factor f (> 0 padded, < 0 capped need, 0 dropless)");
 ABSL_FLAG(std::string, plot, "", "train: with --sweep, draw images/s against it into this PNG");
+ABSL_FLAG(std::string, jobs, "",
+          "crossover: the job configs that share the cluster, a.json,b.json");
+ABSL_FLAG(std::string, policies, "exclusive,naive,crossover", "crossover: the policies to run");
+ABSL_FLAG(std::string, timeline, "",
+          "crossover: draw when each job computed and waited under each policy into this PNG");
 ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-thread SGEMM, x0.5)");
 
 int main(int argc, char** argv) {
@@ -79,7 +85,10 @@ int main(int argc, char** argv) {
       "                   [--bandwidth 1gbit]   (with --workers: each process on an emulated "
       "host)\n"
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc,shm]\n"
-      "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit");
+      "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit\n"
+      "  strata_bench crossover --jobs A.json,B.json [--mode ps] [--conv-workers N] [--steps K]\n"
+      "                         [--repeat R] [--bandwidth 1gbit] [--batch-size B]\n"
+      "                         [--policies exclusive,naive,crossover] [--timeline t.png]");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess("bench");
@@ -119,6 +128,23 @@ int main(int argc, char** argv) {
     o.csv_out = absl::GetFlag(FLAGS_csv);
     o.plot_out = absl::GetFlag(FLAGS_plot);
     status = strata::bench::RunTrainBench(o);
+  } else if (command == "crossover") {
+    strata::bench::CrossoverBenchOptions o;
+    o.jobs = absl::StrSplit(absl::GetFlag(FLAGS_jobs), ',', absl::SkipEmpty());
+    o.policies = absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
+    o.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
+    o.servers = layout.servers;
+    o.conv_workers = layout.conv_workers;
+    o.fc_workers = layout.fc_workers;
+    o.steps = absl::GetFlag(FLAGS_steps);
+    o.repeat = absl::GetFlag(FLAGS_repeat);
+    o.threads = absl::GetFlag(FLAGS_threads);
+    o.batch_size = absl::GetFlag(FLAGS_batch_size);
+    o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
+    o.latency = absl::GetFlag(FLAGS_latency);
+    o.json_out = absl::GetFlag(FLAGS_json);
+    o.timeline_out = absl::GetFlag(FLAGS_timeline);
+    status = strata::bench::RunCrossoverBench(o);
   } else if (command == "plan") {
     strata::bench::PlanOptions o;
     o.config = absl::GetFlag(FLAGS_config);

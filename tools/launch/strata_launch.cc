@@ -109,6 +109,7 @@ absl::Status RunCluster(const JobConfig& config) {
     o.policy = absl::GetFlag(FLAGS_policy);
     o.weights = absl::GetFlag(FLAGS_weights);
     STRATA_RETURN_IF_ERROR(ParseSharingPolicy(o.policy).status());
+    STRATA_RETURN_IF_ERROR(ParseDeviceWeights(o.weights, jobs.size()).status());
   }
   o.mode = config.cluster.mode;
   const ClusterLayout layout = LayoutFromFlags(config.cluster);

@@ -1,0 +1,378 @@
+#include "tools/bench/crossover_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/flags/cluster_flags.h"
+#include "core/status.h"
+#include "core/util/json_file.h"
+#include "core/util/statistics.h"
+#include "core/util/subprocess.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/progress_bar.h"
+
+namespace strata::bench {
+namespace {
+
+constexpr absl::Duration kRunTimeout = absl::Minutes(30);
+
+// What one job's alone run measured, per iteration.
+struct AloneRun {
+  double batch = 0;          // global batch
+  double compute = 0;        // the device busy (input loading included)
+  double communication = 0;  // waits on peers
+};
+
+// The global batch a job's summary names.
+double BatchOf(const nlohmann::json& summary) {
+  return static_cast<double>(summary.value("batch_size", int64_t{0}));
+}
+
+// A job's iteration records (one JSON object per line).
+std::vector<nlohmann::json> ReadRecords(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == "iteration") out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Conv worker 0's iteration records of job `job` (1-based) in `dir`.
+std::vector<nlohmann::json> JobRecords(const std::string& dir, size_t job) {
+  return ReadRecords(PathForJob(dir + "/conv_worker_0.jsonl", job));
+}
+
+// The jobs' images per second together: every job's images after its
+// first iteration (start-up), over the time from the earliest second
+// iteration's start to the latest last iteration's end (conv worker 0's
+// records, on one monotonic clock). Jobs that start or end apart count
+// the time one trains alone.
+absl::StatusOr<double> AggregateRate(const std::string& dir, const std::vector<double>& batches) {
+  double images = 0, from = 0, to = 0;
+  for (size_t job = 0; job < batches.size(); ++job) {
+    const std::vector<nlohmann::json> records = JobRecords(dir, job + 1);
+    if (records.size() < 2) {
+      return absl::InternalError(absl::StrCat("job ", job + 1,
+                                              " left fewer than 2 iteration "
+                                              "records in ",
+                                              dir));
+    }
+    images += batches[job] * static_cast<double>(records.size() - 1);
+    const double start = records[1]["start"].get<double>();
+    const double end = records.back()["start"].get<double>() + records.back()["wall"].get<double>();
+    from = job == 0 ? start : std::min(from, start);
+    to = std::max(to, end);
+  }
+  return to > from ? images / (to - from) : 0;
+}
+
+class CrossoverRunner {
+ public:
+  CrossoverRunner(const CrossoverBenchOptions& o, std::string scratch)
+      : o_(o), scratch_(std::move(scratch)) {}
+
+  // Job `job` alone.
+  absl::StatusOr<AloneRun> RunAlone(size_t job) {
+    const std::string summary = Path("alone_summary.json");
+    std::vector<std::string> argv = Common();
+    argv.insert(argv.end(), {"--config", o_.jobs[job], "--summary-out", summary});
+    STRATA_RETURN_IF_ERROR(Launch(argv, absl::StrCat("job ", job + 1, " alone")));
+    STRATA_ASSIGN_OR_RETURN(nlohmann::json j,
+                            ReadContenderResult(summary, "images_per_sec",
+                                                absl::StrCat("job ", job + 1, " alone"), log_));
+    AloneRun r;
+    r.batch = BatchOf(j);
+    if (!j.contains("seconds_per_iteration")) {
+      return absl::InternalError(absl::StrCat("the launcher's summary ", summary,
+                                              " has no seconds_per_iteration breakdown"));
+    }
+    const nlohmann::json& split = j["seconds_per_iteration"];
+    // Input loading keeps the device busy too.
+    r.compute = split.value("compute", 0.0) + split.value("waiting", 0.0);
+    r.communication = split.value("communication", 0.0);
+    return r;
+  }
+
+  // Every job together under `policy`, each process writing its iteration
+  // records into `records_dir`; returns the aggregate rate (AggregateRate).
+  absl::StatusOr<double> RunTogether(const std::string& policy, const std::string& records_dir) {
+    const std::string summary = Path("shared_summary.json");
+    std::vector<std::string> argv = Common();
+    argv.insert(argv.end(), {"--jobs", absl::StrJoin(o_.jobs, ","), "--policy", policy,
+                             "--summary-out", summary, "--records-dir", records_dir});
+    STRATA_RETURN_IF_ERROR(Launch(argv, policy));
+    std::vector<double> batches;
+    for (size_t job = 0; job < o_.jobs.size(); ++job) {
+      STRATA_ASSIGN_OR_RETURN(nlohmann::json j,
+                              ReadContenderResult(PathForJob(summary, job + 1), "batch_size",
+                                                  absl::StrCat(policy, ", job ", job + 1), log_));
+      batches.push_back(BatchOf(j));
+    }
+    return AggregateRate(records_dir, batches);
+  }
+
+ private:
+  std::string Path(const std::string& what) {
+    return absl::StrCat(scratch_, "/run", ++runs_, "_", what);
+  }
+
+  std::vector<std::string> Common() const {
+    std::vector<std::string> argv = {BinaryDir() + "/strata_launch",
+                                     "--mode",
+                                     o_.mode,
+                                     "--servers",
+                                     std::to_string(o_.servers),
+                                     "--conv-workers",
+                                     std::to_string(o_.conv_workers),
+                                     "--max-steps",
+                                     std::to_string(o_.steps),
+                                     "--threads",
+                                     std::to_string(o_.threads),
+                                     "--evaluate=false",
+                                     "--progress=false"};
+    if (o_.mode == "stanza")
+      argv.insert(argv.end(), {"--fc-workers", std::to_string(o_.fc_workers)});
+    if (o_.batch_size > 0) argv.insert(argv.end(), {"--batch-size", std::to_string(o_.batch_size)});
+    if (!o_.bandwidth.empty()) {
+      argv.insert(argv.end(), {"--bandwidth", o_.bandwidth, "--latency", o_.latency});
+    }
+    return argv;
+  }
+
+  absl::Status Launch(const std::vector<std::string>& argv, const std::string& label) {
+    ProcessSpec spec;
+    spec.argv = argv;
+    spec.unset_env = UnsetForBenchmarks();
+    spec.output_path = log_ = absl::StrCat(scratch_, "/run", runs_, "_launch.log");
+    STRATA_ASSIGN_OR_RETURN(const int code, RunProcess(spec, kRunTimeout));
+    if (code != 0) {
+      return absl::InternalError(absl::StrCat(label, ": strata_launch exited with status ", code,
+                                              "; the end of its output:\n",
+                                              FileTail(spec.output_path, 2000)));
+    }
+    return absl::OkStatus();
+  }
+
+  const CrossoverBenchOptions& o_;
+  const std::string scratch_;
+  std::string log_;
+  int runs_ = 0;
+};
+
+// Draws, for each policy, a window of conv worker 0's iterations of every
+// job: when it computed, waited for the device, and waited for its peers.
+// Within a phase the order drawn is device wait, compute, peer waits.
+absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_policy,
+                          const std::vector<std::string>& policies, size_t jobs,
+                          const std::string& png_path, const std::string& scratch) {
+  static constexpr const char* kPhases[] = {"load",     "forward",     "exchange",
+                                            "backward", "synchronise", "boundary"};
+  const std::string data = scratch + "/timeline.dat";
+  const std::string script = scratch + "/timeline.gp";
+  constexpr double kWindow = 1.5;  // seconds drawn, from the middle of the run
+  std::ofstream out(data);
+  for (size_t p = 0; p < policies.size(); ++p) {
+    std::vector<std::vector<nlohmann::json>> by_job;
+    double first = 0, last = 0;
+    for (size_t job = 0; job < jobs; ++job) {
+      by_job.push_back(JobRecords(records_by_policy.at(policies[p]), job + 1));
+      if (by_job.back().empty()) {
+        return absl::InternalError(absl::StrCat("no iteration records of job ", job + 1, " in ",
+                                                records_by_policy.at(policies[p])));
+      }
+      first = std::max(first, by_job.back().front()["start"].get<double>());
+      last = last == 0 ? by_job.back().back()["start"].get<double>()
+                       : std::min(last, by_job.back().back()["start"].get<double>());
+    }
+    const double from = first + std::max(0.0, (last - first - kWindow) / 2);
+    // One block per policy; columns: x0 x1 row kind (0 compute, 1 device
+    // wait, 2 peer wait).
+    out << "# " << policies[p] << "\n";
+    for (size_t job = 0; job < jobs; ++job) {
+      for (const nlohmann::json& r : by_job[job]) {
+        double t = r["start"].get<double>() - from;
+        if (t > kWindow || t + r["wall"].get<double>() < 0) continue;
+        for (const char* phase : kPhases) {
+          const double total = r["phases"][phase].get<double>();
+          const double device = r["device_waits"].value(phase, 0.0);
+          const double peers = r["peer_waits"].value(phase, 0.0);
+          const bool waits_only =
+              std::string(phase) == "exchange" || std::string(phase) == "synchronise";
+          const double busy = waits_only ? 0 : std::max(0.0, total - device - peers);
+          const double rest = waits_only ? total : peers;
+          const double row = static_cast<double>(job + 1);
+          for (const auto& [seconds, kind] :
+               std::initializer_list<std::pair<double, int>>{{device, 1}, {busy, 0}, {rest, 2}}) {
+            if (seconds > 0) {
+              out << t << ' ' << t + seconds << ' ' << row << ' ' << kind << '\n';
+              t += seconds;
+            }
+          }
+        }
+      }
+    }
+    out << "\n\n";
+  }
+  out.close();
+  std::ofstream gp(script);
+  gp << "set terminal pngcairo size 1000," << 180 + 170 * policies.size() << " font ',10'\n"
+     << "set output '" << png_path << "'\n"
+     << "set multiplot layout " << policies.size() << ",1 title 'conv worker 0: " << jobs
+     << " jobs on one device' noenhanced\n"
+     << "set xrange [0:" << kWindow << "]\nset yrange [0.4:" << jobs + 0.6 << "]\n"
+     << "set ytics 1\nset ylabel 'job'\nset style fill solid 1.0 noborder\n"
+     << "set palette defined (0 '#1f77b4', 1 '#d62728', 2 '#dddddd')\nset cbrange [0:2]\n"
+     << "unset colorbox\n";
+  for (size_t p = 0; p < policies.size(); ++p) {
+    if (p + 1 == policies.size())
+      gp << "set xlabel 'seconds (blue: compute, red: waiting for the device, grey: waiting for "
+            "peers)'\n";
+    gp << "set title '" << policies[p] << "' noenhanced\n"
+       << "plot '" << data << "' index " << p
+       << " using (($1+$2)/2):3:(($2-$1)/2):(0.35):4 with boxxyerror lc palette notitle\n";
+  }
+  gp << "unset multiplot\n";
+  gp.close();
+  ProcessSpec spec;
+  spec.argv = {"gnuplot", script};
+  spec.output_path = scratch + "/gnuplot.log";
+  absl::StatusOr<int> code = RunProcess(spec, absl::Minutes(1));
+  if (absl::IsNotFound(code.status())) {
+    return absl::NotFoundError("gnuplot is not installed (apt-get install gnuplot-nox)");
+  }
+  STRATA_RETURN_IF_ERROR(code.status());
+  if (*code != 0 || !std::filesystem::exists(png_path)) {
+    return absl::InternalError(
+        absl::StrCat("gnuplot could not draw ", png_path, ": ", FileTail(spec.output_path, 1000)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunCrossoverBench(const CrossoverBenchOptions& o) {
+  if (o.jobs.size() < 2) {
+    return absl::InvalidArgumentError("--jobs: name two or more job configs (a.json,b.json)");
+  }
+  if (o.repeat < 1 || o.steps < 2) {
+    return absl::InvalidArgumentError("--repeat must be at least 1 and --steps at least 2");
+  }
+  for (const std::string& policy : o.policies) {
+    if (policy != "exclusive" && policy != "naive" && policy != "crossover") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policies ", policy, ": use exclusive, naive or crossover"));
+    }
+  }
+  char tmpl[] = "/tmp/strata_crossover_bench_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
+  const std::string scratch = tmpl;
+  CrossoverRunner runner(o, scratch);
+  const size_t jobs = o.jobs.size();
+  std::printf(
+      "crossover: %zu jobs (%s), %s mode, %d server(s), %d conv worker(s), %d steps, "
+      "%d rounds, %s\n",
+      jobs, absl::StrJoin(o.jobs, ", ").c_str(), o.mode.c_str(), o.servers, o.conv_workers, o.steps,
+      o.repeat, o.bandwidth.empty() ? "loopback" : ("links of " + o.bandwidth).c_str());
+  ProgressBar progress(o.repeat * static_cast<int>(jobs + o.policies.size()));
+
+  std::vector<std::vector<AloneRun>> alone(jobs);
+  std::map<std::string, std::vector<double>> aggregate;  // by policy, one per round
+  std::map<std::string, std::string> records;            // by policy: the latest run's
+  for (int round = 0; round < o.repeat; ++round) {
+    for (size_t job = 0; job < jobs; ++job) {
+      progress.Begin(absl::StrCat("job ", job + 1, " alone"));
+      absl::StatusOr<AloneRun> r = runner.RunAlone(job);
+      if (!r.ok()) return r.status();
+      alone[job].push_back(*r);
+      progress.End(absl::StrFormat("compute %.1f ms, communication %.1f ms per iteration",
+                                   r->compute * 1e3, r->communication * 1e3));
+    }
+    for (const std::string& policy : o.policies) {
+      progress.Begin(policy);
+      // The last round's records draw the timeline.
+      records[policy] = absl::StrCat(scratch, "/records_", policy, "_", round);
+      absl::StatusOr<double> rate = runner.RunTogether(policy, records[policy]);
+      if (!rate.ok()) return rate.status();
+      aggregate[policy].push_back(*rate);
+      progress.End(absl::StrFormat("%.0f images/s, all jobs", *rate));
+    }
+  }
+
+  // The bound, from the medians of each job's alone runs.
+  double c = 0, m = 0, images_per_pair = 0;
+  for (size_t job = 0; job < jobs; ++job) {
+    std::vector<double> cs, ms;
+    for (const AloneRun& r : alone[job]) {
+      cs.push_back(r.compute);
+      ms.push_back(r.communication);
+    }
+    c += Median(cs);
+    m += Median(ms);
+    images_per_pair += alone[job].front().batch;
+  }
+  const double ideal = images_per_pair / std::max(c, m);
+  const double in_turns = images_per_pair / (c + m);
+
+  std::printf(
+      "\nalone, per iteration (medians): compute %.1f ms, communication %.1f ms summed "
+      "over the jobs; ideal overlap %.0f images/s (%.2fx taking turns at %.0f)\n",
+      c * 1e3, m * 1e3, ideal, ideal / in_turns, in_turns);
+  std::printf("%-10s %14s %12s %8s %8s\n", "policy", "images/s (med)", "min..max", "of ideal",
+              "vs excl.");
+  std::map<std::string, double> medians;
+  for (const std::string& policy : o.policies) medians[policy] = Median(aggregate[policy]);
+  nlohmann::json report = {{"jobs", o.jobs},
+                           {"mode", o.mode},
+                           {"servers", o.servers},
+                           {"conv_workers", o.conv_workers},
+                           {"steps", o.steps},
+                           {"rounds", o.repeat},
+                           {"threads", o.threads},
+                           {"bandwidth", o.bandwidth.empty() ? "loopback" : o.bandwidth},
+                           {"compute_seconds_per_iteration", c},
+                           {"communication_seconds_per_iteration", m},
+                           {"ideal_images_per_sec", ideal},
+                           {"in_turns_images_per_sec", in_turns}};
+  for (const std::string& policy : o.policies) {
+    const std::vector<double>& v = aggregate[policy];
+    const double med = medians[policy];
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    const bool has_exclusive = medians.count("exclusive") > 0 && medians["exclusive"] > 0;
+    std::printf("%-10s %14.0f %5.0f..%-6.0f %7.1f%% %8s\n", policy.c_str(), med, *lo, *hi,
+                100 * med / ideal,
+                has_exclusive ? absl::StrFormat("%.3fx", med / medians["exclusive"]).c_str() : "-");
+    report["policies"][policy] = {
+        {"images_per_sec", v}, {"median", med}, {"fraction_of_ideal", med / ideal}};
+  }
+  if (medians.count("crossover") && medians.count("exclusive") && medians.count("naive")) {
+    const double vs_exclusive = medians["crossover"] / medians["exclusive"];
+    const double vs_naive = medians["crossover"] / medians["naive"];
+    std::printf("crossover/exclusive %.3f, crossover/naive %.3f (medians of %d rounds)\n",
+                vs_exclusive, vs_naive, o.repeat);
+    report["crossover_over_exclusive"] = vs_exclusive;
+    report["crossover_over_naive"] = vs_naive;
+  }
+
+  if (!o.timeline_out.empty()) {
+    STRATA_RETURN_IF_ERROR(DrawTimeline(records, o.policies, jobs, o.timeline_out, scratch));
+    std::printf("timeline (the last round): %s\n", o.timeline_out.c_str());
+  }
+  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
+  std::filesystem::remove_all(scratch);
+  return absl::OkStatus();
+}
+
+}  // namespace strata::bench
