@@ -30,6 +30,19 @@ class PsClientTest : public testing::ClusterTest {
     ASSERT_FALSE(address_.empty()) << server_->log();
   }
 
+  // Workers 0 and 1 registered together (the map comes once all have);
+  // either is null when its connection failed.
+  std::pair<std::unique_ptr<PsClient>, std::unique_ptr<PsClient>> ConnectTwoWorkers() {
+    std::unique_ptr<PsClient> second;
+    std::thread connect_second([&] {
+      auto c = PsClient::Connect(Options(1));
+      if (c.ok()) second = *std::move(c);
+    });
+    auto first = PsClient::Connect(Options(0));
+    connect_second.join();
+    return {first.ok() ? *std::move(first) : nullptr, std::move(second)};
+  }
+
   PsClientOptions Options(int rank) const {
     PsClientOptions o;
     o.coordinator = address_;
@@ -143,17 +156,11 @@ TEST_F(PsClientTest, EveryMessageOfTheSocketAndTheLanePassesTheChannelSeam) {
 
 TEST_F(PsClientTest, CancelAllEndsPullsTheServerHoldsBack) {
   StartServer("1024", 2);
-  // Both workers register (the map comes once all have); only worker 0 works.
-  std::unique_ptr<PsClient> idle;
-  std::thread idle_connect([&] {
-    auto c = PsClient::Connect(Options(1));
-    if (c.ok()) idle = *std::move(c);
-  });
-  auto client = PsClient::Connect(Options(0));
-  idle_connect.join();
-  ASSERT_TRUE(client.ok()) << client.status();
+  // Only worker 0 works.
+  auto [client, idle] = ConnectTwoWorkers();
+  ASSERT_NE(client, nullptr);
   ASSERT_NE(idle, nullptr);
-  PsClient& c = **client;
+  PsClient& c = *client;
   ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
   Tensor value = Tensor::Full({1024}, 3.0f);
   ASSERT_TRUE(c.Wait(c.Init(0, value)).ok());
@@ -180,16 +187,10 @@ TEST_F(PsClientTest, CancelAllEndsPullsTheServerHoldsBack) {
 
 TEST_F(PsClientTest, AWorkerThatLeavesFailsThePullsWaitingForItNamingWhy) {
   StartServer("1024", 2);
-  std::unique_ptr<PsClient> leaver;
-  std::thread leaver_connect([&] {
-    auto c = PsClient::Connect(Options(1));
-    if (c.ok()) leaver = *std::move(c);
-  });
-  auto client = PsClient::Connect(Options(0));
-  leaver_connect.join();
-  ASSERT_TRUE(client.ok()) << client.status();
+  auto [client, leaver] = ConnectTwoWorkers();
+  ASSERT_NE(client, nullptr);
   ASSERT_NE(leaver, nullptr);
-  PsClient& c = **client;
+  PsClient& c = *client;
   ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
   ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 3.0f))).ok());
   ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
