@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/util/log.h"
 
 namespace strata {
@@ -36,6 +37,12 @@ std::vector<absl::Status> RunJobsTogether(
     });  // `device` leaves the arbiter here: the others no longer wait for it
   }
   for (std::thread& t : threads) t.join();
+  std::string held;
+  for (const DeviceArbiter::Usage& u : arbiter.usage()) {
+    absl::StrAppendFormat(&held, "%s%s %.2f s in %lld grants", held.empty() ? "" : ", ", u.job,
+                          u.held_seconds, static_cast<long long>(u.grants));
+  }
+  LogInfo("device time held: %s", held.c_str());
   return results;
 }
 

@@ -45,7 +45,10 @@ template <typename Body>
 auto StepLoop::RunPhase(Phase phase, Body body) -> decltype(body()) {
   phase_ = phase;
   const double start = MonotonicSeconds();
-  if (IsComputePhase(phase) && !holding_) Acquire();
+  if (IsComputePhase(phase)) {
+    if (holding_ && device_->ShouldYield()) Release();  // a job behind its share waits
+    if (!holding_) Acquire();
+  }
   auto result = body();
   record_.phase_seconds[static_cast<int>(phase)] += MonotonicSeconds() - start;
   return result;

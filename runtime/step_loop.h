@@ -7,7 +7,8 @@
 // components) and at the end of the iteration; a wait inside a compute
 // phase takes it back when it ends. So a job that does not wait keeps the
 // device for its whole iteration, and one that waits lets another job
-// compute meanwhile. The loop also brings the job's knobs up
+// compute meanwhile. A policy may also ask a holder to yield at the start
+// of a compute phase (DevicePolicy::ShouldYield: weighted shares). The loop also brings the job's knobs up
 // to date at each iteration boundary, times every phase, and hands one
 // IterationRecord per iteration to the metrics file, the Controller and the
 // progress reporter.

@@ -72,6 +72,7 @@ class DeviceArbiter::JobDevice final : public DevicePolicy {
   void Acquire() override { arbiter_->Acquire(job_); }
   void Release() override { arbiter_->Release(job_); }
   void IterationEnds() override { arbiter_->IterationEnds(job_); }
+  bool ShouldYield() override { return arbiter_->ShouldYield(job_); }
 
  private:
   DeviceArbiter* arbiter_;
@@ -88,6 +89,7 @@ DeviceArbiter::DeviceArbiter(SharingPolicy policy, std::vector<DeviceShare> jobs
     state.share = std::move(share);
     jobs_.push_back(std::move(state));
   }
+  for (const JobState& j : jobs_) weighted_ = weighted_ || j.share.weight != jobs_[0].share.weight;
 }
 
 std::unique_ptr<DevicePolicy> DeviceArbiter::ForJob(int job) {
@@ -115,8 +117,8 @@ bool DeviceArbiter::MayTake(int job) const {
       for (size_t i = 0; i < jobs_.size(); ++i) {
         const JobState& j = jobs_[i];
         if (j.waiting) {
-          waiting.push_back(
-              {static_cast<int>(i), j.waiting_since, j.usage.held_seconds, j.share.weight});
+          waiting.push_back({static_cast<int>(i), j.waiting_since,
+                             j.counted_per_weight * j.share.weight, j.share.weight});
         }
       }
       return !waiting.empty() && waiting[PickTokenHolder(waiting)].job == job;
@@ -130,11 +132,22 @@ void DeviceArbiter::Take(int job) {
   if (policy_ != SharingPolicy::kNaive) holder_ = job;
   j.held_since = clock_();
   ++j.usage.grants;
+  const bool others_wait = std::any_of(jobs_.begin(), jobs_.end(), [&j](const JobState& other) {
+    return other.waiting && &other != &j;
+  });
+  j.contested_since = others_wait && policy_ == SharingPolicy::kCrossover ? j.held_since : -1;
+}
+
+double DeviceArbiter::CountedNow(const JobState& j) const {
+  const double contested = j.contested_since >= 0 ? clock_() - j.contested_since : 0.0;
+  return j.counted_per_weight + contested / j.share.weight;
 }
 
 void DeviceArbiter::GiveBack(int job) {
   JobState& j = jobs_[job];
   j.usage.held_seconds += clock_() - j.held_since;
+  j.counted_per_weight = CountedNow(j);
+  j.contested_since = -1;
   if (holder_ == job) holder_ = -1;
 }
 
@@ -152,6 +165,11 @@ void DeviceArbiter::Acquire(int job) {
   // Exclusive: the device stays the job's until its iteration ends.
   if (policy_ == SharingPolicy::kExclusive && holder_ == job) return;
   JobState& j = jobs_[job];
+  // From now on the holder's time is contested.
+  if (policy_ == SharingPolicy::kCrossover && holder_ >= 0 && holder_ != job &&
+      jobs_[holder_].contested_since < 0) {
+    jobs_[holder_].contested_since = clock_();
+  }
   j.waiting = true;
   j.waiting_since = ++arrivals_;
   changed_.wait(lock, [&] { return MayTake(job); });
@@ -173,6 +191,17 @@ void DeviceArbiter::IterationEnds(int job) {
   GiveBack(job);
   turn_ = NextTurn(job);
   changed_.notify_all();
+}
+
+bool DeviceArbiter::ShouldYield(int job) const {
+  if (policy_ != SharingPolicy::kCrossover || !weighted_) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (holder_ != job) return false;
+  const double mine = CountedNow(jobs_[job]);
+  for (const JobState& other : jobs_) {
+    if (other.waiting && other.counted_per_weight < mine) return true;
+  }
+  return false;
 }
 
 void DeviceArbiter::Leave(int job) {

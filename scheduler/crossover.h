@@ -10,12 +10,19 @@
 //              cores.
 //   crossover  a token: a job holds it during its compute phases and lets
 //              it go at every wait on a peer (push/pull, activation
-//              exchange, MoE all-to-all) and after each compute phase; the
-//              ready job that has waited longest takes it. With weights
-//              (shares of device time), the ready job with the least held
-//              time per unit of weight takes it instead. Weights decide
-//              only among jobs ready at once: a job alone ready computes
-//              (the device never idles for a share).
+//              exchange, MoE all-to-all) and at the end of its iteration;
+//              the ready job that has waited longest takes it. With
+//              weights (shares of device time), the ready job with the
+//              least held time per unit of weight takes it instead, and a
+//              holder yields at the start of its next compute phase to a
+//              waiting job that is behind it by that measure (ShouldYield),
+//              so shares hold even for jobs that never wait on peers.
+//              What counts is contested device time: held while another
+//              job waited for the device. A job that uses the device while
+//              no other wants it (the others wait on peers) is not charged,
+//              so weights share exactly the time jobs compete for.
+//              Weights decide only among jobs ready at once: a job alone
+//              ready computes (the device never idles for a share).
 //
 // Why exclusive turns go in a fixed order: the processes of a job wait on
 // each other. If two processes let different jobs go first, each could
@@ -67,7 +74,7 @@ struct DeviceShare {
 struct TokenCandidate {
   int job = 0;
   uint64_t waiting_since = 0;  // order of arrival: smaller waited longer
-  double held_seconds = 0;     // device time so far
+  double held_seconds = 0;     // device time the arbiter counts for it
   double weight = 1.0;
 };
 
@@ -105,13 +112,20 @@ class DeviceArbiter {
     uint64_t waiting_since = 0;
     double held_since = 0;
     Usage usage;
+    // Crossover with weights: contested held time per weight (see above),
+    // and since when its current hold is contested (-1: not, or not held).
+    double counted_per_weight = 0;
+    double contested_since = -1;
   };
   void Acquire(int job);
   void Release(int job);
   void IterationEnds(int job);
+  bool ShouldYield(int job) const;
   void Leave(int job);
   // Whether `job` may take the device now (mu_ held).
   bool MayTake(int job) const;
+  // counted_per_weight of `j` with the time it holds the device now (mu_ held).
+  double CountedNow(const JobState& j) const;
   void Take(int job);
   void GiveBack(int job);
   // The next active job after `job` in exclusive order, or -1 (mu_ held).
@@ -125,6 +139,7 @@ class DeviceArbiter {
   int holder_ = -1;  // exclusive and crossover: the job holding the device
   int turn_ = 0;     // exclusive: whose iteration is next
   uint64_t arrivals_ = 0;
+  bool weighted_ = false;  // some weights differ
 };
 
 }  // namespace strata

@@ -24,6 +24,10 @@ class DevicePolicy {
   virtual void Release() = 0;
   // The caller's iteration is over (its boundary work included).
   virtual void IterationEnds() {}
+  // Asked by a holder at the start of a compute phase: whether it should
+  // let the device go (and ask again) so that a waiting job may compute.
+  // Never blocks.
+  virtual bool ShouldYield() { return false; }
 };
 
 // One job per device: the device is always the caller's.

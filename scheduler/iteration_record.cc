@@ -1,5 +1,8 @@
 #include "scheduler/iteration_record.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace strata {
 
 const char* PhaseName(Phase phase) {
@@ -72,6 +75,48 @@ nlohmann::json IterationRecord::ToJson() const {
                       {"knobs", knobs}};
   if (loss.has_value()) j["loss"] = *loss;
   return j;
+}
+
+const char* SpanKindName(SpanKind kind) {
+  switch (kind) {
+    case SpanKind::kCompute:
+      return "compute";
+    case SpanKind::kDeviceWait:
+      return "device wait";
+    case SpanKind::kPeerWait:
+      return "peer wait";
+  }
+  return "unknown";
+}
+
+std::vector<Span> SpansOfRecord(const nlohmann::json& record) {
+  std::vector<Span> spans;
+  if (!record.contains("start") || !record.contains("phases")) return spans;
+  double t = record["start"].get<double>();
+  const nlohmann::json empty = nlohmann::json::object();
+  const nlohmann::json& device_waits =
+      record.contains("device_waits") ? record["device_waits"] : empty;
+  const nlohmann::json& peer_waits = record.contains("peer_waits") ? record["peer_waits"] : empty;
+  for (int p = 0; p < kPhaseCount; ++p) {
+    const Phase phase = static_cast<Phase>(p);
+    const char* name = PhaseName(phase);
+    const double total = record["phases"].value(name, 0.0);
+    double device = device_waits.value(name, 0.0);
+    double peers = peer_waits.value(name, 0.0);
+    if (!IsComputePhase(phase)) {
+      device = 0;
+      peers = total;
+    }
+    const double busy = std::max(0.0, total - device - peers);
+    for (const auto& [seconds, kind] :
+         {std::pair{device, SpanKind::kDeviceWait}, std::pair{busy, SpanKind::kCompute},
+          std::pair{peers, SpanKind::kPeerWait}}) {
+      if (seconds <= 0) continue;
+      spans.push_back({t, t + seconds, kind, phase});
+      t += seconds;
+    }
+  }
+  return spans;
 }
 
 }  // namespace strata

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +60,24 @@ struct IterationRecord {
   // {"event":"iteration","process":...,"iteration":...,"phases":{...},...}
   nlohmann::json ToJson() const;
 };
+
+// One stretch of an iteration on the monotonic clock, for timelines and
+// traces.
+enum class SpanKind { kCompute, kDeviceWait, kPeerWait };
+// "compute", "device wait", "peer wait".
+const char* SpanKindName(SpanKind kind);
+struct Span {
+  double start = 0, end = 0;  // seconds, the record's clock
+  SpanKind kind = SpanKind::kCompute;
+  Phase phase = Phase::kLoad;
+};
+// The spans of one iteration from its record as ToJson writes it: its
+// phases one after another from `start`, each drawn as its wait for the
+// device, then its compute, then its waits on peers (a communication
+// phase is all waits). The record gives each phase's totals, not their
+// order inside the phase, so that order is a convention. Empty spans are
+// left out; so is a record without a start (written before records had one).
+std::vector<Span> SpansOfRecord(const nlohmann::json& record);
 
 }  // namespace strata
 

@@ -8,11 +8,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "scheduler/iteration_record.h"
 #include "tests/support/cluster_fixture.h"
 
 namespace strata {
@@ -124,6 +128,48 @@ TEST_F(MultiJobClusterTest, EachJobComputesWhatItComputesAloneUnderEveryPolicy) 
 
 // Stanza mode through the launcher: two FC workers serve both jobs' heads,
 // the MoE job's experts split between them (an expert exchange per job).
+// Conv worker 0's records of job `job` in `dir` (strata_launch --records-dir).
+std::vector<nlohmann::json> RecordsOf(const std::string& dir, int job) {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(dir + "/conv_worker_0.job" + std::to_string(job) + ".jsonl");
+  std::string line;
+  while (std::getline(in, line)) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+// Equal weights, read from the recorded timeline: no wait for the device
+// outlasts one iteration of the other job (start to next start).
+TEST_F(MultiJobClusterTest, UnderCrossoverNoJobWaitsForTheDeviceLongerThanAnIterationOfTheOther) {
+  const std::string records = dir_ + "/records";
+  const auto [code, log] =
+      RunCommand(kBin + "strata_launch --jobs " + kConfig + "," + kBatchNormConfig +
+                 " --mode ps --conv-workers 1 --threads 2 --max-steps 30 --evaluate=false "
+                 "--progress=false --policy crossover --records-dir " +
+                 records);
+  ASSERT_EQ(code, 0) << log;
+  const std::vector<nlohmann::json> jobs[2] = {RecordsOf(records, 1), RecordsOf(records, 2)};
+  for (int j = 0; j < 2; ++j) {
+    const std::vector<nlohmann::json>& mine = jobs[j];
+    const std::vector<nlohmann::json>& other = jobs[1 - j];
+    ASSERT_EQ(mine.size(), 30u);
+    double longest_other = 0;  // the first iteration is start-up
+    for (size_t i = 1; i + 1 < other.size(); ++i) {
+      longest_other = std::max(
+          longest_other, other[i + 1]["start"].get<double>() - other[i]["start"].get<double>());
+    }
+    double longest_wait = 0, waited = 0;
+    for (size_t i = 1; i < mine.size(); ++i) {
+      for (const Span& span : SpansOfRecord(mine[i])) {
+        if (span.kind != SpanKind::kDeviceWait) continue;
+        longest_wait = std::max(longest_wait, span.end - span.start);
+        waited += span.end - span.start;
+      }
+    }
+    EXPECT_GT(waited, 0.0) << "job " << j + 1 << " never waited: the jobs did not share";
+    EXPECT_LE(longest_wait, longest_other) << "job " << j + 1;
+  }
+}
+
 TEST_F(MultiJobClusterTest, StanzaJobsWithExpertsComputeWhatTheyComputeAlone) {
   const std::string common =
       " --mode stanza --conv-workers 2 --fc-workers 2 --threads 2 "

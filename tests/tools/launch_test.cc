@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -89,7 +91,7 @@ TEST(LaunchTest, SeveralJobsShareOneClusterAndEachEndsWithItsOwnFinalLine) {
   Result r = RunLaunch("--jobs " + kConfig + "," + kBatchNormConfig +
                        " --mode ps --conv-workers 2 --max-steps 8 --evaluate=false "
                        "--progress=false --policy crossover --weights 1,3 --summary-out " +
-                       dir + "/summary.json");
+                       dir + "/summary.json --trace-out " + dir + "/trace.json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Both workers share their device by the policy and weights given.
   const std::string sharing = "2 jobs share this process's device: crossover, weights 1:3";
@@ -111,6 +113,33 @@ TEST(LaunchTest, SeveralJobsShareOneClusterAndEachEndsWithItsOwnFinalLine) {
   }
   // A child's log lines pass through as they are, not wrapped in another.
   EXPECT_EQ(r.output.find("[launcher] 20"), std::string::npos) << r.output;
+  // The trace: a process per conv worker, a thread per job, and every
+  // iteration's compute and waits as complete events.
+  std::ifstream in(dir + "/trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(trace.is_object());
+  std::map<int, std::string> process_names;
+  std::map<std::pair<int, int>, std::set<int64_t>> iterations;  // by (pid, tid)
+  std::map<std::pair<int, int>, std::set<std::string>> kinds;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      process_names[e["pid"]] = e["args"]["name"];
+    } else if (e["ph"] == "X") {
+      EXPECT_GE(e["dur"].get<int64_t>(), 0);
+      const std::pair<int, int> thread{e["pid"], e["tid"]};
+      iterations[thread].insert(e["args"]["iteration"].get<int64_t>());
+      kinds[thread].insert(e["cat"]);
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& [pid, name] : process_names) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{"conv worker 0", "conv worker 1"}));
+  ASSERT_EQ(iterations.size(), 4u);  // 2 processes x 2 jobs
+  for (const auto& [thread, seen] : iterations) {
+    EXPECT_EQ(seen.size(), 8u) << thread.first << "/" << thread.second;
+    EXPECT_TRUE(kinds[thread].count("compute")) << thread.first;
+    EXPECT_TRUE(kinds[thread].count("peer wait")) << thread.first;
+  }
 }
 
 TEST(LaunchTest, SeveralJobsAreRefusedWhereTheyCannotShare) {

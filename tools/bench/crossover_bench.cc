@@ -18,6 +18,7 @@
 #include "core/util/json_file.h"
 #include "core/util/statistics.h"
 #include "core/util/subprocess.h"
+#include "scheduler/iteration_record.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/progress_bar.h"
 
@@ -174,12 +175,10 @@ class CrossoverRunner {
 
 // Draws, for each policy, a window of conv worker 0's iterations of every
 // job: when it computed, waited for the device, and waited for its peers.
-// Within a phase the order drawn is device wait, compute, peer waits.
+// Spans as SpansOfRecord draws them (scheduler/iteration_record.h).
 absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_policy,
                           const std::vector<std::string>& policies, size_t jobs,
                           const std::string& png_path, const std::string& scratch) {
-  static constexpr const char* kPhases[] = {"load",     "forward",     "exchange",
-                                            "backward", "synchronise", "boundary"};
   const std::string data = scratch + "/timeline.dat";
   const std::string script = scratch + "/timeline.gp";
   constexpr double kWindow = 1.5;  // seconds drawn, from the middle of the run
@@ -198,29 +197,15 @@ absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_p
                        : std::min(last, by_job.back().back()["start"].get<double>());
     }
     const double from = first + std::max(0.0, (last - first - kWindow) / 2);
-    // One block per policy; columns: x0 x1 row kind (0 compute, 1 device
-    // wait, 2 peer wait).
+    // One block per policy; columns: x0 x1 job kind (SpanKind: 0 compute,
+    // 1 device wait, 2 peer wait).
     out << "# " << policies[p] << "\n";
     for (size_t job = 0; job < jobs; ++job) {
       for (const nlohmann::json& r : by_job[job]) {
-        double t = r["start"].get<double>() - from;
-        if (t > kWindow || t + r["wall"].get<double>() < 0) continue;
-        for (const char* phase : kPhases) {
-          const double total = r["phases"][phase].get<double>();
-          const double device = r["device_waits"].value(phase, 0.0);
-          const double peers = r["peer_waits"].value(phase, 0.0);
-          const bool waits_only =
-              std::string(phase) == "exchange" || std::string(phase) == "synchronise";
-          const double busy = waits_only ? 0 : std::max(0.0, total - device - peers);
-          const double rest = waits_only ? total : peers;
-          const double row = static_cast<double>(job + 1);
-          for (const auto& [seconds, kind] :
-               std::initializer_list<std::pair<double, int>>{{device, 1}, {busy, 0}, {rest, 2}}) {
-            if (seconds > 0) {
-              out << t << ' ' << t + seconds << ' ' << row << ' ' << kind << '\n';
-              t += seconds;
-            }
-          }
+        for (const Span& span : SpansOfRecord(r)) {
+          if (span.end < from || span.start > from + kWindow) continue;
+          out << span.start - from << ' ' << span.end - from << ' ' << job + 1 << ' '
+              << static_cast<int>(span.kind) << '\n';
         }
       }
     }

@@ -27,6 +27,7 @@
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "core/util/subprocess.h"
+#include "tools/launch/chrome_trace.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata {
@@ -301,17 +302,26 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
     }
     for (const auto& f : o.extra_worker_flags) argv.push_back(f);
   };
+  // Records go where asked, or, for a trace alone, into the scratch directory.
+  const std::string records_dir =
+      !o.records_dir.empty() ? o.records_dir : (o.trace_out.empty() ? "" : scratch + "/records");
+  std::vector<TraceSource> trace_sources;
   auto add_records_flag = [&](std::vector<std::string>& argv, const std::string& process) {
-    if (o.records_dir.empty()) return;
+    if (records_dir.empty()) return;
+    const std::string path = (std::filesystem::path(records_dir) / (process + ".jsonl")).string();
     argv.push_back("--records-out");
-    argv.push_back((std::filesystem::path(o.records_dir) / (process + ".jsonl")).string());
+    argv.push_back(path);
+    // A process of several jobs writes one file per job (PathForJob).
+    for (size_t i = 0; i < std::max<size_t>(1, o.job_configs.size()); ++i) {
+      trace_sources.push_back({several ? PathForJob(path, 1 + i) : path, 1 + i});
+    }
   };
   auto add_sharing_flags = [&](std::vector<std::string>& argv) {
     if (!several) return;
     argv.insert(argv.end(), {"--policy", o.policy});
     if (!o.weights.empty()) argv.insert(argv.end(), {"--weights", o.weights});
   };
-  if (!o.records_dir.empty()) std::filesystem::create_directories(o.records_dir);
+  if (!records_dir.empty()) std::filesystem::create_directories(records_dir);
   for (int f = 0; stanza && f < o.fc_workers; ++f) {
     const Placement p = place();
     std::vector<std::string> argv =
@@ -370,6 +380,14 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
     }
   }
 
+  if (!o.trace_out.empty()) {
+    absl::Status traced = WriteChromeTrace(trace_sources, o.trace_out);
+    if (!traced.ok()) {
+      std::filesystem::remove_all(scratch);
+      return WithContext(traced, "--trace-out");
+    }
+    LogInfo("trace of every worker's iterations: %s", o.trace_out.c_str());
+  }
   // Each job's summary (a job's processes tag their outputs with its id).
   std::vector<std::string> paths;
   for (size_t i = 0; i < std::max<size_t>(1, o.job_configs.size()); ++i) {

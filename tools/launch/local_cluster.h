@@ -48,6 +48,9 @@ struct LocalClusterOptions {
   // Every worker writes its iteration records to DIR/<process>.jsonl
   // ("conv_worker_0.jsonl", "fc_worker_1.jsonl") when set.
   std::string records_dir;
+  // A Chrome trace of every worker's iterations (tools/launch/chrome_trace.h),
+  // from their records (in records_dir, or a scratch directory), when set.
+  std::string trace_out;
   // Once server 0 serves: {"role":"launcher","address":COORDINATOR} as JSON
   // here (core/util/ready_file.h), for tools that talk to the running job.
   std::string ready_file;

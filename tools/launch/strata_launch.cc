@@ -9,7 +9,6 @@
 // and, with --summary-out, a summary JSON. Exit status 0 on success, 1 on any
 // error (printed as "strata_launch: error: ...").
 #include <unistd.h>
-#include <filesystem>
 
 #include <algorithm>
 #include <cstdio>
@@ -33,6 +32,7 @@
 #include "moe/moe_layer_type.h"
 #include "runtime/single_trainer.h"
 #include "scheduler/crossover.h"
+#include "tools/launch/chrome_trace.h"
 #include "tools/launch/local_cluster.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
@@ -40,6 +40,9 @@ ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cl
 ABSL_FLAG(int64_t, threads, 0, "CPU threads per process (overrides training.threads)");
 ABSL_FLAG(bool, evaluate, true, "evaluate on the test set after every epoch");
 ABSL_FLAG(std::string, metrics_out, "", "write metrics as JSON lines to this file");
+ABSL_FLAG(std::string, trace_out, "",
+          "ps/stanza: write a Chrome trace (Perfetto, chrome://tracing) of every worker's "
+          "compute and waits, per job, to this file");
 ABSL_FLAG(std::string, records_dir, "",
           "every process writes one JSON line per iteration (phase seconds, bytes, knobs) to "
           "DIR/<process>.jsonl (single mode: DIR/single.jsonl)");
@@ -129,6 +132,7 @@ absl::Status RunCluster(const JobConfig& config) {
   o.summary_out = absl::GetFlag(FLAGS_summary_out);
   o.metrics_out = absl::GetFlag(FLAGS_metrics_out);
   o.records_dir = absl::GetFlag(FLAGS_records_dir);
+  o.trace_out = absl::GetFlag(FLAGS_trace_out);
   o.ready_file = ReadyFileFromFlags();
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
@@ -192,8 +196,24 @@ absl::Status Run() {
   if (options.restore && options.checkpoint_path.empty()) {
     return absl::InvalidArgumentError("--restore needs --checkpoint");
   }
-  STRATA_ASSIGN_OR_RETURN(RunSummary summary, TrainSingle(config, options));
-  PrintFinal(summary);
+  // A trace alone: the records go to a scratch file.
+  const std::string trace_out = absl::GetFlag(FLAGS_trace_out);
+  std::string scratch;
+  if (!trace_out.empty() && options.records_out.empty()) {
+    char tmpl[] = "/tmp/strata_trace_XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
+    scratch = tmpl;
+    options.records_out = scratch + "/single.jsonl";
+  }
+  absl::StatusOr<RunSummary> summary = TrainSingle(config, options);
+  absl::Status traced;
+  if (summary.ok() && !trace_out.empty()) {
+    traced = WithContext(WriteChromeTrace({{options.records_out, 1}}, trace_out), "--trace-out");
+  }
+  if (!scratch.empty()) std::filesystem::remove_all(scratch);
+  STRATA_RETURN_IF_ERROR(summary.status());
+  STRATA_RETURN_IF_ERROR(traced);
+  PrintFinal(*summary);
   return absl::OkStatus();
 }
 
