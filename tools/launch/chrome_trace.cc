@@ -41,13 +41,15 @@ absl::Status WriteChromeTrace(const std::vector<TraceSource>& sources,
                           {"args", {{"name", absl::StrCat("job ", source.job_id)}}}});
       }
       for (const Span& span : SpansOfRecord(record)) {
+        const int64_t duration_us = std::llround((span.end - span.start) * 1e6);
+        if (duration_us == 0) continue;  // below the trace's resolution
         events.push_back({{"ph", "X"},
                           {"name", PhaseName(span.phase)},
                           {"cat", SpanKindName(span.kind)},
                           {"pid", pid},
                           {"tid", tid},
                           {"ts", std::llround(span.start * 1e6)},
-                          {"dur", std::llround((span.end - span.start) * 1e6)},
+                          {"dur", duration_us},
                           {"args", {{"iteration", record.value("iteration", int64_t{0})}}}});
       }
     }
