@@ -22,6 +22,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "core/util/clock.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "fc_workers/head_expert_group.h"
@@ -77,10 +78,10 @@ class FcServer {
       p.activations = batch_.Slice(row, row + b);
       row += b;
     }
-    const absl::Time deadline = absl::Now() + timeout;
+    const absl::Time deadline = MonotonicNow() + timeout;
     ScopedWait wait(wait_observer_);
     while (!AllArrived()) {
-      const absl::Time now = absl::Now();
+      const absl::Time now = MonotonicNow();
       if (now >= deadline) {
         std::vector<int> missing;
         for (const auto& [r, p] : peers_) {

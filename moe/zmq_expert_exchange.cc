@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/util/log.h"
 
 namespace strata {
@@ -195,11 +196,11 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
     if (fits.ok()) return block;
     Refuse(Describe(wanted), fits);
   }
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  const absl::Time deadline = MonotonicNow() + options_.timeout;
   ScopedWait wait(wait_observer_);
   MessageEndpoint* inbox[] = {inbox_.get()};
   while (true) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = MonotonicNow();
     if (delivered_.empty()) {
       if (now >= deadline) {
         return absl::DeadlineExceededError(absl::StrCat(

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/net/knob_messages.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/util/log.h"
 
 namespace strata {
@@ -17,7 +18,7 @@ Coordinator::Coordinator(MessageEndpoint* endpoint, Admission* admission,
       options_(options),
       knobs_(&KnobCatalog::Global(), options.knob_lead) {
   Node self{wire::Role::SERVER,           0,  std::move(self_address),
-            std::move(self_lane_address), "", absl::Now()};
+            std::move(self_lane_address), "", MonotonicNow()};
   servers_[0] = self;
 }
 
@@ -108,7 +109,7 @@ absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& pee
       auto& table = TableFor(h.getSenderRole());
       auto it = table.find(rank);
       if (it != table.end()) {
-        it->second.last_seen = absl::Now();
+        it->second.last_seen = MonotonicNow();
         // Death is final: the servers have failed what waited for the node
         // and refuse it from then on.
         if (it->second.dead && !it->second.late_heartbeat_logged) {
@@ -142,7 +143,7 @@ absl::Status Coordinator::Register(const IncomingMessage& message, const Peer& p
   }
   Node node{info.getRole(),           info.getRank(),
             info.getAddress().cStr(), info.getPeerAddress().cStr(),
-            message.identity(),       absl::Now()};
+            message.identity(),       MonotonicNow()};
   const bool is_server = node.role == wire::Role::SERVER;
   auto& table = TableFor(node.role);
   const int limit = LimitFor(node.role);

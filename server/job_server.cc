@@ -12,6 +12,7 @@
 #include "core/net/membership.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
+#include "core/util/clock.h"
 #include "core/util/log.h"
 #include "server/lane_hub.h"
 
@@ -127,7 +128,7 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
           node->plan_.chunks_of_server(options.rank).size(), address.c_str(),
           static_cast<unsigned long long>(options.job_id), ConsistencyName(options.consistency),
           lane_address.empty() ? "" : "; shared memory lanes at ", lane_address.c_str());
-  node->next_heartbeat_ = absl::Now();
+  node->next_heartbeat_ = MonotonicNow();
   return node;
 }
 
@@ -137,7 +138,7 @@ absl::Status JobServer::Register(bool wait_for_hello) {
         coordinator_link_,
         Socket::Connect(context_, SocketKind::kDealer, options_.coordinator, options_.limits));
   }
-  last_registration_ = absl::Now();
+  last_registration_ = MonotonicNow();
   // One connection, in order: the hello comes before the register.
   const std::string coordinator = absl::StrCat("the coordinator ", options_.coordinator);
   if (wait_for_hello) {
@@ -656,7 +657,7 @@ absl::Status JobServer::ServeCoordinatorLink() {
                                                           " refused server ", options_.rank));
     }
   }
-  if (register_again && absl::Now() - last_registration_ >= options_.heartbeat_every) {
+  if (register_again && MonotonicNow() - last_registration_ >= options_.heartbeat_every) {
     LogInfo("registering again with the coordinator %s", options_.coordinator.c_str());
     STRATA_RETURN_IF_ERROR(Register(/*wait_for_hello=*/false));
   }

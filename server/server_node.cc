@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "server/lane_hub.h"
@@ -159,7 +160,7 @@ absl::Status ServerNode::Run() {
     }
     if (all_over) break;
     STRATA_RETURN_IF_ERROR(ServeOnce(absl::Milliseconds(200)));
-    const absl::Time now = absl::Now();
+    const absl::Time now = MonotonicNow();
     for (size_t i = 0; i < jobs_.size(); ++i) {
       if (over[i]) continue;
       absl::Status s = jobs_[i]->Tick(now);

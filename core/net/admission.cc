@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/util/json_difference.h"
 
 namespace strata {
@@ -191,9 +192,9 @@ absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::
                        const std::string& peer, absl::Duration timeout) {
   STRATA_RETURN_IF_ERROR_CTX(SayHello(socket, credentials, role, rank),
                              absl::StrCat("saying hello to ", peer));
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = MonotonicNow() + timeout;
   while (true) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = MonotonicNow();
     if (now >= deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat(peer, " did not answer our hello within ", absl::FormatDuration(timeout)));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 
 namespace strata {
 
@@ -53,14 +54,14 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
   current_request_ = next_request_++;
   STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
   const std::string who = absl::StrCat("fc worker ", options_.fc_rank, " (", options_.address, ")");
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  const absl::Time deadline = MonotonicNow() + options_.timeout;
   ScopedWait wait(wait_observer_);
   // Resends back off exponentially: a slow FC worker is not flooded.
   absl::Duration resend_wait = options_.resend_after;
-  absl::Time resend_at = absl::Now() + resend_wait;
+  absl::Time resend_at = MonotonicNow() + resend_wait;
   int hellos = 0;  // HELLOs said again for this exchange
   while (true) {
-    const absl::Time now = absl::Now();
+    const absl::Time now = MonotonicNow();
     if (now >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat("no activation gradients from ", who,
                                                       " for iteration ", iteration, " within ",
@@ -73,10 +74,10 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
     }
     if (!raw->has_value()) {
       WaitReadable(*channel_, std::min(deadline, resend_at) - now);
-      if (absl::Now() >= resend_at) {
+      if (MonotonicNow() >= resend_at) {
         STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
         resend_wait = 2 * resend_wait;
-        resend_at = absl::Now() + resend_wait;
+        resend_at = MonotonicNow() + resend_wait;
       }
       continue;
     }
