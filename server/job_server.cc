@@ -509,6 +509,14 @@ void JobServer::MaybeCheckpoint() {
   }
 }
 
+absl::Status JobServer::ForgetAndAcknowledge(const IncomingMessage& message) {
+  shared_memory_.Forget(message.identity());
+  admission_.Forget(message.identity());
+  OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
+  ack.header().setRequestId(message.header().getRequestId());
+  return Reply(message.identity(), ack);
+}
+
 absl::Status JobServer::Handle(const IncomingMessage& message) {
   const auto h = message.header();
   if (h.getKind() == wire::Kind::HELLO) return HandleHello(message);
@@ -551,20 +559,11 @@ absl::Status JobServer::Handle(const IncomingMessage& message) {
             absl::StrCat("done from ", DescribePeer(peer.role, peer.rank), ", not in this job"));
       }
       worker->done = true;
-      shared_memory_.Forget(message.identity());
-      admission_.Forget(message.identity());
-      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
-      ack.header().setRequestId(h.getRequestId());
-      return Reply(message.identity(), ack);
+      return ForgetAndAcknowledge(message);
     }
-    case wire::Kind::LEAVE: {
+    case wire::Kind::LEAVE:
       OnWorkerStopped(peer, absl::StrCat("stopped: ", h.getErrorMessage().cStr()));
-      shared_memory_.Forget(message.identity());
-      admission_.Forget(message.identity());
-      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
-      ack.header().setRequestId(h.getRequestId());
-      return Reply(message.identity(), ack);
-    }
+      return ForgetAndAcknowledge(message);
     case wire::Kind::SHUTDOWN: {
       shutdown_ = true;
       OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);

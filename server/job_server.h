@@ -174,6 +174,9 @@ class JobServer {
   absl::Status HandlePush(const IncomingMessage& message);
   absl::Status HandlePull(const IncomingMessage& message);
   absl::Status HandleShmAttach(const IncomingMessage& message);
+  // A worker's last word (DONE, LEAVE): its connection is forgotten and
+  // the message acknowledged.
+  absl::Status ForgetAndAcknowledge(const IncomingMessage& message);
   void ServePending();
   // Sends on the request's path (ServingEndpoints::Reply) with this job's
   // id and our rank. A reply to a peer that is gone is dropped (OK); one to

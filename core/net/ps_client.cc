@@ -486,16 +486,18 @@ void PsClient::CancelAll() {
 absl::Status PsClient::Done() {
   // The lanes first: a server that has every worker's DONE exits, and its
   // lanes' closing is then no news.
-  for (const auto& lane : all_lanes()) {
-    if (lane != nullptr) lane->Finish();
-  }
+  FinishLanes();
   return Wait(SubmitToAll(wire::Kind::DONE));
 }
 
-void PsClient::Leave(const absl::Status& why) {
+void PsClient::FinishLanes() {
   for (const auto& lane : all_lanes()) {
     if (lane != nullptr) lane->Finish();
   }
+}
+
+void PsClient::Leave(const absl::Status& why) {
+  FinishLanes();
   const Ticket left = SubmitToAll(wire::Kind::LEAVE, std::string(why.message()));
   absl::Status s = WaitWhileAnswered(left, absl::Now(), std::min(options_.timeout, kLeaveWait));
   if (!s.ok())

@@ -204,6 +204,8 @@ class PsClient {
   void Dispatch(std::vector<PsRequest> requests);
   Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
   Ticket SubmitToAll(wire::Kind kind, std::string reason = "");
+  // Closes every lane; what follows goes over the sockets.
+  void FinishLanes();
   // One request without data to one server.
   Ticket SubmitTo(int server, wire::Kind kind, std::string what);
   // Queues requests for the socket (the I/O thread sends them).
