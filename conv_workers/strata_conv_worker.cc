@@ -39,7 +39,7 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
-  STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs));
+  STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, mode));
   for (JobRun& job : jobs) job.options.client.rank = absl::GetFlag(FLAGS_rank);
   STRATA_ASSIGN_OR_RETURN(const SharingPolicy policy, SharingPolicyFromFlags());
   auto run = [&mode](const WorkerOptions& o) {

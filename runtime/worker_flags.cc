@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/flags/cluster_flags.h"
 #include "core/model/job_identity.h"
+#include "core/model/job_spec.h"
 #include "core/net/admission.h"
 #include "core/status.h"
 #include "core/train/training_flags.h"
@@ -40,8 +41,9 @@ namespace strata {
 
 namespace {
 
-// Every option from the flags, for the job of the config at `path`.
-absl::Status WorkerOptionsFor(const std::string& path, WorkerOptions* o) {
+// Every option from the flags, for the job of the config at `path` run in
+// `mode`.
+absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode, WorkerOptions* o) {
   STRATA_ASSIGN_OR_RETURN(o->config, LoadJobConfig(path));
   TrainingConfig& tc = o->config.training;
   ApplyTrainingFlags(&tc);
@@ -53,6 +55,7 @@ absl::Status WorkerOptionsFor(const std::string& path, WorkerOptions* o) {
   job.job_id = address.job_id;
   STRATA_ASSIGN_OR_RETURN(job.token, LoadJobToken(JobTokenFileFromFlags()));
   job.identity = JobIdentity(o->config);
+  job.spec = JobSpecText(o->config, mode);
   o->client.timeout = TimeoutFromFlags();
   o->chunk_elements = address.chunk_elements;
   o->client.shared_memory = absl::GetFlag(FLAGS_shared_memory);
@@ -68,17 +71,14 @@ absl::Status WorkerOptionsFor(const std::string& path, WorkerOptions* o) {
 
 }  // namespace
 
-absl::Status WorkerOptionsFromFlags(WorkerOptions* o) {
-  const std::string path = absl::GetFlag(FLAGS_config);
-  if (path.empty()) return absl::InvalidArgumentError("--config is required");
-  return WorkerOptionsFor(path, o);
-}
-
-absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>& job_configs) {
+absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>& job_configs,
+                                                  const std::string& mode) {
   std::vector<JobRun> jobs;
   if (job_configs.empty()) {
+    const std::string path = absl::GetFlag(FLAGS_config);
+    if (path.empty()) return absl::InvalidArgumentError("--config is required");
     JobRun job;
-    STRATA_RETURN_IF_ERROR(WorkerOptionsFromFlags(&job.options));
+    STRATA_RETURN_IF_ERROR(WorkerOptionsFor(path, mode, &job.options));
     jobs.push_back(std::move(job));
     return jobs;
   }
@@ -92,7 +92,7 @@ absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>
     JobRun job;
     job.weight = weights[i];
     WorkerOptions& o = job.options;
-    STRATA_RETURN_IF_ERROR_CTX(WorkerOptionsFor(job_configs[i], &o),
+    STRATA_RETURN_IF_ERROR_CTX(WorkerOptionsFor(job_configs[i], mode, &o),
                                absl::StrCat("--job ", job_configs[i]));
     o.client.credentials.job_id += i;
     if (several) {

@@ -16,16 +16,16 @@
 
 namespace strata {
 
-// Loads --config with every override applied and fills `options` (all but
-// the rank). Fails when --config is missing or invalid.
-absl::Status WorkerOptionsFromFlags(WorkerOptions* options);
-
-// The jobs this process runs: the one of --config when `job_configs` (the
-// values of a repeated --job) is empty, else one per --job config, with job
-// ids --job-id, --job-id + 1, ... in that order, --weights as their shares,
-// and, when there are several, each output path tagged with its job id
-// (core/flags/cluster_flags.h: PathForJob) and only the first job's progress line.
-absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>& job_configs);
+// The jobs this process runs in `mode` (ps or stanza): the one of --config
+// when `job_configs` (the values of a repeated --job) is empty, else one per
+// --job config, with job ids --job-id, --job-id + 1, ... in that order,
+// --weights as their shares, and, when there are several, each output path
+// tagged with its job id (core/flags/cluster_flags.h: PathForJob) and only
+// the first job's progress line. Each job's options carry every override and
+// its spec (core/model/job_spec.h) for servers that learn jobs; all but the
+// rank are set. Fails when --config is missing or a config is invalid.
+absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>& job_configs,
+                                                  const std::string& mode);
 // --policy.
 absl::StatusOr<SharingPolicy> SharingPolicyFromFlags();
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/net/knob_messages.h"
 #include "core/status.h"
 #include "core/util/clock.h"
@@ -34,6 +35,13 @@ int Coordinator::LimitFor(wire::Role role) const {
   if (role == wire::Role::SERVER) return options_.servers;
   if (role == wire::Role::FC_WORKER) return options_.fc_workers;
   return options_.workers;
+}
+
+std::string Coordinator::Registered() const {
+  return absl::StrFormat("%d/%d servers, %d/%d workers, %d/%d fc workers",
+                         static_cast<int>(servers_.size()), options_.servers,
+                         static_cast<int>(workers_.size()), options_.workers,
+                         static_cast<int>(fc_workers_.size()), options_.fc_workers);
 }
 
 bool Coordinator::all_registered() const {
@@ -169,10 +177,8 @@ absl::Status Coordinator::Register(const IncomingMessage& message, const Peer& p
   const bool again = table.count(node.rank) != 0;
   table[node.rank] = node;
   admission_->AssignRank(message.identity(), node.rank);
-  LogInfo("coordinator: %s %s (%d/%d servers, %d/%d workers, %d/%d fc workers)",
-          Describe(node).c_str(), again ? "registered again" : "registered",
-          static_cast<int>(servers_.size()), options_.servers, static_cast<int>(workers_.size()),
-          options_.workers, static_cast<int>(fc_workers_.size()), options_.fc_workers);
+  LogInfo("coordinator: %s %s (%s)", Describe(node).c_str(),
+          again ? "registered again" : "registered", Registered().c_str());
   if (map_sent_) {
     SendMap(node);
   } else if (all_registered()) {
@@ -184,6 +190,19 @@ absl::Status Coordinator::Register(const IncomingMessage& message, const Peer& p
     for (const auto& [rank, n] : fc_workers_) SendMap(n);
   }
   return absl::OkStatus();
+}
+
+void Coordinator::Abandon(const absl::Status& why) {
+  for (const auto* table : {&servers_, &workers_, &fc_workers_}) {
+    for (const auto& [rank, node] : *table) {
+      OutgoingMessage error(wire::Kind::ERROR);
+      error.header().setJobId(options_.job_id);
+      error.header().setSenderRole(wire::Role::SERVER);
+      error.header().setSenderRank(0);
+      FillError(error.header(), why);
+      (void)endpoint_->Send(node.identity, error);
+    }
+  }
 }
 
 void Coordinator::SendMap(const Node& node) {

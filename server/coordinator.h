@@ -63,6 +63,11 @@ class Coordinator {
   // servers, and returns the nodes newly found dead.
   std::vector<Peer> CheckLiveness(absl::Time now);
   bool all_registered() const;
+  // Tells every node registered so far that the job ends with `why` (an
+  // error its registration, or its wait for the map, fails with).
+  void Abandon(const absl::Status& why);
+  // How many of each role have registered: "1/2 servers, 2/2 workers, 0/0 fc workers".
+  std::string Registered() const;
 
  private:
   struct Node {

@@ -44,7 +44,7 @@ JobServer::JobServer(const ServerOptions& options, const ServingEndpoints* endpo
       context_(context),
       admission_(absl::StrCat("server ", options.rank),
                  JobCredentials{options.job_id, options.job_token,
-                                options.kv_sizes.empty() ? JobIdentity(options.config) : ""}),
+                                options.kv_sizes.empty() ? JobIdentity(options.config) : "", ""}),
       rejoined_(options.workers, false) {
   for (int w = 0; w < options.workers; ++w) {
     workers_.push_back(WorkerState{Peer{wire::Role::CONV_WORKER, w}, false, false, ""});
@@ -116,7 +116,7 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
     node->coordinator_ = std::make_unique<Coordinator>(endpoints->socket, &node->admission_, co,
                                                        address, lane_address);
   } else {
-    STRATA_RETURN_IF_ERROR(node->Register(/*wait_for_hello=*/true));
+    STRATA_RETURN_IF_ERROR(node->Register(options.await_registration));
   }
   if (node->admission_.open()) {
     LogWarning(
@@ -128,7 +128,7 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
           node->plan_.chunks_of_server(options.rank).size(), address.c_str(),
           static_cast<unsigned long long>(options.job_id), ConsistencyName(options.consistency),
           lane_address.empty() ? "" : "; shared memory lanes at ", lane_address.c_str());
-  node->next_heartbeat_ = MonotonicNow();
+  node->created_ = node->next_heartbeat_ = MonotonicNow();
   return node;
 }
 
@@ -664,6 +664,14 @@ absl::Status JobServer::ServeCoordinatorLink() {
 }
 
 absl::Status JobServer::Tick(absl::Time now) {
+  if (coordinator_ != nullptr && !coordinator_->all_registered() &&
+      now - created_ > options_.assemble_within) {
+    const absl::Status late = absl::DeadlineExceededError(absl::StrCat(
+        "the job's nodes did not all register within ",
+        absl::FormatDuration(options_.assemble_within), " (", coordinator_->Registered(), ")"));
+    coordinator_->Abandon(late);
+    return late;
+  }
   if (coordinator_ != nullptr) {
     for (const Peer& dead : coordinator_->CheckLiveness(now)) {
       OnWorkerStopped(dead, "stopped sending heartbeats");

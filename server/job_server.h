@@ -77,7 +77,14 @@ struct ServerOptions {
   bool restore = false;
   absl::Duration dead_after = absl::Seconds(10);
   absl::Duration heartbeat_every = absl::Seconds(1);
-  // Ranks > 0: how long to wait for the coordinator to answer our hello.
+  // Ranks > 0: whether Create waits for the coordinator to answer our
+  // hello (a refusal fails Create), and how long; else a refusal fails the
+  // job's Tick.
+  bool await_registration = true;
+  // Rank 0: how long the job's nodes may take to register before the job
+  // fails naming who is missing (a job learned from a worker whose peers
+  // never come must not hold its id for ever).
+  absl::Duration assemble_within = absl::InfiniteDuration();
   absl::Duration register_timeout = absl::Seconds(60);
   WireLimits limits;
   // Wraps each endpoint the server serves on (its ROUTER socket and its
@@ -217,6 +224,7 @@ class JobServer {
   int64_t last_checkpoint_version_ = 0;
   uint64_t errors_sent_ = 0;
   uint64_t replies_dropped_ = 0;  // to peers gone or not reading
+  absl::Time created_;            // when Create built it
   absl::Time next_heartbeat_;     // ranks > 0
   absl::Time last_registration_;  // ranks > 0: our last REGISTER
   TrafficReport traffic_;

@@ -7,11 +7,21 @@
 //
 //   strata_server --rank 0 --coordinator tcp://HOST:PORT --job a.json --job b.json
 //
+//   strata_server --rank R --coordinator tcp://HOST:PORT [--servers S] [--serve-forever]
+//
 // Rank 0 binds the coordinator address; other ranks bind --bind (default
 // tcp://127.0.0.1:0, any free port) and register with the coordinator. It
 // serves until every worker reports done, then writes its final checkpoint.
 // With several --job configs it serves each job (its own keys, rules and
-// coordinator) until every one is over.
+// coordinator) until every one is over. Started with no job (or with
+// --learn-jobs), it learns each job from its workers' hellos
+// (server/server_node.h): the job's config, mode and layout are the
+// workers', the rules (consistency, staleness, checkpoints, timeouts) this
+// process's flags; it exits when the last job it served ends, or with
+// --serve-forever only on SIGTERM or SIGINT.
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -24,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "core/flags/cluster_flags.h"
 #include "core/model/job_config.h"
+#include "core/model/job_spec.h"
 #include "core/net/admission.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
@@ -51,41 +62,28 @@ ABSL_FLAG(double, kv_lr, 0.01, "learning rate of the plain key-value mode");
 ABSL_FLAG(int32_t, threads, 1,
           "CPU threads for the optimizer; 1 leaves the other cores to the network");
 ABSL_FLAG(int64_t, max_message_mb, 1024, "largest message accepted (MiB)");
+ABSL_FLAG(bool, learn_jobs, false,
+          "also serve jobs this process was not given, learned from their workers' hellos "
+          "(implied when no --config, --job or --kv-sizes is given)");
+ABSL_FLAG(double, assemble_timeout, 60.0,
+          "seconds a learned job's nodes may take to register before server 0 ends it");
+ABSL_FLAG(bool, serve_forever, false,
+          "when learning jobs, stay when every job is over (stop with SIGTERM or SIGINT)");
 
 namespace strata {
 namespace {
 
-// The options of the job of the config at `config_path` ("" with
-// --kv-sizes), every flag applied.
-absl::StatusOr<ServerOptions> JobFromFlags(const std::string& config_path) {
+// The options every job of this process shares: rank, addresses, token,
+// rules, checkpoints, timeouts and limits.
+absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   ServerOptions o;
-  if (!absl::GetFlag(FLAGS_kv_sizes).empty()) {
-    STRATA_ASSIGN_OR_RETURN(o.kv_sizes,
-                            ParseCountList("--kv-sizes", absl::GetFlag(FLAGS_kv_sizes)));
-    o.config.optimizer.lr = static_cast<float>(absl::GetFlag(FLAGS_kv_lr));
-  } else if (config_path.empty()) {
-    return absl::InvalidArgumentError("--config is required (or --kv-sizes)");
-  }
-  if (!config_path.empty()) {
-    STRATA_ASSIGN_OR_RETURN(o.config, LoadJobConfig(config_path));
-  }
-  ApplyTrainingFlags(&o.config.training);
   const JobAddressFlags address = JobAddressFromFlags();
-  const ClusterLayout layout = LayoutFromFlags(o.config.cluster);
   const ConsistencyFlags consistency = ConsistencyFromFlags();
   o.rank = absl::GetFlag(FLAGS_rank);
   o.coordinator = address.coordinator;
   o.bind = absl::GetFlag(FLAGS_bind);
-  o.servers = layout.servers;
-  o.workers = layout.conv_workers;
   o.job_id = address.job_id;
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
-  const std::string mode = absl::GetFlag(FLAGS_mode);
-  if (mode != "ps" && mode != "stanza") {
-    return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
-  }
-  if (mode == "stanza") o.fc_workers = layout.fc_workers;
-  o.mode = mode;
   STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(consistency.consistency));
   o.staleness = consistency.staleness;
   o.chunk_elements = address.chunk_elements;
@@ -101,24 +99,109 @@ absl::StatusOr<ServerOptions> JobFromFlags(const std::string& config_path) {
   return o;
 }
 
+// `mode` checked, and the FC workers it takes from `layout`.
+absl::Status SetMode(const std::string& mode, const ClusterLayout& layout, ServerOptions* o) {
+  if (mode != "ps" && mode != "stanza") {
+    return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
+  }
+  o->mode = mode;
+  o->fc_workers = mode == "stanza" ? layout.fc_workers : 0;
+  return absl::OkStatus();
+}
+
+// The options of the job of the config at `config_path` ("" with
+// --kv-sizes), every flag applied.
+absl::StatusOr<ServerOptions> JobFromFlags(const std::string& config_path) {
+  STRATA_ASSIGN_OR_RETURN(ServerOptions o, ProcessOptionsFromFlags());
+  if (!absl::GetFlag(FLAGS_kv_sizes).empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.kv_sizes,
+                            ParseCountList("--kv-sizes", absl::GetFlag(FLAGS_kv_sizes)));
+    o.config.optimizer.lr = static_cast<float>(absl::GetFlag(FLAGS_kv_lr));
+  } else if (config_path.empty()) {
+    return absl::InvalidArgumentError("--config is required (or --kv-sizes)");
+  }
+  if (!config_path.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.config, LoadJobConfig(config_path));
+  }
+  ApplyTrainingFlags(&o.config.training);
+  const ClusterLayout layout = LayoutFromFlags(o.config.cluster);
+  o.servers = layout.servers;
+  o.workers = layout.conv_workers;
+  STRATA_RETURN_IF_ERROR(SetMode(absl::GetFlag(FLAGS_mode), layout, &o));
+  return o;
+}
+
+// The options of job `job_id` of `spec`, learned from its workers: its
+// config, mode and layout are theirs, everything else this process's.
+absl::StatusOr<ServerOptions> LearnedJob(const ServerOptions& process, const JobSpec& spec,
+                                         uint64_t job_id) {
+  ServerOptions o = process;
+  o.config = spec.config;
+  o.job_id = job_id;
+  o.restore = false;
+  o.checkpoint_path = PathForJob(process.checkpoint_path, job_id);
+  o.assemble_within = absl::Seconds(absl::GetFlag(FLAGS_assemble_timeout));
+  const ClusterConfig& cluster = spec.config.cluster;
+  ClusterConfig unset;
+  unset.servers = unset.conv_workers = unset.fc_workers = 0;
+  const int servers_flag = LayoutFromFlags(unset).servers;  // 0: not given
+  if (servers_flag > 0 && cluster.servers != servers_flag) {
+    return absl::InvalidArgumentError(absl::StrCat("its config has ", cluster.servers,
+                                                   " servers (cluster.servers), this server group ",
+                                                   servers_flag, " (--servers)"));
+  }
+  o.servers = static_cast<int>(cluster.servers);
+  o.workers = static_cast<int>(cluster.conv_workers);
+  ClusterLayout layout;
+  layout.fc_workers = static_cast<int>(cluster.fc_workers);
+  STRATA_RETURN_IF_ERROR(SetMode(spec.mode, layout, &o));
+  return o;
+}
+
+std::atomic<bool> stop_requested{false};
+
+void RequestStop(int) { stop_requested.store(true); }
+
 absl::Status Run(const std::vector<std::string>& job_configs) {
-  std::vector<ServerOptions> jobs;
-  if (job_configs.empty()) {
-    STRATA_ASSIGN_OR_RETURN(ServerOptions job, JobFromFlags(absl::GetFlag(FLAGS_config)));
-    jobs.push_back(std::move(job));
-  } else if (!absl::GetFlag(FLAGS_config).empty() || !absl::GetFlag(FLAGS_kv_sizes).empty()) {
+  ServerNodeOptions node;
+  STRATA_ASSIGN_OR_RETURN(node.process, ProcessOptionsFromFlags());
+  const bool given_one =
+      !absl::GetFlag(FLAGS_config).empty() || !absl::GetFlag(FLAGS_kv_sizes).empty();
+  if (given_one && !job_configs.empty()) {
     return absl::InvalidArgumentError(
         "give --config or --kv-sizes (one job) or --job (one or more), not both");
+  }
+  if (given_one) {
+    STRATA_ASSIGN_OR_RETURN(ServerOptions job, JobFromFlags(absl::GetFlag(FLAGS_config)));
+    node.jobs.push_back(std::move(job));
   }
   for (size_t i = 0; i < job_configs.size(); ++i) {
     STRATA_ASSIGN_OR_RETURN(ServerOptions job, JobFromFlags(job_configs[i]));
     job.job_id += i;
     if (job_configs.size() > 1) job.checkpoint_path = PathForJob(job.checkpoint_path, job.job_id);
-    jobs.push_back(std::move(job));
+    node.jobs.push_back(std::move(job));
+  }
+  const bool learn =
+      node.jobs.empty() || absl::GetFlag(FLAGS_learn_jobs) || absl::GetFlag(FLAGS_serve_forever);
+  if (learn) {
+    if (node.process.restore && node.jobs.empty()) {
+      return absl::InvalidArgumentError(
+          "--restore needs the job's --config: a learned job starts fresh");
+    }
+    const ServerOptions process = node.process;
+    node.learning.options_for = [process](const JobSpec& spec, uint64_t job_id) {
+      return LearnedJob(process, spec, job_id);
+    };
+    node.learning.serve_forever = absl::GetFlag(FLAGS_serve_forever);
+    struct sigaction sa = {};
+    sa.sa_handler = RequestStop;
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::sigaction(SIGINT, &sa, nullptr);
+    node.stop = &stop_requested;
   }
   SetCpuThreads(absl::GetFlag(FLAGS_threads));
-  STRATA_ASSIGN_OR_RETURN(auto node, ServerNode::Create(std::move(jobs)));
-  return node->Run();
+  STRATA_ASSIGN_OR_RETURN(auto server, ServerNode::Create(std::move(node)));
+  return server->Run();
 }
 
 }  // namespace

@@ -225,6 +225,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& text, const std::str
   absl::StatusOr<JobConfig> config = ParseTopLevel(j);
   if (!config.ok()) return WithContext(config.status(), source);
   config->source = source;
+  config->text = j.dump();
   return config;
 }
 

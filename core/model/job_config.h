@@ -90,6 +90,10 @@ struct ClusterConfig {
 struct JobConfig {
   std::string name;
   std::string source;  // file the config came from
+  // The config as parsed, as JSON text ("" for one built in code); its
+  // training and cluster blocks may since have been overridden in the
+  // fields below (core/model/job_spec.h writes them back).
+  std::string text;
   DataConfig data;
   ModelConfig model;
   OptimizerConfig optimizer;

@@ -79,17 +79,7 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
     return absl::PermissionDeniedError(absl::StrCat(who, " says hello for job ", h.getJobId(), "; ",
                                                     owner_, " serves job ", credentials_.job_id));
   }
-  if (!open()) {
-    const std::string token(h.getJobToken().cStr(), h.getJobToken().size());
-    if (token.empty()) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(who, " presented no job token; ", owner_, " requires one"));
-    }
-    if (token.size() > kMaxTokenBytes || !SameSecret(credentials_.token, token)) {
-      return absl::PermissionDeniedError(absl::StrCat(who, " presented a wrong job token (", owner_,
-                                                      " of job ", credentials_.job_id, ")"));
-    }
-  }
+  STRATA_RETURN_IF_ERROR(CheckToken(hello));
   const auto identity = h.getJobIdentity();
   if (identity.size() > kMaxIdentityBytes) {
     return absl::InvalidArgumentError(absl::StrCat(who, "'s job identity has ", identity.size(),
@@ -123,6 +113,22 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
   peers_[hello.identity()] = peer;
   admitted_.push_back(hello.identity());
   return peer;
+}
+
+absl::Status Admission::CheckToken(const IncomingMessage& hello) const {
+  if (open()) return absl::OkStatus();
+  const auto h = hello.header();
+  const std::string who = DescribePeer(h.getSenderRole(), h.getSenderRank());
+  const std::string token(h.getJobToken().cStr(), h.getJobToken().size());
+  if (token.empty()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(who, " presented no job token; ", owner_, " requires one"));
+  }
+  if (token.size() > kMaxTokenBytes || !SameSecret(credentials_.token, token)) {
+    return absl::PermissionDeniedError(absl::StrCat(who, " presented a wrong job token (", owner_,
+                                                    " of job ", credentials_.job_id, ")"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello,
@@ -178,6 +184,7 @@ void FillHello(wire::Header::Builder h, const JobCredentials& credentials, wire:
   h.setSenderRank(rank);
   h.setJobToken(credentials.token);
   h.setJobIdentity(credentials.identity);
+  if (!credentials.spec.empty()) h.setJobSpec(credentials.spec);
 }
 
 absl::Status SayHello(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,

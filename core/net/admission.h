@@ -45,6 +45,9 @@ struct JobCredentials {
   uint64_t job_id = 1;
   std::string token;     // "" = an open cluster
   std::string identity;  // the job's identity JSON; "" in the plain key-value mode
+  // The job's config and mode (core/model/job_spec.h), offered in the hello
+  // to servers that learn jobs; "" = not offered.
+  std::string spec;
 };
 
 // Who sent a request, as its connection registered.
@@ -73,6 +76,9 @@ class Admission {
   // oldest, whose client (if it is still there) is asked to say hello
   // again by its next request's refusal.
   absl::StatusOr<Peer> Admit(const IncomingMessage& hello);
+  // Whether `hello` presents this process's token (any job id; with no
+  // token, always). PermissionDenied naming the sender otherwise.
+  absl::Status CheckToken(const IncomingMessage& hello) const;
   // Admit(), then `allowed` (whether this process takes that sender at
   // all); when it refuses, the connection is not bound and its error
   // returned.

@@ -11,7 +11,7 @@ $Cxx.namespace("strata::wire");
 
 # Major 2: every connection registers with a hello before anything else.
 const protocolMajor :UInt16 = 2;
-const protocolMinor :UInt16 = 1;  # 1: leave
+const protocolMinor :UInt16 = 2;  # 1: leave; 2: jobSpec, newJob
 
 enum Kind {
   error @0;           # reply: errorCode + errorMessage
@@ -52,6 +52,8 @@ enum Kind {
   knobGetReply @30;   # knobs: each knob's value and the iteration it took it at
   leave @31;          # worker -> server: this worker stops on the error in errorMessage; the
                       # pulls that wait for its pushes fail naming it (answered: shutdownAck)
+  newJob @32;         # server 0 -> the other servers of a group that learns jobs: serve job
+                      # `jobId` of `jobSpec` (server/server_node.h); not answered
 }
 
 enum Role {
@@ -125,4 +127,6 @@ struct Header {
   jobToken @25 :Text;         # hello: the job's secret ("" in an open cluster)
   jobIdentity @26 :Text;      # hello: the job config's identity fields (core/model/job_identity.h)
   knobs @27 :List(KnobSetting); # knob* kinds
+  jobSpec @28 :Text;          # hello, newJob: the job's config and mode (core/model/job_spec.h),
+                              # for servers that learn jobs ("" = not offered)
 }

@@ -9,7 +9,7 @@ namespace strata {
 namespace {
 
 // The last kind protocol.capnp declares.
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::LEAVE);
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::NEW_JOB);
 
 void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 
@@ -81,6 +81,8 @@ const char* KindName(wire::Kind kind) {
       return "knob-get-reply";
     case wire::Kind::LEAVE:
       return "leave";
+    case wire::Kind::NEW_JOB:
+      return "new-job";
   }
   return "unknown";
 }

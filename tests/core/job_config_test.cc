@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "core/model/job_config.h"
+#include "core/model/job_identity.h"
+#include "core/model/job_spec.h"
 #include "core/model/model.h"
 #include "core/model/server_keys.h"
 #include "tests/support/cluster_fixture.h"
@@ -78,6 +80,46 @@ TEST(JobConfigTest, InvalidJsonNamesLineAndSource) {
 
 TEST(JobConfigTest, MissingFileIsNotFound) {
   EXPECT_EQ(LoadJobConfig("/nonexistent/job.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A spec carries the config with its overrides and the mode; read back, it
+// is the same job (same identity) with the same overrides.
+TEST(JobSpecTest, ASpecReadBackIsTheSameJobWithItsOverrides) {
+  auto config = LoadJobConfig(testing::kConfig);
+  ASSERT_TRUE(config.ok()) << config.status();
+  config->training.batch_size = 256;  // as --batch-size would
+  config->training.max_steps = 7;
+  config->cluster.conv_workers = 3;
+  auto spec = ParseJobSpec(JobSpecText(*config, "stanza"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->mode, "stanza");
+  EXPECT_EQ(spec->config.training.batch_size, 256);
+  EXPECT_EQ(spec->config.training.max_steps, 7);
+  EXPECT_EQ(spec->config.cluster.conv_workers, 3);
+  EXPECT_EQ(JobIdentity(spec->config), JobIdentity(*config));
+  config->training.batch_size = 64;
+  EXPECT_NE(JobIdentity(spec->config), JobIdentity(*config));
+}
+
+TEST(JobSpecTest, AConfigBuiltInCodeHasNoSpec) { EXPECT_EQ(JobSpecText(JobConfig{}, "ps"), ""); }
+
+TEST(JobSpecTest, AMalformedSpecIsRefusedNamingWhatIsWrong) {
+  auto config = LoadJobConfig(testing::kConfig);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const std::string good = JobSpecText(*config, "ps");
+  auto error = [](const std::string& text) {
+    return std::string(ParseJobSpec(text).status().message());
+  };
+  EXPECT_NE(error("[1, 2]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(error(R"({"mode": "ps"})").find("config: missing"), std::string::npos);
+  std::string bad_mode = good;
+  bad_mode.replace(bad_mode.find(R"("mode":"ps")"), 11, R"("mode":"xy")");
+  EXPECT_NE(error(bad_mode).find("mode \"xy\""), std::string::npos) << error(bad_mode);
+  std::string bad_field = good;
+  bad_field.replace(bad_field.find(R"("batch_size":64)"), 15, R"("batch_size":-1)");
+  EXPECT_NE(error(bad_field).find("training.batch_size"), std::string::npos) << error(bad_field);
+  EXPECT_NE(error(R"({"config": {}, "mode": "ps", "extra": 1})").find("unknown field \"extra\""),
+            std::string::npos);
 }
 
 }  // namespace

@@ -515,7 +515,7 @@ std::string Header(OutgoingMessage& m) { return m.SerializedHeaderForTest(); }
 // A HELLO of conv worker `rank` of job 1 with `identity`.
 std::string HelloHeader(int rank, const std::string& identity) {
   OutgoingMessage m(wire::Kind::HELLO);
-  FillHello(m.header(), JobCredentials{1, "", identity}, wire::Role::CONV_WORKER, rank);
+  FillHello(m.header(), JobCredentials{1, "", identity, ""}, wire::Role::CONV_WORKER, rank);
   return m.SerializedHeaderForTest();
 }
 
@@ -616,7 +616,7 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
 
   RawClient tool(address);
   OutgoingMessage hello(wire::Kind::HELLO);
-  FillHello(hello.header(), JobCredentials{1, "", ""}, wire::Role::TOOL, -1);
+  FillHello(hello.header(), JobCredentials{1, "", "", ""}, wire::Role::TOOL, -1);
   ASSERT_EQ(tool.Exchange({hello.SerializedHeaderForTest()}), "<not an error>");
   EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::TOOL, -1, {})}),
             "knob-lease from tool; server 0 takes it only from the job's workers");
@@ -730,8 +730,10 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   EXPECT_NE(attacker.Exchange({h.substr(0, 16)}).find("malformed header"), std::string::npos);
   OutgoingMessage version(wire::Kind::PULL);
   version.header().setMajor(1);
+  version.header().setMinor(1);
   EXPECT_EQ(attacker.Exchange({Header(version)}),
-            "peer speaks protocol version 1.1, this node speaks 2.1 (major versions must match)");
+            "peer speaks protocol version 1.1, this node speaks 2." +
+                std::to_string(wire::PROTOCOL_MINOR) + " (major versions must match)");
   EXPECT_EQ(attacker.Exchange({PushHeader(99, 0, 4, 16), std::string(16, 'x')}),
             "push of unknown key 99 (the model has 8 keys)");
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 12), std::string(12, 'x')}),
