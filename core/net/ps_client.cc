@@ -13,6 +13,7 @@
 #include "core/net/knob_messages.h"
 #include "core/net/membership.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/util/log.h"
 
 namespace strata {
@@ -70,7 +71,7 @@ void PsClient::OpenLane(int server, bool reopening) {
     o.slot_bytes = options_.shm_slot_bytes;
     o.attach_timeout = std::min(options_.timeout, absl::Seconds(10));
     o.limits = options_.limits;
-    o.last_reply_unix_ns = &last_reply_unix_ns_;
+    o.last_reply_ns = &last_reply_ns_;
     o.resend = [this](std::vector<PsRequest> requests) { Enqueue(std::move(requests)); };
     o.decorate_channel = options_.decorate_channel;
     absl::StatusOr<std::unique_ptr<SharedMemoryLane>> open = SharedMemoryLane::Open(o);
@@ -101,14 +102,14 @@ void PsClient::OpenLane(int server, bool reopening) {
 absl::Status PsClient::Bootstrap() {
   STRATA_ASSIGN_OR_RETURN(coordinator_, Socket::Connect(context_, SocketKind::kDealer,
                                                         options_.coordinator, options_.limits));
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  const absl::Time deadline = MonotonicNow() + options_.timeout;
   while (true) {
     STRATA_RETURN_IF_ERROR(SendRegistration());
     // The map comes once every node has registered; re-register every few
     // seconds in case the coordinator restarted meanwhile.
-    const absl::Time retry = std::min(deadline, absl::Now() + absl::Seconds(5));
-    while (absl::Now() < retry) {
-      absl::StatusOr<RawMessage> raw = coordinator_->Receive(retry - absl::Now());
+    const absl::Time retry = std::min(deadline, MonotonicNow() + absl::Seconds(5));
+    while (MonotonicNow() < retry) {
+      absl::StatusOr<RawMessage> raw = coordinator_->Receive(retry - MonotonicNow());
       if (!raw.ok()) break;
       STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
       const auto r = reply.header();
@@ -137,7 +138,7 @@ absl::Status PsClient::Bootstrap() {
       break;
     }
     if (rank_ >= 0) break;
-    if (absl::Now() >= deadline) {
+    if (MonotonicNow() >= deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat("no cluster map from the coordinator ", options_.coordinator, " within ",
                        absl::FormatDuration(options_.timeout),
@@ -191,7 +192,7 @@ absl::Status PsClient::Bootstrap() {
 }
 
 absl::Status PsClient::SendRegistration() {
-  last_registration_ = absl::Now();
+  last_registration_ = MonotonicNow();
   STRATA_RETURN_IF_ERROR(strata::SayHello(*coordinator_, options_.credentials, options_.role,
                                           rank_ >= 0 ? rank_ : options_.rank));
   NodeDescription self{options_.role, rank_ >= 0 ? rank_ : options_.rank, options_.serving_address,
@@ -264,20 +265,20 @@ PsClient::KnobLease PsClient::knob_lease() const {
 absl::StatusOr<PsClient::KnobLease> PsClient::AwaitKnobLease(
     int64_t iteration, const std::map<std::string, std::string>& declared) {
   ScopedWait wait(wait_observer_);
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  const absl::Time deadline = MonotonicNow() + options_.timeout;
   while (true) {
     {
       absl::MutexLock lock(&knob_mu_);
-      const absl::Time ask_again = std::min(deadline, absl::Now() + options_.heartbeat_every);
+      const absl::Time ask_again = std::min(deadline, MonotonicNow() + options_.heartbeat_every);
       while (knob_lease_.until <= iteration && knob_lease_.status.ok()) {
-        if (knob_cv_.WaitWithDeadline(&knob_mu_, ask_again)) break;
+        if (knob_cv_.WaitWithTimeout(&knob_mu_, ask_again - MonotonicNow())) break;
       }
       if (knob_lease_.until > iteration || !knob_lease_.status.ok()) {
         STRATA_RETURN_IF_ERROR_CTX(knob_lease_.status, "the coordinator refused a knob lease");
         return knob_lease_;
       }
     }
-    if (absl::Now() >= deadline) {
+    if (MonotonicNow() >= deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat("no knob lease beyond iteration ", iteration, " from the coordinator ",
                        options_.coordinator, " within ", absl::FormatDuration(options_.timeout)));
@@ -373,7 +374,7 @@ void PsClient::ServeSocketsLocked(std::deque<PsRequest> fresh) {
     while (true) {
       absl::StatusOr<std::optional<RawMessage>> raw = servers_[s]->ReceiveNow();
       if (!raw.ok() || !raw->has_value()) break;
-      last_reply_unix_ns_.store(absl::ToUnixNanos(absl::Now()));
+      last_reply_ns_.store(absl::ToUnixNanos(MonotonicNow()));
       HandleReply(static_cast<int>(s), **std::move(raw));
       answered = true;
     }
@@ -394,7 +395,7 @@ void PsClient::DriveSockets(const Ticket& ticket, absl::Time until) {
     std::vector<pollfd> fds;
     for (int fd : server_fds_) fds.push_back({fd, POLLIN, 0});
     fds.push_back({replies_event_fd_, POLLIN, 0});
-    const int64_t ms = std::clamp<int64_t>(absl::ToInt64Milliseconds(until - absl::Now()), 0, 5);
+    const int64_t ms = std::clamp<int64_t>(absl::ToInt64Milliseconds(until - MonotonicNow()), 0, 5);
     if (::poll(fds.data(), fds.size(), static_cast<int>(ms)) > 0) {
       if (fds.back().revents & POLLIN) {
         uint64_t n = 0;
@@ -499,7 +500,7 @@ void PsClient::FinishLanes() {
 void PsClient::Leave(const absl::Status& why) {
   FinishLanes();
   const Ticket left = SubmitToAll(wire::Kind::LEAVE, std::string(why.message()));
-  absl::Status s = WaitWhileAnswered(left, absl::Now(), std::min(options_.timeout, kLeaveWait));
+  absl::Status s = WaitWhileAnswered(left, MonotonicNow(), std::min(options_.timeout, kLeaveWait));
   if (!s.ok())
     LogWarning("telling the servers why this worker stops: %s", std::string(s.message()).c_str());
 }
@@ -523,7 +524,9 @@ absl::StatusOr<ClockReport> PsClient::Clocks(int server) {
   return op->clocks();
 }
 
-absl::Status PsClient::Wait(const Ticket& ticket) { return WaitWhileAnswered(ticket, absl::Now()); }
+absl::Status PsClient::Wait(const Ticket& ticket) {
+  return WaitWhileAnswered(ticket, MonotonicNow());
+}
 
 absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time started,
                                          std::optional<absl::Duration> silence) {
@@ -533,7 +536,7 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
   while (!ticket->done()) {
     // The deadline moves with every reply from any server: only `timeout`
     // of silence fails the wait.
-    const int64_t last_reply = last_reply_unix_ns_.load();
+    const int64_t last_reply = last_reply_ns_.load();
     const absl::Time deadline = std::max(started, absl::FromUnixNanos(last_reply)) + timeout;
     const int lane_server = ticket->lane_server();
     if (lane_server >= 0) {
@@ -544,12 +547,13 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
       });
       if (!drove) {
         // Another thread reads that lane and answers our part; look again soon.
-        ticket->AwaitOffLane(lane_server, std::min(deadline, absl::Now() + absl::Milliseconds(1)));
+        ticket->AwaitOffLane(lane_server,
+                             std::min(deadline, MonotonicNow() + absl::Milliseconds(1)));
       }
     } else {
       DriveSockets(ticket, deadline);
     }
-    if (ticket->done() || absl::Now() < deadline || last_reply_unix_ns_.load() != last_reply) {
+    if (ticket->done() || MonotonicNow() < deadline || last_reply_ns_.load() != last_reply) {
       continue;
     }
     const std::vector<int> waiting = ticket->waiting_on();
@@ -565,7 +569,7 @@ absl::Status PsClient::WaitWhileAnswered(const Ticket& ticket, absl::Time starte
 
 absl::Status PsClient::WaitAll(const std::vector<Ticket>& tickets) {
   // One silence budget for all: the wait began when the first ticket's did.
-  const absl::Time started = absl::Now();
+  const absl::Time started = MonotonicNow();
   ScopedWait wait(wait_observer_);
   absl::Status first;
   for (const Ticket& t : tickets) {
@@ -688,7 +692,7 @@ void PsClient::IoLoop() {
   for (auto& m : monitors_) items.push_back({static_cast<void*>(*m), 0, ZMQ_POLLIN, 0});
   const size_t first_server = items.size();
   for (int fd : server_fds_) items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
-  absl::Time next_heartbeat = absl::Now();
+  absl::Time next_heartbeat = MonotonicNow();
   bool backlogged = false;
   while (true) {
     // A waiting caller reads its replies itself.
@@ -733,7 +737,7 @@ void PsClient::IoLoop() {
       }
       // A restarted coordinator refuses our heartbeats: register again (at
       // most once a heartbeat period).
-      if (forgotten && absl::Now() - last_registration_ >= options_.heartbeat_every) {
+      if (forgotten && MonotonicNow() - last_registration_ >= options_.heartbeat_every) {
         LogInfo("registering again with the coordinator %s", options_.coordinator.c_str());
         (void)SendRegistration();
       }
@@ -746,7 +750,7 @@ void PsClient::IoLoop() {
     for (const auto& lane : all_lanes()) {
       if (lane != nullptr) lane->Drain();
     }
-    const absl::Time now = absl::Now();
+    const absl::Time now = MonotonicNow();
     if (now >= next_heartbeat) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
       FillHeartbeat(beat.header(), options_.credentials.job_id, options_.role, rank_);

@@ -238,7 +238,8 @@ class PsClient {
   void HandleConnectionEvents(int server);
   void Wake();
   // Waits until `ticket` completes or no server has answered for `silence`
-  // (the client's timeout when unset) since max(started, the last reply).
+  // (the client's timeout when unset) since max(started, the last reply);
+  // times on the monotonic clock (core/util/clock.h).
   absl::Status WaitWhileAnswered(const Ticket& ticket, absl::Time started,
                                  std::optional<absl::Duration> silence = std::nullopt);
   std::string ServerName(int server) const;
@@ -283,8 +284,8 @@ class PsClient {
   // Per server: ids of in-flight requests its full send queue refused, in
   // order; sent again as soon as the socket takes messages.
   std::vector<std::deque<uint64_t>> backlog_ ABSL_GUARDED_BY(socket_mu_);
-  std::atomic<int64_t> last_reply_unix_ns_{0};  // any server's, read by waiting callers
-  absl::Time last_registration_;                // I/O thread: the coordinator's last REGISTER
+  std::atomic<int64_t> last_reply_ns_{0};  // any server's, read by waiting callers
+  absl::Time last_registration_;           // I/O thread: the coordinator's last REGISTER
 
   absl::Mutex queue_mu_;
   std::deque<PsRequest> queue_ ABSL_GUARDED_BY(queue_mu_);

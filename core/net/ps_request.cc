@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 
 namespace strata {
 
@@ -43,18 +44,13 @@ bool Operation::on_lane(int server) const {
   return std::find(on_lane_.begin(), on_lane_.end(), server) != on_lane_.end();
 }
 
-bool Operation::AwaitDone(absl::Time deadline) const {
-  absl::MutexLock lock(&mu_);
-  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return remaining_ == 0; };
-  return mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
-}
-
 bool Operation::AwaitOffLane(int server, absl::Time deadline) const {
   absl::MutexLock lock(&mu_);
   auto off = [this, server]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return std::find(on_lane_.begin(), on_lane_.end(), server) == on_lane_.end();
   };
-  return mu_.AwaitWithDeadline(absl::Condition(&off), deadline);
+  // absl's deadline waits read the wall clock: wait for the time left.
+  return mu_.AwaitWithTimeout(absl::Condition(&off), deadline - MonotonicNow());
 }
 
 void Operation::AddParts(const std::vector<int>& servers) {

@@ -46,9 +46,8 @@ class Operation {
   // A server whose lane carries an unanswered part, or -1.
   int lane_server() const;
   bool on_lane(int server) const;
-  // Wait until done (or, below, until no part is on `server`'s lane);
-  // false when `deadline` passed first.
-  bool AwaitDone(absl::Time deadline) const;
+  // Waits until no part is on `server`'s lane; false when `deadline` (on
+  // the monotonic clock, core/util/clock.h) passed first.
   bool AwaitOffLane(int server, absl::Time deadline) const;
 
   // For the client's paths. AddParts comes before any part is sent.

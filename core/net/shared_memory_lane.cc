@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/util/log.h"
 
 namespace strata {
@@ -59,9 +60,9 @@ absl::Status SharedMemoryLane::Attach() {
   h.setShmSlotBytes(region_->slot_bytes());
   h.setShmHost(ColocationId());
   STRATA_RETURN_IF_ERROR(channel_->Send(offer).status());
-  const absl::Time deadline = absl::Now() + options_.attach_timeout;
-  while (absl::Now() < deadline) {
-    WaitReadable(*channel_, deadline - absl::Now());
+  const absl::Time deadline = MonotonicNow() + options_.attach_timeout;
+  while (MonotonicNow() < deadline) {
+    WaitReadable(*channel_, deadline - MonotonicNow());
     STRATA_ASSIGN_OR_RETURN(std::optional<RawMessage> packet, channel_->ReceiveNow());
     if (!packet.has_value()) continue;
     STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(packet), options_.limits));
@@ -130,7 +131,7 @@ bool SharedMemoryLane::Drive(absl::Time deadline, absl::FunctionRef<bool()> done
   while (!done() && !closed_.load()) {
     ReadReplies();
     if (done() || closed_.load()) break;
-    const absl::Time now = absl::Now();
+    const absl::Time now = MonotonicNow();
     if (now >= deadline) break;
     // Bounded: a part cancelled by another thread wakes nobody here.
     WaitReadable(*channel_, std::min(deadline - now, absl::Milliseconds(100)));
@@ -170,7 +171,7 @@ void SharedMemoryLane::HandleReply(RawMessage raw) {
                std::string(message.status().message()).c_str());
     return;
   }
-  options_.last_reply_unix_ns->store(absl::ToUnixNanos(absl::Now()));
+  options_.last_reply_ns->store(absl::ToUnixNanos(MonotonicNow()));
   InFlight entry;
   ReplyOutcome outcome;
   {

@@ -60,8 +60,9 @@ struct SharedMemoryLaneOptions {
   uint64_t slot_bytes = 0;
   absl::Duration attach_timeout = absl::Seconds(10);
   WireLimits limits;
-  // Stamped with the time of every reply (the client's silence clock).
-  std::atomic<int64_t>* last_reply_unix_ns = nullptr;
+  // Stamped with the time of every reply, in nanoseconds of MonotonicNow()
+  // (core/util/clock.h): the client's silence clock.
+  std::atomic<int64_t>* last_reply_ns = nullptr;
   // Takes requests orphaned by a closed lane (see above); called with the
   // lane's lock held, so it must not call back into the lane.
   std::function<void(std::vector<PsRequest>)> resend;
@@ -80,8 +81,8 @@ class SharedMemoryLane {
   // Sends `request` on the lane and takes it (true), or leaves it
   // untouched (false; see above).
   bool TrySend(PsRequest& request);
-  // Reads replies until `done()` holds, the lane closes, or `deadline`
-  // passes. Returns false at once when another thread is reading them.
+  // Reads replies until `done()` holds, the lane closes, or `deadline` (on
+  // the monotonic clock) passes. Returns false at once when another thread is reading them.
   bool Drive(absl::Time deadline, absl::FunctionRef<bool()> done);
   // Reads the replies already there, unless another thread is reading.
   void Drain();

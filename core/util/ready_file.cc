@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/clock.h"
 #include "core/util/json_file.h"
 
 namespace strata {
@@ -18,7 +19,7 @@ absl::Status WriteReadyFile(const std::string& path, nlohmann::json facts) {
 absl::StatusOr<nlohmann::json> AwaitReadyFile(
     const std::string& path, const std::string& who, absl::Duration timeout,
     const std::function<std::optional<std::string>()>& gone) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = MonotonicNow() + timeout;
   while (true) {
     std::ifstream in(path);
     if (in) {
@@ -30,7 +31,7 @@ absl::StatusOr<nlohmann::json> AwaitReadyFile(
         return absl::FailedPreconditionError(absl::StrCat(who, " ", *why, " before it was ready"));
       }
     }
-    if (absl::Now() >= deadline) {
+    if (MonotonicNow() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(who, " did not say it was ready (", path,
                                                       ") within ", absl::FormatDuration(timeout)));
     }

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/util/network_namespace.h"
 
 extern char** environ;
@@ -160,9 +161,9 @@ void ChildProcess::Signal(int signal) {
 
 int ChildProcess::Stop(absl::Duration grace) {
   Signal(SIGTERM);
-  const absl::Time give_up = absl::Now() + grace;
+  const absl::Time give_up = MonotonicNow() + grace;
   while (!Poll().has_value()) {
-    if (absl::Now() > give_up) {
+    if (MonotonicNow() > give_up) {
       Signal(SIGKILL);
       return Wait();
     }
@@ -202,7 +203,7 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& sp
   }
   std::vector<int> codes(specs.size(), -1);
   size_t running = specs.size();
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = MonotonicNow() + timeout;
   const bool interruptible =
       std::any_of(specs.begin(), specs.end(), [](const ProcessSpec& s) { return s.interruptible; });
   while (running > 0) {
@@ -224,7 +225,7 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& sp
       stop_all();
       return absl::CancelledError("interrupted: every started process was stopped");
     }
-    if (running > 0 && absl::Now() > deadline) {
+    if (running > 0 && MonotonicNow() > deadline) {
       stop_all();
       return absl::DeadlineExceededError(absl::StrCat(
           absl::StrJoin(specs.front().argv, " "), specs.size() > 1 ? " (and the others)" : "",

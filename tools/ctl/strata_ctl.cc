@@ -26,6 +26,7 @@
 #include "core/net/knob_messages.h"
 #include "core/net/transport.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/util/flag_names.h"
 
 ABSL_FLAG(int64_t, from_iteration, -1,
@@ -43,9 +44,9 @@ absl::StatusOr<IncomingMessage> Ask(Socket& socket, OutgoingMessage& request, ui
                                     absl::Duration timeout) {
   request.header().setRequestId(id);
   STRATA_RETURN_IF_ERROR(socket.Send(request));
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    absl::StatusOr<RawMessage> raw = socket.Receive(deadline - absl::Now());
+  const absl::Time deadline = MonotonicNow() + timeout;
+  while (MonotonicNow() < deadline) {
+    absl::StatusOr<RawMessage> raw = socket.Receive(deadline - MonotonicNow());
     if (!raw.ok()) break;
     STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), WireLimits()));
     if (reply.header().getRequestId() != id) continue;
