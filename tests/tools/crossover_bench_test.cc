@@ -49,6 +49,31 @@ TEST_F(CrossoverBenchTest, ReportsEveryPolicyAgainstTheBoundOfTheJobsOwnIteratio
               1e-9);
 }
 
+// A sweep over two emulated link rates: a point per rate in the report, the
+// throughput of every policy against the rate and the last point's timeline.
+TEST_F(CrossoverBenchTest, ASweepReportsEachLinkRateAndDrawsThroughputAndTimeline) {
+  const std::string json = dir_ + "/sweep.json";
+  const std::string png = dir_ + "/sweep.png";
+  const auto [code, out] =
+      RunCommand(kBin + "strata_bench crossover --jobs " + kConfig + "," + kBatchNormConfig +
+                 " --conv-workers 1 --steps 4 --repeat 1 --threads 1 --policies naive,crossover "
+                 "--sweep bandwidth=500mbit,2gbit --json " +
+                 json + " --plot " + png);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("sweep: link"), std::string::npos) << out;
+  EXPECT_EQ(ReadFile(png).substr(1, 3), "PNG");
+  EXPECT_EQ(ReadFile(dir_ + "/sweep.timeline.png").substr(1, 3), "PNG");
+  const nlohmann::json j = Summary(json);
+  EXPECT_EQ(j["sweep"], "bandwidth");
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["points"][0]["bandwidth"], "500mbit");
+  EXPECT_EQ(j["points"][1]["bandwidth"], "2gbit");
+  for (const nlohmann::json& point : j["points"]) {
+    EXPECT_GT(point["policies"]["crossover"]["median"].get<double>(), 0.0);
+    EXPECT_EQ(point["policies"].count("exclusive"), 0u);
+  }
+}
+
 TEST_F(CrossoverBenchTest, OneJobOrAnUnknownPolicyIsRefused) {
   auto [code, out] = RunCommand(kBin + "strata_bench crossover --jobs " + kConfig);
   EXPECT_EQ(code, 1);
@@ -60,6 +85,14 @@ TEST_F(CrossoverBenchTest, OneJobOrAnUnknownPolicyIsRefused) {
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("--policies fifo: use exclusive, naive or crossover"), std::string::npos)
       << out;
+  std::tie(code, out) = RunCommand(kBin + "strata_bench crossover --jobs " + kConfig + "," +
+                                   kConfig + " --plot x.png");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("--plot needs --sweep bandwidth="), std::string::npos) << out;
+  std::tie(code, out) = RunCommand(kBin + "strata_bench crossover --jobs " + kConfig + "," +
+                                   kConfig + " --sweep latency=1ms");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("crossover sweeps bandwidth="), std::string::npos) << out;
 }
 
 }  // namespace

@@ -21,6 +21,9 @@
 #include "scheduler/iteration_record.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/progress_bar.h"
+#include "tools/bench/throughput_plot.h"
+#include "tools/bench/train_report.h"
+#include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
 namespace {
@@ -246,24 +249,17 @@ absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_p
   return absl::OkStatus();
 }
 
-}  // namespace
+// One point: every round runs each job alone, then every policy; prints
+// the point's table. `o.bandwidth` is the point's link.
+struct PointResult {
+  double compute = 0, communication = 0;                 // per iteration, summed over the jobs
+  double ideal = 0, in_turns = 0;                        // images/s
+  std::map<std::string, std::vector<double>> aggregate;  // by policy, one per round
+  std::map<std::string, std::string> records;            // by policy: the last round's
+  nlohmann::json report;
+};
 
-absl::Status RunCrossoverBench(const CrossoverBenchOptions& o) {
-  if (o.jobs.size() < 2) {
-    return absl::InvalidArgumentError("--jobs: name two or more job configs (a.json,b.json)");
-  }
-  if (o.repeat < 1 || o.steps < 2) {
-    return absl::InvalidArgumentError("--repeat must be at least 1 and --steps at least 2");
-  }
-  for (const std::string& policy : o.policies) {
-    if (policy != "exclusive" && policy != "naive" && policy != "crossover") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--policies ", policy, ": use exclusive, naive or crossover"));
-    }
-  }
-  char tmpl[] = "/tmp/strata_crossover_bench_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
-  const std::string scratch = tmpl;
+absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::string& scratch) {
   CrossoverRunner runner(o, scratch);
   const size_t jobs = o.jobs.size();
   std::printf(
@@ -273,9 +269,8 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& o) {
       o.repeat, o.bandwidth.empty() ? "loopback" : ("links of " + o.bandwidth).c_str());
   ProgressBar progress(o.repeat * static_cast<int>(jobs + o.policies.size()));
 
+  PointResult point;
   std::vector<std::vector<AloneRun>> alone(jobs);
-  std::map<std::string, std::vector<double>> aggregate;  // by policy, one per round
-  std::map<std::string, std::string> records;            // by policy: the latest run's
   for (int round = 0; round < o.repeat; ++round) {
     for (size_t job = 0; job < jobs; ++job) {
       progress.Begin(absl::StrCat("job ", job + 1, " alone"));
@@ -287,11 +282,11 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& o) {
     }
     for (const std::string& policy : o.policies) {
       progress.Begin(policy);
-      // The last round's records draw the timeline.
-      records[policy] = absl::StrCat(scratch, "/records_", policy, "_", round);
-      absl::StatusOr<double> rate = runner.RunTogether(policy, records[policy]);
+      point.records[policy] =
+          absl::StrCat(scratch, "/records_", policy, "_", round, "_", o.bandwidth);
+      absl::StatusOr<double> rate = runner.RunTogether(policy, point.records[policy]);
       if (!rate.ok()) return rate.status();
-      aggregate[policy].push_back(*rate);
+      point.aggregate[policy].push_back(*rate);
       progress.End(absl::StrFormat("%.0f images/s, all jobs", *rate));
     }
   }
@@ -308,8 +303,10 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& o) {
     m += Median(ms);
     images_per_pair += alone[job].front().batch;
   }
-  const double ideal = images_per_pair / std::max(c, m);
-  const double in_turns = images_per_pair / (c + m);
+  point.compute = c;
+  point.communication = m;
+  const double ideal = point.ideal = images_per_pair / std::max(c, m);
+  const double in_turns = point.in_turns = images_per_pair / (c + m);
 
   std::printf(
       "\nalone, per iteration (medians): compute %.1f ms, communication %.1f ms summed "
@@ -318,21 +315,22 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& o) {
   std::printf("%-10s %14s %12s %8s %8s\n", "policy", "images/s (med)", "min..max", "of ideal",
               "vs excl.");
   std::map<std::string, double> medians;
-  for (const std::string& policy : o.policies) medians[policy] = Median(aggregate[policy]);
-  nlohmann::json report = {{"jobs", o.jobs},
-                           {"mode", o.mode},
-                           {"servers", o.servers},
-                           {"conv_workers", o.conv_workers},
-                           {"steps", o.steps},
-                           {"rounds", o.repeat},
-                           {"threads", o.threads},
-                           {"bandwidth", o.bandwidth.empty() ? "loopback" : o.bandwidth},
-                           {"compute_seconds_per_iteration", c},
-                           {"communication_seconds_per_iteration", m},
-                           {"ideal_images_per_sec", ideal},
-                           {"in_turns_images_per_sec", in_turns}};
+  for (const std::string& policy : o.policies) medians[policy] = Median(point.aggregate[policy]);
+  nlohmann::json& report = point.report;
+  report = {{"jobs", o.jobs},
+            {"mode", o.mode},
+            {"servers", o.servers},
+            {"conv_workers", o.conv_workers},
+            {"steps", o.steps},
+            {"rounds", o.repeat},
+            {"threads", o.threads},
+            {"bandwidth", o.bandwidth.empty() ? "loopback" : o.bandwidth},
+            {"compute_seconds_per_iteration", c},
+            {"communication_seconds_per_iteration", m},
+            {"ideal_images_per_sec", ideal},
+            {"in_turns_images_per_sec", in_turns}};
   for (const std::string& policy : o.policies) {
-    const std::vector<double>& v = aggregate[policy];
+    const std::vector<double>& v = point.aggregate[policy];
     const double med = medians[policy];
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     const bool has_exclusive = medians.count("exclusive") > 0 && medians["exclusive"] > 0;
@@ -350,12 +348,112 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& o) {
     report["crossover_over_exclusive"] = vs_exclusive;
     report["crossover_over_naive"] = vs_naive;
   }
+  return point;
+}
 
-  if (!o.timeline_out.empty()) {
-    STRATA_RETURN_IF_ERROR(DrawTimeline(records, o.policies, jobs, o.timeline_out, scratch));
-    std::printf("timeline (the last round): %s\n", o.timeline_out.c_str());
+// The throughput of every policy and the ideal bound against the swept
+// link rate.
+absl::Status DrawThroughput(const CrossoverBenchOptions& o, const std::vector<PointResult>& points,
+                            const std::string& png_path) {
+  TrainReport plot;
+  plot.sweep_parameter = "bandwidth";
+  plot.facts["title"] =
+      absl::StrFormat("strata_bench crossover: %zu jobs, %s mode, %d conv worker(s)", o.jobs.size(),
+                      o.mode.c_str(), o.conv_workers);
+  for (size_t i = 0; i < points.size(); ++i) {
+    SweepPoint p;
+    p.value = o.bandwidths[i];
+    STRATA_ASSIGN_OR_RETURN(const double bytes_per_second, ParseBandwidth(o.bandwidths[i]));
+    p.numeric = bytes_per_second * 8;
+    p.contenders.push_back({"ideal overlap (from the alone runs)", {points[i].ideal}, 0, {}});
+    for (const std::string& policy : o.policies) {
+      p.contenders.push_back({policy, points[i].aggregate.at(policy), 0, {}});
+    }
+    plot.points.push_back(std::move(p));
   }
-  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
+  return WriteThroughputPlot(plot, png_path);
+}
+
+// "out.png" -> "out.timeline.png".
+std::string TimelinePathFor(const std::string& plot_path) {
+  const std::filesystem::path p(plot_path);
+  return (p.parent_path() / (p.stem().string() + ".timeline" + p.extension().string())).string();
+}
+
+}  // namespace
+
+absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
+  const CrossoverBenchOptions& o = options;
+  if (o.jobs.size() < 2) {
+    return absl::InvalidArgumentError("--jobs: name two or more job configs (a.json,b.json)");
+  }
+  if (o.repeat < 1 || o.steps < 2) {
+    return absl::InvalidArgumentError("--repeat must be at least 1 and --steps at least 2");
+  }
+  for (const std::string& policy : o.policies) {
+    if (policy != "exclusive" && policy != "naive" && policy != "crossover") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policies ", policy, ": use exclusive, naive or crossover"));
+    }
+  }
+  for (const std::string& b : o.bandwidths) {
+    STRATA_RETURN_IF_ERROR_CTX(ParseBandwidth(b).status(), "--sweep bandwidth=");
+  }
+  if (!o.plot_out.empty() && o.bandwidths.empty()) {
+    return absl::InvalidArgumentError(
+        "--plot needs --sweep bandwidth=... (throughput against the link rate)");
+  }
+  char tmpl[] = "/tmp/strata_crossover_bench_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
+  const std::string scratch = tmpl;
+
+  std::vector<std::string> links = o.bandwidths;
+  if (links.empty()) links.push_back(o.bandwidth);
+  std::vector<PointResult> points;
+  for (const std::string& link : links) {
+    CrossoverBenchOptions at = o;
+    at.bandwidth = link;
+    STRATA_ASSIGN_OR_RETURN(PointResult point, RunPoint(at, scratch));
+    points.push_back(std::move(point));
+    if (links.size() > 1) std::printf("\n");
+  }
+  if (links.size() > 1) {
+    std::printf("sweep: %-10s %8s", "link", "ideal");
+    for (const std::string& policy : o.policies) std::printf(" %10s", policy.c_str());
+    std::printf("  (median images/s)\n");
+    for (size_t i = 0; i < links.size(); ++i) {
+      std::printf("       %-10s %8.0f", links[i].c_str(), points[i].ideal);
+      for (const std::string& policy : o.policies) {
+        std::printf(" %10.0f", Median(points[i].aggregate[policy]));
+      }
+      std::printf("\n");
+    }
+  }
+
+  const std::string timeline = !o.timeline_out.empty()
+                                   ? o.timeline_out
+                                   : (o.plot_out.empty() ? "" : TimelinePathFor(o.plot_out));
+  if (!timeline.empty()) {
+    STRATA_RETURN_IF_ERROR(
+        DrawTimeline(points.back().records, o.policies, o.jobs.size(), timeline, scratch));
+    std::printf("timeline (the last round%s): %s\n",
+                links.size() > 1 ? absl::StrCat(" at ", links.back()).c_str() : "",
+                timeline.c_str());
+  }
+  if (!o.plot_out.empty()) {
+    STRATA_RETURN_IF_ERROR(DrawThroughput(o, points, o.plot_out));
+    std::printf("throughput: %s\n", o.plot_out.c_str());
+  }
+  if (!o.json_out.empty()) {
+    nlohmann::json report;
+    if (o.bandwidths.empty()) {
+      report = points.front().report;
+    } else {
+      report = {{"sweep", "bandwidth"}, {"points", nlohmann::json::array()}};
+      for (const PointResult& p : points) report["points"].push_back(p.report);
+    }
+    STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
+  }
   std::filesystem::remove_all(scratch);
   return absl::OkStatus();
 }

@@ -13,7 +13,9 @@
 // last job's end, read from conv worker 0's iteration records) as a
 // fraction of that bound, and the ratios crossover/exclusive and
 // crossover/naive. A PNG timeline of the last round shows, per job, when
-// it computed, waited for the device and waited for its peers.
+// it computed, waited for the device and waited for its peers. A sweep
+// runs all that at each link rate and can draw every policy's throughput
+// and the ideal against it.
 #ifndef STRATA_TOOLS_BENCH_CROSSOVER_BENCH_H_
 #define STRATA_TOOLS_BENCH_CROSSOVER_BENCH_H_
 
@@ -38,8 +40,12 @@ struct CrossoverBenchOptions {
   // Emulated link per host ("" = loopback) and one-way latency.
   std::string bandwidth;
   std::string latency = "0";
+  // A sweep over link rates ("100mbit", "1gbit"), each a point as above;
+  // empty = the one point of `bandwidth`.
+  std::vector<std::string> bandwidths;
   std::string json_out;      // "" = none
-  std::string timeline_out;  // PNG; "" = none
+  std::string timeline_out;  // PNG; "" = none (with plot_out: next to it, NAME.timeline.png)
+  std::string plot_out;      // PNG of throughput against the sweep; needs `bandwidths`
 };
 
 absl::Status RunCrossoverBench(const CrossoverBenchOptions& options);

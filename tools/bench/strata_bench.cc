@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "core/flags/cluster_flags.h"
@@ -61,7 +62,9 @@ ABSL_FLAG(int32_t, experts, 8, "moe: experts");
 ABSL_FLAG(int32_t, top_k, 2, "moe: experts per token");
 ABSL_FLAG(double, capacity, 1.25,
           "moe: capacity factor f (> 0 padded, < 0 capped need, 0 dropless)");
-ABSL_FLAG(std::string, plot, "", "train: with --sweep, draw images/s against it into this PNG");
+ABSL_FLAG(std::string, plot, "",
+          "train, crossover: with --sweep, draw images/s against it into this PNG (crossover: "
+          "and the timeline next to it)");
 ABSL_FLAG(std::string, jobs, "",
           "crossover: the job configs that share the cluster, a.json,b.json");
 ABSL_FLAG(std::string, policies, "exclusive,naive,crossover", "crossover: the policies to run");
@@ -88,7 +91,8 @@ int main(int argc, char** argv) {
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit\n"
       "  strata_bench crossover --jobs A.json,B.json [--mode ps] [--conv-workers N] [--steps K]\n"
       "                         [--repeat R] [--bandwidth 1gbit] [--batch-size B]\n"
-      "                         [--policies exclusive,naive,crossover] [--timeline t.png]");
+      "                         [--policies exclusive,naive,crossover] [--timeline t.png]\n"
+      "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess("bench");
@@ -144,7 +148,16 @@ int main(int argc, char** argv) {
     o.latency = absl::GetFlag(FLAGS_latency);
     o.json_out = absl::GetFlag(FLAGS_json);
     o.timeline_out = absl::GetFlag(FLAGS_timeline);
-    status = strata::bench::RunCrossoverBench(o);
+    o.plot_out = absl::GetFlag(FLAGS_plot);
+    const std::string sweep = absl::GetFlag(FLAGS_sweep);
+    if (!sweep.empty()) {
+      if (!absl::StartsWith(sweep, "bandwidth=")) {
+        status = absl::InvalidArgumentError(
+            absl::StrCat("--sweep ", sweep, ": crossover sweeps bandwidth=100mbit,1gbit,..."));
+      }
+      o.bandwidths = absl::StrSplit(sweep.substr(sweep.find('=') + 1), ',', absl::SkipEmpty());
+    }
+    if (status.ok()) status = strata::bench::RunCrossoverBench(o);
   } else if (command == "plan") {
     strata::bench::PlanOptions o;
     o.config = absl::GetFlag(FLAGS_config);
