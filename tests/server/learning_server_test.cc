@@ -145,6 +145,50 @@ TEST_F(LearningServerTest, TwoServersLearnEachJobAndServeJobsTogetherAndInTurn) 
   EXPECT_EQ(testing::CountStrataProcesses(dir_), 0);
 }
 
+// Stanza: the FC worker and the conv workers of a stanza job bring its
+// spec; the server learns the job (stanza keys: the trunk's only) from
+// whichever says hello first, and the job trains to its end.
+TEST_F(LearningServerTest, AStanzaJobIsLearnedAndTrainsToItsEnd) {
+  std::string coordinator;
+  auto server = Server(0, 1, {}, &coordinator);
+  auto fc = std::make_unique<Process>(
+      std::vector<std::string>{kBin + "strata_fc_worker", "--coordinator", coordinator, "--config",
+                               kConfig, "--max-steps", std::to_string(kSteps), "--evaluate=false",
+                               "--progress=false", "--threads", "1", "--timeout", "30"},
+      dir_ + "/fc.log");
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> argv = {kBin + "strata_conv_worker",
+                                     "--mode",
+                                     "stanza",
+                                     "--coordinator",
+                                     coordinator,
+                                     "--config",
+                                     kConfig,
+                                     "--rank",
+                                     std::to_string(rank),
+                                     "--max-steps",
+                                     std::to_string(kSteps),
+                                     "--evaluate=false",
+                                     "--progress=false",
+                                     "--threads",
+                                     "1",
+                                     "--timeout",
+                                     "30"};
+    workers.push_back(
+        std::make_unique<Process>(argv, dir_ + "/stanza" + std::to_string(rank) + ".log"));
+  }
+  for (auto& w : workers) EXPECT_EQ(w->Wait(), 0) << w->log();
+  EXPECT_EQ(fc->Wait(), 0) << fc->log();
+  EXPECT_EQ(server->Wait(), 0) << server->log();
+  const std::string log = server->log();
+  EXPECT_NE(log.find("learned job 1 from the hello of"), std::string::npos) << log;
+  EXPECT_NE(log.find("finished job 1: worker clocks [" + std::to_string(kSteps) + " " +
+                     std::to_string(kSteps) + "]"),
+            std::string::npos)
+      << log;
+}
+
 TEST_F(LearningServerTest, AHelloItCannotServeIsRefusedByNameAndTheJobItServesTrainsOn) {
   const std::string token = dir_ + "/token";
   std::ofstream(token) << "learning-test-token\n";
