@@ -664,15 +664,14 @@ absl::Status JobServer::ServeCoordinatorLink() {
 }
 
 absl::Status JobServer::Tick(absl::Time now) {
-  if (coordinator_ != nullptr && !coordinator_->all_registered() &&
-      now - created_ > options_.assemble_within) {
-    const absl::Status late = absl::DeadlineExceededError(absl::StrCat(
-        "the job's nodes did not all register within ",
-        absl::FormatDuration(options_.assemble_within), " (", coordinator_->Registered(), ")"));
-    coordinator_->Abandon(late);
-    return late;
-  }
   if (coordinator_ != nullptr) {
+    if (!coordinator_->all_registered() && now - created_ > options_.assemble_within) {
+      const absl::Status late = absl::DeadlineExceededError(absl::StrCat(
+          "the job's nodes did not all register within ",
+          absl::FormatDuration(options_.assemble_within), " (", coordinator_->Registered(), ")"));
+      coordinator_->Abandon(late);
+      return late;
+    }
     for (const Peer& dead : coordinator_->CheckLiveness(now)) {
       OnWorkerStopped(dead, "stopped sending heartbeats");
     }

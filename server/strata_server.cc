@@ -99,13 +99,13 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   return o;
 }
 
-// `mode` checked, and the FC workers it takes from `layout`.
-absl::Status SetMode(const std::string& mode, const ClusterLayout& layout, ServerOptions* o) {
+// `mode` checked, and the `fc_workers` it takes (stanza only).
+absl::Status SetMode(const std::string& mode, int fc_workers, ServerOptions* o) {
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
   o->mode = mode;
-  o->fc_workers = mode == "stanza" ? layout.fc_workers : 0;
+  o->fc_workers = mode == "stanza" ? fc_workers : 0;
   return absl::OkStatus();
 }
 
@@ -127,7 +127,7 @@ absl::StatusOr<ServerOptions> JobFromFlags(const std::string& config_path) {
   const ClusterLayout layout = LayoutFromFlags(o.config.cluster);
   o.servers = layout.servers;
   o.workers = layout.conv_workers;
-  STRATA_RETURN_IF_ERROR(SetMode(absl::GetFlag(FLAGS_mode), layout, &o));
+  STRATA_RETURN_IF_ERROR(SetMode(absl::GetFlag(FLAGS_mode), layout.fc_workers, &o));
   return o;
 }
 
@@ -142,19 +142,15 @@ absl::StatusOr<ServerOptions> LearnedJob(const ServerOptions& process, const Job
   o.checkpoint_path = PathForJob(process.checkpoint_path, job_id);
   o.assemble_within = absl::Seconds(absl::GetFlag(FLAGS_assemble_timeout));
   const ClusterConfig& cluster = spec.config.cluster;
-  ClusterConfig unset;
-  unset.servers = unset.conv_workers = unset.fc_workers = 0;
-  const int servers_flag = LayoutFromFlags(unset).servers;  // 0: not given
-  if (servers_flag > 0 && cluster.servers != servers_flag) {
+  const int group = LayoutFromFlags(cluster).servers;  // --servers where given
+  if (group != cluster.servers) {
     return absl::InvalidArgumentError(absl::StrCat("its config has ", cluster.servers,
                                                    " servers (cluster.servers), this server group ",
-                                                   servers_flag, " (--servers)"));
+                                                   group, " (--servers)"));
   }
-  o.servers = static_cast<int>(cluster.servers);
+  o.servers = group;
   o.workers = static_cast<int>(cluster.conv_workers);
-  ClusterLayout layout;
-  layout.fc_workers = static_cast<int>(cluster.fc_workers);
-  STRATA_RETURN_IF_ERROR(SetMode(spec.mode, layout, &o));
+  STRATA_RETURN_IF_ERROR(SetMode(spec.mode, static_cast<int>(cluster.fc_workers), &o));
   return o;
 }
 

@@ -56,32 +56,26 @@ class LearningServerTest : public testing::ClusterTest {
     if (rank == 0) *coordinator = address;
     return server;
   }
-  // A ps conv worker of job `job_id` of `config`; its parameters go to
+  // `command` (a worker binary and its mode) for job `job_id` of `config`
+  // with the flags every worker here takes; its parameters go to
   // `name`.ckpt, its output to `name`.log.
+  std::unique_ptr<Process> Node(std::vector<std::string> command, const std::string& coordinator,
+                                const std::string& config, int job_id, const std::string& name,
+                                const std::vector<std::string>& extra = {}) const {
+    command.insert(
+        command.end(),
+        {"--coordinator", coordinator, "--config", config, "--job-id", std::to_string(job_id),
+         "--max-steps", std::to_string(kSteps), "--evaluate=false", "--progress=false", "--threads",
+         "1", "--timeout", "30", "--parameters-out", dir_ + "/" + name + ".ckpt"});
+    command.insert(command.end(), extra.begin(), extra.end());
+    return std::make_unique<Process>(command, dir_ + "/" + name + ".log");
+  }
+  // A ps conv worker (see Node).
   std::unique_ptr<Process> Worker(const std::string& coordinator, const std::string& config,
                                   int job_id, const std::string& name,
                                   const std::vector<std::string>& extra = {}) const {
-    std::vector<std::string> argv = {kBin + "strata_conv_worker",
-                                     "--mode",
-                                     "ps",
-                                     "--coordinator",
-                                     coordinator,
-                                     "--config",
-                                     config,
-                                     "--job-id",
-                                     std::to_string(job_id),
-                                     "--max-steps",
-                                     std::to_string(kSteps),
-                                     "--evaluate=false",
-                                     "--progress=false",
-                                     "--threads",
-                                     "1",
-                                     "--timeout",
-                                     "30",
-                                     "--parameters-out",
-                                     dir_ + "/" + name + ".ckpt"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return std::make_unique<Process>(argv, dir_ + "/" + name + ".log");
+    return Node({kBin + "strata_conv_worker", "--mode", "ps"}, coordinator, config, job_id, name,
+                extra);
   }
   // `config` trained by strata_launch with servers given its config.
   std::string Alone(const std::string& config, int servers, const std::string& name) const {
@@ -151,32 +145,11 @@ TEST_F(LearningServerTest, TwoServersLearnEachJobAndServeJobsTogetherAndInTurn) 
 TEST_F(LearningServerTest, AStanzaJobIsLearnedAndTrainsToItsEnd) {
   std::string coordinator;
   auto server = Server(0, 1, {}, &coordinator);
-  auto fc = std::make_unique<Process>(
-      std::vector<std::string>{kBin + "strata_fc_worker", "--coordinator", coordinator, "--config",
-                               kConfig, "--max-steps", std::to_string(kSteps), "--evaluate=false",
-                               "--progress=false", "--threads", "1", "--timeout", "30"},
-      dir_ + "/fc.log");
+  auto fc = Node({kBin + "strata_fc_worker"}, coordinator, kConfig, 1, "fc");
   std::vector<std::unique_ptr<Process>> workers;
   for (int rank = 0; rank < 2; ++rank) {
-    std::vector<std::string> argv = {kBin + "strata_conv_worker",
-                                     "--mode",
-                                     "stanza",
-                                     "--coordinator",
-                                     coordinator,
-                                     "--config",
-                                     kConfig,
-                                     "--rank",
-                                     std::to_string(rank),
-                                     "--max-steps",
-                                     std::to_string(kSteps),
-                                     "--evaluate=false",
-                                     "--progress=false",
-                                     "--threads",
-                                     "1",
-                                     "--timeout",
-                                     "30"};
-    workers.push_back(
-        std::make_unique<Process>(argv, dir_ + "/stanza" + std::to_string(rank) + ".log"));
+    workers.push_back(Node({kBin + "strata_conv_worker", "--mode", "stanza"}, coordinator, kConfig,
+                           1, "stanza" + std::to_string(rank), {"--rank", std::to_string(rank)}));
   }
   for (auto& w : workers) EXPECT_EQ(w->Wait(), 0) << w->log();
   EXPECT_EQ(fc->Wait(), 0) << fc->log();
