@@ -121,8 +121,10 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   hooks.Attach(&lo);
   StepLoop loop(lo);
   client->set_wait_observer(loop.waits());
+  model->set_wait_observer(loop.waits());
   STRATA_ASSIGN_OR_RETURN(const int64_t step, hooks.Run(loop, program));
   client->set_wait_observer(nullptr);
+  model->set_wait_observer(nullptr);
 
   reporter.Finish(step, &summary);
   if (rank == 0 && !options.parameters_out.empty()) {  // the model with the servers' state

@@ -113,8 +113,10 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   StepLoop loop(loop_options);
   client->set_wait_observer(loop.waits());
   link->set_wait_observer(loop.waits());
+  model->set_wait_observer(loop.waits());
   STRATA_ASSIGN_OR_RETURN(const int64_t step, hooks.Run(loop, program));
   client->set_wait_observer(nullptr);
+  model->set_wait_observer(nullptr);
 
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
   PrintConvWorkerTraffic(rank, step - first_step, *client, link.get(), loop.times());

@@ -498,9 +498,11 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   StepLoop loop(loop_options);
   server.set_wait_observer(loop.waits());
   client->set_wait_observer(loop.waits());
+  model->set_wait_observer(loop.waits());
   if (experts != nullptr) experts->set_wait_observer(loop.waits());
   STRATA_RETURN_IF_ERROR(hooks.Run(loop, program).status());
   client->set_wait_observer(nullptr);
+  model->set_wait_observer(nullptr);
   if (experts != nullptr) experts->set_wait_observer(nullptr);
 
   reporter.Finish(total_steps, &summary);

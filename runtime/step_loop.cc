@@ -29,6 +29,16 @@ void StepLoop::Observer::WaitEnds() {
   if (released_ && IsComputePhase(loop_.phase_)) loop_.Acquire();
 }
 
+void StepLoop::Observer::MayYield() {
+  if (depth_ == 0) loop_.YieldIfAsked();
+}
+
+void StepLoop::YieldIfAsked() {
+  if (!holding_ || !device_->ShouldYield()) return;
+  Release();  // a job behind its share computes first
+  Acquire();
+}
+
 void StepLoop::Acquire() {
   const double asked = MonotonicSeconds();
   device_->Acquire();
@@ -46,7 +56,7 @@ auto StepLoop::RunPhase(Phase phase, Body body) -> decltype(body()) {
   phase_ = phase;
   const double start = MonotonicSeconds();
   if (IsComputePhase(phase)) {
-    if (holding_ && device_->ShouldYield()) Release();  // a job behind its share waits
+    YieldIfAsked();
     if (!holding_) Acquire();
   }
   auto result = body();

@@ -7,11 +7,13 @@
 // components) and at the end of the iteration; a wait inside a compute
 // phase takes it back when it ends. So a job that does not wait keeps the
 // device for its whole iteration, and one that waits lets another job
-// compute meanwhile. A policy may also ask a holder to yield at the start
-// of a compute phase (DevicePolicy::ShouldYield: weighted shares). The loop also brings the job's knobs up
-// to date at each iteration boundary, times every phase, and hands one
-// IterationRecord per iteration to the metrics file, the Controller and the
-// progress reporter.
+// compute meanwhile. A policy may also ask a holder to yield
+// (DevicePolicy::ShouldYield: weighted shares) at the start of a compute
+// phase and at every point inside one where the compute could change hands
+// (WaitObserver::MayYield: between two layers of the model). The loop also
+// brings the job's knobs up to date at each iteration boundary, times
+// every phase, and hands one IterationRecord per iteration to the metrics
+// file, the Controller and the progress reporter.
 //
 //   load → forward → exchange → backward → synchronise → [boundary]
 //
@@ -22,6 +24,7 @@
 //
 //   StepLoop loop(options);
 //   client->set_wait_observer(loop.waits());   // before Run
+//   model->set_wait_observer(loop.waits());
 //   STRATA_ASSIGN_OR_RETURN(int64_t done, loop.Run(program));
 //
 // Thread safety: one thread runs the loop; the program's components must
@@ -124,6 +127,7 @@ class StepLoop {
     explicit Observer(StepLoop& loop) : loop_(loop) {}
     void WaitBegins() override;
     void WaitEnds() override;
+    void MayYield() override;
 
    private:
     StepLoop& loop_;
@@ -134,6 +138,8 @@ class StepLoop {
 
   template <typename Body>
   auto RunPhase(Phase phase, Body body) -> decltype(body());
+  // Lets the device go and takes it back if the policy asks a holder to.
+  void YieldIfAsked();
   // The device, timing the wait for it as the current phase's.
   void Acquire();
   void Release();

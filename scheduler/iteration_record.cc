@@ -1,7 +1,10 @@
 #include "scheduler/iteration_record.h"
 
 #include <algorithm>
+#include <fstream>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace strata {
 
@@ -117,6 +120,28 @@ std::vector<Span> SpansOfRecord(const nlohmann::json& record) {
     }
   }
   return spans;
+}
+
+absl::StatusOr<std::vector<nlohmann::json>> ReadIterationRecords(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("no iteration records at ", path));
+  std::vector<nlohmann::json> records;
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.value("event", "") == "iteration") {
+      records.push_back(std::move(record));
+    }
+  }
+  return records;
+}
+
+double DeviceWaitSeconds(const nlohmann::json& record) {
+  double total = 0;
+  if (!record.contains("device_waits")) return total;
+  for (const auto& [phase, seconds] : record["device_waits"].items())
+    total += seconds.get<double>();
+  return total;
 }
 
 }  // namespace strata

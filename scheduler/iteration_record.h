@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/status/statusor.h"
+
 namespace strata {
 
 // The phases of one iteration, in the order the StepLoop runs them.
@@ -78,6 +80,14 @@ struct Span {
 // order inside the phase, so that order is a convention. Empty spans are
 // left out; so is a record without a start (written before records had one).
 std::vector<Span> SpansOfRecord(const nlohmann::json& record);
+
+// The iteration records of a file as --records-out writes it, in order
+// (lines that are not iteration records are left out). NotFound naming the
+// path when it cannot be opened.
+absl::StatusOr<std::vector<nlohmann::json>> ReadIterationRecords(const std::string& path);
+// Seconds an iteration waited for the device, over all its phases, from
+// its record as ToJson writes it (0 for a record without device waits).
+double DeviceWaitSeconds(const nlohmann::json& record);
 
 }  // namespace strata
 

@@ -57,7 +57,10 @@ Shape Model::boundary_shape() const {
 
 Tensor Model::Forward(const Tensor& input, bool training, int begin, int end) {
   Tensor x = input;
-  for (int i = begin; i < End(end); ++i) x = layers_[i]->Forward(x, training);
+  for (int i = begin; i < End(end); ++i) {
+    if (i > begin) BetweenLayers();
+    x = layers_[i]->Forward(x, training);
+  }
   return x;
 }
 
@@ -65,6 +68,7 @@ Tensor Model::Backward(const Tensor& grad_output, int begin, int end, bool need_
                        const std::function<void(int)>& after_layer) {
   Tensor g = grad_output;
   for (int i = End(end) - 1; i >= begin; --i) {
+    if (i < End(end) - 1) BetweenLayers();
     g = layers_[i]->Backward(g, /*need_input_grad=*/i > begin || need_input_grad);
     if (after_layer) after_layer(i);
   }

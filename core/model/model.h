@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
 #include "core/model/job_config.h"
+#include "core/util/wait_observer.h"
 
 namespace strata {
 
@@ -36,6 +37,12 @@ class Model {
   const Shape& input_shape() const { return input_shape_; }
   // Per-sample shape of the activations at the split.
   Shape boundary_shape() const;
+
+  // Told of the point between every two layers that Forward and Backward
+  // run (WaitObserver::MayYield), so a device shared by several jobs can
+  // change hands there; null (the default): nobody. Call from the thread
+  // that runs the model.
+  void set_wait_observer(WaitObserver* observer) { observer_ = observer; }
 
   // Runs layers [begin, end) forward. Defaults: the whole model.
   Tensor Forward(const Tensor& input, bool training, int begin = 0, int end = -1);
@@ -63,7 +70,13 @@ class Model {
   Model() = default;
   int End(int end) const { return end < 0 ? num_layers() : end; }
 
+  // Between two layers of a Forward or Backward.
+  void BetweenLayers() {
+    if (observer_ != nullptr) observer_->MayYield();
+  }
+
   std::vector<std::unique_ptr<Layer>> layers_;
+  WaitObserver* observer_ = nullptr;
   int split_index_ = 0;
   Shape input_shape_;
 };

@@ -8,9 +8,15 @@
 // worker's components: it releases the device while they wait, so another
 // job may compute, and counts the time as communication.
 //
+// A component that computes in steps (a model runs layer after layer) also
+// tells the observer of each point between two steps (MayYield), where the
+// compute could change hands without changing what is computed: a policy
+// that shares the device by weights lets another job in there.
+//
 // Contract: WaitBegins and WaitEnds come in pairs on the waiting thread and
-// may nest (an observer counts depth); an observer is called only from the
-// thread that drives the component it was given to.
+// may nest (an observer counts depth); MayYield comes outside any wait; an
+// observer is called only from the thread that drives the component it was
+// given to.
 #ifndef STRATA_CORE_UTIL_WAIT_OBSERVER_H_
 #define STRATA_CORE_UTIL_WAIT_OBSERVER_H_
 
@@ -21,6 +27,8 @@ class WaitObserver {
   virtual ~WaitObserver() = default;
   virtual void WaitBegins() = 0;
   virtual void WaitEnds() = 0;
+  // Between two compute steps; may block until the caller may go on.
+  virtual void MayYield() {}
 };
 
 // Tells `observer` (may be null) of a wait for the scope's lifetime.

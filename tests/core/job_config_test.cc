@@ -36,6 +36,41 @@ TEST(JobConfigTest, DefaultConfigLoadsAndBuilds) {
   EXPECT_EQ((*model)->parameters().back()->name, "fc2.bias");
 }
 
+// Counts the points between layers a model offers for the device to
+// change hands, and the layers run by then.
+class CountingObserver final : public WaitObserver {
+ public:
+  void WaitBegins() override {}
+  void WaitEnds() override {}
+  void MayYield() override { ++yields; }
+  int yields = 0;
+};
+
+TEST(ModelTest, ForwardAndBackwardOfferThePointBetweenEveryTwoLayers) {
+  auto config = LoadJobConfig(testing::kConfig);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto model = Model::Build(config->model, 1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  CountingObserver observer;
+  (*model)->set_wait_observer(&observer);
+  const int layers = (*model)->num_layers();
+  std::vector<int64_t> dims = {2};
+  for (int64_t d : (*model)->input_shape().dims()) dims.push_back(d);
+  Tensor images = Tensor::Zeros(Shape(dims));
+  Tensor logits = (*model)->Forward(images, /*training=*/true);
+  EXPECT_EQ(observer.yields, layers - 1);
+  (*model)->Backward(Tensor::Zeros(logits.shape()));
+  EXPECT_EQ(observer.yields, 2 * (layers - 1));
+  // A part of the model: between its own layers only.
+  const int split = (*model)->split_index();
+  observer.yields = 0;
+  (*model)->Forward(images, /*training=*/false, 0, split);
+  EXPECT_EQ(observer.yields, split - 1);
+  (*model)->set_wait_observer(nullptr);
+  (*model)->Forward(images, /*training=*/false);
+  EXPECT_EQ(observer.yields, split - 1);
+}
+
 TEST(JobConfigTest, UnknownLayerType) {
   EXPECT_EQ(ErrorOf(Edited(R"("type": "relu", "name": "relu2")", R"("type": "gelu")")),
             "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: avgpool2d, "

@@ -207,6 +207,69 @@ TEST(StepLoopTest, WaitsForTheDeviceAreRecordedApartFromComputeWithEachIteration
             lines[0]["wall"].get<double>());
 }
 
+// Logs like LoggingDevice and asks its holder to yield at the
+// `yield_on`th question (1-based; 0: never).
+class YieldingDevice final : public DevicePolicy {
+ public:
+  explicit YieldingDevice(std::vector<std::string>& log) : log_(log) {}
+  void Acquire() override { log_.push_back("acquire"); }
+  void Release() override { log_.push_back("release"); }
+  bool ShouldYield() override { return ++asked == yield_on; }
+  int yield_on = 0;
+  int asked = 0;
+
+ private:
+  std::vector<std::string>& log_;
+};
+
+// A backward of two layers, offering the point between them, and a wait
+// inside it that offers one too (where nothing may change hands).
+class LayeredProgram final : public StepProgram {
+ public:
+  LayeredProgram(std::vector<std::string>& log, WaitObserver*& waits) : log_(log), waits_(waits) {}
+  absl::Status Backward(StepContext&) override {
+    log_.push_back("layer 2");
+    waits_->MayYield();
+    log_.push_back("layer 1");
+    ScopedWait wait(waits_);
+    waits_->MayYield();
+    log_.push_back("waits");
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<std::string>& log_;
+  WaitObserver*& waits_;
+};
+
+TEST(StepLoopTest, AHolderAskedToYieldBetweenLayersLetsTheDeviceGoAndTakesItBack) {
+  // The holder is asked at the start of forward, backward and boundary
+  // (load's start finds the device not yet taken), and between the layers,
+  // the third question; the point inside the wait is not asked.
+  for (const int yield_on : {0, 3}) {
+    std::vector<std::string> log;
+    YieldingDevice device(log);
+    device.yield_on = yield_on;
+    WaitObserver* waits = nullptr;
+    LayeredProgram program(log, waits);
+    StepLoopOptions o;
+    o.process = "test";
+    o.total_iterations = 1;
+    o.device = &device;
+    StepLoop loop(o);
+    waits = loop.waits();
+    ASSERT_EQ(loop.Run(program).value(), 1);
+    std::vector<std::string> expected = {"acquire", "layer 2", "layer 1", "release",
+                                         "waits",   "acquire", "release"};
+    if (yield_on == 3) {
+      expected = {"acquire", "layer 2", "release", "acquire", "layer 1",
+                  "release", "waits",   "acquire", "release"};
+    }
+    EXPECT_EQ(log, expected) << "yield on question " << yield_on;
+    EXPECT_EQ(device.asked, 4);
+  }
+}
+
 TEST(StepLoopTest, ARewoundIterationIsRecordedAndRedone) {
   const std::string path = ::testing::TempDir() + "/step_loop_rewind.jsonl";
   std::vector<std::string> log;

@@ -21,11 +21,14 @@ class CrossoverBenchTest : public testing::ClusterTest {};
 TEST_F(CrossoverBenchTest, ReportsEveryPolicyAgainstTheBoundOfTheJobsOwnIterations) {
   const std::string json = dir_ + "/crossover.json";
   const std::string png = dir_ + "/timeline.png";
-  const auto [code, out] = RunCommand(
-      kBin + "strata_bench crossover --jobs " + kConfig + "," + kBatchNormConfig +
-      " --conv-workers 1 --steps 6 --repeat 1 --threads 1 --json " + json + " --timeline " + png);
+  const auto [code, out] =
+      RunCommand(kBin + "strata_bench crossover --jobs " + kConfig + "," + kBatchNormConfig +
+                 " --conv-workers 1 --steps 6 --repeat 1 --threads 1 --weights 1,3 --json " + json +
+                 " --timeline " + png);
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("crossover/exclusive "), std::string::npos) << out;
+  EXPECT_NE(out.find("crossover: contested device time job 1 "), std::string::npos) << out;
+  EXPECT_NE(out.find("(weight 75.0%)"), std::string::npos) << out;
   EXPECT_EQ(ReadFile(png).substr(1, 3), "PNG");
   const nlohmann::json j = Summary(json);
   const double c = j["compute_seconds_per_iteration"].get<double>();
@@ -43,6 +46,14 @@ TEST_F(CrossoverBenchTest, ReportsEveryPolicyAgainstTheBoundOfTheJobsOwnIteratio
     EXPECT_NEAR(p["fraction_of_ideal"].get<double>(),
                 median / j["ideal_images_per_sec"].get<double>(), 1e-9);
   }
+  // Two jobs' shares of the time they contended for, per round and their
+  // medians. Naive jobs never wait for the device: no shares.
+  EXPECT_EQ(j["weights"], "1,3");
+  const nlohmann::json& shares = j["policies"]["crossover"]["contested_share"];
+  ASSERT_EQ(shares.size(), 2u) << j.dump();
+  EXPECT_NEAR(shares[0].get<double>() + shares[1].get<double>(), 1.0, 1e-9);
+  EXPECT_EQ(j["policies"]["crossover"]["contested_share_per_round"][0].size(), 1u);
+  EXPECT_EQ(j["policies"]["naive"].count("contested_share"), 0u);
   EXPECT_NEAR(j["crossover_over_exclusive"].get<double>(),
               j["policies"]["crossover"]["median"].get<double>() /
                   j["policies"]["exclusive"]["median"].get<double>(),
@@ -93,6 +104,10 @@ TEST_F(CrossoverBenchTest, OneJobOrAnUnknownPolicyIsRefused) {
                                    kConfig + " --sweep latency=1ms");
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("crossover sweeps bandwidth="), std::string::npos) << out;
+  std::tie(code, out) = RunCommand(kBin + "strata_bench crossover --jobs " + kConfig + "," +
+                                   kConfig + " --weights 1,0");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("--weights: '0' is not a positive number"), std::string::npos) << out;
 }
 
 }  // namespace

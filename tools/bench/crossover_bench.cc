@@ -18,6 +18,7 @@
 #include "core/util/json_file.h"
 #include "core/util/statistics.h"
 #include "core/util/subprocess.h"
+#include "scheduler/crossover.h"
 #include "scheduler/iteration_record.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/progress_bar.h"
@@ -42,21 +43,9 @@ double BatchOf(const nlohmann::json& summary) {
   return static_cast<double>(summary.value("batch_size", int64_t{0}));
 }
 
-// A job's iteration records (one JSON object per line).
-std::vector<nlohmann::json> ReadRecords(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("event", "") == "iteration") out.push_back(std::move(j));
-  }
-  return out;
-}
-
 // Conv worker 0's iteration records of job `job` (1-based) in `dir`.
-std::vector<nlohmann::json> JobRecords(const std::string& dir, size_t job) {
-  return ReadRecords(PathForJob(dir + "/conv_worker_0.jsonl", job));
+absl::StatusOr<std::vector<nlohmann::json>> JobRecords(const std::string& dir, size_t job) {
+  return ReadIterationRecords(PathForJob(dir + "/conv_worker_0.jsonl", job));
 }
 
 // The jobs' images per second together: every job's images after its
@@ -67,7 +56,7 @@ std::vector<nlohmann::json> JobRecords(const std::string& dir, size_t job) {
 absl::StatusOr<double> AggregateRate(const std::string& dir, const std::vector<double>& batches) {
   double images = 0, from = 0, to = 0;
   for (size_t job = 0; job < batches.size(); ++job) {
-    const std::vector<nlohmann::json> records = JobRecords(dir, job + 1);
+    STRATA_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> records, JobRecords(dir, job + 1));
     if (records.size() < 2) {
       return absl::InternalError(absl::StrCat("job ", job + 1,
                                               " left fewer than 2 iteration "
@@ -82,6 +71,27 @@ absl::StatusOr<double> AggregateRate(const std::string& dir, const std::vector<d
   }
   return to > from ? images / (to - from) : 0;
 }
+
+// Two jobs' shares of the device time they contended for, from conv worker
+// 0's records in `dir` after each job's first iteration (see the header);
+// empty for other job counts or when neither waited for the device.
+absl::StatusOr<std::vector<double>> ContestedShares(const std::string& dir, size_t jobs) {
+  if (jobs != 2) return std::vector<double>();
+  double waited[2] = {0, 0};
+  for (size_t job = 0; job < 2; ++job) {
+    STRATA_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> records, JobRecords(dir, job + 1));
+    for (size_t i = 1; i < records.size(); ++i) waited[job] += DeviceWaitSeconds(records[i]);
+  }
+  const double both = waited[0] + waited[1];
+  if (both <= 0) return std::vector<double>();
+  return std::vector<double>{waited[1] / both, waited[0] / both};
+}
+
+// What a run of every job together measured.
+struct TogetherRun {
+  double images_per_sec = 0;   // AggregateRate
+  std::vector<double> shares;  // ContestedShares
+};
 
 class CrossoverRunner {
  public:
@@ -111,12 +121,14 @@ class CrossoverRunner {
   }
 
   // Every job together under `policy`, each process writing its iteration
-  // records into `records_dir`; returns the aggregate rate (AggregateRate).
-  absl::StatusOr<double> RunTogether(const std::string& policy, const std::string& records_dir) {
+  // records into `records_dir`.
+  absl::StatusOr<TogetherRun> RunTogether(const std::string& policy,
+                                          const std::string& records_dir) {
     const std::string summary = Path("shared_summary.json");
     std::vector<std::string> argv = Common();
     argv.insert(argv.end(), {"--jobs", absl::StrJoin(o_.jobs, ","), "--policy", policy,
                              "--summary-out", summary, "--records-dir", records_dir});
+    if (!o_.weights.empty()) argv.insert(argv.end(), {"--weights", o_.weights});
     STRATA_RETURN_IF_ERROR(Launch(argv, policy));
     std::vector<double> batches;
     for (size_t job = 0; job < o_.jobs.size(); ++job) {
@@ -125,7 +137,13 @@ class CrossoverRunner {
                                                   absl::StrCat(policy, ", job ", job + 1), log_));
       batches.push_back(BatchOf(j));
     }
-    return AggregateRate(records_dir, batches);
+    TogetherRun run;
+    STRATA_ASSIGN_OR_RETURN(run.images_per_sec, AggregateRate(records_dir, batches));
+    // Naive jobs never wait for one another: nothing is contested.
+    if (policy != "naive") {
+      STRATA_ASSIGN_OR_RETURN(run.shares, ContestedShares(records_dir, o_.jobs.size()));
+    }
+    return run;
   }
 
  private:
@@ -190,7 +208,9 @@ absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_p
     std::vector<std::vector<nlohmann::json>> by_job;
     double first = 0, last = 0;
     for (size_t job = 0; job < jobs; ++job) {
-      by_job.push_back(JobRecords(records_by_policy.at(policies[p]), job + 1));
+      STRATA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records,
+                              JobRecords(records_by_policy.at(policies[p]), job + 1));
+      by_job.push_back(std::move(records));
       if (by_job.back().empty()) {
         return absl::InternalError(absl::StrCat("no iteration records of job ", job + 1, " in ",
                                                 records_by_policy.at(policies[p])));
@@ -255,7 +275,9 @@ struct PointResult {
   double compute = 0, communication = 0;                 // per iteration, summed over the jobs
   double ideal = 0, in_turns = 0;                        // images/s
   std::map<std::string, std::vector<double>> aggregate;  // by policy, one per round
-  std::map<std::string, std::string> records;            // by policy: the last round's
+  // By policy, per job, one per round (two jobs only; ContestedShares).
+  std::map<std::string, std::vector<std::vector<double>>> shares;
+  std::map<std::string, std::string> records;  // by policy: the last round's
   nlohmann::json report;
 };
 
@@ -284,10 +306,17 @@ absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::
       progress.Begin(policy);
       point.records[policy] =
           absl::StrCat(scratch, "/records_", policy, "_", round, "_", o.bandwidth);
-      absl::StatusOr<double> rate = runner.RunTogether(policy, point.records[policy]);
-      if (!rate.ok()) return rate.status();
-      point.aggregate[policy].push_back(*rate);
-      progress.End(absl::StrFormat("%.0f images/s, all jobs", *rate));
+      absl::StatusOr<TogetherRun> run = runner.RunTogether(policy, point.records[policy]);
+      if (!run.ok()) return run.status();
+      point.aggregate[policy].push_back(run->images_per_sec);
+      std::vector<std::vector<double>>& shares = point.shares[policy];
+      if (!run->shares.empty()) {
+        shares.resize(run->shares.size());
+        for (size_t job = 0; job < run->shares.size(); ++job) {
+          shares[job].push_back(run->shares[job]);
+        }
+      }
+      progress.End(absl::StrFormat("%.0f images/s, all jobs", run->images_per_sec));
     }
   }
 
@@ -339,6 +368,25 @@ absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::
                 has_exclusive ? absl::StrFormat("%.3fx", med / medians["exclusive"]).c_str() : "-");
     report["policies"][policy] = {
         {"images_per_sec", v}, {"median", med}, {"fraction_of_ideal", med / ideal}};
+  }
+  if (!o.weights.empty()) report["weights"] = o.weights;
+  const std::vector<double> weights = *ParseDeviceWeights(o.weights, jobs);
+  double weight_sum = 0;
+  for (double w : weights) weight_sum += w;
+  for (const std::string& policy : o.policies) {
+    const std::vector<std::vector<double>>& shares = point.shares[policy];
+    if (shares.size() != jobs) continue;
+    std::string line;
+    nlohmann::json medians_json = nlohmann::json::array();
+    for (size_t job = 0; job < jobs; ++job) {
+      const double share = Median(shares[job]);
+      medians_json.push_back(share);
+      absl::StrAppendFormat(&line, "%sjob %zu %.1f%% (weight %.1f%%)", job == 0 ? "" : ", ",
+                            job + 1, 100 * share, 100 * weights[job] / weight_sum);
+    }
+    std::printf("%s: contested device time %s\n", policy.c_str(), line.c_str());
+    report["policies"][policy]["contested_share"] = medians_json;
+    report["policies"][policy]["contested_share_per_round"] = shares;
   }
   if (medians.count("crossover") && medians.count("exclusive") && medians.count("naive")) {
     const double vs_exclusive = medians["crossover"] / medians["exclusive"];
@@ -396,6 +444,7 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
           absl::StrCat("--policies ", policy, ": use exclusive, naive or crossover"));
     }
   }
+  STRATA_RETURN_IF_ERROR(ParseDeviceWeights(o.weights, o.jobs.size()).status());
   for (const std::string& b : o.bandwidths) {
     STRATA_RETURN_IF_ERROR_CTX(ParseBandwidth(b).status(), "--sweep bandwidth=");
   }

@@ -12,7 +12,13 @@
 // after its first iteration, over the time from the first of them to the
 // last job's end, read from conv worker 0's iteration records) as a
 // fraction of that bound, and the ratios crossover/exclusive and
-// crossover/naive. A PNG timeline of the last round shows, per job, when
+// crossover/naive. For two jobs it also gives, under exclusive and
+// crossover, each job's
+// share of the device time they contended for (held while the other
+// waited for it), from the same records: a job waits for the device only
+// while the other holds it, so a job's share is the other's waits for the
+// device over both jobs' (under crossover with --weights, the shares to
+// compare with the weights). A PNG timeline of the last round shows, per job, when
 // it computed, waited for the device and waited for its peers. A sweep
 // runs all that at each link rate and can draw every policy's throughput
 // and the ideal against it.
@@ -32,11 +38,12 @@ struct CrossoverBenchOptions {
   std::string mode = "ps";
   int servers = 1;
   int conv_workers = 1;
-  int fc_workers = 1;  // stanza
-  int steps = 100;     // per job and run
-  int repeat = 5;      // rounds
-  int threads = 2;     // the worker processes' cores, shared by the jobs
-  int batch_size = 0;  // every job's global batch; 0 = each config's
+  int fc_workers = 1;   // stanza
+  int steps = 100;      // per job and run
+  int repeat = 5;       // rounds
+  int threads = 2;      // the worker processes' cores, shared by the jobs
+  int batch_size = 0;   // every job's global batch; 0 = each config's
+  std::string weights;  // --weights of every run together ("1,3"; "" = equal)
   // Emulated link per host ("" = loopback) and one-way latency.
   std::string bandwidth;
   std::string latency = "0";

@@ -68,6 +68,8 @@ ABSL_FLAG(std::string, plot, "",
 ABSL_FLAG(std::string, jobs, "",
           "crossover: the job configs that share the cluster, a.json,b.json");
 ABSL_FLAG(std::string, policies, "exclusive,naive,crossover", "crossover: the policies to run");
+ABSL_FLAG(std::string, weights, "",
+          "crossover: the jobs' shares of contested device time, 1,3 (default: equal)");
 ABSL_FLAG(std::string, timeline, "",
           "crossover: draw when each job computed and waited under each policy into this PNG");
 ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-thread SGEMM, x0.5)");
@@ -91,7 +93,8 @@ int main(int argc, char** argv) {
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit\n"
       "  strata_bench crossover --jobs A.json,B.json [--mode ps] [--conv-workers N] [--steps K]\n"
       "                         [--repeat R] [--bandwidth 1gbit] [--batch-size B]\n"
-      "                         [--policies exclusive,naive,crossover] [--timeline t.png]\n"
+      "                         [--policies exclusive,naive,crossover] [--weights 1,3]\n"
+      "                         [--timeline t.png]\n"
       "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
@@ -149,6 +152,7 @@ int main(int argc, char** argv) {
     o.json_out = absl::GetFlag(FLAGS_json);
     o.timeline_out = absl::GetFlag(FLAGS_timeline);
     o.plot_out = absl::GetFlag(FLAGS_plot);
+    o.weights = absl::GetFlag(FLAGS_weights);
     const std::string sweep = absl::GetFlag(FLAGS_sweep);
     if (!sweep.empty()) {
       if (!absl::StartsWith(sweep, "bandwidth=")) {

@@ -1,12 +1,12 @@
 #include "tools/launch/chrome_trace.h"
 
 #include <cmath>
-#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "core/status.h"
 #include "core/util/json_file.h"
 #include "scheduler/iteration_record.h"
 
@@ -17,13 +17,10 @@ absl::Status WriteChromeTrace(const std::vector<TraceSource>& sources,
   nlohmann::json events = nlohmann::json::array();
   std::map<std::string, int> pids;  // by process name, in order of appearance
   for (const TraceSource& source : sources) {
-    std::ifstream in(source.records_path);
-    if (!in) return absl::NotFoundError(absl::StrCat("no records at ", source.records_path));
-    std::string line;
+    STRATA_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> records,
+                            ReadIterationRecords(source.records_path));
     int iterations = 0;
-    while (std::getline(in, line)) {
-      const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-      if (!record.is_object() || record.value("event", "") != "iteration") continue;
+    for (const nlohmann::json& record : records) {
       ++iterations;
       const std::string process = record.value("process", "process");
       const auto [it, added] = pids.emplace(process, static_cast<int>(pids.size()) + 1);
