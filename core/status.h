@@ -88,4 +88,12 @@ const absl::Status& AsStatus(const absl::StatusOr<T>& s) {
     }                                                                                 \
   } while (0)
 
+// Programmer-error check that `expr`, an absl::Status, is OK (a call whose
+// operands were checked when they were made): aborts with its message.
+#define STRATA_CHECK_OK(expr)                                                 \
+  do {                                                                        \
+    const absl::Status strata_check_status_ = (expr);                         \
+    STRATA_CHECK(strata_check_status_.ok(), strata_check_status_.ToString()); \
+  } while (0)
+
 #endif  // STRATA_CORE_STATUS_H_

@@ -55,7 +55,7 @@ absl::Status Parse(JsonObjectReader& r, LayerSpec* spec) {
 }
 
 absl::StatusOr<std::unique_ptr<Layer>> Build(const LayerSpec& spec, const Shape& input,
-                                             uint64_t seed) {
+                                             const LayerBuildContext& context) {
   const MoeSpec& m = MoeSpecOf(spec);
   MoeOptions o;
   o.experts = static_cast<int>(m.experts);
@@ -69,7 +69,7 @@ absl::StatusOr<std::unique_ptr<Layer>> Build(const LayerSpec& spec, const Shape&
   o.batch_prioritized = m.batch_prioritized;
   o.parallel.chunks = static_cast<int>(m.pipeline_chunks);
   o.parallel.parallelism = m.parallelism;
-  o.noise_seed = seed;
+  o.noise_seed = context.seed;
   return MoeLayer::Create(spec.name, input, o);
 }
 

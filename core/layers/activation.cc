@@ -1,14 +1,13 @@
 #include "core/layers/activation.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/ops/cpu/elementwise.h"
 #include "core/status.h"
 
 namespace strata {
 
 Tensor Relu::Forward(const Tensor& input, bool training) {
-  Tensor output = Tensor::Empty(input.shape());
-  ReluForward(input.data(), output.data(), input.numel());
+  Tensor output = Tensor::Empty(input.shape(), DType::kF32, backend_.device());
+  STRATA_CHECK_OK(backend_.Relu(input, output));
   if (training) output_ = output;
   return output;
 }
@@ -17,8 +16,8 @@ Tensor Relu::Backward(const Tensor& grad_output, bool need_input_grad) {
   STRATA_CHECK(output_.defined(), "Relu::Backward without a training Forward");
   Tensor grad_input;
   if (need_input_grad) {
-    grad_input = Tensor::Empty(grad_output.shape());
-    ReluBackward(output_.data(), grad_output.data(), grad_input.data(), grad_output.numel());
+    grad_input = Tensor::Empty(grad_output.shape(), DType::kF32, backend_.device());
+    STRATA_CHECK_OK(backend_.ReluBackward(output_, grad_output, grad_input));
   }
   output_ = Tensor();
   return grad_input;
@@ -34,11 +33,16 @@ Tensor Flatten::Backward(const Tensor& grad_output, bool need_input_grad) {
 }
 
 absl::StatusOr<std::unique_ptr<Dropout>> Dropout::Create(std::string name, const Shape& input_shape,
-                                                         float p, uint64_t seed) {
+                                                         float p, uint64_t seed,
+                                                         const Backend& backend) {
+  if (backend.device() != Device::kCpu) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dropout draws its masks on the host and runs on the cpu backend, not ", backend.name()));
+  }
   if (!(p >= 0.0f && p < 1.0f)) {
     return absl::InvalidArgumentError(absl::StrCat("dropout needs 0 <= p < 1, got ", p));
   }
-  return std::unique_ptr<Dropout>(new Dropout(std::move(name), input_shape, p, seed));
+  return std::unique_ptr<Dropout>(new Dropout(std::move(name), input_shape, p, seed, backend));
 }
 
 Tensor Dropout::Forward(const Tensor& input, bool training) {
@@ -59,7 +63,7 @@ Tensor Dropout::Forward(const Tensor& input, bool training) {
     }
   }
   Tensor output = Tensor::Empty(input.shape());
-  Multiply(input.data(), mask, output.data(), n);
+  STRATA_CHECK_OK(backend_.Multiply(input, mask_, output));
   return output;
 }
 
@@ -67,7 +71,7 @@ Tensor Dropout::Backward(const Tensor& grad_output, bool need_input_grad) {
   if (!need_input_grad) return Tensor();
   if (!mask_.defined()) return grad_output;  // p == 0: identity
   Tensor grad_input = Tensor::Empty(grad_output.shape());
-  Multiply(grad_output.data(), mask_.data(), grad_input.data(), grad_output.numel());
+  STRATA_CHECK_OK(backend_.Multiply(grad_output, mask_, grad_input));
   return grad_input;
 }
 

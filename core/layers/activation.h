@@ -1,4 +1,6 @@
 // ReLU, Flatten and Dropout: layers without oneDNN kernels of their own.
+// ReLU and Dropout compute through a Backend (core/ops/backend.h; the
+// host's unless given another), ReLU on tensors of its backend's device.
 #ifndef STRATA_CORE_LAYERS_ACTIVATION_H_
 #define STRATA_CORE_LAYERS_ACTIVATION_H_
 
@@ -6,19 +8,22 @@
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
+#include "core/ops/backend.h"
 
 namespace strata {
 
 // y = max(x, 0), any shape.
 class Relu final : public Layer {
  public:
-  Relu(std::string name, const Shape& input_shape) : Layer(std::move(name), input_shape) {}
+  Relu(std::string name, const Shape& input_shape, const Backend& backend = HostBackend())
+      : Layer(std::move(name), input_shape), backend_(backend) {}
   const char* kind() const override { return "relu"; }
   Shape output_shape() const override { return input_shape(); }
   Tensor Forward(const Tensor& input, bool training) override;
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
 
  private:
+  const Backend& backend_;
   Tensor output_;
 };
 
@@ -39,15 +44,18 @@ class Dropout final : public Layer {
  public:
   // Fails unless 0 <= p < 1.
   static absl::StatusOr<std::unique_ptr<Dropout>> Create(std::string name, const Shape& input_shape,
-                                                         float p, uint64_t seed);
+                                                         float p, uint64_t seed,
+                                                         const Backend& backend = HostBackend());
   const char* kind() const override { return "dropout"; }
   Shape output_shape() const override { return input_shape(); }
   Tensor Forward(const Tensor& input, bool training) override;
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
 
  private:
-  Dropout(std::string name, const Shape& input_shape, float p, uint64_t seed)
-      : Layer(std::move(name), input_shape), p_(p), rng_(seed) {}
+  Dropout(std::string name, const Shape& input_shape, float p, uint64_t seed,
+          const Backend& backend)
+      : Layer(std::move(name), input_shape), backend_(backend), p_(p), rng_(seed) {}
+  const Backend& backend_;
   float p_;
   Rng rng_;
   Tensor mask_;  // 0 or 1/(1-p) per element, from the last training Forward

@@ -1,4 +1,6 @@
-// Linear: y = x W^T + b, through oneDNN's JIT sgemm.
+// Linear: y = x W^T + b, through oneDNN's JIT sgemm, with the bias's
+// broadcast and column sums through a Backend (core/ops/backend.h; the host
+// one: the sgemm runs on the host).
 //
 // Parameters: weight {out_features, in_features} (the PyTorch order) and bias
 // {out_features}. Input {in_features} per sample, output {out_features}.
@@ -9,14 +11,17 @@
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
+#include "core/ops/backend.h"
 
 namespace strata {
 
 class Linear final : public Layer {
  public:
-  // Fails unless the input is a vector {F} and out_features > 0.
+  // Fails unless the input is a vector {F}, out_features > 0 and the
+  // backend computes on the host.
   static absl::StatusOr<std::unique_ptr<Linear>> Create(std::string name, const Shape& input_shape,
-                                                        int64_t out_features);
+                                                        int64_t out_features,
+                                                        const Backend& backend = HostBackend());
   const char* kind() const override { return "linear"; }
   Shape output_shape() const override { return Shape{out_features_}; }
   Tensor Forward(const Tensor& input, bool training) override;
@@ -26,7 +31,8 @@ class Linear final : public Layer {
   int64_t ForwardFlopsPerSample() const override { return 2 * in_features_ * out_features_; }
 
  private:
-  Linear(std::string name, const Shape& input_shape, int64_t out_features);
+  Linear(std::string name, const Shape& input_shape, int64_t out_features, const Backend& backend);
+  const Backend& backend_;
   int64_t in_features_;
   int64_t out_features_;
   Parameter weight_;

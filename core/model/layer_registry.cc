@@ -33,7 +33,7 @@ LayerType Conv2dType() {
     return ParseWindow(r, s);
   };
   t.build = [](const LayerSpec& s, const Shape& input,
-               uint64_t) -> absl::StatusOr<std::unique_ptr<Layer>> {
+               const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
     return Conv2d::Create(s.name, input,
                           Conv2dOptions{s.out_channels, s.kernel, s.stride, s.padding});
   };
@@ -56,7 +56,7 @@ LayerType PoolType(const std::string& name) {
     return ParseWindow(r, s);
   };
   t.build = [name, global](const LayerSpec& s, const Shape& input,
-                           uint64_t) -> absl::StatusOr<std::unique_ptr<Layer>> {
+                           const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
     Pool2dOptions o;
     o.kind = name == "maxpool2d" ? PoolKind::kMax : PoolKind::kAverage;
     o.kernel = s.kernel;
@@ -77,7 +77,7 @@ LayerType BatchNormType() {
     return r.Optional("momentum", &s->momentum);
   };
   t.build = [](const LayerSpec& s, const Shape& input,
-               uint64_t) -> absl::StatusOr<std::unique_ptr<Layer>> {
+               const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
     return BatchNorm2d::Create(s.name, input, BatchNormOptions{s.epsilon, s.momentum});
   };
   t.identity = [](const LayerSpec& s) {
@@ -93,8 +93,8 @@ LayerType LinearType() {
     return r.Required("out_features", &s->out_features);
   };
   t.build = [](const LayerSpec& s, const Shape& input,
-               uint64_t) -> absl::StatusOr<std::unique_ptr<Layer>> {
-    return Linear::Create(s.name, input, s.out_features);
+               const LayerBuildContext& c) -> absl::StatusOr<std::unique_ptr<Layer>> {
+    return Linear::Create(s.name, input, s.out_features, *c.backend);
   };
   t.identity = [](const LayerSpec& s) { return json{{"out_features", s.out_features}}; };
   return t;
@@ -105,24 +105,38 @@ LayerType DropoutType() {
   t.name = "dropout";
   t.parse = [](JsonObjectReader& r, LayerSpec* s) { return r.Optional("p", &s->p); };
   t.build = [](const LayerSpec& s, const Shape& input,
-               uint64_t seed) -> absl::StatusOr<std::unique_ptr<Layer>> {
-    return Dropout::Create(s.name, input, s.p, seed);
+               const LayerBuildContext& c) -> absl::StatusOr<std::unique_ptr<Layer>> {
+    return Dropout::Create(s.name, input, s.p, c.seed, *c.backend);
   };
   t.identity = [](const LayerSpec& s) { return json{{"p", s.p}}; };
   return t;
 }
 
-// relu and flatten: no fields.
-template <typename L>
-LayerType PlainType(const std::string& name) {
+// relu: no fields; computes on any backend's device.
+LayerType ReluType() {
   LayerType t;
-  t.name = name;
+  t.name = "relu";
   t.parse = [](JsonObjectReader&, LayerSpec*) { return absl::OkStatus(); };
   t.build = [](const LayerSpec& s, const Shape& input,
-               uint64_t) -> absl::StatusOr<std::unique_ptr<Layer>> {
-    return std::unique_ptr<Layer>(new L(s.name, input));
+               const LayerBuildContext& c) -> absl::StatusOr<std::unique_ptr<Layer>> {
+    return std::unique_ptr<Layer>(new Relu(s.name, input, *c.backend));
   };
   t.identity = [](const LayerSpec&) { return json::object(); };
+  t.devices = {Device::kCpu, Device::kCuda};
+  return t;
+}
+
+// flatten: no fields; a view, on any device.
+LayerType FlattenType() {
+  LayerType t;
+  t.name = "flatten";
+  t.parse = [](JsonObjectReader&, LayerSpec*) { return absl::OkStatus(); };
+  t.build = [](const LayerSpec& s, const Shape& input,
+               const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
+    return std::unique_ptr<Layer>(new Flatten(s.name, input));
+  };
+  t.identity = [](const LayerSpec&) { return json::object(); };
+  t.devices = {Device::kCpu, Device::kCuda};
   return t;
 }
 
@@ -131,9 +145,9 @@ LayerType PlainType(const std::string& name) {
 LayerRegistry& LayerRegistry::Global() {
   static LayerRegistry* registry = [] {
     auto* r = new LayerRegistry();
-    for (LayerType t : {Conv2dType(), PoolType("maxpool2d"), PoolType("avgpool2d"),
-                        PoolType("global_avgpool"), BatchNormType(), LinearType(), DropoutType(),
-                        PlainType<Relu>("relu"), PlainType<Flatten>("flatten")}) {
+    for (LayerType t :
+         {Conv2dType(), PoolType("maxpool2d"), PoolType("avgpool2d"), PoolType("global_avgpool"),
+          BatchNormType(), LinearType(), DropoutType(), ReluType(), FlattenType()}) {
       (void)r->Register(std::move(t));
     }
     return r;

@@ -8,7 +8,7 @@
 //   LayerType t;
 //   t.name = "moe";
 //   t.parse = [](JsonObjectReader& r, LayerSpec* spec) { ... spec->options = MoeSpec{...}; };
-//   t.build = [](const LayerSpec& spec, const Shape& input, uint64_t seed) { ... };
+//   t.build = [](const LayerSpec& spec, const Shape& input, const LayerBuildContext& c) { ... };
 //   t.identity = [](const LayerSpec& spec) { return nlohmann::json{...}; };
 //   LayerRegistry::Global().Register(std::move(t));
 //
@@ -28,9 +28,19 @@
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
 #include "core/model/job_config.h"
+#include "core/ops/backend.h"
 #include "core/util/json_reader.h"
 
 namespace strata {
+
+// What a layer is built with beside its spec and input shape.
+struct LayerBuildContext {
+  // The layer's own random stream (for noise or dropout masks; parameters
+  // are initialised later by the model).
+  uint64_t seed = 0;
+  // What it computes with; its device is one of the type's `devices`.
+  const Backend* backend = nullptr;
+};
 
 struct LayerType {
   std::string name;
@@ -38,12 +48,13 @@ struct LayerType {
   // are read already); errors name the field by its path. Types with
   // fields beyond LayerSpec's keep them in spec->options.
   std::function<absl::Status(JsonObjectReader& reader, LayerSpec* spec)> parse;
-  // Builds the layer for a per-sample `input` shape. `seed` is the layer's
-  // own stream (for noise or dropout masks; parameters are initialised
-  // later by the model).
+  // Builds the layer for a per-sample `input` shape.
   std::function<absl::StatusOr<std::unique_ptr<Layer>>(const LayerSpec& spec, const Shape& input,
-                                                       uint64_t seed)>
+                                                       const LayerBuildContext& context)>
       build;
+  // The devices its layers run on: a model built on a backend of another
+  // device is refused, naming the first layer that cannot run there.
+  std::vector<Device> devices = {Device::kCpu};
   // The fields that define a layer of this type beside its type and name:
   // every process of a job must agree on them.
   std::function<nlohmann::json(const LayerSpec& spec)> identity;

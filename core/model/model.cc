@@ -1,5 +1,7 @@
 #include "core/model/model.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/model/layer_registry.h"
 #include "core/status.h"
@@ -8,18 +10,26 @@ namespace strata {
 namespace {
 
 absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const LayerSpec& spec, const Shape& input,
-                                                 uint64_t seed, int index) {
+                                                 uint64_t seed, int index, const Backend& backend) {
   const LayerType* type = LayerRegistry::Global().Find(spec.type);
   if (type == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("unknown layer type \"", spec.type, "\""));
   }
-  // The layer's own random stream (dropout masks, gate noise).
-  return type->build(spec, input, DeriveSeed(seed, 1000 + index));
+  if (std::find(type->devices.begin(), type->devices.end(), backend.device()) ==
+      type->devices.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.type, " layers do not run on the ", backend.name(), " backend"));
+  }
+  LayerBuildContext context;
+  context.seed = DeriveSeed(seed, 1000 + index);  // the layer's own random stream
+  context.backend = &backend;
+  return type->build(spec, input, context);
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_t seed) {
+absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_t seed,
+                                                    const Backend& backend) {
   std::unique_ptr<Model> model(new Model());
   model->input_shape_ = config.input;
   model->split_index_ = config.split_index;
@@ -27,7 +37,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, u
   for (size_t i = 0; i < config.layers.size(); ++i) {
     const LayerSpec& spec = config.layers[i];
     absl::StatusOr<std::unique_ptr<Layer>> layer =
-        MakeLayer(spec, shape, seed, static_cast<int>(i));
+        MakeLayer(spec, shape, seed, static_cast<int>(i), backend);
     if (!layer.ok()) {
       return WithContext(layer.status(),
                          absl::StrCat(spec.path, " (", spec.type, " \"", spec.name, "\")"));

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
 #include "core/model/job_config.h"
+#include "core/ops/backend.h"
 #include "core/util/wait_observer.h"
 
 namespace strata {
@@ -24,9 +25,12 @@ namespace strata {
 class Model {
  public:
   // Builds the layers, checks that their shapes chain from `config.input` to
-  // {classes}, and initialises parameters from `seed`. Errors name the layer
-  // by its config path: "model.layers[4] (linear \"fc1\"): ...".
-  static absl::StatusOr<std::unique_ptr<Model>> Build(const ModelConfig& config, uint64_t seed);
+  // {classes}, and initialises parameters from `seed`. The layers compute
+  // through `backend` (core/ops/backend.h); a layer type that does not run
+  // on its device is refused. Errors name the layer by its config path:
+  // "model.layers[4] (linear \"fc1\"): ...".
+  static absl::StatusOr<std::unique_ptr<Model>> Build(const ModelConfig& config, uint64_t seed,
+                                                      const Backend& backend = HostBackend());
 
   int num_layers() const { return static_cast<int>(layers_.size()); }
   Layer& layer(int i) { return *layers_[i]; }

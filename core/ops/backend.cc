@@ -34,6 +34,11 @@ BackendRegistry& BackendRegistry::Global() {
   return *registry;
 }
 
+const Backend& HostBackend() {
+  static const Backend* cpu = *BackendRegistry::Global().Find("cpu");
+  return *cpu;
+}
+
 absl::Status BackendRegistry::Register(std::unique_ptr<Backend> backend) {
   for (const auto& b : backends_) {
     if (b->name() == backend->name()) {

@@ -66,6 +66,10 @@ class BackendRegistry {
   std::vector<std::unique_ptr<Backend>> backends_;
 };
 
+// The CPU backend of the global registry: what layers compute with unless
+// they are given another.
+const Backend& HostBackend();
+
 // InvalidArgument naming `op` and both sizes unless a and b have as many
 // elements.
 absl::Status CheckSameSize(const char* op, const Tensor& a, const Tensor& b);

@@ -1,6 +1,8 @@
 // Job config parsing and model building: errors name the field's path.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "core/model/job_config.h"
 #include "core/model/job_identity.h"
 #include "core/model/job_spec.h"
@@ -69,6 +71,75 @@ TEST(ModelTest, ForwardAndBackwardOfferThePointBetweenEveryTwoLayers) {
   (*model)->set_wait_observer(nullptr);
   (*model)->Forward(images, /*training=*/false);
   EXPECT_EQ(observer.yields, split - 1);
+}
+
+// The host's kernels, counting the calls a model's layers make.
+class CountingBackend final : public Backend {
+ public:
+  std::string name() const override { return "counting"; }
+  Device device() const override { return Device::kCpu; }
+  absl::StatusOr<Tensor> Upload(const Tensor& host) const override { return host.Clone(); }
+  absl::StatusOr<Tensor> Download(const Tensor& t) const override { return t.Clone(); }
+  absl::Status Relu(const Tensor& x, const Tensor& y) const override {
+    ++calls["relu"];
+    return HostBackend().Relu(x, y);
+  }
+  absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const override {
+    ++calls["relu_backward"];
+    return HostBackend().ReluBackward(y, dy, dx);
+  }
+  absl::Status BroadcastRows(const Tensor& bias, const Tensor& out) const override {
+    ++calls["broadcast_rows"];
+    return HostBackend().BroadcastRows(bias, out);
+  }
+  absl::Status SumRows(const Tensor& m, const Tensor& sums) const override {
+    ++calls["sum_rows"];
+    return HostBackend().SumRows(m, sums);
+  }
+  mutable std::map<std::string, int> calls;
+};
+
+// A backend on a device no core kernel runs on.
+class ElsewhereBackend final : public Backend {
+ public:
+  std::string name() const override { return "elsewhere"; }
+  Device device() const override { return Device::kCuda; }
+  absl::StatusOr<Tensor> Upload(const Tensor&) const override { return Lacks("upload"); }
+  absl::StatusOr<Tensor> Download(const Tensor&) const override { return Lacks("download"); }
+};
+
+TEST(ModelTest, LayersComputeThroughTheBackendTheModelIsBuiltOn) {
+  auto config = LoadJobConfig(testing::kConfig);
+  ASSERT_TRUE(config.ok()) << config.status();
+  CountingBackend backend;
+  auto model = Model::Build(config->model, 1, backend);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<int64_t> dims = {2};
+  for (int64_t d : (*model)->input_shape().dims()) dims.push_back(d);
+  Tensor logits = (*model)->Forward(Tensor::Zeros(Shape(dims)), /*training=*/true);
+  (*model)->Backward(Tensor::Zeros(logits.shape()));
+  // The default model: relu after conv1, conv2 and fc1; linear fc1 and fc2.
+  const std::map<std::string, int> expected = {
+      {"relu", 3}, {"relu_backward", 3}, {"broadcast_rows", 2}, {"sum_rows", 2}};
+  EXPECT_EQ(backend.calls, expected);
+  // The same weights as on the host's backend: the backend changes where,
+  // not what.
+  auto host = Model::Build(config->model, 1);
+  ASSERT_TRUE(host.ok());
+  EXPECT_EQ((*host)->parameters()[0]->value.ToVector(),
+            (*model)->parameters()[0]->value.ToVector());
+}
+
+TEST(ModelTest, ALayerTypeThatDoesNotRunOnTheBackendsDeviceIsRefusedByName) {
+  auto config = LoadJobConfig(testing::kConfig);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ElsewhereBackend backend;
+  auto model = Model::Build(config->model, 1, backend);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "model.layers[0] (conv2d \"conv1\"): conv2d layers do not run on the elsewhere "
+            "backend");
 }
 
 TEST(JobConfigTest, UnknownLayerType) {

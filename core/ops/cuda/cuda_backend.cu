@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,44 @@ __global__ void SgdKernel(float* p, const float* g, float* buf, int64_t n, float
   const float b = mu * buf[i] + d;
   buf[i] = b;
   p[i] -= lr * (nesterov ? d + mu * b : b);
+}
+
+__global__ void MultiplyKernel(const float* x, const float* mask, float* y, int64_t n) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = x[i] * mask[i];
+}
+
+__global__ void AxpyKernel(float alpha, const float* x, float* y, int64_t n) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] += alpha * x[i];
+}
+
+__global__ void ScaleKernel(float alpha, float* x, int64_t n) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] *= alpha;
+}
+
+__global__ void BroadcastRowsKernel(const float* bias, float* out, int64_t rows, int64_t cols) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < rows * cols) out[i] = bias[i % cols];
+}
+
+// One thread per column, summing down the rows in order (the CPU kernel's
+// order, so the sums agree to rounding).
+__global__ void SumRowsKernel(const float* m, float* sums, int64_t rows, int64_t cols) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= cols) return;
+  float total = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) total += m[r * cols + c];
+  sums[c] = total;
+}
+
+// OK when every operand is a float CUDA tensor.
+absl::Status CheckOperands(const char* op, std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands) {
+    if (auto s = CheckCudaFloat(*t, op); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -118,7 +157,7 @@ absl::Status CudaSgdUpdate(const Tensor& param, const Tensor& grad, const Tensor
 
 namespace {
 
-// The ops this backend has; the others are Unimplemented (core/ops/backend.h).
+// Every element-wise op of core/ops/backend.h on device tensors.
 class CudaBackend final : public Backend {
  public:
   std::string name() const override { return "cuda"; }
@@ -138,6 +177,42 @@ class CudaBackend final : public Backend {
   }
   absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const override {
     return CudaReluBackward(y, dy, dx);
+  }
+  absl::Status Multiply(const Tensor& x, const Tensor& mask, const Tensor& y) const override {
+    if (auto s = CheckOperands("multiply operand", {&x, &mask, &y}); !s.ok()) return s;
+    if (auto s = CheckSameSize("multiply", x, mask); !s.ok()) return s;
+    if (auto s = CheckSameSize("multiply", x, y); !s.ok()) return s;
+    if (x.numel() == 0) return absl::OkStatus();
+    MultiplyKernel<<<Blocks(x.numel()), 256>>>(x.data(), mask.data(), y.data(), x.numel());
+    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  absl::Status Axpy(float alpha, const Tensor& x, const Tensor& y) const override {
+    if (auto s = CheckOperands("axpy operand", {&x, &y}); !s.ok()) return s;
+    if (auto s = CheckSameSize("axpy", x, y); !s.ok()) return s;
+    if (x.numel() == 0) return absl::OkStatus();
+    AxpyKernel<<<Blocks(x.numel()), 256>>>(alpha, x.data(), y.data(), x.numel());
+    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  absl::Status Scale(float alpha, const Tensor& x) const override {
+    if (auto s = CheckOperands("scale operand", {&x}); !s.ok()) return s;
+    if (x.numel() == 0) return absl::OkStatus();
+    ScaleKernel<<<Blocks(x.numel()), 256>>>(alpha, x.data(), x.numel());
+    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  absl::Status BroadcastRows(const Tensor& bias, const Tensor& out) const override {
+    if (auto s = CheckOperands("broadcast_rows operand", {&bias, &out}); !s.ok()) return s;
+    if (auto s = CheckRowShape("broadcast_rows", out, bias); !s.ok()) return s;
+    if (out.numel() == 0) return absl::OkStatus();
+    BroadcastRowsKernel<<<Blocks(out.numel()), 256>>>(bias.data(), out.data(), out.dim(0),
+                                                      out.dim(1));
+    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  absl::Status SumRows(const Tensor& m, const Tensor& sums) const override {
+    if (auto s = CheckOperands("sum_rows operand", {&m, &sums}); !s.ok()) return s;
+    if (auto s = CheckRowShape("sum_rows", m, sums); !s.ok()) return s;
+    if (sums.numel() == 0) return absl::OkStatus();
+    SumRowsKernel<<<Blocks(sums.numel()), 256>>>(m.data(), sums.data(), m.dim(0), m.dim(1));
+    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
   }
 };
 

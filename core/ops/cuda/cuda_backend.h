@@ -1,5 +1,5 @@
 // The CUDA backend: device memory for tensors and the element-wise kernels
-// of training (ReLU forward/backward, SGD update), built when nvcc exists
+// of training (the Backend ops of core/ops/backend.h, SGD update), built when nvcc exists
 // (STRATA_CUDA=AUTO|ON) and run only where a GPU is present.
 //
 //   if (CudaDeviceCount() > 0) {
@@ -25,9 +25,9 @@ int CudaDeviceCount();
 // Registers a caching cudaMalloc allocator for Device::kCuda tensors.
 // Fails when no device is present.
 absl::Status RegisterCudaAllocator();
-// Registers the allocator and the "cuda" backend (core/ops/backend.h: the
-// ReLU ops; the others are not on CUDA yet). FailedPrecondition when no
-// device is present; calls after the first do nothing.
+// Registers the allocator and the "cuda" backend (every element-wise op of
+// core/ops/backend.h). FailedPrecondition when no device is present; calls
+// after the first do nothing.
 absl::Status RegisterCudaBackend();
 
 // Host <-> device copies of equally sized float tensors (synchronous).
