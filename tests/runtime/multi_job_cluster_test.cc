@@ -134,15 +134,22 @@ std::vector<nlohmann::json> RecordsOf(const std::string& dir, int job) {
   return records.ok() ? *records : std::vector<nlohmann::json>();
 }
 
+// The default job and its BatchNorm variant through strata_launch, ps mode,
+// one worker process, under crossover with `weights` ("" = equal), each
+// process writing its records into `records`; the exit code and output.
+std::pair<int, std::string> RunCrossoverPair(int steps, const std::string& weights,
+                                             const std::string& records) {
+  return RunCommand(kBin + "strata_launch --jobs " + kConfig + "," + kBatchNormConfig +
+                    " --mode ps --conv-workers 1 --threads 2 --max-steps " + std::to_string(steps) +
+                    " --evaluate=false --progress=false --policy crossover" +
+                    (weights.empty() ? "" : " --weights " + weights) + " --records-dir " + records);
+}
+
 // Equal weights, read from the recorded timeline: no wait for the device
 // outlasts one iteration of the other job (start to next start).
 TEST_F(MultiJobClusterTest, UnderCrossoverNoJobWaitsForTheDeviceLongerThanAnIterationOfTheOther) {
   const std::string records = dir_ + "/records";
-  const auto [code, log] =
-      RunCommand(kBin + "strata_launch --jobs " + kConfig + "," + kBatchNormConfig +
-                 " --mode ps --conv-workers 1 --threads 2 --max-steps 30 --evaluate=false "
-                 "--progress=false --policy crossover --records-dir " +
-                 records);
+  const auto [code, log] = RunCrossoverPair(30, "", records);
   ASSERT_EQ(code, 0) << log;
   const std::vector<nlohmann::json> jobs[2] = {RecordsOf(records, 1), RecordsOf(records, 2)};
   for (int j = 0; j < 2; ++j) {
@@ -175,11 +182,7 @@ TEST_F(MultiJobClusterTest, UnderCrossoverNoJobWaitsForTheDeviceLongerThanAnIter
 // 32-39% here, and ignoring the weights about 45-50%.
 TEST_F(MultiJobClusterTest, UnderCrossoverWeightsSplitTheContestedDeviceTime) {
   const std::string records = dir_ + "/records";
-  const auto [code, log] =
-      RunCommand(kBin + "strata_launch --jobs " + kConfig + "," + kBatchNormConfig +
-                 " --mode ps --conv-workers 1 --threads 2 --max-steps 40 --evaluate=false "
-                 "--progress=false --policy crossover --weights 1,3 --records-dir " +
-                 records);
+  const auto [code, log] = RunCrossoverPair(40, "1,3", records);
   ASSERT_EQ(code, 0) << log;
   double waited[2] = {0, 0};
   for (int j = 0; j < 2; ++j) {

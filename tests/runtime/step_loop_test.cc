@@ -88,18 +88,25 @@ std::vector<nlohmann::json> ReadLines(const std::string& path) {
   return out;
 }
 
-TEST(StepLoopTest, RunsThePhasesInOrderAndLetsTheDeviceGoAtEveryWaitAndAtTheEnd) {
-  std::vector<std::string> log;
-  LoggingDevice device(log);
-  WaitObserver* waits = nullptr;
-  ScriptedProgram program(log, waits);
+// One iteration of `program` with `device`; `waits` is set to the loop's
+// observer, which the program's components are given.
+absl::StatusOr<int64_t> RunOneIteration(DevicePolicy& device, StepProgram& program,
+                                        WaitObserver*& waits) {
   StepLoopOptions o;
   o.process = "test";
   o.total_iterations = 1;
   o.device = &device;
   StepLoop loop(o);
   waits = loop.waits();
-  ASSERT_EQ(loop.Run(program).value(), 1);
+  return loop.Run(program);
+}
+
+TEST(StepLoopTest, RunsThePhasesInOrderAndLetsTheDeviceGoAtEveryWaitAndAtTheEnd) {
+  std::vector<std::string> log;
+  LoggingDevice device(log);
+  WaitObserver* waits = nullptr;
+  ScriptedProgram program(log, waits);
+  ASSERT_EQ(RunOneIteration(device, program, waits).value(), 1);
   // Held from load on; a wait inside forward lets it go and takes it back;
   // exchange did not wait, so backward needs no new acquire; the wait in
   // synchronise lets it go until the boundary's compute.
@@ -252,13 +259,7 @@ TEST(StepLoopTest, AHolderAskedToYieldBetweenLayersLetsTheDeviceGoAndTakesItBack
     device.yield_on = yield_on;
     WaitObserver* waits = nullptr;
     LayeredProgram program(log, waits);
-    StepLoopOptions o;
-    o.process = "test";
-    o.total_iterations = 1;
-    o.device = &device;
-    StepLoop loop(o);
-    waits = loop.waits();
-    ASSERT_EQ(loop.Run(program).value(), 1);
+    ASSERT_EQ(RunOneIteration(device, program, waits).value(), 1);
     std::vector<std::string> expected = {"acquire", "layer 2", "layer 1", "release",
                                          "waits",   "acquire", "release"};
     if (yield_on == 3) {
