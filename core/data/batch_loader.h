@@ -6,6 +6,10 @@
 // [s*G, (s+1)*G) of that order, and rank r of R takes the contiguous slice
 // [r*G/R, (r+1)*G/R) of it. One process with batch G and R processes with
 // batch G/R each therefore see the same samples at every step.
+//
+// Augmentation (random crop from a padded image, horizontal flip) is drawn
+// per sample from the seed, the epoch and the sample's index in the data
+// set, so it too is the same however the batch is sharded.
 #ifndef STRATA_CORE_DATA_BATCH_LOADER_H_
 #define STRATA_CORE_DATA_BATCH_LOADER_H_
 
@@ -31,6 +35,10 @@ struct BatchLoaderOptions {
   uint64_t seed = 1;
   std::vector<float> mean;  // per channel, or one value; empty = 0
   std::vector<float> std;   // per channel, or one value; empty = 1
+  // Training images only (samples {H, W, C}); see AugmentConfig in
+  // core/model/job_config.h.
+  int64_t crop_padding = 0;
+  bool horizontal_flip = false;
 };
 
 class BatchLoader {
@@ -50,6 +58,9 @@ class BatchLoader {
   Batch ForStep(int64_t step);
 
  private:
+  // Writes sample `index`, normalised and (where asked) augmented, to dst.
+  void Fill(int64_t index, float* dst) const;
+
   const Dataset& dataset_;
   BatchLoaderOptions options_;
   std::vector<int64_t> order_;

@@ -28,6 +28,8 @@ absl::StatusOr<std::unique_ptr<TrainingData>> LoadTrainingData(const JobConfig& 
   lo.seed = static_cast<uint64_t>(tc.seed);
   lo.mean = config.data.mean;
   lo.std = config.data.std;
+  lo.crop_padding = config.data.augment.crop_padding;
+  lo.horizontal_flip = config.data.augment.horizontal_flip;
   data->loader = std::make_unique<BatchLoader>(train, lo);
   data->steps_per_epoch = data->loader->steps_per_epoch();
   if (data->steps_per_epoch == 0) {

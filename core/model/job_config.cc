@@ -1,5 +1,6 @@
 #include "core/model/job_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -122,6 +123,17 @@ absl::Status ParseData(const json& j, DataConfig* data) {
     return absl::InvalidArgumentError(absl::StrCat("data.mean has ", data->mean.size(),
                                                    " values but data.std has ", data->std.size()));
   }
+  if (r.Has("augment")) {
+    STRATA_ASSIGN_OR_RETURN(const json* augment, r.Child("augment"));
+    JsonObjectReader a(*augment, "data.augment");
+    STRATA_RETURN_IF_ERROR(a.Optional("crop_padding", &data->augment.crop_padding));
+    STRATA_RETURN_IF_ERROR(a.Optional("horizontal_flip", &data->augment.horizontal_flip));
+    if (data->augment.crop_padding < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data.augment.crop_padding: must be >= 0, got ", data->augment.crop_padding));
+    }
+    STRATA_RETURN_IF_ERROR(a.Finish());
+  }
   return r.Finish();
 }
 
@@ -208,6 +220,16 @@ absl::StatusOr<JobConfig> ParseTopLevel(const json& j) {
     STRATA_RETURN_IF_ERROR(ParseCluster(*cluster, &config.cluster));
   }
   STRATA_RETURN_IF_ERROR(r.Finish());
+  const Shape& input = config.model.input;
+  if (config.data.augment.enabled() && input.rank() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.augment: crops and flips need images [H, W, C]; model.input is ", input.ToString()));
+  }
+  if (input.rank() == 3 && config.data.augment.crop_padding >= std::min(input[0], input[1])) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.augment.crop_padding: ", config.data.augment.crop_padding,
+                     " is not smaller than the image (", input.ToString(), ")"));
+  }
   const size_t channels = static_cast<size_t>(config.model.input.dims().back());
   for (const auto* values : {&config.data.mean, &config.data.std}) {
     if (values->size() > 1 && values->size() != channels) {

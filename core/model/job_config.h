@@ -61,6 +61,17 @@ struct ModelConfig {
   int split_index = 0;      // index of the first head layer (layers.size() if no split)
 };
 
+// Seeded augmentation of training images (data.augment); off by default.
+// Each sample's draw is a function of the seed, the epoch and the sample,
+// so every process of a cluster sees the same augmented batch.
+struct AugmentConfig {
+  // Random crop of the input's size from the image padded by this many
+  // pixels on every side (padding is black: raw pixel 0); 0 = none.
+  int64_t crop_padding = 0;
+  bool horizontal_flip = false;  // mirror left-right with probability 1/2
+  bool enabled() const { return crop_padding > 0 || horizontal_flip; }
+};
+
 struct DataConfig {
   std::string dataset;          // fashion_mnist, mnist, cifar10, synthetic
   std::string path;             // directory of the data files
@@ -68,6 +79,7 @@ struct DataConfig {
   std::vector<float> std;       // per channel (or one value for all)
   int64_t synthetic_train = 0;  // synthetic: sizes of the two splits
   int64_t synthetic_test = 0;
+  AugmentConfig augment;  // training images only
 };
 
 struct TrainingConfig {

@@ -52,6 +52,8 @@ absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,
   o.world = 1;
   o.shuffle = false;
   o.drop_last = false;
+  o.crop_padding = 0;  // test images as they are
+  o.horizontal_flip = false;
   BatchLoader loader(dataset, o);
   loader.StartEpoch(0);
   const int64_t total = limit > 0 ? std::min(limit, dataset.size()) : dataset.size();

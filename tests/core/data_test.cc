@@ -1,6 +1,10 @@
 // Readers on the real Fashion-MNIST files and on broken ones; the loader.
 #include <gtest/gtest.h>
+
+#include <set>
+
 #include <zlib.h>
+#include <optional>
 
 #include <cstdio>
 #include <filesystem>
@@ -163,6 +167,82 @@ TEST(SyntheticDatasetTest, SeededAndShaped) {
   EXPECT_EQ(a.labels, b.labels);
   EXPECT_NE(a.pixels, c.pixels);
   for (int32_t l : a.labels) EXPECT_TRUE(l >= 0 && l < 5);
+}
+
+// The (dy, dx, flip) for which `augmented` is `plain` cropped at offset
+// (dy, dx) from its zero-padded image and mirrored if flip, or nullopt.
+// Both are one {H, W, C} sample without normalisation.
+struct Transform {
+  int64_t dy = 0, dx = 0;
+  bool flip = false;
+};
+std::optional<Transform> FindTransform(const float* plain, const float* augmented,
+                                       const Shape& shape, int64_t pad) {
+  const int64_t h = shape[0], w = shape[1], channels = shape[2];
+  for (int64_t dy = -pad; dy <= pad; ++dy) {
+    for (int64_t dx = -pad; dx <= pad; ++dx) {
+      for (bool flip : {false, true}) {
+        bool same = true;
+        for (int64_t y = 0; y < h && same; ++y) {
+          for (int64_t x = 0; x < w && same; ++x) {
+            const int64_t sy = y + dy, sx = (flip ? w - 1 - x : x) + dx;
+            const bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
+            for (int64_t c = 0; c < channels && same; ++c) {
+              const float want = inside ? plain[(sy * w + sx) * channels + c] : 0.0f;
+              same = augmented[(y * w + x) * channels + c] == want;
+            }
+          }
+        }
+        if (same) return Transform{dy, dx, flip};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(BatchLoaderTest, AugmentationCropsFromThePaddedImageAndFlipsAlikeOnEveryShard) {
+  const Shape sample({6, 5, 2});  // not square, two channels
+  Dataset ds = MakeSyntheticDataset(sample, 3, 40, 7);
+  BatchLoaderOptions plain;
+  plain.global_batch = 40;
+  plain.shuffle = false;
+  BatchLoaderOptions augmenting = plain;
+  augmenting.crop_padding = 2;
+  augmenting.horizontal_flip = true;
+  BatchLoader original(ds, plain), augmented(ds, augmenting);
+  original.StartEpoch(0);
+  augmented.StartEpoch(0);
+  const Batch a = original.Get(0), b = augmented.Get(0);
+  const int64_t numel = sample.numel();
+  std::set<std::pair<int64_t, int64_t>> offsets;
+  int flips = 0;
+  for (int64_t i = 0; i < 40; ++i) {
+    const std::optional<Transform> t =
+        FindTransform(a.images.data() + i * numel, b.images.data() + i * numel, sample, 2);
+    ASSERT_TRUE(t.has_value()) << "sample " << i << " is no crop or mirror of its image";
+    offsets.insert({t->dy, t->dx});
+    flips += t->flip ? 1 : 0;
+    EXPECT_EQ(a.labels[i], b.labels[i]);
+  }
+  // Drawn, not fixed: several offsets, mirrored and not.
+  EXPECT_GE(offsets.size(), 5u);
+  EXPECT_GT(flips, 0);
+  EXPECT_LT(flips, 40);
+
+  // Four ranks of 10 see the same augmented samples as one process of 40.
+  for (int rank = 0; rank < 4; ++rank) {
+    BatchLoaderOptions ro = augmenting;
+    ro.rank = rank;
+    ro.world = 4;
+    BatchLoader part(ds, ro);
+    part.StartEpoch(0);
+    EXPECT_EQ(MaxAbsDiff(part.Get(0).images, b.images.Slice(rank * 10, rank * 10 + 10)), 0.0f);
+  }
+  // Another epoch draws again; the same epoch draws the same.
+  augmented.StartEpoch(1);
+  EXPECT_GT(MaxAbsDiff(augmented.Get(0).images, b.images), 0.0f);
+  augmented.StartEpoch(0);
+  EXPECT_EQ(MaxAbsDiff(augmented.Get(0).images, b.images), 0.0f);
 }
 
 TEST(BatchLoaderTest, NormalisesShufflesAndShards) {

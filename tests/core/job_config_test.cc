@@ -142,6 +142,28 @@ TEST(ModelTest, ALayerTypeThatDoesNotRunOnTheBackendsDeviceIsRefusedByName) {
             "backend");
 }
 
+TEST(JobConfigTest, AugmentationIsOffByDefaultAndCheckedWhenAsked) {
+  auto plain = LoadJobConfig(testing::kConfig);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->data.augment.enabled());
+  const std::string from = R"("std": [0.3530])";
+  auto augmented = ParseJobConfig(
+      Edited(from,
+             std::string(from) + R"(, "augment": {"crop_padding": 4, "horizontal_flip": true})"),
+      "augmented");
+  ASSERT_TRUE(augmented.ok()) << augmented.status();
+  EXPECT_EQ(augmented->data.augment.crop_padding, 4);
+  EXPECT_TRUE(augmented->data.augment.horizontal_flip);
+  // Processes that augment differently are different jobs.
+  EXPECT_NE(JobIdentity(*plain), JobIdentity(*augmented));
+  EXPECT_EQ(ErrorOf(Edited(from, std::string(from) + R"(, "augment": {"crop_padding": -1})")),
+            "job.json: data.augment.crop_padding: must be >= 0, got -1");
+  EXPECT_EQ(ErrorOf(Edited(from, std::string(from) + R"(, "augment": {"crop_padding": 28})")),
+            "job.json: data.augment.crop_padding: 28 is not smaller than the image ([28, 28, 1])");
+  EXPECT_EQ(ErrorOf(Edited(from, std::string(from) + R"(, "augment": {"flip": true})")),
+            "job.json: data.augment.flip: unknown field");
+}
+
 TEST(JobConfigTest, UnknownLayerType) {
   EXPECT_EQ(ErrorOf(Edited(R"("type": "relu", "name": "relu2")", R"("type": "gelu")")),
             "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: avgpool2d, "
