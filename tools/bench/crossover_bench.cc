@@ -370,7 +370,7 @@ absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::
         {"images_per_sec", v}, {"median", med}, {"fraction_of_ideal", med / ideal}};
   }
   if (!o.weights.empty()) report["weights"] = o.weights;
-  const std::vector<double> weights = *ParseDeviceWeights(o.weights, jobs);
+  STRATA_ASSIGN_OR_RETURN(const std::vector<double> weights, ParseDeviceWeights(o.weights, jobs));
   double weight_sum = 0;
   for (double w : weights) weight_sum += w;
   for (const std::string& policy : o.policies) {
