@@ -169,6 +169,17 @@ TEST(SyntheticDatasetTest, SeededAndShaped) {
   for (int32_t l : a.labels) EXPECT_TRUE(l >= 0 && l < 5);
 }
 
+// Rank `rank` of `world`'s part of batch `step` of `epoch`, loaded as
+// `options` says otherwise.
+Batch ShardOf(const Dataset& ds, BatchLoaderOptions options, int rank, int world, int64_t epoch,
+              int64_t step) {
+  options.rank = rank;
+  options.world = world;
+  BatchLoader part(ds, options);
+  part.StartEpoch(epoch);
+  return part.Get(step);
+}
+
 // The (dy, dx, flip) for which `augmented` is `plain` cropped at offset
 // (dy, dx) from its zero-padded image and mirrored if flip, or nullopt.
 // Both are one {H, W, C} sample without normalisation.
@@ -231,12 +242,9 @@ TEST(BatchLoaderTest, AugmentationCropsFromThePaddedImageAndFlipsAlikeOnEverySha
 
   // Four ranks of 10 see the same augmented samples as one process of 40.
   for (int rank = 0; rank < 4; ++rank) {
-    BatchLoaderOptions ro = augmenting;
-    ro.rank = rank;
-    ro.world = 4;
-    BatchLoader part(ds, ro);
-    part.StartEpoch(0);
-    EXPECT_EQ(MaxAbsDiff(part.Get(0).images, b.images.Slice(rank * 10, rank * 10 + 10)), 0.0f);
+    EXPECT_EQ(MaxAbsDiff(ShardOf(ds, augmenting, rank, 4, 0, 0).images,
+                         b.images.Slice(rank * 10, rank * 10 + 10)),
+              0.0f);
   }
   // Another epoch draws again; the same epoch draws the same.
   augmented.StartEpoch(1);
@@ -257,12 +265,7 @@ TEST(BatchLoaderTest, NormalisesShufflesAndShards) {
   ASSERT_EQ(full.images.shape(), Shape({8, 2, 2, 1}));
   // Two ranks of batch 4 see exactly the two halves of the global batch.
   for (int rank = 0; rank < 2; ++rank) {
-    BatchLoaderOptions ro = o;
-    ro.rank = rank;
-    ro.world = 2;
-    BatchLoader part(ds, ro);
-    part.StartEpoch(3);
-    Batch b = part.Get(2);
+    Batch b = ShardOf(ds, o, rank, 2, 3, 2);
     ASSERT_EQ(b.images.dim(0), 4);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(b.labels[i], full.labels[rank * 4 + i]);
     EXPECT_EQ(MaxAbsDiff(b.images, full.images.Slice(rank * 4, rank * 4 + 4)), 0.0f);

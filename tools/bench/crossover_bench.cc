@@ -48,21 +48,32 @@ absl::StatusOr<std::vector<nlohmann::json>> JobRecords(const std::string& dir, s
   return ReadIterationRecords(PathForJob(dir + "/conv_worker_0.jsonl", job));
 }
 
+// Every job's iteration records (conv worker 0's) in `dir`, by job; each
+// job must have left at least two.
+absl::StatusOr<std::vector<std::vector<nlohmann::json>>> AllJobRecords(const std::string& dir,
+                                                                       size_t jobs) {
+  std::vector<std::vector<nlohmann::json>> by_job;
+  for (size_t job = 0; job < jobs; ++job) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records, JobRecords(dir, job + 1));
+    if (records.size() < 2) {
+      return absl::InternalError(
+          absl::StrCat("job ", job + 1, " left fewer than 2 iteration records in ", dir));
+    }
+    by_job.push_back(std::move(records));
+  }
+  return by_job;
+}
+
 // The jobs' images per second together: every job's images after its
 // first iteration (start-up), over the time from the earliest second
-// iteration's start to the latest last iteration's end (conv worker 0's
-// records, on one monotonic clock). Jobs that start or end apart count
-// the time one trains alone.
-absl::StatusOr<double> AggregateRate(const std::string& dir, const std::vector<double>& batches) {
+// iteration's start to the latest last iteration's end (the records are
+// on one monotonic clock). Jobs that start or end apart count the time one
+// trains alone.
+double AggregateRate(const std::vector<std::vector<nlohmann::json>>& by_job,
+                     const std::vector<double>& batches) {
   double images = 0, from = 0, to = 0;
-  for (size_t job = 0; job < batches.size(); ++job) {
-    STRATA_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> records, JobRecords(dir, job + 1));
-    if (records.size() < 2) {
-      return absl::InternalError(absl::StrCat("job ", job + 1,
-                                              " left fewer than 2 iteration "
-                                              "records in ",
-                                              dir));
-    }
+  for (size_t job = 0; job < by_job.size(); ++job) {
+    const std::vector<nlohmann::json>& records = by_job[job];
     images += batches[job] * static_cast<double>(records.size() - 1);
     const double start = records[1]["start"].get<double>();
     const double end = records.back()["start"].get<double>() + records.back()["wall"].get<double>();
@@ -72,19 +83,19 @@ absl::StatusOr<double> AggregateRate(const std::string& dir, const std::vector<d
   return to > from ? images / (to - from) : 0;
 }
 
-// Two jobs' shares of the device time they contended for, from conv worker
-// 0's records in `dir` after each job's first iteration (see the header);
-// empty for other job counts or when neither waited for the device.
-absl::StatusOr<std::vector<double>> ContestedShares(const std::string& dir, size_t jobs) {
-  if (jobs != 2) return std::vector<double>();
+// Two jobs' shares of the device time they contended for, from their
+// records after each job's first iteration (see the header); empty for
+// other job counts or when neither waited for the device.
+std::vector<double> ContestedShares(const std::vector<std::vector<nlohmann::json>>& by_job) {
+  if (by_job.size() != 2) return {};
   double waited[2] = {0, 0};
   for (size_t job = 0; job < 2; ++job) {
-    STRATA_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> records, JobRecords(dir, job + 1));
-    for (size_t i = 1; i < records.size(); ++i) waited[job] += DeviceWaitSeconds(records[i]);
+    for (size_t i = 1; i < by_job[job].size(); ++i)
+      waited[job] += DeviceWaitSeconds(by_job[job][i]);
   }
   const double both = waited[0] + waited[1];
-  if (both <= 0) return std::vector<double>();
-  return std::vector<double>{waited[1] / both, waited[0] / both};
+  if (both <= 0) return {};
+  return {waited[1] / both, waited[0] / both};
 }
 
 // What a run of every job together measured.
@@ -137,12 +148,11 @@ class CrossoverRunner {
                                                   absl::StrCat(policy, ", job ", job + 1), log_));
       batches.push_back(BatchOf(j));
     }
+    STRATA_ASSIGN_OR_RETURN(const auto by_job, AllJobRecords(records_dir, o_.jobs.size()));
     TogetherRun run;
-    STRATA_ASSIGN_OR_RETURN(run.images_per_sec, AggregateRate(records_dir, batches));
+    run.images_per_sec = AggregateRate(by_job, batches);
     // Naive jobs never wait for one another: nothing is contested.
-    if (policy != "naive") {
-      STRATA_ASSIGN_OR_RETURN(run.shares, ContestedShares(records_dir, o_.jobs.size()));
-    }
+    if (policy != "naive") run.shares = ContestedShares(by_job);
     return run;
   }
 
@@ -205,19 +215,13 @@ absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_p
   constexpr double kWindow = 1.5;  // seconds drawn, from the middle of the run
   std::ofstream out(data);
   for (size_t p = 0; p < policies.size(); ++p) {
-    std::vector<std::vector<nlohmann::json>> by_job;
+    STRATA_ASSIGN_OR_RETURN(const auto by_job,
+                            AllJobRecords(records_by_policy.at(policies[p]), jobs));
     double first = 0, last = 0;
     for (size_t job = 0; job < jobs; ++job) {
-      STRATA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records,
-                              JobRecords(records_by_policy.at(policies[p]), job + 1));
-      by_job.push_back(std::move(records));
-      if (by_job.back().empty()) {
-        return absl::InternalError(absl::StrCat("no iteration records of job ", job + 1, " in ",
-                                                records_by_policy.at(policies[p])));
-      }
-      first = std::max(first, by_job.back().front()["start"].get<double>());
-      last = last == 0 ? by_job.back().back()["start"].get<double>()
-                       : std::min(last, by_job.back().back()["start"].get<double>());
+      first = std::max(first, by_job[job].front()["start"].get<double>());
+      last = last == 0 ? by_job[job].back()["start"].get<double>()
+                       : std::min(last, by_job[job].back()["start"].get<double>());
     }
     const double from = first + std::max(0.0, (last - first - kWindow) / 2);
     // One block per policy; columns: x0 x1 job kind (SpanKind: 0 compute,
