@@ -1,6 +1,7 @@
 #include "core/layers/conv2d.h"
 
 #include <cmath>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "core/ops/cpu/dnnl_runtime.h"
@@ -51,7 +52,12 @@ Conv2d::Conv2d(std::string name, const Shape& input_shape, const Conv2dOptions& 
   const int64_t in_c = input_shape[2];
   weight_ = ZeroParameter(this->name() + ".weight",
                           {options.out_channels, in_c, options.kernel, options.kernel});
-  bias_ = ZeroParameter(this->name() + ".bias", {options.out_channels});
+  if (options.bias) bias_ = ZeroParameter(this->name() + ".bias", {options.out_channels});
+}
+
+std::vector<Parameter*> Conv2d::parameters() {
+  if (options_.bias) return {&weight_, &bias_};
+  return {&weight_};
 }
 
 Conv2d::~Conv2d() = default;
@@ -60,7 +66,7 @@ void Conv2d::InitParameters(Rng& rng) {
   // PyTorch's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
   const float bound = 1.0f / std::sqrt(static_cast<float>(weight_.value.shape().inner()));
   FillUniform(weight_.value, rng, bound);
-  FillUniform(bias_.value, rng, bound);
+  if (options_.bias) FillUniform(bias_.value, rng, bound);
 }
 
 int64_t Conv2d::ForwardFlopsPerSample() const {
@@ -84,10 +90,12 @@ Conv2d::Kernels& Conv2d::KernelsFor(int64_t batch) {
   k->bias_md = memory::desc({options_.out_channels}, dt::f32, tag::x);
   const memory::desc any_weight_md(weight_dims, dt::f32, tag::any);
 
+  // A zero memory::desc tells oneDNN there is no bias.
+  const memory::desc bias_md = options_.bias ? k->bias_md : memory::desc();
   k->fwd_pd = dnnl::convolution_forward::primitive_desc(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
                                       dnnl::algorithm::convolution_direct, k->src_md, any_weight_md,
-                                      k->bias_md, k->dst_md, strides, padding, padding),
+                                      bias_md, k->dst_md, strides, padding, padding),
       eng);
   k->fwd = dnnl::convolution_forward(k->fwd_pd);
   k->bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(
@@ -97,8 +105,8 @@ Conv2d::Kernels& Conv2d::KernelsFor(int64_t batch) {
   k->bwd_data = dnnl::convolution_backward_data(k->bwd_data_pd);
   k->bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
       dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, k->src_md,
-                                               any_weight_md, k->bias_md, k->dst_md, strides,
-                                               padding, padding),
+                                               any_weight_md, bias_md, k->dst_md, strides, padding,
+                                               padding),
       eng, k->fwd_pd);
   k->bwd_weights = dnnl::convolution_backward_weights(k->bwd_weights_pd);
   k->weight_to_fwd = LayoutConverter(k->user_weight_md, k->fwd_pd.weights_desc());
@@ -113,10 +121,11 @@ Tensor Conv2d::Forward(const Tensor& input, bool training) {
   Kernels& k = KernelsFor(batch);
   Tensor output = Tensor::Empty(BatchShape(batch, output_shape_));
   OwnedMemory weights = k.weight_to_fwd.Convert(WrapMemory(k.user_weight_md, weight_.value));
-  k.fwd.execute(CpuStream(), {{DNNL_ARG_SRC, WrapMemory(k.src_md, input)},
-                              {DNNL_ARG_WEIGHTS, weights.memory},
-                              {DNNL_ARG_BIAS, WrapMemory(k.bias_md, bias_.value)},
-                              {DNNL_ARG_DST, WrapMemory(k.dst_md, output)}});
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, WrapMemory(k.src_md, input)},
+                                          {DNNL_ARG_WEIGHTS, weights.memory},
+                                          {DNNL_ARG_DST, WrapMemory(k.dst_md, output)}};
+  if (options_.bias) args.emplace(DNNL_ARG_BIAS, WrapMemory(k.bias_md, bias_.value));
+  k.fwd.execute(CpuStream(), args);
   if (training) {
     input_ = input;
     weight_in_layout_ = weights.storage.defined() ? weights.storage : weight_.value;
@@ -135,10 +144,11 @@ Tensor Conv2d::Backward(const Tensor& grad_output, bool need_input_grad) {
   OwnedMemory diff_weights = direct
                                  ? OwnedMemory{WrapMemory(k.user_weight_md, weight_.grad), Tensor()}
                                  : AllocateMemory(k.bwd_weights_pd.diff_weights_desc());
-  k.bwd_weights.execute(CpuStream(), {{DNNL_ARG_SRC, WrapMemory(k.src_md, input_)},
-                                      {DNNL_ARG_DIFF_DST, diff_dst},
-                                      {DNNL_ARG_DIFF_WEIGHTS, diff_weights.memory},
-                                      {DNNL_ARG_DIFF_BIAS, WrapMemory(k.bias_md, bias_.grad)}});
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, WrapMemory(k.src_md, input_)},
+                                          {DNNL_ARG_DIFF_DST, diff_dst},
+                                          {DNNL_ARG_DIFF_WEIGHTS, diff_weights.memory}};
+  if (options_.bias) args.emplace(DNNL_ARG_DIFF_BIAS, WrapMemory(k.bias_md, bias_.grad));
+  k.bwd_weights.execute(CpuStream(), args);
   if (!direct) {
     k.diff_weight_to_user.ConvertInto(diff_weights.memory,
                                       WrapMemory(k.user_weight_md, weight_.grad));

@@ -1,7 +1,8 @@
 // Conv2d: 2-D convolution over NHWC images, through oneDNN.
 //
 // Parameters: weight {out_channels, in_channels, kernel, kernel} (OIHW, the
-// PyTorch order) and bias {out_channels}. Input {H, W, C_in} per sample,
+// PyTorch order) and, unless options.bias is false, bias {out_channels}
+// (a convolution followed by BatchNorm needs none). Input {H, W, C_in} per sample,
 // output {H_out, W_out, C_out} with H_out = (H + 2*padding - kernel)/stride + 1.
 #ifndef STRATA_CORE_LAYERS_CONV2D_H_
 #define STRATA_CORE_LAYERS_CONV2D_H_
@@ -19,6 +20,7 @@ struct Conv2dOptions {
   int64_t kernel = 3;
   int64_t stride = 1;
   int64_t padding = 0;
+  bool bias = true;
 };
 
 class Conv2d final : public Layer {
@@ -33,7 +35,7 @@ class Conv2d final : public Layer {
   Shape output_shape() const override { return output_shape_; }
   Tensor Forward(const Tensor& input, bool training) override;
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
-  std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
+  std::vector<Parameter*> parameters() override;
   void InitParameters(Rng& rng) override;
   int64_t ForwardFlopsPerSample() const override;
 

@@ -22,23 +22,17 @@ absl::Status Positive(int64_t value, const std::string& path) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": must be > 0, got ", value));
 }
 
-absl::StatusOr<LayerSpec> ParseLayer(const json& j, const std::string& path,
-                                     std::map<std::string, int>* ordinals) {
-  JsonObjectReader r(j, path);
-  LayerSpec spec;
-  spec.path = path;
-  STRATA_RETURN_IF_ERROR(r.Required("type", &spec.type));
-  const LayerType* type = LayerRegistry::Global().Find(spec.type);
-  if (type == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ".type: unknown layer type \"", spec.type,
-                     "\" (known: ", absl::StrJoin(LayerRegistry::Global().names(), ", "), ")"));
+// Every layer's name, nested ones included, must be unique in the model.
+absl::Status CheckUniqueNames(const std::vector<LayerSpec>& layers, std::set<std::string>* names) {
+  for (const LayerSpec& spec : layers) {
+    if (!names->insert(spec.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(spec.path, ".name: duplicate layer name \"", spec.name, "\""));
+    }
+    STRATA_RETURN_IF_ERROR(CheckUniqueNames(spec.body, names));
+    STRATA_RETURN_IF_ERROR(CheckUniqueNames(spec.shortcut, names));
   }
-  spec.name = absl::StrCat(spec.type, ++(*ordinals)[spec.type]);
-  STRATA_RETURN_IF_ERROR(r.Optional("name", &spec.name));
-  STRATA_RETURN_IF_ERROR(type->parse(r, &spec));
-  STRATA_RETURN_IF_ERROR(r.Finish());
-  return spec;
+  return absl::OkStatus();
 }
 
 absl::Status ParseModel(const json& j, ModelConfig* model) {
@@ -60,17 +54,9 @@ absl::Status ParseModel(const json& j, ModelConfig* model) {
   if (!layers->is_array() || layers->empty()) {
     return absl::InvalidArgumentError("model.layers: expected a non-empty array of layers");
   }
-  std::map<std::string, int> ordinals;
+  STRATA_ASSIGN_OR_RETURN(model->layers, ParseLayerList(*layers, "model.layers", ""));
   std::set<std::string> names;
-  for (size_t i = 0; i < layers->size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(
-        LayerSpec spec, ParseLayer((*layers)[i], absl::StrCat("model.layers[", i, "]"), &ordinals));
-    if (!names.insert(spec.name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(spec.path, ".name: duplicate layer name \"", spec.name, "\""));
-    }
-    model->layers.push_back(std::move(spec));
-  }
+  STRATA_RETURN_IF_ERROR(CheckUniqueNames(model->layers, &names));
   model->split_index = static_cast<int>(model->layers.size());
   if (!model->split_after.empty()) {
     bool found = false;
@@ -79,6 +65,11 @@ absl::Status ParseModel(const json& j, ModelConfig* model) {
         model->split_index = static_cast<int>(i) + 1;
         found = true;
       }
+    }
+    if (!found && names.count(model->split_after) > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.split_after: \"", model->split_after,
+          "\" is inside a residual block; the split must be after a layer of model.layers"));
     }
     if (!found) {
       return absl::InvalidArgumentError(

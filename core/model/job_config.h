@@ -36,11 +36,14 @@ namespace strata {
 // One entry of model.layers. Only the fields of its type are meaningful;
 // its type is one of the layer registry's (core/model/layer_registry.h).
 struct LayerSpec {
-  std::string type;          // conv2d, relu, maxpool2d, avgpool2d, global_avgpool,
-                             // batchnorm2d, flatten, linear, dropout; moe (moe/)
-  std::string name;          // unique in the model; defaults to type + ordinal ("conv2")
-  std::string path;          // "model.layers[3]", for error messages
+  std::string type;  // conv2d, relu, maxpool2d, avgpool2d, global_avgpool,
+                     // batchnorm2d, flatten, linear, dropout, residual; moe (moe/)
+  // Unique in the model; defaults to type + ordinal ("conv2d2"). A layer
+  // inside a residual block is named after it: "block1.conv2d1".
+  std::string name;
+  std::string path;          // "model.layers[3]", "model.layers[3].body[0]": for errors
   int64_t out_channels = 0;  // conv2d
+  bool bias = true;          // conv2d
   int64_t kernel = 0;        // conv2d (default 3), pooling (default 2)
   int64_t stride = 0;        // conv2d (default 1), pooling (default = kernel)
   int64_t padding = 0;       // conv2d, pooling
@@ -48,6 +51,9 @@ struct LayerSpec {
   float p = 0.5f;            // dropout
   float epsilon = 1e-5f;     // batchnorm2d
   float momentum = 0.1f;     // batchnorm2d
+  // residual: the body's layers and the shortcut's (none: the identity).
+  std::vector<LayerSpec> body;
+  std::vector<LayerSpec> shortcut;
   // The fields of a type registered outside core (moe/'s MoeSpec), set by
   // that type's parser and read by its builder.
   std::any options;

@@ -9,16 +9,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A layer's type and name, and the fields its type says define it.
-Json LayerIdentity(const LayerSpec& spec) {
-  Json j = {{"type", spec.type}, {"name", spec.name}};
-  if (const LayerType* type = LayerRegistry::Global().Find(spec.type); type != nullptr) {
-    const Json fields = type->identity(spec);  // outlives the loop over its items
-    for (const auto& [field, value] : fields.items()) j[field] = value;
-  }
-  return j;
-}
-
 }  // namespace
 
 std::string JobIdentity(const JobConfig& config) {

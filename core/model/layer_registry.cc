@@ -1,11 +1,15 @@
 #include "core/model/layer_registry.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/layers/activation.h"
 #include "core/layers/batchnorm2d.h"
 #include "core/layers/conv2d.h"
 #include "core/layers/linear.h"
 #include "core/layers/pool2d.h"
+#include "core/layers/residual.h"
 #include "core/status.h"
 
 namespace strata {
@@ -30,16 +34,18 @@ LayerType Conv2dType() {
     s->kernel = 3;
     s->stride = 1;
     STRATA_RETURN_IF_ERROR(r.Required("out_channels", &s->out_channels));
+    STRATA_RETURN_IF_ERROR(r.Optional("bias", &s->bias));
     return ParseWindow(r, s);
   };
   t.build = [](const LayerSpec& s, const Shape& input,
                const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
     return Conv2d::Create(s.name, input,
-                          Conv2dOptions{s.out_channels, s.kernel, s.stride, s.padding});
+                          Conv2dOptions{s.out_channels, s.kernel, s.stride, s.padding, s.bias});
   };
   t.identity = [](const LayerSpec& s) {
     json j = WindowIdentity(s);
     j["out_channels"] = s.out_channels;
+    j["bias"] = s.bias;
     return j;
   };
   return t;
@@ -140,14 +146,147 @@ LayerType FlattenType() {
   return t;
 }
 
+absl::StatusOr<LayerChain> BuildChain(const LayerSpec& block, const std::vector<LayerSpec>& specs,
+                                      const Shape& input, const LayerBuildContext& context,
+                                      uint64_t stream) {
+  LayerChain chain;
+  Shape shape = input;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    LayerBuildContext own = context;
+    own.seed = DeriveSeed(context.seed, stream + i);
+    absl::StatusOr<std::unique_ptr<Layer>> layer = BuildLayer(specs[i], shape, own);
+    if (!layer.ok()) {
+      // The block's label comes from whoever built the block; the part's
+      // own path is named relative to it ("body[1] (conv2d ...)").
+      const std::string label = LayerLabel(specs[i]);
+      return WithContext(layer.status(),
+                         label.substr(std::min(label.size(), block.path.size() + 1)));
+    }
+    shape = (*layer)->output_shape();
+    chain.push_back(*std::move(layer));
+  }
+  return chain;
+}
+
+json ChainIdentity(const std::vector<LayerSpec>& specs) {
+  json j = json::array();
+  for (const LayerSpec& s : specs) j.push_back(LayerIdentity(s));
+  return j;
+}
+
+// residual: "body" (a non-empty list of layers) and "shortcut" (a list;
+// absent or empty: the identity), summed.
+LayerType ResidualType() {
+  LayerType t;
+  t.name = "residual";
+  t.parse = [](JsonObjectReader& r, LayerSpec* s) -> absl::Status {
+    STRATA_ASSIGN_OR_RETURN(const json* body, r.Child("body"));
+    const std::string prefix = s->name + ".";
+    STRATA_ASSIGN_OR_RETURN(s->body, ParseLayerList(*body, r.ChildPath("body"), prefix));
+    if (s->body.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(r.ChildPath("body"), ": expected a non-empty array of layers"));
+    }
+    if (r.Has("shortcut")) {
+      STRATA_ASSIGN_OR_RETURN(const json* shortcut, r.Child("shortcut"));
+      STRATA_ASSIGN_OR_RETURN(s->shortcut,
+                              ParseLayerList(*shortcut, r.ChildPath("shortcut"), prefix));
+    }
+    return absl::OkStatus();
+  };
+  t.build = [](const LayerSpec& s, const Shape& input,
+               const LayerBuildContext& c) -> absl::StatusOr<std::unique_ptr<Layer>> {
+    STRATA_ASSIGN_OR_RETURN(LayerChain body, BuildChain(s, s.body, input, c, 0));
+    STRATA_ASSIGN_OR_RETURN(LayerChain shortcut,
+                            BuildChain(s, s.shortcut, input, c, s.body.size()));
+    STRATA_ASSIGN_OR_RETURN(
+        std::unique_ptr<Residual> block,
+        Residual::Create(s.name, input, std::move(body), std::move(shortcut), *c.backend));
+    return std::unique_ptr<Layer>(std::move(block));
+  };
+  t.identity = [](const LayerSpec& s) {
+    return json{{"body", ChainIdentity(s.body)}, {"shortcut", ChainIdentity(s.shortcut)}};
+  };
+  // Its sum runs on any device; its parts are checked one by one.
+  t.devices = {Device::kCpu, Device::kCuda};
+  return t;
+}
+
+absl::StatusOr<LayerSpec> ParseLayer(const json& j, const std::string& path,
+                                     const std::string& name_prefix,
+                                     std::map<std::string, int>* ordinals) {
+  JsonObjectReader r(j, path);
+  LayerSpec spec;
+  spec.path = path;
+  STRATA_RETURN_IF_ERROR(r.Required("type", &spec.type));
+  const LayerType* type = LayerRegistry::Global().Find(spec.type);
+  if (type == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ".type: unknown layer type \"", spec.type,
+                     "\" (known: ", absl::StrJoin(LayerRegistry::Global().names(), ", "), ")"));
+  }
+  spec.name = absl::StrCat(spec.type, ++(*ordinals)[spec.type]);
+  STRATA_RETURN_IF_ERROR(r.Optional("name", &spec.name));
+  if (spec.name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ".name: must not be empty"));
+  }
+  spec.name = name_prefix + spec.name;
+  STRATA_RETURN_IF_ERROR(type->parse(r, &spec));
+  STRATA_RETURN_IF_ERROR(r.Finish());
+  return spec;
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<LayerSpec>> ParseLayerList(const json& list, const std::string& path,
+                                                      const std::string& name_prefix) {
+  if (!list.is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected an array of layers"));
+  }
+  std::map<std::string, int> ordinals;
+  std::vector<LayerSpec> specs;
+  for (size_t i = 0; i < list.size(); ++i) {
+    STRATA_ASSIGN_OR_RETURN(LayerSpec spec, ParseLayer(list[i], absl::StrCat(path, "[", i, "]"),
+                                                       name_prefix, &ordinals));
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+absl::StatusOr<std::unique_ptr<Layer>> BuildLayer(const LayerSpec& spec, const Shape& input,
+                                                  const LayerBuildContext& context) {
+  const LayerType* type = LayerRegistry::Global().Find(spec.type);
+  if (type == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown layer type \"", spec.type, "\""));
+  }
+  const Backend& backend = *context.backend;
+  if (std::find(type->devices.begin(), type->devices.end(), backend.device()) ==
+      type->devices.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.type, " layers do not run on the ", backend.name(), " backend"));
+  }
+  return type->build(spec, input, context);
+}
+
+std::string LayerLabel(const LayerSpec& spec) {
+  return absl::StrCat(spec.path, " (", spec.type, " \"", spec.name, "\")");
+}
+
+json LayerIdentity(const LayerSpec& spec) {
+  json j = {{"type", spec.type}, {"name", spec.name}};
+  if (const LayerType* type = LayerRegistry::Global().Find(spec.type); type != nullptr) {
+    const json fields = type->identity(spec);  // outlives the loop over its items
+    for (const auto& [field, value] : fields.items()) j[field] = value;
+  }
+  return j;
+}
 
 LayerRegistry& LayerRegistry::Global() {
   static LayerRegistry* registry = [] {
     auto* r = new LayerRegistry();
-    for (LayerType t :
-         {Conv2dType(), PoolType("maxpool2d"), PoolType("avgpool2d"), PoolType("global_avgpool"),
-          BatchNormType(), LinearType(), DropoutType(), ReluType(), FlattenType()}) {
+    for (LayerType t : {Conv2dType(), PoolType("maxpool2d"), PoolType("avgpool2d"),
+                        PoolType("global_avgpool"), BatchNormType(), LinearType(), DropoutType(),
+                        ReluType(), FlattenType(), ResidualType()}) {
       (void)r->Register(std::move(t));
     }
     return r;

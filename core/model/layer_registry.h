@@ -1,9 +1,13 @@
 // LayerRegistry: the layer types a job config's model.layers may name. Each
 // type says how its own fields are read from the config, how a layer is
 // built, and which of its fields define it (the job identity). Core's types
-// (conv2d, relu, pooling, batchnorm2d, flatten, linear, dropout) are there
-// from the start; a module above core registers its own the same way, so
-// core never names it (moe/ registers "moe": moe/moe_layer_type.cc).
+// (conv2d, relu, pooling, batchnorm2d, flatten, linear, dropout, residual)
+// are there from the start; a module above core registers its own the same
+// way, so core never names it (moe/ registers "moe": moe/moe_layer_type.cc).
+//
+// A type that holds layers of its own (residual's body and shortcut) reads,
+// builds and names them through ParseLayerList, BuildLayer and
+// LayerIdentity below, as the model does its top-level list.
 //
 //   LayerType t;
 //   t.name = "moe";
@@ -75,6 +79,26 @@ class LayerRegistry {
  private:
   std::map<std::string, LayerType> types_;
 };
+
+// Reads a JSON array of layer entries found at `path` ("model.layers").
+// Entry i's path is "<path>[i]"; its name is `name_prefix` + its "name", or
+// + its type and ordinal among the list's layers of that type ("conv2d2")
+// when it has none. Errors name the entry's field by its path. Names are
+// not checked for uniqueness here (the model checks them all at once).
+absl::StatusOr<std::vector<LayerSpec>> ParseLayerList(const nlohmann::json& list,
+                                                      const std::string& path,
+                                                      const std::string& name_prefix);
+
+// Builds the layer `spec` describes for a per-sample `input` shape on
+// `context.backend`; refuses a type that does not run on its device.
+absl::StatusOr<std::unique_ptr<Layer>> BuildLayer(const LayerSpec& spec, const Shape& input,
+                                                  const LayerBuildContext& context);
+
+// "model.layers[4] (linear \"fc1\")": how errors name a layer.
+std::string LayerLabel(const LayerSpec& spec);
+
+// A layer's type and name and the fields its type says define it.
+nlohmann::json LayerIdentity(const LayerSpec& spec);
 
 }  // namespace strata
 

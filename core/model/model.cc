@@ -1,32 +1,10 @@
 #include "core/model/model.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "core/model/layer_registry.h"
 #include "core/status.h"
 
 namespace strata {
-namespace {
-
-absl::StatusOr<std::unique_ptr<Layer>> MakeLayer(const LayerSpec& spec, const Shape& input,
-                                                 uint64_t seed, int index, const Backend& backend) {
-  const LayerType* type = LayerRegistry::Global().Find(spec.type);
-  if (type == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown layer type \"", spec.type, "\""));
-  }
-  if (std::find(type->devices.begin(), type->devices.end(), backend.device()) ==
-      type->devices.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(spec.type, " layers do not run on the ", backend.name(), " backend"));
-  }
-  LayerBuildContext context;
-  context.seed = DeriveSeed(seed, 1000 + index);  // the layer's own random stream
-  context.backend = &backend;
-  return type->build(spec, input, context);
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_t seed,
                                                     const Backend& backend) {
@@ -36,12 +14,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, u
   Shape shape = config.input;
   for (size_t i = 0; i < config.layers.size(); ++i) {
     const LayerSpec& spec = config.layers[i];
-    absl::StatusOr<std::unique_ptr<Layer>> layer =
-        MakeLayer(spec, shape, seed, static_cast<int>(i), backend);
-    if (!layer.ok()) {
-      return WithContext(layer.status(),
-                         absl::StrCat(spec.path, " (", spec.type, " \"", spec.name, "\")"));
-    }
+    LayerBuildContext context;
+    context.seed = DeriveSeed(seed, 1000 + i);  // the layer's own random stream
+    context.backend = &backend;
+    absl::StatusOr<std::unique_ptr<Layer>> layer = BuildLayer(spec, shape, context);
+    if (!layer.ok()) return WithContext(layer.status(), LayerLabel(spec));
     shape = (*layer)->output_shape();
     model->layers_.push_back(*std::move(layer));
   }

@@ -18,6 +18,9 @@ absl::Status Backend::ReluBackward(const Tensor&, const Tensor&, const Tensor&) 
 absl::Status Backend::Multiply(const Tensor&, const Tensor&, const Tensor&) const {
   return Lacks("multiply");
 }
+absl::Status Backend::Add(const Tensor&, const Tensor&, const Tensor&) const {
+  return Lacks("add");
+}
 absl::Status Backend::Axpy(float, const Tensor&, const Tensor&) const { return Lacks("axpy"); }
 absl::Status Backend::Scale(float, const Tensor&) const { return Lacks("scale"); }
 absl::Status Backend::BroadcastRows(const Tensor&, const Tensor&) const {

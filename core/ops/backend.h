@@ -40,6 +40,7 @@ class Backend {
   virtual absl::Status Relu(const Tensor& x, const Tensor& y) const;
   virtual absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const;
   virtual absl::Status Multiply(const Tensor& x, const Tensor& mask, const Tensor& y) const;
+  virtual absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) const;
   virtual absl::Status Axpy(float alpha, const Tensor& x, const Tensor& y) const;
   virtual absl::Status Scale(float alpha, const Tensor& x) const;
   // out {rows, cols}; bias {cols}.

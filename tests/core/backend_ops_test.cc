@@ -124,6 +124,19 @@ std::vector<OpRow> Table() {
          for (size_t i = 0; i < x.size(); ++i) x[i] *= m[i];
          return std::vector<std::vector<double>>{x};
        }});
+  rows.push_back(
+      {"add",
+       [=] {
+         return Tensors{RandomTensor(flat, 12), RandomTensor(flat, 13), Tensor::Empty(flat)};
+       },
+       [](const Backend& b, const Tensors& in) {
+         return OnDevice(b, in, {2}, [&](const Tensors& d) { return b.Add(d[0], d[1], d[2]); });
+       },
+       [](const Tensors& in) {
+         std::vector<double> a = Doubles(in[0]), c = Doubles(in[1]);
+         for (size_t i = 0; i < a.size(); ++i) a[i] += c[i];
+         return std::vector<std::vector<double>>{a};
+       }});
   rows.push_back({"axpy",
                   [=] {
                     return Tensors{RandomTensor(flat, 6), RandomTensor(flat, 7)};

@@ -167,7 +167,8 @@ TEST(JobConfigTest, AugmentationIsOffByDefaultAndCheckedWhenAsked) {
 TEST(JobConfigTest, UnknownLayerType) {
   EXPECT_EQ(ErrorOf(Edited(R"("type": "relu", "name": "relu2")", R"("type": "gelu")")),
             "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: avgpool2d, "
-            "batchnorm2d, conv2d, dropout, flatten, global_avgpool, linear, maxpool2d, moe, relu)");
+            "batchnorm2d, conv2d, dropout, flatten, global_avgpool, linear, maxpool2d, moe, relu, "
+            "residual)");
 }
 
 TEST(JobConfigTest, MissingField) {

@@ -64,6 +64,21 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dTest,
                                            ConvCase{5, 5, 16, 16, 1, 1, 0},  // 1x1
                                            ConvCase{8, 8, 4, 6, 5, 1, 2}));
 
+TEST(Conv2dTest, WithoutBiasItHasOnlyAWeight) {
+  Conv2dOptions o{4, 3, 2, 1};
+  o.bias = false;
+  auto conv = Conv2d::Create("conv", {7, 7, 3}, o);
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  InitRandom(**conv, 5);
+  auto params = (*conv)->parameters();
+  ASSERT_EQ(params.size(), 1u);
+  EXPECT_EQ(params[0]->name, "conv.weight");
+  Tensor x = RandomTensor({2, 7, 7, 3}, 6);
+  Tensor want = reference::Conv2d(x, params[0]->value, Tensor::Zeros({4}), 2, 1);
+  EXPECT_LT(MaxAbsDiff((*conv)->Forward(x, false), want), 1e-4f);
+  ExpectGradientsMatch(**conv, x);
+}
+
 TEST(Conv2dTest, SkipsInputGradientWhenNotNeeded) {
   auto conv = Conv2d::Create("conv", {4, 4, 1}, {2, 3, 1, 1});
   ASSERT_TRUE(conv.ok());

@@ -25,6 +25,13 @@ absl::Status CpuBackend::Multiply(const Tensor& x, const Tensor& mask, const Ten
   return absl::OkStatus();
 }
 
+absl::Status CpuBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) const {
+  STRATA_RETURN_IF_ERROR(CheckSameSize("add", a, b));
+  STRATA_RETURN_IF_ERROR(CheckSameSize("add", a, out));
+  strata::Add(a.data(), b.data(), out.data(), a.numel());
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::Axpy(float alpha, const Tensor& x, const Tensor& y) const {
   STRATA_RETURN_IF_ERROR(CheckSameSize("axpy", x, y));
   strata::Axpy(alpha, x.data(), y.data(), x.numel());

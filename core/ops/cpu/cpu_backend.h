@@ -17,6 +17,7 @@ class CpuBackend final : public Backend {
   absl::Status Relu(const Tensor& x, const Tensor& y) const override;
   absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const override;
   absl::Status Multiply(const Tensor& x, const Tensor& mask, const Tensor& y) const override;
+  absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) const override;
   absl::Status Axpy(float alpha, const Tensor& x, const Tensor& y) const override;
   absl::Status Scale(float alpha, const Tensor& x) const override;
   absl::Status BroadcastRows(const Tensor& bias, const Tensor& out) const override;

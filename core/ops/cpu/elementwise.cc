@@ -24,6 +24,11 @@ void Multiply(const float* in, const float* mask, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = in[i] * mask[i];
 }
 
+void Add(const float* a, const float* b, float* out, int64_t n) {
+#pragma omp parallel for simd if (n > kParallelThreshold) schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
 void Axpy(float alpha, const float* x, float* y, int64_t n) {
 #pragma omp parallel for simd if (n > kParallelThreshold) schedule(static)
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];

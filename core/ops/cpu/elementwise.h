@@ -14,6 +14,8 @@ void ReluForward(const float* in, float* out, int64_t n);
 void ReluBackward(const float* out, const float* grad_out, float* grad_in, int64_t n);
 // out = in * mask. In-place allowed.
 void Multiply(const float* in, const float* mask, float* out, int64_t n);
+// out = a + b (out may be a or b).
+void Add(const float* a, const float* b, float* out, int64_t n);
 // y += alpha * x.
 void Axpy(float alpha, const float* x, float* y, int64_t n);
 // x *= alpha.

@@ -56,6 +56,11 @@ __global__ void MultiplyKernel(const float* x, const float* mask, float* y, int6
   if (i < n) y[i] = x[i] * mask[i];
 }
 
+__global__ void AddKernel(const float* a, const float* b, float* out, int64_t n) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+}
+
 __global__ void AxpyKernel(float alpha, const float* x, float* y, int64_t n) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] += alpha * x[i];
@@ -184,6 +189,14 @@ class CudaBackend final : public Backend {
     if (auto s = CheckSameSize("multiply", x, y); !s.ok()) return s;
     if (x.numel() == 0) return absl::OkStatus();
     MultiplyKernel<<<Blocks(x.numel()), 256>>>(x.data(), mask.data(), y.data(), x.numel());
+    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) const override {
+    if (auto s = CheckOperands("add operand", {&a, &b, &out}); !s.ok()) return s;
+    if (auto s = CheckSameSize("add", a, b); !s.ok()) return s;
+    if (auto s = CheckSameSize("add", a, out); !s.ok()) return s;
+    if (a.numel() == 0) return absl::OkStatus();
+    AddKernel<<<Blocks(a.numel()), 256>>>(a.data(), b.data(), out.data(), a.numel());
     return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
   }
   absl::Status Axpy(float alpha, const Tensor& x, const Tensor& y) const override {
