@@ -17,21 +17,21 @@ Dataset MakeSyntheticDataset(const Shape& sample_shape, int64_t classes, int64_t
   ds.sample_shape = sample_shape;
   ds.classes = classes;
   const int64_t numel = sample_shape.numel();
-  // One mean image per class, drawn from a stream that does not depend on
-  // `size`, so the train and test splits share their classes.
-  Rng class_rng(DeriveSeed(0x5EED, classes));
-  std::vector<uint8_t> means(classes * numel);
-  for (auto& m : means) m = static_cast<uint8_t>(class_rng.Below(256));
+  // Each class has a mean image drawn from a stream of its own that depends
+  // on neither `size` nor `seed`, so the train and test splits share their
+  // classes; it is drawn again for each sample rather than kept, so a data
+  // set of large images and many classes costs only its samples.
+  const uint64_t class_seed = DeriveSeed(0x5EED, classes);
   Rng rng(seed);
   ds.labels.resize(size);
   ds.pixels.resize(size * numel);
   for (int64_t i = 0; i < size; ++i) {
     const int32_t label = static_cast<int32_t>(rng.Below(classes));
     ds.labels[i] = label;
-    const uint8_t* mean = means.data() + label * numel;
+    Rng mean(DeriveSeed(class_seed, label));
     uint8_t* out = ds.pixels.data() + i * numel;
     for (int64_t j = 0; j < numel; ++j) {
-      const int noisy = mean[j] + static_cast<int>(rng.Below(97)) - 48;
+      const int noisy = static_cast<int>(mean.Below(256)) + static_cast<int>(rng.Below(97)) - 48;
       out[j] = static_cast<uint8_t>(std::clamp(noisy, 0, 255));
     }
   }

@@ -55,6 +55,10 @@ class StanzaTest : public testing::ClusterTest {
     ASSERT_FALSE(fc_address_.empty()) << fc_->log();
   }
 
+  void ExpectModesAgreeWithOneConvWorker(const std::string& base,
+                                         const std::vector<std::string>& statistics,
+                                         float tolerance);
+
   std::unique_ptr<Process> server_, fc_;
   std::vector<std::unique_ptr<Process>> conv_;
   std::string fc_address_;
@@ -83,9 +87,11 @@ TEST_F(StanzaTest, EqualsSingleAndPsWithTheSameGlobalBatch) {
 // BatchNorm's running statistics are state, not parameters: conv workers
 // push them, the servers keep their mean, and whoever writes the model pulls
 // them. With one conv worker all three modes hold the same parameters and
-// the same statistics.
-TEST_F(StanzaTest, BatchNormStatisticsMatchSingleAndPsWithOneConvWorker) {
-  const std::string config = PlainSgdConfig(testing::kBatchNormConfig);
+// the same statistics after 20 plain-SGD steps of `base`.
+void StanzaTest::ExpectModesAgreeWithOneConvWorker(const std::string& base,
+                                                   const std::vector<std::string>& statistics,
+                                                   float tolerance) {
+  const std::string config = PlainSgdConfig(base);
   const std::string common =
       " --batch-size 64 --max-steps 20 --evaluate=false --progress=false --parameters-out ";
   for (const auto& [name, flags] : std::vector<std::pair<std::string, std::string>>{
@@ -97,14 +103,30 @@ TEST_F(StanzaTest, BatchNormStatisticsMatchSingleAndPsWithOneConvWorker) {
     ASSERT_EQ(code, 0) << out;
   }
   const auto single = Parameters(dir_ + "/single.ckpt");
-  for (const char* name : {"bn1.running_mean", "bn1.running_var", "bn2.running_mean"}) {
+  for (const std::string& name : statistics) {
     ASSERT_EQ(single.count(name), 1u) << name;
     // 20 steps moved the statistics away from their initial 0 and 1.
-    const float initial = std::string(name).find("var") != std::string::npos ? 1.0f : 0.0f;
+    const float initial = name.find("var") != std::string::npos ? 1.0f : 0.0f;
     EXPECT_GT(std::fabs(single.at(name)[0] - initial), 1e-3f) << name;
   }
-  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/ps.ckpt"), 1e-5f);
-  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza.ckpt"), 1e-5f);
+  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/ps.ckpt"), tolerance);
+  EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza.ckpt"), tolerance);
+}
+
+TEST_F(StanzaTest, BatchNormStatisticsMatchSingleAndPsWithOneConvWorker) {
+  ExpectModesAgreeWithOneConvWorker(testing::kBatchNormConfig,
+                                    {"bn1.running_mean", "bn1.running_var", "bn2.running_mean"},
+                                    1e-5f);
+}
+
+// The same for ResNet-20: statistics inside residual blocks, on the body and
+// on a projection shortcut, travel like any other state.
+TEST_F(StanzaTest, AResidualBatchNormModelMatchesSingleAndPsWithOneConvWorker) {
+  ExpectModesAgreeWithOneConvWorker(
+      std::string(STRATA_SOURCE_DIR) + "/configs/resnet20_fmnist.json",
+      {"bn1.running_mean", "layer1.0.bn2.running_var", "layer2.0.downsample.1.running_mean",
+       "layer3.2.bn1.running_var"},
+      1e-4f);
 }
 
 // Sends one ACTIVATIONS message (after a HELLO as conv worker `sender` of

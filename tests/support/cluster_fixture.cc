@@ -147,6 +147,13 @@ std::string ClusterTest::PlainSgdConfig(const std::string& base) {
     EXPECT_NE(at, std::string::npos) << from;
     if (at != std::string::npos) text.replace(at, from.size(), to);
   }
+  // Where the config has them: Nesterov needs momentum, and no weight decay.
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {R"("nesterov": true)", R"("nesterov": false)"},
+           {R"("weight_decay": 0.0005)", R"("weight_decay": 0.0)"}}) {
+    const size_t at = text.find(from);
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  }
   const std::string path = dir_ + "/plain_sgd_" + std::filesystem::path(base).filename().string();
   std::ofstream(path) << text;
   return path;

@@ -53,16 +53,30 @@ def load_train_data(data_cfg, input_shape, classes, size):
     return torch.from_numpy(x), torch.from_numpy(labels)
 
 
-def build_model(model_cfg):
-    h, w, c = model_cfg["input"]
+class Residual(nn.Module):
+    """Strata's residual layer: body(x) + shortcut(x), the shortcut being
+    the identity when it has no layers."""
+
+    def __init__(self, body, shortcut):
+        super().__init__()
+        self.body = body
+        self.shortcut = shortcut
+
+    def forward(self, x):
+        return self.body(x) + (self.shortcut(x) if len(self.shortcut) else x)
+
+
+def build_layers(specs, shape):
+    """PyTorch modules for a list of Strata layer entries over input `shape`
+    (c, h, w); returns (modules, output shape)."""
+    c, h, w = shape
     layers = []
     flattened = None  # (c, h, w) flattened just before, for the next linear
-    for spec in model_cfg["layers"]:
+    for spec in specs:
         t = spec["type"]
         if t == "conv2d":
-            layers.append(nn.Conv2d(c, spec["out_channels"], spec.get("kernel", 3),
-                                    spec.get("stride", 1), spec.get("padding", 0)))
             k, s, p = spec.get("kernel", 3), spec.get("stride", 1), spec.get("padding", 0)
+            layers.append(nn.Conv2d(c, spec["out_channels"], k, s, p, bias=spec.get("bias", True)))
             h, w, c = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1, spec["out_channels"]
         elif t in ("maxpool2d", "avgpool2d"):
             k = spec.get("kernel", 2)
@@ -91,8 +105,19 @@ def build_model(model_cfg):
             c, h, w = spec["out_features"], 1, 1
         elif t == "dropout":
             layers.append(nn.Dropout(spec.get("p", 0.5)))
+        elif t == "residual":
+            body, out = build_layers(spec["body"], (c, h, w))
+            shortcut, _ = build_layers(spec.get("shortcut", []), (c, h, w))
+            layers.append(Residual(nn.Sequential(*body), nn.Sequential(*shortcut)))
+            c, h, w = out
         else:
             raise SystemExit(f"torch_train.py: layer type {t!r} has no PyTorch mapping")
+    return layers, (c, h, w)
+
+
+def build_model(model_cfg):
+    h, w, c = model_cfg["input"]
+    layers, _ = build_layers(model_cfg["layers"], (c, h, w))
     return nn.Sequential(*layers)
 
 
