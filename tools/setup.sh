@@ -4,7 +4,7 @@
 # once, and says what it does.
 #
 #   tools/setup.sh           build, test and demo dependencies
-#   tools/setup.sh --bench   also the benchmark peers (python3-torch)
+#   tools/setup.sh --bench   also the benchmark peers (python3-torch, python3-torchvision)
 set -euo pipefail
 
 packages=(
@@ -19,7 +19,7 @@ packages=(
   iproute2 procps gnuplot-nox
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-torchvision python3-numpy)
 fi
 
 missing=()

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/support/cluster_fixture.h"
 
@@ -47,6 +49,29 @@ TEST_F(PeerCheckTest, MoePeersComputeStratasOutputAndInputGradient) {
               std::string::npos)
         << out;
   }
+}
+
+// `strata_bench reference` on one torchvision model and one residual model
+// the peer builds from the config: same parameter counts, and the forward
+// and every gradient within 1e-4 of the tensor's largest magnitude.
+TEST_F(PeerCheckTest, ReferenceModelsComputeStratasForwardAndGradients) {
+  const std::string configs = std::string(STRATA_SOURCE_DIR) + "/configs/";
+  const auto [code, out] = RunCommand(kBin + "strata_bench reference --threads 1 --config " +
+                                      configs + "alexnet.json," + configs + "resnet20_cifar.json");
+  ASSERT_EQ(code, 0) << out;
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"alexnet          torchvision", "61100840    61100840"},
+      {"resnet20_cifar   the config's layers", "272474      272474"}};
+  for (const auto& [row, parameters] : rows) {
+    const size_t at = out.find(row);
+    ASSERT_NE(at, std::string::npos) << out;
+    const std::string line = out.substr(at, out.find('\n', at) - at);
+    EXPECT_NE(line.find(parameters), std::string::npos) << line;
+    EXPECT_EQ(line.substr(line.size() - 4), "same") << line;
+  }
+  EXPECT_NE(out.find("same computation: every output within 1e-04; every gradient too\n"),
+            std::string::npos)
+      << out;
 }
 
 }  // namespace

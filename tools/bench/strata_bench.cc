@@ -28,9 +28,11 @@
 #include "tools/bench/moe_bench.h"
 #include "tools/bench/plan_report.h"
 #include "tools/bench/ps_bench.h"
+#include "tools/bench/reference_check.h"
 #include "tools/bench/train_bench.h"
 
-ABSL_FLAG(std::string, config, "", "job config JSON file");
+ABSL_FLAG(std::string, config, "",
+          "job config JSON file (reference: several, comma-separated)");
 ABSL_FLAG(std::string, mode, "", "one mode to benchmark (same as --modes with one entry)");
 ABSL_FLAG(std::string, modes, "single", "comma-separated modes to benchmark");
 ABSL_FLAG(int32_t, steps, 300, "training steps per run");
@@ -91,6 +93,9 @@ int main(int argc, char** argv) {
       "host)\n"
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc,shm]\n"
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit\n"
+      "  strata_bench reference --config configs/alexnet.json,configs/resnet18.json\n"
+      "                         [--batch-size 2] [--threads 2] [--json f]   (forward and\n"
+      "                         gradients against torchvision's definitions)\n"
       "  strata_bench crossover --jobs A.json,B.json [--mode ps] [--conv-workers N] [--steps K]\n"
       "                         [--repeat R] [--bandwidth 1gbit] [--batch-size B]\n"
       "                         [--policies exclusive,naive,crossover] [--weights 1,3]\n"
@@ -109,7 +114,7 @@ int main(int argc, char** argv) {
   // config's cluster block (a config that does not load is reported by the
   // benchmark itself).
   strata::ClusterConfig cluster;
-  if (!absl::GetFlag(FLAGS_config).empty()) {
+  if (!absl::GetFlag(FLAGS_config).empty() && command != "reference") {
     absl::StatusOr<strata::JobConfig> config = strata::LoadJobConfig(absl::GetFlag(FLAGS_config));
     if (config.ok()) cluster = config->cluster;
   }
@@ -208,6 +213,13 @@ int main(int argc, char** argv) {
       o.workers.assign(workers->begin(), workers->end());
       status = strata::bench::RunMoeBench(o);
     }
+  } else if (command == "reference") {
+    strata::bench::ReferenceCheckOptions o;
+    o.configs = absl::StrSplit(absl::GetFlag(FLAGS_config), ',', absl::SkipEmpty());
+    if (absl::GetFlag(FLAGS_batch_size) > 0) o.batch = absl::GetFlag(FLAGS_batch_size);
+    o.threads = absl::GetFlag(FLAGS_threads);
+    o.json_out = absl::GetFlag(FLAGS_json);
+    status = strata::bench::RunReferenceCheck(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
         absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth),
@@ -215,7 +227,8 @@ int main(int argc, char** argv) {
   } else {
     std::fprintf(
         stderr,
-        "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link, moe)\n",
+        "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link, moe, "
+        "crossover, reference)\n",
         command.c_str());
     return 2;
   }
