@@ -27,7 +27,7 @@ class PsProgram final : public WholeModelProgram {
  public:
   PsProgram(const WorkerOptions& options, int rank, TrainingData& data, Model& model,
             PsClient& client, ParameterSync& sync, TrainingReporter& reporter)
-      : WholeModelProgram(*data.loader, model),
+      : WholeModelProgram(*data.batches, model),
         options_(options),
         rank_(rank),
         data_(data),

@@ -26,7 +26,7 @@ class StanzaConvProgram final : public StepProgram {
       : data_(data), model_(model), split_(split), client_(client), sync_(sync), link_(link) {}
 
   absl::Status Load(StepContext& ctx) override {
-    batch_ = data_.loader->ForStep(ctx.iteration);
+    batch_ = data_.batches->ForStep(ctx.iteration);
     return absl::OkStatus();
   }
   absl::Status Forward(StepContext&) override {

@@ -20,7 +20,7 @@ class SingleProgram final : public WholeModelProgram {
  public:
   SingleProgram(const RunOptions& options, const TrainingConfig& training, TrainingData& data,
                 Model& model, ParameterOptimizer& optimizer, TrainingReporter& reporter)
-      : WholeModelProgram(*data.loader, model),
+      : WholeModelProgram(*data.batches, model),
         options_(options),
         training_(training),
         data_(data),

@@ -5,7 +5,7 @@
 #ifndef STRATA_RUNTIME_WHOLE_MODEL_PROGRAM_H_
 #define STRATA_RUNTIME_WHOLE_MODEL_PROGRAM_H_
 
-#include "core/data/batch_loader.h"
+#include "core/data/prefetching_loader.h"
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
 #include "runtime/step_loop.h"
@@ -20,13 +20,13 @@ class WholeModelProgram : public StepProgram {
 
  protected:
   // `loader` and `model` must outlive the program.
-  WholeModelProgram(BatchLoader& loader, Model& model) : loader_(loader), model_(model) {}
+  WholeModelProgram(PrefetchingLoader& loader, Model& model) : loader_(loader), model_(model) {}
   Model& model() { return model_; }
   // The loss of the iteration's forward, with the gradient of the logits.
   const LossResult& loss() const { return loss_; }
 
  private:
-  BatchLoader& loader_;
+  PrefetchingLoader& loader_;
   Model& model_;
   Batch batch_;
   LossResult loss_;

@@ -38,6 +38,7 @@ absl::StatusOr<std::unique_ptr<TrainingData>> LoadTrainingData(const JobConfig& 
                                                    tc.batch_size, ")"));
   }
   data->total_steps = TotalTrainingSteps(tc, train.size());
+  data->batches = std::make_unique<PrefetchingLoader>(*data->loader);
   return data;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "core/data/batch_loader.h"
 #include "core/data/dataset.h"
+#include "core/data/prefetching_loader.h"
 #include "core/model/job_config.h"
 
 namespace strata {
@@ -16,6 +17,9 @@ struct TrainingData {
   DataSplits splits;
   BatchLoaderOptions loader_options;    // normalisation and sharding
   std::unique_ptr<BatchLoader> loader;  // rank's shard of splits.train
+  // The loader's batches one step ahead: what a training loop takes its
+  // batches from (after `loader`, so it stops first).
+  std::unique_ptr<PrefetchingLoader> batches;
   int64_t steps_per_epoch = 0;
   int64_t total_steps = 0;
 };

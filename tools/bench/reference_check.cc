@@ -109,8 +109,8 @@ struct ModelResult {
   std::vector<std::string> problems;
 };
 
-absl::StatusOr<ModelResult> CheckOne(const std::string& config_path,
-                                     const ReferenceCheckOptions& o, const std::string& scratch) {
+absl::StatusOr<ModelResult> CheckOne(const std::string& config_path, const ReferenceCheckOptions& o,
+                                     const std::string& scratch) {
   STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(config_path));
   DisableDropout(config.model.layers);
   STRATA_ASSIGN_OR_RETURN(auto model,
@@ -195,8 +195,8 @@ absl::StatusOr<ModelResult> CheckOne(const std::string& config_path,
   }
   std::printf("%-16s %-30s %11lld %11lld %9.1e %9.1e %9.1e %9.1e  %s\n", config.name.c_str(),
               peer["reference"].get<std::string>().c_str(), static_cast<long long>(ours),
-              static_cast<long long>(theirs), output_difference, strict.value, exact.value, own.value,
-              r.problems.empty() ? "same" : "DIFFERENT");
+              static_cast<long long>(theirs), output_difference, strict.value, exact.value,
+              own.value, r.problems.empty() ? "same" : "DIFFERENT");
   std::fflush(stdout);
   return r;
 }
@@ -217,8 +217,8 @@ absl::Status RunReferenceCheck(const ReferenceCheckOptions& o) {
   const std::string scratch = scratch_template;
   if (!PythonHasTorch(o.python, scratch)) {
     std::filesystem::remove_all(scratch);
-    return absl::FailedPreconditionError(absl::StrCat(
-        o.python, " cannot import torch (tools/setup.sh --bench installs it)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(o.python, " cannot import torch (tools/setup.sh --bench installs it)"));
   }
   SetCpuThreads(o.threads);
   std::printf(
@@ -248,9 +248,8 @@ absl::Status RunReferenceCheck(const ReferenceCheckOptions& o) {
         o.json_out, {{"batch", o.batch}, {"tolerance", o.tolerance}, {"models", rows}}));
   }
   if (!problems.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("Strata does not compute what the reference does: ",
-                     absl::StrJoin(problems, "; ")));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Strata does not compute what the reference does: ", absl::StrJoin(problems, "; ")));
   }
   std::vector<std::string> ill;
   for (const json& row : rows) {

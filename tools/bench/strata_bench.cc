@@ -31,8 +31,7 @@
 #include "tools/bench/reference_check.h"
 #include "tools/bench/train_bench.h"
 
-ABSL_FLAG(std::string, config, "",
-          "job config JSON file (reference: several, comma-separated)");
+ABSL_FLAG(std::string, config, "", "job config JSON file (reference: several, comma-separated)");
 ABSL_FLAG(std::string, mode, "", "one mode to benchmark (same as --modes with one entry)");
 ABSL_FLAG(std::string, modes, "single", "comma-separated modes to benchmark");
 ABSL_FLAG(int32_t, steps, 300, "training steps per run");

@@ -24,7 +24,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_train import build_model, load_train_data, make_optimizer  # noqa: E402
+from torch_train import load_train_data, make_optimizer, reference_model  # noqa: E402
 
 WARMUP_STEPS = 2
 
@@ -59,7 +59,7 @@ def main():
     x, y = load_train_data(cfg["data"], model_cfg["input"], model_cfg["classes"],
                            max(batch * total_steps, 1024))
     x, y = x[args.rank::args.world_size], y[args.rank::args.world_size]  # this rank's shard
-    model = DistributedDataParallel(build_model(model_cfg))
+    model = DistributedDataParallel(reference_model(cfg)[0])
     opt = make_optimizer(cfg, model.parameters())
     loss_fn = nn.CrossEntropyLoss()
     steps_per_epoch = x.shape[0] // per_rank

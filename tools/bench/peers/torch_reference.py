@@ -21,22 +21,7 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_train import build_model  # noqa: E402
-
-TORCHVISION = ("alexnet", "vgg16", "resnet18", "resnet50")
-
-
-def reference_model(cfg):
-    """(module, description): torchvision's definition where it has the
-    model at the size it was defined for, else the config's layers."""
-    model_cfg = cfg["model"]
-    name = cfg.get("name", "")
-    if name in TORCHVISION and model_cfg["input"] == [224, 224, 3]:
-        import torchvision
-        model = getattr(torchvision.models, name)(num_classes=model_cfg["classes"])
-        return model, f"torchvision {torchvision.__version__} {name}"
-    return build_model(model_cfg), "the config's layers"
-
+from torch_train import reference_model  # noqa: E402
 
 def read_tensors(path):
     with open(path, "rb") as f:

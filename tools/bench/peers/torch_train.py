@@ -121,6 +121,30 @@ def build_model(model_cfg):
     return nn.Sequential(*layers)
 
 
+TORCHVISION = ("alexnet", "vgg16", "resnet18", "resnet50")
+
+
+def reference_model(cfg):
+    """(module, description): torchvision's definition of the config's
+    model where torchvision has it at the size it was defined for (the
+    config names it and has its 224x224x3 input), else the config's layers.
+    Either way the parameters come in Strata's order."""
+    model_cfg = cfg["model"]
+    name = cfg.get("name", "")
+    if name not in TORCHVISION or model_cfg["input"] != [224, 224, 3]:
+        return build_model(model_cfg), "the config's layers"
+    import torchvision
+    model = getattr(torchvision.models, name)(num_classes=model_cfg["classes"])
+    # Strata flattens the trunk's image NHWC: mark the first linear layer
+    # as the config's own translation does (AlexNet's and VGG's heads).
+    flattened = next((m.strata_nhwc_input for m in build_model(model_cfg).modules()
+                      if hasattr(m, "strata_nhwc_input")), None)
+    if flattened is not None:
+        first = next(m for m in model.modules() if isinstance(m, nn.Linear))
+        first.strata_nhwc_input = flattened
+    return model, f"torchvision {torchvision.__version__} {name}"
+
+
 def check_same_computation(model, path, input_hwc, json_path):
     """Loads Strata's initial parameters and first batch (strata_bench's
     check file: int64 P, int64 B, P floats, B NHWC images, B int32 labels)
@@ -185,13 +209,15 @@ def main():
     with open(args.config) as f:
         cfg = json.load(f)
     if args.check_inputs:
-        return check_same_computation(build_model(cfg["model"]), args.check_inputs,
+        return check_same_computation(reference_model(cfg)[0], args.check_inputs,
                                       cfg["model"]["input"], args.json)
     batch = args.batch_size or cfg.get("training", {}).get("batch_size", 64)
     model_cfg = cfg["model"]
     x, y = load_train_data(cfg["data"], model_cfg["input"], model_cfg["classes"],
                            max(batch * args.steps, 1024))
-    model = build_model(model_cfg)
+    model, description = reference_model(cfg)
+    print(f"torch_train.py: {description}, {sum(p.numel() for p in model.parameters())} "
+          "parameters", file=sys.stderr)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = make_optimizer(cfg, model.parameters())
