@@ -19,23 +19,76 @@ TEST_F(TrafficPlanTest, PlanArithmeticForTheDefaultModel) {
   auto config = LoadJobConfig(kConfig);
   ASSERT_TRUE(config.ok());
   bench::ClusterShape shape{1, 2, 1, 64};
-  auto plan = bench::PlanTraffic(*config, shape, 125e6, 0);
+  auto facts = bench::FactsOf(*config);
+  ASSERT_TRUE(facts.ok()) << facts.status();
+  auto plan = bench::PlanTraffic(*facts, shape, 125e6, bench::ComputeCosts{});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->parameters, 1630090);
-  EXPECT_EQ(plan->trunk_parameters, 18816);
-  EXPECT_EQ(plan->boundary_elements, 3136);
+  EXPECT_EQ(plan->facts.parameters, 1630090);
+  EXPECT_EQ(plan->facts.trunk_parameters, 18816);
+  EXPECT_EQ(plan->facts.boundary_elements, 3136);
   EXPECT_DOUBLE_EQ(plan->ps.bytes_per_iteration, 2.0 * 2 * 1630090 * 4);
   // trunk push+pull, activations + labels, activation gradients
   EXPECT_DOUBLE_EQ(plan->stanza.bytes_per_iteration,
                    2.0 * 2 * 18816 * 4 + 2 * 32 * (3136 + 1) * 4.0 + 2 * 32 * 3136 * 4.0);
   EXPECT_EQ(plan->ps.busiest_link, "server");
+  // Ring all-reduce: each of the 2 workers sends 2·(2−1)/2·P each way.
+  EXPECT_DOUBLE_EQ(plan->ddp.busiest_link_bytes, 1630090 * 4.0);
+  EXPECT_DOUBLE_EQ(plan->ddp.bytes_per_iteration, 2 * 1630090 * 4.0);
+}
+
+// Compute enters as per-image costs times the images each process handles:
+// a conv worker its share of the batch, a stanza FC worker the heads of
+// its conv workers' shares.
+TEST_F(TrafficPlanTest, ComputeIsThePerImageCostTimesEachProcesssImages) {
+  auto config = LoadJobConfig(kConfig);
+  ASSERT_TRUE(config.ok());
+  auto facts = bench::FactsOf(*config);
+  ASSERT_TRUE(facts.ok());
+  bench::ComputeCosts costs;
+  costs.trunk_seconds = 0.002;
+  costs.head_seconds = 0.001;
+  auto plan = bench::PlanTraffic(*facts, bench::ClusterShape{1, 4, 2, 64}, 0, costs);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_DOUBLE_EQ(plan->ps.compute_seconds, 16 * 0.003);
+  EXPECT_DOUBLE_EQ(plan->ddp.compute_seconds, 16 * 0.003);
+  EXPECT_DOUBLE_EQ(plan->stanza.compute_seconds, 16 * 0.002 + 2 * 16 * 0.001);
+  EXPECT_DOUBLE_EQ(plan->stanza.seconds_per_iteration, plan->stanza.compute_seconds);
+  // FLOPs at a rate: the model's training FLOPs per image over the rate.
+  const bench::ComputeCosts at = bench::CostsFromFlops(*facts, 10);
+  EXPECT_DOUBLE_EQ(at.trunk_seconds + at.head_seconds,
+                   (facts->trunk_flops + facts->head_flops) / 10e9);
+}
+
+// Colocated servers: a conv host carries its worker's pushes and pulls to
+// the other servers and its own server's share of the other workers'.
+TEST_F(TrafficPlanTest, ColocatedServersShareTheirHostsLinks) {
+  auto config = LoadJobConfig(kConfig);
+  ASSERT_TRUE(config.ok());
+  auto facts = bench::FactsOf(*config);
+  ASSERT_TRUE(facts.ok());
+  bench::ClusterShape shape{1, 4, 1, 64};
+  shape.colocated_servers = true;
+  auto plan = bench::PlanTraffic(*facts, shape, 125e6, bench::ComputeCosts{});
+  ASSERT_TRUE(plan.ok());
+  const double p = 1630090 * 4.0, t = 18816 * 4.0, a = 3136 * 4.0;
+  EXPECT_DOUBLE_EQ(plan->ps.busiest_link_bytes, 2 * p * 3 / 4);
+  EXPECT_DOUBLE_EQ(plan->ps.bytes_per_iteration, 2 * 4 * p * 3 / 4);
+  EXPECT_EQ(plan->ps.busiest_link, "conv worker + server");
+  // The FC worker receives all four workers' activations and labels.
+  EXPECT_DOUBLE_EQ(plan->stanza.busiest_link_bytes, 4 * 16 * (a + 4));
+  EXPECT_EQ(plan->stanza.busiest_link, "fc worker");
+  EXPECT_DOUBLE_EQ(plan->stanza.bytes_per_iteration,
+                   2 * 4 * t * 3 / 4 + 4 * 16 * (a + 4) + 4 * 16 * a);
 }
 
 // Measured bytes per iteration (launcher summary) within 5% of the plan.
 TEST_F(TrafficPlanTest, MeasuredBytesMatchThePlanWithinFivePercent) {
   auto config = LoadJobConfig(kConfig);
   ASSERT_TRUE(config.ok());
-  auto plan = bench::PlanTraffic(*config, bench::ClusterShape{1, 2, 1, 64}, 0, 0);
+  auto facts = bench::FactsOf(*config);
+  ASSERT_TRUE(facts.ok());
+  auto plan =
+      bench::PlanTraffic(*facts, bench::ClusterShape{1, 2, 1, 64}, 0, bench::ComputeCosts{});
   ASSERT_TRUE(plan.ok());
   for (const std::string mode : {"ps", "stanza"}) {
     const std::string summary = dir_ + "/" + mode + ".json";

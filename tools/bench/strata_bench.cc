@@ -50,7 +50,7 @@ ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
 ABSL_FLAG(std::string, bandwidth, "",
           "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
-          "root; default loopback); plan: the link to plan for (default 1gbit)");
+          "root; default loopback); plan: the links to plan for, 1gbit,10gbit (default 1gbit)");
 ABSL_FLAG(std::string, latency, "0",
           "train: with --bandwidth, one-way delay between hosts (0.2ms)");
 ABSL_FLAG(std::string, sweep, "",
@@ -65,7 +65,9 @@ ABSL_FLAG(double, capacity, 1.25,
           "moe: capacity factor f (> 0 padded, < 0 capped need, 0 dropless)");
 ABSL_FLAG(std::string, plot, "",
           "train, crossover: with --sweep, draw images/s against it into this PNG (crossover: "
-          "and the timeline next to it)");
+          "and the timeline next to it); plan: the predicted speed-ups against N");
+ABSL_FLAG(bool, colocate_servers, false,
+          "plan: one server per conv worker, on that worker's host (instead of --servers)");
 ABSL_FLAG(std::string, jobs, "",
           "crossover: the job configs that share the cluster, a.json,b.json");
 ABSL_FLAG(std::string, policies, "exclusive,naive,crossover", "crossover: the policies to run");
@@ -73,7 +75,9 @@ ABSL_FLAG(std::string, weights, "",
           "crossover: the jobs' shares of contested device time, 1,3 (default: equal)");
 ABSL_FLAG(std::string, timeline, "",
           "crossover: draw when each job computed and waited under each policy into this PNG");
-ABSL_FLAG(double, gflops, 0, "plan: compute rate per process (0: measure 1-thread SGEMM, x0.5)");
+ABSL_FLAG(double, gflops, 0,
+          "plan: compute at this rate per process (GFLOP/s) instead of timing the model's "
+          "layers on this machine");
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
@@ -91,7 +95,9 @@ int main(int argc, char** argv) {
       "                   [--bandwidth 1gbit]   (with --workers: each process on an emulated "
       "host)\n"
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc,shm]\n"
-      "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F --bandwidth 1gbit\n"
+      "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F\n"
+      "                    [--bandwidth 1gbit,10gbit] [--colocate-servers] [--threads T]\n"
+      "                    [--plot p.png] [--json f]\n"
       "  strata_bench reference --config configs/alexnet.json,configs/resnet18.json\n"
       "                         [--batch-size 2] [--threads 2] [--json f]   (forward and\n"
       "                         gradients against torchvision's definitions)\n"
@@ -173,8 +179,14 @@ int main(int argc, char** argv) {
     o.shape.conv_workers = layout.conv_workers;
     o.shape.fc_workers = layout.fc_workers;
     o.shape.global_batch = absl::GetFlag(FLAGS_batch_size);
-    o.bandwidth = absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth);
+    o.shape.colocated_servers = absl::GetFlag(FLAGS_colocate_servers);
+    if (!absl::GetFlag(FLAGS_bandwidth).empty()) {
+      o.bandwidths = absl::StrSplit(absl::GetFlag(FLAGS_bandwidth), ',', absl::SkipEmpty());
+    }
     o.gflops = absl::GetFlag(FLAGS_gflops);
+    o.threads = absl::GetFlag(FLAGS_threads);
+    o.plot = absl::GetFlag(FLAGS_plot);
+    o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunPlan(o);
   } else if (command == "ps") {
     strata::bench::PsBenchOptions o;

@@ -12,14 +12,9 @@
 #include "core/util/subprocess.h"
 
 namespace strata::bench {
-namespace {
-
-// gnuplot single-quoted string: a quote is doubled.
-std::string Quoted(const std::string& s) {
+std::string GnuplotString(const std::string& s) {
   return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "''"}}), "'");
 }
-
-}  // namespace
 
 absl::Status WriteThroughputPlot(const TrainReport& report, const std::string& png_path) {
   if (report.sweep_parameter.empty() || report.points.empty()) {
@@ -42,19 +37,21 @@ absl::Status WriteThroughputPlot(const TrainReport& report, const std::string& p
   {
     std::ofstream out(script);
     out << "set terminal pngcairo size 900,560 font ',11'\n"
-        << "set output " << Quoted(png_path) << "\n"
-        << "set title " << Quoted(report.facts.value("title", std::string("strata_bench train")))
+        << "set output " << GnuplotString(png_path) << "\n"
+        << "set title "
+        << GnuplotString(report.facts.value("title", std::string("strata_bench train")))
         << " noenhanced\n"
         << "set xlabel "
-        << Quoted(bandwidth ? "link bandwidth per host (Gbit/s)" : "one-way latency (ms)") << "\n"
+        << GnuplotString(bandwidth ? "link bandwidth per host (Gbit/s)" : "one-way latency (ms)")
+        << "\n"
         << "set ylabel 'training images/s (median)'\n"
         << "set key top left noenhanced\nset grid\nset yrange [0:*]\n";
     if (bandwidth) out << "set logscale x\n";
     out << "plot ";
     const auto& contenders = report.points.front().contenders;
     for (size_t i = 0; i < contenders.size(); ++i) {
-      out << (i ? ", " : "") << Quoted(data) << " using 1:" << i + 2
-          << " with linespoints lw 2 pt 7 title " << Quoted(contenders[i].label);
+      out << (i ? ", " : "") << GnuplotString(data) << " using 1:" << i + 2
+          << " with linespoints lw 2 pt 7 title " << GnuplotString(contenders[i].label);
     }
     out << "\n";
   }

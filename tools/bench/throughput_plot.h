@@ -10,6 +10,9 @@
 
 namespace strata::bench {
 
+// `s` as a gnuplot single-quoted string (a quote inside is doubled).
+std::string GnuplotString(const std::string& s);
+
 // Needs a sweep (report.sweep_parameter set, at least one point). Fails
 // with NotFound when gnuplot is not installed, naming the package.
 absl::Status WriteThroughputPlot(const TrainReport& report, const std::string& png_path);
