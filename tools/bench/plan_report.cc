@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -11,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
-#include "core/util/subprocess.h"
 #include "tools/bench/layer_timing.h"
 #include "tools/bench/throughput_plot.h"
 #include "tools/netem/emulated_network.h"
@@ -139,21 +137,7 @@ absl::Status WriteScalingPlot(const std::string& title, const json& scaling,
         << "set logscale x 2\nset grid\nset key top left noenhanced\nset yrange [0:*]\n"
         << plot << "\n";
   }
-  ProcessSpec spec;
-  spec.argv = {"gnuplot", script};
-  spec.output_path = dir + "/gnuplot.log";
-  absl::StatusOr<int> code = RunProcess(spec, absl::Minutes(1));
-  const std::string log = FileTail(spec.output_path, 1000);
-  std::filesystem::remove_all(dir);
-  if (absl::IsNotFound(code.status())) {
-    return absl::NotFoundError("gnuplot is not installed (apt-get install gnuplot-nox)");
-  }
-  STRATA_RETURN_IF_ERROR(code.status());
-  if (*code != 0 || !std::filesystem::exists(png_path) ||
-      std::filesystem::file_size(png_path) == 0) {
-    return absl::InternalError(absl::StrCat("gnuplot could not draw ", png_path, ": ", log));
-  }
-  return absl::OkStatus();
+  return RunGnuplotAndClean(script, dir, png_path);
 }
 
 }  // namespace
