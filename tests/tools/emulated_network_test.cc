@@ -135,6 +135,23 @@ TEST_F(EmulatedClusterTest, StanzaRunsOnEmulatedHostsAndCleansUp) {
   EXPECT_EQ(RootNetworkState(), before);
 }
 
+// Colocated servers: server i shares conv worker i's host, so two conv
+// workers and their two servers take two hosts, and each server reaches
+// its own worker without crossing the link.
+TEST_F(EmulatedClusterTest, ColocatedServersShareTheirWorkersHosts) {
+  STRATA_SKIP_WITHOUT_NAMESPACES();
+  const auto [code, out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
+                 " --mode ps --conv-workers 2 --colocate-servers --max-steps 10 "
+                 "--evaluate=false --progress=false --bandwidth 10gbit --summary-out " +
+                 dir_ + "/summary.json");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("emulated network: 2 hosts (198.18.0.1-198.18.0.2)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("[server 1] shares memory with worker 1"), std::string::npos) << out;
+  EXPECT_EQ(Summary(dir_ + "/summary.json")["steps"], 10);
+}
+
 TEST_F(EmulatedClusterTest, CtrlCStopsTheClusterAndRemovesTheNetwork) {
   STRATA_SKIP_WITHOUT_NAMESPACES();
   testing::Process launcher(

@@ -67,7 +67,8 @@ ABSL_FLAG(std::string, plot, "",
           "train, crossover: with --sweep, draw images/s against it into this PNG (crossover: "
           "and the timeline next to it); plan: the predicted speed-ups against N");
 ABSL_FLAG(bool, colocate_servers, false,
-          "plan: one server per conv worker, on that worker's host (instead of --servers)");
+          "train, plan: one server per conv worker, on that worker's host (instead of "
+          "--servers)");
 ABSL_FLAG(std::string, jobs, "",
           "crossover: the job configs that share the cluster, a.json,b.json");
 ABSL_FLAG(std::string, policies, "exclusive,naive,crossover", "crossover: the policies to run");
@@ -139,6 +140,8 @@ int main(int argc, char** argv) {
     o.servers = layout.servers;
     o.conv_workers = layout.conv_workers;
     o.fc_workers = layout.fc_workers;
+    o.colocate_servers = absl::GetFlag(FLAGS_colocate_servers);
+    if (o.colocate_servers) o.servers = o.conv_workers;
     o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
     o.latency = absl::GetFlag(FLAGS_latency);
     o.sweep = absl::GetFlag(FLAGS_sweep);

@@ -118,6 +118,7 @@ class Runner {
                                    std::string("--fc-workers"), std::to_string(o_.fc_workers)}) {
         spec.argv.push_back(f);
       }
+      if (o_.colocate_servers) spec.argv.push_back("--colocate-servers");
       if (!net.bandwidth.empty()) {
         for (const std::string& f :
              {std::string("--bandwidth"), net.bandwidth, std::string("--latency"), net.latency}) {
@@ -325,15 +326,16 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::printf("strata_bench train: %s, global batch %lld, %d threads, %d steps x %d repeats\n",
               o.config.c_str(), static_cast<long long>(batch), o.threads, o.steps, o.repeat);
   if (cluster_modes) {
-    std::printf("cluster: %d server(s), %d conv workers, %d FC worker(s); network: %s\n", o.servers,
-                o.conv_workers, o.fc_workers,
-                !sweep.parameter.empty() && sweep.parameter == "bandwidth"
-                    ? "swept"
-                    : (o.bandwidth.empty() ? "loopback"
-                                           : absl::StrCat(o.bandwidth, " per host, ",
-                                                          o.latency == "0" ? "no added latency"
-                                                                           : o.latency + " one way")
-                                                 .c_str()));
+    std::printf(
+        "cluster: %d server(s)%s, %d conv workers, %d FC worker(s); network: %s\n", o.servers,
+        o.colocate_servers ? " (each on a conv worker's host)" : "", o.conv_workers, o.fc_workers,
+        !sweep.parameter.empty() && sweep.parameter == "bandwidth"
+            ? "swept"
+            : (o.bandwidth.empty()
+                   ? "loopback"
+                   : absl::StrCat(o.bandwidth, " per host, ",
+                                  o.latency == "0" ? "no added latency" : o.latency + " one way")
+                         .c_str()));
   }
   const double gflops = MeasureSgemmGflops(2048, o.threads);
   std::printf("machine: SGEMM 2048^3 with %d threads: %.1f GFLOP/s\n", o.threads, gflops);
@@ -375,6 +377,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
                   {"steps", o.steps},
                   {"repeat", o.repeat},
                   {"servers", o.servers},
+                  {"colocated_servers", o.colocate_servers},
                   {"conv_workers", o.conv_workers},
                   {"fc_workers", o.fc_workers},
                   {"bandwidth", o.bandwidth},

@@ -24,6 +24,8 @@ struct TrainBenchOptions {
   int servers = 1;       // ps, stanza
   int conv_workers = 2;  // ps, stanza (and the DDP peer's world size)
   int fc_workers = 1;    // stanza
+  // Server i on conv worker i's host (servers = conv_workers).
+  bool colocate_servers = false;
   // Emulated network for the cluster modes and the DDP peer: each host's
   // link rate ("1gbit"; "" = loopback) and one-way latency ("0.2ms").
   std::string bandwidth;

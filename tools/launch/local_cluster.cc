@@ -165,7 +165,8 @@ RunSummary SummaryFromJson(const nlohmann::json& j) {
 // the launcher says so).
 absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const LocalClusterOptions& o) {
   if (o.bandwidth.empty()) return std::unique_ptr<EmulatedNetwork>();
-  const int hosts = o.servers + o.conv_workers + (o.mode == "stanza" ? o.fc_workers : 0);
+  const int hosts = (o.colocate_servers ? 0 : o.servers) + o.conv_workers +
+                    (o.mode == "stanza" ? o.fc_workers : 0);
   std::string why;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> network,
                           EmulateOrFallBack(o.bandwidth, o.latency, hosts, &why));
@@ -210,21 +211,27 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
     return absl::InvalidArgumentError(
         absl::StrCat("--transport ", o.transport, ": use ipc or tcp"));
   }
+  if (o.colocate_servers && o.servers != o.conv_workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("colocated servers need one server per conv worker, got ", o.servers,
+                     " servers and ", o.conv_workers, " conv workers"));
+  }
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> network, MaybeEmulateNetwork(o));
-  // Each process gets the next host of the emulated network, or loopback.
+  // Each process gets the next host of the emulated network, or loopback;
+  // with colocated servers, conv worker i gets server i's host.
   int next_host = 0;
   struct Placement {
     std::string netns;
     std::string any_address;  // where the process binds
   };
-  auto place = [&]() {
+  auto place_on = [&](int host) {
     if (network == nullptr) {
       return Placement{"", o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0"};
     }
-    const int host = next_host++;
     return Placement{network->namespace_path(host),
                      absl::StrCat("tcp://", network->host_address(host), ":0")};
   };
+  auto place = [&]() { return place_on(next_host++); };
   // Flags every process gets: the config and its overrides.
   const bool several = !o.job_configs.empty();
   auto common = [&](std::vector<std::string> argv) {
@@ -337,7 +344,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
     children.push_back(std::move(c));
   }
   for (int w = 0; w < o.conv_workers; ++w) {
-    const Placement p = place();
+    const Placement p = o.colocate_servers ? place_on(w) : place();
     std::vector<std::string> argv =
         common({worker_bin, "--mode", o.mode, "--coordinator", coordinator, "--rank",
                 std::to_string(w), "--threads", std::to_string(o.threads_per_worker), "--timeout",

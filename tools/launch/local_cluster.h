@@ -39,6 +39,10 @@ struct LocalClusterOptions {
   // runs on loopback and says so.
   std::string bandwidth;
   std::string latency = "0";
+  // Server i runs on conv worker i's host (as BytePS and ps-lite
+  // deployments colocate them), so their traffic with each other stays off
+  // the link; needs servers == conv_workers.
+  bool colocate_servers = false;
   std::string consistency = "bsp";
   int staleness = 2;
   int threads_per_worker = 1;

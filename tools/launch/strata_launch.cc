@@ -60,6 +60,9 @@ ABSL_FLAG(std::string, bandwidth, "",
           "runs at this rate (e.g. 100mbit, 1gbit, 10gbit; needs root; implies tcp)");
 ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
+ABSL_FLAG(bool, colocate_servers, false,
+          "ps, stanza: one server per conv worker, on that worker's emulated host (sets "
+          "--servers to the conv-worker count)");
 ABSL_FLAG(bool, shared_memory, true,
           "ps, stanza: workers reach the servers through shared-memory lanes (processes in "
           "separate emulated hosts never do); false: all over the sockets");
@@ -123,6 +126,8 @@ absl::Status RunCluster(const JobConfig& config) {
   o.bin_dir = BinaryDir();
   o.servers = layout.servers;
   o.conv_workers = layout.conv_workers;
+  o.colocate_servers = absl::GetFlag(FLAGS_colocate_servers);
+  if (o.colocate_servers) o.servers = o.conv_workers;
   o.consistency = consistency.consistency;
   o.transport = absl::GetFlag(FLAGS_transport);
   o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
