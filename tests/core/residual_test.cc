@@ -212,6 +212,26 @@ TEST(ResidualTypeTest, ErrorsNameTheBlockAndThePartByPath) {
             "must be after a layer of model.layers");
 }
 
+TEST(ResidualTypeTest, BlocksNestAndTheirPartsAreNamedAlongThePath) {
+  auto config =
+      ParseJobConfig(Edited(R"("body": [{"type": "conv2d", "out_channels": 8, "padding": 1}]},)",
+                            R"("body": [{"type": "residual", "name": "inner",
+                          "body": [{"type": "conv2d", "out_channels": 8, "padding": 1}]}]},)"),
+                     "job.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const LayerSpec& inner = config->model.layers[3].body[0];
+  EXPECT_EQ(inner.name, "block2.inner");
+  EXPECT_EQ(inner.body[0].name, "block2.inner.conv2d1");
+  EXPECT_EQ(inner.body[0].path, "model.layers[3].body[0].body[0]");
+  auto model = Model::Build(config->model, 1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  bool found = false;
+  for (Parameter* p : (*model)->parameters()) found |= p->name == "block2.inner.conv2d1.weight";
+  EXPECT_TRUE(found);
+  // The inner block holds what block2 held: the same parameters as before.
+  EXPECT_EQ((*model)->num_parameter_elements(), 72 + 288 + 16 + 576 + 16 + 32 + 576 + 8 + 27);
+}
+
 TEST(ResidualTypeTest, TheIdentityCoversTheBlocksParts) {
   auto config = ParseJobConfig(kResidualConfig, "job.json");
   auto no_bias =
