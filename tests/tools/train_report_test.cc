@@ -116,6 +116,32 @@ TEST_F(PlotTest, TwoPointSweepOfARealClusterProducesPlotCsvAndJson) {
   EXPECT_EQ(ps["seconds_per_iteration"].size(), 3u);
 }
 
+// --models: each config benchmarked in turn, then one row per model with
+// its FC share, traffic, throughput and the plan's prediction.
+TEST_F(PlotTest, AModelTableRunsEveryModelAndSetsThePlanBesideIt) {
+  const auto [code, out] = RunCommand(
+      strata::testing::kBin + "strata_bench train --models resnet20_cifar," +
+      strata::testing::kConfig +
+      " --modes ps,stanza --conv-workers 2 --steps 3 --repeat 1 --batch-size 16 --peer=false "
+      "--threads 1 --json " +
+      dir_ + "/t.json");
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json j = Summary(dir_ + "/t.json");
+  ASSERT_EQ(j["models"].size(), 2u);
+  ASSERT_EQ(j["reports"].size(), 2u);
+  const auto& resnet = j["models"][0];
+  EXPECT_EQ(resnet["model"], "resnet20_cifar");
+  EXPECT_NEAR(resnet["fc_share"].get<double>(), 650.0 / 272474, 1e-9);  // fc: 64x10 + 10
+  EXPECT_EQ(j["models"][1]["model"], "fashion_mnist");
+  for (const auto& row : j["models"]) {
+    EXPECT_GT(row["ps"]["images_per_sec"].get<double>(), 0.0);
+    EXPECT_GT(row["stanza"]["bytes_per_iteration"].get<double>(), 0.0);
+    EXPECT_GT(row["stanza_over_ps"]["planned"].get<double>(), 0.0);
+    EXPECT_EQ(row["ddp"]["images_per_sec"].get<double>(), 0.0);  // --peer=false
+  }
+  EXPECT_NE(out.find("resnet20_cifar       0.2%"), std::string::npos) << out;
+}
+
 TEST_F(PlotTest, BadSweepIsRefused) {
   const auto [code, out] = RunCommand(strata::testing::kBin + "strata_bench train --config " +
                                       strata::testing::kConfig + " --modes ps --sweep speed=1,2");

@@ -25,6 +25,7 @@
 #include "moe/moe_layer_type.h"
 #include "tools/bench/crossover_bench.h"
 #include "tools/bench/link_bench.h"
+#include "tools/bench/model_table.h"
 #include "tools/bench/moe_bench.h"
 #include "tools/bench/plan_report.h"
 #include "tools/bench/ps_bench.h"
@@ -69,6 +70,9 @@ ABSL_FLAG(std::string, plot, "",
 ABSL_FLAG(bool, colocate_servers, false,
           "train, plan: one server per conv worker, on that worker's host (instead of "
           "--servers)");
+ABSL_FLAG(std::string, models, "",
+          "train: one table over these models (configs, or names of configs/: "
+          "alexnet,vgg16,resnet18,resnet50), each run as --config would be");
 ABSL_FLAG(std::string, jobs, "",
           "crossover: the job configs that share the cluster, a.json,b.json");
 ABSL_FLAG(std::string, policies, "exclusive,naive,crossover", "crossover: the policies to run");
@@ -87,6 +91,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
+      "                     [--models alexnet,vgg16,resnet18,resnet50 instead of --config]\n"
+      "                     [--colocate-servers]\n"
       "                     [--fc-workers F] [--servers S] [--bandwidth 1gbit] [--latency 0.2ms]\n"
       "                     [--sweep bandwidth=100mbit,1gbit,10gbit] [--steps K] [--repeat R]\n"
       "                     [--json f] [--csv f] [--plot f.png]\n"
@@ -147,7 +153,12 @@ int main(int argc, char** argv) {
     o.sweep = absl::GetFlag(FLAGS_sweep);
     o.csv_out = absl::GetFlag(FLAGS_csv);
     o.plot_out = absl::GetFlag(FLAGS_plot);
-    status = strata::bench::RunTrainBench(o);
+    if (absl::GetFlag(FLAGS_models).empty()) {
+      status = strata::bench::RunTrainBench(o);
+    } else {
+      status = strata::bench::RunModelTable(
+          o, absl::StrSplit(absl::GetFlag(FLAGS_models), ',', absl::SkipEmpty()), o.json_out);
+    }
   } else if (command == "crossover") {
     strata::bench::CrossoverBenchOptions o;
     o.jobs = absl::StrSplit(absl::GetFlag(FLAGS_jobs), ',', absl::SkipEmpty());

@@ -1,0 +1,142 @@
+#include "tools/bench/model_table.h"
+
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "core/util/json_file.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/layer_timing.h"
+#include "tools/bench/traffic_plan.h"
+#include "tools/netem/emulated_network.h"
+
+namespace strata::bench {
+namespace {
+
+using nlohmann::json;
+
+std::string ConfigPath(const std::string& model) {
+  if (absl::StrContains(model, '/') || absl::EndsWith(model, ".json")) return model;
+  return SourceDir() + "/configs/" + model + ".json";
+}
+
+// A contender's median images/s and bytes per iteration in a train report
+// (0 when it did not run).
+struct Measured {
+  double images_per_sec = 0;
+  double bytes_per_iteration = 0;
+};
+Measured Find(const json& report, const std::string& label) {
+  for (const json& c : report["points"][0]["contenders"]) {
+    if (c["label"] == label) {
+      return {c.value("median_images_per_sec", 0.0), c.value("bytes_per_iteration", 0.0)};
+    }
+  }
+  return {};
+}
+
+double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+}  // namespace
+
+absl::Status RunModelTable(const TrainBenchOptions& base, const std::vector<std::string>& models,
+                           const std::string& json_out) {
+  if (models.empty()) return absl::InvalidArgumentError("--models lists no model");
+  if (!base.sweep.empty()) {
+    return absl::InvalidArgumentError("--models runs one network setting; drop --sweep");
+  }
+  char scratch_template[] = "/tmp/strata_models_XXXXXX";
+  if (::mkdtemp(scratch_template) == nullptr) {
+    return absl::InternalError("cannot make a scratch directory");
+  }
+  const std::string scratch = scratch_template;
+  const double bandwidth = base.bandwidth.empty() ? 0 : ParseBandwidth(base.bandwidth).value_or(0);
+  json rows = json::array(), reports = json::array();
+  absl::Status status;
+  for (const std::string& model : models) {
+    TrainBenchOptions o = base;
+    o.config = ConfigPath(model);
+    o.json_out = absl::StrCat(scratch, "/", rows.size(), ".json");
+    o.plot_out.clear();
+    o.csv_out.clear();
+    std::printf("\n== %s ==\n", o.config.c_str());
+    std::fflush(stdout);
+    status = RunTrainBench(o);
+    if (!status.ok()) break;
+    std::ifstream in(o.json_out);
+    const json report = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (report.is_discarded()) {
+      status = absl::InternalError(absl::StrCat("cannot read back the report of ", o.config));
+      break;
+    }
+    absl::StatusOr<JobConfig> config = LoadJobConfig(o.config);
+    absl::StatusOr<ModelFacts> facts =
+        config.ok() ? FactsOf(*config) : absl::StatusOr<ModelFacts>(config.status());
+    if (!facts.ok()) {
+      status = facts.status();
+      break;
+    }
+    const int64_t batch = report["batch_size"].get<int64_t>();
+    ClusterShape shape{o.servers, o.conv_workers, o.fc_workers, batch, o.colocate_servers};
+    absl::StatusOr<LayerCalibration> calibration =
+        CalibrateLayers(*config, batch / o.conv_workers, o.threads);
+    if (!calibration.ok()) {
+      status = calibration.status();
+      break;
+    }
+    absl::StatusOr<TrafficPlan> plan = PlanTraffic(*facts, shape, bandwidth, calibration->costs);
+    if (!plan.ok()) {
+      status = plan.status();
+      break;
+    }
+    const Measured ps = Find(report, "strata ps"), st = Find(report, "strata stanza"),
+                   ddp = Find(report, "pytorch ddp");
+    rows.push_back(
+        {{"model", config->name},
+         {"fc_share",
+          static_cast<double>(facts->head_parameters) / static_cast<double>(facts->parameters)},
+         {"ps",
+          {{"images_per_sec", ps.images_per_sec}, {"bytes_per_iteration", ps.bytes_per_iteration}}},
+         {"stanza",
+          {{"images_per_sec", st.images_per_sec}, {"bytes_per_iteration", st.bytes_per_iteration}}},
+         {"ddp", {{"images_per_sec", ddp.images_per_sec}}},
+         {"stanza_over_ps",
+          {{"measured", Ratio(st.images_per_sec, ps.images_per_sec)},
+           {"planned", Ratio(plan->ps.seconds_per_iteration, plan->stanza.seconds_per_iteration)}}},
+         {"stanza_over_ddp",
+          {{"measured", Ratio(st.images_per_sec, ddp.images_per_sec)},
+           {"planned",
+            Ratio(plan->ddp.seconds_per_iteration, plan->stanza.seconds_per_iteration)}}}});
+    reports.push_back(report);
+  }
+  std::filesystem::remove_all(scratch);
+  STRATA_RETURN_IF_ERROR(status);
+
+  std::printf("\n%-16s %8s %12s %12s %9s %9s %9s %18s %18s\n", "model", "FC share", "ps MB/it",
+              "stanza MB/it", "ps img/s", "stanza", "ddp", "stanza/ps (plan)", "stanza/ddp (plan)");
+  for (const json& r : rows) {
+    std::printf(
+        "%-16s %7.1f%% %12.1f %12.1f %9.1f %9.1f %9.1f %9.2fx (%5.2fx) %9.2fx (%5.2fx)\n",
+        r["model"].get<std::string>().c_str(), 100 * r["fc_share"].get<double>(),
+        r["ps"]["bytes_per_iteration"].get<double>() / 1e6,
+        r["stanza"]["bytes_per_iteration"].get<double>() / 1e6,
+        r["ps"]["images_per_sec"].get<double>(), r["stanza"]["images_per_sec"].get<double>(),
+        r["ddp"]["images_per_sec"].get<double>(), r["stanza_over_ps"]["measured"].get<double>(),
+        r["stanza_over_ps"]["planned"].get<double>(),
+        r["stanza_over_ddp"]["measured"].get<double>(),
+        r["stanza_over_ddp"]["planned"].get<double>());
+  }
+  if (!json_out.empty()) {
+    STRATA_RETURN_IF_ERROR(WriteJsonFile(json_out, {{"models", rows}, {"reports", reports}}));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace strata::bench
