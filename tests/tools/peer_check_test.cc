@@ -1,7 +1,7 @@
 // strata_bench's comparisons start by checking that the PyTorch peers
 // compute what Strata computes (tools/bench/train_check.h, moe_bench.cc).
-// Skipped where Debian's python3-torch is not installed
-// (tools/setup.sh --bench installs it).
+// Skipped where Debian's python3-torch and python3-torchvision are not
+// installed (tools/setup.sh --bench installs them).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -19,8 +19,9 @@ using strata::testing::RunCommand;
 class PeerCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (RunCommand("/usr/bin/python3 -c 'import torch'").first != 0) {
-      GTEST_SKIP() << "/usr/bin/python3 cannot import torch (tools/setup.sh --bench installs it)";
+    if (RunCommand("/usr/bin/python3 -c 'import torch, torchvision'").first != 0) {
+      GTEST_SKIP() << "/usr/bin/python3 cannot import torch and torchvision (tools/setup.sh "
+                      "--bench installs them)";
     }
   }
 };
