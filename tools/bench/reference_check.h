@@ -5,11 +5,14 @@
 // weights, the batch, the output and every gradient to a tensor file. The
 // PyTorch peer (tools/bench/peers/torch_reference.py) builds the same model
 // from torchvision.models where torchvision has it (AlexNet, VGG-16,
-// ResNet-18/50 at 224x224), else from the config, loads Strata's weights by
-// name, repeats the computation and reports, per tensor, the largest
-// difference relative to the tensor's largest magnitude. A model passes when
-// both have the same parameter count and every such difference is within
-// `tolerance`.
+// ResNet-18/50 at 224x224), else from the config, loads Strata's weights
+// (by name, or in order for the config's layers), repeats the computation
+// in float32 and in float64, and reports, per tensor, the largest difference
+// relative to the tensor's largest magnitude. A model passes when both have
+// the same parameter count, the output is within `tolerance`, and every
+// gradient is within `tolerance` too; or, where PyTorch's own float32
+// gradients stray from float64 by more than `tolerance` (ill-conditioned),
+// when Strata's stray from float64 by at most 4x as much.
 #ifndef STRATA_TOOLS_BENCH_REFERENCE_CHECK_H_
 #define STRATA_TOOLS_BENCH_REFERENCE_CHECK_H_
 
