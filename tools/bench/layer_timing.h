@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/model/job_config.h"
+#include "core/model/model.h"
 #include "tools/bench/traffic_plan.h"
 
 namespace strata::bench {
@@ -26,12 +26,12 @@ struct LayerCalibration {
   ComputeCosts costs;  // sums over the trunk's and the head's layers
 };
 
-// Times every top-level layer of `config`'s model over `repeats` training
-// steps (after one warm-up) of a random batch of `batch` samples with
-// `threads` CPU threads. The first layer's backward computes no input
-// gradient, as in training.
-absl::StatusOr<LayerCalibration> CalibrateLayers(const JobConfig& config, int64_t batch,
-                                                 int threads, int repeats = 3);
+// Times every top-level layer of `model` over `repeats` training steps
+// (after one warm-up) of a random batch of `batch` samples with `threads`
+// CPU threads. The first layer's backward computes no input gradient, as
+// in training.
+absl::StatusOr<LayerCalibration> CalibrateLayers(Model& model, int64_t batch, int threads,
+                                                 int repeats = 3);
 
 }  // namespace strata::bench
 

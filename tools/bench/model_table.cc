@@ -44,6 +44,54 @@ Measured Find(const json& report, const std::string& label) {
 
 double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+struct MeasuredModel {
+  json row;     // the table's row
+  json report;  // the train benchmark's whole report
+};
+
+// Runs the train benchmark on `o.config` (its report to `o.json_out`) and
+// the plan for the same shape, and makes the model's row.
+absl::StatusOr<MeasuredModel> MeasureModel(TrainBenchOptions o, double bandwidth) {
+  o.plot_out.clear();
+  o.csv_out.clear();
+  std::printf("\n== %s ==\n", o.config.c_str());
+  std::fflush(stdout);
+  STRATA_RETURN_IF_ERROR(RunTrainBench(o));
+  std::ifstream in(o.json_out);
+  MeasuredModel m;
+  m.report = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (m.report.is_discarded()) {
+    return absl::InternalError(absl::StrCat("cannot read back the report of ", o.config));
+  }
+  STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(o.config));
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
+  const ModelFacts facts = FactsOf(*model);
+  const int64_t batch = m.report["batch_size"].get<int64_t>();
+  const ClusterShape shape{o.servers, o.conv_workers, o.fc_workers, batch, o.colocate_servers};
+  STRATA_ASSIGN_OR_RETURN(LayerCalibration calibration,
+                          CalibrateLayers(*model, batch / o.conv_workers, o.threads));
+  STRATA_ASSIGN_OR_RETURN(TrafficPlan plan,
+                          PlanTraffic(facts, shape, bandwidth, calibration.costs));
+  const Measured ps = Find(m.report, "strata ps"), st = Find(m.report, "strata stanza"),
+                 ddp = Find(m.report, "pytorch ddp");
+  m.row = {
+      {"model", config.name},
+      {"fc_share",
+       static_cast<double>(facts.head_parameters) / static_cast<double>(facts.parameters)},
+      {"ps",
+       {{"images_per_sec", ps.images_per_sec}, {"bytes_per_iteration", ps.bytes_per_iteration}}},
+      {"stanza",
+       {{"images_per_sec", st.images_per_sec}, {"bytes_per_iteration", st.bytes_per_iteration}}},
+      {"ddp", {{"images_per_sec", ddp.images_per_sec}}},
+      {"stanza_over_ps",
+       {{"measured", Ratio(st.images_per_sec, ps.images_per_sec)},
+        {"planned", Ratio(plan.ps.seconds_per_iteration, plan.stanza.seconds_per_iteration)}}},
+      {"stanza_over_ddp",
+       {{"measured", Ratio(st.images_per_sec, ddp.images_per_sec)},
+        {"planned", Ratio(plan.ddp.seconds_per_iteration, plan.stanza.seconds_per_iteration)}}}};
+  return m;
+}
+
 }  // namespace
 
 absl::Status RunModelTable(const TrainBenchOptions& base, const std::vector<std::string>& models,
@@ -52,69 +100,28 @@ absl::Status RunModelTable(const TrainBenchOptions& base, const std::vector<std:
   if (!base.sweep.empty()) {
     return absl::InvalidArgumentError("--models runs one network setting; drop --sweep");
   }
+  double bandwidth = 0;  // loopback: the plan counts no link time
+  if (!base.bandwidth.empty()) {
+    STRATA_ASSIGN_OR_RETURN(bandwidth, ParseBandwidth(base.bandwidth));
+  }
   char scratch_template[] = "/tmp/strata_models_XXXXXX";
   if (::mkdtemp(scratch_template) == nullptr) {
     return absl::InternalError("cannot make a scratch directory");
   }
   const std::string scratch = scratch_template;
-  const double bandwidth = base.bandwidth.empty() ? 0 : ParseBandwidth(base.bandwidth).value_or(0);
   json rows = json::array(), reports = json::array();
   absl::Status status;
   for (const std::string& model : models) {
     TrainBenchOptions o = base;
     o.config = ConfigPath(model);
     o.json_out = absl::StrCat(scratch, "/", rows.size(), ".json");
-    o.plot_out.clear();
-    o.csv_out.clear();
-    std::printf("\n== %s ==\n", o.config.c_str());
-    std::fflush(stdout);
-    status = RunTrainBench(o);
-    if (!status.ok()) break;
-    std::ifstream in(o.json_out);
-    const json report = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (report.is_discarded()) {
-      status = absl::InternalError(absl::StrCat("cannot read back the report of ", o.config));
+    absl::StatusOr<MeasuredModel> measured = MeasureModel(o, bandwidth);
+    if (!measured.ok()) {
+      status = measured.status();
       break;
     }
-    absl::StatusOr<JobConfig> config = LoadJobConfig(o.config);
-    absl::StatusOr<ModelFacts> facts =
-        config.ok() ? FactsOf(*config) : absl::StatusOr<ModelFacts>(config.status());
-    if (!facts.ok()) {
-      status = facts.status();
-      break;
-    }
-    const int64_t batch = report["batch_size"].get<int64_t>();
-    ClusterShape shape{o.servers, o.conv_workers, o.fc_workers, batch, o.colocate_servers};
-    absl::StatusOr<LayerCalibration> calibration =
-        CalibrateLayers(*config, batch / o.conv_workers, o.threads);
-    if (!calibration.ok()) {
-      status = calibration.status();
-      break;
-    }
-    absl::StatusOr<TrafficPlan> plan = PlanTraffic(*facts, shape, bandwidth, calibration->costs);
-    if (!plan.ok()) {
-      status = plan.status();
-      break;
-    }
-    const Measured ps = Find(report, "strata ps"), st = Find(report, "strata stanza"),
-                   ddp = Find(report, "pytorch ddp");
-    rows.push_back(
-        {{"model", config->name},
-         {"fc_share",
-          static_cast<double>(facts->head_parameters) / static_cast<double>(facts->parameters)},
-         {"ps",
-          {{"images_per_sec", ps.images_per_sec}, {"bytes_per_iteration", ps.bytes_per_iteration}}},
-         {"stanza",
-          {{"images_per_sec", st.images_per_sec}, {"bytes_per_iteration", st.bytes_per_iteration}}},
-         {"ddp", {{"images_per_sec", ddp.images_per_sec}}},
-         {"stanza_over_ps",
-          {{"measured", Ratio(st.images_per_sec, ps.images_per_sec)},
-           {"planned", Ratio(plan->ps.seconds_per_iteration, plan->stanza.seconds_per_iteration)}}},
-         {"stanza_over_ddp",
-          {{"measured", Ratio(st.images_per_sec, ddp.images_per_sec)},
-           {"planned",
-            Ratio(plan->ddp.seconds_per_iteration, plan->stanza.seconds_per_iteration)}}}});
-    reports.push_back(report);
+    rows.push_back(measured->row);
+    reports.push_back(measured->report);
   }
   std::filesystem::remove_all(scratch);
   STRATA_RETURN_IF_ERROR(status);

@@ -153,7 +153,8 @@ absl::Status RunPlan(const PlanOptions& o) {
                                                    " does not divide over ", shape.conv_workers,
                                                    " conv workers"));
   }
-  STRATA_ASSIGN_OR_RETURN(ModelFacts facts, FactsOf(config));
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
+  const ModelFacts facts = FactsOf(*model);
   std::printf("strata_bench plan: %s\n", o.config.c_str());
   std::printf(
       "parameters: %lld (trunk %lld, head %lld = %.1f%%); boundary activations %lld per sample\n",
@@ -171,7 +172,7 @@ absl::Status RunPlan(const PlanOptions& o) {
     std::printf("calibrating: every layer, forward and backward, at batch %lld with %d thread%s\n",
                 static_cast<long long>(per_worker), o.threads, o.threads == 1 ? "" : "s");
     std::fflush(stdout);
-    STRATA_ASSIGN_OR_RETURN(LayerCalibration c, CalibrateLayers(config, per_worker, o.threads));
+    STRATA_ASSIGN_OR_RETURN(LayerCalibration c, CalibrateLayers(*model, per_worker, o.threads));
     std::printf("%-28s %-14s %6s %14s %14s\n", "layer", "kind", "part", "fwd ms/image",
                 "bwd ms/image");
     for (const LayerTiming& t : c.layers) {

@@ -56,7 +56,7 @@ class TensorFileWriter {
 Tensor Uniform(const Shape& shape, uint64_t seed) {
   Rng rng(seed);
   Tensor t = Tensor::Empty(shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.Uniform(-1.0f, 1.0f);
+  FillUniform(t, rng, 1.0f);
   return t;
 }
 

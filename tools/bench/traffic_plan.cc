@@ -7,22 +7,26 @@
 
 namespace strata::bench {
 
-absl::StatusOr<ModelFacts> FactsOf(const JobConfig& config) {
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
-  const int split = model->split_index();
+ModelFacts FactsOf(Model& model) {
+  const int split = model.split_index();
   ModelFacts f;
-  for (Parameter* p : model->parameters()) f.parameters += p->value.numel();
-  for (Parameter* p : model->parameters(0, split)) f.trunk_parameters += p->value.numel();
+  for (Parameter* p : model.parameters()) f.parameters += p->value.numel();
+  for (Parameter* p : model.parameters(0, split)) f.trunk_parameters += p->value.numel();
   f.head_parameters = f.parameters - f.trunk_parameters;
-  f.boundary_elements = model->boundary_shape().numel();
-  for (int i = 0; i < model->num_layers(); ++i) {
+  f.boundary_elements = model.boundary_shape().numel();
+  for (int i = 0; i < model.num_layers(); ++i) {
     // Forward, input gradient and weight gradient; the first layer needs no
     // input gradient.
     const double flops =
-        static_cast<double>(model->layer(i).ForwardFlopsPerSample()) * (i == 0 ? 2 : 3);
+        static_cast<double>(model.layer(i).ForwardFlopsPerSample()) * (i == 0 ? 2 : 3);
     (i < split ? f.trunk_flops : f.head_flops) += flops;
   }
   return f;
+}
+
+absl::StatusOr<ModelFacts> FactsOf(const JobConfig& config) {
+  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
+  return FactsOf(*model);
 }
 
 ComputeCosts CostsFromFlops(const ModelFacts& facts, double gflops) {

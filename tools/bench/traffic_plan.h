@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/model/job_config.h"
+#include "core/model/model.h"
 
 namespace strata::bench {
 
@@ -51,6 +52,8 @@ struct ModelFacts {
   // gradients) in the trunk and in the head.
   double trunk_flops = 0, head_flops = 0;
 };
+ModelFacts FactsOf(Model& model);
+// The same of `config`'s model, built for the purpose.
 absl::StatusOr<ModelFacts> FactsOf(const JobConfig& config);
 
 // Seconds of one sample's training step (forward and backward) in the trunk

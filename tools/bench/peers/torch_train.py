@@ -66,9 +66,9 @@ class Residual(nn.Module):
         return self.body(x) + (self.shortcut(x) if len(self.shortcut) else x)
 
 
-def build_layers(specs, shape):
+def build_layers(specs, shape, device=None):
     """PyTorch modules for a list of Strata layer entries over input `shape`
-    (c, h, w); returns (modules, output shape)."""
+    (c, h, w), their parameters on `device`; returns (modules, output shape)."""
     c, h, w = shape
     layers = []
     flattened = None  # (c, h, w) flattened just before, for the next linear
@@ -76,7 +76,8 @@ def build_layers(specs, shape):
         t = spec["type"]
         if t == "conv2d":
             k, s, p = spec.get("kernel", 3), spec.get("stride", 1), spec.get("padding", 0)
-            layers.append(nn.Conv2d(c, spec["out_channels"], k, s, p, bias=spec.get("bias", True)))
+            layers.append(nn.Conv2d(c, spec["out_channels"], k, s, p, bias=spec.get("bias", True),
+                                    device=device))
             h, w, c = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1, spec["out_channels"]
         elif t in ("maxpool2d", "avgpool2d"):
             k = spec.get("kernel", 2)
@@ -90,7 +91,7 @@ def build_layers(specs, shape):
             h = w = 1
         elif t == "batchnorm2d":
             layers.append(nn.BatchNorm2d(c, eps=spec.get("epsilon", 1e-5),
-                                         momentum=spec.get("momentum", 0.1)))
+                                         momentum=spec.get("momentum", 0.1), device=device))
         elif t == "relu":
             layers.append(nn.ReLU())
         elif t == "flatten":
@@ -98,7 +99,7 @@ def build_layers(specs, shape):
             flattened = (c, h, w)
             c, h, w = c * h * w, 1, 1
         elif t == "linear":
-            layers.append(nn.Linear(c * h * w, spec["out_features"]))
+            layers.append(nn.Linear(c * h * w, spec["out_features"], device=device))
             if flattened is not None and flattened[1] * flattened[2] > 1:
                 layers[-1].strata_nhwc_input = flattened  # Strata flattens NHWC, PyTorch NCHW
             flattened = None
@@ -106,8 +107,8 @@ def build_layers(specs, shape):
         elif t == "dropout":
             layers.append(nn.Dropout(spec.get("p", 0.5)))
         elif t == "residual":
-            body, out = build_layers(spec["body"], (c, h, w))
-            shortcut, _ = build_layers(spec.get("shortcut", []), (c, h, w))
+            body, out = build_layers(spec["body"], (c, h, w), device)
+            shortcut, _ = build_layers(spec.get("shortcut", []), (c, h, w), device)
             layers.append(Residual(nn.Sequential(*body), nn.Sequential(*shortcut)))
             c, h, w = out
         else:
@@ -115,9 +116,9 @@ def build_layers(specs, shape):
     return layers, (c, h, w)
 
 
-def build_model(model_cfg):
+def build_model(model_cfg, device=None):
     h, w, c = model_cfg["input"]
-    layers, _ = build_layers(model_cfg["layers"], (c, h, w))
+    layers, _ = build_layers(model_cfg["layers"], (c, h, w), device)
     return nn.Sequential(*layers)
 
 
@@ -136,8 +137,9 @@ def reference_model(cfg):
     import torchvision
     model = getattr(torchvision.models, name)(num_classes=model_cfg["classes"])
     # Strata flattens the trunk's image NHWC: mark the first linear layer
-    # as the config's own translation does (AlexNet's and VGG's heads).
-    flattened = next((m.strata_nhwc_input for m in build_model(model_cfg).modules()
+    # as the config's own translation does (AlexNet's and VGG's heads); that
+    # translation is only looked at, so its parameters take no memory.
+    flattened = next((m.strata_nhwc_input for m in build_model(model_cfg, "meta").modules()
                       if hasattr(m, "strata_nhwc_input")), None)
     if flattened is not None:
         first = next(m for m in model.modules() if isinstance(m, nn.Linear))
