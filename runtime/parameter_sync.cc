@@ -76,8 +76,10 @@ std::function<void(int)> ParameterSync::AfterLayer(int64_t iteration) {
         tickets_.push_back(client_.Push(iteration, k, key.state->value));
         continue;
       }
-      tickets_.push_back(client_.Push(iteration, k, key.parameter->grad));
-      tickets_.push_back(client_.Pull(iteration + 1, k, key.parameter->value));
+      PsClient::Exchange e =
+          client_.PushThenPull(iteration, k, key.parameter->grad, key.parameter->value);
+      tickets_.push_back(e.push);
+      tickets_.push_back(e.pull);
     }
   };
 }

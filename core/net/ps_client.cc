@@ -408,11 +408,8 @@ void PsClient::DriveSockets(const Ticket& ticket, absl::Time until) {
   waiters_.fetch_sub(1);
 }
 
-Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor) {
-  auto op = std::make_shared<Operation>(
-      absl::StrCat(KindName(kind), " of key ", key, " for iteration ", iteration));
-  // One request per chunk: the server applies and answers each chunk as it
-  // arrives, so the pull of one chunk overlaps the push of the next.
+std::vector<PsRequest> PsClient::ChunkRequests(wire::Kind kind, int64_t iteration, uint32_t key,
+                                              const Tensor& tensor, const Ticket& op) const {
   std::vector<PsRequest> requests;
   std::vector<int> servers;
   for (const Chunk& c : plan_.chunks_of_key(key)) {
@@ -427,8 +424,36 @@ Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const 
     requests.push_back(std::move(r));
   }
   op->AddParts(servers);
-  Dispatch(std::move(requests));
+  return requests;
+}
+
+Ticket PsClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor) {
+  auto op = std::make_shared<Operation>(
+      absl::StrCat(KindName(kind), " of key ", key, " for iteration ", iteration));
+  // One request per chunk: the server applies and answers each chunk as it
+  // arrives.
+  Dispatch(ChunkRequests(kind, iteration, key, tensor, op));
   return op;
+}
+
+PsClient::Exchange PsClient::PushThenPull(int64_t iteration, uint32_t key, const Tensor& gradient,
+                                          const Tensor& destination) {
+  Exchange e;
+  e.push = std::make_shared<Operation>(
+      absl::StrCat(KindName(wire::Kind::PUSH), " of key ", key, " for iteration ", iteration));
+  e.pull = std::make_shared<Operation>(
+      absl::StrCat(KindName(wire::Kind::PULL), " of key ", key, " for iteration ", iteration + 1));
+  std::vector<PsRequest> pushes = ChunkRequests(wire::Kind::PUSH, iteration, key, gradient, e.push);
+  std::vector<PsRequest> pulls =
+      ChunkRequests(wire::Kind::PULL, iteration + 1, key, destination, e.pull);
+  std::vector<PsRequest> interleaved;
+  interleaved.reserve(pushes.size() + pulls.size());
+  for (size_t c = 0; c < pushes.size(); ++c) {
+    interleaved.push_back(std::move(pushes[c]));
+    interleaved.push_back(std::move(pulls[c]));
+  }
+  Dispatch(std::move(interleaved));
+  return e;
 }
 
 Ticket PsClient::Init(uint32_t key, const Tensor& value) {

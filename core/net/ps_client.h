@@ -129,6 +129,17 @@ class PsClient {
   // initialised version when iteration < 0). The ticket's version() then
   // holds the smallest chunk version received.
   Ticket Pull(int64_t iteration, uint32_t key, const Tensor& destination);
+  // Push(iteration, key, gradient) and Pull(iteration + 1, key, destination)
+  // with their requests interleaved chunk by chunk: each chunk's pull
+  // request follows that chunk's push, so a server answers the first chunk
+  // of a large key while the rest of it is still arriving (push and pull of
+  // one key overlap on a full-duplex link). The same contracts as Push and
+  // Pull apply to each ticket.
+  struct Exchange {
+    Ticket push, pull;
+  };
+  Exchange PushThenPull(int64_t iteration, uint32_t key, const Tensor& gradient,
+                        const Tensor& destination);
 
   // Waits for the ticket. Fails with DeadlineExceeded once no server has
   // answered anything for `timeout` (a slow link that keeps delivering
@@ -203,6 +214,10 @@ class PsClient {
   // socket; each request's operation has its parts added already.
   void Dispatch(std::vector<PsRequest> requests);
   Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
+  // One request per chunk of `key` for `op`, in chunk order (op's parts
+  // added).
+  std::vector<PsRequest> ChunkRequests(wire::Kind kind, int64_t iteration, uint32_t key,
+                                       const Tensor& tensor, const Ticket& op) const;
   Ticket SubmitToAll(wire::Kind kind, std::string reason = "");
   // Closes every lane; what follows goes over the sockets.
   void FinishLanes();

@@ -154,6 +154,57 @@ TEST_F(PsClientTest, EveryMessageOfTheSocketAndTheLanePassesTheChannelSeam) {
   ASSERT_TRUE(c.Done().ok());
 }
 
+// Records the kind of every PUSH and PULL request sent.
+class KindRecordingChannel final : public MessageChannel {
+ public:
+  KindRecordingChannel(std::unique_ptr<MessageChannel> inner, std::vector<wire::Kind>* kinds)
+      : inner_(std::move(inner)), kinds_(kinds) {}
+  absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
+    const wire::Kind kind = m.header().getKind();
+    absl::StatusOr<size_t> n = inner_->Send(m);
+    if (n.ok() && (kind == wire::Kind::PUSH || kind == wire::Kind::PULL)) kinds_->push_back(kind);
+    return n;
+  }
+  absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override { return inner_->ReceiveNow(); }
+  int wait_fd() const override { return inner_->wait_fd(); }
+  void Shutdown() override { inner_->Shutdown(); }
+  uint64_t bytes_sent() const override { return inner_->bytes_sent(); }
+  uint64_t bytes_received() const override { return inner_->bytes_received(); }
+
+ private:
+  std::unique_ptr<MessageChannel> inner_;
+  std::vector<wire::Kind>* kinds_;
+};
+
+// PushThenPull sends each chunk's pull request right behind that chunk's
+// push (not the whole key's pushes first), and the pull brings back the
+// value the push produced.
+TEST_F(PsClientTest, PushThenPullInterleavesEachChunksPushAndPull) {
+  const int64_t size = 3 * kDefaultChunkElements;  // three chunks
+  StartServer(std::to_string(size), 1);
+  std::vector<wire::Kind> kinds;
+  PsClientOptions o = Options(0);
+  o.shared_memory = false;
+  o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) -> std::unique_ptr<MessageChannel> {
+    return std::make_unique<KindRecordingChannel>(std::move(inner), &kinds);
+  };
+  auto client = PsClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  PsClient& c = **client;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({size}, 1)).ok());
+  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({size}, 1.0f))).ok());
+  Tensor gradient = Tensor::Full({size}, 2.0f), value = Tensor::Zeros({size});
+  PsClient::Exchange e = c.PushThenPull(0, 0, gradient, value);
+  ASSERT_TRUE(c.WaitAll({e.push, e.pull}).ok());
+  using K = wire::Kind;
+  EXPECT_EQ(kinds, (std::vector<K>{K::PUSH, K::PULL, K::PUSH, K::PULL, K::PUSH, K::PULL}));
+  // Plain SGD at the key-value mode's default rate 0.01: 1 - 0.01 * 2.
+  EXPECT_FLOAT_EQ(value.data()[0], 0.98f);
+  EXPECT_FLOAT_EQ(value.data()[size - 1], 0.98f);
+  EXPECT_EQ(e.pull->version(), 1);
+  ASSERT_TRUE(c.Done().ok());
+}
+
 TEST_F(PsClientTest, CancelAllEndsPullsTheServerHoldsBack) {
   StartServer("1024", 2);
   // Only worker 0 works.

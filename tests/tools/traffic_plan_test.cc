@@ -59,6 +59,52 @@ TEST_F(TrafficPlanTest, ComputeIsThePerImageCostTimesEachProcesssImages) {
                    (facts->trunk_flops + facts->head_flops) / 10e9);
 }
 
+// Where the processes share cores, k of them computing at once take
+// max(1, k·threads/cores) as long; the FC worker's head is costed at its
+// own batch.
+TEST_F(TrafficPlanTest, SharedCoresSlowWhatComputesAtOnce) {
+  auto config = LoadJobConfig(kConfig);
+  ASSERT_TRUE(config.ok());
+  auto facts = bench::FactsOf(*config);
+  ASSERT_TRUE(facts.ok());
+  bench::ComputeCosts costs;
+  costs.trunk_seconds = 0.002;
+  costs.head_seconds = 0.001;
+  costs.fc_head_seconds = 0.0005;
+  bench::ClusterShape shape{1, 4, 2, 64};
+  shape.shared_cores = 2;
+  auto plan = bench::PlanTraffic(*facts, shape, 0, costs);
+  ASSERT_TRUE(plan.ok());
+  // Four workers on two cores: twice as long.
+  EXPECT_DOUBLE_EQ(plan->ps.compute_seconds, 2 * 16 * 0.003);
+  // Four conv workers' trunks on two cores, then two FC workers' heads.
+  EXPECT_DOUBLE_EQ(plan->stanza.compute_seconds, 2 * 16 * 0.002 + 2 * 16 * 0.0005);
+  shape.threads = 2;  // two FC workers of 2 threads each fill the 2 cores twice
+  plan = bench::PlanTraffic(*facts, shape, 0, costs);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_DOUBLE_EQ(plan->stanza.compute_seconds, 4 * 16 * 0.002 + 2 * 2 * 16 * 0.0005);
+  shape.shared_cores = -1;
+  EXPECT_FALSE(bench::PlanTraffic(*facts, shape, 0, costs).ok());
+}
+
+// Stanza's network phases come one after the other: the activations in to
+// the FC worker, their gradients back, then the trunk's exchange through
+// the server; a link carries kTcpPayloadShare of its rate.
+TEST_F(TrafficPlanTest, StanzaNetworkPhasesAddUp) {
+  auto config = LoadJobConfig(kConfig);
+  ASSERT_TRUE(config.ok());
+  auto facts = bench::FactsOf(*config);
+  ASSERT_TRUE(facts.ok());
+  const double rate = 125e6 * bench::kTcpPayloadShare;
+  auto plan = bench::PlanTraffic(*facts, bench::ClusterShape{1, 4, 1, 64}, 125e6, {});
+  ASSERT_TRUE(plan.ok());
+  const double t = 18816 * 4.0, a = 3136 * 4.0;
+  const double in = 64 * (a + 4), back = 64 * a, exchange = 4 * t;  // at the server
+  EXPECT_DOUBLE_EQ(plan->stanza.communication_seconds, (in + back + exchange) / rate);
+  EXPECT_DOUBLE_EQ(plan->ps.communication_seconds, 4 * 1630090 * 4.0 / rate);
+  EXPECT_DOUBLE_EQ(plan->ddp.communication_seconds, 2 * 3.0 / 4 * 1630090 * 4.0 / rate);
+}
+
 // Colocated servers: a conv host carries its worker's pushes and pulls to
 // the other servers and its own server's share of the other workers'.
 TEST_F(TrafficPlanTest, ColocatedServersShareTheirHostsLinks) {

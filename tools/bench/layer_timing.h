@@ -33,6 +33,16 @@ struct LayerCalibration {
 absl::StatusOr<LayerCalibration> CalibrateLayers(Model& model, int64_t batch, int threads,
                                                  int repeats = 3);
 
+// Seconds per sample of the head's layers (those after the split), forward
+// and backward, timed the same way on random activations of `batch`
+// samples.
+absl::StatusOr<double> CalibrateHead(Model& model, int64_t batch, int threads, int repeats = 3);
+
+// What the plan of `shape` needs: the layers at a conv worker's batch with
+// `shape.threads` threads, and the head again at a stanza FC worker's batch
+// (costs.fc_head_seconds) where that differs.
+absl::StatusOr<LayerCalibration> CalibrateForShape(Model& model, const ClusterShape& shape);
+
 }  // namespace strata::bench
 
 #endif  // STRATA_TOOLS_BENCH_LAYER_TIMING_H_

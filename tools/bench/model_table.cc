@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -67,9 +68,11 @@ absl::StatusOr<MeasuredModel> MeasureModel(TrainBenchOptions o, double bandwidth
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
   const ModelFacts facts = FactsOf(*model);
   const int64_t batch = m.report["batch_size"].get<int64_t>();
-  const ClusterShape shape{o.servers, o.conv_workers, o.fc_workers, batch, o.colocate_servers};
-  STRATA_ASSIGN_OR_RETURN(LayerCalibration calibration,
-                          CalibrateLayers(*model, batch / o.conv_workers, o.threads));
+  // Every process of the measured cluster runs on this machine's cores.
+  ClusterShape shape{o.servers, o.conv_workers, o.fc_workers, batch, o.colocate_servers};
+  shape.threads = o.threads;
+  shape.shared_cores = static_cast<int>(std::thread::hardware_concurrency());
+  STRATA_ASSIGN_OR_RETURN(LayerCalibration calibration, CalibrateForShape(*model, shape));
   STRATA_ASSIGN_OR_RETURN(TrafficPlan plan,
                           PlanTraffic(facts, shape, bandwidth, calibration.costs));
   const Measured ps = Find(m.report, "strata ps"), st = Find(m.report, "strata stanza"),

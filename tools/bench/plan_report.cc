@@ -28,6 +28,7 @@ json ModeJson(const ModePlan& m) {
   return {{"bytes_per_iteration", m.bytes_per_iteration},
           {"busiest_link", m.busiest_link},
           {"compute_seconds", m.compute_seconds},
+          {"communication_seconds", m.communication_seconds},
           {"seconds_per_iteration", m.seconds_per_iteration},
           {"images_per_sec", m.images_per_sec}};
 }
@@ -40,14 +41,14 @@ absl::StatusOr<json> PrintShape(const ModelFacts& facts, const ClusterShape& sha
   std::printf("\n%d conv workers, %d FC workers, %s, global batch %lld, %s links:\n",
               shape.conv_workers, shape.fc_workers, Servers(shape).c_str(),
               static_cast<long long>(shape.global_batch), bandwidth_name.c_str());
-  std::printf("%-8s %16s %14s %12s %12s %12s\n", "mode", "bytes/iteration", "busiest link",
-              "compute s", "iteration s", "images/s");
+  std::printf("%-8s %16s %22s %11s %11s %12s %12s\n", "mode", "bytes/iteration",
+              "busiest link", "compute s", "network s", "iteration s", "images/s");
   for (const auto& [name, m] : {std::pair<const char*, const ModePlan&>{"ps", plan.ps},
                                 std::pair<const char*, const ModePlan&>{"stanza", plan.stanza},
                                 std::pair<const char*, const ModePlan&>{"ddp", plan.ddp}}) {
-    std::printf("%-8s %13.3f MB %14s %12.4f %12.4f %12.1f\n", name, m.bytes_per_iteration / 1e6,
-                m.busiest_link.c_str(), m.compute_seconds, m.seconds_per_iteration,
-                m.images_per_sec);
+    std::printf("%-8s %13.3f MB %22s %11.4f %11.4f %12.4f %12.1f\n", name,
+                m.bytes_per_iteration / 1e6, m.busiest_link.c_str(), m.compute_seconds,
+                m.communication_seconds, m.seconds_per_iteration, m.images_per_sec);
   }
   std::printf(
       "stanza moves %.1fx fewer bytes than ps; predicted speed-up %.2fx over ps, %.2fx "
@@ -169,10 +170,13 @@ absl::Status RunPlan(const PlanOptions& o) {
     costs = CostsFromFlops(facts, o.gflops);
   } else {
     const int64_t per_worker = shape.global_batch / shape.conv_workers;
-    std::printf("calibrating: every layer, forward and backward, at batch %lld with %d thread%s\n",
-                static_cast<long long>(per_worker), o.threads, o.threads == 1 ? "" : "s");
+    std::printf(
+        "calibrating: every layer, forward and backward, at batch %lld with %d thread%s (the "
+        "head also at the FC worker's batch %lld)\n",
+        static_cast<long long>(per_worker), shape.threads, shape.threads == 1 ? "" : "s",
+        static_cast<long long>(shape.global_batch / shape.fc_workers));
     std::fflush(stdout);
-    STRATA_ASSIGN_OR_RETURN(LayerCalibration c, CalibrateLayers(*model, per_worker, o.threads));
+    STRATA_ASSIGN_OR_RETURN(LayerCalibration c, CalibrateForShape(*model, shape));
     std::printf("%-28s %-14s %6s %14s %14s\n", "layer", "kind", "part", "fwd ms/image",
                 "bwd ms/image");
     for (const LayerTiming& t : c.layers) {
@@ -186,8 +190,13 @@ absl::Status RunPlan(const PlanOptions& o) {
     }
     costs = c.costs;
   }
-  std::printf("compute per image (%s): trunk %.3f ms, head %.3f ms\n", costs.source.c_str(),
-              1e3 * costs.trunk_seconds, 1e3 * costs.head_seconds);
+  std::printf("compute per image (%s): trunk %.3f ms, head %.3f ms (%.3f ms at the FC worker)\n",
+              costs.source.c_str(), 1e3 * costs.trunk_seconds, 1e3 * costs.head_seconds,
+              1e3 * (costs.fc_head_seconds > 0 ? costs.fc_head_seconds : costs.head_seconds));
+  if (shape.shared_cores > 0) {
+    std::printf("the processes share %d cores (%d thread%s each)\n", shape.shared_cores,
+                shape.threads, shape.threads == 1 ? "" : "s");
+  }
 
   json shapes = json::array(), scaling = json::array();
   for (const std::string& name : o.bandwidths) {
@@ -213,6 +222,7 @@ absl::Status RunPlan(const PlanOptions& o) {
                                    {"compute",
                                     {{"trunk_seconds_per_image", costs.trunk_seconds},
                                      {"head_seconds_per_image", costs.head_seconds},
+                                     {"fc_head_seconds_per_image", costs.fc_head_seconds},
                                      {"source", costs.source}}},
                                    {"layers", layers},
                                    {"shape", shapes},

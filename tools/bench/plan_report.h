@@ -16,10 +16,9 @@ namespace strata::bench {
 
 struct PlanOptions {
   std::string config;
-  ClusterShape shape;  // global_batch <= 0: the config's
+  ClusterShape shape;  // global_batch <= 0: the config's; threads also calibrate
   std::vector<std::string> bandwidths = {"1gbit"};
   double gflops = 0;     // > 0: FLOPs at this rate per process instead of calibrating
-  int threads = 1;       // per process, for the calibration
   std::string plot;      // PNG of the predicted speed-ups against N, when set
   std::string json_out;  // the report, when set
 };

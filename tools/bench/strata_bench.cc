@@ -80,6 +80,9 @@ ABSL_FLAG(std::string, weights, "",
           "crossover: the jobs' shares of contested device time, 1,3 (default: equal)");
 ABSL_FLAG(std::string, timeline, "",
           "crossover: draw when each job computed and waited under each policy into this PNG");
+ABSL_FLAG(int32_t, shared_cores, 0,
+          "plan: the cluster's processes share this many cores (as an emulated cluster on one "
+          "machine does; 0: every process has cores of its own)");
 ABSL_FLAG(double, gflops, 0,
           "plan: compute at this rate per process (GFLOP/s) instead of timing the model's "
           "layers on this machine");
@@ -104,6 +107,7 @@ int main(int argc, char** argv) {
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc,shm]\n"
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F\n"
       "                    [--bandwidth 1gbit,10gbit] [--colocate-servers] [--threads T]\n"
+      "                    [--shared-cores C]\n"
       "                    [--plot p.png] [--json f]\n"
       "  strata_bench reference --config configs/alexnet.json,configs/resnet18.json\n"
       "                         [--batch-size 2] [--threads 2] [--json f]   (forward and\n"
@@ -198,7 +202,8 @@ int main(int argc, char** argv) {
       o.bandwidths = absl::StrSplit(absl::GetFlag(FLAGS_bandwidth), ',', absl::SkipEmpty());
     }
     o.gflops = absl::GetFlag(FLAGS_gflops);
-    o.threads = absl::GetFlag(FLAGS_threads);
+    o.shape.threads = absl::GetFlag(FLAGS_threads);
+    o.shape.shared_cores = absl::GetFlag(FLAGS_shared_cores);
     o.plot = absl::GetFlag(FLAGS_plot);
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunPlan(o);

@@ -41,10 +41,11 @@ ComputeCosts CostsFromFlops(const ModelFacts& facts, double gflops) {
 
 absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterShape& shape,
                                         double bandwidth, const ComputeCosts& costs) {
-  if (shape.conv_workers < 1 || shape.fc_workers < 1 || shape.servers < 1 ||
-      shape.global_batch % shape.conv_workers != 0) {
+  if (shape.conv_workers < 1 || shape.fc_workers < 1 || shape.servers < 1 || shape.threads < 1 ||
+      shape.shared_cores < 0 || shape.global_batch % shape.conv_workers != 0) {
     return absl::InvalidArgumentError(
-        "plan: needs >= 1 of each role and a global batch divisible by the conv workers");
+        "plan: needs >= 1 of each role and thread, shared cores >= 0 and a global batch divisible "
+        "by the conv workers");
   }
   TrafficPlan plan;
   plan.facts = facts;
@@ -56,8 +57,17 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterSh
   const double t = static_cast<double>(facts.trunk_parameters) * 4;
   const double h = static_cast<double>(facts.head_parameters) * 4;
   const double a = static_cast<double>(facts.boundary_elements) * 4;
-  auto link_seconds = [&](double bytes) { return bandwidth > 0 ? bytes / bandwidth : 0.0; };
+  const double label = 4;
+  auto link_seconds = [&](double bytes) {
+    return bandwidth > 0 ? bytes / (bandwidth * kTcpPayloadShare) : 0.0;
+  };
+  // How much longer compute takes with `processes` computing at once.
+  auto contention = [&](double processes) {
+    if (shape.shared_cores == 0) return 1.0;
+    return std::max(1.0, processes * shape.threads / shape.shared_cores);
+  };
   const double whole_model = costs.trunk_seconds + costs.head_seconds;
+  const double fc_head = costs.fc_head_seconds > 0 ? costs.fc_head_seconds : costs.head_seconds;
 
   ModePlan& ps = plan.ps;
   // A colocated server's traffic with its own host's worker stays on the host.
@@ -72,39 +82,48 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterSh
     ps.busiest_link_bytes = std::max(ps_server, ps_worker);
     ps.busiest_link = ps_server >= ps_worker ? "server" : "conv worker";
   }
-  ps.compute_seconds = b * whole_model;
+  ps.compute_seconds = b * whole_model * contention(n);
+  ps.communication_seconds = link_seconds(ps.busiest_link_bytes);
 
   ModePlan& st = plan.stanza;
   const double shared_head = shape.fc_workers > 1 ? 1.0 : 0.0;
   st.bytes_per_iteration =
-      2 * n * t * off_host + n * b * (a + 4) + n * b * a + shared_head * 2 * f * h;
-  const double st_fc = (n / f) * b * (a + 4) + shared_head * h;
+      2 * n * t * off_host + n * b * (a + label) + n * b * a + shared_head * 2 * f * h;
+  // An FC worker receives its conv workers' activations, then sends their
+  // gradients back; a conv worker's own share is 1/(N/F) of that.
+  const double to_fc = (n / f) * b * (a + label), from_fc = (n / f) * b * a;
+  // The exchange after backward, each direction of the busiest link.
+  double exchange = 0;
+  std::string exchange_link;
   if (colocated) {
     // Each conv host: its trunk to and from the other servers, its server's
-    // share of the others' trunks and of the FC workers' heads, and its
-    // activations.
-    const double st_conv = 2 * t * off_host + shared_head * f * h / n + b * (a + 4);
-    st.busiest_link_bytes = std::max(st_fc, st_conv);
-    st.busiest_link = st_conv >= st_fc ? "conv worker + server" : "fc worker";
+    // share of the others' trunks and of the FC workers' heads.
+    const double conv_host = 2 * t * off_host + shared_head * f * h / n;
+    const double fc_host = shared_head * h;
+    exchange = std::max(conv_host, fc_host);
+    exchange_link = conv_host >= fc_host ? "conv worker + server" : "fc worker";
   } else {
-    const double st_server = (n * t + shared_head * f * h) / s;
-    const double st_conv = t + b * (a + 4);
-    st.busiest_link_bytes = std::max({st_server, st_fc, st_conv});
-    st.busiest_link = st.busiest_link_bytes == st_server ? "server"
-                      : st.busiest_link_bytes == st_fc   ? "fc worker"
-                                                         : "conv worker";
+    const double server = (n * t + shared_head * f * h) / s;
+    const double conv = t, fc = shared_head * h;
+    exchange = std::max({server, conv, fc});
+    exchange_link = exchange == server ? "server" : exchange == conv ? "conv worker" : "fc worker";
   }
-  st.compute_seconds = b * costs.trunk_seconds + (n / f) * b * costs.head_seconds;
+  st.busiest_link_bytes = std::max(exchange, to_fc);
+  st.busiest_link = exchange >= to_fc ? exchange_link : "fc worker";
+  st.compute_seconds =
+      b * costs.trunk_seconds * contention(n) + (n / f) * b * fc_head * contention(f);
+  st.communication_seconds = link_seconds(to_fc) + link_seconds(from_fc) + link_seconds(exchange);
 
   ModePlan& ddp = plan.ddp;
   const double ring = 2 * (n - 1) / n * p;  // each direction, every worker
   ddp.bytes_per_iteration = n * ring;
   ddp.busiest_link_bytes = ring;
   ddp.busiest_link = "conv worker";
-  ddp.compute_seconds = b * whole_model;
+  ddp.compute_seconds = b * whole_model * contention(n);
+  ddp.communication_seconds = link_seconds(ring);
 
   for (ModePlan* m : {&ps, &st, &ddp}) {
-    m->seconds_per_iteration = m->compute_seconds + link_seconds(m->busiest_link_bytes);
+    m->seconds_per_iteration = m->compute_seconds + m->communication_seconds;
     m->images_per_sec = m->seconds_per_iteration > 0
                             ? static_cast<double>(shape.global_batch) / m->seconds_per_iteration
                             : 0;

@@ -16,12 +16,22 @@
 // worker's pushes and pulls to the other N−1 servers and its server's share
 // of the other workers': 2·(N−1)/N·P in ps, 2·(N−1)/N·T (plus its
 // activations) in stanza.
-// Time per iteration = compute + the busiest link's bytes / bandwidth (links
-// are full duplex; each host has one). Compute is the per-sample cost of the
-// trunk and the head (ComputeCosts: calibrated on this machine, or FLOPs at
-// a rate) times the samples each process computes; in stanza the trunk and
-// the head run one after the other. Compute and communication are not
-// assumed to overlap.
+// Time per iteration: the phases of a step one after the other (compute
+// and communication are not assumed to overlap):
+//   ps, ddp: every worker's forward and backward, then the exchange;
+//   stanza:  the trunk's forward, the activations to the FC workers, the
+//            head's forward and backward on the FC worker's whole batch
+//            (N·b/F samples), the activation gradients back, the trunk's
+//            backward, then the trunk's exchange (and the head's, F > 1).
+// An exchange through the servers takes the busiest link's bytes in one
+// direction over the bandwidth: every chunk's pull request follows its
+// push, so a server sends back one chunk while the next arrives and the two
+// directions of a link overlap. A link carries kTcpPayloadShare of its
+// rate as payload. Compute is the per-sample cost (ComputeCosts: calibrated
+// on this machine, or FLOPs at a rate) times the samples a process computes;
+// where the cluster's processes share `shared_cores` cores (an emulated
+// cluster on one machine), k processes computing at once with t threads
+// each take max(1, k·t / shared_cores) times as long.
 #ifndef STRATA_TOOLS_BENCH_TRAFFIC_PLAN_H_
 #define STRATA_TOOLS_BENCH_TRAFFIC_PLAN_H_
 
@@ -42,7 +52,17 @@ struct ClusterShape {
   // ps-lite deployments colocate them): `servers` is then N, and a host's
   // link carries its worker's traffic and its server's.
   bool colocated_servers = false;
+  // Compute threads per process.
+  int threads = 1;
+  // 0: every process has cores of its own (a real cluster); otherwise all
+  // processes share this many cores (the emulated cluster on one machine).
+  int shared_cores = 0;
 };
+
+// The share of a TCP/IPv4 link's rate that carries payload: 1448 bytes of
+// every 1538 on the wire for full 1500-byte frames with timestamps; a
+// stream over the emulated links carries 95% (strata_bench link).
+inline constexpr double kTcpPayloadShare = 0.95;
 
 // What the plan needs of a model (built once; planning is arithmetic).
 struct ModelFacts {
@@ -57,9 +77,12 @@ ModelFacts FactsOf(Model& model);
 absl::StatusOr<ModelFacts> FactsOf(const JobConfig& config);
 
 // Seconds of one sample's training step (forward and backward) in the trunk
-// and in the head, on one process.
+// and in the head, on one process, at a conv worker's batch; and of the
+// head at a stanza FC worker's batch (the conv workers' samples together;
+// 0: as at a conv worker's).
 struct ComputeCosts {
   double trunk_seconds = 0, head_seconds = 0;
+  double fc_head_seconds = 0;
   std::string source;  // how they were found, for the report
 };
 // The FLOPs at `gflops` per process.
@@ -70,6 +93,7 @@ struct ModePlan {
   double busiest_link_bytes = 0;  // one direction of the busiest host link
   std::string busiest_link;       // "server", "fc worker", "conv worker"
   double compute_seconds = 0;
+  double communication_seconds = 0;
   double seconds_per_iteration = 0;
   double images_per_sec = 0;
 };
