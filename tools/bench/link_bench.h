@@ -9,7 +9,9 @@
 
 namespace strata::bench {
 
-absl::Status RunLinkBench(const std::string& bandwidth, const std::string& latency);
+// With `senders` > 1, that many hosts stream to one at once (a server's
+// link when every worker pushes) and the sum is reported too.
+absl::Status RunLinkBench(const std::string& bandwidth, const std::string& latency, int senders);
 
 }  // namespace strata::bench
 

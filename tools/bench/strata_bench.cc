@@ -80,6 +80,9 @@ ABSL_FLAG(std::string, weights, "",
           "crossover: the jobs' shares of contested device time, 1,3 (default: equal)");
 ABSL_FLAG(std::string, timeline, "",
           "crossover: draw when each job computed and waited under each policy into this PNG");
+ABSL_FLAG(int32_t, senders, 1,
+          "link: hosts that stream to one host at once (a server's link under every worker's "
+          "pushes)");
 ABSL_FLAG(int32_t, shared_cores, 0,
           "plan: the cluster's processes share this many cores (as an emulated cluster on one "
           "machine does; 0: every process has cores of its own)");
@@ -99,7 +102,8 @@ int main(int argc, char** argv) {
       "                     [--fc-workers F] [--servers S] [--bandwidth 1gbit] [--latency 0.2ms]\n"
       "                     [--sweep bandwidth=100mbit,1gbit,10gbit] [--steps K] [--repeat R]\n"
       "                     [--json f] [--csv f] [--plot f.png]\n"
-      "  strata_bench link --bandwidth 1gbit [--latency 0.2ms]   (what an emulated link carries)\n"
+      "  strata_bench link --bandwidth 1gbit [--latency 0.2ms] [--senders 4]   (what an emulated\n"
+      "                   link carries)\n"
       "  strata_bench moe [--tokens 4096] [--dim 512] [--hidden 1024] [--experts 8] [--top-k 2]\n"
       "                   [--capacity 1.25] [--threads 2] [--repeat 3] [--workers 2,4]\n"
       "                   [--bandwidth 1gbit]   (with --workers: each process on an emulated "
@@ -253,7 +257,7 @@ int main(int argc, char** argv) {
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
         absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth),
-        absl::GetFlag(FLAGS_latency));
+        absl::GetFlag(FLAGS_latency), absl::GetFlag(FLAGS_senders));
   } else {
     std::fprintf(
         stderr,
