@@ -105,6 +105,34 @@ TEST_F(TrafficPlanTest, StanzaNetworkPhasesAddUp) {
   EXPECT_DOUBLE_EQ(plan->ddp.communication_seconds, 2 * 3.0 / 4 * 1630090 * 4.0 / rate);
 }
 
+// A layer's parameters go out once backward has passed it, the last
+// layer's first; the iteration ends when the link and backward both have.
+TEST_F(TrafficPlanTest, TheExchangeOverlapsBackwardLayerByLayer) {
+  bench::ModelFacts facts;
+  facts.parameters = facts.trunk_parameters = 2000000;
+  facts.layer_parameters = {1000000, 1000000};
+  facts.split = 2;  // all trunk
+  bench::ComputeCosts costs;
+  costs.layer_forward_seconds = {0.005, 0.005};
+  costs.layer_backward_seconds = {0.01, 0.01};
+  costs.trunk_seconds = 0.03;
+  // One worker, one server: the link carries 8 MB each way, in 1 s.
+  const double bandwidth = 8e6 / bench::kTcpPayloadShare;
+  auto plan = bench::PlanTraffic(facts, bench::ClusterShape{1, 1, 1, 1}, bandwidth, costs);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // Forward 0.01; layer 1 passed at 0.01, sent by 0.51; layer 0 passed at
+  // 0.02, sent by 1.01.
+  EXPECT_NEAR(plan->ps.seconds_per_iteration, 0.01 + 1.01, 1e-12);
+  EXPECT_NEAR(plan->ps.communication_seconds, 1.02 - 0.03, 1e-12);
+  // Backward slower than the link: layer 1 passed at 1, sent by 1.5; layer
+  // 0 passed at 2, sent by 2.5.
+  costs.layer_backward_seconds = {1.0, 1.0};
+  costs.trunk_seconds = 2.01;
+  plan = bench::PlanTraffic(facts, bench::ClusterShape{1, 1, 1, 1}, bandwidth, costs);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_NEAR(plan->ps.seconds_per_iteration, 0.01 + 2.5, 1e-12);
+}
+
 // Colocated servers: a conv host carries its worker's pushes and pulls to
 // the other servers and its own server's share of the other workers'.
 TEST_F(TrafficPlanTest, ColocatedServersShareTheirHostsLinks) {

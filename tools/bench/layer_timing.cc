@@ -68,6 +68,8 @@ absl::StatusOr<LayerCalibration> CalibrateLayers(Model& model, int64_t batch, in
   for (const LayerTiming& t : c.layers) {
     (t.in_trunk ? c.costs.trunk_seconds : c.costs.head_seconds) +=
         t.forward_seconds + t.backward_seconds;
+    c.costs.layer_forward_seconds.push_back(t.forward_seconds);
+    c.costs.layer_backward_seconds.push_back(t.backward_seconds);
   }
   c.costs.source = absl::StrFormat("layers timed at batch %lld with %d thread%s",
                                    static_cast<long long>(batch), threads, threads == 1 ? "" : "s");

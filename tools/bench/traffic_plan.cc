@@ -14,12 +14,18 @@ ModelFacts FactsOf(Model& model) {
   for (Parameter* p : model.parameters(0, split)) f.trunk_parameters += p->value.numel();
   f.head_parameters = f.parameters - f.trunk_parameters;
   f.boundary_elements = model.boundary_shape().numel();
+  f.split = split;
   for (int i = 0; i < model.num_layers(); ++i) {
-    // Forward, input gradient and weight gradient; the first layer needs no
-    // input gradient.
-    const double flops =
-        static_cast<double>(model.layer(i).ForwardFlopsPerSample()) * (i == 0 ? 2 : 3);
-    (i < split ? f.trunk_flops : f.head_flops) += flops;
+    int64_t parameters = 0;
+    for (Parameter* p : model.parameters(i, i + 1)) parameters += p->value.numel();
+    f.layer_parameters.push_back(parameters);
+    // Backward: input gradient and weight gradient; the first layer needs
+    // no input gradient.
+    const double forward = static_cast<double>(model.layer(i).ForwardFlopsPerSample());
+    const double backward = forward * (i == 0 ? 1 : 2);
+    f.layer_forward_flops.push_back(forward);
+    f.layer_backward_flops.push_back(backward);
+    (i < split ? f.trunk_flops : f.head_flops) += forward + backward;
   }
   return f;
 }
@@ -34,10 +40,53 @@ ComputeCosts CostsFromFlops(const ModelFacts& facts, double gflops) {
   if (gflops > 0) {
     c.trunk_seconds = facts.trunk_flops / (gflops * 1e9);
     c.head_seconds = facts.head_flops / (gflops * 1e9);
+    for (size_t i = 0; i < facts.layer_forward_flops.size(); ++i) {
+      c.layer_forward_seconds.push_back(facts.layer_forward_flops[i] / (gflops * 1e9));
+      c.layer_backward_seconds.push_back(facts.layer_backward_flops[i] / (gflops * 1e9));
+    }
   }
   c.source = gflops > 0 ? "FLOPs at a rate" : "none (communication only)";
   return c;
 }
+
+namespace {
+
+// Seconds from the start of backward over layers [0, end) until both it
+// and the exchange of those layers' parameters are done: layer i's share of
+// `link_seconds` starts once backward has passed layer i and the link is
+// free. `slowdown` stretches the calibrated per-sample backward times of a
+// batch of `batch`. Without per-layer times, the exchange follows backward.
+double BackwardWithExchange(const ModelFacts& facts, const ComputeCosts& costs, int end,
+                            double batch, double slowdown, double backward_seconds,
+                            double link_seconds) {
+  const bool per_layer = static_cast<int>(costs.layer_backward_seconds.size()) >= end &&
+                         static_cast<int>(facts.layer_parameters.size()) >= end;
+  if (!per_layer) return backward_seconds + link_seconds;
+  double parameters = 0;
+  for (int i = 0; i < end; ++i) parameters += static_cast<double>(facts.layer_parameters[i]);
+  double passed = 0, link_free = 0;
+  for (int i = end - 1; i >= 0; --i) {
+    passed += costs.layer_backward_seconds[i] * batch * slowdown;
+    if (facts.layer_parameters[i] == 0 || parameters == 0) continue;
+    link_free = std::max(link_free, passed) +
+                link_seconds * static_cast<double>(facts.layer_parameters[i]) / parameters;
+  }
+  return std::max(link_free, backward_seconds);
+}
+
+// The forward part of a per-sample cost over layers [begin, end) (a third
+// when the per-layer times are unknown).
+double ForwardShare(const ComputeCosts& costs, int begin, int end) {
+  if (static_cast<int>(costs.layer_forward_seconds.size()) < end) return 1.0 / 3;
+  double forward = 0, total = 0;
+  for (int i = begin; i < end; ++i) {
+    forward += costs.layer_forward_seconds[i];
+    total += costs.layer_forward_seconds[i] + costs.layer_backward_seconds[i];
+  }
+  return total > 0 ? forward / total : 1.0 / 3;
+}
+
+}  // namespace
 
 absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterShape& shape,
                                         double bandwidth, const ComputeCosts& costs) {
@@ -82,8 +131,18 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterSh
     ps.busiest_link_bytes = std::max(ps_server, ps_worker);
     ps.busiest_link = ps_server >= ps_worker ? "server" : "conv worker";
   }
-  ps.compute_seconds = b * whole_model * contention(n);
-  ps.communication_seconds = link_seconds(ps.busiest_link_bytes);
+  const int layers = static_cast<int>(facts.layer_parameters.size());
+  const double whole_forward = ForwardShare(costs, 0, layers);
+  // A worker's forward, then its backward with the exchange of every layer.
+  auto data_parallel = [&](ModePlan& m, double exchange_seconds) {
+    m.compute_seconds = b * whole_model * contention(n);
+    const double forward = m.compute_seconds * whole_forward;
+    m.seconds_per_iteration =
+        forward + BackwardWithExchange(facts, costs, layers, b, contention(n),
+                                       m.compute_seconds - forward, exchange_seconds);
+    m.communication_seconds = m.seconds_per_iteration - m.compute_seconds;
+  };
+  data_parallel(ps, link_seconds(ps.busiest_link_bytes));
 
   ModePlan& st = plan.stanza;
   const double shared_head = shape.fc_workers > 1 ? 1.0 : 0.0;
@@ -110,20 +169,24 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterSh
   }
   st.busiest_link_bytes = std::max(exchange, to_fc);
   st.busiest_link = exchange >= to_fc ? exchange_link : "fc worker";
-  st.compute_seconds =
-      b * costs.trunk_seconds * contention(n) + (n / f) * b * fc_head * contention(f);
-  st.communication_seconds = link_seconds(to_fc) + link_seconds(from_fc) + link_seconds(exchange);
+  const double trunk = b * costs.trunk_seconds * contention(n);
+  const double trunk_forward = trunk * ForwardShare(costs, 0, facts.split);
+  const double head = (n / f) * b * fc_head * contention(f);
+  st.compute_seconds = trunk + head;
+  st.seconds_per_iteration =
+      trunk_forward + link_seconds(to_fc) + head + link_seconds(from_fc) +
+      BackwardWithExchange(facts, costs, facts.split, b, contention(n), trunk - trunk_forward,
+                           link_seconds(exchange));
+  st.communication_seconds = st.seconds_per_iteration - st.compute_seconds;
 
   ModePlan& ddp = plan.ddp;
   const double ring = 2 * (n - 1) / n * p;  // each direction, every worker
   ddp.bytes_per_iteration = n * ring;
   ddp.busiest_link_bytes = ring;
   ddp.busiest_link = "conv worker";
-  ddp.compute_seconds = b * whole_model * contention(n);
-  ddp.communication_seconds = link_seconds(ring);
+  data_parallel(ddp, link_seconds(ring));
 
   for (ModePlan* m : {&ps, &st, &ddp}) {
-    m->seconds_per_iteration = m->compute_seconds + m->communication_seconds;
     m->images_per_sec = m->seconds_per_iteration > 0
                             ? static_cast<double>(shape.global_batch) / m->seconds_per_iteration
                             : 0;

@@ -16,17 +16,19 @@
 // worker's pushes and pulls to the other N−1 servers and its server's share
 // of the other workers': 2·(N−1)/N·P in ps, 2·(N−1)/N·T (plus its
 // activations) in stanza.
-// Time per iteration: the phases of a step one after the other (compute
-// and communication are not assumed to overlap):
-//   ps, ddp: every worker's forward and backward, then the exchange;
+// Time per iteration: the phases of a step one after the other:
+//   ps, ddp: every worker's forward, then its backward with the exchange;
 //   stanza:  the trunk's forward, the activations to the FC workers, the
 //            head's forward and backward on the FC worker's whole batch
-//            (N·b/F samples), the activation gradients back, the trunk's
-//            backward, then the trunk's exchange (and the head's, F > 1).
-// An exchange through the servers takes the busiest link's bytes in one
-// direction over the bandwidth: every chunk's pull request follows its
-// push, so a server sends back one chunk while the next arrives and the two
-// directions of a link overlap. A link carries kTcpPayloadShare of its
+//            (N·b/F samples), the activation gradients back, then the
+//            trunk's backward with its exchange (and the head's, F > 1).
+// An exchange overlaps backward: a layer's parameters go out once backward
+// has passed it (as ParameterSync and DDP's buckets send them), layer by
+// layer from the last, each taking its share of the busiest link's bytes
+// (one direction) over the bandwidth; backward-with-exchange ends when both
+// have. Every chunk's pull request follows its push, so a server sends back
+// one chunk while the next arrives and the two directions of a link
+// overlap. A link carries kTcpPayloadShare of its
 // rate as payload. Compute is the per-sample cost (ComputeCosts: calibrated
 // on this machine, or FLOPs at a rate) times the samples a process computes;
 // where the cluster's processes share `shared_cores` cores (an emulated
@@ -36,6 +38,7 @@
 #define STRATA_TOOLS_BENCH_TRAFFIC_PLAN_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/model/job_config.h"
@@ -71,6 +74,11 @@ struct ModelFacts {
   // FLOPs of one sample's training step (forward, input and weight
   // gradients) in the trunk and in the head.
   double trunk_flops = 0, head_flops = 0;
+  // Per top-level layer: its parameters and its FLOPs of one sample's
+  // forward and backward.
+  std::vector<int64_t> layer_parameters;
+  std::vector<double> layer_forward_flops, layer_backward_flops;
+  int split = 0;  // the first head layer
 };
 ModelFacts FactsOf(Model& model);
 // The same of `config`'s model, built for the purpose.
@@ -83,6 +91,9 @@ absl::StatusOr<ModelFacts> FactsOf(const JobConfig& config);
 struct ComputeCosts {
   double trunk_seconds = 0, head_seconds = 0;
   double fc_head_seconds = 0;
+  // Per top-level layer at a conv worker's batch, per sample (empty: the
+  // exchange starts after backward).
+  std::vector<double> layer_forward_seconds, layer_backward_seconds;
   std::string source;  // how they were found, for the report
 };
 // The FLOPs at `gflops` per process.
