@@ -409,7 +409,7 @@ void PsClient::DriveSockets(const Ticket& ticket, absl::Time until) {
 }
 
 std::vector<PsRequest> PsClient::ChunkRequests(wire::Kind kind, int64_t iteration, uint32_t key,
-                                              const Tensor& tensor, const Ticket& op) const {
+                                               const Tensor& tensor, const Ticket& op) const {
   std::vector<PsRequest> requests;
   std::vector<int> servers;
   for (const Chunk& c : plan_.chunks_of_key(key)) {

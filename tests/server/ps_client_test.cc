@@ -185,7 +185,8 @@ TEST_F(PsClientTest, PushThenPullInterleavesEachChunksPushAndPull) {
   std::vector<wire::Kind> kinds;
   PsClientOptions o = Options(0);
   o.shared_memory = false;
-  o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) -> std::unique_ptr<MessageChannel> {
+  o.decorate_channel =
+      [&](std::unique_ptr<MessageChannel> inner) -> std::unique_ptr<MessageChannel> {
     return std::make_unique<KindRecordingChannel>(std::move(inner), &kinds);
   };
   auto client = PsClient::Connect(o);

@@ -137,6 +137,7 @@ TEST_F(PlotTest, AModelTableRunsEveryModelAndSetsThePlanBesideIt) {
     EXPECT_GT(row["ps"]["images_per_sec"].get<double>(), 0.0);
     EXPECT_GT(row["stanza"]["bytes_per_iteration"].get<double>(), 0.0);
     EXPECT_GT(row["stanza_over_ps"]["planned"].get<double>(), 0.0);
+    EXPECT_GT(row["stanza_over_ps"]["measured_per_iteration"].get<double>(), 0.0);
     EXPECT_EQ(row["ddp"]["images_per_sec"].get<double>(), 0.0);  // --peer=false
   }
   EXPECT_NE(out.find("resnet20_cifar       0.2%"), std::string::npos) << out;

@@ -41,8 +41,8 @@ absl::StatusOr<json> PrintShape(const ModelFacts& facts, const ClusterShape& sha
   std::printf("\n%d conv workers, %d FC workers, %s, global batch %lld, %s links:\n",
               shape.conv_workers, shape.fc_workers, Servers(shape).c_str(),
               static_cast<long long>(shape.global_batch), bandwidth_name.c_str());
-  std::printf("%-8s %16s %22s %11s %11s %12s %12s\n", "mode", "bytes/iteration",
-              "busiest link", "compute s", "network s", "iteration s", "images/s");
+  std::printf("%-8s %16s %22s %11s %11s %12s %12s\n", "mode", "bytes/iteration", "busiest link",
+              "compute s", "network s", "iteration s", "images/s");
   for (const auto& [name, m] : {std::pair<const char*, const ModePlan&>{"ps", plan.ps},
                                 std::pair<const char*, const ModePlan&>{"stanza", plan.stanza},
                                 std::pair<const char*, const ModePlan&>{"ddp", plan.ddp}}) {

@@ -173,10 +173,9 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterSh
   const double trunk_forward = trunk * ForwardShare(costs, 0, facts.split);
   const double head = (n / f) * b * fc_head * contention(f);
   st.compute_seconds = trunk + head;
-  st.seconds_per_iteration =
-      trunk_forward + link_seconds(to_fc) + head + link_seconds(from_fc) +
-      BackwardWithExchange(facts, costs, facts.split, b, contention(n), trunk - trunk_forward,
-                           link_seconds(exchange));
+  st.seconds_per_iteration = trunk_forward + link_seconds(to_fc) + head + link_seconds(from_fc) +
+                             BackwardWithExchange(facts, costs, facts.split, b, contention(n),
+                                                  trunk - trunk_forward, link_seconds(exchange));
   st.communication_seconds = st.seconds_per_iteration - st.compute_seconds;
 
   ModePlan& ddp = plan.ddp;
