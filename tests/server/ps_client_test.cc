@@ -91,25 +91,13 @@ TEST_F(PsClientTest, ConcurrentWaitersShareTheLaneAndTheSocketTakesTheRest) {
       << server_->log();
 }
 
-// Every message of both paths to a server, the socket and the
-// shared-memory lane, passes through the channel seam: a decorator given
-// to the client sees them all (what the fault injection of the reliability
-// work will wrap).
-class CountingChannel final : public MessageChannel {
+// Passes everything to the channel it wraps; tests override what they
+// watch.
+class ForwardingChannel : public MessageChannel {
  public:
-  CountingChannel(std::unique_ptr<MessageChannel> inner, std::atomic<int>* sent,
-                  std::atomic<int>* received)
-      : inner_(std::move(inner)), sent_(sent), received_(received) {}
-  absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
-    absl::StatusOr<size_t> n = inner_->Send(m);
-    if (n.ok()) ++*sent_;
-    return n;
-  }
-  absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override {
-    absl::StatusOr<std::optional<RawMessage>> m = inner_->ReceiveNow();
-    if (m.ok() && m->has_value()) ++*received_;
-    return m;
-  }
+  explicit ForwardingChannel(std::unique_ptr<MessageChannel> inner) : inner_(std::move(inner)) {}
+  absl::StatusOr<size_t> Send(OutgoingMessage& m) override { return inner_->Send(m); }
+  absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override { return inner_->ReceiveNow(); }
   int wait_fd() const override { return inner_->wait_fd(); }
   void Shutdown() override { inner_->Shutdown(); }
   uint64_t bytes_sent() const override { return inner_->bytes_sent(); }
@@ -117,6 +105,29 @@ class CountingChannel final : public MessageChannel {
 
  private:
   std::unique_ptr<MessageChannel> inner_;
+};
+
+// Every message of both paths to a server, the socket and the
+// shared-memory lane, passes through the channel seam: a decorator given
+// to the client sees them all (what the fault injection of the reliability
+// work will wrap).
+class CountingChannel final : public ForwardingChannel {
+ public:
+  CountingChannel(std::unique_ptr<MessageChannel> inner, std::atomic<int>* sent,
+                  std::atomic<int>* received)
+      : ForwardingChannel(std::move(inner)), sent_(sent), received_(received) {}
+  absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
+    absl::StatusOr<size_t> n = ForwardingChannel::Send(m);
+    if (n.ok()) ++*sent_;
+    return n;
+  }
+  absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override {
+    absl::StatusOr<std::optional<RawMessage>> m = ForwardingChannel::ReceiveNow();
+    if (m.ok() && m->has_value()) ++*received_;
+    return m;
+  }
+
+ private:
   std::atomic<int>* sent_;
   std::atomic<int>* received_;
 };
@@ -155,24 +166,18 @@ TEST_F(PsClientTest, EveryMessageOfTheSocketAndTheLanePassesTheChannelSeam) {
 }
 
 // Records the kind of every PUSH and PULL request sent.
-class KindRecordingChannel final : public MessageChannel {
+class KindRecordingChannel final : public ForwardingChannel {
  public:
   KindRecordingChannel(std::unique_ptr<MessageChannel> inner, std::vector<wire::Kind>* kinds)
-      : inner_(std::move(inner)), kinds_(kinds) {}
+      : ForwardingChannel(std::move(inner)), kinds_(kinds) {}
   absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
     const wire::Kind kind = m.header().getKind();
-    absl::StatusOr<size_t> n = inner_->Send(m);
+    absl::StatusOr<size_t> n = ForwardingChannel::Send(m);
     if (n.ok() && (kind == wire::Kind::PUSH || kind == wire::Kind::PULL)) kinds_->push_back(kind);
     return n;
   }
-  absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override { return inner_->ReceiveNow(); }
-  int wait_fd() const override { return inner_->wait_fd(); }
-  void Shutdown() override { inner_->Shutdown(); }
-  uint64_t bytes_sent() const override { return inner_->bytes_sent(); }
-  uint64_t bytes_received() const override { return inner_->bytes_received(); }
 
  private:
-  std::unique_ptr<MessageChannel> inner_;
   std::vector<wire::Kind>* kinds_;
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/model/job_config.h"
+#include "core/status.h"
 #include "tests/support/cluster_fixture.h"
 #include "tools/bench/traffic_plan.h"
 
@@ -13,7 +14,23 @@ using testing::kBin;
 using testing::kConfig;
 using testing::RunCommand;
 
-class TrafficPlanTest : public testing::ClusterTest {};
+class TrafficPlanTest : public testing::ClusterTest {
+ protected:
+  // The default job's model.
+  static absl::StatusOr<bench::ModelFacts> DefaultModelFacts() {
+    STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(kConfig));
+    return bench::FactsOf(config);
+  }
+  // Per-sample costs of the trunk and the head (and of the head at the FC
+  // worker's batch).
+  static bench::ComputeCosts Costs(double trunk, double head, double fc_head = 0) {
+    bench::ComputeCosts c;
+    c.trunk_seconds = trunk;
+    c.head_seconds = head;
+    c.fc_head_seconds = fc_head;
+    return c;
+  }
+};
 
 TEST_F(TrafficPlanTest, PlanArithmeticForTheDefaultModel) {
   auto config = LoadJobConfig(kConfig);
@@ -40,13 +57,9 @@ TEST_F(TrafficPlanTest, PlanArithmeticForTheDefaultModel) {
 // a conv worker its share of the batch, a stanza FC worker the heads of
 // its conv workers' shares.
 TEST_F(TrafficPlanTest, ComputeIsThePerImageCostTimesEachProcesssImages) {
-  auto config = LoadJobConfig(kConfig);
-  ASSERT_TRUE(config.ok());
-  auto facts = bench::FactsOf(*config);
-  ASSERT_TRUE(facts.ok());
-  bench::ComputeCosts costs;
-  costs.trunk_seconds = 0.002;
-  costs.head_seconds = 0.001;
+  auto facts = DefaultModelFacts();
+  ASSERT_TRUE(facts.ok()) << facts.status();
+  const bench::ComputeCosts costs = Costs(0.002, 0.001);
   auto plan = bench::PlanTraffic(*facts, bench::ClusterShape{1, 4, 2, 64}, 0, costs);
   ASSERT_TRUE(plan.ok());
   EXPECT_DOUBLE_EQ(plan->ps.compute_seconds, 16 * 0.003);
@@ -63,14 +76,9 @@ TEST_F(TrafficPlanTest, ComputeIsThePerImageCostTimesEachProcesssImages) {
 // max(1, k·threads/cores) as long; the FC worker's head is costed at its
 // own batch.
 TEST_F(TrafficPlanTest, SharedCoresSlowWhatComputesAtOnce) {
-  auto config = LoadJobConfig(kConfig);
-  ASSERT_TRUE(config.ok());
-  auto facts = bench::FactsOf(*config);
-  ASSERT_TRUE(facts.ok());
-  bench::ComputeCosts costs;
-  costs.trunk_seconds = 0.002;
-  costs.head_seconds = 0.001;
-  costs.fc_head_seconds = 0.0005;
+  auto facts = DefaultModelFacts();
+  ASSERT_TRUE(facts.ok()) << facts.status();
+  const bench::ComputeCosts costs = Costs(0.002, 0.001, 0.0005);
   bench::ClusterShape shape{1, 4, 2, 64};
   shape.shared_cores = 2;
   auto plan = bench::PlanTraffic(*facts, shape, 0, costs);
@@ -91,10 +99,8 @@ TEST_F(TrafficPlanTest, SharedCoresSlowWhatComputesAtOnce) {
 // the FC worker, their gradients back, then the trunk's exchange through
 // the server; a link carries kTcpPayloadShare of its rate.
 TEST_F(TrafficPlanTest, StanzaNetworkPhasesAddUp) {
-  auto config = LoadJobConfig(kConfig);
-  ASSERT_TRUE(config.ok());
-  auto facts = bench::FactsOf(*config);
-  ASSERT_TRUE(facts.ok());
+  auto facts = DefaultModelFacts();
+  ASSERT_TRUE(facts.ok()) << facts.status();
   const double rate = 125e6 * bench::kTcpPayloadShare;
   auto plan = bench::PlanTraffic(*facts, bench::ClusterShape{1, 4, 1, 64}, 125e6, {});
   ASSERT_TRUE(plan.ok());
@@ -136,10 +142,8 @@ TEST_F(TrafficPlanTest, TheExchangeOverlapsBackwardLayerByLayer) {
 // Colocated servers: a conv host carries its worker's pushes and pulls to
 // the other servers and its own server's share of the other workers'.
 TEST_F(TrafficPlanTest, ColocatedServersShareTheirHostsLinks) {
-  auto config = LoadJobConfig(kConfig);
-  ASSERT_TRUE(config.ok());
-  auto facts = bench::FactsOf(*config);
-  ASSERT_TRUE(facts.ok());
+  auto facts = DefaultModelFacts();
+  ASSERT_TRUE(facts.ok()) << facts.status();
   bench::ClusterShape shape{1, 4, 1, 64};
   shape.colocated_servers = true;
   auto plan = bench::PlanTraffic(*facts, shape, 125e6, bench::ComputeCosts{});
@@ -157,10 +161,8 @@ TEST_F(TrafficPlanTest, ColocatedServersShareTheirHostsLinks) {
 
 // Measured bytes per iteration (launcher summary) within 5% of the plan.
 TEST_F(TrafficPlanTest, MeasuredBytesMatchThePlanWithinFivePercent) {
-  auto config = LoadJobConfig(kConfig);
-  ASSERT_TRUE(config.ok());
-  auto facts = bench::FactsOf(*config);
-  ASSERT_TRUE(facts.ok());
+  auto facts = DefaultModelFacts();
+  ASSERT_TRUE(facts.ok()) << facts.status();
   auto plan =
       bench::PlanTraffic(*facts, bench::ClusterShape{1, 2, 1, 64}, 0, bench::ComputeCosts{});
   ASSERT_TRUE(plan.ok());
