@@ -151,7 +151,8 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterSh
   // An FC worker receives its conv workers' activations, then sends their
   // gradients back; a conv worker's own share is 1/(N/F) of that.
   const double to_fc = (n / f) * b * (a + label), from_fc = (n / f) * b * a;
-  // The exchange after backward, each direction of the busiest link.
+  // The exchange that overlaps backward, in bytes of the busiest link's
+  // busier direction.
   double exchange = 0;
   std::string exchange_link;
   if (colocated) {
