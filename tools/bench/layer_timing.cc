@@ -96,7 +96,6 @@ absl::StatusOr<LayerCalibration> CalibrateForShape(Model& model, const ClusterSh
   const int64_t per_worker = shape.global_batch / shape.conv_workers;
   STRATA_ASSIGN_OR_RETURN(LayerCalibration c, CalibrateLayers(model, per_worker, shape.threads));
   const int64_t fc_batch = shape.global_batch / shape.fc_workers;
-  c.costs.fc_head_seconds = c.costs.head_seconds;
   if (fc_batch != per_worker && model.split_index() < model.num_layers()) {
     STRATA_ASSIGN_OR_RETURN(c.costs.fc_head_seconds, CalibrateHead(model, fc_batch, shape.threads));
     c.costs.source +=

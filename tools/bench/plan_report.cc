@@ -192,7 +192,7 @@ absl::Status RunPlan(const PlanOptions& o) {
   }
   std::printf("compute per image (%s): trunk %.3f ms, head %.3f ms (%.3f ms at the FC worker)\n",
               costs.source.c_str(), 1e3 * costs.trunk_seconds, 1e3 * costs.head_seconds,
-              1e3 * (costs.fc_head_seconds > 0 ? costs.fc_head_seconds : costs.head_seconds));
+              1e3 * costs.fc_head());
   if (shape.shared_cores > 0) {
     std::printf("the processes share %d cores (%d thread%s each)\n", shape.shared_cores,
                 shape.threads, shape.threads == 1 ? "" : "s");
@@ -222,7 +222,7 @@ absl::Status RunPlan(const PlanOptions& o) {
                                    {"compute",
                                     {{"trunk_seconds_per_image", costs.trunk_seconds},
                                      {"head_seconds_per_image", costs.head_seconds},
-                                     {"fc_head_seconds_per_image", costs.fc_head_seconds},
+                                     {"fc_head_seconds_per_image", costs.fc_head()},
                                      {"source", costs.source}}},
                                    {"layers", layers},
                                    {"shape", shapes},

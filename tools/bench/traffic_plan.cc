@@ -64,10 +64,11 @@ double BackwardWithExchange(const ModelFacts& facts, const ComputeCosts& costs, 
   if (!per_layer) return backward_seconds + link_seconds;
   double parameters = 0;
   for (int i = 0; i < end; ++i) parameters += static_cast<double>(facts.layer_parameters[i]);
+  if (parameters == 0) return backward_seconds;  // nothing to exchange
   double passed = 0, link_free = 0;
   for (int i = end - 1; i >= 0; --i) {
     passed += costs.layer_backward_seconds[i] * batch * slowdown;
-    if (facts.layer_parameters[i] == 0 || parameters == 0) continue;
+    if (facts.layer_parameters[i] == 0) continue;
     link_free = std::max(link_free, passed) +
                 link_seconds * static_cast<double>(facts.layer_parameters[i]) / parameters;
   }
@@ -116,7 +117,6 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterSh
     return std::max(1.0, processes * shape.threads / shape.shared_cores);
   };
   const double whole_model = costs.trunk_seconds + costs.head_seconds;
-  const double fc_head = costs.fc_head_seconds > 0 ? costs.fc_head_seconds : costs.head_seconds;
 
   ModePlan& ps = plan.ps;
   // A colocated server's traffic with its own host's worker stays on the host.
@@ -172,7 +172,7 @@ absl::StatusOr<TrafficPlan> PlanTraffic(const ModelFacts& facts, const ClusterSh
   st.busiest_link = exchange >= to_fc ? exchange_link : "fc worker";
   const double trunk = b * costs.trunk_seconds * contention(n);
   const double trunk_forward = trunk * ForwardShare(costs, 0, facts.split);
-  const double head = (n / f) * b * fc_head * contention(f);
+  const double head = (n / f) * b * costs.fc_head() * contention(f);
   st.compute_seconds = trunk + head;
   st.seconds_per_iteration = trunk_forward + link_seconds(to_fc) + head + link_seconds(from_fc) +
                              BackwardWithExchange(facts, costs, facts.split, b, contention(n),

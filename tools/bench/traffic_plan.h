@@ -94,6 +94,8 @@ struct ComputeCosts {
   // Per top-level layer at a conv worker's batch, per sample (empty: the
   // exchange starts after backward).
   std::vector<double> layer_forward_seconds, layer_backward_seconds;
+  // The head's per-sample seconds at a stanza FC worker's batch.
+  double fc_head() const { return fc_head_seconds > 0 ? fc_head_seconds : head_seconds; }
   std::string source;  // how they were found, for the report
 };
 // The FLOPs at `gflops` per process.
