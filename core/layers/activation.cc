@@ -6,6 +6,7 @@
 namespace strata {
 
 Tensor Relu::Forward(const Tensor& input, bool training) {
+  if (absorbed_) return input;
   Tensor output = Tensor::Empty(input.shape(), DType::kF32, backend_.device());
   STRATA_CHECK_OK(backend_.Relu(input, output));
   if (training) output_ = output;
@@ -13,6 +14,7 @@ Tensor Relu::Forward(const Tensor& input, bool training) {
 }
 
 Tensor Relu::Backward(const Tensor& grad_output, bool need_input_grad) {
+  if (absorbed_) return need_input_grad ? grad_output : Tensor();
   STRATA_CHECK(output_.defined(), "Relu::Backward without a training Forward");
   Tensor grad_input;
   if (need_input_grad) {

@@ -22,8 +22,15 @@ class Relu final : public Layer {
   Tensor Forward(const Tensor& input, bool training) override;
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
 
+  // Passes values and gradients through from now on: the layer before this
+  // one has absorbed its work (Layer::AbsorbFollowingRelu), so its input is
+  // rectified already.
+  void MarkAbsorbed() { absorbed_ = true; }
+  bool absorbed() const { return absorbed_; }
+
  private:
   const Backend& backend_;
+  bool absorbed_ = false;
   Tensor output_;
 };
 

@@ -1,5 +1,7 @@
 #include "core/layers/batchnorm2d.h"
 
+#include <unordered_map>
+
 #include "absl/strings/str_cat.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
@@ -55,13 +57,21 @@ void BatchNorm2d::InitParameters(Rng& rng) {
   running_var_.value.Fill(1.0f);
 }
 
+bool BatchNorm2d::AbsorbFollowingRelu() {
+  STRATA_CHECK(kernels_.empty(), "BatchNorm2d::AbsorbFollowingRelu after the first Forward");
+  fused_relu_ = true;
+  return true;
+}
+
 BatchNorm2d::Kernels& BatchNorm2d::KernelsFor(int64_t batch) {
   auto it = kernels_.find(batch);
   if (it != kernels_.end()) return *it->second;
   auto k = std::make_unique<Kernels>();
   k->data_md = memory::desc(NhwcToDnnlDims(BatchShape(batch, input_shape())), dt::f32, tag::nhwc);
   k->stat_md = memory::desc({input_shape()[2]}, dt::f32, tag::x);
-  const auto scale_shift = flags::use_scale | flags::use_shift;
+  const auto scale_shift = fused_relu_
+                               ? flags::use_scale | flags::use_shift | flags::fuse_norm_relu
+                               : flags::use_scale | flags::use_shift;
   k->train_pd = dnnl::batch_normalization_forward::primitive_desc(
       dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, k->data_md,
                                               options_.epsilon, scale_shift),
@@ -99,12 +109,18 @@ Tensor BatchNorm2d::Forward(const Tensor& input, bool training) {
   const Shape channels{input_shape()[2]};
   batch_mean_ = Tensor::Empty(channels);
   batch_var_ = Tensor::Empty(channels);
-  k.train.execute(CpuStream(), {{DNNL_ARG_SRC, WrapMemory(k.data_md, input)},
-                                {DNNL_ARG_MEAN, WrapMemory(k.stat_md, batch_mean_)},
-                                {DNNL_ARG_VARIANCE, WrapMemory(k.stat_md, batch_var_)},
-                                {DNNL_ARG_SCALE, scale},
-                                {DNNL_ARG_SHIFT, shift},
-                                {DNNL_ARG_DST, WrapMemory(k.data_md, output)}});
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, WrapMemory(k.data_md, input)},
+                                          {DNNL_ARG_MEAN, WrapMemory(k.stat_md, batch_mean_)},
+                                          {DNNL_ARG_VARIANCE, WrapMemory(k.stat_md, batch_var_)},
+                                          {DNNL_ARG_SCALE, scale},
+                                          {DNNL_ARG_SHIFT, shift},
+                                          {DNNL_ARG_DST, WrapMemory(k.data_md, output)}};
+  if (fused_relu_) {
+    OwnedMemory mask = AllocateMemory(k.train_pd.workspace_desc());
+    args.emplace(DNNL_ARG_WORKSPACE, mask.memory);
+    relu_mask_ = mask.storage;
+  }
+  k.train.execute(CpuStream(), args);
   // Running statistics, with the unbiased variance as PyTorch keeps it.
   const int64_t count = batch * input_shape()[0] * input_shape()[1];
   const float unbias = count > 1 ? static_cast<float>(count) / static_cast<float>(count - 1) : 1.0f;
@@ -124,16 +140,20 @@ Tensor BatchNorm2d::Backward(const Tensor& grad_output, bool need_input_grad) {
   Kernels& k = KernelsFor(input_.dim(0));
   // oneDNN computes diff_src together with the parameter gradients.
   Tensor grad_input = Tensor::Empty(input_.shape());
-  k.bwd.execute(CpuStream(), {{DNNL_ARG_SRC, WrapMemory(k.data_md, input_)},
-                              {DNNL_ARG_MEAN, WrapMemory(k.stat_md, batch_mean_)},
-                              {DNNL_ARG_VARIANCE, WrapMemory(k.stat_md, batch_var_)},
-                              {DNNL_ARG_DIFF_DST, WrapMemory(k.data_md, grad_output)},
-                              {DNNL_ARG_SCALE, WrapMemory(k.stat_md, weight_.value)},
-                              {DNNL_ARG_SHIFT, WrapMemory(k.stat_md, bias_.value)},
-                              {DNNL_ARG_DIFF_SRC, WrapMemory(k.data_md, grad_input)},
-                              {DNNL_ARG_DIFF_SCALE, WrapMemory(k.stat_md, weight_.grad)},
-                              {DNNL_ARG_DIFF_SHIFT, WrapMemory(k.stat_md, bias_.grad)}});
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, WrapMemory(k.data_md, input_)},
+      {DNNL_ARG_MEAN, WrapMemory(k.stat_md, batch_mean_)},
+      {DNNL_ARG_VARIANCE, WrapMemory(k.stat_md, batch_var_)},
+      {DNNL_ARG_DIFF_DST, WrapMemory(k.data_md, grad_output)},
+      {DNNL_ARG_SCALE, WrapMemory(k.stat_md, weight_.value)},
+      {DNNL_ARG_SHIFT, WrapMemory(k.stat_md, bias_.value)},
+      {DNNL_ARG_DIFF_SRC, WrapMemory(k.data_md, grad_input)},
+      {DNNL_ARG_DIFF_SCALE, WrapMemory(k.stat_md, weight_.grad)},
+      {DNNL_ARG_DIFF_SHIFT, WrapMemory(k.stat_md, bias_.grad)}};
+  if (fused_relu_) args.emplace(DNNL_ARG_WORKSPACE, WrapMemory(k.bwd_pd.workspace_desc(), relu_mask_));
+  k.bwd.execute(CpuStream(), args);
   input_ = Tensor();
+  relu_mask_ = Tensor();
   return need_input_grad ? grad_input : Tensor();
 }
 

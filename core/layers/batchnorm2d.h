@@ -4,7 +4,9 @@
 // and update running_mean / running_var (unbiased) with `momentum`, as
 // PyTorch does. Evaluation: normalise with the running statistics.
 // Parameters: weight (gamma) and bias (beta), {C}; state: running_mean,
-// running_var, {C}.
+// running_var, {C}. It can absorb a following ReLU (core/layers/fusion.h):
+// then it outputs max(y, 0) and masks the gradient in its own pass, keeping
+// a bit mask of the rectified outputs from the training Forward.
 #ifndef STRATA_CORE_LAYERS_BATCHNORM2D_H_
 #define STRATA_CORE_LAYERS_BATCHNORM2D_H_
 
@@ -34,6 +36,7 @@ class BatchNorm2d final : public Layer {
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   std::vector<StateBuffer*> state_buffers() override { return {&running_mean_, &running_var_}; }
   void InitParameters(Rng& rng) override;
+  bool AbsorbFollowingRelu() override;
 
  private:
   struct Kernels;
@@ -41,6 +44,7 @@ class BatchNorm2d final : public Layer {
   Kernels& KernelsFor(int64_t batch);
 
   BatchNormOptions options_;
+  bool fused_relu_ = false;
   Parameter weight_;
   Parameter bias_;
   StateBuffer running_mean_;
@@ -48,6 +52,7 @@ class BatchNorm2d final : public Layer {
   std::map<int64_t, std::unique_ptr<Kernels>> kernels_;
   // Saved by the training Forward for Backward.
   Tensor input_, batch_mean_, batch_var_;
+  Tensor relu_mask_;  // oneDNN's workspace, when fused_relu_
 };
 
 }  // namespace strata

@@ -15,6 +15,7 @@
 #define STRATA_CORE_LAYERS_LAYER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,12 @@ class Layer {
   virtual void InitParameters(Rng& rng) {}
   // Multiply-adds x2 of one sample's forward pass (for the FLOP limit).
   virtual int64_t ForwardFlopsPerSample() const { return 0; }
+  // Asks the layer to apply max(x, 0) to its own output, and to take the
+  // gradient it is given in Backward as the gradient of that rectified
+  // output, so that the ReLU right after it can pass both through
+  // (core/layers/fusion.h). Returns false, changing nothing, when the layer
+  // cannot. Call before the first Forward.
+  virtual bool AbsorbFollowingRelu() { return false; }
 
  protected:
   // Batch input shape {N, input_shape...}.
@@ -78,6 +85,9 @@ class Layer {
   std::string name_;
   Shape input_shape_;
 };
+
+// Layers run one after another, each taking the previous one's output.
+using LayerChain = std::vector<std::unique_ptr<Layer>>;
 
 }  // namespace strata
 

@@ -1,6 +1,7 @@
 #include "core/layers/residual.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/layers/fusion.h"
 #include "core/status.h"
 
 namespace strata {
@@ -59,6 +60,8 @@ absl::StatusOr<std::unique_ptr<Residual>> Residual::Create(std::string name,
         "; the two are summed, so they must agree (a shortcut of one conv2d with kernel 1, the "
         "body's stride and its out_channels projects the input)"));
   }
+  FuseRelus(body, 0, body.size());
+  FuseRelus(shortcut, 0, shortcut.size());
   return std::unique_ptr<Residual>(
       new Residual(std::move(name), input_shape, std::move(body), std::move(shortcut), backend));
 }

@@ -7,7 +7,8 @@
 // body's then the shortcut's, in order, under the layers' own names
 // ("block1.conv1.weight"). Forward and Backward run the whole block: to the
 // model it is one layer, so a model's after-layer hook sees it once, when
-// every parameter gradient in it is final.
+// every parameter gradient in it is final. Create fuses each branch's ReLUs
+// into the layers before them (core/layers/fusion.h).
 #ifndef STRATA_CORE_LAYERS_RESIDUAL_H_
 #define STRATA_CORE_LAYERS_RESIDUAL_H_
 
@@ -19,8 +20,6 @@
 #include "core/ops/backend.h"
 
 namespace strata {
-
-using LayerChain = std::vector<std::unique_ptr<Layer>>;
 
 class Residual final : public Layer {
  public:

@@ -44,6 +44,7 @@ struct LayerSpec {
   std::string path;          // "model.layers[3]", "model.layers[3].body[0]": for errors
   int64_t out_channels = 0;  // conv2d
   bool bias = true;          // conv2d
+  std::string algorithm = "auto";  // conv2d: auto, direct or winograd (core/layers/conv2d.h)
   int64_t kernel = 0;        // conv2d (default 3), pooling (default 2)
   int64_t stride = 0;        // conv2d (default 1), pooling (default = kernel)
   int64_t padding = 0;       // conv2d, pooling

@@ -35,13 +35,22 @@ LayerType Conv2dType() {
     s->stride = 1;
     STRATA_RETURN_IF_ERROR(r.Required("out_channels", &s->out_channels));
     STRATA_RETURN_IF_ERROR(r.Optional("bias", &s->bias));
+    STRATA_RETURN_IF_ERROR(r.Optional("algorithm", &s->algorithm));
+    if (absl::Status known = ParseConvAlgorithm(s->algorithm).status(); !known.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(r.ChildPath("algorithm"), ": ", known.message()));
+    }
     return ParseWindow(r, s);
   };
   t.build = [](const LayerSpec& s, const Shape& input,
                const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
-    return Conv2d::Create(s.name, input,
-                          Conv2dOptions{s.out_channels, s.kernel, s.stride, s.padding, s.bias});
+    STRATA_ASSIGN_OR_RETURN(ConvAlgorithm algorithm, ParseConvAlgorithm(s.algorithm));
+    return Conv2d::Create(
+        s.name, input,
+        Conv2dOptions{s.out_channels, s.kernel, s.stride, s.padding, s.bias, algorithm});
   };
+  // The algorithm is left out: it changes how the layer computes (and its
+  // rounding), not what, so processes may differ in it.
   t.identity = [](const LayerSpec& s) {
     json j = WindowIdentity(s);
     j["out_channels"] = s.out_channels;

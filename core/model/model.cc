@@ -1,6 +1,7 @@
 #include "core/model/model.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/layers/fusion.h"
 #include "core/model/layer_registry.h"
 #include "core/status.h"
 
@@ -28,6 +29,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, u
                      " per sample, but the model has ", config.classes,
                      " classes (end with a linear layer of out_features ", config.classes, ")"));
   }
+  // Each side of the split fuses on its own: the two may run on different
+  // processes.
+  const size_t split = static_cast<size_t>(model->split_index_);
+  FuseRelus(model->layers_, 0, split);
+  FuseRelus(model->layers_, split, model->layers_.size());
   // Each layer draws from its own stream, so adding a layer does not change
   // the initial values of the others.
   for (size_t i = 0; i < model->layers_.size(); ++i) {

@@ -164,6 +164,19 @@ TEST(JobConfigTest, AugmentationIsOffByDefaultAndCheckedWhenAsked) {
             "job.json: data.augment.flip: unknown field");
 }
 
+TEST(JobConfigTest, AConvolutionAlgorithmIsCheckedAndLeftOutOfTheIdentity) {
+  const std::string conv1 = R"("name": "conv1", "out_channels": 32, "kernel": 3, "padding": 1)";
+  EXPECT_EQ(ErrorOf(Edited(conv1, conv1 + R"(, "algorithm": "fft")")),
+            "job.json: model.layers[0].algorithm: unknown convolution algorithm \"fft\" (auto, "
+            "direct or winograd)");
+  auto plain = LoadJobConfig(testing::kConfig);
+  auto direct = ParseJobConfig(Edited(conv1, conv1 + R"(, "algorithm": "direct")"), "direct");
+  ASSERT_TRUE(plain.ok() && direct.ok()) << direct.status();
+  EXPECT_EQ(direct->model.layers[0].algorithm, "direct");
+  // How a layer computes is no part of what the job computes.
+  EXPECT_EQ(JobIdentity(*plain), JobIdentity(*direct));
+}
+
 TEST(JobConfigTest, UnknownLayerType) {
   EXPECT_EQ(ErrorOf(Edited(R"("type": "relu", "name": "relu2")", R"("type": "gelu")")),
             "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: avgpool2d, "

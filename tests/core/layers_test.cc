@@ -2,6 +2,7 @@
 // backward against finite differences for inputs and parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/layers/activation.h"
@@ -93,6 +94,99 @@ TEST(Conv2dTest, RejectsBadShapes) {
   EXPECT_NE(vector_input.status().message().find("[H, W, C]"), std::string::npos);
   auto big_kernel = Conv2d::Create("c", {2, 2, 1}, {4, 5, 1, 0});
   EXPECT_NE(big_kernel.status().message().find("larger than the padded input"), std::string::npos);
+}
+
+// The largest absolute value of `t`.
+float MaxAbs(const Tensor& t) {
+  float m = 0;
+  for (float v : t.ToVector()) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+Conv2dOptions Conv3x3(int64_t out_channels, ConvAlgorithm algorithm) {
+  Conv2dOptions o{out_channels, 3, 1, 1};
+  o.algorithm = algorithm;
+  return o;
+}
+
+TEST(Conv2dTest, WinogradMatchesTheReferenceAndFiniteDifferences) {
+  auto conv = Conv2d::Create("conv", {8, 8, 64}, Conv3x3(64, ConvAlgorithm::kWinograd));
+  if (conv.status().code() == absl::StatusCode::kUnimplemented) {
+    GTEST_SKIP() << "no Winograd kernel on this CPU: " << conv.status().message();
+  }
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  InitRandom(**conv, 21);
+  EXPECT_EQ((*conv)->AlgorithmFor(2), ConvAlgorithm::kWinograd);
+  Tensor x = RandomTensor({2, 8, 8, 64}, 22);
+  Tensor want = reference::Conv2d(x, (*conv)->parameters()[0]->value,
+                                  (*conv)->parameters()[1]->value, 1, 1);
+  EXPECT_LT(MaxAbsDiff((*conv)->Forward(x, false), want), 1e-4f * MaxAbs(want));
+  GradientCheckOptions go;
+  go.samples_per_tensor = 20;
+  ExpectGradientsMatch(**conv, x, go);
+}
+
+TEST(Conv2dTest, WinogradAndDirectAgreeWhereAutoPicksWinograd) {
+  const Shape input{8, 8, 64};
+  auto fast = Conv2d::Create("conv", input, Conv3x3(64, ConvAlgorithm::kAuto));
+  auto direct = Conv2d::Create("conv", input, Conv3x3(64, ConvAlgorithm::kDirect));
+  ASSERT_TRUE(fast.ok() && direct.ok());
+  const int64_t batch = 64;  // 256 tiles of 4x4: auto's threshold for 64 channels
+  if ((*fast)->AlgorithmFor(batch) != ConvAlgorithm::kWinograd) {
+    GTEST_SKIP() << "no Winograd kernel on this CPU";
+  }
+  EXPECT_EQ((*fast)->AlgorithmFor(4), ConvAlgorithm::kDirect);  // 16 tiles: direct
+  EXPECT_EQ((*direct)->AlgorithmFor(batch), ConvAlgorithm::kDirect);
+  InitRandom(**fast, 23);
+  InitRandom(**direct, 23);
+  Tensor x = RandomTensor({batch, 8, 8, 64}, 24);
+  Tensor y_fast = (*fast)->Forward(x, true);
+  Tensor y_direct = (*direct)->Forward(x, true);
+  EXPECT_LT(MaxAbsDiff(y_fast, y_direct), 1e-5f * MaxAbs(y_direct));
+  Tensor dy = RandomTensor(y_direct.shape(), 25);
+  Tensor dx_fast = (*fast)->Backward(dy, true);
+  Tensor dx_direct = (*direct)->Backward(dy, true);
+  EXPECT_LT(MaxAbsDiff(dx_fast, dx_direct), 1e-5f * MaxAbs(dx_direct));
+  for (int i = 0; i < 2; ++i) {
+    const Tensor& g_fast = (*fast)->parameters()[i]->grad;
+    const Tensor& g_direct = (*direct)->parameters()[i]->grad;
+    EXPECT_LT(MaxAbsDiff(g_fast, g_direct), 1e-5f * MaxAbs(g_direct)) << "parameter " << i;
+  }
+}
+
+TEST(Conv2dTest, WinogradPaysOnlyForTiledThreeByThreeConvolutionsWithEnoughTiles) {
+  const Conv2dOptions c64 = Conv3x3(64, ConvAlgorithm::kAuto);
+  const Conv2dOptions c512 = Conv3x3(512, ConvAlgorithm::kAuto);
+  EXPECT_TRUE(WinogradPays(64, {8, 8, 64}, c64));     // 256 tiles, 64 channels
+  EXPECT_FALSE(WinogradPays(32, {8, 8, 64}, c64));    // 128 tiles are too few at 64
+  EXPECT_TRUE(WinogradPays(64, {4, 4, 512}, c512));   // 64 tiles at 512 channels
+  EXPECT_FALSE(WinogradPays(16, {4, 4, 512}, c512));  // 16 tiles
+  EXPECT_FALSE(WinogradPays(64, {14, 14, 512}, c512));  // 14 is no multiple of 4
+  EXPECT_FALSE(WinogradPays(64, {2, 2, 512}, c512));    // a 2x2 output in a 4x4 tile
+  EXPECT_FALSE(WinogradPays(64, {32, 32, 32}, Conv3x3(32, ConvAlgorithm::kAuto)));
+  EXPECT_FALSE(WinogradPays(64, {32, 32, 3}, c64));   // the first layer's 3 channels
+  Conv2dOptions strided = c64;
+  strided.stride = 2;
+  EXPECT_FALSE(WinogradPays(64, {16, 16, 64}, strided));
+}
+
+TEST(Conv2dTest, AWinogradRequestWithoutAKernelIsRefusedByName) {
+  Conv2dOptions o{16, 1, 1, 0};
+  o.algorithm = ConvAlgorithm::kWinograd;
+  auto conv = Conv2d::Create("conv", {8, 8, 16}, o);
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(conv.status().message().find("no Winograd kernel"), std::string::npos)
+      << conv.status();
+  EXPECT_NE(conv.status().message().find("kernel 1"), std::string::npos) << conv.status();
+}
+
+TEST(Conv2dTest, AlgorithmNamesParse) {
+  EXPECT_EQ(*ParseConvAlgorithm("winograd"), ConvAlgorithm::kWinograd);
+  EXPECT_EQ(*ParseConvAlgorithm("direct"), ConvAlgorithm::kDirect);
+  EXPECT_EQ(*ParseConvAlgorithm("auto"), ConvAlgorithm::kAuto);
+  auto bad = ParseConvAlgorithm("fft");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("\"fft\""), std::string::npos);
 }
 
 struct PoolCase {
