@@ -378,7 +378,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   const int split = model->split_index();
   zmq::context_t context(1);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ZmqEndpoint> bound,
-                          ZmqEndpoint::Bind(context, fc_options.bind, options.client.limits));
+                          ZmqEndpoint::Bind(context, fc_options.serving, options.client.limits));
   std::unique_ptr<MessageEndpoint> socket =
       Decorated(std::move(bound), fc_options.decorate_endpoint);
   PsClientOptions co = options.client;
@@ -394,7 +394,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   eo.limits = co.limits;
   eo.decorate_endpoint = fc_options.decorate_endpoint;
   STRATA_ASSIGN_OR_RETURN(auto experts,
-                          HeadExpertGroup::Bind(*model, split, socket->address(), eo));
+                          HeadExpertGroup::Bind(*model, split, fc_options.serving, eo));
   if (experts != nullptr) co.peer_address = experts->address();
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(co));
   const int rank = client->rank();

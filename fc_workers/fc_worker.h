@@ -32,7 +32,9 @@ struct FcWorkerOptions {
   // What every worker takes; client.rank is this FC worker's rank (the role
   // is set to FC_WORKER), parameters_out holds the whole model's parameters.
   WorkerOptions worker;
-  std::string bind = "tcp://127.0.0.1:0";  // where conv workers reach us
+  // Where conv workers reach us (core/net/serving_address.h); the MoE expert
+  // exchange binds beside it (ExpertExchangeAddress).
+  ServingAddress serving;
   std::string ready_file;  // written once serving (core/util/ready_file.h); "" = none
   // Wraps each endpoint we serve on (core/net/message_endpoint.h): the one
   // conv workers reach us on and the expert exchange's inbox; unset: none.

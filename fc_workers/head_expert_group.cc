@@ -9,25 +9,31 @@
 
 namespace strata {
 
-absl::StatusOr<std::string> PeerBindAddress(const std::string& serving_address) {
-  if (absl::StartsWith(serving_address, "ipc://")) return serving_address + ".experts";
-  const size_t colon = serving_address.rfind(':');
-  if (absl::StartsWith(serving_address, "tcp://") && colon > 5) {
-    return serving_address.substr(0, colon) + ":0";
+absl::StatusOr<ServingAddress> ExpertExchangeAddress(const ServingAddress& fc_worker) {
+  STRATA_ASSIGN_OR_RETURN(BindTarget bind, ParseBindAddress(fc_worker.bind));
+  ServingAddress exchange = fc_worker;
+  if (bind.scheme == "ipc") {
+    if (bind.host != "*") exchange.bind = fc_worker.bind + ".experts";  // ipc://*: a fresh path
+    return exchange;
   }
-  return absl::InvalidArgumentError(absl::StrCat("cannot derive an expert exchange address from \"",
-                                                 serving_address, "\" (tcp or ipc)"));
+  if (bind.first_port != 0 && bind.first_port == bind.last_port) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the FC worker binds ", fc_worker.bind, ", a single port, and its MoE expert exchange "
+        "needs a second: give a port range (tcp://HOST:", bind.first_port, "-",
+        bind.first_port + 1, ") or port 0"));
+  }
+  return exchange;
 }
 
 absl::StatusOr<std::unique_ptr<HeadExpertGroup>> HeadExpertGroup::Bind(
-    Model& model, int split, const std::string& serving_address,
+    Model& model, int split, const ServingAddress& fc_worker,
     const ExpertExchangeOptions& options) {
   std::vector<moe::MoeLayer*> layers;
   for (int i = split; i < model.num_layers(); ++i) {
     if (auto* m = dynamic_cast<moe::MoeLayer*>(&model.layer(i))) layers.push_back(m);
   }
   if (layers.empty()) return nullptr;
-  STRATA_ASSIGN_OR_RETURN(std::string address, PeerBindAddress(serving_address));
+  STRATA_ASSIGN_OR_RETURN(ServingAddress address, ExpertExchangeAddress(fc_worker));
   STRATA_ASSIGN_OR_RETURN(auto exchange, ZmqExpertExchange::Bind(address, options));
   return std::unique_ptr<HeadExpertGroup>(
       new HeadExpertGroup(std::move(layers), std::move(exchange)));

@@ -5,7 +5,7 @@
 // optimizer, while the rest of the head (gate included) stays data-parallel
 // through the servers.
 //
-//   auto group = HeadExpertGroup::Bind(model, split, bind_address, options);
+//   auto group = HeadExpertGroup::Bind(model, split, fc_worker_serving, options);
 //   client_options.peer_address = group->address();   // registered with the coordinator
 //   ... PsClient::Connect ...
 //   STRATA_RETURN_IF_ERROR(group->Join(client->fc_peer_addresses()));  // F > 1 only
@@ -28,10 +28,10 @@ namespace strata {
 class HeadExpertGroup {
  public:
   // nullptr when the head (layers from `split`) has no MoE layer. Else binds
-  // the expert exchange's inbox on the host of `serving_address` (the FC
-  // worker's bound address), on a free port.
+  // the expert exchange's inbox where ExpertExchangeAddress(`fc_worker`)
+  // says: beside the FC worker's own socket.
   static absl::StatusOr<std::unique_ptr<HeadExpertGroup>> Bind(
-      Model& model, int split, const std::string& serving_address,
+      Model& model, int split, const ServingAddress& fc_worker,
       const ExpertExchangeOptions& options);
 
   const std::string& address() const { return exchange_->address(); }
@@ -71,9 +71,14 @@ class HeadExpertGroup {
   moe::ParallelSettings settings_;  // what the knobs last set
 };
 
-// "tcp://HOST:0" for a serving address "tcp://HOST:PORT"; "ipc://PATH.experts"
-// for "ipc://PATH". InvalidArgument for another transport.
-absl::StatusOr<std::string> PeerBindAddress(const std::string& serving_address);
+// Where the expert exchange of an FC worker serving at `fc_worker` binds:
+// "ipc://PATH.experts" beside "ipc://PATH"; over tcp the FC worker's own
+// host, range and advertised host (port 0 or a range: the socket the FC
+// worker bound first has taken its port, so the exchange takes another).
+// InvalidArgument when the FC worker's bind names a single port, which
+// leaves none for the exchange (it says to give a range), or is
+// malformed.
+absl::StatusOr<ServingAddress> ExpertExchangeAddress(const ServingAddress& fc_worker);
 
 }  // namespace strata
 

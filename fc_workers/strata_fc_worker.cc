@@ -1,7 +1,8 @@
 // strata_fc_worker: an FC worker of stanza mode (the head of the model).
 //
 //   strata_fc_worker --rank F --coordinator tcp://HOST:PORT --config job.json
-//       [--bind tcp://HOST:0] [--threads T] [--summary-out s.json] [--metrics-out m.jsonl]
+//       [--bind tcp://HOST:PORT|tcp://HOST:FIRST-LAST] [--advertise HOST] [--bind-interface IF]
+//       [--threads T] [--summary-out s.json] [--metrics-out m.jsonl]
 //
 // FC worker 0 prints progress, evaluates after every epoch and writes the
 // summary. The other flags are those of every worker (runtime/worker_flags.h),
@@ -25,8 +26,6 @@
 #include "runtime/worker_flags.h"
 
 ABSL_FLAG(int32_t, rank, 0, "FC worker rank in [0, fc_workers)");
-ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0",
-          "where conv workers reach this FC worker (tcp port 0: any; ipc://*: a Unix socket)");
 
 namespace strata {
 namespace {
@@ -39,7 +38,8 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   auto run = [several](const WorkerOptions& worker) {
     FcWorkerOptions o;
     o.worker = worker;
-    o.bind = absl::GetFlag(FLAGS_bind);
+    o.serving = ServingAddressFromFlags();
+    if (o.serving.bind.empty()) o.serving.bind = ServingAddress().bind;
     const std::string ready = ReadyFileFromFlags();
     o.ready_file = several ? PathForJob(ready, worker.client.credentials.job_id) : ready;
     return RunFcWorker(o).status();

@@ -22,14 +22,14 @@ constexpr uint8_t kLastPhase = static_cast<uint8_t>(moe::ExchangePhase::kWeightG
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ZmqExpertExchange>> ZmqExpertExchange::Bind(
-    const std::string& address, const ExpertExchangeOptions& options) {
+    const ServingAddress& serving, const ExpertExchangeOptions& options) {
   if (options.rank < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("expert exchange rank ", options.rank, " is negative"));
   }
   std::unique_ptr<ZmqExpertExchange> exchange(new ZmqExpertExchange(options));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ZmqEndpoint> inbox,
-                          ZmqEndpoint::Bind(exchange->context_, address, options.limits));
+                          ZmqEndpoint::Bind(exchange->context_, serving, options.limits));
   exchange->inbox_ = Decorated(std::move(inbox), options.decorate_endpoint);
   return exchange;
 }

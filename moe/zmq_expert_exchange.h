@@ -56,10 +56,10 @@ struct ExpertExchangeOptions {
 
 class ZmqExpertExchange final : public moe::ExpertExchange {
  public:
-  // Binds the inbox ("tcp://HOST:0" picks a free port). InvalidArgument for
-  // a negative rank.
+  // Binds the inbox where `serving` says (core/net/serving_address.h;
+  // "tcp://HOST:0" picks a free port). InvalidArgument for a negative rank.
   static absl::StatusOr<std::unique_ptr<ZmqExpertExchange>> Bind(
-      const std::string& address, const ExpertExchangeOptions& options);
+      const ServingAddress& serving, const ExpertExchangeOptions& options);
   // Lets queued blocks reach their peers (up to 2 s) before closing.
   ~ZmqExpertExchange() override;
 

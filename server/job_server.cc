@@ -76,8 +76,8 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
   int64_t total_steps = 1;
   if (keys.sizes.empty()) {
     STRATA_ASSIGN_OR_RETURN(keys, KeysOfJob(options.config, options.mode, options.fc_workers));
-    STRATA_ASSIGN_OR_RETURN(int64_t train_size, TrainingSetSize(options.config.data));
-    total_steps = TotalTrainingSteps(options.config.training, train_size);
+    total_steps =
+        TotalTrainingSteps(options.config.training, TrainingSetSize(options.config.data));
   }
   node->plan_ = PartitionPlan::Build(keys.sizes, options.servers, options.chunk_elements);
   StoreOptions so;

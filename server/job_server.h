@@ -46,14 +46,17 @@
 namespace strata {
 
 // One job's options for a server process. In a process that serves several
-// jobs, rank, coordinator, bind, limits, ready_file and decorate_endpoint
+// jobs, rank, coordinator, serving, limits, ready_file and decorate_endpoint
 // are the process's: the first job's count (server/server_node.h).
 struct ServerOptions {
   int rank = 0;
   // Rank 0 binds this address; other ranks connect to it to register.
   std::string coordinator;
-  // Where ranks > 0 bind (port 0: any free port).
-  std::string bind = "tcp://127.0.0.1:0";
+  // Where this server binds and what it advertises
+  // (core/net/serving_address.h). An empty bind is the role's default:
+  // rank 0 binds the coordinator address, other ranks tcp://127.0.0.1:0.
+  // Rank 0 advertises the coordinator's host unless told another.
+  ServingAddress serving{""};
   JobConfig config;
   // Plain key-value mode (benchmarks, generic use): these parameter sizes
   // instead of the model's; config.optimizer still applies, the schedule is

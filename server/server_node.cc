@@ -15,6 +15,25 @@
 namespace strata {
 namespace {
 
+// Where a server binds and what it advertises, the role's defaults applied
+// (ServerOptions::serving).
+absl::StatusOr<ServingAddress> ServerServingAddress(const ServerOptions& self) {
+  ServingAddress serving = self.serving;
+  if (self.rank > 0) {
+    if (serving.bind.empty()) serving.bind = ServingAddress().bind;
+    return serving;
+  }
+  if (serving.bind.empty()) serving.bind = self.coordinator;
+  if (serving.advertise.empty() && serving.interface.empty()) {
+    STRATA_ASSIGN_OR_RETURN(BindTarget coordinator, ParseBindAddress(self.coordinator));
+    if (coordinator.scheme == "tcp") serving.advertise = coordinator.host;
+  }
+  return serving;
+}
+
+}  // namespace
+namespace {
+
 // Requests read from the socket, and from each lane, per poll.
 constexpr int kMaxMessagesPerPoll = 256;
 
@@ -62,9 +81,9 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(ServerNodeOptions
   if (process.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
   std::unique_ptr<ServerNode> node(new ServerNode(std::move(options)));
   const ServerOptions& self = node->process_;
-  const std::string bind = self.rank == 0 ? self.coordinator : self.bind;
+  STRATA_ASSIGN_OR_RETURN(const ServingAddress serving, ServerServingAddress(self));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ZmqEndpoint> socket,
-                          ZmqEndpoint::Bind(node->context_, bind, self.limits));
+                          ZmqEndpoint::Bind(node->context_, serving, self.limits));
   node->socket_ = Decorated(std::move(socket), self.decorate_endpoint);
   absl::StatusOr<std::unique_ptr<LaneHub>> lanes =
       LaneHub::Listen(absl::StrCat("server ", self.rank), node->socket_->address());

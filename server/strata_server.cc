@@ -9,8 +9,9 @@
 //
 //   strata_server --rank R --coordinator tcp://HOST:PORT [--servers S] [--serve-forever]
 //
-// Rank 0 binds the coordinator address; other ranks bind --bind (default
-// tcp://127.0.0.1:0, any free port) and register with the coordinator. It
+// Rank 0 binds the coordinator address (or --bind); other ranks bind --bind
+// (default tcp://127.0.0.1:0, any free port) and register with the
+// coordinator, advertising --advertise (core/net/serving_address.h). It
 // serves until every worker reports done, then writes its final checkpoint.
 // With several --job configs it serves each job (its own keys, rules and
 // coordinator) until every one is over. Started with no job (or with
@@ -48,8 +49,6 @@
 
 ABSL_FLAG(int32_t, rank, 0, "server rank in [0, servers); 0 is also the coordinator");
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
-ABSL_FLAG(std::string, bind, "tcp://127.0.0.1:0",
-          "address ranks > 0 serve on (tcp port 0: any free port; ipc://* : a fresh Unix socket)");
 ABSL_FLAG(std::string, mode, "ps", "ps (every parameter) or stanza (the conv trunk's only)");
 ABSL_FLAG(std::string, checkpoint, "", "this shard's checkpoint file");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "iterations between checkpoints");
@@ -81,7 +80,7 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   const ConsistencyFlags consistency = ConsistencyFromFlags();
   o.rank = absl::GetFlag(FLAGS_rank);
   o.coordinator = address.coordinator;
-  o.bind = absl::GetFlag(FLAGS_bind);
+  o.serving = ServingAddressFromFlags();
   o.job_id = address.job_id;
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(consistency.consistency));

@@ -64,7 +64,7 @@ absl::StatusOr<DataSplits> LoadDataSplits(const DataConfig& data, const Shape& m
       return absl::InvalidArgumentError("synthetic data needs an image model.input [H, W, C]");
     }
     splits.train =
-        MakeSyntheticDataset(model_input, classes, data.synthetic_train, DeriveSeed(seed, 1));
+        MakeSyntheticDataset(model_input, classes, TrainingSetSize(data), DeriveSeed(seed, 1));
     splits.test =
         MakeSyntheticDataset(model_input, classes, data.synthetic_test, DeriveSeed(seed, 2));
   } else if (data.dataset == "fashion_mnist" || data.dataset == "mnist") {
@@ -90,28 +90,21 @@ absl::StatusOr<DataSplits> LoadDataSplits(const DataConfig& data, const Shape& m
   }
   splits.train.name = data.dataset + "/train";
   splits.test.name = data.dataset + "/test";
+  if (splits.train.size() != TrainingSetSize(data)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.train_size: the job plans for ", TrainingSetSize(data), " training images",
+        data.train_size > 0 ? "" : absl::StrCat(" (", data.dataset, "'s standard count)"),
+        " but ", data.path, " holds ", splits.train.size(), "; set data.train_size to ",
+        splits.train.size()));
+  }
   STRATA_RETURN_IF_ERROR(CheckMatches(splits.train, splits.train.name, model_input, classes));
   STRATA_RETURN_IF_ERROR(CheckMatches(splits.test, splits.test.name, model_input, classes));
   return splits;
 }
 
-absl::StatusOr<int64_t> TrainingSetSize(const DataConfig& data) {
-  if (data.dataset == "synthetic") return data.synthetic_train;
-  if (data.dataset == "cifar10") {
-    int64_t total = 0;
-    for (int i = 1; i <= 5; ++i) {
-      const std::string path = absl::StrCat(data.path, "/data_batch_", i, ".bin");
-      std::ifstream in(path, std::ios::binary | std::ios::ate);
-      if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-      total += static_cast<int64_t>(in.tellg()) / 3073;
-    }
-    return total;
-  }
-  const std::string gz = absl::StrCat(data.path, "/train-labels-idx1-ubyte.gz");
-  const std::string path =
-      std::ifstream(gz).good() ? gz : absl::StrCat(data.path, "/train-labels-idx1-ubyte");
-  STRATA_ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(path));
-  return static_cast<int64_t>(labels.dims[0]);
+int64_t TrainingSetSize(const DataConfig& data) {
+  if (data.train_size > 0) return data.train_size;
+  return data.dataset == "cifar10" ? 50000 : 60000;
 }
 
 int64_t TotalTrainingSteps(const TrainingConfig& training, int64_t train_size) {

@@ -57,13 +57,16 @@ Dataset MakeSyntheticDataset(const Shape& sample_shape, int64_t classes, int64_t
                              uint64_t seed);
 
 // Loads the train and test splits that `data` names and checks them against
-// the model's input shape and class count.
+// the model's input shape and class count, and the training images against
+// TrainingSetSize(data) (InvalidArgument naming both counts and the field).
 absl::StatusOr<DataSplits> LoadDataSplits(const DataConfig& data, const Shape& model_input,
                                           int64_t classes, uint64_t seed);
 
-// Number of training samples `data` names, read from file headers only
-// (no pixel data), so servers can size schedules without loading images.
-absl::StatusOr<int64_t> TrainingSetSize(const DataConfig& data);
+// Number of training samples of `data`, from the config alone (no file is
+// read, so servers plan a run without the data set): data.train_size when
+// given, else the data set's standard count (mnist and fashion_mnist 60000,
+// cifar10 50000).
+int64_t TrainingSetSize(const DataConfig& data);
 
 // Steps of a run: epochs x (train_size / global batch), capped by max_steps.
 int64_t TotalTrainingSteps(const TrainingConfig& training, int64_t train_size);

@@ -10,6 +10,8 @@
 //                config's cluster block (servers, strata_launch, strata_bench)
 //   consistency  --consistency bsp|ssp|asp --staleness (servers, strata_launch)
 //   ready        --ready-file (servers and FC workers; core/util/ready_file.h)
+//   serving      --bind --advertise --bind-interface (servers and FC workers;
+//                core/net/serving_address.h)
 #ifndef STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 #define STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 
@@ -18,6 +20,7 @@
 
 #include "absl/time/time.h"
 #include "core/model/job_config.h"
+#include "core/net/serving_address.h"
 
 namespace strata {
 
@@ -45,6 +48,10 @@ struct ConsistencyFlags {
 ConsistencyFlags ConsistencyFromFlags();
 
 std::string ReadyFileFromFlags();
+
+// --bind ("" when not given: the role's default), --advertise,
+// --bind-interface.
+ServingAddress ServingAddressFromFlags();
 
 // `path` for job `job_id` of a process that serves or runs several jobs
 // (--job given more than once): "out/summary.json" becomes

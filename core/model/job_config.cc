@@ -93,14 +93,16 @@ absl::Status ParseData(const json& j, DataConfig* data) {
                      "\" (use fashion_mnist, mnist, cifar10 or synthetic)"));
   }
   if (data->dataset == "synthetic") {
-    data->synthetic_train = 60000;
+    data->train_size = 60000;
     data->synthetic_test = 10000;
-    STRATA_RETURN_IF_ERROR(r.Optional("train_size", &data->synthetic_train));
     STRATA_RETURN_IF_ERROR(r.Optional("test_size", &data->synthetic_test));
-    STRATA_RETURN_IF_ERROR(Positive(data->synthetic_train, "data.train_size"));
     STRATA_RETURN_IF_ERROR(Positive(data->synthetic_test, "data.test_size"));
   } else {
     STRATA_RETURN_IF_ERROR(r.Required("path", &data->path));
+  }
+  if (r.Has("train_size")) {
+    STRATA_RETURN_IF_ERROR(r.Optional("train_size", &data->train_size));
+    STRATA_RETURN_IF_ERROR(Positive(data->train_size, "data.train_size"));
   }
   STRATA_RETURN_IF_ERROR(r.Optional("mean", &data->mean));
   STRATA_RETURN_IF_ERROR(r.Optional("std", &data->std));

@@ -84,8 +84,12 @@ struct DataConfig {
   std::string path;             // directory of the data files
   std::vector<float> mean;      // per channel (or one value for all)
   std::vector<float> std;       // per channel (or one value for all)
-  int64_t synthetic_train = 0;  // synthetic: sizes of the two splits
-  int64_t synthetic_test = 0;
+  // Training images. Synthetic: how many to make (default 60000). Files:
+  // how many they hold, the data set's standard count unless given
+  // (TrainingSetSize); servers plan the run's steps from it without the
+  // files, and a worker whose files hold another count stops with an error.
+  int64_t train_size = 0;
+  int64_t synthetic_test = 0;  // synthetic: test images to make
   AugmentConfig augment;  // training images only
 };
 

@@ -20,7 +20,7 @@ std::string JobIdentity(const JobConfig& config) {
                           {{"dataset", config.data.dataset},
                            {"mean", config.data.mean},
                            {"std", config.data.std},
-                           {"synthetic_train", config.data.synthetic_train},
+                           {"train_size", config.data.train_size},
                            {"synthetic_test", config.data.synthetic_test},
                            {"augment",
                             {{"crop_padding", config.data.augment.crop_padding},

@@ -40,10 +40,10 @@ absl::StatusOr<EndpointEvents> PollEndpoints(absl::Span<MessageEndpoint* const> 
 }
 
 absl::StatusOr<std::unique_ptr<ZmqEndpoint>> ZmqEndpoint::Bind(zmq::context_t& context,
-                                                               const std::string& address,
+                                                               const ServingAddress& serving,
                                                                const WireLimits& limits) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Socket> socket,
-                          Socket::Bind(context, SocketKind::kRouter, address, limits));
+                          Socket::Bind(context, SocketKind::kRouter, serving, limits));
   return std::unique_ptr<ZmqEndpoint>(new ZmqEndpoint(std::move(socket)));
 }
 

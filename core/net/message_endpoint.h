@@ -88,9 +88,9 @@ absl::StatusOr<EndpointEvents> PollEndpoints(absl::Span<MessageEndpoint* const> 
 // Send fail with Unavailable). Its peers' connections never report closed.
 class ZmqEndpoint final : public MessageEndpoint {
  public:
-  // Binds a ROUTER at `address` ("tcp://HOST:0" picks a free port).
+  // Binds a ROUTER where `serving` says (Socket::Bind).
   static absl::StatusOr<std::unique_ptr<ZmqEndpoint>> Bind(zmq::context_t& context,
-                                                           const std::string& address,
+                                                           const ServingAddress& serving,
                                                            const WireLimits& limits);
   const std::string& address() const override { return socket_->address(); }
   bool Serves(const std::string&) const override { return true; }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 namespace {
@@ -200,17 +201,37 @@ Socket::Socket(zmq::context_t& context, SocketKind kind, const WireLimits& limit
 
 Socket::~Socket() = default;
 
+namespace {
+
+// ZeroMQ dials and binds IPv6 only on sockets told to.
+void AllowIpv6For(zmq::socket_t& socket, const std::string& address) {
+  if (address.find('[') != std::string::npos) socket.set(zmq::sockopt::ipv6, 1);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Socket>> Socket::Bind(zmq::context_t& context, SocketKind kind,
-                                                     const std::string& address,
+                                                     const ServingAddress& serving,
                                                      const WireLimits& limits) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> candidates, BindCandidates(serving));
   std::unique_ptr<Socket> s(new Socket(context, kind, limits));
-  try {
-    s->socket_.bind(address);
-    s->address_ = s->socket_.get(zmq::sockopt::last_endpoint);
-  } catch (const zmq::error_t& e) {
-    return absl::UnavailableError(absl::StrCat("cannot bind ", address, ": ", e.what()));
+  for (const std::string& address : candidates) {
+    try {
+      AllowIpv6For(s->socket_, address);
+      s->socket_.bind(address);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EADDRINUSE && candidates.size() > 1) continue;  // the range's next port
+      return absl::UnavailableError(absl::StrCat("cannot bind ", address, ": ", e.what()));
+    }
+    const std::string bound = s->socket_.get(zmq::sockopt::last_endpoint);
+    STRATA_ASSIGN_OR_RETURN(s->address_, AdvertisedAddress(serving, bound));
+    if (s->address_ != bound) {
+      LogInfo("bound %s; peers dial %s", bound.c_str(), s->address_.c_str());
+    }
+    return s;
   }
-  return s;
+  return absl::UnavailableError(absl::StrCat("cannot bind ", serving.bind,
+                                             ": every port of the range is in use"));
 }
 
 absl::StatusOr<std::unique_ptr<Socket>> Socket::Connect(zmq::context_t& context, SocketKind kind,
@@ -220,6 +241,7 @@ absl::StatusOr<std::unique_ptr<Socket>> Socket::Connect(zmq::context_t& context,
   try {
     s->socket_.set(zmq::sockopt::reconnect_ivl, 100);
     s->socket_.set(zmq::sockopt::reconnect_ivl_max, 1000);
+    AllowIpv6For(s->socket_, address);
     s->socket_.connect(address);
     s->address_ = address;
   } catch (const zmq::error_t& e) {

@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/net/protocol.capnp.h"
+#include "core/net/serving_address.h"
 #include "core/tensor/tensor.h"
 
 namespace strata {
@@ -132,10 +133,13 @@ enum class SocketKind { kRouter, kDealer };
 
 class Socket {
  public:
-  // Binds a ROUTER (or DEALER) socket; port 0 picks a free port. address()
-  // then returns the bound "tcp://host:port".
+  // Binds a ROUTER (or DEALER) socket where `serving` says
+  // (core/net/serving_address.h): the first free port of a range, port 0 any
+  // free port. address() then returns the address peers dial (the
+  // advertised host with the bound port). Unavailable when no port of the
+  // range is free, naming the range.
   static absl::StatusOr<std::unique_ptr<Socket>> Bind(zmq::context_t& context, SocketKind kind,
-                                                      const std::string& address,
+                                                      const ServingAddress& serving,
                                                       const WireLimits& limits = {});
   static absl::StatusOr<std::unique_ptr<Socket>> Connect(zmq::context_t& context, SocketKind kind,
                                                          const std::string& address,

@@ -47,6 +47,17 @@ std::string IdxBytes(std::vector<uint32_t> dims, size_t data_bytes, uint8_t fill
   return s + std::string(data_bytes, static_cast<char>(fill));
 }
 
+TEST(DataTest, TheTrainingSetSizeComesFromTheConfigAlone) {
+  DataConfig data;
+  data.dataset = "fashion_mnist";
+  data.path = "/nonexistent";  // nothing is read
+  EXPECT_EQ(TrainingSetSize(data), 60000);
+  data.dataset = "cifar10";
+  EXPECT_EQ(TrainingSetSize(data), 50000);
+  data.train_size = 1234;
+  EXPECT_EQ(TrainingSetSize(data), 1234);
+}
+
 TEST(IdxReaderTest, ReadsTheRealFashionMnist) {
   auto train = ReadIdxDataset(kFashion + "/train-images-idx3-ubyte.gz",
                               kFashion + "/train-labels-idx1-ubyte.gz", 10);

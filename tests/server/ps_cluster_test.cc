@@ -345,6 +345,38 @@ TEST_F(PsClusterTest, AFailingWorkerStopsTheClusterAndIsNamed) {
   EXPECT_EQ(testing::CountStrataProcesses(config), 0);
 }
 
+// A server plans the run from the config alone: on a host without the data
+// set it serves (its step count from data.train_size), and the worker whose
+// files disagree with the config stops naming both counts.
+TEST_F(PsClusterTest, ServersNeedNoDataSetAndWorkersCheckTheirFilesAgainstTheConfig) {
+  const std::string elsewhere = testing::EditedConfig(
+      kConfig, R"("path": "/usr/share/datasets/fashion-mnist")",
+      R"("path": "/nonexistent/fashion-mnist", "train_size": 60000)");
+  const std::string config = dir_ + "/elsewhere.json";
+  std::ofstream(config) << elsewhere;
+  Process server({kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+                  "--config", config, "--conv-workers", "1", "--ready-file",
+                  dir_ + "/server.ready"},
+                 dir_ + "/server.log");
+  EXPECT_NE(server.WaitForReady(dir_ + "/server.ready"), "") << server.log();
+  server.Interrupt();
+  server.Wait();
+
+  const std::string smaller = dir_ + "/smaller.json";
+  std::ofstream(smaller) << testing::EditedConfig(
+      kConfig, R"("path": "/usr/share/datasets/fashion-mnist")",
+      R"("path": "/usr/share/datasets/fashion-mnist", "train_size": 1000)");
+  auto [code, out] = RunCommand(kBin + "strata_launch --config " + smaller +
+                                " --mode ps --servers 1 --conv-workers 1 --progress=false");
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("data.train_size: the job plans for 1000 training images but "
+                     "/usr/share/datasets/fashion-mnist holds 60000; set data.train_size to "
+                     "60000"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(testing::CountStrataProcesses(smaller), 0);
+}
+
 // A worker without --rank that waits longer for the cluster map than its
 // re-registration period registers again on the same connection; it keeps
 // the rank it was given, and the next worker gets the next one.

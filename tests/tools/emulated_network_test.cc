@@ -152,6 +152,31 @@ TEST_F(EmulatedClusterTest, ColocatedServersShareTheirWorkersHosts) {
   EXPECT_EQ(Summary(dir_ + "/summary.json")["steps"], 10);
 }
 
+// As on a cluster whose hosts open one port range: every serving process
+// binds 0.0.0.0 on the range and tells its peers its host's address; an FC
+// worker's MoE expert exchange takes the range's next port.
+TEST_F(EmulatedClusterTest, EveryProcessBindsAllInterfacesOnThePortRangeAndAdvertisesItsHost) {
+  STRATA_SKIP_WITHOUT_NAMESPACES();
+  const auto [code, out] = RunCommand(
+      testing::kBin + "strata_launch --config " + testing::kMoeConfig +
+      " --mode stanza --conv-workers 2 --fc-workers 2 --servers 2 --max-steps 10 "
+      "--evaluate=false --progress=false --bandwidth 1gbit --port-range 7100-7103 "
+      "--summary-out " + dir_ + "/summary.json");
+  ASSERT_EQ(code, 0) << out;
+  // Servers on hosts 1 and 2, FC workers on 3 and 4, conv workers on 5 and 6.
+  for (const std::string line :
+       {"[server 0] bound tcp://0.0.0.0:7100; peers dial tcp://198.18.0.1:7100",
+        "[server 1] bound tcp://0.0.0.0:7100; peers dial tcp://198.18.0.2:7100",
+        "[fc worker 0] bound tcp://0.0.0.0:7100; peers dial tcp://198.18.0.3:7100",
+        "[fc worker 0] bound tcp://0.0.0.0:7101; peers dial tcp://198.18.0.3:7101",
+        "[fc worker 1] bound tcp://0.0.0.0:7100; peers dial tcp://198.18.0.4:7100",
+        "[fc worker 1] bound tcp://0.0.0.0:7101; peers dial tcp://198.18.0.4:7101"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  }
+  EXPECT_EQ(Summary(dir_ + "/summary.json")["steps"], 10);
+  EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
+}
+
 TEST_F(EmulatedClusterTest, CtrlCStopsTheClusterAndRemovesTheNetwork) {
   STRATA_SKIP_WITHOUT_NAMESPACES();
   testing::Process launcher(

@@ -171,6 +171,20 @@ TEST(LaunchTest, SeveralJobsAreRefusedWhereTheyCannotShare) {
   EXPECT_EQ(r.output.find("[server 0]"), std::string::npos) << r.output;
 }
 
+TEST(LaunchTest, ALoopbackClusterServesOnThePortRangeOverTcp) {
+  Result r = RunLaunch("--config " + kConfig +
+                       " --mode ps --servers 2 --conv-workers 2 --max-steps 5 --evaluate=false "
+                       "--progress=false --transport tcp --port-range 7200-7209");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Server 0 binds the first port of the range, server 1 the next free one.
+  EXPECT_NE(r.output.find("on tcp://127.0.0.1:7200 (job 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("on tcp://127.0.0.1:7201 (job 1"), std::string::npos) << r.output;
+  r = RunLaunch("--config " + kConfig + " --mode ps --port-range 7200-7209");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--port-range needs tcp: add --transport tcp"), std::string::npos)
+      << r.output;
+}
+
 TEST(LaunchTest, MissingConfigAndBadDataPath) {
   Result r = RunLaunch("");
   EXPECT_EQ(r.exit_code, 1);

@@ -222,14 +222,28 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
   int next_host = 0;
   struct Placement {
     std::string netns;
-    std::string any_address;  // where the process binds
+    std::string bind;       // where a serving process binds
+    std::string advertise;  // the host its peers dial ("" = what it binds)
+    std::string host;       // this host's address (loopback: 127.0.0.1)
   };
+  const std::string ports = o.port_range.empty() ? "0" : o.port_range;
+  if (!o.port_range.empty() && network == nullptr && o.transport == "ipc") {
+    return absl::InvalidArgumentError("--port-range needs tcp: add --transport tcp");
+  }
   auto place_on = [&](int host) {
     if (network == nullptr) {
-      return Placement{"", o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:0"};
+      return Placement{"", o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:" + ports, "",
+                       "127.0.0.1"};
     }
-    return Placement{network->namespace_path(host),
-                     absl::StrCat("tcp://", network->host_address(host), ":0")};
+    const std::string address = network->host_address(host);
+    return Placement{network->namespace_path(host), "tcp://0.0.0.0:" + ports, address, address};
+  };
+  // The flags that tell a serving process where it binds and what it
+  // advertises.
+  auto serving_flags = [](const Placement& p) {
+    std::vector<std::string> flags = {"--bind", p.bind};
+    if (!p.advertise.empty()) flags.insert(flags.end(), {"--advertise", p.advertise});
+    return flags;
   };
   auto place = [&]() { return place_on(next_host++); };
   // Flags every process gets: the config and its overrides.
@@ -244,16 +258,13 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
     for (const auto& f : o.override_flags) argv.push_back(f);
     return argv;
   };
-  auto server_argv = [&](int rank, const std::string& coordinator, const std::string& any_address) {
+  auto server_argv = [&](int rank, const std::string& coordinator, const Placement& p) {
     std::vector<std::string> argv = common(
         {server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator, "--consistency",
          o.consistency, "--staleness", std::to_string(o.staleness), "--servers",
          std::to_string(o.servers), "--conv-workers", std::to_string(o.conv_workers), "--mode",
          o.mode, "--fc-workers", std::to_string(stanza ? o.fc_workers : 0)});
-    if (rank > 0) {
-      argv.push_back("--bind");
-      argv.push_back(any_address);
-    }
+    for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
     if (!o.checkpoint_dir.empty()) {
       argv.push_back("--checkpoint");
       argv.push_back(absl::StrCat(o.checkpoint_dir, "/server", rank, ".ckpt"));
@@ -271,9 +282,13 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
   };
 
   // Server 0 (the coordinator) first: its ready file names its address.
+  // It binds its placement and advertises the coordinator's host; the
+  // coordinator's port is the one it bound (its ready file says).
   const Placement p0 = place();
   const std::string ready = absl::StrCat(scratch, "/server0.ready.json");
-  std::vector<std::string> argv0 = server_argv(0, p0.any_address, p0.any_address);
+  const std::string coordinator_hint =
+      p0.bind.rfind("ipc://", 0) == 0 ? p0.bind : absl::StrCat("tcp://", p0.host, ":0");
+  std::vector<std::string> argv0 = server_argv(0, coordinator_hint, p0);
   argv0.insert(argv0.end(), {"--ready-file", ready});
   STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", argv0, p0.netns, o.job_token));
   children.push_back(std::move(s0));
@@ -295,7 +310,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
   for (int r = 1; r < o.servers; ++r) {
     const Placement p = place();
     STRATA_ASSIGN_OR_RETURN(
-        Child c, Spawn(absl::StrCat("server ", r), server_argv(r, coordinator, p.any_address),
+        Child c, Spawn(absl::StrCat("server ", r), server_argv(r, coordinator, p),
                        p.netns, o.job_token));
     children.push_back(std::move(c));
   }
@@ -332,9 +347,10 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
   for (int f = 0; stanza && f < o.fc_workers; ++f) {
     const Placement p = place();
     std::vector<std::string> argv =
-        common({fc_bin, "--rank", std::to_string(f), "--coordinator", coordinator, "--bind",
-                p.any_address, "--threads", std::to_string(o.threads_per_worker), "--timeout",
+        common({fc_bin, "--rank", std::to_string(f), "--coordinator", coordinator, "--threads",
+                std::to_string(o.threads_per_worker), "--timeout",
                 std::to_string(o.timeout_seconds)});
+    for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
     for (const auto& flag : o.worker_flags) argv.push_back(flag);
     add_sharing_flags(argv);
     if (f == 0) add_reporting_flags(argv);

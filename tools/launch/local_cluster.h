@@ -39,6 +39,12 @@ struct LocalClusterOptions {
   // runs on loopback and says so.
   std::string bandwidth;
   std::string latency = "0";
+  // Ports every serving process binds, "FIRST-LAST" (each socket takes the
+  // first free one; "" = any free port). On an emulated network every
+  // process binds 0.0.0.0 on these ports and advertises its host's address,
+  // as on a cluster whose hosts open one range; on loopback it binds
+  // 127.0.0.1 (tcp transport only).
+  std::string port_range;
   // Server i runs on conv worker i's host (as BytePS and ps-lite
   // deployments colocate them), so their traffic with each other stays off
   // the link; needs servers == conv_workers.

@@ -60,6 +60,10 @@ ABSL_FLAG(std::string, bandwidth, "",
           "runs at this rate (e.g. 100mbit, 1gbit, 10gbit; needs root; implies tcp)");
 ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
+ABSL_FLAG(std::string, port_range, "",
+          "ps, stanza: the ports serving processes bind, FIRST-LAST (each socket takes the first "
+          "free one; default: any free port); with --bandwidth each process binds 0.0.0.0 on "
+          "them and advertises its host's address; on loopback it needs --transport tcp");
 ABSL_FLAG(bool, colocate_servers, false,
           "ps, stanza: one server per conv worker, on that worker's emulated host (sets "
           "--servers to the conv-worker count)");
@@ -132,6 +136,7 @@ absl::Status RunCluster(const JobConfig& config) {
   o.transport = absl::GetFlag(FLAGS_transport);
   o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
   o.latency = absl::GetFlag(FLAGS_latency);
+  o.port_range = absl::GetFlag(FLAGS_port_range);
   o.staleness = consistency.staleness;
   o.timeout_seconds = absl::ToDoubleSeconds(TimeoutFromFlags());
   o.summary_out = absl::GetFlag(FLAGS_summary_out);
