@@ -164,6 +164,8 @@ in_root() {
   for v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE http_proxy https_proxy no_proxy; do
     [[ -n "${!v:-}" ]] && passed+=("$v=${!v}")
   done
+  # The inner script expands its own arguments ($1, $root): single quotes on purpose.
+  # shellcheck disable=SC2016
   exec unshare --mount --propagation private --pid --fork --kill-child "${network[@]}" -- bash -c '
     set -e
     root="$1"; shift

@@ -17,6 +17,8 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   iproute2 procps gnuplot-nox
+  # Cluster scripts: a local Slurm for their end-to-end test, and their linter.
+  slurm-wlm munge shellcheck
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision python3-numpy)

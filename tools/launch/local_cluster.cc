@@ -28,6 +28,7 @@
 #include "core/util/ready_file.h"
 #include "core/util/subprocess.h"
 #include "tools/launch/chrome_trace.h"
+#include "tools/launch/role_commands.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata {
@@ -163,7 +164,7 @@ RunSummary SummaryFromJson(const nlohmann::json& j) {
 // The emulated network `o` asks for (nullptr when it asks for none, or when
 // namespaces cannot be made here: the cluster then runs on loopback, and
 // the launcher says so).
-absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const LocalClusterOptions& o) {
+absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const ClusterLaunchOptions& o) {
   if (o.bandwidth.empty()) return std::unique_ptr<EmulatedNetwork>();
   const int hosts = (o.colocate_servers ? 0 : o.servers) + o.conv_workers +
                     (o.mode == "stanza" ? o.fc_workers : 0);
@@ -183,13 +184,16 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const Local
 
 }  // namespace
 
-absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOptions& o) {
+absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptions& o) {
   g_interrupted = 0;
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
 
+  if (!o.port_range.empty() && o.bandwidth.empty() && o.transport != "tcp") {
+    return absl::InvalidArgumentError("--port-range needs tcp: add --transport tcp");
+  }
   // Ready files, and the summary unless it has a place of its own.
   char tmpl[] = "/tmp/strata_launch_XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
@@ -200,9 +204,6 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
   const std::string summary_path =
       o.summary_out.empty() ? scratch + "/summary.json" : o.summary_out;
   std::filesystem::remove(summary_path);
-  const std::string server_bin = o.bin_dir + "/strata_server";
-  const std::string worker_bin = o.bin_dir + "/strata_conv_worker";
-  const std::string fc_bin = o.bin_dir + "/strata_fc_worker";
   const bool stanza = o.mode == "stanza";
   if (!stanza && o.mode != "ps") {
     return absl::InvalidArgumentError(absl::StrCat("unknown cluster mode ", o.mode));
@@ -227,13 +228,10 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
     std::string host;       // this host's address (loopback: 127.0.0.1)
   };
   const std::string ports = o.port_range.empty() ? "0" : o.port_range;
-  if (!o.port_range.empty() && network == nullptr && o.transport == "ipc") {
-    return absl::InvalidArgumentError("--port-range needs tcp: add --transport tcp");
-  }
+  const bool ipc = o.transport == "ipc" && o.port_range.empty();
   auto place_on = [&](int host) {
     if (network == nullptr) {
-      return Placement{"", o.transport == "ipc" ? "ipc://*" : "tcp://127.0.0.1:" + ports, "",
-                       "127.0.0.1"};
+      return Placement{"", ipc ? "ipc://*" : "tcp://127.0.0.1:" + ports, "", "127.0.0.1"};
     }
     const std::string address = network->host_address(host);
     return Placement{network->namespace_path(host), "tcp://0.0.0.0:" + ports, address, address};
@@ -246,34 +244,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
     return flags;
   };
   auto place = [&]() { return place_on(next_host++); };
-  // Flags every process gets: the config and its overrides.
   const bool several = !o.job_configs.empty();
-  auto common = [&](std::vector<std::string> argv) {
-    if (several) {
-      for (const std::string& job : o.job_configs) argv.insert(argv.end(), {"--job", job});
-    } else {
-      argv.push_back("--config");
-      argv.push_back(o.config_path);
-    }
-    for (const auto& f : o.override_flags) argv.push_back(f);
-    return argv;
-  };
-  auto server_argv = [&](int rank, const std::string& coordinator, const Placement& p) {
-    std::vector<std::string> argv = common(
-        {server_bin, "--rank", std::to_string(rank), "--coordinator", coordinator, "--consistency",
-         o.consistency, "--staleness", std::to_string(o.staleness), "--servers",
-         std::to_string(o.servers), "--conv-workers", std::to_string(o.conv_workers), "--mode",
-         o.mode, "--fc-workers", std::to_string(stanza ? o.fc_workers : 0)});
-    for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
-    if (!o.checkpoint_dir.empty()) {
-      argv.push_back("--checkpoint");
-      argv.push_back(absl::StrCat(o.checkpoint_dir, "/server", rank, ".ckpt"));
-      argv.push_back("--checkpoint-every");
-      argv.push_back(std::to_string(o.checkpoint_every));
-    }
-    return argv;
-  };
-
   std::vector<Child> children;
   auto fail = [&](absl::Status status) -> absl::Status {
     StopAll(children);
@@ -288,7 +259,8 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
   const std::string ready = absl::StrCat(scratch, "/server0.ready.json");
   const std::string coordinator_hint =
       p0.bind.rfind("ipc://", 0) == 0 ? p0.bind : absl::StrCat("tcp://", p0.host, ":0");
-  std::vector<std::string> argv0 = server_argv(0, coordinator_hint, p0);
+  std::vector<std::string> argv0 = ServerCommand(o, 0, coordinator_hint);
+  for (const std::string& flag : serving_flags(p0)) argv0.push_back(flag);
   argv0.insert(argv0.end(), {"--ready-file", ready});
   STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", argv0, p0.netns, o.job_token));
   children.push_back(std::move(s0));
@@ -309,21 +281,12 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
   }
   for (int r = 1; r < o.servers; ++r) {
     const Placement p = place();
-    STRATA_ASSIGN_OR_RETURN(
-        Child c, Spawn(absl::StrCat("server ", r), server_argv(r, coordinator, p),
-                       p.netns, o.job_token));
+    std::vector<std::string> argv = ServerCommand(o, r, coordinator);
+    for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
+    STRATA_ASSIGN_OR_RETURN(Child c,
+                            Spawn(absl::StrCat("server ", r), argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }
-  // The process that reports (progress, evaluation, summary).
-  auto add_reporting_flags = [&](std::vector<std::string>& argv) {
-    argv.push_back("--summary-out");
-    argv.push_back(summary_path);
-    if (!o.metrics_out.empty()) {
-      argv.push_back("--metrics-out");
-      argv.push_back(o.metrics_out);
-    }
-    for (const auto& f : o.extra_worker_flags) argv.push_back(f);
-  };
   // Records go where asked, or, for a trace alone, into the scratch directory.
   const std::string records_dir =
       !o.records_dir.empty() ? o.records_dir : (o.trace_out.empty() ? "" : scratch + "/records");
@@ -338,22 +301,11 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
       trace_sources.push_back({several ? PathForJob(path, 1 + i) : path, 1 + i});
     }
   };
-  auto add_sharing_flags = [&](std::vector<std::string>& argv) {
-    if (!several) return;
-    argv.insert(argv.end(), {"--policy", o.policy});
-    if (!o.weights.empty()) argv.insert(argv.end(), {"--weights", o.weights});
-  };
   if (!records_dir.empty()) std::filesystem::create_directories(records_dir);
   for (int f = 0; stanza && f < o.fc_workers; ++f) {
     const Placement p = place();
-    std::vector<std::string> argv =
-        common({fc_bin, "--rank", std::to_string(f), "--coordinator", coordinator, "--threads",
-                std::to_string(o.threads_per_worker), "--timeout",
-                std::to_string(o.timeout_seconds)});
+    std::vector<std::string> argv = FcWorkerCommand(o, f, coordinator, summary_path);
     for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
-    for (const auto& flag : o.worker_flags) argv.push_back(flag);
-    add_sharing_flags(argv);
-    if (f == 0) add_reporting_flags(argv);
     add_records_flag(argv, absl::StrCat("fc_worker_", f));
     STRATA_ASSIGN_OR_RETURN(Child c,
                             Spawn(absl::StrCat("fc worker ", f), argv, p.netns, o.job_token));
@@ -361,13 +313,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const LocalClusterOption
   }
   for (int w = 0; w < o.conv_workers; ++w) {
     const Placement p = o.colocate_servers ? place_on(w) : place();
-    std::vector<std::string> argv =
-        common({worker_bin, "--mode", o.mode, "--coordinator", coordinator, "--rank",
-                std::to_string(w), "--threads", std::to_string(o.threads_per_worker), "--timeout",
-                std::to_string(o.timeout_seconds)});
-    for (const auto& flag : o.worker_flags) argv.push_back(flag);
-    add_sharing_flags(argv);
-    if (w == 0 && !stanza) add_reporting_flags(argv);
+    std::vector<std::string> argv = ConvWorkerCommand(o, w, coordinator, summary_path);
     add_records_flag(argv, absl::StrCat("conv_worker_", w));
     STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv, p.netns, o.job_token));
     children.push_back(std::move(c));

@@ -2,6 +2,7 @@
 //
 //   strata_launch --config configs/fashion_mnist.json --mode single --epochs 1
 //   strata_launch --jobs a.json,b.json --mode ps --policy crossover
+//   srun strata_launch --slurm --config job.json --mode stanza --servers 1 --fc-workers 1
 //
 // Flags override the config's fields. The run ends with one line
 //   final: mode=single test_accuracy=0.9123 images_per_sec=2950
@@ -34,6 +35,7 @@
 #include "scheduler/crossover.h"
 #include "tools/launch/chrome_trace.h"
 #include "tools/launch/local_cluster.h"
+#include "tools/launch/slurm_task.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cluster.mode)");
@@ -64,6 +66,14 @@ ABSL_FLAG(std::string, port_range, "",
           "ps, stanza: the ports serving processes bind, FIRST-LAST (each socket takes the first "
           "free one; default: any free port); with --bandwidth each process binds 0.0.0.0 on "
           "them and advertises its host's address; on loopback it needs --transport tcp");
+ABSL_FLAG(bool, slurm, false,
+          "ps, stanza: be one task of a Slurm job step (srun strata_launch --slurm ...): its "
+          "role from SLURM_PROCID, the coordinator on the allocation's first host "
+          "(tools/launch/slurm_task.h; tools/cloud/slurm/strata.sbatch)");
+ABSL_FLAG(int64_t, port_base, 29500,
+          "--slurm: the coordinator's port; each task of a host binds ports above it");
+ABSL_FLAG(std::string, log_dir, "",
+          "--slurm: write each role's output to DIR/<role>-<rank>.log (default: srun's output)");
 ABSL_FLAG(bool, colocate_servers, false,
           "ps, stanza: one server per conv worker, on that worker's emulated host (sets "
           "--servers to the conv-worker count)");
@@ -109,10 +119,10 @@ void PrintFinal(const RunSummary& summary, int job = 0) {
   std::fflush(stdout);
 }
 
-// `--mode ps` / `--mode stanza`: a local cluster of processes, for the job
-// of `config` or, with --jobs, for every job (`config` is the first's).
-absl::Status RunCluster(const JobConfig& config) {
-  LocalClusterOptions o;
+// The cluster of the job of `config` or, with --jobs, of every job
+// (`config` is the first's), as the flags describe it.
+absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& config) {
+  ClusterLaunchOptions o;
   const std::vector<std::string> jobs = absl::GetFlag(FLAGS_jobs);
   if (jobs.size() > 1) {
     o.job_configs = jobs;
@@ -147,7 +157,6 @@ absl::Status RunCluster(const JobConfig& config) {
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
-  if (o.job_token.empty()) o.job_token = NewJobToken();
   const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
   o.threads_per_worker = std::max(1, threads / o.conv_workers);
   const TrainingConfig& tc = config.training;
@@ -163,12 +172,19 @@ absl::Status RunCluster(const JobConfig& config) {
   }
   for (const std::string& path : jobs.empty() ? std::vector<std::string>{o.config_path} : jobs) {
     STRATA_ASSIGN_OR_RETURN(const JobConfig job, ConfigFromFlags(path));
-    if (job.training.batch_size % o.conv_workers != 0) {
+    if (!absl::GetFlag(FLAGS_slurm) && job.training.batch_size % o.conv_workers != 0) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: training.batch_size %d is not divisible by %d conv workers", path,
                           job.training.batch_size, o.conv_workers));
     }
   }
+  return o;
+}
+
+// `--mode ps` / `--mode stanza`: a local cluster of processes.
+absl::Status RunCluster(const JobConfig& config) {
+  STRATA_ASSIGN_OR_RETURN(ClusterLaunchOptions o, ClusterOptionsFromFlags(config));
+  if (o.job_token.empty()) o.job_token = NewJobToken();
   STRATA_ASSIGN_OR_RETURN(const std::vector<RunSummary> summaries, RunLocalCluster(o));
   for (size_t i = 0; i < summaries.size(); ++i) {
     PrintFinal(summaries[i], summaries.size() > 1 ? static_cast<int>(i) + 1 : 0);
@@ -185,6 +201,16 @@ absl::Status Run() {
                           ConfigFromFlags(jobs.empty() ? absl::GetFlag(FLAGS_config) : jobs[0]));
   if (jobs.size() > 1 && config.cluster.mode == "single") {
     return absl::InvalidArgumentError("--jobs needs --mode ps or stanza: jobs share a cluster");
+  }
+  if (absl::GetFlag(FLAGS_slurm)) {
+    if (config.cluster.mode != "ps" && config.cluster.mode != "stanza") {
+      return absl::InvalidArgumentError("--slurm needs --mode ps or stanza");
+    }
+    STRATA_ASSIGN_OR_RETURN(const ClusterLaunchOptions o, ClusterOptionsFromFlags(config));
+    SlurmLaunchOptions slurm;
+    slurm.port_base = static_cast<int>(absl::GetFlag(FLAGS_port_base));
+    slurm.log_dir = absl::GetFlag(FLAGS_log_dir);
+    return RunSlurmTask(o, slurm);  // returns only when it could not become its role
   }
   if (config.cluster.mode == "ps" || config.cluster.mode == "stanza") return RunCluster(config);
   if (config.cluster.mode != "single") {
