@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "conv_workers/ps_worker.h"
 #include "conv_workers/stanza_worker.h"
+#include "core/flags/cluster_flags.h"
 #include "core/status.h"
 #include "core/util/flag_names.h"
 #include "core/util/log.h"
@@ -35,6 +36,7 @@ namespace strata {
 namespace {
 
 absl::Status Run(const std::vector<std::string>& job_configs) {
+  STRATA_RETURN_IF_ERROR(InstallCurveFromFlags());
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/model/job_identity.h"
+#include "core/net/curve.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/json_difference.h"
@@ -85,8 +86,12 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(ServerNodeOptions
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ZmqEndpoint> socket,
                           ZmqEndpoint::Bind(node->context_, serving, self.limits));
   node->socket_ = Decorated(std::move(socket), self.decorate_endpoint);
+  // Lanes bypass the socket: with CURVE every message takes the encrypted,
+  // keyed connection instead.
   absl::StatusOr<std::unique_ptr<LaneHub>> lanes =
-      LaneHub::Listen(absl::StrCat("server ", self.rank), node->socket_->address());
+      ProcessCurve() != nullptr
+          ? absl::FailedPreconditionError("with CURVE every message takes the encrypted socket")
+          : LaneHub::Listen(absl::StrCat("server ", self.rank), node->socket_->address());
   if (lanes.ok()) {
     node->lanes_ = Decorated(*std::move(lanes), self.decorate_endpoint);
     node->endpoints_.all.push_back(node->lanes_.get());

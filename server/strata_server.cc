@@ -158,6 +158,7 @@ std::atomic<bool> stop_requested{false};
 void RequestStop(int) { stop_requested.store(true); }
 
 absl::Status Run(const std::vector<std::string>& job_configs) {
+  STRATA_RETURN_IF_ERROR(InstallCurveFromFlags());
   ServerNodeOptions node;
   STRATA_ASSIGN_OR_RETURN(node.process, ProcessOptionsFromFlags());
   const bool given_one =

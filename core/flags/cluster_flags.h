@@ -12,6 +12,8 @@
 //   ready        --ready-file (servers and FC workers; core/util/ready_file.h)
 //   serving      --bind --advertise --bind-interface (servers and FC workers;
 //                core/net/serving_address.h)
+//   curve        --curve-keys --curve-client (every process that opens a
+//                socket, strata_launch; core/net/curve.h)
 #ifndef STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 #define STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 
@@ -52,6 +54,13 @@ std::string ReadyFileFromFlags();
 // --bind ("" when not given: the role's default), --advertise,
 // --bind-interface.
 ServingAddress ServingAddressFromFlags();
+
+// With --curve-keys: loads the keys and installs them for every socket of
+// this process (InstallProcessCurve); errors name the flag and the file.
+// Call before opening any socket.
+absl::Status InstallCurveFromFlags();
+// --curve-keys ("" = plain text), for launchers to hand on.
+std::string CurveKeysDirFromFlags();
 
 // `path` for job `job_id` of a process that serves or runs several jobs
 // (--job given more than once): "out/summary.json" becomes

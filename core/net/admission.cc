@@ -14,6 +14,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/net/curve.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/json_difference.h"
@@ -79,6 +81,7 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
     return absl::PermissionDeniedError(absl::StrCat(who, " says hello for job ", h.getJobId(), "; ",
                                                     owner_, " serves job ", credentials_.job_id));
   }
+  STRATA_RETURN_IF_ERROR(CheckCurveKey(hello, who));
   STRATA_RETURN_IF_ERROR(CheckToken(hello));
   const auto identity = h.getJobIdentity();
   if (identity.size() > kMaxIdentityBytes) {
@@ -113,6 +116,28 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
   peers_[hello.identity()] = peer;
   admitted_.push_back(hello.identity());
   return peer;
+}
+
+absl::Status Admission::CheckCurveKey(const IncomingMessage& hello,
+                                      const std::string& who) const {
+  const uint64_t job = hello.header().getJobId();
+  if (hello.curve_user().empty()) {
+    if (ProcessCurve() == nullptr) return absl::OkStatus();
+    return absl::PermissionDeniedError(absl::StrCat(
+        who, " says hello for job ", job, " without a CURVE key; ", owner_,
+        " takes only encrypted, keyed connections"));
+  }
+  const std::optional<CurvePeer> key = ParseCurveUserId(hello.curve_user());
+  if (!key.has_value()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(who, " came with an unreadable CURVE admission \"", hello.curve_user(), "\""));
+  }
+  if (std::find(key->jobs.begin(), key->jobs.end(), job) == key->jobs.end()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        who, "'s CURVE key \"", key->name, "\" is listed for job(s) ", absl::StrJoin(key->jobs, ","),
+        ", not for job ", job));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Admission::CheckToken(const IncomingMessage& hello) const {

@@ -17,7 +17,8 @@
 // Without a token (an open cluster) any HELLO with the right job id and
 // identity is admitted, and the serving process warns that the cluster is
 // open. The token travels as plain text: on networks others can read, use
-// encryption (CURVE) as well.
+// encryption (CURVE, core/net/curve.h) as well; then a hello must also come
+// with a client key listed for the job it names.
 //
 // Thread safety: not thread-safe; the serving loop owns it.
 //
@@ -94,6 +95,9 @@ class Admission {
   void Forget(const std::string& identity);
 
  private:
+  // With CURVE: the hello's key must be listed for the job it names.
+  absl::Status CheckCurveKey(const IncomingMessage& hello, const std::string& who) const;
+
   std::string owner_;
   JobCredentials credentials_;
   std::map<std::string, Peer> peers_;  // by connection identity

@@ -1,11 +1,15 @@
 #include "core/net/message_endpoint.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/curve.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 
@@ -44,7 +48,43 @@ absl::StatusOr<std::unique_ptr<ZmqEndpoint>> ZmqEndpoint::Bind(zmq::context_t& c
                                                                const WireLimits& limits) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Socket> socket,
                           Socket::Bind(context, SocketKind::kRouter, serving, limits));
-  return std::unique_ptr<ZmqEndpoint>(new ZmqEndpoint(std::move(socket)));
+  std::unique_ptr<ZmqEndpoint> endpoint(new ZmqEndpoint(std::move(socket)));
+  if (endpoint->socket_->curve()) endpoint->WatchHandshakes(context);
+  return endpoint;
+}
+
+void ZmqEndpoint::WatchHandshakes(zmq::context_t& context) {
+  static std::atomic<uint64_t> next{0};
+  const std::string address = absl::StrCat("inproc://strata-handshakes-", next++);
+  if (zmq_socket_monitor(socket_->raw().handle(), address.c_str(),
+                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0) {
+    LogWarning("cannot watch CURVE handshakes on %s: %s", socket_->address().c_str(),
+               zmq_strerror(zmq_errno()));
+    return;
+  }
+  monitor_ = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
+  monitor_->set(zmq::sockopt::linger, 0);
+  monitor_->connect(address);
+}
+
+void ZmqEndpoint::LogHandshakeFailures() {
+  while (true) {
+    zmq::message_t event, endpoint;
+    try {
+      if (!monitor_->recv(event, zmq::recv_flags::dontwait)) return;
+      if (event.more()) (void)monitor_->recv(endpoint, zmq::recv_flags::none);
+    } catch (const zmq::error_t&) {
+      return;
+    }
+    if (event.size() < 6) continue;
+    uint16_t id = 0;
+    int32_t value = 0;
+    std::memcpy(&id, event.data(), sizeof(id));
+    std::memcpy(&value, static_cast<const char*>(event.data()) + sizeof(id), sizeof(value));
+    LogWarning("refused a connection to %s: %s", socket_->address().c_str(),
+               DescribeHandshakeFailure(id, value).c_str());
+  }
 }
 
 absl::StatusOr<size_t> ZmqEndpoint::Send(const std::string& peer, OutgoingMessage& message) {
@@ -55,9 +95,11 @@ absl::StatusOr<size_t> ZmqEndpoint::Send(const std::string& peer, OutgoingMessag
 
 void ZmqEndpoint::AddPollItems(std::vector<zmq::pollitem_t>& items) {
   items.push_back({static_cast<void*>(socket_->raw()), 0, ZMQ_POLLIN, 0});
+  if (monitor_ != nullptr) items.push_back({static_cast<void*>(*monitor_), 0, ZMQ_POLLIN, 0});
 }
 
 void ZmqEndpoint::Collect(const zmq::pollitem_t* items, int max_messages, EndpointEvents& events) {
+  if (monitor_ != nullptr && (items[1].revents & ZMQ_POLLIN)) LogHandshakeFailures();
   if (!(items[0].revents & ZMQ_POLLIN)) return;
   // A burst is read without a poll between messages; the limit keeps the
   // other endpoints of the same poll served.

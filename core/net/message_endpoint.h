@@ -102,7 +102,13 @@ class ZmqEndpoint final : public MessageEndpoint {
 
  private:
   explicit ZmqEndpoint(std::unique_ptr<Socket> socket) : socket_(std::move(socket)) {}
+  // With CURVE: logs each connection that fails the handshake (a peer
+  // without the cluster's keys), read from the socket's monitor.
+  void WatchHandshakes(zmq::context_t& context);
+  void LogHandshakeFailures();
+
   std::unique_ptr<Socket> socket_;
+  std::unique_ptr<zmq::socket_t> monitor_;  // null in plain text
 };
 
 }  // namespace strata

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/curve.h"
 #include "core/status.h"
 #include "core/util/log.h"
 
@@ -130,6 +131,7 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
   }
   IncomingMessage msg;
   msg.identity_ = std::move(raw.identity);
+  msg.curve_user_ = std::move(raw.curve_user);
   msg.header_words_ = kj::heapArray<capnp::word>(head.size() / sizeof(capnp::word));
   std::memcpy(msg.header_words_.begin(), head.data(), head.size());
   capnp::ReaderOptions options;
@@ -215,6 +217,11 @@ absl::StatusOr<std::unique_ptr<Socket>> Socket::Bind(zmq::context_t& context, So
                                                      const WireLimits& limits) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> candidates, BindCandidates(serving));
   std::unique_ptr<Socket> s(new Socket(context, kind, limits));
+  if (std::shared_ptr<const CurveKeys> keys = ProcessCurve()) {
+    STRATA_RETURN_IF_ERROR_CTX(MakeCurveServer(context, s->socket_, keys),
+                               absl::StrCat("serving ", serving.bind, " with CURVE"));
+    s->curve_ = true;
+  }
   for (const std::string& address : candidates) {
     try {
       AllowIpv6For(s->socket_, address);
@@ -241,6 +248,10 @@ absl::StatusOr<std::unique_ptr<Socket>> Socket::Connect(zmq::context_t& context,
   try {
     s->socket_.set(zmq::sockopt::reconnect_ivl, 100);
     s->socket_.set(zmq::sockopt::reconnect_ivl_max, 1000);
+    if (std::shared_ptr<const CurveKeys> keys = ProcessCurve()) {
+      MakeCurveClient(s->socket_, *keys);
+      s->curve_ = true;
+    }
     AllowIpv6For(s->socket_, address);
     s->socket_.connect(address);
     s->address_ = address;
@@ -336,6 +347,14 @@ absl::StatusOr<RawMessage> Socket::ReadMultipart() {
       return absl::UnavailableError(absl::StrCat("receive failed: ", e.what()));
     }
     const bool more = frame.more();
+    const bool header = kind_ == SocketKind::kRouter ? !first && raw.frames.empty() : first;
+    if (header && curve_) {
+      // The key's jobs, as the ZAP handler admitted it (the frames a peer
+      // sent carry its connection's metadata; a ROUTER's routing-id frame
+      // does not).
+      const char* user = zmq_msg_gets(frame.handle(), "User-Id");
+      if (user != nullptr) raw.curve_user = user;
+    }
     if (first && kind_ == SocketKind::kRouter) {
       raw.identity.assign(static_cast<const char*>(frame.data()), frame.size());
     } else if (!raw.frames.empty() &&

@@ -94,6 +94,9 @@ class OutgoingMessage {
 // The frames of one received message, undecoded.
 struct RawMessage {
   std::string identity;  // the sender (ROUTER sockets only)
+  // With CURVE (core/net/curve.h), the ZAP user id of the key that sent it
+  // ("jobs=1 name=client"); "" in plain text.
+  std::string curve_user;
   std::vector<zmq::message_t> frames;
   // Bytes and frames released unread because the message passed the size or
   // frame limit (Decode refuses it).
@@ -105,6 +108,8 @@ struct RawMessage {
 class IncomingMessage {
  public:
   const std::string& identity() const { return identity_; }
+  // RawMessage::curve_user of the message it was decoded from.
+  const std::string& curve_user() const { return curve_user_; }
   wire::Header::Reader header() const { return reader_->getRoot<wire::Header>(); }
   size_t num_frames() const { return frames_.size(); }
   const void* frame_data(size_t i) const { return frames_[i].data(); }
@@ -115,6 +120,7 @@ class IncomingMessage {
  private:
   friend absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits);
   std::string identity_;
+  std::string curve_user_;
   kj::Array<capnp::word> header_words_;
   std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
   std::vector<zmq::message_t> frames_;  // data frames only
@@ -137,7 +143,8 @@ class Socket {
   // (core/net/serving_address.h): the first free port of a range, port 0 any
   // free port. address() then returns the address peers dial (the
   // advertised host with the bound port). Unavailable when no port of the
-  // range is free, naming the range.
+  // range is free, naming the range. With the process's CURVE keys
+  // installed (core/net/curve.h), a CURVE server; Connect, a CURVE client.
   static absl::StatusOr<std::unique_ptr<Socket>> Bind(zmq::context_t& context, SocketKind kind,
                                                       const ServingAddress& serving,
                                                       const WireLimits& limits = {});
@@ -158,6 +165,8 @@ class Socket {
   absl::StatusOr<RawMessage> ReceiveNow() { return Receive(absl::ZeroDuration()); }
 
   zmq::socket_t& raw() { return socket_; }
+  // Whether this socket encrypts and authenticates (CURVE).
+  bool curve() const { return curve_; }
   TrafficCounters& counters() { return counters_; }
 
  private:
@@ -167,6 +176,7 @@ class Socket {
   zmq::socket_t socket_;
   SocketKind kind_;
   WireLimits limits_;
+  bool curve_ = false;
   std::string address_;
   TrafficCounters counters_;
 };

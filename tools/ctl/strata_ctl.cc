@@ -97,6 +97,7 @@ int Run(const std::vector<char*>& args) {
   };
   JobCredentials credentials;
   credentials.job_id = job.job_id;
+  if (absl::Status curve = InstallCurveFromFlags(); !curve.ok()) return fail(curve);
   absl::StatusOr<std::string> token = LoadJobToken(JobTokenFileFromFlags());
   if (!token.ok()) return fail(token.status());
   credentials.token = *token;

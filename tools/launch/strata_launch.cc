@@ -25,6 +25,7 @@
 #include "core/flags/cluster_flags.h"
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
+#include "core/net/curve.h"
 #include "core/status.h"
 #include "core/train/training_flags.h"
 #include "core/util/flag_names.h"
@@ -157,6 +158,10 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
+  if (const std::string keys = CurveKeysDirFromFlags(); !keys.empty()) {
+    STRATA_RETURN_IF_ERROR(WithContext(LoadCurveKeys(keys).status(), "--curve-keys"));
+    o.security_flags = {"--curve-keys", std::filesystem::absolute(keys).string()};
+  }
   const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
   o.threads_per_worker = std::max(1, threads / o.conv_workers);
   const TrainingConfig& tc = config.training;
