@@ -1,6 +1,7 @@
 // Strata under a real Slurm: a single-node Slurm from Debian's packages
 // (munged, slurmctld, slurmd; tools/cloud/slurm/local_slurm.sh) runs
-// tools/cloud/slurm/strata.sbatch as a user would submit it. One job trains
+// tools/cloud/slurm/strata.sbatch as a user would submit it, CURVE on (its
+// default). One job trains
 // the default job in stanza mode with 4 tasks (1 server, 1 FC worker, 2
 // conv workers); another, whose conv workers cannot read the data, fails:
 // the job exits non-zero, the failing role's error is in its log, and no
@@ -63,8 +64,11 @@ TEST_F(SlurmTest, OneSrunStartsEveryRoleAndTheJobTrainsTheDefaultJob) {
               std::string::npos)
         << role << "\n" << out;
   }
+  // Every role ran with the job's CURVE keys (the script's default).
   for (const std::string log : {"server-0", "fc_worker-0", "conv_worker-0", "conv_worker-1"}) {
-    EXPECT_TRUE(std::filesystem::exists(dir_ + "/logs/" + log + ".log")) << log;
+    EXPECT_NE(ReadFile(dir_ + "/logs/" + log + ".log").find("CURVE: every connection encrypted"),
+              std::string::npos)
+        << log;
   }
   const nlohmann::json summary = Summary(dir_ + "/summary.json");
   EXPECT_EQ(summary["mode"], "stanza");

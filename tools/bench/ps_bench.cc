@@ -10,12 +10,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/curve.h"
 #include "core/net/ps_client.h"
 #include "core/net/transport.h"
 #include "core/status.h"
@@ -27,6 +29,56 @@
 
 namespace strata::bench {
 namespace {
+
+// The run's CURVE keys (core/net/curve.h), made once in a scratch
+// directory: the server presents them with --curve-keys, this process's
+// clients once installed.
+class BenchKeys {
+ public:
+  static absl::StatusOr<std::shared_ptr<const CurveKeys>> Get() {
+    static BenchKeys* keys = new BenchKeys();
+    if (keys->loaded_ == nullptr) {
+      char tmpl[] = "/tmp/strata_ps_bench_keys_XXXXXX";
+      if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a key directory");
+      keys->dir_ = tmpl;
+      STRATA_ASSIGN_OR_RETURN(const CurveKeyPair server, NewCurveKeyPair());
+      STRATA_ASSIGN_OR_RETURN(const CurveKeyPair client, NewCurveKeyPair());
+      STRATA_RETURN_IF_ERROR(WriteKeyFile(keys->dir_ + "/server.key", server, true));
+      STRATA_RETURN_IF_ERROR(WriteKeyFile(keys->dir_ + "/server.pub", server, false));
+      STRATA_RETURN_IF_ERROR(WriteKeyFile(keys->dir_ + "/client.key", client, true));
+      STRATA_RETURN_IF_ERROR(AppendAuthorizedKey(keys->dir_ + "/authorized_keys",
+                                                 {{1}, client.public_key, "bench"}));
+      STRATA_ASSIGN_OR_RETURN(CurveKeys loaded, LoadCurveKeys(keys->dir_));
+      keys->loaded_ = std::make_shared<const CurveKeys>(std::move(loaded));
+    }
+    return keys->loaded_;
+  }
+
+ private:
+  std::string dir_;
+  std::shared_ptr<const CurveKeys> loaded_;
+};
+
+// This process's sockets encrypt while one lives (`transport` "curve").
+class ClientSecurity {
+ public:
+  static absl::StatusOr<ClientSecurity> For(const std::string& transport) {
+    if (transport != "curve") return ClientSecurity(false);
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CurveKeys> keys, BenchKeys::Get());
+    InstallProcessCurve(keys);
+    return ClientSecurity(true);
+  }
+  ClientSecurity(ClientSecurity&& other) noexcept : installed_(other.installed_) {
+    other.installed_ = false;
+  }
+  ~ClientSecurity() {
+    if (installed_) InstallProcessCurve(nullptr);
+  }
+
+ private:
+  explicit ClientSecurity(bool installed) : installed_(installed) {}
+  bool installed_;
+};
 
 // A strata_server in plain key-value mode, stopped when this goes away.
 class BenchServer {
@@ -43,7 +95,7 @@ class BenchServer {
                  "--rank",
                  "0",
                  "--coordinator",
-                 transport == "tcp" ? "tcp://127.0.0.1:0" : "ipc://*",
+                 transport == "tcp" || transport == "curve" ? "tcp://127.0.0.1:0" : "ipc://*",
                  "--kv-sizes",
                  std::to_string(elements),
                  "--conv-workers",
@@ -52,6 +104,10 @@ class BenchServer {
                  "2048",
                  "--ready-file",
                  ready};
+    if (transport == "curve") {
+      STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CurveKeys> keys, BenchKeys::Get());
+      spec.argv.insert(spec.argv.end(), {"--curve-keys", keys->dir});
+    }
     spec.output_path = server->dir_ + "/server.log";
     spec.die_with_parent = true;
     STRATA_ASSIGN_OR_RETURN(server->process_, ChildProcess::Start(spec));
@@ -90,6 +146,7 @@ absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, 
                                      double seconds) {
   const int64_t elements = static_cast<int64_t>(mib) << 18;  // MiB -> floats
   STRATA_ASSIGN_OR_RETURN(auto server, BenchServer::Start(transport, elements, workers));
+  STRATA_ASSIGN_OR_RETURN(const ClientSecurity security, ClientSecurity::For(transport));
   std::vector<std::unique_ptr<PsClient>> clients(workers);
   std::vector<absl::Status> errors(workers);
   std::vector<int64_t> rounds_done(workers, 0);
@@ -156,6 +213,7 @@ class PullLatency {
   static absl::StatusOr<std::unique_ptr<PullLatency>> Start(const std::string& transport) {
     auto p = std::unique_ptr<PullLatency>(new PullLatency());
     STRATA_ASSIGN_OR_RETURN(p->server_, BenchServer::Start(transport, kElements, 1));
+    STRATA_ASSIGN_OR_RETURN(const ClientSecurity security, ClientSecurity::For(transport));
     PsClientOptions o;
     o.coordinator = p->server_->address();
     o.shared_memory = transport == "shm";
@@ -277,6 +335,27 @@ absl::StatusOr<Latencies> MeasureLatencies(const std::string& transport, int rou
   return out;
 }
 
+// With both tcp and curve measured: CURVE's goodput as a share of plain
+// tcp's (the median over the points both ran) and what it adds to a pull.
+void PrintPriceOfCurve(nlohmann::json& report) {
+  const auto& latency = report["pull_latency_us"];
+  if (!latency.contains("tcp") || !latency.contains("curve")) return;
+  std::map<std::pair<int, int>, std::map<std::string, double>> points;
+  for (const auto& p : report["goodput"]) {
+    points[{p["workers"].get<int>(), p["mib"].get<int>()}][p["transport"]] = p["gbps"];
+  }
+  std::vector<double> shares;
+  for (const auto& [point, gbps] : points) {
+    if (gbps.count("tcp") && gbps.count("curve")) shares.push_back(gbps.at("curve") / gbps.at("tcp"));
+  }
+  std::sort(shares.begin(), shares.end());
+  const double share = shares.empty() ? 0.0 : shares[shares.size() / 2];
+  const double added = latency["curve"]["p50"].get<double>() - latency["tcp"]["p50"].get<double>();
+  std::printf("CURVE: goodput %.2fx plain tcp's (median of %zu points), pull latency p50 %+.1f us\n",
+              share, shares.size(), added);
+  report["curve_price"] = {{"goodput_share", share}, {"pull_p50_added_us", added}};
+}
+
 }  // namespace
 
 double MeasureMemcpyGBps(size_t bytes) {
@@ -292,6 +371,12 @@ double MeasureMemcpyGBps(size_t bytes) {
 }
 
 absl::Status RunPsBench(const PsBenchOptions& o) {
+  for (const std::string& transport : o.transports) {
+    if (transport != "tcp" && transport != "ipc" && transport != "shm" && transport != "curve") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--transports: unknown transport \"", transport, "\" (tcp, ipc, shm, curve)"));
+    }
+  }
   std::printf(
       "strata_bench ps: BSP push+pull of one tensor per worker per round, 1 server, loopback\n");
   const double memcpy_gbps = MeasureMemcpyGBps(size_t{256} << 20);
@@ -299,9 +384,9 @@ absl::Status RunPsBench(const PsBenchOptions& o) {
   std::printf("%9s %8s %10s %14s %8s\n", "transport", "workers", "tensor", "push+pull GB/s",
               "rounds");
   nlohmann::json report = {{"benchmark", "ps"}, {"memcpy_gbps", memcpy_gbps}};
-  for (const std::string& transport : o.transports) {
-    for (int workers : o.workers) {
-      for (int mib : o.sizes_mib) {
+  for (int workers : o.workers) {
+    for (int mib : o.sizes_mib) {
+      for (const std::string& transport : o.transports) {
         STRATA_ASSIGN_OR_RETURN(Point p,
                                 MeasureGoodput(transport, workers, mib, o.seconds_per_point));
         std::printf("%9s %8d %6d MiB %14.2f %8.0f\n", p.transport.c_str(), p.workers, p.mib, p.gbps,
@@ -317,8 +402,8 @@ absl::Status RunPsBench(const PsBenchOptions& o) {
   }
   std::printf("\n");
   for (const std::string& transport : o.transports) {
-    // shm has no bare ZeroMQ counterpart.
-    const bool bare = transport != "shm";
+    // shm has no bare ZeroMQ counterpart, nor has CURVE here.
+    const bool bare = transport == "tcp" || transport == "ipc";
     STRATA_ASSIGN_OR_RETURN(Latencies l, MeasureLatencies(transport, o.latency_pulls, bare));
     const double p50 = l.strata[l.strata.size() / 2];
     const double p99 = l.strata[l.strata.size() * 99 / 100];
@@ -334,6 +419,7 @@ absl::Status RunPsBench(const PsBenchOptions& o) {
     }
     std::printf("\n");
   }
+  PrintPriceOfCurve(report);
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
   return absl::OkStatus();
 }

@@ -1,7 +1,9 @@
 // `strata_bench ps`: push+pull goodput of the parameter server on loopback
 // for 1, 2, 4 workers and 4-256 MiB tensors, and the latency of small pulls,
 // beside the machine's memcpy bandwidth (the ceiling of any copy-based
-// transport on this host).
+// transport on this host). Each point runs every transport back to back,
+// so that they see the same moments of a shared machine; `--curve` (the
+// transports tcp and curve) prices encryption.
 #ifndef STRATA_TOOLS_BENCH_PS_BENCH_H_
 #define STRATA_TOOLS_BENCH_PS_BENCH_H_
 
@@ -17,6 +19,8 @@ struct PsBenchOptions {
   // "shm" (headers over ipc, data through shared memory: what
   // strata_launch's processes on one host use). tcp and ipc run with
   // shared memory off.
+  // "curve": tcp with every connection encrypted and authenticated
+  // (ZeroMQ CURVE, core/net/curve.h), keys made for the run.
   std::vector<std::string> transports = {"tcp", "ipc", "shm"};
   std::vector<int> workers = {1, 2, 4};
   std::vector<int> sizes_mib = {4, 16, 64, 256};

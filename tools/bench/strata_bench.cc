@@ -46,7 +46,11 @@ ABSL_FLAG(std::string, workers, "",
           "processes, e.g. 2,4 (expert parallelism; the best static d and r for each)");
 ABSL_FLAG(std::string, transports, "tcp,ipc,shm",
           "ps: tcp (127.0.0.1), ipc (Unix sockets), shm (the shared-memory lane: headers over a "
-          "Unix packet socket, data through shared memory; the rest over ipc)");
+          "Unix packet socket, data through shared memory; the rest over ipc), curve (tcp with "
+          "ZeroMQ CURVE encryption)");
+ABSL_FLAG(bool, curve, false,
+          "ps: the price of encryption: tcp with and without CURVE, side by side (--transports "
+          "tcp,curve)");
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
 ABSL_FLAG(std::string, bandwidth, "",
@@ -109,6 +113,7 @@ int main(int argc, char** argv) {
       "                   [--bandwidth 1gbit]   (with --workers: each process on an emulated "
       "host)\n"
       "  strata_bench ps [--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc,shm]\n"
+      "                  [--curve]   (tcp with and without CURVE encryption)\n"
       "  strata_bench plan --config JOB.json --conv-workers N --fc-workers F\n"
       "                    [--bandwidth 1gbit,10gbit] [--colocate-servers] [--threads T]\n"
       "                    [--shared-cores C]\n"
@@ -222,6 +227,7 @@ int main(int argc, char** argv) {
       if (!workers->empty()) o.workers.assign(workers->begin(), workers->end());
       o.sizes_mib.assign(sizes->begin(), sizes->end());
       o.transports = absl::StrSplit(absl::GetFlag(FLAGS_transports), ',', absl::SkipEmpty());
+      if (absl::GetFlag(FLAGS_curve)) o.transports = {"tcp", "curve"};
       o.seconds_per_point = absl::GetFlag(FLAGS_seconds);
       o.json_out = absl::GetFlag(FLAGS_json);
       status = strata::bench::RunPsBench(o);
