@@ -17,8 +17,9 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
   iproute2 procps gnuplot-nox
-  # Cluster scripts: a local Slurm for their end-to-end test, and their linter.
-  slurm-wlm munge shellcheck
+  # Cluster scripts: a local Slurm for their end-to-end test, their linter,
+  # and the cloud files' checker (tools/cloud/check_cloud_configs.py).
+  slurm-wlm munge shellcheck python3-yaml
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision python3-numpy)

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Trains a Strata job on an Azure CycleCloud Slurm cluster, end to end:
+# imports tools/cloud/azure/strata-slurm.txt, creates the cluster from
+# strata-params.json with your subnet and region (unless it exists), starts
+# it and waits for the scheduler, copies this checkout to its /shared, builds
+# it there, submits tools/cloud/slurm/strata.sbatch (CURVE on), waits for
+# the job, fetches its summary and logs, and terminates the cluster (unless
+# --keep-cluster).
+#
+#   tools/cloud/azure/run_on_cyclecloud.sh --subnet RG/VNET/SUBNET [--region eastus] \
+#       --ssh-key ~/.ssh/cyclecloud.pem [--cluster-name strata] [--partition cpu|gpu] \
+#       [--nodes 4] [--tasks-per-node 2] [--job configs/fashion_mnist.json] \
+#       [--keep-cluster] [--dry-run] [-- strata_launch flags]
+#
+# --dry-run prints every command and runs none (no credentials needed).
+# Without it, the cyclecloud CLI must be initialised (cyclecloud initialize;
+# it checks with `cyclecloud show_cluster`), and ssh and rsync present.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+source_dir="$(cd "$here/../../.." && pwd)"
+# shellcheck source=tools/cloud/cloud_run.sh
+. "$here/../cloud_run.sh"
+
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "run_on_cyclecloud: $*" >&2; exit 2; }
+
+subnet="" region="eastus" SSH_KEY="" cluster="strata" partition="cpu" nodes=4
+tasks_per_node=2 job="configs/fashion_mnist.json" keep=0
+launch_flags=(--mode stanza --servers 1 --fc-workers 1)
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --subnet) subnet="$2"; shift ;;
+    --region) region="$2"; shift ;;
+    --ssh-key) SSH_KEY="$2"; shift ;;
+    --cluster-name) cluster="$2"; shift ;;
+    --partition) partition="$2"; shift ;;
+    --nodes) nodes="$2"; shift ;;
+    --tasks-per-node) tasks_per_node="$2"; shift ;;
+    --job) job="$2"; shift ;;
+    --keep-cluster) keep=1 ;;
+    --dry-run) DRY_RUN=1 ;;
+    --) shift; launch_flags=("$@"); break ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+  shift
+done
+[[ -n "$subnet" ]] || die "--subnet RESOURCE_GROUP/VNET/SUBNET is required (see --help)"
+[[ "$partition" == cpu || "$partition" == gpu ]] || die "--partition cpu or gpu, not '$partition'"
+[[ -f "$source_dir/$job" ]] || die "no job config $job in this checkout"
+
+if [[ "$DRY_RUN" != 1 ]]; then
+  for tool in cyclecloud ssh rsync; do
+    command -v "$tool" > /dev/null || die "$tool is missing (or use --dry-run)"
+  done
+  cyclecloud show_cluster > /dev/null 2>&1 ||
+    die "the cyclecloud CLI is not initialised (cyclecloud initialize); nothing was created"
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+params="$work/strata-params.json"
+sed -e "s|\"REPLACE_RESOURCE_GROUP/REPLACE_VNET/REPLACE_SUBNET\"|\"$subnet\"|" \
+  -e "s|\"Region\": \"eastus\"|\"Region\": \"$region\"|" "$here/strata-params.json" > "$params"
+
+run cyclecloud import_template strata-slurm -f "$here/strata-slurm.txt" --force
+if [[ "$DRY_RUN" == 1 ]] || ! cyclecloud show_cluster "$cluster" > /dev/null 2>&1; then
+  run cyclecloud create_cluster strata-slurm "$cluster" -p "$params"
+fi
+run cyclecloud start_cluster "$cluster"
+echo "waiting for $cluster's scheduler to be Ready"
+head_ip="SCHEDULER_IP"
+if [[ "$DRY_RUN" != 1 ]]; then
+  while true; do
+    state="$(cyclecloud show_nodes scheduler -c "$cluster" --states 2> /dev/null || true)"
+    [[ "$state" == *Ready* ]] && break
+    [[ "$state" == *Failed* ]] && die "the scheduler of $cluster failed (cyclecloud show_nodes)"
+    sleep 30
+  done
+  head_ip="$(cyclecloud show_nodes scheduler -c "$cluster" --output '%(PublicIp)s' | head -n 1)"
+fi
+HEAD="cyclecloud@$head_ip"
+REMOTE_DIR="/shared/strata"
+RESULTS="$source_dir/cloud-results"
+run_id="$(date -u +%Y%m%d-%H%M%S)"
+
+copy_checkout "$source_dir"
+build_on_head
+submit_job "$run_id" "$partition" "$nodes" "$tasks_per_node" "$job" "${launch_flags[@]}"
+fetch_results "$run_id"
+if [[ "$keep" != 1 ]]; then
+  run cyclecloud terminate_cluster "$cluster"
+fi
