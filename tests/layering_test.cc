@@ -33,8 +33,8 @@ const std::vector<std::vector<std::string>>& TargetLayers() {
       {"strata_moe_cuda", "strata_moe_group", "strata_runtime"},
       {"strata_worker_flags", "strata_server_lib", "strata_conv_workers", "strata_fc_workers"},
       {"strata_server", "strata_conv_worker", "strata_fc_worker", "strata_moe_member",
-       "strata_netem"},
-      {"strata_bench_lib", "strata_launch", "strata_ctl"},
+       "strata_netem", "strata_launch_roles"},
+      {"strata_bench_lib", "strata_launch", "strata_ctl", "strata_keygen"},
       {"strata_bench"},
       {"strata_test_support", "strata_test_main"},
   };
@@ -126,6 +126,7 @@ const std::vector<std::pair<std::string, int>>& SourceLayers() {
       {"tools/launch/", 9},
       {"tools/bench/", 9},
       {"tools/ctl/", 9},
+      {"tools/keygen/", 9},
       {"tests/", 14},
   };
   return prefixes;
