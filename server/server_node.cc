@@ -32,9 +32,6 @@ absl::StatusOr<ServingAddress> ServerServingAddress(const ServerOptions& self) {
   return serving;
 }
 
-}  // namespace
-namespace {
-
 // Requests read from the socket, and from each lane, per poll.
 constexpr int kMaxMessagesPerPoll = 256;
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
+#include "core/util/log.h"
 
 namespace strata {
 
@@ -104,13 +105,47 @@ Shape OutputShape(const Shape& input_shape, const Conv2dOptions& o) {
   return Shape{h, w, o.out_channels};
 }
 
-// Whether this CPU's oneDNN has a Winograd kernel for the convolution.
+// The forward, backward-data and backward-weights kernels of `algorithm`
+// for `batch` images; throws dnnl::error where oneDNN has none.
+struct KernelDescs {
+  dnnl::convolution_forward::primitive_desc fwd;
+  dnnl::convolution_backward_data::primitive_desc bwd_data;
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights;
+};
+KernelDescs DescribeKernels(ConvAlgorithm algorithm, int64_t batch, const Shape& input_shape,
+                            const Shape& output_shape, const Conv2dOptions& o,
+                            const memory::desc& bias_md) {
+  KernelDescs d;
+  d.fwd = ForwardKernel(algorithm, batch, input_shape, output_shape, o, bias_md);
+  // The backward kernels take the forward's activation layouts as a hint.
+  const memory::desc src_md = d.fwd.src_desc();
+  const memory::desc dst_md = d.fwd.dst_desc();
+  const memory::desc any_weight_md({o.out_channels, input_shape[2], o.kernel, o.kernel}, dt::f32,
+                                   tag::any);
+  const memory::dims strides{o.stride, o.stride};
+  const memory::dims padding{o.padding, o.padding};
+  d.bwd_data = dnnl::convolution_backward_data::primitive_desc(
+      dnnl::convolution_backward_data::desc(DnnlAlgorithm(algorithm), src_md, any_weight_md,
+                                            dst_md, strides, padding, padding),
+      CpuEngine(), d.fwd);
+  d.bwd_weights = dnnl::convolution_backward_weights::primitive_desc(
+      dnnl::convolution_backward_weights::desc(DnnlAlgorithm(algorithm), src_md, any_weight_md,
+                                               bias_md, dst_md, strides, padding, padding),
+      CpuEngine(), d.fwd);
+  return d;
+}
+
+memory::desc BiasDesc(const Conv2dOptions& o) {
+  // A zero memory::desc tells oneDNN there is no bias.
+  return o.bias ? memory::desc({o.out_channels}, dt::f32, tag::x) : memory::desc();
+}
+
+// Whether this CPU's oneDNN has Winograd kernels, forward and backward, for
+// the convolution.
 bool WinogradAvailable(const Shape& input_shape, const Conv2dOptions& o) {
   try {
-    const memory::desc bias_md =
-        o.bias ? memory::desc({o.out_channels}, dt::f32, tag::x) : memory::desc();
-    ForwardKernel(ConvAlgorithm::kWinograd, 1, input_shape, OutputShape(input_shape, o), o,
-                  bias_md);
+    DescribeKernels(ConvAlgorithm::kWinograd, 1, input_shape, OutputShape(input_shape, o), o,
+                    BiasDesc(o));
     return true;
   } catch (const dnnl::error&) {
     return false;
@@ -193,36 +228,37 @@ Conv2d::Kernels& Conv2d::KernelsFor(int64_t batch) {
   auto it = kernels_.find(batch);
   if (it != kernels_.end()) return *it->second;
   auto k = std::make_unique<Kernels>();
-  const auto& eng = CpuEngine();
-  const memory::dims strides{options_.stride, options_.stride};
-  const memory::dims padding{options_.padding, options_.padding};
   const auto& wshape = weight_.value.shape();
-  const memory::dims weight_dims{wshape[0], wshape[1], wshape[2], wshape[3]};
   k->src_md = memory::desc(NhwcToDnnlDims(BatchShape(batch, input_shape())), dt::f32, tag::nhwc);
   k->dst_md = memory::desc(NhwcToDnnlDims(BatchShape(batch, output_shape_)), dt::f32, tag::nhwc);
-  k->user_weight_md = memory::desc(weight_dims, dt::f32, tag::oihw);
+  k->user_weight_md =
+      memory::desc({wshape[0], wshape[1], wshape[2], wshape[3]}, dt::f32, tag::oihw);
   k->bias_md = memory::desc({options_.out_channels}, dt::f32, tag::x);
-
-  // A zero memory::desc tells oneDNN there is no bias.
-  const memory::desc bias_md = options_.bias ? k->bias_md : memory::desc();
   const ConvAlgorithm algorithm = AlgorithmFor(batch);
-  k->fwd_pd = ForwardKernel(algorithm, batch, input_shape(), output_shape_, options_, bias_md);
+  KernelDescs d;
+  try {
+    d = DescribeKernels(algorithm, batch, input_shape(), output_shape_, options_,
+                        BiasDesc(options_));
+  } catch (const dnnl::error& e) {
+    // Winograd was there at batch 1 (Create); should a batch size lack it,
+    // kAuto falls back to direct, which oneDNN always has.
+    STRATA_CHECK(algorithm == ConvAlgorithm::kWinograd &&
+                     options_.algorithm == ConvAlgorithm::kAuto,
+                 "conv2d ", name(), ": no ", ConvAlgorithmName(algorithm), " kernel for batch ",
+                 batch, ": ", e.what());
+    LogWarning("conv2d %s: no Winograd kernel for batch %lld; direct convolution instead",
+               name().c_str(), static_cast<long long>(batch));
+    d = DescribeKernels(ConvAlgorithm::kDirect, batch, input_shape(), output_shape_, options_,
+                        BiasDesc(options_));
+  }
+  k->fwd_pd = d.fwd;
   k->fwd = dnnl::convolution_forward(k->fwd_pd);
-  // The backward kernels take the forward's activation layouts as a hint.
+  k->bwd_data_pd = d.bwd_data;
+  k->bwd_data = dnnl::convolution_backward_data(k->bwd_data_pd);
+  k->bwd_weights_pd = d.bwd_weights;
+  k->bwd_weights = dnnl::convolution_backward_weights(k->bwd_weights_pd);
   const memory::desc src_md = k->fwd_pd.src_desc();
   const memory::desc dst_md = k->fwd_pd.dst_desc();
-  const memory::desc any_weight_md(weight_dims, dt::f32, tag::any);
-  k->bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(
-      dnnl::convolution_backward_data::desc(DnnlAlgorithm(algorithm), src_md, any_weight_md,
-                                            dst_md, strides, padding, padding),
-      eng, k->fwd_pd);
-  k->bwd_data = dnnl::convolution_backward_data(k->bwd_data_pd);
-  k->bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
-      dnnl::convolution_backward_weights::desc(DnnlAlgorithm(algorithm), src_md, any_weight_md,
-                                               bias_md, dst_md, strides, padding, padding),
-      eng, k->fwd_pd);
-  k->bwd_weights = dnnl::convolution_backward_weights(k->bwd_weights_pd);
-
   k->src_to_fwd = LayoutConverter(k->src_md, src_md);
   k->fwd_dst_to_user = LayoutConverter(dst_md, k->dst_md);
   k->fwd_src_to_bwd_weights = LayoutConverter(src_md, k->bwd_weights_pd.src_desc());

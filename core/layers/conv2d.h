@@ -66,7 +66,9 @@ class Conv2d final : public Layer {
   std::vector<Parameter*> parameters() override;
   void InitParameters(Rng& rng) override;
   int64_t ForwardFlopsPerSample() const override;
-  // kDirect or kWinograd: what runs for batches of `batch` images.
+  // kDirect or kWinograd: what runs for batches of `batch` images (should
+  // oneDNN lack the Winograd kernel kAuto picks for a batch size, direct
+  // runs instead, with a warning).
   ConvAlgorithm AlgorithmFor(int64_t batch) const;
 
  private:

@@ -1,6 +1,10 @@
 #include "core/net/curve.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -48,18 +52,6 @@ absl::Status CheckPrivate(const std::string& path) {
 
 std::string JobList(const std::vector<uint64_t>& jobs) { return absl::StrJoin(jobs, ","); }
 
-absl::StatusOr<std::vector<uint64_t>> ParseJobList(const std::string& text) {
-  std::vector<uint64_t> jobs;
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    uint64_t job = 0;
-    if (!absl::SimpleAtoi(part, &job) || job == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is not a list of job ids"));
-    }
-    jobs.push_back(job);
-  }
-  return jobs;
-}
-
 // One ZAP request (RFC 27): version, request id, domain, address, routing
 // id, mechanism, then the mechanism's credentials (CURVE: the client's
 // 32-byte public key). The reply admits listed keys with their jobs as the
@@ -85,31 +77,65 @@ std::vector<std::string> AnswerZap(const std::vector<zmq::message_t>& request,
   return reply("400", "key not authorized", "");
 }
 
-// The ZAP handler of one context: answers until the context terminates.
-void ServeZap(zmq::socket_t socket, std::shared_ptr<const CurveKeys> keys) {
+// Runs a ZeroMQ call again when a signal interrupts it.
+template <typename F>
+auto RetryOnInterrupt(F&& f) {
   while (true) {
-    std::vector<zmq::message_t> request;
     try {
-      while (true) {
+      return f();
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
+}
+
+// The ZAP handler of one context: answers until the context terminates.
+// Signals go to the process's other threads.
+void ServeZap(zmq::socket_t socket, std::shared_ptr<const CurveKeys> keys) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  try {
+    while (true) {
+      std::vector<zmq::message_t> request;
+      bool more = true;
+      while (more) {
         zmq::message_t frame;
-        if (!socket.recv(frame, zmq::recv_flags::none)) break;
-        const bool more = frame.more();
+        RetryOnInterrupt([&] { return socket.recv(frame, zmq::recv_flags::none); });
+        more = frame.more();
         request.push_back(std::move(frame));
-        if (!more) break;
       }
       const std::vector<std::string> reply = AnswerZap(request, *keys);
       for (size_t i = 0; i < reply.size(); ++i) {
-        socket.send(zmq::buffer(reply[i]),
-                    i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+        const auto flags = i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+        RetryOnInterrupt([&] { return socket.send(zmq::buffer(reply[i]), flags); });
       }
-    } catch (const zmq::error_t& e) {
-      if (e.num() == ETERM) break;  // the context is closing: let it
+    }
+  } catch (const zmq::error_t& e) {
+    // ETERM: the context is closing, so let it. Anything else leaves the
+    // context without a handler: every CURVE handshake is then refused.
+    if (e.num() != ETERM) {
+      LogError("the CURVE admission (ZAP) handler stopped: %s; no new connection is admitted",
+               e.what());
     }
   }
   socket.close();
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<uint64_t>> ParseJobList(const std::string& text) {
+  std::vector<uint64_t> jobs;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    uint64_t job = 0;
+    if (!absl::SimpleAtoi(part, &job) || job == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", text, "\" is not a list of job ids >= 1 (like 1,2)"));
+    }
+    jobs.push_back(job);
+  }
+  return jobs;
+}
 
 absl::StatusOr<CurveKeyPair> NewCurveKeyPair() {
   char public_key[kZ85KeyLength + 1] = {};
@@ -123,15 +149,19 @@ absl::StatusOr<CurveKeyPair> NewCurveKeyPair() {
 }
 
 absl::Status WriteKeyFile(const std::string& path, const CurveKeyPair& pair, bool with_secret) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  out << (with_secret ? "# A Strata CURVE key pair (ZeroMQ Z85). Keep it secret.\n"
-                      : "# The public half of a Strata CURVE key pair (ZeroMQ Z85).\n");
-  out << "public = " << pair.public_key << "\n";
-  if (with_secret) out << "secret = " << pair.secret_key << "\n";
-  out.close();
-  if (!out || ::chmod(path.c_str(), with_secret ? 0600 : 0644) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  std::string text = with_secret ? "# A Strata CURVE key pair (ZeroMQ Z85). Keep it secret.\n"
+                                 : "# The public half of a Strata CURVE key pair (ZeroMQ Z85).\n";
+  absl::StrAppend(&text, "public = ", pair.public_key, "\n");
+  if (with_secret) absl::StrAppend(&text, "secret = ", pair.secret_key, "\n");
+  // The file is private before the secret is in it.
+  const mode_t mode = with_secret ? 0600 : 0644;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  bool ok = fd >= 0 && ::fchmod(fd, mode) == 0 &&
+            ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int error = errno;
+  if (fd >= 0) ok = ::close(fd) == 0 && ok;
+  if (!ok) {
+    return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(error)));
   }
   return absl::OkStatus();
 }
@@ -194,11 +224,16 @@ absl::StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(const std::string&
 }
 
 absl::Status AppendAuthorizedKey(const std::string& path, const AuthorizedKey& key) {
+  if (key.name.empty() || key.name.find_first_of(" \t\n#") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a key's name is one word without '#', not \"", key.name, "\""));
+  }
   std::ofstream out(path, std::ios::app);
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
   out << JobList(key.jobs) << " " << key.public_key << " " << key.name << "\n";
   out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  if (!out) {
+    return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
   return absl::OkStatus();
 }
 
@@ -299,8 +334,8 @@ std::string DescribeHandshakeFailure(uint16_t event, int32_t value) {
     }
     return absl::StrFormat("protocol error 0x%x in the handshake", value);
   }
-  if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) return "its key was refused";
-  return absl::StrFormat("the handshake failed (%s)", zmq_strerror(value));
+  return absl::StrFormat("the CURVE handshake failed (%s): a peer without this cluster's keys?",
+                         zmq_strerror(value));
 }
 
 }  // namespace strata

@@ -58,12 +58,17 @@ struct CurveKeys {
   std::vector<AuthorizedKey> authorized;
 };
 
+// "1,2" as job ids; InvalidArgument for anything else (an id is >= 1).
+absl::StatusOr<std::vector<uint64_t>> ParseJobList(const std::string& text);
+
 // A fresh key pair (zmq_curve_keypair). Unavailable when libzmq was built
 // without CURVE.
 absl::StatusOr<CurveKeyPair> NewCurveKeyPair();
 
-// Key files. Reading refuses a file others can read (PermissionDenied) and
-// malformed keys (InvalidArgument), naming the file.
+// Key files. A secret's file is mode 600 before the secret is written;
+// reading refuses a secret others can read (PermissionDenied) and
+// malformed keys (InvalidArgument), naming the file. A key's name in
+// authorized_keys is one word.
 absl::Status WriteKeyFile(const std::string& path, const CurveKeyPair& pair, bool with_secret);
 absl::StatusOr<CurveKeyPair> ReadKeyFile(const std::string& path, bool with_secret);
 absl::StatusOr<std::vector<AuthorizedKey>> ReadAuthorizedKeys(const std::string& path);
@@ -84,7 +89,8 @@ std::shared_ptr<const CurveKeys> ProcessCurve();
 // Socket set-up, for the transport (core/net/transport.cc). Before bind:
 // a CURVE server with `keys.server`, and this context's ZAP handler
 // started if it has none (FailedPrecondition when `keys` has no
-// server.key or no authorized_keys). Before connect: a CURVE client.
+// server.key or no authorized_keys); the handler keeps the keys it was
+// started with for the context's life. Before connect: a CURVE client.
 absl::Status MakeCurveServer(zmq::context_t& context, zmq::socket_t& socket,
                              std::shared_ptr<const CurveKeys> keys);
 void MakeCurveClient(zmq::socket_t& socket, const CurveKeys& keys);

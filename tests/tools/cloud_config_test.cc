@@ -101,7 +101,7 @@ TEST_F(CloudConfigTest, ADryRunPrintsEveryCommandAndRunsNone) {
   const auto [aws_code, aws] = RunCommand(
       "PATH=/usr/bin:/bin bash " + kCloud +
       "/aws/run_on_parallelcluster.sh --region us-east-2 --subnet subnet-0abc --key-name k "
-      "--ssh-key k.pem --queue gpu --nodes 2 --dry-run");
+      "--ssh-key k.pem --partition gpu --nodes 2 --dry-run");
   ASSERT_EQ(aws_code, 0) << aws;
   for (const std::string step :
        {"+ pcluster create-cluster --cluster-name strata --region us-east-2",

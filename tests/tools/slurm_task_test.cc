@@ -60,30 +60,38 @@ TEST(SlurmTaskTest, ServingTasksBindAllInterfacesOnPortsOfTheirOwnAndAdvertiseTh
   const std::string coordinator = "tcp://10.0.0.1:29500";
   auto server0 = SlurmTaskCommand(StanzaJob(), TaskOf(0, 0), slurm, coordinator, "10.0.0.1");
   ASSERT_TRUE(server0.ok()) << server0.status();
-  EXPECT_EQ(server0->front(), "/opt/strata/bin/strata_server");
-  EXPECT_EQ(Flag(*server0, "--bind"), "tcp://0.0.0.0:29500");  // the coordinator's port
-  EXPECT_EQ(Flag(*server0, "--coordinator"), coordinator);
-  EXPECT_EQ(Flag(*server0, "--conv-workers"), "2");  // 4 tasks - 1 server - 1 FC worker
+  EXPECT_EQ(server0->role.kind, "server");
+  const std::vector<std::string>& s0 = server0->argv;
+  EXPECT_EQ(s0.front(), "/opt/strata/bin/strata_server");
+  EXPECT_EQ(Flag(s0, "--bind"), "tcp://0.0.0.0:29500");  // the coordinator's port
+  EXPECT_EQ(Flag(s0, "--coordinator"), coordinator);
+  EXPECT_EQ(Flag(s0, "--conv-workers"), "2");  // 4 tasks - 1 server - 1 FC worker
 
   auto fc = SlurmTaskCommand(StanzaJob(), TaskOf(1, 1), slurm, coordinator, "10.0.0.2");
   ASSERT_TRUE(fc.ok()) << fc.status();
-  EXPECT_EQ(fc->front(), "/opt/strata/bin/strata_fc_worker");
-  EXPECT_EQ(Flag(*fc, "--bind"), "tcp://0.0.0.0:29505-29508");  // the host's second task
-  EXPECT_EQ(Flag(*fc, "--advertise"), "10.0.0.2");
-  EXPECT_EQ(Flag(*fc, "--threads"), "3");  // SLURM_CPUS_PER_TASK
-  EXPECT_EQ(Flag(*fc, "--summary-out"), "/shared/summary.json");  // FC worker 0 reports
+  const std::vector<std::string>& f0 = fc->argv;
+  EXPECT_EQ(f0.front(), "/opt/strata/bin/strata_fc_worker");
+  EXPECT_EQ(Flag(f0, "--bind"), "tcp://0.0.0.0:29505-29508");  // the host's second task
+  EXPECT_EQ(Flag(f0, "--advertise"), "10.0.0.2");
+  EXPECT_EQ(Flag(f0, "--threads"), "3");  // SLURM_CPUS_PER_TASK
+  EXPECT_EQ(Flag(f0, "--summary-out"), "/shared/summary.json");  // FC worker 0 reports
 
-  auto conv = SlurmTaskCommand(StanzaJob(), TaskOf(3, 0), slurm, coordinator, "10.0.0.2");
+  SlurmTask no_cpus = TaskOf(3, 0);
+  no_cpus.cpus_per_task = 0;
+  auto conv = SlurmTaskCommand(StanzaJob(), no_cpus, slurm, coordinator, "10.0.0.2");
   ASSERT_TRUE(conv.ok()) << conv.status();
-  EXPECT_EQ(conv->front(), "/opt/strata/bin/strata_conv_worker");
-  EXPECT_EQ(Flag(*conv, "--rank"), "1");
-  EXPECT_EQ(Flag(*conv, "--bind"), "");  // conv workers serve nothing
-  EXPECT_EQ(Flag(*conv, "--summary-out"), "");
+  EXPECT_EQ(conv->role.kind, "conv_worker");
+  const std::vector<std::string>& c1 = conv->argv;
+  EXPECT_EQ(c1.front(), "/opt/strata/bin/strata_conv_worker");
+  EXPECT_EQ(Flag(c1, "--rank"), "1");
+  EXPECT_EQ(Flag(c1, "--threads"), "1");  // no SLURM_CPUS_PER_TASK, no training.threads
+  EXPECT_EQ(Flag(c1, "--bind"), "");      // conv workers serve nothing
+  EXPECT_EQ(Flag(c1, "--summary-out"), "");
 }
 
 TEST(SlurmTaskTest, ABatchTheConvWorkersCannotShareIsRefused) {
   ClusterLaunchOptions o = StanzaJob();
-  o.config.training.batch_size = 63;
+  o.batch_sizes = {64, 63};  // two jobs; the second's batch does not divide
   auto argv = SlurmTaskCommand(o, TaskOf(0, 0), SlurmLaunchOptions(), "tcp://a:1", "a");
   EXPECT_EQ(argv.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(argv.status().message(),

@@ -32,11 +32,17 @@ namespace {
 
 // The run's CURVE keys (core/net/curve.h), made once in a scratch
 // directory: the server presents them with --curve-keys, this process's
-// clients once installed.
+// clients once installed. Discard() removes the directory.
 class BenchKeys {
  public:
+  static void Discard() {
+    BenchKeys& keys = Instance();
+    if (!keys.dir_.empty()) std::filesystem::remove_all(keys.dir_);
+    keys.dir_.clear();
+    keys.loaded_.reset();
+  }
   static absl::StatusOr<std::shared_ptr<const CurveKeys>> Get() {
-    static BenchKeys* keys = new BenchKeys();
+    BenchKeys* keys = &Instance();
     if (keys->loaded_ == nullptr) {
       char tmpl[] = "/tmp/strata_ps_bench_keys_XXXXXX";
       if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a key directory");
@@ -55,6 +61,10 @@ class BenchKeys {
   }
 
  private:
+  static BenchKeys& Instance() {
+    static BenchKeys* keys = new BenchKeys();
+    return *keys;
+  }
   std::string dir_;
   std::shared_ptr<const CurveKeys> loaded_;
 };
@@ -213,7 +223,8 @@ class PullLatency {
   static absl::StatusOr<std::unique_ptr<PullLatency>> Start(const std::string& transport) {
     auto p = std::unique_ptr<PullLatency>(new PullLatency());
     STRATA_ASSIGN_OR_RETURN(p->server_, BenchServer::Start(transport, kElements, 1));
-    STRATA_ASSIGN_OR_RETURN(const ClientSecurity security, ClientSecurity::For(transport));
+    STRATA_ASSIGN_OR_RETURN(ClientSecurity security, ClientSecurity::For(transport));
+    p->security_ = std::make_unique<ClientSecurity>(std::move(security));
     PsClientOptions o;
     o.coordinator = p->server_->address();
     o.shared_memory = transport == "shm";
@@ -237,6 +248,7 @@ class PullLatency {
   static constexpr int64_t kElements = 1024;  // 4 KiB
   PullLatency() = default;
   std::unique_ptr<BenchServer> server_;
+  std::unique_ptr<ClientSecurity> security_;  // for as long as the client pulls
   std::unique_ptr<PsClient> client_;
   Tensor value_;
 };
@@ -371,6 +383,10 @@ double MeasureMemcpyGBps(size_t bytes) {
 }
 
 absl::Status RunPsBench(const PsBenchOptions& o) {
+  // The run's keys go with it, however it ends.
+  struct KeysOfThisRun {
+    ~KeysOfThisRun() { BenchKeys::Discard(); }
+  } keys_of_this_run;
   for (const std::string& transport : o.transports) {
     if (transport != "tcp" && transport != "ipc" && transport != "shm" && transport != "curve") {
       return absl::InvalidArgumentError(

@@ -10,16 +10,16 @@
 // in a directory of mode 700; a client key that exists is never replaced.
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "core/net/curve.h"
 #include "core/status.h"
 
@@ -34,24 +34,21 @@ absl::Status Run() {
   const std::string dir = absl::GetFlag(FLAGS_keys);
   const std::string name = absl::GetFlag(FLAGS_client);
   if (dir.empty()) return absl::InvalidArgumentError("--keys DIR is required");
-  if (name.empty() || name == "server" || name.find('/') != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--client \"", name, "\": a plain name other than \"server\""));
+  if (name.empty() || name == "server" || name.find_first_of("/ \t#") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--client \"", name, "\": one word other than \"server\", without '/' or '#'"));
   }
   AuthorizedKey admitted;
   admitted.name = name;
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_jobs), ',')) {
-    uint64_t job = 0;
-    if (!absl::SimpleAtoi(part, &job) || job == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--jobs \"", absl::GetFlag(FLAGS_jobs), "\": job ids >= 1, like 1,2"));
-    }
-    admitted.jobs.push_back(job);
-  }
+  absl::StatusOr<std::vector<uint64_t>> jobs = ParseJobList(absl::GetFlag(FLAGS_jobs));
+  if (!jobs.ok()) return WithContext(jobs.status(), "--jobs");
+  admitted.jobs = *jobs;
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  if (error || ::chmod(dir.c_str(), 0700) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot make ", dir));
+  if (error) return absl::UnavailableError(absl::StrCat("cannot make ", dir, ": ", error.message()));
+  if (::chmod(dir.c_str(), 0700) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot make ", dir, " private: ", std::strerror(errno)));
   }
   const std::string server_key = dir + "/server.key";
   if (!std::filesystem::exists(server_key)) {

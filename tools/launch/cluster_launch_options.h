@@ -23,6 +23,9 @@ struct ClusterLaunchOptions {
   std::string policy = "crossover";  // exclusive, naive or crossover
   std::string weights;               // "" or one share per job, comma-separated
   JobConfig config;                  // with flag overrides applied
+  // Each job's global batch (every --job's, or the one job's), which the
+  // conv workers must divide.
+  std::vector<int64_t> batch_sizes;
   std::string bin_dir;               // where strata_server and strata_conv_worker are
   std::string mode = "ps";           // ps or stanza
   int servers = 1;

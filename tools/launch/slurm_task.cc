@@ -134,21 +134,27 @@ absl::StatusOr<TaskRole> RoleOfTask(int procid, int ntasks, int servers, int fc_
   return TaskRole{"conv_worker", procid - servers - fc_workers};
 }
 
-absl::StatusOr<std::vector<std::string>> SlurmTaskCommand(ClusterLaunchOptions o,
-                                                          const SlurmTask& task,
-                                                          const SlurmLaunchOptions& slurm,
-                                                          const std::string& coordinator,
-                                                          const std::string& advertise) {
+absl::StatusOr<SlurmTaskProcess> SlurmTaskCommand(ClusterLaunchOptions o, const SlurmTask& task,
+                                                  const SlurmLaunchOptions& slurm,
+                                                  const std::string& coordinator,
+                                                  const std::string& advertise) {
   const int fc_workers = o.mode == "stanza" ? o.fc_workers : 0;
   STRATA_ASSIGN_OR_RETURN(const TaskRole role,
                           RoleOfTask(task.procid, task.ntasks, o.servers, fc_workers));
   o.conv_workers = task.ntasks - o.servers - fc_workers;
-  if (o.config.training.batch_size % o.conv_workers != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.batch_size ", o.config.training.batch_size, " is not divisible by the ",
-        o.conv_workers, " conv workers ", task.ntasks, " tasks leave"));
+  std::vector<int64_t> batches = o.batch_sizes;
+  if (batches.empty()) batches.push_back(o.config.training.batch_size);
+  for (const int64_t batch : batches) {
+    if (batch % o.conv_workers != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("training.batch_size ", batch,
+                                                     " is not divisible by the ", o.conv_workers,
+                                                     " conv workers ", task.ntasks, " tasks leave"));
+    }
   }
-  if (task.cpus_per_task > 0) o.threads_per_worker = task.cpus_per_task;
+  o.threads_per_worker = task.cpus_per_task > 0 ? task.cpus_per_task
+                         : o.config.training.threads > 0
+                             ? static_cast<int>(o.config.training.threads)
+                             : 1;
   const std::string& summary = o.summary_out;
   std::vector<std::string> argv;
   if (role.kind == "server") {
@@ -166,7 +172,7 @@ absl::StatusOr<std::vector<std::string>> SlurmTaskCommand(ClusterLaunchOptions o
     }
     argv.insert(argv.end(), {"--bind", bind, "--advertise", advertise});
   }
-  return argv;
+  return SlurmTaskProcess{role, std::move(argv)};
 }
 
 absl::Status RunSlurmTask(const ClusterLaunchOptions& o, const SlurmLaunchOptions& slurm) {
@@ -192,11 +198,10 @@ absl::Status RunSlurmTask(const ClusterLaunchOptions& o, const SlurmLaunchOption
         absl::StrCat("tcp://", NodeAddress(task.nodes.front()), ":", slurm.port_base);
   }
   const std::string advertise = NodeAddress(task.node);
-  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> argv,
+  STRATA_ASSIGN_OR_RETURN(SlurmTaskProcess process,
                           SlurmTaskCommand(o, task, slurm, coordinator, advertise));
-  const int fc_workers = o.mode == "stanza" ? o.fc_workers : 0;
-  STRATA_ASSIGN_OR_RETURN(const TaskRole role,
-                          RoleOfTask(task.procid, task.ntasks, o.servers, fc_workers));
+  const TaskRole& role = process.role;
+  std::vector<std::string>& argv = process.argv;
 
   if (std::getenv("CUDA_VISIBLE_DEVICES") == nullptr) {
     if (const int gpus = GpusOnThisHost(); gpus > 0) {
@@ -216,20 +221,28 @@ absl::Status RunSlurmTask(const ClusterLaunchOptions& o, const SlurmLaunchOption
               task.job_id.c_str(), task.procid, task.node.c_str(), kind.c_str(), role.rank,
               coordinator.c_str(), where.c_str());
   std::fflush(stdout);
+  // srun's stderr, kept (closed by exec) to say why an exec failed.
+  const int srun_stderr = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
   if (!slurm.log_dir.empty()) {
     const int fd = ::open(where.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
       return absl::UnavailableError(absl::StrCat("cannot open ", where, ": ", std::strerror(errno)));
     }
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
+    const bool redirected = ::dup2(fd, STDOUT_FILENO) >= 0 && ::dup2(fd, STDERR_FILENO) >= 0;
     ::close(fd);
+    if (!redirected) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot send the output to ", where, ": ", std::strerror(errno)));
+    }
   }
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
   ::execv(args[0], args.data());
-  return absl::UnavailableError(absl::StrCat("cannot start ", argv[0], ": ", std::strerror(errno)));
+  const absl::Status failed =
+      absl::UnavailableError(absl::StrCat("cannot start ", argv[0], ": ", std::strerror(errno)));
+  if (srun_stderr >= 0) ::dup2(srun_stderr, STDERR_FILENO);
+  return failed;
 }
 
 }  // namespace strata

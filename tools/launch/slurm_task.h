@@ -65,14 +65,19 @@ struct TaskRole {
 // workers and at least one conv worker.
 absl::StatusOr<TaskRole> RoleOfTask(int procid, int ntasks, int servers, int fc_workers);
 
-// The command line of `task`'s process in the cluster of `o` (o.conv_workers
-// is set from the task count), given the coordinator address and the
-// address this host advertises.
-absl::StatusOr<std::vector<std::string>> SlurmTaskCommand(ClusterLaunchOptions o,
-                                                          const SlurmTask& task,
-                                                          const SlurmLaunchOptions& slurm,
-                                                          const std::string& coordinator,
-                                                          const std::string& advertise);
+// What `task` runs in the cluster of `o`: its role and command line, given
+// the coordinator address and the address this host advertises. The task
+// count decides the conv workers (every job's batch must divide over
+// them); each process gets SLURM_CPUS_PER_TASK threads, else the config's
+// training.threads, else 1.
+struct SlurmTaskProcess {
+  TaskRole role;
+  std::vector<std::string> argv;
+};
+absl::StatusOr<SlurmTaskProcess> SlurmTaskCommand(ClusterLaunchOptions o, const SlurmTask& task,
+                                                  const SlurmLaunchOptions& slurm,
+                                                  const std::string& coordinator,
+                                                  const std::string& advertise);
 
 // Becomes this task's process (exec; returns only with the reason it could
 // not): the coordinator and this host's address resolved through Slurm,

@@ -26,6 +26,7 @@
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
 #include "core/net/curve.h"
+#include "core/net/serving_address.h"
 #include "core/status.h"
 #include "core/train/training_flags.h"
 #include "core/util/flag_names.h"
@@ -171,12 +172,18 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   if (!tc.evaluate) o.worker_flags.push_back("--evaluate=false");
   if (!absl::GetFlag(FLAGS_progress)) o.extra_worker_flags.push_back("--progress=false");
   if (!absl::GetFlag(FLAGS_shared_memory)) o.worker_flags.push_back("--shared-memory=false");
+  if (!o.port_range.empty()) {
+    STRATA_RETURN_IF_ERROR(WithContext(
+        ParseBindAddress(absl::StrCat("tcp://127.0.0.1:", o.port_range)).status(), "--port-range"));
+  }
   if (!absl::GetFlag(FLAGS_parameters_out).empty()) {
     o.extra_worker_flags.push_back("--parameters-out");
     o.extra_worker_flags.push_back(absl::GetFlag(FLAGS_parameters_out));
   }
   for (const std::string& path : jobs.empty() ? std::vector<std::string>{o.config_path} : jobs) {
     STRATA_ASSIGN_OR_RETURN(const JobConfig job, ConfigFromFlags(path));
+    o.batch_sizes.push_back(job.training.batch_size);
+    // Under Slurm the task count decides the conv workers (slurm_task.h).
     if (!absl::GetFlag(FLAGS_slurm) && job.training.batch_size % o.conv_workers != 0) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: training.batch_size %d is not divisible by %d conv workers", path,

@@ -3,12 +3,12 @@
 # creates the cluster from tools/cloud/aws/pcluster.yaml (unless it exists),
 # waits for it, copies this checkout to the head node's /shared, builds it
 # there, submits tools/cloud/slurm/strata.sbatch (CURVE on), waits for the
-# job, fetches its summary and logs, and deletes the cluster (unless
-# --keep-cluster).
+# job, fetches its summary and logs, and deletes the cluster it made (unless
+# --keep-cluster), also when a step fails.
 #
 #   tools/cloud/aws/run_on_parallelcluster.sh --region us-east-2 --subnet subnet-0abc \
 #       --key-name my-key --ssh-key ~/.ssh/my-key.pem \
-#       [--cluster-name strata] [--queue cpu|gpu] [--nodes 4] [--tasks-per-node 2] \
+#       [--cluster-name strata] [--partition cpu|gpu] [--nodes 4] [--tasks-per-node 2] \
 #       [--job configs/fashion_mnist.json] [--keep-cluster] [--dry-run] [-- strata_launch flags]
 #
 # --dry-run prints every command and runs none (no credentials needed).
@@ -18,29 +18,22 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 source_dir="$(cd "$here/../../.." && pwd)"
-# shellcheck source=tools/cloud/cloud_run.sh
+# shellcheck source=SCRIPTDIR/../cloud_run.sh
 . "$here/../cloud_run.sh"
 
 usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_on_parallelcluster: $*" >&2; exit 2; }
 
-region="" subnet="" key_name="" SSH_KEY="" cluster="strata" queue="cpu" nodes=4
-tasks_per_node=2 job="configs/fashion_mnist.json" keep=0
-launch_flags=(--mode stanza --servers 1 --fc-workers 1)
+region="" subnet="" key_name=""
 while [[ $# -gt 0 ]]; do
+  if common_flag "$@"; then
+    shift "$SHIFT_BY"
+    continue
+  fi
   case "$1" in
     --region) region="$2"; shift ;;
     --subnet) subnet="$2"; shift ;;
     --key-name) key_name="$2"; shift ;;
-    --ssh-key) SSH_KEY="$2"; shift ;;
-    --cluster-name) cluster="$2"; shift ;;
-    --queue) queue="$2"; shift ;;
-    --nodes) nodes="$2"; shift ;;
-    --tasks-per-node) tasks_per_node="$2"; shift ;;
-    --job) job="$2"; shift ;;
-    --keep-cluster) keep=1 ;;
-    --dry-run) DRY_RUN=1 ;;
-    --) shift; launch_flags=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -48,8 +41,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$region" && -n "$subnet" && -n "$key_name" ]] ||
   die "--region, --subnet and --key-name are required (see --help)"
-[[ "$queue" == cpu || "$queue" == gpu ]] || die "--queue cpu or gpu, not '$queue'"
-[[ -f "$source_dir/$job" ]] || die "no job config $job in this checkout"
+problem="$(check_common "$source_dir")" || die "$problem"
 
 if [[ "$DRY_RUN" != 1 ]]; then
   for tool in pcluster aws ssh rsync; do
@@ -60,42 +52,45 @@ if [[ "$DRY_RUN" != 1 ]]; then
 fi
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# Whatever happens from here on, a cluster this run made is not left
+# running (and costing) unless --keep-cluster; one that was there before
+# stays.
+created=0
+finish() {
+  local status=$?
+  if [[ "$KEEP" != 1 && "$created" == 1 ]]; then
+    run pcluster delete-cluster --cluster-name "$CLUSTER" --region "$region" || status=1
+  fi
+  rm -rf "$work"
+  exit "$status"
+}
+trap finish EXIT
 config="$work/pcluster.yaml"
 sed -e "s|REPLACE_REGION|$region|" -e "s|REPLACE_SUBNET|$subnet|g" \
   -e "s|REPLACE_KEY_NAME|$key_name|" "$here/pcluster.yaml" > "$config"
 
 status() {
-  pcluster describe-cluster --cluster-name "$cluster" --region "$region" \
+  pcluster describe-cluster --cluster-name "$CLUSTER" --region "$region" \
     --query clusterStatus 2> /dev/null | tr -d '"' || true
 }
 if [[ "$DRY_RUN" == 1 || "$(status)" == "" ]]; then
-  run pcluster create-cluster --cluster-name "$cluster" --region "$region" \
+  created=1
+  run pcluster create-cluster --cluster-name "$CLUSTER" --region "$region" \
     --cluster-configuration "$config"
 fi
-echo "waiting for $cluster to be CREATE_COMPLETE"
+echo "waiting for $CLUSTER to be CREATE_COMPLETE"
 if [[ "$DRY_RUN" != 1 ]]; then
   while true; do
     state="$(status)"
     [[ "$state" == CREATE_COMPLETE || "$state" == UPDATE_COMPLETE ]] && break
-    [[ "$state" == *FAILED* ]] && die "cluster $cluster is $state (see pcluster describe-cluster)"
+    [[ "$state" == *FAILED* ]] && die "cluster $CLUSTER is $state (see pcluster describe-cluster)"
     sleep 30
   done
 fi
 head_ip="HEAD_NODE_IP"
 if [[ "$DRY_RUN" != 1 ]]; then
-  head_ip="$(pcluster describe-cluster --cluster-name "$cluster" --region "$region" \
+  head_ip="$(pcluster describe-cluster --cluster-name "$CLUSTER" --region "$region" \
     --query headNode.publicIpAddress | tr -d '"')"
 fi
 HEAD="ubuntu@$head_ip"
-REMOTE_DIR="/shared/strata"
-RESULTS="$source_dir/cloud-results"
-run_id="$(date -u +%Y%m%d-%H%M%S)"
-
-copy_checkout "$source_dir"
-build_on_head
-submit_job "$run_id" "$queue" "$nodes" "$tasks_per_node" "$job" "${launch_flags[@]}"
-fetch_results "$run_id"
-if [[ "$keep" != 1 ]]; then
-  run pcluster delete-cluster --cluster-name "$cluster" --region "$region"
-fi
+run_strata_job "$source_dir"

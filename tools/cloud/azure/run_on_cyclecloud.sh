@@ -4,8 +4,8 @@
 # strata-params.json with your subnet and region (unless it exists), starts
 # it and waits for the scheduler, copies this checkout to its /shared, builds
 # it there, submits tools/cloud/slurm/strata.sbatch (CURVE on), waits for
-# the job, fetches its summary and logs, and terminates the cluster (unless
-# --keep-cluster).
+# the job, fetches its summary and logs, and terminates the cluster it made
+# (unless --keep-cluster), also when a step fails.
 #
 #   tools/cloud/azure/run_on_cyclecloud.sh --subnet RG/VNET/SUBNET [--region eastus] \
 #       --ssh-key ~/.ssh/cyclecloud.pem [--cluster-name strata] [--partition cpu|gpu] \
@@ -19,36 +19,28 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 source_dir="$(cd "$here/../../.." && pwd)"
-# shellcheck source=tools/cloud/cloud_run.sh
+# shellcheck source=SCRIPTDIR/../cloud_run.sh
 . "$here/../cloud_run.sh"
 
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_on_cyclecloud: $*" >&2; exit 2; }
 
-subnet="" region="eastus" SSH_KEY="" cluster="strata" partition="cpu" nodes=4
-tasks_per_node=2 job="configs/fashion_mnist.json" keep=0
-launch_flags=(--mode stanza --servers 1 --fc-workers 1)
+subnet="" region="eastus"
 while [[ $# -gt 0 ]]; do
+  if common_flag "$@"; then
+    shift "$SHIFT_BY"
+    continue
+  fi
   case "$1" in
     --subnet) subnet="$2"; shift ;;
     --region) region="$2"; shift ;;
-    --ssh-key) SSH_KEY="$2"; shift ;;
-    --cluster-name) cluster="$2"; shift ;;
-    --partition) partition="$2"; shift ;;
-    --nodes) nodes="$2"; shift ;;
-    --tasks-per-node) tasks_per_node="$2"; shift ;;
-    --job) job="$2"; shift ;;
-    --keep-cluster) keep=1 ;;
-    --dry-run) DRY_RUN=1 ;;
-    --) shift; launch_flags=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
 done
 [[ -n "$subnet" ]] || die "--subnet RESOURCE_GROUP/VNET/SUBNET is required (see --help)"
-[[ "$partition" == cpu || "$partition" == gpu ]] || die "--partition cpu or gpu, not '$partition'"
-[[ -f "$source_dir/$job" ]] || die "no job config $job in this checkout"
+problem="$(check_common "$source_dir")" || die "$problem"
 
 if [[ "$DRY_RUN" != 1 ]]; then
   for tool in cyclecloud ssh rsync; do
@@ -59,36 +51,39 @@ if [[ "$DRY_RUN" != 1 ]]; then
 fi
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# Whatever happens from here on, a cluster this run made is not left
+# running (and costing) unless --keep-cluster; one that was there before
+# stays.
+created=0
+finish() {
+  local status=$?
+  if [[ "$KEEP" != 1 && "$created" == 1 ]]; then
+    run cyclecloud terminate_cluster "$CLUSTER" || status=1
+  fi
+  rm -rf "$work"
+  exit "$status"
+}
+trap finish EXIT
 params="$work/strata-params.json"
 sed -e "s|\"REPLACE_RESOURCE_GROUP/REPLACE_VNET/REPLACE_SUBNET\"|\"$subnet\"|" \
   -e "s|\"Region\": \"eastus\"|\"Region\": \"$region\"|" "$here/strata-params.json" > "$params"
 
 run cyclecloud import_template strata-slurm -f "$here/strata-slurm.txt" --force
-if [[ "$DRY_RUN" == 1 ]] || ! cyclecloud show_cluster "$cluster" > /dev/null 2>&1; then
-  run cyclecloud create_cluster strata-slurm "$cluster" -p "$params"
+if [[ "$DRY_RUN" == 1 ]] || ! cyclecloud show_cluster "$CLUSTER" > /dev/null 2>&1; then
+  created=1
+  run cyclecloud create_cluster strata-slurm "$CLUSTER" -p "$params"
 fi
-run cyclecloud start_cluster "$cluster"
-echo "waiting for $cluster's scheduler to be Ready"
+run cyclecloud start_cluster "$CLUSTER"
+echo "waiting for $CLUSTER's scheduler to be Ready"
 head_ip="SCHEDULER_IP"
 if [[ "$DRY_RUN" != 1 ]]; then
   while true; do
-    state="$(cyclecloud show_nodes scheduler -c "$cluster" --states 2> /dev/null || true)"
+    state="$(cyclecloud show_nodes scheduler -c "$CLUSTER" --states 2> /dev/null || true)"
     [[ "$state" == *Ready* ]] && break
-    [[ "$state" == *Failed* ]] && die "the scheduler of $cluster failed (cyclecloud show_nodes)"
+    [[ "$state" == *Failed* ]] && die "the scheduler of $CLUSTER failed (cyclecloud show_nodes)"
     sleep 30
   done
-  head_ip="$(cyclecloud show_nodes scheduler -c "$cluster" --output '%(PublicIp)s' | head -n 1)"
+  head_ip="$(cyclecloud show_nodes scheduler -c "$CLUSTER" --output '%(PublicIp)s' | head -n 1)"
 fi
 HEAD="cyclecloud@$head_ip"
-REMOTE_DIR="/shared/strata"
-RESULTS="$source_dir/cloud-results"
-run_id="$(date -u +%Y%m%d-%H%M%S)"
-
-copy_checkout "$source_dir"
-build_on_head
-submit_job "$run_id" "$partition" "$nodes" "$tasks_per_node" "$job" "${launch_flags[@]}"
-fetch_results "$run_id"
-if [[ "$keep" != 1 ]]; then
-  run cyclecloud terminate_cluster "$cluster"
-fi
+run_strata_job "$source_dir"
