@@ -7,7 +7,7 @@ STRATA_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup setup-bench configure build test test-unit fresh-check demo bench format tidy clean
+.PHONY: all setup setup-bench configure build test test-unit fresh-check demo bench fuzz format tidy clean
 
 all: build
 
@@ -46,6 +46,18 @@ demo: build
 # Throughput against the PyTorch peer, side by side.
 bench: setup-bench build
 	$(BUILD_DIR)/bin/strata_bench train --mode single --config configs/fashion_mnist.json
+
+# libFuzzer on every decoder of untrusted input (tests/fuzz), FUZZ_SECONDS
+# each, in a clang build of its own; new inputs join the checked-in corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = fuzz_message_header fuzz_expert_block fuzz_activations fuzz_job_config \
+  fuzz_idx_reader fuzz_cifar_reader fuzz_checkpoint_reader
+fuzz:
+	bash tools/setup.sh --fuzz
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSTRATA_CUDA=OFF -DSTRATA_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	bash tools/fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
 format:
 	find core server conv_workers fc_workers moe tools tests -name '*.h' -o -name '*.cc' -o -name '*.cu' | xargs clang-format -i

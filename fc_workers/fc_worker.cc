@@ -12,6 +12,7 @@
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
 #include "core/net/admission.h"
+#include "core/net/fc_link.h"
 #include "core/net/message_endpoint.h"
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
@@ -32,12 +33,6 @@
 
 namespace strata {
 namespace {
-
-std::string ShapeText(capnp::List<int64_t>::Reader shape) {
-  std::vector<int64_t> dims;
-  for (int64_t d : shape) dims.push_back(d);
-  return Shape(dims).ToString();
-}
 
 // What one conv worker sent for the iteration being gathered, and what we
 // answered last (kept to answer a resent request again).
@@ -198,36 +193,12 @@ class FcServer {
 
   absl::Status Accept(const IncomingMessage& m, int64_t iteration) {
     const auto h = m.header();
-    if (h.getKind() != wire::Kind::ACTIVATIONS) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("an FC worker does not accept ", KindName(h.getKind()), " messages"));
-    }
+    STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> labels, ReadActivations(m, expected_, classes_));
     const int sender = h.getSenderRank();
     auto it = peers_.find(sender);
     if (it == peers_.end()) {
       return absl::InvalidArgumentError(absl::StrCat("activations from conv worker ", sender,
                                                      ", which is not served by FC worker ", rank_));
-    }
-    const std::string expected = expected_.ToString();
-    const std::string received = ShapeText(h.getShape());
-    if (expected != received) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("activations of shape ", received, ", expected ", expected));
-    }
-    const int64_t b = expected_[0];
-    if (m.num_frames() != 2 || m.frame_size(0) != static_cast<size_t>(expected_.numel()) * 4 ||
-        m.frame_size(1) != static_cast<size_t>(b) * 4) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "activations of shape ", expected, " need 2 frames of ", expected_.numel() * 4, " and ",
-          b * 4, " bytes (activations, int32 labels)"));
-    }
-    std::vector<int32_t> labels(b);
-    std::memcpy(labels.data(), m.frame_data(1), b * sizeof(int32_t));
-    for (int64_t i = 0; i < b; ++i) {
-      if (labels[i] < 0 || labels[i] >= classes_) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("label ", labels[i], " of sample ", i, " is outside [0, ", classes_, ")"));
-      }
     }
     ConvPeer& peer = it->second;
     if (h.getIteration() == peer.answered_iteration && h.getIteration() == iteration - 1) {

@@ -100,6 +100,67 @@ absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
   return outboxes_[to]->Send(m);
 }
 
+absl::StatusOr<ReceivedBlock> ReadExpertBlock(const IncomingMessage& m, int rank, int size) {
+  const auto h = m.header();
+  if (h.getKind() != wire::Kind::EXPERT_BLOCK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an expert exchange does not accept ", KindName(h.getKind()), " messages"));
+  }
+  ReceivedBlock out;
+  out.sender = h.getSenderRank();
+  if (out.sender < 0 || out.sender >= size || out.sender == rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a block from process ", out.sender, ", which is not a peer in this group of ", size));
+  }
+  const auto t = h.getExchangeTag();
+  if (t.getPhase() > kLastPhase || t.getChunks() < 1 || t.getChunk() < 0 ||
+      t.getChunk() >= t.getChunks()) {
+    return absl::InvalidArgumentError(absl::StrCat("a block with phase ", t.getPhase(), ", chunk ",
+                                                   t.getChunk(), "/", t.getChunks()));
+  }
+  moe::ExchangeTag& tag = out.tag;
+  tag.call = t.getCall();
+  tag.layer = t.getLayer();
+  tag.phase = static_cast<moe::ExchangePhase>(t.getPhase());
+  tag.chunk = t.getChunk();
+  tag.chunks = t.getChunks();
+  moe::ExchangeBlock& block = out.block;
+  int64_t rows = 0;
+  for (int64_t c : h.getCounts()) {
+    if (c < 0) return absl::InvalidArgumentError(absl::StrCat("a negative count ", c));
+    // Bounded so that the sum cannot overflow.
+    if (c > (int64_t{1} << 40)) {
+      return absl::InvalidArgumentError(absl::StrCat("a count of ", c, " rows"));
+    }
+    block.counts.push_back(c);
+    rows += c;
+  }
+  if (rows > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError(absl::StrCat("counts of ", rows, " rows in all"));
+  }
+  const auto shape = h.getShape();
+  if (shape.size() != 2 || shape[0] != rows || shape[1] < 0 || shape[1] > (int64_t{1} << 20)) {
+    std::vector<int64_t> dims;
+    for (int64_t d : shape) dims.push_back(d);
+    return absl::InvalidArgumentError(absl::StrCat(tag.ToString(), ": shape [",
+                                                   absl::StrJoin(dims, ", "), "] for ", rows,
+                                                   " counted rows, expected [", rows, ", width]"));
+  }
+  const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(shape[1]) * 4;
+  const size_t frames = bytes > 0 ? 1 : 0;
+  if (m.num_frames() != frames || (frames == 1 && m.frame_size(0) != bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(tag.ToString(), ": ", m.num_frames(), " data frames of ",
+                     m.num_frames() > 0 ? m.frame_size(0) : 0, " bytes for rows [", rows, ", ",
+                     shape[1], "], expected ", frames, " of ", bytes));
+  }
+  if (frames == 1) {
+    block.rows = Tensor::Empty({rows, shape[1]});
+    m.CopyFrameTo(0, block.rows.data());
+  }
+  return out;
+}
+
 absl::StatusOr<std::optional<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>>>
 ZmqExpertExchange::Unpack(RawMessage raw) {
   STRATA_ASSIGN_OR_RETURN(IncomingMessage m, Decode(std::move(raw), options_.limits));
@@ -120,55 +181,9 @@ ZmqExpertExchange::Unpack(RawMessage raw) {
     return std::nullopt;
   }
   STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
-  if (h.getKind() != wire::Kind::EXPERT_BLOCK) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("an expert exchange does not accept ", KindName(h.getKind()), " messages"));
-  }
-  const int sender = h.getSenderRank();
-  if (sender < 0 || sender >= size() || sender == rank()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a block from process ", sender, ", which is not a peer in this group of ", size()));
-  }
-  const auto t = h.getExchangeTag();
-  if (t.getPhase() > kLastPhase || t.getChunks() < 1 || t.getChunk() < 0 ||
-      t.getChunk() >= t.getChunks()) {
-    return absl::InvalidArgumentError(absl::StrCat("a block with phase ", t.getPhase(), ", chunk ",
-                                                   t.getChunk(), "/", t.getChunks()));
-  }
-  moe::ExchangeTag tag;
-  tag.call = t.getCall();
-  tag.layer = t.getLayer();
-  tag.phase = static_cast<moe::ExchangePhase>(t.getPhase());
-  tag.chunk = t.getChunk();
-  tag.chunks = t.getChunks();
-  moe::ExchangeBlock block;
-  int64_t rows = 0;
-  for (int64_t c : h.getCounts()) {
-    if (c < 0) return absl::InvalidArgumentError(absl::StrCat("a negative count ", c));
-    block.counts.push_back(c);
-    rows += c;
-  }
-  const auto shape = h.getShape();
-  if (shape.size() != 2 || shape[0] != rows || shape[1] < 0) {
-    std::vector<int64_t> dims;
-    for (int64_t d : shape) dims.push_back(d);
-    return absl::InvalidArgumentError(absl::StrCat(tag.ToString(), ": shape [",
-                                                   absl::StrJoin(dims, ", "), "] for ", rows,
-                                                   " counted rows, expected [", rows, ", width]"));
-  }
-  const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(shape[1]) * 4;
-  const size_t frames = bytes > 0 ? 1 : 0;
-  if (m.num_frames() != frames || (frames == 1 && m.frame_size(0) != bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(tag.ToString(), ": ", m.num_frames(), " data frames of ",
-                     m.num_frames() > 0 ? m.frame_size(0) : 0, " bytes for rows [", rows, ", ",
-                     shape[1], "], expected ", frames, " of ", bytes));
-  }
-  if (frames == 1) {
-    block.rows = Tensor::Empty({rows, shape[1]});
-    m.CopyFrameTo(0, block.rows.data());
-  }
-  return std::make_optional(std::make_pair(Key{sender, tag}, std::move(block)));
+  STRATA_ASSIGN_OR_RETURN(ReceivedBlock received, ReadExpertBlock(m, rank(), size()));
+  return std::make_optional(
+      std::make_pair(Key{received.sender, received.tag}, std::move(received.block)));
 }
 
 std::string ZmqExpertExchange::Describe(const Key& key) const {

@@ -54,6 +54,21 @@ struct ExpertExchangeOptions {
   EndpointDecorator decorate_endpoint;
 };
 
+// An EXPERT_BLOCK message as read: who sent it, for which tag, and its
+// counts and rows.
+struct ReceivedBlock {
+  int sender = -1;
+  moe::ExchangeTag tag;
+  moe::ExchangeBlock block;
+};
+
+// Reads the block `m` carries to process `rank` of a group of `size`,
+// every field checked against the others: the kind, the sender (a peer,
+// not `rank`), the tag's phase and chunk, non-negative counts whose sum is
+// the rows of a shape [rows, width], and one data frame of exactly that
+// many floats (none for no rows). InvalidArgument naming what disagrees.
+absl::StatusOr<ReceivedBlock> ReadExpertBlock(const IncomingMessage& m, int rank, int size);
+
 class ZmqExpertExchange final : public moe::ExpertExchange {
  public:
   // Binds the inbox where `serving` says (core/net/serving_address.h;

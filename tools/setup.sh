@@ -5,6 +5,7 @@
 #
 #   tools/setup.sh           build, test and demo dependencies
 #   tools/setup.sh --bench   also the benchmark peers (python3-torch, python3-torchvision)
+#   tools/setup.sh --fuzz    also clang and libFuzzer (make fuzz)
 set -euo pipefail
 
 packages=(
@@ -23,6 +24,9 @@ packages=(
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision python3-numpy)
+fi
+if [[ "${1:-}" == "--fuzz" ]]; then
+  packages+=(clang libclang-rt-14-dev)
 fi
 
 missing=()

@@ -112,4 +112,39 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
   }
 }
 
+absl::StatusOr<std::vector<int32_t>> ReadActivations(const IncomingMessage& m,
+                                                     const Shape& expected, int64_t classes) {
+  const auto h = m.header();
+  if (h.getKind() != wire::Kind::ACTIVATIONS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an FC worker does not accept ", KindName(h.getKind()), " messages"));
+  }
+  std::vector<int64_t> dims;
+  for (int64_t d : h.getShape()) dims.push_back(d);
+  if (dims != expected.dims()) {
+    // Shape() of any dims, even negative ones, prints them as received.
+    std::string received = "[";
+    for (size_t i = 0; i < dims.size(); ++i) absl::StrAppend(&received, i ? ", " : "", dims[i]);
+    received += "]";
+    return absl::InvalidArgumentError(absl::StrCat("activations of shape ", received,
+                                                   ", expected ", expected.ToString()));
+  }
+  const int64_t batch = expected[0];
+  if (m.num_frames() != 2 || m.frame_size(0) != static_cast<size_t>(expected.numel()) * 4 ||
+      m.frame_size(1) != static_cast<size_t>(batch) * 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "activations of shape ", expected.ToString(), " need 2 frames of ", expected.numel() * 4,
+        " and ", batch * 4, " bytes (activations, int32 labels)"));
+  }
+  std::vector<int32_t> labels(batch);
+  std::memcpy(labels.data(), m.frame_data(1), batch * sizeof(int32_t));
+  for (int64_t i = 0; i < batch; ++i) {
+    if (labels[i] < 0 || labels[i] >= classes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("label ", labels[i], " of sample ", i, " is outside [0, ", classes, ")"));
+    }
+  }
+  return labels;
+}
+
 }  // namespace strata

@@ -39,6 +39,14 @@ struct FcLinkOptions {
   ChannelDecorator decorate_channel;
 };
 
+// The FC worker's side: reads the ACTIVATIONS message `m` a conv worker
+// sent, checked whole before anything is used: the kind, the shape (which
+// must be `expected`, {batch, boundary...}), two data frames of exactly the
+// activations' and the int32 labels' bytes, and every label in
+// [0, classes). Returns the labels; InvalidArgument naming what is wrong.
+absl::StatusOr<std::vector<int32_t>> ReadActivations(const IncomingMessage& m,
+                                                     const Shape& expected, int64_t classes);
+
 class FcLink {
  public:
   static absl::StatusOr<std::unique_ptr<FcLink>> Connect(const FcLinkOptions& options);

@@ -5,6 +5,9 @@
 #include "core/net/serving_address.h"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <zmq.hpp>
@@ -99,24 +102,34 @@ TEST(ServingAddressTest, AnUnknownInterfaceIsNamedWithTheOnesThereAre) {
   EXPECT_EQ(*InterfaceAddress("lo"), "127.0.0.1");
 }
 
-// The first port of a run of `n` that were free a moment ago on 127.0.0.1
-// (the kernel's choice for the first); 0 when none was found.
-int FreeRangeStart(zmq::context_t& context, int n) {
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    zmq::socket_t probe(context, zmq::socket_type::router);
-    probe.bind("tcp://127.0.0.1:0");
-    const std::string endpoint = probe.get(zmq::sockopt::last_endpoint);
-    const int first = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
-    probe.close();
-    bool free = first + n < 65535;
-    for (int p = first; free && p < first + n; ++p) {
-      zmq::socket_t s(context, zmq::socket_type::router);
-      try {
-        s.bind("tcp://127.0.0.1:" + std::to_string(p));
-      } catch (const zmq::error_t&) {
-        free = false;
-      }
-    }
+// Whether 127.0.0.1:`port` can be bound now (a plain socket, closed at
+// once: ZeroMQ closes its listeners later, on its I/O thread).
+bool PortIsFree(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return free;
+}
+
+// The first port of a run of `n` free ones on 127.0.0.1, from the kernel's
+// choice of a free port; 0 when none was found.
+int FreeRangeStart(int n) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    ::close(fd);
+    const int first = ntohs(address.sin_port);
+    bool free = first > 0 && first + n < 65535;
+    for (int p = first; free && p < first + n; ++p) free = PortIsFree(p);
     if (free) return first;
   }
   return 0;
@@ -127,7 +140,7 @@ TEST(ServingAddressTest, SocketsOfOneRangeTakeItsPortsInTurnUntilNoneIsLeft) {
   // Another test may take a port between the probe and the binds: try a
   // few ranges.
   for (int attempt = 0; attempt < 5; ++attempt) {
-    const int first = FreeRangeStart(context, 2);
+    const int first = FreeRangeStart(2);
     ASSERT_GT(first, 0);
     const std::string range =
         "tcp://127.0.0.1:" + std::to_string(first) + "-" + std::to_string(first + 1);

@@ -84,7 +84,7 @@ TEST(SlurmTaskTest, ServingTasksBindAllInterfacesOnPortsOfTheirOwnAndAdvertiseTh
   const std::vector<std::string>& c1 = conv->argv;
   EXPECT_EQ(c1.front(), "/opt/strata/bin/strata_conv_worker");
   EXPECT_EQ(Flag(c1, "--rank"), "1");
-  EXPECT_EQ(Flag(c1, "--threads"), "1");  // no SLURM_CPUS_PER_TASK, no training.threads
+  EXPECT_EQ(Flag(c1, "--threads"), "1");  // no SLURM_CPUS_PER_TASK: Slurm gave it one CPU
   EXPECT_EQ(Flag(c1, "--bind"), "");      // conv workers serve nothing
   EXPECT_EQ(Flag(c1, "--summary-out"), "");
 }

@@ -151,10 +151,8 @@ absl::StatusOr<SlurmTaskProcess> SlurmTaskCommand(ClusterLaunchOptions o, const 
                                                      " conv workers ", task.ntasks, " tasks leave"));
     }
   }
-  o.threads_per_worker = task.cpus_per_task > 0 ? task.cpus_per_task
-                         : o.config.training.threads > 0
-                             ? static_cast<int>(o.config.training.threads)
-                             : 1;
+  // What Slurm gave the task: --cpus-per-task, else one CPU.
+  o.threads_per_worker = task.cpus_per_task > 0 ? task.cpus_per_task : 1;
   const std::string& summary = o.summary_out;
   std::vector<std::string> argv;
   if (role.kind == "server") {

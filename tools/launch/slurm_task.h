@@ -68,8 +68,8 @@ absl::StatusOr<TaskRole> RoleOfTask(int procid, int ntasks, int servers, int fc_
 // What `task` runs in the cluster of `o`: its role and command line, given
 // the coordinator address and the address this host advertises. The task
 // count decides the conv workers (every job's batch must divide over
-// them); each process gets SLURM_CPUS_PER_TASK threads, else the config's
-// training.threads, else 1.
+// them); each process gets the CPUs Slurm gave its task: SLURM_CPUS_PER_TASK
+// threads, else 1.
 struct SlurmTaskProcess {
   TaskRole role;
   std::vector<std::string> argv;
