@@ -94,6 +94,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   lo.conv_rank = rank;
   lo.credentials = options.client.credentials;
   lo.timeout = options.client.timeout;
+  lo.decorate_channel = options.client.decorate_channel;
   STRATA_ASSIGN_OR_RETURN(auto link, FcLink::Connect(lo));
 
   STRATA_ASSIGN_OR_RETURN(

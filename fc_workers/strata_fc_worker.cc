@@ -34,13 +34,15 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   STRATA_RETURN_IF_ERROR(InstallCurveFromFlags());
   STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, "stanza"));
   for (JobRun& job : jobs) job.options.client.rank = absl::GetFlag(FLAGS_rank);
+  STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
   STRATA_ASSIGN_OR_RETURN(const SharingPolicy policy, SharingPolicyFromFlags());
   const bool several = jobs.size() > 1;
-  auto run = [several](const WorkerOptions& worker) {
+  auto run = [several, faults](const WorkerOptions& worker) {
     FcWorkerOptions o;
     o.worker = worker;
     o.serving = ServingAddressFromFlags();
     if (o.serving.bind.empty()) o.serving.bind = ServingAddress().bind;
+    if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults);
     const std::string ready = ReadyFileFromFlags();
     o.ready_file = several ? PathForJob(ready, worker.client.credentials.job_id) : ready;
     return RunFcWorker(o).status();

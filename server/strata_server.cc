@@ -81,6 +81,8 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   o.rank = absl::GetFlag(FLAGS_rank);
   o.coordinator = address.coordinator;
   o.serving = ServingAddressFromFlags();
+  STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
+  if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults);
   o.job_id = address.job_id;
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(consistency.consistency));

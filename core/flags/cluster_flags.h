@@ -14,6 +14,7 @@
 //                core/net/serving_address.h)
 //   curve        --curve-keys --curve-client (every process that opens a
 //                socket, strata_launch; core/net/curve.h)
+//   faults       --inject-faults (servers and workers; core/net/fault_injection.h)
 #ifndef STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 #define STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 
@@ -22,6 +23,7 @@
 
 #include "absl/time/time.h"
 #include "core/model/job_config.h"
+#include "core/net/fault_injection.h"
 #include "core/net/serving_address.h"
 
 namespace strata {
@@ -61,6 +63,9 @@ ServingAddress ServingAddressFromFlags();
 absl::Status InstallCurveFromFlags();
 // --curve-keys ("" = plain text), for launchers to hand on.
 std::string CurveKeysDirFromFlags();
+
+// --inject-faults, parsed (no fault when not given); errors name the flag.
+absl::StatusOr<FaultRates> FaultRatesFromFlags();
 
 // `path` for job `job_id` of a process that serves or runs several jobs
 // (--job given more than once): "out/summary.json" becomes

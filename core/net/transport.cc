@@ -281,7 +281,8 @@ absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity)
   auto full = [&]() {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the send queue to ", kind_ == SocketKind::kRouter ? "a peer of " : "", address_,
-        " is full (", limits_.queue_messages, " messages): the peer is not reading"));
+        " is full (", limits_.queue_messages, " messages): the peer is not reading",
+        curve_ ? ", or no connection to it is up (a refused CURVE handshake?)" : ""));
   };
   try {
     const bool has_frames = !message.frames_.empty();

@@ -74,8 +74,9 @@ struct ClusterLaunchOptions {
   // Config overrides (--epochs, --max-steps, --batch-size, --seed) that
   // every process must apply alike.
   std::vector<std::string> override_flags;
-  // For every process: what secures its connections (--curve-keys DIR).
-  std::vector<std::string> security_flags;
+  // For every process: what secures its connections (--curve-keys DIR) and
+  // the faults it injects (--inject-faults).
+  std::vector<std::string> every_process_flags;
   // For every conv and FC worker.
   std::vector<std::string> worker_flags;
   // For the reporting process only.

@@ -4,7 +4,7 @@ namespace strata {
 namespace {
 
 // `argv` with what every process gets: the job config (or every --job), the
-// overrides every process must apply alike, and its security flags.
+// overrides every process must apply alike, and every process's own flags.
 std::vector<std::string> WithJobs(const ClusterLaunchOptions& o, std::vector<std::string> argv) {
   if (!o.job_configs.empty()) {
     for (const std::string& job : o.job_configs) argv.insert(argv.end(), {"--job", job});
@@ -12,7 +12,7 @@ std::vector<std::string> WithJobs(const ClusterLaunchOptions& o, std::vector<std
     argv.insert(argv.end(), {"--config", o.config_path});
   }
   argv.insert(argv.end(), o.override_flags.begin(), o.override_flags.end());
-  argv.insert(argv.end(), o.security_flags.begin(), o.security_flags.end());
+  argv.insert(argv.end(), o.every_process_flags.begin(), o.every_process_flags.end());
   return argv;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -38,6 +39,8 @@
 #include "tools/launch/chrome_trace.h"
 #include "tools/launch/local_cluster.h"
 #include "tools/launch/slurm_task.h"
+
+ABSL_DECLARE_FLAG(std::string, inject_faults);
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cluster.mode)");
@@ -161,7 +164,12 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   if (const std::string keys = CurveKeysDirFromFlags(); !keys.empty()) {
     STRATA_RETURN_IF_ERROR(WithContext(LoadCurveKeys(keys).status(), "--curve-keys"));
-    o.security_flags = {"--curve-keys", std::filesystem::absolute(keys).string()};
+    o.every_process_flags = {"--curve-keys", std::filesystem::absolute(keys).string()};
+  }
+  STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
+  if (faults.any()) {
+    o.every_process_flags.insert(o.every_process_flags.end(),
+                                 {"--inject-faults", absl::GetFlag(FLAGS_inject_faults)});
   }
   const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
   o.threads_per_worker = std::max(1, threads / o.conv_workers);

@@ -57,7 +57,8 @@ start() {
   [[ ! -s "$dir/slurmctld.pid" ]] || die "a Slurm runs in $dir already (stop it first)"
   mkdir -p "$dir/state" "$dir/spool" "$dir/log"
   local host
-  host="$(hostname -s)"
+  host="$(uname -n)"  # coreutils: a minimal Debian has no hostname(1)
+  host="${host%%.*}"
   dd if=/dev/urandom of="$dir/munge.key" bs=1024 count=1 status=none
   chmod 600 "$dir/munge.key"
   munged --force --key-file="$dir/munge.key" --socket="$dir/munge.sock" \

@@ -1,0 +1,261 @@
+#include "core/net/fault_injection.h"
+
+#include <deque>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/util/rng.h"
+
+namespace strata {
+namespace {
+
+class RealClock final : public FaultClock {
+ public:
+  absl::Time Now() const override { return absl::Now(); }
+};
+
+RawMessage Copy(const RawMessage& m) {
+  RawMessage out;
+  out.identity = m.identity;
+  out.curve_user = m.curve_user;
+  out.dropped_bytes = m.dropped_bytes;
+  out.dropped_frames = m.dropped_frames;
+  for (const zmq::message_t& frame : m.frames) out.frames.emplace_back(frame.data(), frame.size());
+  return out;
+}
+
+// Cuts the last frame to half its bytes (the header when there is no data
+// frame): what a connection that broke mid-message would have left.
+void Truncate(RawMessage& m) {
+  if (m.frames.empty()) return;
+  zmq::message_t& last = m.frames.back();
+  zmq::message_t half(last.data(), last.size() / 2);
+  last = std::move(half);
+}
+
+// The faults of one decorated channel or endpoint: messages go in as they
+// are received and come out as they are to be delivered.
+class FaultyInbox {
+ public:
+  FaultyInbox(const FaultRates& rates, uint64_t stream, FaultCounts* counts,
+              const FaultClock* clock)
+      : rates_(rates),
+        rng_(DeriveSeed(rates.seed, stream)),
+        counts_(counts),
+        clock_(clock != nullptr ? clock : &RealFaultClock()) {}
+
+  void Take(RawMessage m) {
+    const double u = rng_.Uniform();
+    double edge = rates_.drop;
+    if (u < edge) {
+      Count(&FaultCounts::dropped);
+      return;
+    }
+    if (u < (edge += rates_.truncate)) {
+      Count(&FaultCounts::truncated);
+      Truncate(m);
+      Deliver(std::move(m));
+      return;
+    }
+    if (u < (edge += rates_.duplicate)) {
+      Count(&FaultCounts::duplicated);
+      Deliver(Copy(m));
+      Deliver(std::move(m));
+      return;
+    }
+    if (u < (edge += rates_.delay)) {
+      Count(&FaultCounts::delayed);
+      delayed_.emplace(clock_->Now() + rates_.delay_by, std::move(m));
+      return;
+    }
+    if (u < (edge += rates_.reorder)) {
+      Count(&FaultCounts::reordered);
+      behind_.emplace_back(clock_->Now() + rates_.delay_by, std::move(m));
+      return;
+    }
+    Deliver(std::move(m));
+  }
+
+  // The messages due now, in delivery order. A message held back for
+  // reordering that no later one has overtaken within `delay_by` goes too.
+  std::deque<RawMessage>& Ready() {
+    const absl::Time now = clock_->Now();
+    while (!delayed_.empty() && delayed_.begin()->first <= now) {
+      Deliver(std::move(delayed_.begin()->second));
+      delayed_.erase(delayed_.begin());
+    }
+    while (!behind_.empty() && behind_.front().first <= now) {
+      ready_.push_back(std::move(behind_.front().second));
+      behind_.pop_front();
+      Count(&FaultCounts::delivered);
+    }
+    return ready_;
+  }
+
+  bool holding() const { return !delayed_.empty() || !behind_.empty(); }
+
+ private:
+  // Hands `m` on; a message held back for reordering follows it.
+  void Deliver(RawMessage m) {
+    ready_.push_back(std::move(m));
+    Count(&FaultCounts::delivered);
+    while (!behind_.empty()) {
+      ready_.push_back(std::move(behind_.front().second));
+      behind_.pop_front();
+      Count(&FaultCounts::delivered);
+    }
+  }
+
+  void Count(std::atomic<uint64_t> FaultCounts::*field) {
+    if (counts_ != nullptr) (counts_->*field)++;
+  }
+
+  const FaultRates rates_;
+  Rng rng_;
+  FaultCounts* counts_;
+  const FaultClock* clock_;
+  std::multimap<absl::Time, RawMessage> delayed_;
+  std::deque<std::pair<absl::Time, RawMessage>> behind_;  // with when they go anyway
+  std::deque<RawMessage> ready_;
+};
+
+class FaultyChannel final : public MessageChannel {
+ public:
+  FaultyChannel(std::unique_ptr<MessageChannel> inner, FaultyInbox inbox)
+      : inner_(std::move(inner)), inbox_(std::move(inbox)) {}
+
+  absl::StatusOr<size_t> Send(OutgoingMessage& message) override { return inner_->Send(message); }
+
+  absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override {
+    while (inbox_.Ready().empty()) {
+      absl::StatusOr<std::optional<RawMessage>> got = inner_->ReceiveNow();
+      if (!got.ok()) {
+        // Messages received before the close still come first.
+        if (!inbox_.holding()) return got.status();
+        return std::optional<RawMessage>();
+      }
+      if (!got->has_value()) return std::optional<RawMessage>();
+      inbox_.Take(std::move(**got));
+    }
+    RawMessage m = std::move(inbox_.Ready().front());
+    inbox_.Ready().pop_front();
+    return std::make_optional(std::move(m));
+  }
+
+  int wait_fd() const override { return inner_->wait_fd(); }
+  void Shutdown() override { inner_->Shutdown(); }
+  uint64_t bytes_sent() const override { return inner_->bytes_sent(); }
+  uint64_t bytes_received() const override { return inner_->bytes_received(); }
+
+ private:
+  std::unique_ptr<MessageChannel> inner_;
+  FaultyInbox inbox_;
+};
+
+class FaultyEndpoint final : public MessageEndpoint {
+ public:
+  FaultyEndpoint(std::unique_ptr<MessageEndpoint> inner, FaultyInbox inbox)
+      : inner_(std::move(inner)), inbox_(std::move(inbox)) {}
+
+  const std::string& address() const override { return inner_->address(); }
+  bool Serves(const std::string& peer) const override { return inner_->Serves(peer); }
+  absl::StatusOr<size_t> Send(const std::string& peer, OutgoingMessage& message) override {
+    return inner_->Send(peer, message);
+  }
+  void AddPollItems(std::vector<zmq::pollitem_t>& items) override { inner_->AddPollItems(items); }
+  void Collect(const zmq::pollitem_t* items, int max_messages, EndpointEvents& events) override {
+    EndpointEvents received;
+    inner_->Collect(items, max_messages, received);
+    for (RawMessage& m : received.messages) inbox_.Take(std::move(m));
+    for (RawMessage& m : inbox_.Ready()) events.messages.push_back(std::move(m));
+    inbox_.Ready().clear();
+    for (auto& refusal : received.refused) events.refused.push_back(std::move(refusal));
+    for (auto& peer : received.closed) events.closed.push_back(std::move(peer));
+  }
+  uint64_t bytes_sent() const override { return inner_->bytes_sent(); }
+  uint64_t bytes_received() const override { return inner_->bytes_received(); }
+
+ private:
+  std::unique_ptr<MessageEndpoint> inner_;
+  FaultyInbox inbox_;
+};
+
+}  // namespace
+
+absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
+  FaultRates r;
+  for (absl::string_view part : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
+    const absl::string_view entry = absl::StripAsciiWhitespace(part);
+    const std::vector<std::string> kv = absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    const std::string name = kv[0];
+    const std::string value = kv.size() > 1 ? kv[1] : "";
+    auto bad = [&](const std::string& why) {
+      return absl::InvalidArgumentError(absl::StrCat("fault \"", entry, "\": ", why));
+    };
+    if (name == "seed") {
+      if (!absl::SimpleAtoi(value, &r.seed)) return bad("the seed is a whole number");
+      continue;
+    }
+    double number = 0;
+    if (!absl::SimpleAtod(value, &number)) return bad("not NAME=NUMBER");
+    if (name == "delay_ms") {
+      if (number < 0) return bad("a delay is >= 0");
+      r.delay_by = absl::Milliseconds(number);
+      continue;
+    }
+    double* rate = name == "drop"        ? &r.drop
+                   : name == "truncate"  ? &r.truncate
+                   : name == "duplicate" ? &r.duplicate
+                   : name == "delay"     ? &r.delay
+                   : name == "reorder"   ? &r.reorder
+                                         : nullptr;
+    if (rate == nullptr) {
+      return bad("unknown fault (drop, truncate, duplicate, delay, delay_ms, reorder, seed)");
+    }
+    if (!(number >= 0 && number <= 1)) return bad("a probability is in [0, 1]");
+    *rate = number;
+  }
+  if (r.drop + r.truncate + r.duplicate + r.delay + r.reorder > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("faults \"", spec, "\": the probabilities add up to more than 1"));
+  }
+  return r;
+}
+
+std::string FaultCounts::Summary() const {
+  return absl::StrFormat(
+      "delivered %d, dropped %d, truncated %d, duplicated %d, delayed %d, reordered %d",
+      delivered.load(), dropped.load(), truncated.load(), duplicated.load(), delayed.load(),
+      reordered.load());
+}
+
+const FaultClock& RealFaultClock() {
+  static const RealClock* clock = new RealClock();
+  return *clock;
+}
+
+ChannelDecorator FaultyChannels(const FaultRates& rates, FaultCounts* counts,
+                                const FaultClock* clock) {
+  auto wrapped = std::make_shared<std::atomic<uint64_t>>(0);
+  return [rates, counts, clock, wrapped](std::unique_ptr<MessageChannel> inner) {
+    return std::unique_ptr<MessageChannel>(new FaultyChannel(
+        std::move(inner), FaultyInbox(rates, (*wrapped)++, counts, clock)));
+  };
+}
+
+EndpointDecorator FaultyEndpoints(const FaultRates& rates, FaultCounts* counts,
+                                  const FaultClock* clock) {
+  auto wrapped = std::make_shared<std::atomic<uint64_t>>(0);
+  return [rates, counts, clock, wrapped](std::unique_ptr<MessageEndpoint> inner) {
+    return std::unique_ptr<MessageEndpoint>(new FaultyEndpoint(
+        std::move(inner), FaultyInbox(rates, (*wrapped)++, counts, clock)));
+  };
+}
+
+}  // namespace strata

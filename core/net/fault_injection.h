@@ -1,0 +1,84 @@
+// Fault injection at the transport seam: decorators for a client's
+// MessageChannel and a serving process's MessageEndpoint that drop,
+// duplicate, delay, reorder and truncate the messages they deliver, at
+// seeded rates, so that a bad network can be had on demand (these machines'
+// kernel has no netem) and driven deterministically by tests.
+//
+// Faults act on what a decorated side receives, each message at most one
+// fault, drawn in this order: dropped (never delivered), truncated (its last
+// frame cut to half, or its header when it has no data frame: the decoder
+// refuses it), duplicated (delivered twice), delayed (held for `delay_by`),
+// reordered (held until the next message has been delivered, or `delay_by`
+// has passed). Held
+// messages are released by a later receive once due, so a decorated side
+// must poll with a timeout (every Strata receiver does). What is sent is
+// not touched: the peer's decorator, where it has one, does that side.
+//
+//   FaultRates rates;
+//   STRATA_ASSIGN_OR_RETURN(rates, ParseFaultRates("drop=0.01,duplicate=0.01,seed=7"));
+//   options.decorate_channel = FaultyChannels(rates);
+//
+// Thread safety: as the decorated object's (one driving thread).
+#ifndef STRATA_CORE_NET_FAULT_INJECTION_H_
+#define STRATA_CORE_NET_FAULT_INJECTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/net/message_channel.h"
+#include "core/net/message_endpoint.h"
+
+namespace strata {
+
+struct FaultRates {
+  double drop = 0;       // each a probability per received message
+  double truncate = 0;
+  double duplicate = 0;
+  double delay = 0;
+  double reorder = 0;
+  absl::Duration delay_by = absl::Milliseconds(50);
+  uint64_t seed = 1;
+  bool any() const { return drop + truncate + duplicate + delay + reorder > 0; }
+};
+
+// "drop=0.01,truncate=0.001,duplicate=0.01,delay=0.02,delay_ms=50,reorder=0.01,seed=7"
+// (any subset; "" is no fault). InvalidArgument naming the entry that is
+// not a known name, not a number, or a probability outside [0, 1], or when
+// the probabilities sum past 1.
+absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec);
+
+// What the decorators of one process injected, counted as it happens.
+struct FaultCounts {
+  std::atomic<uint64_t> delivered{0};  // messages handed on (duplicates counted twice)
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> truncated{0};
+  std::atomic<uint64_t> duplicated{0};
+  std::atomic<uint64_t> delayed{0};
+  std::atomic<uint64_t> reordered{0};
+  std::string Summary() const;  // "dropped 3, truncated 0, ..."
+};
+
+// The time a decorator holds messages against; tests inject their own.
+class FaultClock {
+ public:
+  virtual ~FaultClock() = default;
+  virtual absl::Time Now() const = 0;
+};
+const FaultClock& RealFaultClock();
+
+// Decorators that wrap every channel (endpoint) they are given with faults
+// at `rates`; each wrapped object draws from its own stream, derived from
+// the seed and the order in which it was wrapped. `counts` and `clock`, when
+// given, must outlive the wrapped objects.
+ChannelDecorator FaultyChannels(const FaultRates& rates, FaultCounts* counts = nullptr,
+                                const FaultClock* clock = nullptr);
+EndpointDecorator FaultyEndpoints(const FaultRates& rates, FaultCounts* counts = nullptr,
+                                  const FaultClock* clock = nullptr);
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_FAULT_INJECTION_H_
