@@ -145,18 +145,22 @@ step_times=()
 
 # in_root [--own-network] COMMAND: runs a shell command as root inside the
 # Debian root, in private mount and PID namespaces (see the header), with a
-# clean environment; with --own-network also in a network namespace of its
-# own with only a loopback link (the tests: what they do to links and
-# namespaces stays off this machine's network). OPENBLAS_* settings pass
+# clean environment, and with this machine's cgroup hierarchy as an installed
+# Debian has it (slurmd needs it). With --own-network it also runs in a
+# network namespace of its own (the tests: what they do to links and
+# namespaces stays off this machine's network), with a loopback link and a
+# veth pair holding a documentation address (192.0.2.1): a machine has an
+# address besides loopback, and Slurm's srun resolves nothing without one
+# (getaddrinfo with AI_ADDRCONFIG). OPENBLAS_* settings pass
 # through: they describe this machine's CPU, and tests and CI run with them
 # as they are. It execs unshare, so a step's pid is unshare's and killing it
 # kills everything the step started (--kill-child).
 in_root() {
   local network=()
-  local loopback=""
+  local links=""
   if [[ "$1" == --own-network ]]; then
     network=(--net)
-    loopback="ip link set lo up && "
+    links="ip link set lo up && ip link add eth0 type veth peer name eth1 && ip addr add 192.0.2.1/24 dev eth0 && ip link set eth0 up && ip link set eth1 up && "
     shift
   fi
   local passed=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
@@ -174,10 +178,11 @@ in_root() {
     mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
+    if mountpoint -q /sys/fs/cgroup; then mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"; fi
     mount --rbind /dev "$root/dev"
     mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
     exec chroot "$root" /usr/bin/env -i "$@"
-  ' in-root "$root" "${passed[@]}" bash -c "${loopback}cd /strata && $1"
+  ' in-root "$root" "${passed[@]}" bash -c "${links}cd /strata && $1"
 }
 
 # The bootstrap runs in its own mount namespace too, so the mounts mmdebstrap
@@ -200,6 +205,17 @@ copy_keyrings() {
   done
 }
 
+# The /etc/hosts an installed Debian has (the installer writes it; a
+# bootstrapped root has none): localhost, and this machine's name on
+# 127.0.1.1. Slurm's daemons resolve both.
+write_hosts() {
+  local host
+  host="$(uname -n)"
+  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' \
+    "${host%%.*}" > "$root/etc/hosts"
+  cat "$root/etc/hosts"
+}
+
 # Tracked and untracked files that git does not ignore: what a clean clone of
 # this working tree holds.
 copy_checkout() {
@@ -219,6 +235,7 @@ say "Debian $suite root in $root, from ${apt_sources[*]}"
 total_start=$SECONDS
 run_step bootstrap bootstrap
 run_step keyrings copy_keyrings
+run_step hosts write_hosts
 run_step copy copy_checkout
 run_step setup in_root "bash tools/setup.sh"
 run_step configure in_root "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release"
