@@ -42,7 +42,7 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
     o.worker = worker;
     o.serving = ServingAddressFromFlags();
     if (o.serving.bind.empty()) o.serving.bind = ServingAddress().bind;
-    if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults);
+    if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults, &InjectedFaults());
     const std::string ready = ReadyFileFromFlags();
     o.ready_file = several ? PathForJob(ready, worker.client.credentials.job_id) : ready;
     return RunFcWorker(o).status();

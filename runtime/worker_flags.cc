@@ -67,7 +67,7 @@ absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode, 
   o->run.progress = absl::GetFlag(FLAGS_progress);
   o->parameters_out = absl::GetFlag(FLAGS_parameters_out);
   STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
-  if (faults.any()) o->client.decorate_channel = FaultyChannels(faults);
+  if (faults.any()) o->client.decorate_channel = FaultyChannels(faults, &InjectedFaults());
   return absl::OkStatus();
 }
 

@@ -460,6 +460,13 @@ absl::Status JobServer::HandlePull(const IncomingMessage& message) {
   const auto h = message.header();
   STRATA_ASSIGN_OR_RETURN(ResolvedSlices slices, ResolveSlices(message, false));
   STRATA_RETURN_IF_ERROR(CheckRejoined(h));
+  // A worker that heard nothing asks again; the pull it repeats is
+  // answered when ready, once.
+  for (const PendingPull& held : pending_) {
+    if (held.request_id == h.getRequestId() && held.identity == message.identity()) {
+      return absl::OkStatus();
+    }
+  }
   PendingPull pull{message.identity(),       h.getRequestId(),  h.getIteration(),
                    std::move(slices.chunks), h.getSenderRank(), std::move(slices.placement)};
   bool ready = true;

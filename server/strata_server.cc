@@ -82,7 +82,7 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   o.coordinator = address.coordinator;
   o.serving = ServingAddressFromFlags();
   STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
-  if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults);
+  if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults, &InjectedFaults());
   o.job_id = address.job_id;
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(consistency.consistency));

@@ -65,7 +65,10 @@ absl::Status InstallCurveFromFlags();
 std::string CurveKeysDirFromFlags();
 
 // --inject-faults, parsed (no fault when not given); errors name the flag.
+// With faults, the process logs what was injected into it when it exits
+// (the decorators count into InjectedFaults()).
 absl::StatusOr<FaultRates> FaultRatesFromFlags();
+FaultCounts& InjectedFaults();
 
 // `path` for job `job_id` of a process that serves or runs several jobs
 // (--job given more than once): "out/summary.json" becomes

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/net/curve.h"
+#include "core/net/round_trip.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/json_difference.h"
@@ -222,16 +223,24 @@ absl::Status SayHello(Socket& socket, const JobCredentials& credentials, wire::R
 
 absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
                        const std::string& peer, absl::Duration timeout) {
-  STRATA_RETURN_IF_ERROR_CTX(SayHello(socket, credentials, role, rank),
-                             absl::StrCat("saying hello to ", peer));
   const absl::Time deadline = MonotonicNow() + timeout;
+  // Said again, less and less often, while unanswered: a hello or its
+  // answer can be lost. A peer answers every hello.
+  RoundTrip round_trip;
+  int hellos = 0;
+  absl::Time hello_again = absl::InfinitePast();
   while (true) {
     const absl::Time now = MonotonicNow();
     if (now >= deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat(peer, " did not answer our hello within ", absl::FormatDuration(timeout)));
     }
-    absl::StatusOr<RawMessage> raw = socket.Receive(deadline - now);
+    if (now >= hello_again) {
+      STRATA_RETURN_IF_ERROR_CTX(SayHello(socket, credentials, role, rank),
+                                 absl::StrCat("saying hello to ", peer));
+      hello_again = now + round_trip.TimeoutAfter(++hellos);
+    }
+    absl::StatusOr<RawMessage> raw = socket.Receive(std::min(deadline, hello_again) - now);
     if (absl::IsDeadlineExceeded(raw.status())) continue;
     STRATA_RETURN_IF_ERROR_CTX(raw.status(),
                                absl::StrCat("waiting for ", peer, " to answer our hello"));

@@ -115,7 +115,8 @@ absl::Status SayHello(Socket& socket, const JobCredentials& credentials, wire::R
                       uint64_t request_id = 0);
 
 // Client side: says HELLO on a fresh `socket` and waits up to `timeout` for
-// the answer (other messages are dropped meanwhile). Fails with the
+// the answer (other messages are dropped meanwhile), saying it again after
+// a resend timeout that doubles each time (core/net/round_trip.h). Fails with the
 // refusal, in the context of `peer` ("server 1 (tcp://...)"), or with
 // DeadlineExceeded.
 absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,

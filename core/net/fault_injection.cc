@@ -244,6 +244,7 @@ ChannelDecorator FaultyChannels(const FaultRates& rates, FaultCounts* counts,
                                 const FaultClock* clock) {
   auto wrapped = std::make_shared<std::atomic<uint64_t>>(0);
   return [rates, counts, clock, wrapped](std::unique_ptr<MessageChannel> inner) {
+    if (inner->same_host()) return inner;
     return std::unique_ptr<MessageChannel>(new FaultyChannel(
         std::move(inner), FaultyInbox(rates, (*wrapped)++, counts, clock)));
   };
@@ -253,6 +254,7 @@ EndpointDecorator FaultyEndpoints(const FaultRates& rates, FaultCounts* counts,
                                   const FaultClock* clock) {
   auto wrapped = std::make_shared<std::atomic<uint64_t>>(0);
   return [rates, counts, clock, wrapped](std::unique_ptr<MessageEndpoint> inner) {
+    if (inner->same_host()) return inner;
     return std::unique_ptr<MessageEndpoint>(new FaultyEndpoint(
         std::move(inner), FaultyInbox(rates, (*wrapped)++, counts, clock)));
   };

@@ -13,6 +13,9 @@
 // messages are released by a later receive once due, so a decorated side
 // must poll with a timeout (every Strata receiver does). What is sent is
 // not touched: the peer's decorator, where it has one, does that side.
+// Shared-memory lanes (same_host()) are left as they are: memory on one
+// host loses, repeats and reorders nothing, so a test that wants every
+// message exposed turns the lanes off (--shared-memory=false).
 //
 //   FaultRates rates;
 //   STRATA_ASSIGN_OR_RETURN(rates, ParseFaultRates("drop=0.01,duplicate=0.01,seed=7"));

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/clock.h"
+#include "core/util/log.h"
 
 namespace strata {
 
@@ -20,6 +21,13 @@ absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& opt
     link->channel_ = options.decorate_channel(std::move(link->channel_));
   STRATA_RETURN_IF_ERROR(link->SayHello());
   return link;
+}
+
+FcLink::~FcLink() {
+  if (resent_ > 0) {
+    LogInfo("sent activations to fc worker %d again %llu times", options_.fc_rank,
+            static_cast<unsigned long long>(resent_));
+  }
 }
 
 absl::Status FcLink::SayHello() {
@@ -57,8 +65,9 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
   const absl::Time deadline = MonotonicNow() + options_.timeout;
   ScopedWait wait(wait_observer_);
   // Resends back off exponentially: a slow FC worker is not flooded.
-  absl::Duration resend_wait = options_.resend_after;
-  absl::Time resend_at = MonotonicNow() + resend_wait;
+  int sends = 1;
+  absl::Time sent_at = MonotonicNow();
+  absl::Time resend_at = sent_at + round_trip_.TimeoutAfter(sends);
   int hellos = 0;  // HELLOs said again for this exchange
   while (true) {
     const absl::Time now = MonotonicNow();
@@ -76,8 +85,9 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       WaitReadable(*channel_, std::min(deadline, resend_at) - now);
       if (MonotonicNow() >= resend_at) {
         STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
-        resend_wait = 2 * resend_wait;
-        resend_at = MonotonicNow() + resend_wait;
+        ++resent_;
+        sent_at = MonotonicNow();
+        resend_at = sent_at + round_trip_.TimeoutAfter(++sends);
       }
       continue;
     }
@@ -96,6 +106,8 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       ++hellos;
       STRATA_RETURN_IF_ERROR(SayHello());
       STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
+      sent_at = MonotonicNow();
+      resend_at = sent_at + round_trip_.TimeoutAfter(++sends);
       continue;
     }
     if (h.getKind() == wire::Kind::ERROR) {
@@ -106,6 +118,9 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       return absl::DataLossError(absl::StrCat(who, " answered iteration ", iteration,
                                               " with a malformed gradient message"));
     }
+    // Karn's rule: an answer to a request sent twice cannot say which send
+    // it answers.
+    if (sends == 1) round_trip_.Sample(MonotonicNow() - sent_at);
     Tensor grad = Tensor::Empty(activations.shape());
     reply.CopyFrameTo(0, grad.data());
     return grad;

@@ -5,10 +5,12 @@
 // the first Exchange. Exchange() sends one iteration's boundary activations (zero-copy) and
 // labels, and returns the gradient of the loss with respect to those
 // activations. Every message goes through the link's MessageChannel
-// (core/net/message_channel.h). It runs on the calling thread, resends the request if no
-// answer comes within `resend_after`, then after twice that, and so on (the
-// FC worker answers a repeated iteration again), and fails after `timeout`
-// naming the FC worker, so a silent FC worker never hangs a conv worker.
+// (core/net/message_channel.h). It runs on the calling thread, sends the
+// request again when no answer comes within the resend timeout, adaptive
+// from the answer times seen and doubling with each send
+// (core/net/round_trip.h; the FC worker answers a repeated iteration
+// again), and fails after `timeout` naming the FC worker, so a lossy
+// network costs a resend and a silent FC worker never hangs a conv worker.
 // An FC worker whose connection closes (a killed one) fails the exchange at
 // once, naming it: what it held of the exchange died with it.
 #ifndef STRATA_CORE_NET_FC_LINK_H_
@@ -22,6 +24,7 @@
 #include "absl/time/time.h"
 #include "core/net/admission.h"
 #include "core/net/message_channel.h"
+#include "core/net/round_trip.h"
 #include "core/net/transport.h"
 #include "core/util/wait_observer.h"
 
@@ -33,7 +36,10 @@ struct FcLinkOptions {
   int conv_rank = 0;
   JobCredentials credentials;  // job id, token and identity of our HELLO
   absl::Duration timeout = absl::Seconds(60);
-  absl::Duration resend_after = absl::Seconds(5);
+  // An answer waits for every conv worker of the FC worker and its head's
+  // compute, so the first one (before any answer time is known) is given
+  // longer than a server's.
+  RoundTripLimits resend{absl::Seconds(5), absl::Milliseconds(200), absl::Seconds(10)};
   WireLimits limits;
   // Wraps the link's channel (core/net/message_channel.h); unset: none.
   ChannelDecorator decorate_channel;
@@ -50,6 +56,7 @@ absl::StatusOr<std::vector<int32_t>> ReadActivations(const IncomingMessage& m,
 class FcLink {
  public:
   static absl::StatusOr<std::unique_ptr<FcLink>> Connect(const FcLinkOptions& options);
+  ~FcLink();
   // `activations` is {b, boundary shape...}; returns a tensor of the same shape.
   absl::StatusOr<Tensor> Exchange(int64_t iteration, const Tensor& activations,
                                   const std::vector<int32_t>& labels);
@@ -57,9 +64,12 @@ class FcLink {
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
   uint64_t bytes_sent() const { return channel_->bytes_sent(); }
   uint64_t bytes_received() const { return channel_->bytes_received(); }
+  // Activations sent again because their answer was late.
+  uint64_t resent() const { return resent_; }
 
  private:
-  explicit FcLink(const FcLinkOptions& options) : options_(options) {}
+  explicit FcLink(const FcLinkOptions& options)
+      : options_(options), round_trip_(options.resend) {}
   absl::Status Send(int64_t iteration, const Tensor& activations, const Tensor& labels);
   absl::Status SayHello();
 
@@ -70,6 +80,8 @@ class FcLink {
   uint64_t next_request_ = 1;
   uint64_t current_request_ = 0;
   uint64_t hello_request_ = 0;  // the request id of our last HELLO
+  RoundTrip round_trip_;        // the FC worker's answer times
+  uint64_t resent_ = 0;
 };
 
 }  // namespace strata

@@ -43,6 +43,9 @@ class MessageChannel {
   virtual void Shutdown() {}
   virtual uint64_t bytes_sent() const = 0;
   virtual uint64_t bytes_received() const = 0;
+  // True for memory shared on one host (a lane), which loses, repeats and
+  // reorders nothing: the fault injection leaves such a channel alone.
+  virtual bool same_host() const { return false; }
 };
 
 // Wraps a channel a client has just opened (and returns the wrapper).
@@ -94,6 +97,7 @@ class LaneChannel final : public MessageChannel {
   void Shutdown() override { socket_->Shutdown(); }
   uint64_t bytes_sent() const override { return sent_; }
   uint64_t bytes_received() const override { return received_; }
+  bool same_host() const override { return true; }
 
  private:
   std::unique_ptr<LaneSocket> socket_;

@@ -65,6 +65,9 @@ class MessageEndpoint {
   virtual void Collect(const zmq::pollitem_t* items, int max_messages, EndpointEvents& events) = 0;
   virtual uint64_t bytes_sent() const = 0;
   virtual uint64_t bytes_received() const = 0;
+  // True for memory shared on one host (lanes), which loses, repeats and
+  // reorders nothing: the fault injection leaves such an endpoint alone.
+  virtual bool same_host() const { return false; }
 };
 
 // Wraps an endpoint a serving process has just opened (and returns the

@@ -21,6 +21,8 @@ namespace strata {
 namespace {
 // How long a worker on its way out waits for the servers to hear its LEAVE.
 constexpr absl::Duration kLeaveWait = absl::Seconds(2);
+// How often the client looks for requests to send again.
+constexpr absl::Duration kResendCheckEvery = absl::Milliseconds(10);
 }  // namespace
 PsClient::PsClient(const PsClientOptions& options) : options_(options) {}
 
@@ -32,6 +34,10 @@ PsClient::~PsClient() {
   Wake();
   if (io_thread_.joinable()) io_thread_.join();
   if (replies_event_fd_ >= 0) ::close(replies_event_fd_);
+  if (requests_resent_.load() > 0) {
+    LogInfo("sent %llu unanswered requests to the servers again",
+            static_cast<unsigned long long>(requests_resent_.load()));
+  }
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options) {
@@ -105,14 +111,17 @@ absl::Status PsClient::Bootstrap() {
   const absl::Time deadline = MonotonicNow() + options_.timeout;
   while (true) {
     STRATA_RETURN_IF_ERROR(SendRegistration());
-    // The map comes once every node has registered; re-register every few
-    // seconds in case the coordinator restarted meanwhile.
-    const absl::Time retry = std::min(deadline, MonotonicNow() + absl::Seconds(5));
+    // The map comes once every node has registered; register again every
+    // heartbeat period in case the coordinator restarted, or our HELLO or
+    // REGISTER was lost, meanwhile (registering twice is harmless).
+    const absl::Time retry = std::min(deadline, MonotonicNow() + options_.heartbeat_every);
     while (MonotonicNow() < retry) {
       absl::StatusOr<RawMessage> raw = coordinator_->Receive(retry - MonotonicNow());
       if (!raw.ok()) break;
       STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
       const auto r = reply.header();
+      // Our REGISTER overtook our HELLO (or the HELLO was lost): both go again.
+      if (IsNotRegistered(r)) break;
       if (IsRefusal(r)) {
         return WithContext(ErrorFromHeader(r), absl::StrCat("coordinator ", options_.coordinator,
                                                             " refused to register us"));
@@ -169,6 +178,8 @@ absl::Status PsClient::Bootstrap() {
     absl::MutexLock lock(&socket_mu_);
     disconnected_.assign(servers_.size(), false);
     backlog_.resize(servers_.size());
+    round_trips_.resize(servers_.size());
+    last_answer_.assign(servers_.size(), absl::InfinitePast());
     for (auto& s : servers_) server_fds_.push_back(s->wait_fd());
   }
   replies_event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -379,6 +390,7 @@ void PsClient::ServeSocketsLocked(std::deque<PsRequest> fresh) {
       answered = true;
     }
   }
+  ResendOverdueLocked();
   if (answered && waiters_.load() > 0) {
     const uint64_t one = 1;
     (void)!::write(replies_event_fd_, &one, sizeof(one));
@@ -635,7 +647,13 @@ void PsClient::SendRequest(PsRequest& r) {
   absl::Status s = servers_[r.server]->Send(m).status();
   if (IsQueueFull(s)) {
     backlog.push_back(r.id);
-  } else if (!s.ok()) {
+    return;
+  }
+  // A send that failed counts too: the request waits for an answer (or a
+  // reconnect) like one the network lost.
+  ++r.sends;
+  r.sent_at = MonotonicNow();
+  if (!s.ok()) {
     LogWarning("send to server %d failed (sent again if the connection comes back): %s", r.server,
                std::string(s.message()).c_str());
   }
@@ -652,6 +670,8 @@ void PsClient::FlushBacklog(int server) {
     OutgoingMessage m(it->second.kind);
     FillRequest(it->second, sender(), /*region=*/nullptr, m);
     if (IsQueueFull(servers_[server]->Send(m).status())) return;
+    ++it->second.sends;
+    it->second.sent_at = MonotonicNow();
     backlog.pop_front();
   }
 }
@@ -663,8 +683,15 @@ void PsClient::HandleReply(int server, RawMessage raw) {
                std::string(message.status().message()).c_str());
     return;
   }
+  const absl::Time now = MonotonicNow();
+  last_answer_[server] = now;
   auto it = inflight_.find(message->header().getRequestId());
   if (it == inflight_.end()) return;  // a reply to a resent request, already answered
+  // Answer times of requests sent once (Karn's rule); not of pulls, whose
+  // answers wait for other workers' pushes, not for the network.
+  if (it->second.sends == 1 && it->second.kind != wire::Kind::PULL) {
+    round_trips_[server].Sample(now - it->second.sent_at);
+  }
   if (IsNotRegistered(message->header()) && it->second.hellos < kMaxHellosPerRequest) {
     // The request overtook the HELLO of a renewed connection: say it, and
     // send the request again behind it.
@@ -679,6 +706,33 @@ void PsClient::HandleReply(int server, RawMessage raw) {
   r.op->PartAnswered(server, outcome.status, outcome.version);
 }
 
+void PsClient::ResendOverdueLocked() {
+  const absl::Time now = MonotonicNow();
+  if (now < next_resend_check_) return;
+  next_resend_check_ = now + kResendCheckEvery;
+  std::vector<int> resent(servers_.size(), 0);
+  for (auto& [id, r] : inflight_) {
+    const int server = r.server;
+    // Still in a backlog (its queue is full: a busy link, not a lossy
+    // one), or waiting for a reconnect, which sends everything again.
+    if (r.sends == 0 || !backlog_[server].empty() || disconnected_[server]) continue;
+    const absl::Time quiet_since = std::max(r.sent_at, last_answer_[server]);
+    // A pull is a header that a server may hold for a long while (BSP waits
+    // for the slowest worker): asking again costs little, so it does not
+    // back off, and its answer lost at the end of a hold costs one timeout.
+    const int backoff = r.kind == wire::Kind::PULL ? 1 : r.sends;
+    if (now - quiet_since < round_trips_[server].TimeoutAfter(backoff)) continue;
+    SendRequest(r);
+    ++resent[server];
+  }
+  for (size_t server = 0; server < resent.size(); ++server) {
+    if (resent[server] == 0) continue;
+    requests_resent_.fetch_add(resent[server]);
+    LogDebug("%s silent for %s: resent %d unanswered requests", ServerName(server).c_str(),
+             absl::FormatDuration(now - last_answer_[server]).c_str(), resent[server]);
+  }
+}
+
 void PsClient::HandleConnectionEvents(int server) {
   zmq::message_t event, endpoint;
   while (monitors_[server]->recv(event, zmq::recv_flags::dontwait)) {
@@ -688,6 +742,17 @@ void PsClient::HandleConnectionEvents(int server) {
     absl::MutexLock lock(&socket_mu_);
     if (id == ZMQ_EVENT_DISCONNECTED) {
       disconnected_[server] = true;
+      // A server exits once every worker has said DONE (or when it fails,
+      // which its own exit reports): a DONE whose answer was lost on the
+      // way has been heard, and nobody is left to answer it again.
+      for (auto it = inflight_.begin(); it != inflight_.end();) {
+        if (it->second.server == server && it->second.kind == wire::Kind::DONE) {
+          it->second.op->PartAnswered(server, absl::OkStatus(), -1);
+          it = inflight_.erase(it);
+        } else {
+          ++it;
+        }
+      }
     } else if (id == ZMQ_EVENT_CONNECTED && disconnected_[server]) {
       // Back after a drop: whatever the old connection carried may be lost,
       // and a restarted server has no lane to us. The old lane's requests

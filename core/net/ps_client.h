@@ -25,11 +25,18 @@
 // answers them, and pushes are de-duplicated by (worker, iteration). A
 // request refused because its connection is not registered (a renewed
 // connection it overtook) is sent again behind a HELLO too, and a
-// coordinator that has forgotten us is registered with again. A server that stays
-// connected is never sent a request twice over the socket, however slow
-// the network: a resent push would double the traffic of a link that is
-// the bottleneck. (Requests in flight on a lane that closes do go again,
-// over the socket.)
+// coordinator that has forgotten us is registered with again.
+// A request or its answer can also be lost while the connection stays up
+// (a bad network; --inject-faults): a request on the socket that has gone
+// unanswered while its server has been silent for that server's resend
+// timeout (core/net/round_trip.h: adaptive, from the answer times seen,
+// doubling with each send but for pulls, which are headers) is sent again. Silence is measured from the
+// server's last answer of any kind, so a slow link that keeps delivering
+// answers is not flooded with copies of what is still crossing it. Servers
+// drop a pull that repeats one they hold, answer a repeated push without
+// applying it twice, and the client ignores a second answer. (Requests in
+// flight on a lane that closes go again over the socket; a lane is memory
+// on one host and loses nothing.)
 //
 // With a server on the same host and network namespace, the client also
 // opens a shared-memory lane to it (core/net/shared_memory_lane.h): a push,
@@ -73,6 +80,7 @@
 #include "core/net/message_channel.h"
 #include "core/net/partition_plan.h"
 #include "core/net/ps_request.h"
+#include "core/net/round_trip.h"
 #include "core/net/shared_memory_lane.h"
 #include "core/net/transport.h"
 #include "core/util/wait_observer.h"
@@ -192,6 +200,9 @@ class PsClient {
 
   uint64_t bytes_sent() const;
   uint64_t bytes_received() const;
+  // Requests sent again because they went unanswered (not counting those
+  // sent again after a reconnect).
+  uint64_t requests_resent() const { return requests_resent_.load(); }
 
  private:
   explicit PsClient(const PsClientOptions& options);
@@ -250,6 +261,9 @@ class PsClient {
   // Sends what `server`'s backlog holds until its queue is full again.
   void FlushBacklog(int server) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
   void HandleReply(int server, RawMessage raw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
+  // Sends again what has waited past its server's resend timeout (see the
+  // header comment); looks at most every few milliseconds.
+  void ResendOverdueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
   void HandleConnectionEvents(int server);
   void Wake();
   // Waits until `ticket` completes or no server has answered for `silence`
@@ -299,6 +313,11 @@ class PsClient {
   // Per server: ids of in-flight requests its full send queue refused, in
   // order; sent again as soon as the socket takes messages.
   std::vector<std::deque<uint64_t>> backlog_ ABSL_GUARDED_BY(socket_mu_);
+  // Per server: its answer times, and when it last answered anything.
+  std::vector<RoundTrip> round_trips_ ABSL_GUARDED_BY(socket_mu_);
+  std::vector<absl::Time> last_answer_ ABSL_GUARDED_BY(socket_mu_);
+  absl::Time next_resend_check_ ABSL_GUARDED_BY(socket_mu_);
+  std::atomic<uint64_t> requests_resent_{0};
   std::atomic<int64_t> last_reply_ns_{0};  // any server's, read by waiting callers
   absl::Time last_registration_;           // I/O thread: the coordinator's last REGISTER
 

@@ -80,6 +80,8 @@ struct PsRequest {
   Ticket op;
   int64_t slot = -1;   // the shared memory slot carrying its floats, or -1: frames
   int hellos = 0;      // times sent again behind a HELLO (a renewed connection)
+  int sends = 0;       // times sent over the socket (0: still in a backlog)
+  absl::Time sent_at;  // its last send (monotonic clock)
   std::string reason;  // a LEAVE's: why the worker stops
 };
 

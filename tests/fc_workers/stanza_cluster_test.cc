@@ -19,6 +19,7 @@
 namespace strata {
 namespace {
 
+using testing::InjectedFaultCount;
 using testing::kBin;
 using testing::kConfig;
 using testing::Process;
@@ -82,6 +83,30 @@ TEST_F(StanzaTest, EqualsSingleAndPsWithTheSameGlobalBatch) {
   EXPECT_LE(MaxDifference(dir_ + "/ps.ckpt", dir_ + "/stanza.ckpt"), 1e-4f);
   // Two FC workers reduce the head through the servers: still the same math.
   EXPECT_LE(MaxDifference(dir_ + "/single.ckpt", dir_ + "/stanza2.ckpt"), 1e-4f);
+}
+
+// A bad network under every process of a stanza job (as the ps test in
+// tests/server/ps_cluster_test.cc does): lost activations and gradients
+// are sent again and answered again, lost pushes and pulls too; the job
+// finishes with the undisturbed run's parameters.
+TEST_F(StanzaTest, ABadNetworkLosesNoUpdateAndAppliesNoneTwice) {
+  const std::string config = PlainSgdConfig();
+  auto run = [&](const std::string& flags, const std::string& out) {
+    return RunCommand(kBin + "strata_launch --config " + config +
+                      " --mode stanza --servers 1 --conv-workers 2 --fc-workers 1 "
+                      "--shared-memory=false --batch-size 64 --max-steps 20 --timeout 30 "
+                      "--evaluate=false --progress=false " +
+                      flags + " --parameters-out " + dir_ + "/" + out);
+  };
+  auto [clean_code, clean_out] = run("", "clean.ckpt");
+  ASSERT_EQ(clean_code, 0) << clean_out;
+  auto [code, out] = run(
+      "--inject-faults drop=0.02,duplicate=0.02,delay=0.02,reorder=0.02,delay_ms=30,seed=3",
+      "faulty.ckpt");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_LE(MaxDifference(dir_ + "/clean.ckpt", dir_ + "/faulty.ckpt"), 1e-6f);
+  EXPECT_GT(InjectedFaultCount(out, "dropped "), 0) << out;
+  EXPECT_GT(InjectedFaultCount(out, "duplicated "), 0) << out;
 }
 
 // BatchNorm's running statistics are state, not parameters: conv workers

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "core/net/message_channel.h"
@@ -279,6 +281,126 @@ TEST_F(PsClientTest, AWorkerThatLeavesFailsThePullsWaitingForItNamingWhy) {
                                 "stopped: iteration 0: the disk is full); the job cannot complete"),
             std::string::npos)
       << server_->log();
+}
+
+// The kind of a received message, read from a copy (the original goes on).
+wire::Kind KindOf(const RawMessage& raw) {
+  RawMessage copy;
+  for (const zmq::message_t& f : raw.frames) copy.frames.emplace_back(f.data(), f.size());
+  absl::StatusOr<IncomingMessage> m = Decode(std::move(copy), WireLimits{});
+  return m.ok() ? m->header().getKind() : wire::Kind::ERROR;
+}
+
+// Loses the first answer of each kind in `lose`, sends every request of
+// kind `repeat` twice, and counts the answers of each kind that arrive.
+class LossyChannel final : public ForwardingChannel {
+ public:
+  struct Counts {
+    std::atomic<int> lost{0};
+    std::atomic<int> pull_replies{0};
+  };
+  LossyChannel(std::unique_ptr<MessageChannel> inner, std::set<wire::Kind> lose,
+               std::optional<wire::Kind> repeat, Counts* counts)
+      : ForwardingChannel(std::move(inner)),
+        lose_(std::move(lose)),
+        repeat_(repeat),
+        counts_(counts) {}
+  absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
+    if (repeat_ && m.header().getKind() == *repeat_) (void)ForwardingChannel::Send(m);
+    return ForwardingChannel::Send(m);
+  }
+  absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override {
+    while (true) {
+      absl::StatusOr<std::optional<RawMessage>> m = ForwardingChannel::ReceiveNow();
+      if (!m.ok() || !m->has_value()) return m;
+      const wire::Kind kind = KindOf(**m);
+      if (kind == wire::Kind::PULL_REPLY) ++counts_->pull_replies;
+      if (lose_.erase(kind) > 0) {
+        ++counts_->lost;
+        continue;
+      }
+      return m;
+    }
+  }
+
+ private:
+  std::set<wire::Kind> lose_;
+  std::optional<wire::Kind> repeat_;
+  Counts* counts_;
+};
+
+// A request whose answer is lost while the connection stays up is sent
+// again after the resend timeout, and a repeated push is not applied twice.
+TEST_F(PsClientTest, ARequestWhoseAnswerIsLostIsSentAgainAndAppliedOnce) {
+  StartServer("1024", 1);
+  LossyChannel::Counts counts;
+  PsClientOptions o = Options(0);
+  o.shared_memory = false;
+  o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) {
+    return std::unique_ptr<MessageChannel>(std::make_unique<LossyChannel>(
+        std::move(inner),
+        std::set<wire::Kind>{wire::Kind::INIT_ACK, wire::Kind::PUSH_ACK, wire::Kind::PULL_REPLY},
+        std::nullopt, &counts));
+  };
+  auto client = PsClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  PsClient& c = **client;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
+  Tensor value = Tensor::Zeros({1024});
+  ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
+  EXPECT_EQ(counts.lost.load(), 3);
+  EXPECT_EQ(c.requests_resent(), 3u);
+  // Plain SGD at the key-value mode's rate 0.01, once: 1 - 0.01 * 2 (0.96
+  // had the repeated push been applied again).
+  EXPECT_FLOAT_EQ(value.data()[0], 0.98f);
+  EXPECT_FLOAT_EQ(value.data()[1023], 0.98f);
+  ASSERT_TRUE(c.Done().ok());
+  ASSERT_EQ(server_->Wait(), 0) << server_->log();
+}
+
+// A pull the server holds (BSP waits for worker 1) is asked for again and
+// again: by a network that repeats it, and by the client's resend timer
+// while the server is silent. The server answers it once.
+TEST_F(PsClientTest, APullTheServerHoldsIsAnsweredOnceHoweverOftenItIsAsked) {
+  StartServer("1024", 2);
+  LossyChannel::Counts counts;
+  std::unique_ptr<PsClient> second;
+  std::thread connect_second([&] {
+    auto c = PsClient::Connect(Options(1));
+    if (c.ok()) second = *std::move(c);
+  });
+  PsClientOptions o = Options(0);
+  o.shared_memory = false;
+  o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) {
+    return std::unique_ptr<MessageChannel>(std::make_unique<LossyChannel>(
+        std::move(inner), std::set<wire::Kind>{}, wire::Kind::PULL, &counts));
+  };
+  auto first = PsClient::Connect(o);
+  connect_second.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_NE(second, nullptr);
+  PsClient& c = **first;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(second->SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
+  Tensor value = Tensor::Zeros({1024});
+  Ticket pull = c.Pull(1, 0, value);
+  // Long enough for the resend timer to ask again (at least 1 s of silence).
+  absl::SleepFor(absl::Milliseconds(2500));
+  EXPECT_FALSE(pull->done());
+  EXPECT_GE(c.requests_resent(), 1u);
+  ASSERT_TRUE(second->Wait(second->Push(0, 0, Tensor::Full({1024}, 4.0f))).ok());
+  ASSERT_TRUE(c.Wait(pull).ok());
+  // Any second answer would have arrived by now.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(counts.pull_replies.load(), 1);
+  EXPECT_FLOAT_EQ(value.data()[0], 1.0f - 0.01f * 3.0f);  // the mean of 2 and 4
+  ASSERT_TRUE(c.Done().ok());
+  ASSERT_TRUE(second->Done().ok());
+  ASSERT_EQ(server_->Wait(), 0) << server_->log();
 }
 
 }  // namespace

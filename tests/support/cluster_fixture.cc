@@ -61,6 +61,16 @@ std::pair<int, std::string> RunCommand(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+int64_t InjectedFaultCount(const std::string& output, const std::string& what) {
+  int64_t total = 0;
+  for (size_t line = output.find("faults injected: "); line != std::string::npos;
+       line = output.find("faults injected: ", line + 1)) {
+    const size_t at = output.find(what, line);
+    if (at != std::string::npos) total += std::stoll(output.substr(at + what.size()));
+  }
+  return total;
+}
+
 int CountStrataProcesses(const std::string& marker) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {

@@ -39,6 +39,10 @@ std::string ConfigError(const std::string& text);
 // Runs a command line to completion; returns (exit code, stdout+stderr).
 std::pair<int, std::string> RunCommand(const std::string& command);
 
+// The sum, over every process's "faults injected: ..." line in `output`,
+// of the count after `what` ("dropped ", "duplicated ", ...).
+int64_t InjectedFaultCount(const std::string& output, const std::string& what);
+
 // Strata processes whose command line mentions `marker` (a unique temp
 // path passed to the run), from /proc.
 int CountStrataProcesses(const std::string& marker);

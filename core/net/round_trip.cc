@@ -1,0 +1,27 @@
+#include "core/net/round_trip.h"
+
+#include <algorithm>
+
+namespace strata {
+
+void RoundTrip::Sample(absl::Duration elapsed) {
+  elapsed = std::max(elapsed, absl::ZeroDuration());
+  if (samples_++ == 0) {
+    smoothed_ = elapsed;
+    deviation_ = elapsed / 2;
+    return;
+  }
+  // RFC 6298's gains: 1/4 for the deviation, 1/8 for the mean.
+  deviation_ = deviation_ * 3 / 4 + absl::AbsDuration(smoothed_ - elapsed) / 4;
+  smoothed_ = smoothed_ * 7 / 8 + elapsed / 8;
+}
+
+absl::Duration RoundTrip::TimeoutAfter(int sends) const {
+  absl::Duration timeout =
+      samples_ == 0 ? limits_.initial
+                    : std::clamp(smoothed_ + 4 * deviation_, limits_.min, limits_.max);
+  for (int i = 1; i < sends && timeout < limits_.max; ++i) timeout *= 2;
+  return std::min(timeout, limits_.max);
+}
+
+}  // namespace strata

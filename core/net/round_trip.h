@@ -1,0 +1,56 @@
+// RoundTrip: when to give up waiting for an answer and ask again.
+//
+// An estimate of a peer's answer time from the answers seen so far, in the
+// manner of TCP's retransmission timer (RFC 6298): a smoothed mean and a
+// smoothed deviation, updated by every answer to a request that was sent
+// once (an answer to a request sent twice cannot say which send it
+// answers: Karn's rule, so the caller does not sample it). The resend
+// timeout is mean + 4 deviations, within [min, max]; before any sample it
+// is `initial`. A request that has been resent waits twice as long again
+// for each time it was sent (exponential back-off), up to `max`.
+//
+// Answers include the time a request takes to cross the link and to be
+// queued behind others, so on a slow link the timeout grows with the
+// transfer times it sees.
+//
+//   RoundTrip rtt;
+//   rtt.Sample(answered_at - sent_at);             // sent once
+//   if (now - sent_at >= rtt.TimeoutAfter(sends)) resend();
+//
+// Not thread-safe: one owner (the thread that holds the connection).
+#ifndef STRATA_CORE_NET_ROUND_TRIP_H_
+#define STRATA_CORE_NET_ROUND_TRIP_H_
+
+#include "absl/time/time.h"
+
+namespace strata {
+
+struct RoundTripLimits {
+  absl::Duration initial = absl::Seconds(1);
+  absl::Duration min = absl::Milliseconds(50);
+  absl::Duration max = absl::Seconds(5);
+};
+
+class RoundTrip {
+ public:
+  explicit RoundTrip(RoundTripLimits limits = {}) : limits_(limits) {}
+
+  // An answer that took `elapsed` to a request sent once.
+  void Sample(absl::Duration elapsed);
+  // The wait before asking again a request sent `sends` times (>= 1).
+  absl::Duration TimeoutAfter(int sends) const;
+
+  bool has_samples() const { return samples_ > 0; }
+  absl::Duration smoothed() const { return smoothed_; }
+  absl::Duration deviation() const { return deviation_; }
+
+ private:
+  RoundTripLimits limits_;
+  int64_t samples_ = 0;
+  absl::Duration smoothed_;
+  absl::Duration deviation_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_NET_ROUND_TRIP_H_

@@ -1,0 +1,58 @@
+// RoundTrip: the resend timeout from answer times (RFC 6298's estimator),
+// its bounds, and the back-off of a request sent again.
+#include "core/net/round_trip.h"
+
+#include <gtest/gtest.h>
+
+namespace strata {
+namespace {
+
+using absl::Milliseconds;
+using absl::Seconds;
+
+TEST(RoundTripTest, BeforeAnyAnswerTheTimeoutIsTheInitialOneDoubledPerSend) {
+  RoundTrip rtt;
+  EXPECT_FALSE(rtt.has_samples());
+  EXPECT_EQ(rtt.TimeoutAfter(1), Seconds(1));
+  EXPECT_EQ(rtt.TimeoutAfter(2), Seconds(2));
+  EXPECT_EQ(rtt.TimeoutAfter(3), Seconds(4));
+  EXPECT_EQ(rtt.TimeoutAfter(4), Seconds(5));  // the maximum
+  EXPECT_EQ(rtt.TimeoutAfter(40), Seconds(5));
+}
+
+TEST(RoundTripTest, FollowsTheSmoothedMeanAndDeviation) {
+  RoundTrip rtt(RoundTripLimits{Seconds(1), Milliseconds(1), Seconds(60)});
+  rtt.Sample(Milliseconds(100));
+  // The first answer: mean 100, deviation 50, timeout 100 + 4 * 50.
+  EXPECT_EQ(rtt.smoothed(), Milliseconds(100));
+  EXPECT_EQ(rtt.deviation(), Milliseconds(50));
+  EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(300));
+  rtt.Sample(Milliseconds(180));
+  // deviation 3/4 * 50 + 1/4 * |100 - 180| = 57.5; mean 7/8 * 100 + 1/8 * 180 = 110.
+  EXPECT_EQ(rtt.deviation(), absl::Microseconds(57500));
+  EXPECT_EQ(rtt.smoothed(), Milliseconds(110));
+  EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(340));
+  EXPECT_EQ(rtt.TimeoutAfter(2), Milliseconds(680));
+}
+
+TEST(RoundTripTest, SteadyAnswersShrinkTheTimeoutToItsFloorAndSlowOnesRaiseIt) {
+  RoundTrip rtt;  // floor 50 ms, ceiling 5 s
+  for (int i = 0; i < 100; ++i) rtt.Sample(Milliseconds(2));
+  EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(50));
+  // A link that turns slow (a large transfer per answer) raises it within
+  // a few answers, so what is still crossing is not sent again.
+  for (int i = 0; i < 8; ++i) rtt.Sample(Milliseconds(900));
+  EXPECT_GT(rtt.TimeoutAfter(1), Milliseconds(900));
+  for (int i = 0; i < 100; ++i) rtt.Sample(Seconds(30));
+  EXPECT_EQ(rtt.TimeoutAfter(1), Seconds(5));
+}
+
+TEST(RoundTripTest, ANegativeElapsedTimeCountsAsZero) {
+  RoundTrip rtt(RoundTripLimits{Seconds(1), Milliseconds(0), Seconds(5)});
+  rtt.Sample(Milliseconds(-5));
+  EXPECT_EQ(rtt.smoothed(), absl::ZeroDuration());
+  EXPECT_EQ(rtt.TimeoutAfter(1), absl::ZeroDuration());
+}
+
+}  // namespace
+}  // namespace strata
