@@ -86,6 +86,7 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       if (MonotonicNow() >= resend_at) {
         STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
         ++resent_;
+        round_trip_.TimedOut();
         sent_at = MonotonicNow();
         resend_at = sent_at + round_trip_.TimeoutAfter(++sends);
       }

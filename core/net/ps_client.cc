@@ -717,16 +717,17 @@ void PsClient::ResendOverdueLocked() {
     // one), or waiting for a reconnect, which sends everything again.
     if (r.sends == 0 || !backlog_[server].empty() || disconnected_[server]) continue;
     const absl::Time quiet_since = std::max(r.sent_at, last_answer_[server]);
-    // A pull is a header that a server may hold for a long while (BSP waits
-    // for the slowest worker): asking again costs little, so it does not
-    // back off, and its answer lost at the end of a hold costs one timeout.
-    const int backoff = r.kind == wire::Kind::PULL ? 1 : r.sends;
-    if (now - quiet_since < round_trips_[server].TimeoutAfter(backoff)) continue;
+    // Every kind backs off, pulls included: a pull is a small header, but a
+    // server answers each copy that is not waiting for other workers with
+    // the whole slice, so on a slow link asking again at a fixed interval
+    // would queue answer behind answer and the link would never drain.
+    if (now - quiet_since < round_trips_[server].TimeoutAfter(r.sends)) continue;
     SendRequest(r);
     ++resent[server];
   }
   for (size_t server = 0; server < resent.size(); ++server) {
     if (resent[server] == 0) continue;
+    round_trips_[server].TimedOut();
     requests_resent_.fetch_add(resent[server]);
     LogDebug("%s silent for %s: resent %d unanswered requests", ServerName(server).c_str(),
              absl::FormatDuration(now - last_answer_[server]).c_str(), resent[server]);

@@ -30,8 +30,9 @@
 // (a bad network; --inject-faults): a request on the socket that has gone
 // unanswered while its server has been silent for that server's resend
 // timeout (core/net/round_trip.h: adaptive, from the answer times seen,
-// doubling with each send but for pulls, which are headers) is sent again. Silence is measured from the
-// server's last answer of any kind, so a slow link that keeps delivering
+// doubling with each send, pulls included: a repeated pull that the server
+// is not holding is answered with the whole slice again) is sent again.
+// Silence is measured from the server's last answer of any kind, so a slow link that keeps delivering
 // answers is not flooded with copies of what is still crossing it. Servers
 // drop a pull that repeats one they hold, answer a repeated push without
 // applying it twice, and the client ignores a second answer. (Requests in

@@ -6,6 +6,7 @@ namespace strata {
 
 void RoundTrip::Sample(absl::Duration elapsed) {
   elapsed = std::max(elapsed, absl::ZeroDuration());
+  backoff_ = 1;
   if (samples_++ == 0) {
     smoothed_ = elapsed;
     deviation_ = elapsed / 2;
@@ -16,10 +17,15 @@ void RoundTrip::Sample(absl::Duration elapsed) {
   smoothed_ = smoothed_ * 7 / 8 + elapsed / 8;
 }
 
+void RoundTrip::TimedOut() {
+  if (TimeoutAfter(1) < limits_.max) backoff_ *= 2;
+}
+
 absl::Duration RoundTrip::TimeoutAfter(int sends) const {
   absl::Duration timeout =
       samples_ == 0 ? limits_.initial
                     : std::clamp(smoothed_ + 4 * deviation_, limits_.min, limits_.max);
+  timeout *= backoff_;
   for (int i = 1; i < sends && timeout < limits_.max; ++i) timeout *= 2;
   return std::min(timeout, limits_.max);
 }

@@ -7,7 +7,13 @@
 // answers: Karn's rule, so the caller does not sample it). The resend
 // timeout is mean + 4 deviations, within [min, max]; before any sample it
 // is `initial`. A request that has been resent waits twice as long again
-// for each time it was sent (exponential back-off), up to `max`.
+// for each time it was sent (exponential back-off), up to `max`. A timeout
+// also doubles the estimate itself until the next sample (RFC 6298, 5.5):
+// resent requests give no samples, so without it an estimate learnt from
+// small answers would go on expiring, and resending, while large ones
+// cross a slow link. The floor is Linux TCP's minimum resend timeout, not
+// RFC 6298's one second: a lost message is recovered in a fraction of a
+// second on a fast link.
 //
 // Answers include the time a request takes to cross the link and to be
 // queued behind others, so on a slow link the timeout grows with the
@@ -15,7 +21,7 @@
 //
 //   RoundTrip rtt;
 //   rtt.Sample(answered_at - sent_at);             // sent once
-//   if (now - sent_at >= rtt.TimeoutAfter(sends)) resend();
+//   if (now - sent_at >= rtt.TimeoutAfter(sends)) { resend(); rtt.TimedOut(); }
 //
 // Not thread-safe: one owner (the thread that holds the connection).
 #ifndef STRATA_CORE_NET_ROUND_TRIP_H_
@@ -27,8 +33,8 @@ namespace strata {
 
 struct RoundTripLimits {
   absl::Duration initial = absl::Seconds(1);
-  absl::Duration min = absl::Milliseconds(50);
-  absl::Duration max = absl::Seconds(5);
+  absl::Duration min = absl::Milliseconds(200);
+  absl::Duration max = absl::Seconds(30);
 };
 
 class RoundTrip {
@@ -37,6 +43,8 @@ class RoundTrip {
 
   // An answer that took `elapsed` to a request sent once.
   void Sample(absl::Duration elapsed);
+  // A wait expired: every timeout doubles (up to `max`) until the next Sample.
+  void TimedOut();
   // The wait before asking again a request sent `sends` times (>= 1).
   absl::Duration TimeoutAfter(int sends) const;
 
@@ -49,6 +57,7 @@ class RoundTrip {
   int64_t samples_ = 0;
   absl::Duration smoothed_;
   absl::Duration deviation_;
+  int backoff_ = 1;  // 2^(timeouts since the last sample)
 };
 
 }  // namespace strata

@@ -16,8 +16,9 @@ TEST(RoundTripTest, BeforeAnyAnswerTheTimeoutIsTheInitialOneDoubledPerSend) {
   EXPECT_EQ(rtt.TimeoutAfter(1), Seconds(1));
   EXPECT_EQ(rtt.TimeoutAfter(2), Seconds(2));
   EXPECT_EQ(rtt.TimeoutAfter(3), Seconds(4));
-  EXPECT_EQ(rtt.TimeoutAfter(4), Seconds(5));  // the maximum
-  EXPECT_EQ(rtt.TimeoutAfter(40), Seconds(5));
+  EXPECT_EQ(rtt.TimeoutAfter(5), Seconds(16));
+  EXPECT_EQ(rtt.TimeoutAfter(6), Seconds(30));  // the maximum
+  EXPECT_EQ(rtt.TimeoutAfter(40), Seconds(30));
 }
 
 TEST(RoundTripTest, FollowsTheSmoothedMeanAndDeviation) {
@@ -36,15 +37,33 @@ TEST(RoundTripTest, FollowsTheSmoothedMeanAndDeviation) {
 }
 
 TEST(RoundTripTest, SteadyAnswersShrinkTheTimeoutToItsFloorAndSlowOnesRaiseIt) {
-  RoundTrip rtt;  // floor 50 ms, ceiling 5 s
+  RoundTrip rtt;  // floor 200 ms, ceiling 30 s
   for (int i = 0; i < 100; ++i) rtt.Sample(Milliseconds(2));
-  EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(50));
+  EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(200));
   // A link that turns slow (a large transfer per answer) raises it within
   // a few answers, so what is still crossing is not sent again.
   for (int i = 0; i < 8; ++i) rtt.Sample(Milliseconds(900));
   EXPECT_GT(rtt.TimeoutAfter(1), Milliseconds(900));
-  for (int i = 0; i < 100; ++i) rtt.Sample(Seconds(30));
-  EXPECT_EQ(rtt.TimeoutAfter(1), Seconds(5));
+  for (int i = 0; i < 100; ++i) rtt.Sample(Seconds(60));
+  EXPECT_EQ(rtt.TimeoutAfter(1), Seconds(30));
+}
+
+// Resent requests give no samples, so an estimate learnt from small answers
+// would keep expiring while large ones cross a slow link: each timeout
+// doubles it until an answer to a request sent once is seen.
+TEST(RoundTripTest, TimeoutsDoubleTheEstimateUntilTheNextSample) {
+  RoundTrip rtt(RoundTripLimits{Seconds(1), Milliseconds(1), Seconds(10)});
+  rtt.Sample(Milliseconds(100));  // timeout 300 ms
+  rtt.TimedOut();
+  EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(600));
+  EXPECT_EQ(rtt.TimeoutAfter(2), Milliseconds(1200));  // and per send on top
+  rtt.TimedOut();
+  EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(1200));
+  for (int i = 0; i < 10; ++i) rtt.TimedOut();
+  EXPECT_EQ(rtt.TimeoutAfter(1), Seconds(10));  // the ceiling holds
+  rtt.Sample(Milliseconds(100));
+  // deviation 3/4 * 50 + 0; mean 100: back to the estimate, 100 + 4 * 37.5.
+  EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(250));
 }
 
 TEST(RoundTripTest, ANegativeElapsedTimeCountsAsZero) {

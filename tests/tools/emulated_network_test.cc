@@ -177,6 +177,24 @@ TEST_F(EmulatedClusterTest, EveryProcessBindsAllInterfacesOnThePortRangeAndAdver
   EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
 }
 
+// A slow link that loses nothing: every answer takes long (a 6.5 MB slice
+// crosses 100 Mbit/s in about half a second), but no request is sent twice.
+// A resend timeout learnt from small answers and not backed off would
+// re-request slices still crossing the link, whose answers queue behind
+// each other until the server's send queue overflows.
+TEST_F(EmulatedClusterTest, ASlowLinkThatLosesNothingGetsNoRequestTwice) {
+  STRATA_SKIP_WITHOUT_NAMESPACES();
+  const auto [code, out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
+                 " --mode ps --conv-workers 2 --max-steps 4 --evaluate=false --progress=false "
+                 "--bandwidth 100mbit --summary-out " +
+                 dir_ + "/summary.json");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(Summary(dir_ + "/summary.json")["steps"], 4);
+  EXPECT_EQ(out.find("unanswered requests to the servers again"), std::string::npos) << out;
+  EXPECT_EQ(out.find("send queue"), std::string::npos) << out;
+}
+
 TEST_F(EmulatedClusterTest, CtrlCStopsTheClusterAndRemovesTheNetwork) {
   STRATA_SKIP_WITHOUT_NAMESPACES();
   testing::Process launcher(
