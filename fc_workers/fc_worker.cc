@@ -21,6 +21,7 @@
 #include "core/optim/parameter_optimizer.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
+#include "core/train/checkpoint_epochs.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
 #include "core/util/clock.h"
@@ -238,6 +239,68 @@ absl::Status PullTrunk(ParameterSync& sync, int64_t iteration) {
   return sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, iteration);
 }
 
+// Our part of each coordinated checkpoint epoch: what lives only in this
+// process (the head with its optimizer state when we are the only FC
+// worker, our experts with theirs when several split them). An FC worker
+// whose state is all on the servers (a shared head without experts) has
+// no part, and reports each epoch as written once it gets there.
+class FcCheckpoints {
+ public:
+  FcCheckpoints(std::string dir, int64_t every, int rank, Model& model,
+                ParameterOptimizer* update)
+      : dir_(std::move(dir)),
+        every_(every),
+        part_(CheckpointPartName("fc_worker", rank)),
+        model_(model),
+        update_(update) {}
+
+  // After iteration done - 1: our part of epoch `done` when it is one,
+  // and the newest part written to the coordinator (with our heartbeats).
+  void AtBoundary(int64_t done, PsClient& client) {
+    if (every_ > 0 && done % every_ == 0) {
+      if (update_ != nullptr) {
+        writer_.Write(EpochPartPath(dir_, done, part_), done,
+                      CaptureTrainingState(model_, *update_, done));
+      } else {
+        no_part_until_ = done;
+      }
+    }
+    client.ReportCheckpointed(std::max(writer_.last_written(), no_part_until_));
+  }
+
+  // Restores our part of the newest complete epoch; returns its iteration.
+  absl::StatusOr<int64_t> Restore() {
+    const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(dir_);
+    if (!epoch.has_value()) {
+      return absl::NotFoundError(
+          absl::StrCat("--restore: no complete checkpoint epoch in ", dir_));
+    }
+    if (update_ == nullptr) return epoch->iteration;
+    if (epoch->part_bytes.count(part_) == 0) {
+      return absl::NotFoundError(absl::StrCat("--restore: checkpoint epoch ", epoch->iteration,
+                                              " in ", dir_, " has no part ", part_));
+    }
+    const std::string path = epoch->PartPath(dir_, part_);
+    STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(path));
+    STRATA_RETURN_IF_ERROR_CTX(RestoreTrainingState(checkpoint, model_, *update_).status(),
+                               absl::StrCat("restoring ", path));
+    LogInfo("restored %s at iteration %lld", path.c_str(),
+            static_cast<long long>(epoch->iteration));
+    return epoch->iteration;
+  }
+
+  void Flush() { writer_.Flush(); }
+
+ private:
+  std::string dir_;
+  int64_t every_;
+  std::string part_;
+  Model& model_;
+  ParameterOptimizer* update_;
+  int64_t no_part_until_ = -1;
+  CheckpointWriter writer_;
+};
+
 // One FC worker's iteration on the StepLoop: its conv workers' activations
 // gathered (load: the FC worker's input is their output, so the phase is
 // a wait), the head forward and loss, backward with the shared head's
@@ -256,6 +319,7 @@ class FcProgram final : public StepProgram {
     ParameterOptimizer* local_update;  // null: nothing updated here
     TrainingReporter& reporter;
     TrainingData& data;
+    FcCheckpoints* checkpoints;  // null: no checkpoints
   };
   // `k`: conv workers served; `shared_head`: several FC workers reduce the
   // head through the servers; `expert_parallel`: and split its experts.
@@ -297,9 +361,10 @@ class FcProgram final : public StepProgram {
     return true;
   }
   absl::Status Boundary(StepContext& ctx) override {
+    const int64_t done = ctx.iteration + 1;
+    if (p_.checkpoints != nullptr) p_.checkpoints->AtBoundary(done, p_.client);
     // Collective with split experts: every FC worker needs the same
     // --evaluate (the launcher passes it to all).
-    const int64_t done = ctx.iteration + 1;
     if (!options_.config.training.evaluate || !p_.reporter.EpochEnds(done)) return absl::OkStatus();
     if (expert_parallel_) {
       STRATA_RETURN_IF_ERROR_CTX(p_.experts->GatherForEvaluation(), "gathering the MoE experts");
@@ -432,18 +497,34 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   // Updates what never leaves this process: the whole head (one FC worker)
   // or our experts (several).
   std::unique_ptr<ParameterOptimizer> local_update;
+  int64_t servers_version = 0;
   if (shared_head) {
-    STRATA_ASSIGN_OR_RETURN(int64_t version, sync.Join(/*initialise=*/rank == 0));
-    if (version != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the servers' head is at iteration ", version,
-                       "; FC workers cannot resume a run (start the job afresh)"));
-    }
+    STRATA_ASSIGN_OR_RETURN(servers_version, sync.Join(/*initialise=*/rank == 0));
     if (expert_parallel) {
       STRATA_ASSIGN_OR_RETURN(local_update, local_optimizer(experts->owned_parameters()));
     }
   } else {
     STRATA_ASSIGN_OR_RETURN(local_update, local_optimizer(model->parameters(split, -1)));
+  }
+  std::unique_ptr<FcCheckpoints> checkpoints;
+  if (!fc_options.checkpoint_dir.empty()) {
+    checkpoints = std::make_unique<FcCheckpoints>(fc_options.checkpoint_dir,
+                                                  fc_options.checkpoint_every, rank, *model,
+                                                  local_update.get());
+  }
+  // Where we start: the restored epoch, which the servers' shared head (if
+  // any) must be at too; else the beginning.
+  int64_t first_iteration = 0;
+  if (fc_options.restore) {
+    if (checkpoints == nullptr) return absl::InvalidArgumentError("--restore needs --checkpoint-dir");
+    STRATA_ASSIGN_OR_RETURN(first_iteration, checkpoints->Restore());
+  }
+  if (shared_head && servers_version != first_iteration) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the servers' head is at iteration ", servers_version, ", we start at iteration ",
+        first_iteration,
+        fc_options.restore ? " (restore every role from the same checkpoint epoch)"
+                           : "; start the job afresh, or every role with --restore"));
   }
 
   STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
@@ -454,12 +535,13 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
                             options.run.progress && rank == 0, &metrics);
   RunSummary summary = NewRunSummary("stanza", config, *model);
   FcProgram::Parts parts{*model,   split, server, *client, sync, experts.get(), local_update.get(),
-                         reporter, *data};
+                         reporter, *data,  checkpoints.get()};
   FcProgram program(options, rank, static_cast<double>(mine.size()), shared_head, expert_parallel,
                     parts);
   StepLoopOptions loop_options;
   loop_options.device = options.device;
   loop_options.process = absl::StrCat("fc worker ", rank);
+  loop_options.first_iteration = first_iteration;
   loop_options.total_iterations = total_steps;
   loop_options.records = &records;
   loop_options.reporter = &reporter;
@@ -476,6 +558,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   model->set_wait_observer(nullptr);
   if (experts != nullptr) experts->set_wait_observer(nullptr);
 
+  if (checkpoints != nullptr) checkpoints->Flush();
   reporter.Finish(total_steps, &summary);
   if (expert_parallel) {  // every expert back in every FC worker, to write the model
     STRATA_RETURN_IF_ERROR_CTX(experts->Leave(), "gathering the MoE experts");

@@ -39,6 +39,14 @@ struct FcWorkerOptions {
   // Wraps each endpoint we serve on (core/net/message_endpoint.h): the one
   // conv workers reach us on and the expert exchange's inbox; unset: none.
   EndpointDecorator decorate_endpoint;
+  // Coordinated checkpoints (core/train/checkpoint_epochs.h): our part of
+  // every epoch, each `checkpoint_every` iterations, in `checkpoint_dir`
+  // ("" = none): the head with its optimizer state (one FC worker) or our
+  // experts with theirs (several; the shared head is the servers').
+  // `restore`: start from our part of the newest complete epoch.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  bool restore = false;
 };
 
 absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& options);

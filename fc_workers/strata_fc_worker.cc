@@ -3,6 +3,7 @@
 //   strata_fc_worker --rank F --coordinator tcp://HOST:PORT --config job.json
 //       [--bind tcp://HOST:PORT|tcp://HOST:FIRST-LAST] [--advertise HOST] [--bind-interface IF]
 //       [--threads T] [--summary-out s.json] [--metrics-out m.jsonl]
+//       [--checkpoint-dir DIR --checkpoint-every K [--restore]]
 //
 // FC worker 0 prints progress, evaluates after every epoch and writes the
 // summary. The other flags are those of every worker (runtime/worker_flags.h),
@@ -44,7 +45,12 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
     if (o.serving.bind.empty()) o.serving.bind = ServingAddress().bind;
     if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults, &InjectedFaults());
     const std::string ready = ReadyFileFromFlags();
-    o.ready_file = several ? PathForJob(ready, worker.client.credentials.job_id) : ready;
+    const uint64_t job_id = worker.client.credentials.job_id;
+    o.ready_file = several ? PathForJob(ready, job_id) : ready;
+    const CheckpointFlags checkpoints = CheckpointFromFlags();
+    o.checkpoint_dir = several ? PathForJob(checkpoints.dir, job_id) : checkpoints.dir;
+    o.checkpoint_every = checkpoints.every;
+    o.restore = checkpoints.restore;
     return RunFcWorker(o).status();
   };
   return CombineJobResults(jobs, RunJobsTogether(jobs, policy, run));

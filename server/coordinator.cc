@@ -1,5 +1,6 @@
 #include "server/coordinator.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,21 @@ int Coordinator::LimitFor(wire::Role role) const {
   if (role == wire::Role::SERVER) return options_.servers;
   if (role == wire::Role::FC_WORKER) return options_.fc_workers;
   return options_.workers;
+}
+
+int64_t Coordinator::AgreedCheckpoint(int64_t own) const {
+  if (static_cast<int>(servers_.size()) != options_.servers ||
+      static_cast<int>(fc_workers_.size()) != options_.fc_workers) {
+    return -1;
+  }
+  int64_t agreed = own;
+  for (const auto* table : {&servers_, &fc_workers_}) {
+    for (const auto& [rank, node] : *table) {
+      if (node.role == wire::Role::SERVER && rank == 0) continue;  // ourselves: `own`
+      agreed = std::min(agreed, node.checkpointed);
+    }
+  }
+  return agreed;
 }
 
 std::string Coordinator::Registered() const {
@@ -118,6 +134,7 @@ absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& pee
       auto it = table.find(rank);
       if (it != table.end()) {
         it->second.last_seen = MonotonicNow();
+        it->second.checkpointed = std::max(it->second.checkpointed, h.getIteration());
         // Death is final: the servers have failed what waited for the node
         // and refuse it from then on.
         if (it->second.dead && !it->second.late_heartbeat_logged) {

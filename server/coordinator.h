@@ -68,6 +68,10 @@ class Coordinator {
   void Abandon(const absl::Status& why);
   // How many of each role have registered: "1/2 servers, 2/2 workers, 0/0 fc workers".
   std::string Registered() const;
+  // The newest checkpoint iteration for which every server and FC worker
+  // has written its part, `own` being server 0's; -1 while any of them
+  // has not registered or written one.
+  int64_t AgreedCheckpoint(int64_t own) const;
 
  private:
   struct Node {
@@ -79,6 +83,7 @@ class Coordinator {
     absl::Time last_seen;
     bool dead = false;
     bool late_heartbeat_logged = false;
+    int64_t checkpointed = -1;  // its newest checkpoint part (heartbeats say)
   };
   absl::Status Register(const IncomingMessage& message, const Peer& peer);
   absl::Status Barrier(const IncomingMessage& message);

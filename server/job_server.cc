@@ -91,9 +91,18 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
   so.total_steps = total_steps;
   STRATA_ASSIGN_OR_RETURN(node->store_, ParameterStore::Create(node->plan_, options.rank, so));
   if (options.restore) {
-    STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(options.checkpoint_path));
-    STRATA_RETURN_IF_ERROR_CTX(node->store_->Restore(checkpoint),
-                               absl::StrCat("restoring ", options.checkpoint_path));
+    std::string path = options.checkpoint_path;
+    if (!options.checkpoint_dir.empty()) {
+      const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(options.checkpoint_dir);
+      if (!epoch.has_value()) {
+        return absl::NotFoundError(absl::StrCat("--restore: no complete checkpoint epoch in ",
+                                                options.checkpoint_dir));
+      }
+      path = epoch->PartPath(options.checkpoint_dir, CheckpointPartName("server", options.rank));
+      node->last_complete_epoch_ = epoch->iteration;
+    }
+    STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(path));
+    STRATA_RETURN_IF_ERROR_CTX(node->store_->Restore(checkpoint), absl::StrCat("restoring ", path));
     int64_t version = 0;
     for (const Chunk& c : node->plan_.chunks_of_server(options.rank)) {
       version = std::max(version, node->store_->version(c));
@@ -101,8 +110,11 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
     node->last_checkpoint_version_ = version;
     node->restored_ = true;
     node->restored_version_ = version;
-    LogInfo("restored %s at iteration %lld", options.checkpoint_path.c_str(),
-            static_cast<long long>(version));
+    LogInfo("restored %s at iteration %lld", path.c_str(), static_cast<long long>(version));
+  }
+  if ((!options.checkpoint_dir.empty() || !options.checkpoint_path.empty()) &&
+      options.checkpoint_every > 0) {
+    node->checkpoints_ = std::make_unique<CheckpointWriter>();
   }
   const std::string& address = endpoints->socket->address();
   const std::string lane_address = endpoints->lanes != nullptr ? endpoints->lanes->address() : "";
@@ -410,7 +422,10 @@ absl::Status JobServer::HandlePush(const IncomingMessage& message) {
     STRATA_ASSIGN_OR_RETURN(
         const PushOutcome outcome,
         store_->Push(worker, h.getIteration(), chunks[i], slices.placement.SliceData(message, i)));
-    updated = updated || outcome == PushOutcome::kApplied;
+    if (outcome == PushOutcome::kApplied) {
+      updated = true;
+      ++updates_by_iteration_[h.getIteration()];
+    }
   }
   OutgoingMessage ack(wire::Kind::PUSH_ACK);
   ack.header().setRequestId(h.getRequestId());
@@ -502,18 +517,39 @@ void JobServer::FailPendingPulls(const absl::Status& status) {
 }
 
 void JobServer::MaybeCheckpoint() {
-  if (options_.checkpoint_path.empty() || options_.checkpoint_every <= 0) return;
+  if (checkpoints_ == nullptr) return;
+  // At a multiple of checkpoint_every, once the last of our chunks gets
+  // there: under BSP no chunk moves past an iteration before every chunk
+  // has reached it (a worker pushes iteration i only after pulling all of
+  // it), so the shard is then whole at that iteration. The capture is a
+  // copy; serialising and syncing it to disk happen on the writer's thread.
   const int64_t version = store_->min_version(plan_.chunks_of_server(options_.rank));
-  if (version >= last_checkpoint_version_ + options_.checkpoint_every) {
-    absl::Status s = WriteCheckpoint(options_.checkpoint_path, store_->Capture());
-    if (s.ok()) {
-      last_checkpoint_version_ = version;
-      LogInfo("checkpoint at iteration %lld -> %s", static_cast<long long>(version),
-              options_.checkpoint_path.c_str());
-    } else {
-      LogWarning("checkpoint failed: %s", std::string(s.message()).c_str());
-    }
+  if (version <= last_checkpoint_version_ || version % options_.checkpoint_every != 0) return;
+  last_checkpoint_version_ = version;
+  const std::string path =
+      options_.checkpoint_dir.empty()
+          ? options_.checkpoint_path
+          : EpochPartPath(options_.checkpoint_dir, version,
+                          CheckpointPartName("server", options_.rank));
+  checkpoints_->Write(path, version, store_->Capture());
+}
+
+void JobServer::MaybeCompleteEpoch() {
+  if (coordinator_ == nullptr || checkpoints_ == nullptr || options_.checkpoint_dir.empty()) {
+    return;
   }
+  const int64_t agreed = coordinator_->AgreedCheckpoint(checkpoints_->last_written());
+  if (agreed <= last_complete_epoch_) return;
+  absl::StatusOr<CheckpointEpoch> epoch = CompleteEpoch(options_.checkpoint_dir, agreed);
+  if (!epoch.ok()) {
+    LogWarning("%s", std::string(epoch.status().message()).c_str());
+    return;
+  }
+  last_complete_epoch_ = agreed;
+  const int removed = PruneEpochs(options_.checkpoint_dir, options_.keep_checkpoints);
+  LogInfo("checkpoint epoch %lld complete (%zu parts in %s)%s", static_cast<long long>(agreed),
+          epoch->part_bytes.size(), EpochDirectory(options_.checkpoint_dir, agreed).c_str(),
+          removed > 0 ? absl::StrCat("; removed ", removed, " older").c_str() : "");
 }
 
 absl::Status JobServer::ForgetAndAcknowledge(const IncomingMessage& message) {
@@ -682,12 +718,14 @@ absl::Status JobServer::Tick(absl::Time now) {
     for (const Peer& dead : coordinator_->CheckLiveness(now)) {
       OnWorkerStopped(dead, "stopped sending heartbeats");
     }
+    MaybeCompleteEpoch();
   }
   if (coordinator_link_ != nullptr) {
     STRATA_RETURN_IF_ERROR(ServeCoordinatorLink());
     if (now >= next_heartbeat_) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank);
+      FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank,
+                    checkpoints_ != nullptr ? checkpoints_->last_written() : -1);
       (void)coordinator_link_->Send(beat);
       next_heartbeat_ = now + options_.heartbeat_every;
     }
@@ -709,10 +747,45 @@ absl::StatusOr<bool> JobServer::Finished() const {
                    absl::StrJoin(unfinished, "; "), "); the job cannot complete"));
 }
 
+void JobServer::LogUpdateCount() const {
+  if (options_.consistency != Consistency::kBsp || updates_by_iteration_.empty()) return;
+  // Under BSP every chunk takes one update per iteration, from the
+  // iteration the job started (or was restored) at to its end: a lost
+  // update leaves a chunk short, one applied twice makes one long.
+  const int64_t chunks = static_cast<int64_t>(plan_.chunks_of_server(options_.rank).size());
+  const int64_t first = restored_ ? restored_version_ : 0;
+  const int64_t last = updates_by_iteration_.rbegin()->first;
+  std::vector<std::string> wrong;
+  int64_t total = 0;
+  for (int64_t it = first; it <= last; ++it) {
+    auto found = updates_by_iteration_.find(it);
+    const int64_t count = found == updates_by_iteration_.end() ? 0 : found->second;
+    total += count;
+    if (count != chunks) wrong.push_back(absl::StrCat("iteration ", it, ": ", count));
+  }
+  if (updates_by_iteration_.begin()->first < first) {
+    wrong.push_back(absl::StrCat("iteration ", updates_by_iteration_.begin()->first,
+                                 " (before the restored iteration ", first, ")"));
+  }
+  if (wrong.empty()) {
+    LogInfo("updates applied: iterations %lld to %lld, each of our %lld chunks once (%lld)",
+            static_cast<long long>(first), static_cast<long long>(last),
+            static_cast<long long>(chunks), static_cast<long long>(total));
+  } else {
+    LogWarning("updates applied: not one per chunk and iteration (%lld chunks): %s",
+               static_cast<long long>(chunks), absl::StrJoin(wrong, "; ").c_str());
+  }
+}
+
 absl::Status JobServer::Finish() {
+  if (checkpoints_ != nullptr) {
+    checkpoints_->Flush();
+    MaybeCompleteEpoch();
+  }
   if (!options_.checkpoint_path.empty()) {
     STRATA_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, store_->Capture()));
   }
+  LogUpdateCount();
   traffic_.process = absl::StrCat("server ", options_.rank);
   traffic_.steps = store_->min_clock();
   traffic_.Print();

@@ -27,6 +27,7 @@
 #define STRATA_SERVER_JOB_SERVER_H_
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@
 #include "core/net/partition_plan.h"
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
+#include "core/train/checkpoint_epochs.h"
 #include "server/coordinator.h"
 #include "server/parameter_store.h"
 #include "server/shared_memory_peers.h"
@@ -75,8 +77,18 @@ struct ServerOptions {
   int staleness = 2;
   int64_t chunk_elements = kDefaultChunkElements;
   std::string ready_file;        // written once serving (core/util/ready_file.h); "" = none
-  std::string checkpoint_path;   // "" = no checkpoints
-  int64_t checkpoint_every = 0;  // iterations
+  // Checkpoints every `checkpoint_every` iterations (written off the event
+  // loop): coordinated epochs in `checkpoint_dir` (this shard's part of
+  // each, core/train/checkpoint_epochs.h; rank 0 completes an epoch once
+  // every part is written, keeping the newest `keep_checkpoints`), or this
+  // shard alone in the file `checkpoint_path`, which is also written at
+  // the end. Neither: no checkpoints.
+  std::string checkpoint_dir;
+  int keep_checkpoints = 3;
+  std::string checkpoint_path;
+  int64_t checkpoint_every = 0;
+  // Start from the newest complete epoch in checkpoint_dir, or from
+  // checkpoint_path.
   bool restore = false;
   absl::Duration dead_after = absl::Seconds(10);
   absl::Duration heartbeat_every = absl::Seconds(1);
@@ -195,6 +207,11 @@ class JobServer {
   void SendPull(const PendingPull& pull);
   void SendError(const std::string& identity, uint64_t request_id, const absl::Status& status);
   void MaybeCheckpoint();
+  // Rank 0: completes the newest epoch every part of which is written.
+  void MaybeCompleteEpoch();
+  // BSP: logs whether every chunk took exactly one update per iteration
+  // since the start (or the restored iteration).
+  void LogUpdateCount() const;
   void FailPendingPulls(const absl::Status& status);
 
   ServerOptions options_;
@@ -225,6 +242,9 @@ class JobServer {
   std::vector<bool> rejoined_;
   bool shutdown_ = false;
   int64_t last_checkpoint_version_ = 0;
+  std::unique_ptr<CheckpointWriter> checkpoints_;  // null: no checkpoints
+  int64_t last_complete_epoch_ = -1;               // rank 0
+  std::map<int64_t, int64_t> updates_by_iteration_;  // chunk updates applied
   uint64_t errors_sent_ = 0;
   uint64_t replies_dropped_ = 0;  // to peers gone or not reading
   absl::Time created_;            // when Create built it

@@ -3,7 +3,8 @@
 //   strata_server --rank 0 --coordinator tcp://HOST:PORT --config job.json
 //       [--servers S] [--conv-workers N] [--consistency bsp|ssp|asp] [--staleness s]
 //       [--job-token-file FILE]
-//       [--checkpoint shard.ckpt --checkpoint-every K [--restore]]
+//       [--checkpoint shard.ckpt | --checkpoint-dir DIR] [--checkpoint-every K]
+//       [--keep-checkpoints N] [--restore]
 //
 //   strata_server --rank 0 --coordinator tcp://HOST:PORT --job a.json --job b.json
 //
@@ -51,8 +52,6 @@ ABSL_FLAG(int32_t, rank, 0, "server rank in [0, servers); 0 is also the coordina
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "ps", "ps (every parameter) or stanza (the conv trunk's only)");
 ABSL_FLAG(std::string, checkpoint, "", "this shard's checkpoint file");
-ABSL_FLAG(int64_t, checkpoint_every, 0, "iterations between checkpoints");
-ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
 ABSL_FLAG(double, dead_timeout, 10.0, "seconds without a heartbeat before a node is declared dead");
 ABSL_FLAG(std::string, kv_sizes, "",
           "plain key-value mode: comma-separated parameter sizes (elements) instead of a model; "
@@ -89,13 +88,24 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   o.staleness = consistency.staleness;
   o.chunk_elements = address.chunk_elements;
   o.ready_file = ReadyFileFromFlags();
+  const CheckpointFlags checkpoints = CheckpointFromFlags();
   o.checkpoint_path = absl::GetFlag(FLAGS_checkpoint);
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  o.restore = absl::GetFlag(FLAGS_restore);
+  o.checkpoint_dir = checkpoints.dir;
+  o.checkpoint_every = checkpoints.every;
+  o.keep_checkpoints = checkpoints.keep;
+  o.restore = checkpoints.restore;
   o.dead_after = absl::Seconds(absl::GetFlag(FLAGS_dead_timeout));
   o.limits.max_message_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_message_mb)) << 20;
-  if (o.restore && o.checkpoint_path.empty()) {
-    return absl::InvalidArgumentError("--restore needs --checkpoint");
+  if (!o.checkpoint_path.empty() && !o.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "give --checkpoint (this shard alone) or --checkpoint-dir (coordinated epochs), not both");
+  }
+  if (o.restore && o.checkpoint_path.empty() && o.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--restore needs --checkpoint or --checkpoint-dir");
+  }
+  if (o.keep_checkpoints < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keep-checkpoints ", o.keep_checkpoints, ": keep at least 1"));
   }
   return o;
 }
@@ -141,6 +151,7 @@ absl::StatusOr<ServerOptions> LearnedJob(const ServerOptions& process, const Job
   o.job_id = job_id;
   o.restore = false;
   o.checkpoint_path = PathForJob(process.checkpoint_path, job_id);
+  o.checkpoint_dir = PathForJob(process.checkpoint_dir, job_id);
   o.assemble_within = absl::Seconds(absl::GetFlag(FLAGS_assemble_timeout));
   const ClusterConfig& cluster = spec.config.cluster;
   const int group = LayoutFromFlags(cluster).servers;  // --servers where given
@@ -176,7 +187,10 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   for (size_t i = 0; i < job_configs.size(); ++i) {
     STRATA_ASSIGN_OR_RETURN(ServerOptions job, JobFromFlags(job_configs[i]));
     job.job_id += i;
-    if (job_configs.size() > 1) job.checkpoint_path = PathForJob(job.checkpoint_path, job.job_id);
+    if (job_configs.size() > 1) {
+      job.checkpoint_path = PathForJob(job.checkpoint_path, job.job_id);
+      job.checkpoint_dir = PathForJob(job.checkpoint_dir, job.job_id);
+    }
     node.jobs.push_back(std::move(job));
   }
   const bool learn =

@@ -15,6 +15,8 @@
 //   curve        --curve-keys --curve-client (every process that opens a
 //                socket, strata_launch; core/net/curve.h)
 //   faults       --inject-faults (servers and workers; core/net/fault_injection.h)
+//   checkpoint   --checkpoint-dir --checkpoint-every --keep-checkpoints --restore
+//                (servers, FC workers, strata_launch; core/train/checkpoint_epochs.h)
 #ifndef STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 #define STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 
@@ -69,6 +71,14 @@ std::string CurveKeysDirFromFlags();
 // (the decorators count into InjectedFaults()).
 absl::StatusOr<FaultRates> FaultRatesFromFlags();
 FaultCounts& InjectedFaults();
+
+struct CheckpointFlags {
+  std::string dir;    // coordinated epochs ("" = none)
+  int64_t every = 0;  // iterations between checkpoints
+  int keep = 3;       // complete epochs kept
+  bool restore = false;
+};
+CheckpointFlags CheckpointFromFlags();
 
 // `path` for job `job_id` of a process that serves or runs several jobs
 // (--job given more than once): "out/summary.json" becomes

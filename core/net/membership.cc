@@ -13,8 +13,10 @@ void FillRegister(wire::Header::Builder h, uint64_t job_id, const NodeDescriptio
   nodes[0].setPeerAddress(node.peer_address);
 }
 
-void FillHeartbeat(wire::Header::Builder h, uint64_t job_id, wire::Role role, int rank) {
+void FillHeartbeat(wire::Header::Builder h, uint64_t job_id, wire::Role role, int rank,
+                   int64_t checkpointed) {
   h.setJobId(job_id);
+  h.setIteration(checkpointed);
   h.setSenderRole(role);
   h.setSenderRank(rank);
 }

@@ -21,9 +21,12 @@ struct NodeDescription {
 };
 
 // Fill the header of a REGISTER and of a HEARTBEAT (messages made with
-// those kinds).
+// those kinds). A heartbeat's iteration is the newest coordinated
+// checkpoint part the sender has written (core/train/checkpoint_epochs.h),
+// -1 when none.
 void FillRegister(wire::Header::Builder header, uint64_t job_id, const NodeDescription& node);
-void FillHeartbeat(wire::Header::Builder header, uint64_t job_id, wire::Role role, int rank);
+void FillHeartbeat(wire::Header::Builder header, uint64_t job_id, wire::Role role, int rank,
+                   int64_t checkpointed = -1);
 
 }  // namespace strata
 

@@ -844,7 +844,8 @@ void PsClient::IoLoop() {
     const absl::Time now = MonotonicNow();
     if (now >= next_heartbeat) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      FillHeartbeat(beat.header(), options_.credentials.job_id, options_.role, rank_);
+      FillHeartbeat(beat.header(), options_.credentials.job_id, options_.role, rank_,
+                    checkpointed_.load());
       (void)coordinator_->Send(beat);
       next_heartbeat = now + options_.heartbeat_every;
     }

@@ -195,6 +195,11 @@ class PsClient {
   // waiting). A refusal is logged.
   void ProposeKnobs(const std::vector<KnobProposal>& proposals);
 
+  // The newest coordinated checkpoint part this process has written; the
+  // heartbeats tell the coordinator, which completes an epoch once every
+  // part is in (core/train/checkpoint_epochs.h).
+  void ReportCheckpointed(int64_t iteration) { checkpointed_.store(iteration); }
+
   // Told of every Wait/WaitAll that blocks (null: none). Set before the
   // first wait; called on the waiting thread.
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
@@ -319,6 +324,7 @@ class PsClient {
   std::vector<absl::Time> last_answer_ ABSL_GUARDED_BY(socket_mu_);
   absl::Time next_resend_check_ ABSL_GUARDED_BY(socket_mu_);
   std::atomic<uint64_t> requests_resent_{0};
+  std::atomic<int64_t> checkpointed_{-1};
   std::atomic<int64_t> last_reply_ns_{0};  // any server's, read by waiting callers
   absl::Time last_registration_;           // I/O thread: the coordinator's last REGISTER
 

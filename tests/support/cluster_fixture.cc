@@ -13,6 +13,8 @@
 
 #include "core/model/job_identity.h"
 #include "core/model/model.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "core/train/checkpoint.h"
 
 namespace strata::testing {
@@ -82,6 +84,27 @@ int CountStrataProcesses(const std::string& marker) {
   return count;
 }
 
+pid_t FindStrataChild(pid_t parent, const std::string& binary, int rank) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    // stat: "pid (comm) state ppid ..."; comm may hold spaces, not ')'.
+    const std::string stat = ReadFile(entry.path().string() + "/stat");
+    const size_t comm_end = stat.rfind(')');
+    if (comm_end == std::string::npos) continue;
+    std::vector<std::string> fields =
+        absl::StrSplit(stat.substr(comm_end + 2), ' ', absl::SkipEmpty());
+    if (fields.size() < 2 || fields[1] != std::to_string(parent)) continue;
+    const std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+    std::vector<std::string> args = absl::StrSplit(cmdline, '\0');
+    if (args.empty() || !absl::EndsWith(args[0], "/" + binary)) continue;
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--rank" && args[i + 1] == std::to_string(rank)) {
+        return static_cast<pid_t>(std::stol(entry.path().filename().string()));
+      }
+    }
+  }
+  return 0;
+}
+
 Process::Process(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
   ProcessSpec spec;
   spec.argv = argv;
@@ -132,6 +155,8 @@ void Process::Kill9() {
   process_->Signal(SIGKILL);
   process_->Wait();
 }
+
+pid_t Process::pid() const { return process_ != nullptr ? process_->pid() : 0; }
 
 int Process::Wait() {
   process_->Wait();

@@ -46,6 +46,9 @@ int64_t InjectedFaultCount(const std::string& output, const std::string& what);
 // Strata processes whose command line mentions `marker` (a unique temp
 // path passed to the run), from /proc.
 int CountStrataProcesses(const std::string& marker);
+// The pid of the running `binary` (e.g. "strata_server") given "--rank"
+// `rank` that is a child of `parent`; 0 when there is none.
+pid_t FindStrataChild(pid_t parent, const std::string& binary, int rank);
 
 // A background process (core/util/subprocess.h) whose output goes to a log
 // file; killed (SIGKILL, with its process group) when destroyed unless it
@@ -68,6 +71,7 @@ class Process {
   void Pause();
   void Resume();
   void Kill9();
+  pid_t pid() const;
   // Waits for exit; returns the exit status (-1 if killed by a signal).
   int Wait();
   std::string log() const;

@@ -26,6 +26,7 @@
 #include "core/util/ready_file.h"
 #include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
+#include "tools/bench/bench_server.h"
 
 namespace strata::bench {
 namespace {
@@ -90,57 +91,21 @@ class ClientSecurity {
   bool installed_;
 };
 
-// A strata_server in plain key-value mode, stopped when this goes away.
-class BenchServer {
- public:
-  static absl::StatusOr<std::unique_ptr<BenchServer>> Start(const std::string& transport,
-                                                            int64_t elements, int workers) {
-    auto server = std::unique_ptr<BenchServer>(new BenchServer());
-    char tmpl[] = "/tmp/strata_ps_bench_XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
-    server->dir_ = tmpl;
-    const std::string ready = server->dir_ + "/ready.json";
-    ProcessSpec spec;
-    spec.argv = {BinaryDir() + "/strata_server",
-                 "--rank",
-                 "0",
-                 "--coordinator",
-                 transport == "tcp" || transport == "curve" ? "tcp://127.0.0.1:0" : "ipc://*",
-                 "--kv-sizes",
-                 std::to_string(elements),
-                 "--conv-workers",
-                 std::to_string(workers),
-                 "--max-message-mb",
-                 "2048",
-                 "--ready-file",
-                 ready};
-    if (transport == "curve") {
-      STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CurveKeys> keys, BenchKeys::Get());
-      spec.argv.insert(spec.argv.end(), {"--curve-keys", keys->dir});
-    }
-    spec.output_path = server->dir_ + "/server.log";
-    spec.die_with_parent = true;
-    STRATA_ASSIGN_OR_RETURN(server->process_, ChildProcess::Start(spec));
-    absl::StatusOr<nlohmann::json> serving = AwaitReadyFile(
-        ready, "the benchmark server", absl::Seconds(10), [&]() -> std::optional<std::string> {
-          if (!server->process_->Poll().has_value()) return std::nullopt;
-          return absl::StrCat("exited (see ", spec.output_path, ")");
-        });
-    STRATA_RETURN_IF_ERROR(serving.status());
-    server->address_ = (*serving)["address"].get<std::string>();
-    return server;
+// A strata_server in plain key-value mode: one tensor of `elements`
+// floats, `workers` clients, over `transport`.
+absl::StatusOr<std::unique_ptr<BenchServer>> StartKvServer(const std::string& transport,
+                                                           int64_t elements, int workers) {
+  std::vector<std::string> flags = {
+      "--rank", "0", "--coordinator",
+      transport == "tcp" || transport == "curve" ? "tcp://127.0.0.1:0" : "ipc://*",
+      "--kv-sizes", std::to_string(elements), "--conv-workers", std::to_string(workers),
+      "--max-message-mb", "2048"};
+  if (transport == "curve") {
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CurveKeys> keys, BenchKeys::Get());
+    flags.insert(flags.end(), {"--curve-keys", keys->dir});
   }
-  ~BenchServer() {
-    process_.reset();  // stops and reaps it
-    std::filesystem::remove_all(dir_);
-  }
-  const std::string& address() const { return address_; }
-
- private:
-  BenchServer() = default;
-  std::unique_ptr<ChildProcess> process_;
-  std::string dir_, address_;
-};
+  return BenchServer::Start(flags);
+}
 
 struct Point {
   std::string transport;
@@ -155,7 +120,7 @@ struct Point {
 absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, int mib,
                                      double seconds) {
   const int64_t elements = static_cast<int64_t>(mib) << 18;  // MiB -> floats
-  STRATA_ASSIGN_OR_RETURN(auto server, BenchServer::Start(transport, elements, workers));
+  STRATA_ASSIGN_OR_RETURN(auto server, StartKvServer(transport, elements, workers));
   STRATA_ASSIGN_OR_RETURN(const ClientSecurity security, ClientSecurity::For(transport));
   std::vector<std::unique_ptr<PsClient>> clients(workers);
   std::vector<absl::Status> errors(workers);
@@ -222,7 +187,7 @@ class PullLatency {
  public:
   static absl::StatusOr<std::unique_ptr<PullLatency>> Start(const std::string& transport) {
     auto p = std::unique_ptr<PullLatency>(new PullLatency());
-    STRATA_ASSIGN_OR_RETURN(p->server_, BenchServer::Start(transport, kElements, 1));
+    STRATA_ASSIGN_OR_RETURN(p->server_, StartKvServer(transport, kElements, 1));
     STRATA_ASSIGN_OR_RETURN(ClientSecurity security, ClientSecurity::For(transport));
     p->security_ = std::make_unique<ClientSecurity>(std::move(security));
     PsClientOptions o;

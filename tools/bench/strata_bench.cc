@@ -30,6 +30,7 @@
 #include "tools/bench/plan_report.h"
 #include "tools/bench/ps_bench.h"
 #include "tools/bench/reference_check.h"
+#include "tools/bench/soak_bench.h"
 #include "tools/bench/train_bench.h"
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (reference: several, comma-separated)");
@@ -53,6 +54,8 @@ ABSL_FLAG(bool, curve, false,
           "tcp,curve)");
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
+ABSL_FLAG(double, minutes, 5, "soak: how long the clients run");
+ABSL_FLAG(int32_t, clients, 16, "soak: clients pushing and pulling at once");
 ABSL_FLAG(std::string, bandwidth, "",
           "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
           "root; default loopback); plan: the links to plan for, 1gbit,10gbit (default 1gbit)");
@@ -232,6 +235,14 @@ int main(int argc, char** argv) {
       o.json_out = absl::GetFlag(FLAGS_json);
       status = strata::bench::RunPsBench(o);
     }
+  } else if (command == "soak") {
+    strata::bench::SoakOptions o;
+    o.minutes = absl::GetFlag(FLAGS_minutes);
+    o.clients = absl::GetFlag(FLAGS_clients);
+    o.servers = layout.servers > 1 ? layout.servers : 2;
+    o.json_out = absl::GetFlag(FLAGS_json);
+    o.plot = absl::GetFlag(FLAGS_plot);
+    status = strata::bench::RunSoak(o);
   } else if (command == "moe") {
     strata::bench::MoeBenchOptions o;
     o.tokens = absl::GetFlag(FLAGS_tokens);
@@ -267,8 +278,8 @@ int main(int argc, char** argv) {
   } else {
     std::fprintf(
         stderr,
-        "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, plan, link, moe, "
-        "crossover, reference)\n",
+        "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, soak, plan, link, "
+        "moe, crossover, reference)\n",
         command.c_str());
     return 2;
   }

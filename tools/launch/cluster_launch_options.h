@@ -66,8 +66,17 @@ struct ClusterLaunchOptions {
   // Once server 0 serves: {"role":"launcher","address":COORDINATOR} as JSON
   // here (core/util/ready_file.h), for tools that talk to the running job.
   std::string ready_file;
-  std::string checkpoint_dir;  // servers checkpoint here when set
+  // Coordinated checkpoints (core/train/checkpoint_epochs.h): servers and
+  // FC workers write their parts here every `checkpoint_every` iterations
+  // when set; `restore` starts every process from the newest complete epoch.
+  std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
+  int keep_checkpoints = 3;
+  bool restore = false;
+  // When a process fails: stop the others and start the whole job again
+  // from the newest complete epoch (from the start without one), at most
+  // this many times; 0 = the job fails.
+  int restart_failed = 0;
   // The secret every process presents (handed to them in their
   // environment, never on a command line); "" = an open cluster.
   std::string job_token;

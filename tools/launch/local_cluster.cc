@@ -23,6 +23,7 @@
 #include "core/net/admission.h"
 #include "core/net/traffic.h"
 #include "core/status.h"
+#include "core/train/checkpoint_epochs.h"
 #include "core/train/metrics_writer.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
@@ -251,19 +252,31 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     std::filesystem::remove_all(scratch);
     return status;
   };
+  // Records go where asked, or, for a trace alone, into the scratch directory.
+  const std::string records_dir =
+      !o.records_dir.empty() ? o.records_dir : (o.trace_out.empty() ? "" : scratch + "/records");
+  std::vector<TraceSource> trace_sources;
+  if (!records_dir.empty()) std::filesystem::create_directories(records_dir);
 
+  // Starts every process and merges their output until all have exited:
+  // OK when every one succeeded, else the first failure (every other
+  // process is then stopped), or Cancelled on Ctrl-C.
+  auto run_once = [&](const ClusterLaunchOptions& o) -> absl::Status {
+  next_host = 0;
+  trace_sources.clear();
   // Server 0 (the coordinator) first: its ready file names its address.
   // It binds its placement and advertises the coordinator's host; the
   // coordinator's port is the one it bound (its ready file says).
   const Placement p0 = place();
   const std::string ready = absl::StrCat(scratch, "/server0.ready.json");
+  std::filesystem::remove(ready);
   const std::string coordinator_hint =
       p0.bind.rfind("ipc://", 0) == 0 ? p0.bind : absl::StrCat("tcp://", p0.host, ":0");
   std::vector<std::string> argv0 = ServerCommand(o, 0, coordinator_hint);
   for (const std::string& flag : serving_flags(p0)) argv0.push_back(flag);
   argv0.insert(argv0.end(), {"--ready-file", ready});
   STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", argv0, p0.netns, o.job_token));
-  children.push_back(std::move(s0));
+  children.push_back(std::move(s0));  // the first of this start's: children is empty
   Child& first = children[0];
   absl::StatusOr<nlohmann::json> serving =
       AwaitReadyFile(ready, "server 0", absl::Seconds(30), [&]() -> std::optional<std::string> {
@@ -272,13 +285,10 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
         if (!first.process->Poll().has_value()) return std::nullopt;
         return ExitText(first.process->wait_status());
       });
-  if (!serving.ok()) return fail(serving.status());
+  if (!serving.ok()) return serving.status();
   const std::string coordinator = (*serving)["address"].get<std::string>();
-  if (absl::Status s =
-          WriteReadyFile(o.ready_file, {{"role", "launcher"}, {"address", coordinator}});
-      !s.ok()) {
-    return fail(s);
-  }
+  STRATA_RETURN_IF_ERROR(
+      WriteReadyFile(o.ready_file, {{"role", "launcher"}, {"address", coordinator}}));
   for (int r = 1; r < o.servers; ++r) {
     const Placement p = place();
     std::vector<std::string> argv = ServerCommand(o, r, coordinator);
@@ -287,10 +297,6 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
                             Spawn(absl::StrCat("server ", r), argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }
-  // Records go where asked, or, for a trace alone, into the scratch directory.
-  const std::string records_dir =
-      !o.records_dir.empty() ? o.records_dir : (o.trace_out.empty() ? "" : scratch + "/records");
-  std::vector<TraceSource> trace_sources;
   auto add_records_flag = [&](std::vector<std::string>& argv, const std::string& process) {
     if (records_dir.empty()) return;
     const std::string path = (std::filesystem::path(records_dir) / (process + ".jsonl")).string();
@@ -301,7 +307,6 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       trace_sources.push_back({several ? PathForJob(path, 1 + i) : path, 1 + i});
     }
   };
-  if (!records_dir.empty()) std::filesystem::create_directories(records_dir);
   for (int f = 0; stanza && f < o.fc_workers; ++f) {
     const Placement p = place();
     std::vector<std::string> argv = FcWorkerCommand(o, f, coordinator, summary_path);
@@ -338,15 +343,38 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
         std::string tail;
         for (const auto& line : c.tail) tail += "\n  " + line;
-        return fail(absl::InternalError(absl::StrCat(
-            c.label, " ", ExitText(status), "; stopped the cluster. Its last lines:", tail)));
+        return absl::InternalError(
+            absl::StrCat(c.label, " ", ExitText(status), "; stopped the cluster. Its last lines:",
+                         tail));
       }
     }
-    if (all_exited) break;
+    if (all_exited) return absl::OkStatus();
     if (g_interrupted) {
       LogInfo("interrupted: stopping %zu processes", children.size());
-      return fail(absl::CancelledError("interrupted by a signal; every process was stopped"));
+      return absl::CancelledError("interrupted by a signal; every process was stopped");
     }
+  }
+  };
+
+  // A failed start is retried from the newest complete checkpoint epoch
+  // (BSP: every process resumes at the same iteration), up to
+  // --restart-failed times.
+  ClusterLaunchOptions attempt = o;
+  for (int restarts = 0;; ++restarts) {
+    absl::Status run = run_once(attempt);
+    if (run.ok()) break;
+    if (absl::IsCancelled(run) || restarts >= o.restart_failed) return fail(run);
+    StopAll(children);
+    children.clear();
+    std::filesystem::remove(summary_path);
+    const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(o.checkpoint_dir);
+    attempt.restore = epoch.has_value();
+    LogWarning("%s", std::string(run.message()).c_str());
+    LogWarning("restarting the job (restart %d of %d) from %s", restarts + 1, o.restart_failed,
+               epoch.has_value()
+                   ? absl::StrCat("checkpoint epoch ", epoch->iteration, " in ", o.checkpoint_dir)
+                         .c_str()
+                   : "the beginning (no complete checkpoint epoch yet)");
   }
 
   if (!o.trace_out.empty()) {

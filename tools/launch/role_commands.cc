@@ -28,6 +28,16 @@ void AddWorkerFlags(const ClusterLaunchOptions& o, std::vector<std::string>& arg
   }
 }
 
+// Where the roles that own state (servers, FC workers) write their parts
+// of each checkpoint epoch, and whether they start from the newest one.
+void AddCheckpointFlags(const ClusterLaunchOptions& o, std::vector<std::string>& argv) {
+  if (o.checkpoint_dir.empty()) return;
+  argv.insert(argv.end(), {"--checkpoint-dir", o.checkpoint_dir, "--checkpoint-every",
+                           std::to_string(o.checkpoint_every), "--keep-checkpoints",
+                           std::to_string(o.keep_checkpoints)});
+  if (o.restore) argv.push_back("--restore");
+}
+
 // The reporting process's outputs.
 void AddReportingFlags(const ClusterLaunchOptions& o, const std::string& summary_path,
                        std::vector<std::string>& argv) {
@@ -46,11 +56,7 @@ std::vector<std::string> ServerCommand(const ClusterLaunchOptions& o, int rank,
           coordinator, "--consistency", o.consistency, "--staleness", std::to_string(o.staleness),
           "--servers", std::to_string(o.servers), "--conv-workers", std::to_string(o.conv_workers),
           "--mode", o.mode, "--fc-workers", std::to_string(stanza ? o.fc_workers : 0)});
-  if (!o.checkpoint_dir.empty()) {
-    argv.insert(argv.end(),
-                {"--checkpoint", o.checkpoint_dir + "/server" + std::to_string(rank) + ".ckpt",
-                 "--checkpoint-every", std::to_string(o.checkpoint_every)});
-  }
+  AddCheckpointFlags(o, argv);
   return argv;
 }
 
@@ -60,6 +66,7 @@ std::vector<std::string> FcWorkerCommand(const ClusterLaunchOptions& o, int rank
   std::vector<std::string> argv = WithJobs(o, {o.bin_dir + "/strata_fc_worker", "--rank",
                                                std::to_string(rank), "--coordinator", coordinator});
   AddWorkerFlags(o, argv);
+  AddCheckpointFlags(o, argv);
   if (rank == 0) AddReportingFlags(o, summary_path, argv);
   return argv;
 }

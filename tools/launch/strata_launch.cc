@@ -56,8 +56,6 @@ ABSL_FLAG(std::string, records_dir, "",
 ABSL_FLAG(std::string, summary_out, "", "write the summary JSON to this file");
 ABSL_FLAG(std::string, checkpoint, "",
           "checkpoint file (written at the end and every --checkpoint-every steps)");
-ABSL_FLAG(int64_t, checkpoint_every, 0, "steps between checkpoints (0: only at the end)");
-ABSL_FLAG(bool, restore, false, "resume from --checkpoint");
 ABSL_FLAG(bool, progress, true, "show the progress line on stderr");
 ABSL_FLAG(std::string, parameters_out, "", "write the final parameters (checkpoint format) here");
 ABSL_FLAG(std::string, transport, "ipc",
@@ -85,7 +83,10 @@ ABSL_FLAG(bool, colocate_servers, false,
 ABSL_FLAG(bool, shared_memory, true,
           "ps, stanza: workers reach the servers through shared-memory lanes (processes in "
           "separate emulated hosts never do); false: all over the sockets");
-ABSL_FLAG(std::string, checkpoint_dir, "", "ps: servers checkpoint their shards here");
+ABSL_FLAG(int, restart_failed, 0,
+          "ps, stanza: when a process fails, stop the others and start the whole job again "
+          "from the newest complete checkpoint epoch in --checkpoint-dir (from the start where "
+          "there is none), at most this many times");
 ABSL_FLAG(std::vector<std::string>, jobs, {},
           "ps, stanza: several job configs (comma-separated) trained at once on one cluster: "
           "every server serves them all and every worker runs them all (job ids 1, 2, ...); "
@@ -159,8 +160,20 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   o.records_dir = absl::GetFlag(FLAGS_records_dir);
   o.trace_out = absl::GetFlag(FLAGS_trace_out);
   o.ready_file = ReadyFileFromFlags();
-  o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  const CheckpointFlags checkpoints = CheckpointFromFlags();
+  o.checkpoint_dir = checkpoints.dir;
+  o.checkpoint_every = checkpoints.every;
+  o.keep_checkpoints = checkpoints.keep;
+  o.restore = checkpoints.restore;
+  o.restart_failed = absl::GetFlag(FLAGS_restart_failed);
+  if (o.restart_failed < 0 || o.keep_checkpoints < 1) {
+    return absl::InvalidArgumentError("--restart-failed must be >= 0 and --keep-checkpoints >= 1");
+  }
+  if ((o.restore || o.restart_failed > 0) && o.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.restore ? "--restore" : "--restart-failed",
+                     " needs --checkpoint-dir (and --checkpoint-every) in ps and stanza modes"));
+  }
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   if (const std::string keys = CurveKeysDirFromFlags(); !keys.empty()) {
     STRATA_RETURN_IF_ERROR(WithContext(LoadCurveKeys(keys).status(), "--curve-keys"));
@@ -227,6 +240,11 @@ absl::Status Run() {
       return absl::InvalidArgumentError("--slurm needs --mode ps or stanza");
     }
     STRATA_ASSIGN_OR_RETURN(const ClusterLaunchOptions o, ClusterOptionsFromFlags(config));
+    if (o.restart_failed > 0) {
+      return absl::InvalidArgumentError(
+          "--restart-failed restarts a local cluster; under Slurm, requeue the job (sbatch "
+          "--requeue, scontrol requeue) and strata.sbatch resumes from $STRATA_CHECKPOINT_DIR");
+    }
     SlurmLaunchOptions slurm;
     slurm.port_base = static_cast<int>(absl::GetFlag(FLAGS_port_base));
     slurm.log_dir = absl::GetFlag(FLAGS_log_dir);
@@ -245,8 +263,8 @@ absl::Status Run() {
   }
   options.summary_out = absl::GetFlag(FLAGS_summary_out);
   options.checkpoint_path = absl::GetFlag(FLAGS_checkpoint);
-  options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  options.restore = absl::GetFlag(FLAGS_restore);
+  options.checkpoint_every = CheckpointFromFlags().every;
+  options.restore = CheckpointFromFlags().restore;
   options.progress = absl::GetFlag(FLAGS_progress);
   options.parameters_out = absl::GetFlag(FLAGS_parameters_out);
   if (options.restore && options.checkpoint_path.empty()) {

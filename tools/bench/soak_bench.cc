@@ -1,0 +1,268 @@
+#include "tools/bench/soak_bench.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "core/net/ps_client.h"
+#include "core/status.h"
+#include "core/util/clock.h"
+#include "core/util/json_file.h"
+#include "tools/bench/bench_server.h"
+#include "tools/bench/throughput_plot.h"
+
+namespace strata::bench {
+namespace {
+
+// Resident memory of process `pid` in bytes (VmRSS), 0 when unreadable.
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      std::istringstream fields(line.substr(6));
+      int64_t kib = 0;
+      fields >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+// The q-quantile (0..1) of `values` by nearest rank; 0 when empty.
+double Quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  const size_t rank = std::min(values.size() - 1,
+                               static_cast<size_t>(q * static_cast<double>(values.size())));
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rank),
+                   values.end());
+  return values[rank];
+}
+
+struct Round {
+  double at;       // seconds since the start, when it ended
+  double seconds;  // its latency
+};
+
+struct MemorySample {
+  double at;
+  std::vector<int64_t> rss;  // per server
+};
+
+absl::Status DrawSoak(const nlohmann::json& windows, const std::string& png) {
+  char tmpl[] = "/tmp/strata_soak_plot_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
+  const std::string dir = tmpl;
+  const std::string data = dir + "/soak.dat";
+  const std::string script = dir + "/soak.gp";
+  {
+    std::ofstream out(data);
+    for (const auto& w : windows) {
+      out << w["end_seconds"].get<double>() << ' ' << w["p50_ms"].get<double>() << ' '
+          << w["p99_ms"].get<double>();
+      for (const auto& rss : w["rss_mib"]) out << ' ' << rss.get<double>();
+      out << '\n';
+    }
+  }
+  {
+    std::ofstream out(script);
+    out << "set terminal pngcairo size 900,560 font ',11'\n"
+        << "set output " << GnuplotString(png) << "\n"
+        << "set title 'strata_bench soak: round latency and server memory over time' noenhanced\n"
+        << "set xlabel 'seconds'\nset ylabel 'round latency (ms)'\nset y2label 'RSS (MiB)'\n"
+        << "set ytics nomirror\nset y2tics\nset yrange [0:*]\nset y2range [0:*]\n"
+        << "set key top left\nset grid\n"
+        << "plot " << GnuplotString(data) << " using 1:2 with linespoints lw 2 title 'p50', "
+        << GnuplotString(data) << " using 1:3 with linespoints lw 2 title 'p99'";
+    const size_t servers = windows.empty() ? 0 : windows[0]["rss_mib"].size();
+    for (size_t s = 0; s < servers; ++s) {
+      out << ", " << GnuplotString(data) << " using 1:" << 4 + s
+          << " axes x1y2 with lines dt 2 lw 2 title " << GnuplotString(absl::StrCat("server ", s, " RSS"));
+    }
+    out << "\n";
+  }
+  return RunGnuplotAndClean(script, dir, png);
+}
+
+}  // namespace
+
+absl::Status RunSoak(const SoakOptions& o) {
+  if (!(o.minutes > 0) || o.clients < 1 || o.servers < 1 || o.keys < 1 || o.key_elements < 1 ||
+      o.windows < 1) {
+    return absl::InvalidArgumentError(
+        "soak: --minutes > 0, --clients, --servers, --keys and --windows >= 1");
+  }
+  std::vector<int64_t> sizes(static_cast<size_t>(o.keys), o.key_elements);
+  std::vector<std::string> size_list;
+  for (int64_t s : sizes) size_list.push_back(std::to_string(s));
+  auto flags = [&](int rank, const std::string& coordinator) {
+    std::vector<std::string> f = {"--rank", std::to_string(rank), "--coordinator", coordinator,
+                                  "--servers", std::to_string(o.servers), "--conv-workers",
+                                  std::to_string(o.clients), "--kv-sizes",
+                                  absl::StrJoin(size_list, ","), "--consistency", "asp"};
+    if (rank > 0) f.insert(f.end(), {"--bind", "tcp://127.0.0.1:0"});
+    return f;
+  };
+  std::vector<std::unique_ptr<BenchServer>> servers;
+  STRATA_ASSIGN_OR_RETURN(auto first, BenchServer::Start(flags(0, "tcp://127.0.0.1:0")));
+  const std::string coordinator = first->address();
+  servers.push_back(std::move(first));
+  for (int r = 1; r < o.servers; ++r) {
+    STRATA_ASSIGN_OR_RETURN(auto server, BenchServer::Start(flags(r, coordinator)));
+    servers.push_back(std::move(server));
+  }
+  std::printf("soak: %d clients, %d servers, %d keys of %lld floats, %.1f minutes (tcp, ASP)\n",
+              o.clients, o.servers, o.keys, static_cast<long long>(o.key_elements), o.minutes);
+  std::fflush(stdout);
+
+  const double start = MonotonicSeconds();
+  const double end = start + o.minutes * 60;
+  absl::Mutex mu;
+  std::vector<Round> rounds;
+  std::vector<std::string> errors;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  for (int w = 0; w < o.clients; ++w) {
+    clients.emplace_back([&, w] {
+      auto fail = [&](const absl::Status& s) {
+        absl::MutexLock lock(&mu);
+        errors.push_back(absl::StrCat("client ", w, ": ", s.message()));
+      };
+      PsClientOptions co;
+      co.coordinator = coordinator;
+      co.rank = w;
+      co.shared_memory = false;
+      co.timeout = absl::Seconds(60);
+      absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Connect(co);
+      if (!client.ok()) return fail(client.status());
+      PsClient& c = **client;
+      if (absl::Status s = c.SetPlan(PartitionPlan::Build(sizes, o.servers)); !s.ok()) {
+        return fail(s);
+      }
+      std::vector<Tensor> values, grads;
+      for (int64_t size : sizes) {
+        values.push_back(Tensor::Zeros({size}));
+        grads.push_back(Tensor::Full({size}, 1e-6f));
+      }
+      if (w == 0) {
+        std::vector<Ticket> inits;
+        for (int k = 0; k < o.keys; ++k) inits.push_back(c.Init(static_cast<uint32_t>(k), values[k]));
+        if (absl::Status s = c.WaitAll(inits); !s.ok()) return fail(s);
+      }
+      // The initial values (a pull of the current values waits for the init).
+      std::vector<Ticket> first;
+      for (int k = 0; k < o.keys; ++k) first.push_back(c.Pull(-1, static_cast<uint32_t>(k), values[k]));
+      if (absl::Status s = c.WaitAll(first); !s.ok()) return fail(s);
+      std::vector<Round> mine;
+      for (int64_t r = 0; !stop.load() && MonotonicSeconds() < end; ++r) {
+        const double t0 = MonotonicSeconds();
+        std::vector<Ticket> tickets;
+        for (int k = 0; k < o.keys; ++k) {
+          tickets.push_back(c.Push(r, static_cast<uint32_t>(k), grads[k]));
+          tickets.push_back(c.Pull(-1, static_cast<uint32_t>(k), values[k]));
+        }
+        if (absl::Status s = c.WaitAll(tickets); !s.ok()) return fail(s);
+        const double t1 = MonotonicSeconds();
+        mine.push_back({t1 - start, t1 - t0});
+      }
+      if (absl::Status s = c.Done(); !s.ok()) fail(s);
+      absl::MutexLock lock(&mu);
+      rounds.insert(rounds.end(), mine.begin(), mine.end());
+    });
+  }
+  // Memory, once a second, while the clients run.
+  std::vector<MemorySample> memory;
+  while (MonotonicSeconds() < end) {
+    {
+      absl::MutexLock lock(&mu);
+      if (!errors.empty()) break;
+    }
+    MemorySample m{MonotonicSeconds() - start, {}};
+    for (const auto& s : servers) m.rss.push_back(ResidentBytes(s->pid()));
+    memory.push_back(m);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  stop.store(true);
+  for (auto& t : clients) t.join();
+
+  const double total = o.minutes * 60;
+  const double warmup_end = total * o.warmup_fraction;
+  nlohmann::json windows = nlohmann::json::array();
+  std::printf("%10s %8s %10s %10s  %s\n", "window (s)", "rounds", "p50 (ms)", "p99 (ms)",
+              "server RSS (MiB)");
+  for (int i = 0; i < o.windows; ++i) {
+    const double from = total * i / o.windows, to = total * (i + 1) / o.windows;
+    std::vector<double> latencies;
+    for (const Round& r : rounds) {
+      // The last window also takes the rounds that ended after the deadline.
+      if (r.at >= from && (r.at < to || i == o.windows - 1)) latencies.push_back(r.seconds * 1e3);
+    }
+    std::vector<double> rss_mib(servers.size(), 0.0);
+    for (const MemorySample& m : memory) {
+      if (m.at < to) {
+        for (size_t s = 0; s < servers.size(); ++s) rss_mib[s] = m.rss[s] / 1048576.0;
+      }
+    }
+    nlohmann::json w = {{"start_seconds", from},
+                        {"end_seconds", to},
+                        {"rounds", latencies.size()},
+                        {"p50_ms", Quantile(latencies, 0.5)},
+                        {"p99_ms", Quantile(latencies, 0.99)},
+                        {"rss_mib", rss_mib}};
+    std::vector<std::string> rss_text;
+    for (double v : rss_mib) rss_text.push_back(absl::StrFormat("%.1f", v));
+    std::printf("%4.0f-%-5.0f %8zu %10.2f %10.2f  %s\n", from, to, latencies.size(),
+                w["p50_ms"].get<double>(), w["p99_ms"].get<double>(),
+                absl::StrJoin(rss_text, " / ").c_str());
+    windows.push_back(w);
+  }
+  // RSS growth per server: from the first sample after the warm-up to the last.
+  std::vector<double> growth(servers.size(), 0.0);
+  const auto after_warmup = std::find_if(memory.begin(), memory.end(),
+                                         [&](const MemorySample& m) { return m.at >= warmup_end; });
+  if (after_warmup != memory.end()) {
+    for (size_t s = 0; s < servers.size(); ++s) {
+      const double from = static_cast<double>(after_warmup->rss[s]);
+      const double to = static_cast<double>(memory.back().rss[s]);
+      growth[s] = from > 0 ? (to - from) / from : 0.0;
+    }
+  }
+  std::vector<std::string> growth_text;
+  for (double g : growth) growth_text.push_back(absl::StrFormat("%+.2f%%", g * 100));
+  std::printf("rounds: %zu; errors: %zu; server RSS growth after the warm-up (%.0f s): %s\n",
+              rounds.size(), errors.size(), warmup_end, absl::StrJoin(growth_text, ", ").c_str());
+  for (const std::string& e : errors) std::printf("  error: %s\n", e.c_str());
+  nlohmann::json report = {{"clients", o.clients},     {"servers", o.servers},
+                           {"keys", o.keys},           {"key_elements", o.key_elements},
+                           {"minutes", o.minutes},     {"warmup_seconds", warmup_end},
+                           {"rounds", rounds.size()},  {"errors", errors},
+                           {"rss_growth", growth},     {"windows", windows}};
+  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
+  if (!o.plot.empty()) {
+    STRATA_RETURN_IF_ERROR(DrawSoak(windows, o.plot));
+    std::printf("plot: %s\n", o.plot.c_str());
+  }
+  if (!errors.empty()) {
+    return absl::InternalError(absl::StrCat(errors.size(), " clients failed; the first: ",
+                                            errors.front()));
+  }
+  for (size_t s = 0; s < growth.size(); ++s) {
+    if (growth[s] >= o.max_rss_growth) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "server %zu's RSS grew by %.2f%% after the warm-up (limit %.0f%%)", s, growth[s] * 100,
+          o.max_rss_growth * 100));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace strata::bench
