@@ -7,7 +7,7 @@ STRATA_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup setup-bench configure build test test-unit chaos fresh-check demo bench fuzz format tidy clean
+.PHONY: all setup setup-bench configure build test test-unit test-accuracy chaos fresh-check demo bench fuzz format tidy clean
 
 all: build
 
@@ -31,6 +31,13 @@ test: build
 
 test-unit: build
 	cd $(BUILD_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
+
+# What `make test` holds beyond `make fresh-check`'s unit and cluster labels:
+# the accuracy label, and the checks against the PyTorch peers (which the
+# pristine root of fresh-check lacks).
+test-accuracy: setup-bench build
+	cd $(BUILD_DIR) && ctest -L accuracy --output-on-failure -j $(JOBS) && \
+	  ctest -R PeerCheck --output-on-failure
 
 # Seeded faults on local clusters (tests/tools/chaos_test.cc): kill -9 and
 # SIGSTOP of a role, message loss, duplication, delay and reordering; nine

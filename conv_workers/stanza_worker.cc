@@ -118,6 +118,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(const int64_t step, hooks.Run(loop, program));
   client->set_wait_observer(nullptr);
   model->set_wait_observer(nullptr);
+  link->Finish();
 
   STRATA_RETURN_IF_ERROR_CTX(client->Done(), "reporting completion to the servers");
   PrintConvWorkerTraffic(rank, step - first_step, *client, link.get(), loop.times());

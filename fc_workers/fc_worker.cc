@@ -46,6 +46,7 @@ struct ConvPeer {
   int64_t answered_iteration = -1;
   uint64_t answered_request = 0;
   Tensor answered_grads;
+  bool done = false;  // said DONE: it has the last gradients
 };
 
 class FcServer {
@@ -123,6 +124,32 @@ class FcServer {
     }
   }
 
+  // After the last iteration: answers repeated requests for the last
+  // gradients until every conv worker has said DONE (or `timeout` passes:
+  // a conv worker whose DONE was lost for good has its gradients anyway).
+  void ServeUntilDone(int64_t iterations, absl::Duration timeout) {
+    const absl::Time deadline = MonotonicNow() + timeout;
+    MessageEndpoint* endpoints[] = {&endpoint_};
+    while (!AllDone()) {
+      const absl::Time now = MonotonicNow();
+      if (now >= deadline) {
+        LogInfo("not every conv worker said it is done within %s; leaving",
+                absl::FormatDuration(timeout).c_str());
+        return;
+      }
+      absl::StatusOr<EndpointEvents> events =
+          PollEndpoints(endpoints, deadline - now, kMaxMessagesPerPoll);
+      if (!events.ok()) return;
+      for (RawMessage& raw : events->messages) {
+        const std::string identity = raw.identity;
+        const uint64_t request_id = PeekRequestId(raw, limits_);
+        absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
+        absl::Status s = message.ok() ? Handle(*message, iterations) : message.status();
+        if (!s.ok()) Refuse(identity, request_id, s);
+      }
+    }
+  }
+
   uint64_t refused() const { return refused_; }
   // Told while Gather waits for activations (null: none).
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
@@ -142,6 +169,13 @@ class FcServer {
     reply.header().setRequestId(request_id);
     FillError(reply.header(), why);
     (void)endpoint_.Send(identity, reply);
+  }
+
+  bool AllDone() const {
+    for (const auto& [r, p] : peers_) {
+      if (!p.done) return false;
+    }
+    return true;
   }
 
   bool AllArrived() const {
@@ -194,6 +228,18 @@ class FcServer {
 
   absl::Status Accept(const IncomingMessage& m, int64_t iteration) {
     const auto h = m.header();
+    if (h.getKind() == wire::Kind::DONE) {
+      auto it = peers_.find(h.getSenderRank());
+      if (it == peers_.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("done from conv worker ", h.getSenderRank(), ", which we do not serve"));
+      }
+      it->second.done = true;
+      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);  // answered every time: the ack may be lost
+      ack.header().setJobId(job_id_);
+      ack.header().setRequestId(h.getRequestId());
+      return endpoint_.Send(m.identity(), ack).status();
+    }
     STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> labels, ReadActivations(m, expected_, classes_));
     const int sender = h.getSenderRank();
     auto it = peers_.find(sender);
@@ -558,6 +604,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   model->set_wait_observer(nullptr);
   if (experts != nullptr) experts->set_wait_observer(nullptr);
 
+  server.ServeUntilDone(total_steps, options.client.timeout);
   if (checkpoints != nullptr) checkpoints->Flush();
   reporter.Finish(total_steps, &summary);
   if (expert_parallel) {  // every expert back in every FC worker, to write the model

@@ -1,5 +1,6 @@
 #include "moe/zmq_expert_exchange.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +18,36 @@ constexpr size_t kMaxEarlyBlocks = 4096;
 // waits in `delivered_` for the next.
 constexpr int kMessagesPerPoll = 64;
 constexpr int kCloseLingerMs = 2000;
+// How long the courier's poll may block: a stop or a resend due is noticed
+// within it.
+constexpr absl::Duration kCourierTick = absl::Milliseconds(20);
 constexpr uint8_t kLastPhase = static_cast<uint8_t>(moe::ExchangePhase::kWeightGrads);
+
+void FillTag(wire::Header::Builder h, const moe::ExchangeTag& tag) {
+  auto t = h.initExchangeTag();
+  t.setCall(tag.call);
+  t.setLayer(tag.layer);
+  t.setPhase(static_cast<uint8_t>(tag.phase));
+  t.setChunk(tag.chunk);
+  t.setChunks(tag.chunks);
+}
+
+// The tag of a block or an ack, checked.
+absl::StatusOr<moe::ExchangeTag> ReadTag(const wire::Header::Reader& h) {
+  const auto t = h.getExchangeTag();
+  if (t.getPhase() > kLastPhase || t.getChunks() < 1 || t.getChunk() < 0 ||
+      t.getChunk() >= t.getChunks()) {
+    return absl::InvalidArgumentError(absl::StrCat("a block with phase ", t.getPhase(), ", chunk ",
+                                                   t.getChunk(), "/", t.getChunks()));
+  }
+  moe::ExchangeTag tag;
+  tag.call = t.getCall();
+  tag.layer = t.getLayer();
+  tag.phase = static_cast<moe::ExchangePhase>(t.getPhase());
+  tag.chunk = t.getChunk();
+  tag.chunks = t.getChunks();
+  return tag;
+}
 
 }  // namespace
 
@@ -41,6 +71,9 @@ ZmqExpertExchange::ZmqExpertExchange(const ExpertExchangeOptions& options)
                  options.credentials) {}
 
 ZmqExpertExchange::~ZmqExpertExchange() {
+  stopping_.store(true);
+  if (courier_.joinable()) courier_.join();
+  absl::MutexLock lock(&out_mu_);
   for (auto& outbox : outboxes_) {
     if (outbox != nullptr) outbox->raw().set(zmq::sockopt::linger, kCloseLingerMs);
   }
@@ -51,21 +84,28 @@ absl::Status ZmqExpertExchange::Connect(const std::vector<std::string>& addresse
     return absl::InvalidArgumentError(
         absl::StrCat("expert exchange rank ", rank(), " is outside a group of ", addresses.size()));
   }
+  STRATA_CHECK(!courier_.joinable(), "expert exchange: Connect called twice");
   options_.size = static_cast<int>(addresses.size());
-  outboxes_.clear();
-  outboxes_.resize(addresses.size());
-  for (int p = 0; p < size(); ++p) {
-    if (p == rank()) continue;
-    STRATA_ASSIGN_OR_RETURN(outboxes_[p], Socket::Connect(context_, SocketKind::kDealer,
-                                                          addresses[p], options_.limits));
-    // Blocks follow on the same connection, after the HELLO.
-    STRATA_RETURN_IF_ERROR(
-        SayHello(*outboxes_[p], admission_.credentials(), wire::Role::FC_WORKER, rank()));
+  {
+    absl::MutexLock lock(&out_mu_);
+    outboxes_.clear();
+    outboxes_.resize(addresses.size());
+    round_trips_.assign(addresses.size(), RoundTrip(options_.resend));
+    for (int p = 0; p < size(); ++p) {
+      if (p == rank()) continue;
+      STRATA_ASSIGN_OR_RETURN(outboxes_[p], Socket::Connect(context_, SocketKind::kDealer,
+                                                            addresses[p], options_.limits));
+      // Blocks follow on the same connection, after the HELLO.
+      STRATA_RETURN_IF_ERROR(
+          SayHello(*outboxes_[p], admission_.credentials(), wire::Role::FC_WORKER, rank()));
+    }
   }
+  courier_ = std::thread([this] { Courier(); });
   return absl::OkStatus();
 }
 
 uint64_t ZmqExpertExchange::bytes_sent() const {
+  absl::MutexLock lock(&out_mu_);
   uint64_t total = 0;
   for (const auto& outbox : outboxes_) {
     if (outbox != nullptr) total += outbox->counters().bytes_sent;
@@ -73,21 +113,29 @@ uint64_t ZmqExpertExchange::bytes_sent() const {
   return total;
 }
 
+uint64_t ZmqExpertExchange::refused() const {
+  absl::MutexLock lock(&mu_);
+  return refused_;
+}
+
 absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
                                      const moe::ExchangeBlock& block) {
+  absl::MutexLock lock(&out_mu_);
   STRATA_CHECK(to >= 0 && to < size() && outboxes_[to] != nullptr,
                absl::StrCat("expert exchange: no connection to process ", to));
+  STRATA_RETURN_IF_ERROR(SendBlockLocked(to, tag, block));
+  unacked_[Key{to, tag}] = Unacked{block, MonotonicNow(), 1};
+  return absl::OkStatus();
+}
+
+absl::Status ZmqExpertExchange::SendBlockLocked(int to, const moe::ExchangeTag& tag,
+                                                const moe::ExchangeBlock& block) {
   OutgoingMessage m(wire::Kind::EXPERT_BLOCK);
   auto h = m.header();
   h.setJobId(options_.credentials.job_id);
   h.setSenderRole(wire::Role::FC_WORKER);
   h.setSenderRank(rank());
-  auto t = h.initExchangeTag();
-  t.setCall(tag.call);
-  t.setLayer(tag.layer);
-  t.setPhase(static_cast<uint8_t>(tag.phase));
-  t.setChunk(tag.chunk);
-  t.setChunks(tag.chunks);
+  FillTag(h, tag);
   auto counts = h.initCounts(static_cast<unsigned>(block.counts.size()));
   for (size_t i = 0; i < block.counts.size(); ++i)
     counts.set(static_cast<unsigned>(i), block.counts[i]);
@@ -98,6 +146,18 @@ absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
   shape.set(1, block.rows.defined() ? block.rows.dim(1) : 0);
   if (block.rows.defined()) m.AddFrame(block.rows);
   return outboxes_[to]->Send(m);
+}
+
+void ZmqExpertExchange::SendAck(int to, const moe::ExchangeTag& tag) {
+  OutgoingMessage m(wire::Kind::EXPERT_BLOCK_ACK);
+  auto h = m.header();
+  h.setJobId(options_.credentials.job_id);
+  h.setSenderRole(wire::Role::FC_WORKER);
+  h.setSenderRank(rank());
+  FillTag(h, tag);
+  absl::MutexLock lock(&out_mu_);
+  // A lost ack costs a resend, which is acknowledged again.
+  (void)outboxes_[to]->Send(m);
 }
 
 absl::StatusOr<ReceivedBlock> ReadExpertBlock(const IncomingMessage& m, int rank, int size) {
@@ -112,18 +172,8 @@ absl::StatusOr<ReceivedBlock> ReadExpertBlock(const IncomingMessage& m, int rank
     return absl::InvalidArgumentError(absl::StrCat(
         "a block from process ", out.sender, ", which is not a peer in this group of ", size));
   }
-  const auto t = h.getExchangeTag();
-  if (t.getPhase() > kLastPhase || t.getChunks() < 1 || t.getChunk() < 0 ||
-      t.getChunk() >= t.getChunks()) {
-    return absl::InvalidArgumentError(absl::StrCat("a block with phase ", t.getPhase(), ", chunk ",
-                                                   t.getChunk(), "/", t.getChunks()));
-  }
-  moe::ExchangeTag& tag = out.tag;
-  tag.call = t.getCall();
-  tag.layer = t.getLayer();
-  tag.phase = static_cast<moe::ExchangePhase>(t.getPhase());
-  tag.chunk = t.getChunk();
-  tag.chunks = t.getChunks();
+  STRATA_ASSIGN_OR_RETURN(out.tag, ReadTag(h));
+  const moe::ExchangeTag& tag = out.tag;
   moe::ExchangeBlock& block = out.block;
   int64_t rows = 0;
   for (int64_t c : h.getCounts()) {
@@ -161,10 +211,10 @@ absl::StatusOr<ReceivedBlock> ReadExpertBlock(const IncomingMessage& m, int rank
   return out;
 }
 
-absl::StatusOr<std::optional<std::pair<ZmqExpertExchange::Key, moe::ExchangeBlock>>>
-ZmqExpertExchange::Unpack(RawMessage raw) {
+absl::StatusOr<ZmqExpertExchange::Unpacked> ZmqExpertExchange::Unpack(RawMessage raw) {
   STRATA_ASSIGN_OR_RETURN(IncomingMessage m, Decode(std::move(raw), options_.limits));
   const auto h = m.header();
+  Unpacked out;
   if (h.getKind() == wire::Kind::HELLO) {
     STRATA_RETURN_IF_ERROR(admission_
                                .Admit(m,
@@ -178,12 +228,25 @@ ZmqExpertExchange::Unpack(RawMessage raw) {
                                             " is not a peer in this group of ", size()));
                                       })
                                .status());
-    return std::nullopt;
+    return out;
   }
   STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
+  if (h.getKind() == wire::Kind::EXPERT_BLOCK_ACK) {
+    const int from = h.getSenderRank();
+    if (from < 0 || from >= size() || from == rank()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("an ack from process ", from, ", which is not a peer in this group"));
+    }
+    STRATA_ASSIGN_OR_RETURN(moe::ExchangeTag tag, ReadTag(h));
+    out.what = Unpacked::kAck;
+    out.key = Key{from, tag};
+    return out;
+  }
   STRATA_ASSIGN_OR_RETURN(ReceivedBlock received, ReadExpertBlock(m, rank(), size()));
-  return std::make_optional(
-      std::make_pair(Key{received.sender, received.tag}, std::move(received.block)));
+  out.what = Unpacked::kBlock;
+  out.key = Key{received.sender, received.tag};
+  out.block = std::move(received.block);
+  return out;
 }
 
 std::string ZmqExpertExchange::Describe(const Key& key) const {
@@ -191,74 +254,197 @@ std::string ZmqExpertExchange::Describe(const Key& key) const {
 }
 
 void ZmqExpertExchange::Refuse(const std::string& what, const absl::Status& why) {
-  ++refused_;
-  last_refusal_ = absl::StrCat(what, ": ", why.message());
+  {
+    absl::MutexLock lock(&mu_);
+    ++refused_;
+    last_refusal_ = absl::StrCat(what, ": ", why.message());
+  }
   LogWarning("refused %s: %s", what.c_str(), std::string(why.message()).c_str());
+}
+
+void ZmqExpertExchange::Courier() {
+  MessageEndpoint* inbox[] = {inbox_.get()};
+  absl::Time give_up = absl::InfiniteFuture();  // once stopping
+  while (true) {
+    const absl::Duration next_resend = ResendOverdue();
+    if (stopping_.load()) {
+      if (give_up == absl::InfiniteFuture()) give_up = MonotonicNow() + absl::Milliseconds(kCloseLingerMs);
+      absl::MutexLock lock(&out_mu_);
+      if (unacked_.empty() || MonotonicNow() >= give_up) return;
+    }
+    // Short enough to notice a stop and the next resend in time.
+    const absl::Duration wait = std::min(next_resend, kCourierTick);
+    absl::StatusOr<EndpointEvents> events = PollEndpoints(inbox, wait, kMessagesPerPoll);
+    if (!events.ok()) {
+      Refuse("the inbox", events.status());
+      continue;
+    }
+    bytes_received_.store(inbox_->bytes_received());
+    for (const auto& [peer, why] : events->refused) Refuse("a message", why);
+    for (RawMessage& raw : events->messages) Take(std::move(raw));
+  }
+}
+
+void ZmqExpertExchange::Take(RawMessage raw) {
+  absl::StatusOr<Unpacked> got = Unpack(std::move(raw));
+  if (!got.ok()) {
+    Refuse("a block", got.status());
+    return;
+  }
+  if (got->what == Unpacked::kHello) return;  // a peer registered
+  const Key& key = got->key;
+  if (got->what == Unpacked::kAck) {
+    absl::MutexLock lock(&out_mu_);
+    auto it = unacked_.find(key);
+    if (it == unacked_.end()) return;  // a repeated ack
+    // Answer times of blocks sent once only (Karn's rule).
+    if (it->second.sends == 1) round_trips_[key.first].Sample(MonotonicNow() - it->second.sent_at);
+    unacked_.erase(it);
+    return;
+  }
+  const moe::ExchangeTag& t = key.second;
+  bool acknowledge = true;
+  std::string refusal;
+  absl::Status why;
+  {
+    absl::MutexLock lock(&mu_);
+    auto layer_call = current_call_.find(t.layer);
+    const bool finished = layer_call != current_call_.end() && t.call < layer_call->second;
+    if (seen_.count(key) > 0 || finished) {
+      // Taken already: sent again before our ack reached the sender, or
+      // repeated on the way. Answered again and dropped.
+      duplicates_.fetch_add(1);
+    } else if (arrived_count_ >= kMaxEarlyBlocks) {
+      acknowledge = false;  // it will come again
+      refusal = Describe(key);
+      why = absl::ResourceExhaustedError(
+          absl::StrCat(kMaxEarlyBlocks, " blocks are already waiting for their turn"));
+    } else {
+      arrived_[key].push_back(std::move(got->block));
+      ++arrived_count_;
+    }
+  }
+  if (!refusal.empty()) Refuse(refusal, why);
+  if (acknowledge) SendAck(key.first, t);
+}
+
+absl::Duration ZmqExpertExchange::ResendOverdue() {
+  absl::MutexLock lock(&out_mu_);
+  const absl::Time now = MonotonicNow();
+  absl::Duration next = absl::InfiniteDuration();
+  std::vector<bool> timed_out(round_trips_.size(), false);
+  std::vector<bool> hello_again(round_trips_.size(), false);
+  for (auto& [key, u] : unacked_) {
+    const absl::Time due = u.sent_at + round_trips_[key.first].TimeoutAfter(u.sends);
+    if (now < due) {
+      next = std::min(next, due - now);
+      continue;
+    }
+    // Sent twice and still unanswered: perhaps our HELLO was lost and the
+    // peer refuses the blocks of a connection it does not know. Saying it
+    // again costs little (a peer takes a repeated HELLO).
+    if (u.sends >= 2 && !hello_again[key.first]) {
+      hello_again[key.first] = true;
+      (void)SayHello(*outboxes_[key.first], admission_.credentials(), wire::Role::FC_WORKER,
+                     rank());
+    }
+    if (!SendBlockLocked(key.first, key.second, u.block).ok()) continue;  // a full queue: later
+    ++u.sends;
+    u.sent_at = now;
+    timed_out[key.first] = true;
+    resent_.fetch_add(1);
+    next = std::min(next, round_trips_[key.first].TimeoutAfter(u.sends));
+  }
+  for (size_t p = 0; p < timed_out.size(); ++p) {
+    if (timed_out[p]) round_trips_[p].TimedOut();
+  }
+  return next;
 }
 
 absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const moe::ExchangeTag& tag,
                                                               const moe::BlockExpectation& expect) {
   STRATA_CHECK(from >= 0 && from < size() && from != rank(),
                absl::StrCat("expert exchange: cannot receive from process ", from));
+  const Key wanted{from, tag};
+  const absl::Time deadline = MonotonicNow() + options_.timeout;
+  std::optional<ScopedWait> wait;
+  absl::MutexLock lock(&mu_);
   int64_t& current = current_call_[tag.layer];
   current = std::max(current, tag.call);
-  const Key wanted{from, tag};
-  auto early = early_.find(wanted);
-  if (early != early_.end()) {
-    moe::ExchangeBlock block = std::move(early->second);
-    early_.erase(early);
-    const absl::Status fits = moe::CheckBlock(block, expect);
-    if (fits.ok()) return block;
-    Refuse(Describe(wanted), fits);
-  }
-  const absl::Time deadline = MonotonicNow() + options_.timeout;
-  ScopedWait wait(wait_observer_);
-  MessageEndpoint* inbox[] = {inbox_.get()};
+  // Takes the copies of `key` out of arrived_.
+  auto take = [this](std::map<Key, std::deque<moe::ExchangeBlock>>::iterator it)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                    std::deque<moe::ExchangeBlock> copies = std::move(it->second);
+                    arrived_count_ -= copies.size();
+                    arrived_.erase(it);
+                    return copies;
+                  };
+  std::vector<std::pair<std::string, absl::Status>> refusals;  // logged without the lock
+  auto refuse_all = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (refusals.empty()) return;
+    mu_.Unlock();
+    for (const auto& [what, why] : refusals) Refuse(what, why);
+    mu_.Lock();
+    refusals.clear();
+  };
   while (true) {
-    const absl::Time now = MonotonicNow();
-    if (delivered_.empty()) {
-      if (now >= deadline) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "no ", Describe(wanted), " within ", absl::FormatDuration(options_.timeout),
-            last_refusal_.empty()
-                ? " (is it alive and in the same step?)"
-                : absl::StrCat(" (the last message refused here: ", last_refusal_, ")")));
+    // A block of this call and phase from a sender that pipelines
+    // differently is never the one awaited.
+    for (auto other = arrived_.begin(); other != arrived_.end();) {
+      const Key& key = other->first;
+      const moe::ExchangeTag& t = key.second;
+      if (key.first == from && t.call == tag.call && t.layer == tag.layer &&
+          t.phase == tag.phase && t.chunks != tag.chunks) {
+        refusals.emplace_back(
+            Describe(key), absl::InvalidArgumentError(absl::StrCat(
+                               "the sender uses pipelining degree ", t.chunks, ", this process ",
+                               tag.chunks, " (the group must agree)")));
+        auto next = std::next(other);
+        take(other);
+        other = next;
+      } else {
+        ++other;
       }
-      STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
-                              PollEndpoints(inbox, deadline - now, kMessagesPerPoll));
-      for (const auto& [peer, why] : events.refused) Refuse("a message", why);
-      for (RawMessage& raw : events.messages) delivered_.push_back(std::move(raw));
+    }
+    auto it = arrived_.find(wanted);
+    if (it != arrived_.end()) {
+      std::deque<moe::ExchangeBlock> copies = take(it);
+      while (!copies.empty()) {
+        moe::ExchangeBlock block = std::move(copies.front());
+        copies.pop_front();
+        const absl::Status fits = moe::CheckBlock(block, expect);
+        if (!fits.ok()) {
+          refusals.emplace_back(Describe(wanted), fits);
+          continue;
+        }
+        // Taken: later copies are duplicates, and so are copies of blocks
+        // two or more calls behind (no peer sends those again).
+        duplicates_.fetch_add(copies.size());
+        seen_.insert(wanted);
+        for (auto s = seen_.begin(); s != seen_.end();) {
+          s = s->second.layer == tag.layer && s->second.call + 2 < current ? seen_.erase(s)
+                                                                           : std::next(s);
+        }
+        refuse_all();
+        return block;
+      }
+      refuse_all();
       continue;
     }
-    RawMessage raw = std::move(delivered_.front());
-    delivered_.pop_front();
-    absl::StatusOr<std::optional<std::pair<Key, moe::ExchangeBlock>>> got = Unpack(std::move(raw));
-    if (!got.ok()) {
-      Refuse("a block", got.status());
-      continue;
-    }
-    if (!got->has_value()) continue;  // a peer registered
-    auto& [key, block] = **got;
-    if (key == wanted) {
-      const absl::Status fits = moe::CheckBlock(block, expect);
-      if (fits.ok()) return std::move(block);
-      Refuse(Describe(wanted), fits);
-      continue;
-    }
-    const moe::ExchangeTag& t = key.second;
-    auto layer_call = current_call_.find(t.layer);
-    if (layer_call != current_call_.end() && t.call < layer_call->second) {
-      Refuse(Describe(key), absl::FailedPreconditionError("that call is already finished here"));
-    } else if (t.call == tag.call && t.layer == tag.layer && t.phase == tag.phase &&
-               t.chunks != tag.chunks) {
-      Refuse(Describe(key), absl::InvalidArgumentError(absl::StrCat(
-                                "the sender uses pipelining degree ", t.chunks, ", this process ",
-                                tag.chunks, " (the group must agree)")));
-    } else if (early_.size() >= kMaxEarlyBlocks) {
-      Refuse(Describe(key), absl::ResourceExhaustedError(absl::StrCat(
-                                kMaxEarlyBlocks, " blocks are already waiting for their turn")));
-    } else {
-      early_[key] = std::move(block);
+    refuse_all();
+    if (!wait.has_value()) wait.emplace(wait_observer_);
+    auto has_wanted = [this, &wanted]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return arrived_.count(wanted) > 0;
+    };
+    // The deadline is on the monotonic clock, the Mutex's on the wall clock.
+    const absl::Duration left = deadline - MonotonicNow();
+    if (!mu_.AwaitWithTimeout(absl::Condition(&has_wanted), left) &&
+        arrived_.count(wanted) == 0) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no ", Describe(wanted), " within ", absl::FormatDuration(options_.timeout),
+          last_refusal_.empty()
+              ? " (is it alive and in the same step?)"
+              : absl::StrCat(" (the last message refused here: ", last_refusal_, ")")));
     }
   }
 }

@@ -424,7 +424,8 @@ absl::Status JobServer::HandlePush(const IncomingMessage& message) {
         store_->Push(worker, h.getIteration(), chunks[i], slices.placement.SliceData(message, i)));
     if (outcome == PushOutcome::kApplied) {
       updated = true;
-      ++updates_by_iteration_[h.getIteration()];
+      // BSP only: one entry per iteration (under ASP, one per push).
+      if (options_.consistency == Consistency::kBsp) ++updates_by_iteration_[h.getIteration()];
     }
   }
   OutgoingMessage ack(wire::Kind::PUSH_ACK);

@@ -1,6 +1,8 @@
 #include "core/net/fc_link.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -8,6 +10,12 @@
 #include "core/util/log.h"
 
 namespace strata {
+namespace {
+
+// How long Finish waits for the FC worker to hear our DONE.
+constexpr absl::Duration kFinishWithin = absl::Seconds(5);
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<FcLink>> FcLink::Connect(const FcLinkOptions& options) {
   std::unique_ptr<FcLink> link(new FcLink(options));
@@ -125,6 +133,39 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
     Tensor grad = Tensor::Empty(activations.shape());
     reply.CopyFrameTo(0, grad.data());
     return grad;
+  }
+}
+
+void FcLink::Finish() {
+  // Bounded: the FC worker may already have gone (it also stops waiting for
+  // us after its timeout), and we hold everything we need.
+  const absl::Time give_up = MonotonicNow() + std::min(options_.timeout, kFinishWithin);
+  const uint64_t request = next_request_++;
+  OutgoingMessage done(wire::Kind::DONE);
+  done.header().setJobId(options_.credentials.job_id);
+  done.header().setSenderRole(wire::Role::CONV_WORKER);
+  done.header().setSenderRank(options_.conv_rank);
+  done.header().setRequestId(request);
+  int sends = 0;
+  absl::Time resend_at = absl::InfinitePast();
+  while (true) {
+    const absl::Time now = MonotonicNow();
+    if (now >= give_up) {
+      LogInfo("fc worker %d did not answer our done (it may have gone)", options_.fc_rank);
+      return;
+    }
+    if (now >= resend_at) {
+      if (!channel_->Send(done).ok()) return;  // the FC worker is gone
+      resend_at = now + round_trip_.TimeoutAfter(++sends);
+    }
+    absl::StatusOr<std::optional<RawMessage>> raw = channel_->ReceiveNow();
+    if (!raw.ok()) return;  // closed: the FC worker has gone
+    if (!raw->has_value()) {
+      WaitReadable(*channel_, std::min(give_up, resend_at) - now);
+      continue;
+    }
+    absl::StatusOr<IncomingMessage> reply = Decode(**std::move(raw), options_.limits);
+    if (reply.ok() && reply->header().getRequestId() == request) return;
   }
 }
 

@@ -13,6 +13,9 @@
 // network costs a resend and a silent FC worker never hangs a conv worker.
 // An FC worker whose connection closes (a killed one) fails the exchange at
 // once, naming it: what it held of the exchange died with it.
+// Finish() tells the FC worker we have the last gradients (DONE), so that
+// it stops answering repeats and exits: an FC worker that left at once
+// could not answer the repeat of a last exchange whose answer was lost.
 #ifndef STRATA_CORE_NET_FC_LINK_H_
 #define STRATA_CORE_NET_FC_LINK_H_
 
@@ -60,6 +63,10 @@ class FcLink {
   // `activations` is {b, boundary shape...}; returns a tensor of the same shape.
   absl::StatusOr<Tensor> Exchange(int64_t iteration, const Tensor& activations,
                                   const std::vector<int32_t>& labels);
+  // Says DONE and waits for the FC worker's answer, sending it again as an
+  // exchange is; gives up quietly after a few seconds (the FC worker then
+  // waits out its own timeout). Call after the last Exchange.
+  void Finish();
   // Told while Exchange waits for the gradients (null: none).
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
   uint64_t bytes_sent() const { return channel_->bytes_sent(); }

@@ -54,6 +54,8 @@ enum Kind {
                       # pulls that wait for its pushes fail naming it (answered: shutdownAck)
   newJob @32;         # server 0 -> the other servers of a group that learns jobs: serve job
                       # `jobId` of `jobSpec` (server/server_node.h); not answered
+  expertBlockAck @33; # FC worker -> FC worker: the expertBlock `exchangeTag` from the receiver
+                      # `senderRank` arrived (moe/zmq_expert_exchange.h); not answered
 }
 
 enum Role {

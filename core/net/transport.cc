@@ -11,7 +11,7 @@ namespace strata {
 namespace {
 
 // The last kind protocol.capnp declares.
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::NEW_JOB);
+constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::EXPERT_BLOCK_ACK);
 
 void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 
@@ -85,6 +85,8 @@ const char* KindName(wire::Kind kind) {
       return "leave";
     case wire::Kind::NEW_JOB:
       return "new-job";
+    case wire::Kind::EXPERT_BLOCK_ACK:
+      return "expert-block-ack";
   }
   return "unknown";
 }

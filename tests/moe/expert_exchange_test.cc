@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/fault_injection.h"
 #include "tests/support/counting_endpoint.h"
 
 namespace strata {
@@ -182,6 +183,51 @@ TEST(ExpertExchangeSeamTest, EveryMessageToTheInboxPassesTheEndpointDecorator) {
   EXPECT_EQ(tally.Received(wire::Kind::HELLO), 1);
   EXPECT_EQ(tally.Received(wire::Kind::EXPERT_BLOCK), 3);
   EXPECT_EQ(tally.Sent(wire::Kind::HELLO_ACK), 0);  // the exchange answers nothing
+}
+
+// Both inboxes lose and repeat a third of what they receive, blocks and
+// acks alike: every block still arrives once, in its turn, intact, because
+// unacknowledged blocks are sent again and repeated ones dropped; the peer
+// that is not waiting (here, busy elsewhere) still answers, from its
+// courier.
+TEST(ExpertExchangeReliabilityTest, LostAndRepeatedBlocksAndAcksArriveOnceEach) {
+  const std::string base = absl::StrCat("ipc://", ::testing::TempDir(), "/xchg_lossy_", ::getpid());
+  FaultRates rates;
+  rates.drop = 0.3;
+  rates.duplicate = 0.3;
+  rates.seed = 11;
+  FaultCounts counts;
+  ExpertExchangeOptions o;
+  o.credentials.job_id = kJob;
+  o.timeout = absl::Seconds(20);
+  o.resend = RoundTripLimits{absl::Milliseconds(50), absl::Milliseconds(20), absl::Seconds(1)};
+  o.decorate_endpoint = FaultyEndpoints(rates, &counts);
+  auto a = ZmqExpertExchange::Bind(base + "_0", o);
+  ASSERT_TRUE(a.ok()) << a.status();
+  o.rank = 1;
+  auto b = ZmqExpertExchange::Bind(base + "_1", o);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const std::vector<std::string> addresses = {(*a)->address(), (*b)->address()};
+  ASSERT_TRUE((*a)->Connect(addresses).ok());
+  ASSERT_TRUE((*b)->Connect(addresses).ok());
+  const BlockExpectation expect{kWidth, {3, 3}, false};
+  constexpr int kCalls = 24;
+  // b sends everything at once and then only sleeps: what a lost block
+  // needs from b is its courier's.
+  for (int call = 0; call < kCalls; ++call) {
+    ASSERT_TRUE((*b)->Send(0, SlotsTag(call), Rows({1, 2}, static_cast<float>(call))).ok());
+  }
+  for (int call = 0; call < kCalls; ++call) {
+    absl::StatusOr<ExchangeBlock> got = (*a)->Receive(1, SlotsTag(call), expect);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->counts, (std::vector<int64_t>{1, 2}));
+    for (float v : got->rows.ToVector()) ASSERT_EQ(v, static_cast<float>(call));
+  }
+  EXPECT_GT(counts.dropped.load(), 0u);
+  EXPECT_GT(counts.duplicated.load(), 0u);
+  EXPECT_GT((*b)->resent(), 0u);
+  EXPECT_GT((*a)->duplicates(), 0u);
+  EXPECT_EQ((*a)->refused(), 0u);
 }
 
 TEST(ExpertExchangeCheckTest, CheckBlockNamesWhatDiffers) {

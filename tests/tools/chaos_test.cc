@@ -13,6 +13,7 @@
 // STRATA_CHAOS_SEEDS=N for seeds 1..N.
 #include <signal.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -122,7 +123,16 @@ TEST_P(ChaosTest, TheJobCompletesWithTheUndisturbedParametersAndLeavesNothingBeh
     // still fails it; a stop shorter than every timeout does not).
     EXPECT_EQ(s.fault, Fault::kStop) << log;
   }
-  EXPECT_LE(MaxDifference(undisturbed, dir_ + "/out.ckpt"), 1e-6f) << log;
+  const float difference = MaxDifference(undisturbed, dir_ + "/out.ckpt");
+  EXPECT_LE(difference, 1e-6f) << log;
+  int restarts = 0;
+  for (size_t at = log.find("restarting the job"); at != std::string::npos;
+       at = log.find("restarting the job", at + 1)) {
+    ++restarts;
+  }
+  // For the README's table (ctest keeps it in Testing/Temporary/LastTest.log).
+  std::printf("chaos: %s: %d restart(s), max parameter difference %g\n", s.Describe().c_str(),
+              restarts, difference);
   // The servers' counters: every chunk took one update per iteration since
   // the (last) start, none lost, none applied twice.
   EXPECT_NE(log.find("[server 0] updates applied: iterations "), std::string::npos) << log;
