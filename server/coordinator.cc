@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "core/net/knob_messages.h"
 #include "core/status.h"
+#include "core/train/lost_nodes.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
 
@@ -266,6 +267,19 @@ absl::Status Coordinator::Barrier(const IncomingMessage& message) {
   return absl::OkStatus();
 }
 
+void Coordinator::RecordLoss(const Node& node, const std::string& why) const {
+  if (options_.lost_nodes_out.empty()) return;
+  const char* role = node.role == wire::Role::SERVER        ? "server"
+                     : node.role == wire::Role::FC_WORKER ? "fc_worker"
+                                                          : "conv_worker";
+  const absl::Status recorded =
+      RecordLostNode(options_.lost_nodes_out, {options_.job_id, role, node.rank, why});
+  if (!recorded.ok()) {
+    LogWarning("coordinator: cannot record the loss of %s: %s", Describe(node).c_str(),
+               std::string(recorded.message()).c_str());
+  }
+}
+
 std::vector<Peer> Coordinator::CheckLiveness(absl::Time now) {
   std::vector<Peer> newly_dead;
   for (auto* table : {&servers_, &workers_, &fc_workers_}) {
@@ -277,6 +291,8 @@ std::vector<Peer> Coordinator::CheckLiveness(absl::Time now) {
                 absl::FormatDuration(absl::Trunc(now - node.last_seen, absl::Milliseconds(100)))
                     .c_str());
         newly_dead.push_back({node.role, rank});
+        RecordLoss(node, absl::StrCat("stopped sending heartbeats for ",
+                                      absl::FormatDuration(options_.dead_after)));
       }
     }
   }

@@ -21,7 +21,9 @@
 // Dead nodes: a node silent for `dead_after` is reported once by
 // CheckLiveness, and every other server is told (NODE_DEAD), so each can
 // fail the pulls that wait for it. Death is final: a node that sends
-// heartbeats again stays dead (rejoining is the reliability work's).
+// heartbeats again stays dead: the job goes on without it or stops, as the
+// launcher's --lost-conv-worker says (tools/launch/local_cluster.h), and
+// a restarted job starts from a checkpoint epoch.
 #ifndef STRATA_SERVER_COORDINATOR_H_
 #define STRATA_SERVER_COORDINATOR_H_
 
@@ -45,6 +47,9 @@ struct CoordinatorOptions {
   uint64_t job_id = 1;
   absl::Duration dead_after = absl::Seconds(10);  // silence that marks a node dead
   int64_t knob_lead = 8;  // iterations a knob lease reaches ahead (server/knob_board.h)
+  // Each node declared dead is added here (core/train/lost_nodes.h) before
+  // anyone is told; "" = nowhere.
+  std::string lost_nodes_out;
 };
 
 class Coordinator {
@@ -90,6 +95,8 @@ class Coordinator {
   absl::Status HandleKnobs(const IncomingMessage& message, const Peer& peer);
   void SendMap(const Node& node);
   static std::string Describe(const Node& node);
+  // Adds `node` to options_.lost_nodes_out (when set), logging a failure.
+  void RecordLoss(const Node& node, const std::string& why) const;
 
   MessageEndpoint* endpoint_;
   Admission* admission_;

@@ -91,6 +91,9 @@ struct ServerOptions {
   // checkpoint_path.
   bool restore = false;
   absl::Duration dead_after = absl::Seconds(10);
+  // Rank 0: where the coordinator records each node it declares dead
+  // (core/train/lost_nodes.h); "" = nowhere.
+  std::string lost_nodes_out;
   absl::Duration heartbeat_every = absl::Seconds(1);
   // Ranks > 0: whether Create waits for the coordinator to answer our
   // hello (a refusal fails Create), and how long; else a refusal fails the

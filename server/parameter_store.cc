@@ -343,10 +343,22 @@ absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint belongs to server ", meta["server"].dump(), ", this is server ", server_));
   }
-  if (meta["chunks"].size() != slots_.size() || meta["clocks"].size() != clocks_.size()) {
+  // Under BSP every pusher stands at its chunk's version in a checkpoint,
+  // so a job may come back with another number of conv workers (one it
+  // lost, or more); every other difference is another job.
+  const bool bsp = options_.consistency == Consistency::kBsp;
+  if (meta["chunks"].size() != slots_.size() ||
+      (!bsp && meta["clocks"].size() != clocks_.size())) {
     return absl::InvalidArgumentError(
         "checkpoint was written for another model, cluster shape or server count");
   }
+  // How many pushers a key's chunks were written with: the conv workers'
+  // count may differ (above), the FC workers' may not.
+  const auto clock_fits = [&](const Slot& slot, size_t written) {
+    return written == slot.clock.size() ||
+           (bsp && slot.rule.owner == KeyOwner::kConvWorkers && written >= 1 &&
+            written == meta["clocks"].size());
+  };
   std::map<std::string, const Tensor*> tensors;
   for (const auto& t : checkpoint.tensors) tensors[t.name] = &t.value;
   auto find = [&](const std::string& name, const Tensor& like) -> const Tensor* {
@@ -362,9 +374,9 @@ absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
     };
     bool described = entry.is_object() && integer("index") && integer("version") &&
                      integer("updates") && entry.contains("clock") && entry["clock"].is_array() &&
-                     entry["clock"].size() == slot.clock.size() &&
+                     clock_fits(slot, entry["clock"].size()) &&
                      entry["index"].get<int64_t>() == slot.chunk.index;
-    for (size_t p = 0; described && p < slot.clock.size(); ++p) {
+    for (size_t p = 0; described && p < entry["clock"].size(); ++p) {
       described = entry["clock"][p].is_number_integer() && entry["clock"][p].get<int64_t>() >= 0;
     }
     if (!described) {
@@ -395,16 +407,24 @@ absl::Status ParameterStore::Restore(const Checkpoint& checkpoint) {
     if (slot.latest.defined()) slot.latest.CopyFrom(*tensors[name + ".latest"]);
     slot.version = entry["version"].get<int64_t>();
     slot.updates = entry["updates"].get<int64_t>();
-    slot.clock = entry["clock"].get<std::vector<int64_t>>();
     // BSP: the pushes of the iteration in progress were not saved; every
-    // pusher sends them again.
-    if (options_.consistency == Consistency::kBsp) {
+    // pusher (of however many there are now) sends them again.
+    if (bsp) {
       slot.pushed.assign(slot.clock.size(), false);
       slot.clock.assign(slot.clock.size(), slot.version);
+    } else {
+      slot.clock = entry["clock"].get<std::vector<int64_t>>();
     }
   }
+  int64_t slowest = -1;
+  for (const nlohmann::json& c : meta["clocks"]) {
+    const int64_t clock = c.is_number_integer() ? c.get<int64_t>() : 0;
+    slowest = slowest < 0 ? clock : std::min(slowest, clock);
+  }
   for (size_t w = 0; w < clocks_.size(); ++w) {
-    clocks_[w] = meta["clocks"][w].is_number_integer() ? meta["clocks"][w].get<int64_t>() : 0;
+    clocks_[w] = bsp || w >= meta["clocks"].size() || !meta["clocks"][w].is_number_integer()
+                     ? std::max<int64_t>(slowest, 0)
+                     : meta["clocks"][w].get<int64_t>();
   }
   return absl::OkStatus();
 }

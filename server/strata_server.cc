@@ -53,6 +53,9 @@ ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "ps", "ps (every parameter) or stanza (the conv trunk's only)");
 ABSL_FLAG(std::string, checkpoint, "", "this shard's checkpoint file");
 ABSL_FLAG(double, dead_timeout, 10.0, "seconds without a heartbeat before a node is declared dead");
+ABSL_FLAG(std::string, lost_nodes_out, "",
+          "rank 0: record each node declared dead here as JSON, before anyone is told (for "
+          "launchers that decide what the job does without it)");
 ABSL_FLAG(std::string, kv_sizes, "",
           "plain key-value mode: comma-separated parameter sizes (elements) instead of a model; "
           "--config is then optional (plain SGD, lr --kv-lr)");
@@ -95,6 +98,7 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   o.keep_checkpoints = checkpoints.keep;
   o.restore = checkpoints.restore;
   o.dead_after = absl::Seconds(absl::GetFlag(FLAGS_dead_timeout));
+  o.lost_nodes_out = absl::GetFlag(FLAGS_lost_nodes_out);
   o.limits.max_message_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_message_mb)) << 20;
   if (!o.checkpoint_path.empty() && !o.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError(

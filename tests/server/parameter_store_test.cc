@@ -250,5 +250,39 @@ TEST(ParameterStoreTest, CheckpointRoundTripKeepsEveryChunksClocks) {
   EXPECT_EQ((*wrong_server)->Restore(saved).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A BSP job that lost a conv worker comes back from its checkpoint with
+// the others: every chunk at its version, each of the remaining pushers
+// due there. Under SSP the per-worker clocks differ, so the shape must not.
+TEST(ParameterStoreTest, ABspCheckpointRestoresWithAnotherNumberOfConvWorkers) {
+  PartitionPlan plan = PartitionPlan::Build({4}, 1);
+  std::unique_ptr<ParameterStore> store;
+  ASSERT_NO_FATAL_FAILURE(MakeStore(plan, Options(Consistency::kBsp, 3), 1.0f, &store));
+  const Chunk c = plan.chunks()[0];
+  const float g[4] = {1, 1, 1, 1};
+  for (int w = 0; w < 3; ++w) ASSERT_TRUE(store->Push(w, 0, c, g).ok());
+  ASSERT_TRUE(store->Push(0, 1, c, g).ok());  // iteration 1 in progress: not saved
+  const Checkpoint saved = store->Capture();
+
+  auto fewer = ParameterStore::Create(plan, 0, Options(Consistency::kBsp, 2));
+  ASSERT_TRUE(fewer.ok());
+  ASSERT_TRUE((*fewer)->Restore(saved).ok());
+  EXPECT_EQ((*fewer)->version(c), 1);
+  EXPECT_FLOAT_EQ((*fewer)->value(c)[0], 0.5f);  // 1 - 0.5 * mean(1, 1, 1)
+  // Both remaining workers push iteration 1, and two pushes complete it.
+  EXPECT_EQ(*(*fewer)->Push(0, 1, c, g), PushOutcome::kAccepted);
+  EXPECT_EQ(*(*fewer)->Push(1, 1, c, g), PushOutcome::kApplied);
+  EXPECT_EQ((*fewer)->version(c), 2);
+  EXPECT_EQ((*fewer)->Check(2, 2, c).status().message(),
+            "push from worker rank 2, the job has 2 conv workers");
+
+  StoreOptions ssp = Options(Consistency::kSsp, 3, 1);
+  std::unique_ptr<ParameterStore> async;
+  ASSERT_NO_FATAL_FAILURE(MakeStore(plan, ssp, 1.0f, &async));
+  ssp.conv_workers = 2;
+  auto other = ParameterStore::Create(plan, 0, ssp);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->Restore(async->Capture()).code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace strata

@@ -4,7 +4,9 @@
 // that was never disturbed (BSP from an epoch repeats the same math).
 #include <signal.h>
 
+#include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -111,7 +113,151 @@ INSTANTIATE_TEST_SUITE_P(
                  {"--servers", "1", "--conv-workers", "2", "--fc-workers", "2"}}),
     [](const ::testing::TestParamInfo<KillCase>& info) { return info.param.name; });
 
+// --lost-conv-worker (tools/launch/lost_conv_worker.h): a job that loses a
+// conv worker goes on without it from the newest checkpoint epoch, or
+// stops naming it.
+class LostConvWorkerClusterTest : public testing::ClusterTest {
+ protected:
+  std::vector<std::string> Launch(const std::vector<std::string>& layout, const std::string& out) {
+    std::vector<std::string> argv = {kBin + "strata_launch", "--config",   testing::kConfig,
+                                     "--max-steps",          "150",        "--evaluate=false",
+                                     "--progress=false",     "--parameters-out", out};
+    argv.insert(argv.end(), layout.begin(), layout.end());
+    return argv;
+  }
+  // Runs the job with checkpoints and `policy`, hitting conv worker `rank`
+  // with `signal` once an epoch is complete; returns the exit status and
+  // the log.
+  std::pair<int, std::string> LoseAConvWorker(const std::vector<std::string>& layout,
+                                              const std::vector<std::string>& policy, int rank,
+                                              int signal) {
+    std::vector<std::string> argv = Launch(layout, dir_ + "/out.ckpt");
+    argv.insert(argv.end(), {"--checkpoint-dir", dir_ + "/checkpoints", "--checkpoint-every",
+                             "10", "--keep-checkpoints", "100"});
+    argv.insert(argv.end(), policy.begin(), policy.end());
+    Process launcher(argv, dir_ + "/launch.log");
+    EXPECT_FALSE(launcher.WaitFor(" complete (", 120).empty()) << launcher.log();
+    const pid_t victim = testing::FindStrataChild(launcher.pid(), "strata_conv_worker", rank);
+    EXPECT_GT(victim, 0) << launcher.log();
+    if (victim > 0) ::kill(victim, signal);
+    const int status = launcher.Wait();
+    return {status, launcher.log()};
+  }
+  // The iteration of the epoch the job went on from ("... from checkpoint
+  // epoch E in ..."), or -1.
+  static int64_t ContinuedFrom(const std::string& log) {
+    const std::string said = "split every batch from checkpoint epoch ";
+    const size_t at = log.find(said);
+    return at == std::string::npos ? -1 : std::stoll(log.substr(at + said.size()));
+  }
+  // The parameters of the job started from epoch `epoch` of the run above
+  // with `conv_workers` conv workers (`layout`'s servers and FC workers):
+  // what the run that went on without its lost worker must have computed.
+  std::string FromEpoch(int64_t epoch, std::vector<std::string> layout, int conv_workers) {
+    const std::string only = dir_ + "/only_epoch";
+    std::filesystem::create_directories(only);
+    const std::string name = std::filesystem::path(EpochDirectory(dir_ + "/checkpoints", epoch))
+                                 .filename()
+                                 .string();
+    std::filesystem::copy(dir_ + "/checkpoints/" + name, only + "/" + name,
+                          std::filesystem::copy_options::recursive);
+    for (size_t i = 0; i + 1 < layout.size(); ++i) {
+      if (layout[i] == "--conv-workers") layout[i + 1] = std::to_string(conv_workers);
+    }
+    // The threads each process ran with: the launcher split the config's
+    // two among the two conv workers it started with, and kept that.
+    std::vector<std::string> argv = Launch(layout, dir_ + "/reference.ckpt");
+    argv.insert(argv.end(), {"--checkpoint-dir", only, "--checkpoint-every", "1000", "--restore",
+                             "--threads", "1"});
+    const auto [code, out] = testing::RunCommand(absl::StrJoin(argv, " "));
+    EXPECT_EQ(code, 0) << out;
+    return dir_ + "/reference.ckpt";
+  }
+};
+
+// Killed: the launcher sees it go. The other conv worker takes the whole
+// global batch from the newest epoch on, every chunk of both servers takes
+// one update per iteration from there, and the result is exactly that of
+// the job restored from that epoch with one conv worker. (One worker's step
+// is the two's step: the same global batch, the mean of its gradients.)
+TEST_F(LostConvWorkerClusterTest, AKilledConvWorkerIsLeftBehindAndTheOthersFinishTheJob) {
+  const std::vector<std::string> layout = {"--mode", "ps", "--servers", "2", "--conv-workers",
+                                           "2"};
+  const auto [status, log] =
+      LoseAConvWorker(layout, {"--lost-conv-worker", "continue"}, 1, SIGKILL);
+  ASSERT_EQ(status, 0) << log;
+  EXPECT_NE(log.find("worker 1 was killed by signal 9"), std::string::npos) << log;
+  EXPECT_NE(log.find("continuing without conv worker 1: 1 conv workers split every batch"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("restarting the job"), std::string::npos) << log;
+  const int64_t epoch = ContinuedFrom(log);
+  ASSERT_GE(epoch, 10) << log;
+  for (const char* server : {"[server 0]", "[server 1]"}) {
+    EXPECT_NE(log.find(absl::StrCat(server, " updates applied: iterations ", epoch, " to 149, ")),
+              std::string::npos)
+        << log;
+  }
+  EXPECT_EQ(log.find("not one per chunk and iteration"), std::string::npos) << log;
+  EXPECT_EQ(testing::CountStrataProcesses(dir_), 0);
+  EXPECT_LE(MaxDifference(FromEpoch(epoch, layout, 1), dir_ + "/out.ckpt"), 1e-6f) << log;
+}
+
+// Hung: nothing exits until the coordinator declares it dead (10 s of
+// silence) and fails what waits for it; the FC worker and the other conv
+// worker fail, and the coordinator's record says whom the job lost.
+TEST_F(LostConvWorkerClusterTest, AHungConvWorkerIsDeclaredDeadAndTheStanzaJobGoesOnWithout) {
+  const std::vector<std::string> layout = {"--mode",         "stanza", "--servers",
+                                           "1",              "--conv-workers", "2",
+                                           "--fc-workers",   "1",      "--timeout",
+                                           "40"};
+  const auto [status, log] =
+      LoseAConvWorker(layout, {"--lost-conv-worker", "continue"}, 0, SIGSTOP);
+  ASSERT_EQ(status, 0) << log;
+  EXPECT_NE(log.find("coordinator: worker 0 sent no heartbeat for "), std::string::npos) << log;
+  EXPECT_NE(log.find("continuing without conv worker 0: 1 conv workers split every batch"),
+            std::string::npos)
+      << log;
+  const int64_t epoch = ContinuedFrom(log);
+  ASSERT_GE(epoch, 10) << log;
+  EXPECT_EQ(testing::CountStrataProcesses(dir_), 0);
+  EXPECT_LE(MaxDifference(FromEpoch(epoch, layout, 1), dir_ + "/out.ckpt"), 1e-6f) << log;
+}
+
+TEST_F(LostConvWorkerClusterTest, StopEndsTheJobNamingTheLostWorkerEvenWithRestartsLeft) {
+  const auto [status, log] =
+      LoseAConvWorker({"--mode", "ps", "--servers", "1", "--conv-workers", "2"},
+                      {"--lost-conv-worker", "stop", "--restart-failed", "2"}, 1, SIGKILL);
+  EXPECT_NE(status, 0) << log;
+  EXPECT_NE(log.find("the job lost conv worker 1 and --lost-conv-worker stop ends it: worker 1 "
+                     "was killed by signal 9"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("restarting the job"), std::string::npos) << log;
+  EXPECT_EQ(testing::CountStrataProcesses(dir_), 0);
+}
+
 class RestoreFlagsTest : public testing::ClusterTest {};
+
+TEST_F(RestoreFlagsTest, ContinuingWithoutAConvWorkerNeedsBspAndCheckpoints) {
+  const std::string launch =
+      kBin + "strata_launch --config " + testing::kConfig + " --mode ps --max-steps 5 ";
+  const auto [code, out] = testing::RunCommand(launch + "--lost-conv-worker continue");
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("--lost-conv-worker continue needs --checkpoint-dir"), std::string::npos)
+      << out;
+  const auto [code2, out2] = testing::RunCommand(
+      launch + "--lost-conv-worker continue --consistency ssp --checkpoint-dir " + dir_);
+  EXPECT_NE(code2, 0);
+  EXPECT_NE(out2.find("--lost-conv-worker continue needs --consistency bsp: under ssp"),
+            std::string::npos)
+      << out2;
+  const auto [code3, out3] = testing::RunCommand(launch + "--lost-conv-worker later");
+  EXPECT_NE(code3, 0);
+  EXPECT_NE(out3.find("--lost-conv-worker later: use restart, continue or stop"),
+            std::string::npos)
+      << out3;
+}
 
 TEST_F(RestoreFlagsTest, RestoreWithoutACompleteEpochIsAClearError) {
   const auto [code, out] = testing::RunCommand(

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/model/job_config.h"
+#include "tools/launch/lost_conv_worker.h"
 
 namespace strata {
 
@@ -77,6 +78,9 @@ struct ClusterLaunchOptions {
   // from the newest complete epoch (from the start without one), at most
   // this many times; 0 = the job fails.
   int restart_failed = 0;
+  // When a conv worker is lost (killed, or declared dead by the
+  // coordinator): tools/launch/lost_conv_worker.h.
+  LostConvWorkerPolicy lost_conv_worker = LostConvWorkerPolicy::kRestart;
   // The secret every process presents (handed to them in their
   // environment, never on a command line); "" = an open cluster.
   std::string job_token;

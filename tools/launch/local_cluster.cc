@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/flags/cluster_flags.h"
 #include "core/net/admission.h"
 #include "core/net/traffic.h"
@@ -28,7 +29,9 @@
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "core/util/subprocess.h"
+#include "core/train/lost_nodes.h"
 #include "tools/launch/chrome_trace.h"
+#include "tools/launch/lost_conv_worker.h"
 #include "tools/launch/role_commands.h"
 #include "tools/netem/emulated_network.h"
 
@@ -40,16 +43,18 @@ void OnSignal(int) { g_interrupted = 1; }
 
 struct Child {
   std::string label;                      // "server 0", "worker 1"
+  std::string role;                       // server, conv_worker, fc_worker
+  int rank = 0;
   std::unique_ptr<ChildProcess> process;  // its output on a pipe
   std::string partial;
   std::deque<std::string> tail;  // last lines, for error reports
   nlohmann::json traffic;        // the process's "[traffic] {...}" report
 };
 
-// Starts `argv` with its output on a pipe, tied to our life, with `token`
-// (when set) as the job token in its environment; inside the network
-// namespace at `netns` when it is not empty.
-absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::string>& argv,
+// Starts `argv`, the process of `role` `rank`, with its output on a pipe,
+// tied to our life, with `token` (when set) as the job token in its
+// environment; inside the network namespace at `netns` when it is not empty.
+absl::StatusOr<Child> Spawn(const std::string& role, int rank, const std::vector<std::string>& argv,
                             const std::string& netns, const std::string& token) {
   ProcessSpec spec;
   spec.argv = argv;
@@ -62,7 +67,10 @@ absl::StatusOr<Child> Spawn(const std::string& label, const std::vector<std::str
     spec.set_env = {{kJobTokenEnv, token}};
   }
   Child c;
-  c.label = label;
+  c.label = absl::StrCat(role == "server" ? "server" : role == "fc_worker" ? "fc worker" : "worker",
+                         " ", rank);
+  c.role = role;
+  c.rank = rank;
   STRATA_ASSIGN_OR_RETURN(c.process, ChildProcess::Start(spec));
   return c;
 }
@@ -258,12 +266,17 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   std::vector<TraceSource> trace_sources;
   if (!records_dir.empty()) std::filesystem::create_directories(records_dir);
 
+  // What the coordinator declares dead, for --lost-conv-worker.
+  const std::string lost_nodes = scratch + "/lost_nodes.json";
+  FailedProcess first_failed;
+
   // Starts every process and merges their output until all have exited:
-  // OK when every one succeeded, else the first failure (every other
-  // process is then stopped), or Cancelled on Ctrl-C.
+  // OK when every one succeeded, else the first failure (first_failed says
+  // whose; every other process is then stopped), or Cancelled on Ctrl-C.
   auto run_once = [&](const ClusterLaunchOptions& o) -> absl::Status {
   next_host = 0;
   trace_sources.clear();
+  std::filesystem::remove(lost_nodes);
   // Server 0 (the coordinator) first: its ready file names its address.
   // It binds its placement and advertises the coordinator's host; the
   // coordinator's port is the one it bound (its ready file says).
@@ -274,8 +287,8 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       p0.bind.rfind("ipc://", 0) == 0 ? p0.bind : absl::StrCat("tcp://", p0.host, ":0");
   std::vector<std::string> argv0 = ServerCommand(o, 0, coordinator_hint);
   for (const std::string& flag : serving_flags(p0)) argv0.push_back(flag);
-  argv0.insert(argv0.end(), {"--ready-file", ready});
-  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server 0", argv0, p0.netns, o.job_token));
+  argv0.insert(argv0.end(), {"--ready-file", ready, "--lost-nodes-out", lost_nodes});
+  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o.job_token));
   children.push_back(std::move(s0));  // the first of this start's: children is empty
   Child& first = children[0];
   absl::StatusOr<nlohmann::json> serving =
@@ -294,7 +307,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     std::vector<std::string> argv = ServerCommand(o, r, coordinator);
     for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
     STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn(absl::StrCat("server ", r), argv, p.netns, o.job_token));
+                            Spawn("server", r, argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }
   auto add_records_flag = [&](std::vector<std::string>& argv, const std::string& process) {
@@ -313,14 +326,14 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
     add_records_flag(argv, absl::StrCat("fc_worker_", f));
     STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn(absl::StrCat("fc worker ", f), argv, p.netns, o.job_token));
+                            Spawn("fc_worker", f, argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }
   for (int w = 0; w < o.conv_workers; ++w) {
     const Placement p = o.colocate_servers ? place_on(w) : place();
     std::vector<std::string> argv = ConvWorkerCommand(o, w, coordinator, summary_path);
     add_records_flag(argv, absl::StrCat("conv_worker_", w));
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn(absl::StrCat("worker ", w), argv, p.netns, o.job_token));
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn("conv_worker", w, argv, p.netns, o.job_token));
     children.push_back(std::move(c));
   }
 
@@ -341,6 +354,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       Pump(c);
       const int status = c.process->wait_status();
       if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        first_failed = {c.role, c.rank, WIFSIGNALED(status)};
         std::string tail;
         for (const auto& line : c.tail) tail += "\n  " + line;
         return absl::InternalError(
@@ -358,23 +372,59 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
 
   // A failed start is retried from the newest complete checkpoint epoch
   // (BSP: every process resumes at the same iteration), up to
-  // --restart-failed times.
+  // --restart-failed times; a lost conv worker as --lost-conv-worker says
+  // (tools/launch/lost_conv_worker.h).
   ClusterLaunchOptions attempt = o;
-  for (int restarts = 0;; ++restarts) {
+  for (int restarts = 0;;) {
     absl::Status run = run_once(attempt);
     if (run.ok()) break;
-    if (absl::IsCancelled(run) || restarts >= o.restart_failed) return fail(run);
+    if (absl::IsCancelled(run)) return fail(run);
+    // Whom the run lost: the conv workers the coordinator declared dead
+    // and the first failure, when it was a conv worker killed.
+    absl::StatusOr<std::vector<LostNode>> recorded = ReadLostNodes(lost_nodes);
+    if (!recorded.ok()) LogWarning("%s", std::string(recorded.status().message()).c_str());
+    const std::vector<int> lost =
+        LostConvWorkers(first_failed, recorded.ok() ? *recorded : std::vector<LostNode>{});
+    const std::string lost_text =
+        lost.empty() ? ""
+                     : absl::StrCat(lost.size() == 1 ? "worker " : "workers ", absl::StrJoin(lost, ", "));
+    bool shrink = false;
+    if (!lost.empty() && o.lost_conv_worker == LostConvWorkerPolicy::kStop) {
+      return fail(WithContext(run, absl::StrCat("the job lost conv ", lost_text,
+                                                " and --lost-conv-worker stop ends it")));
+    }
+    if (!lost.empty() && o.lost_conv_worker == LostConvWorkerPolicy::kContinue) {
+      absl::StatusOr<int> remaining = ConvWorkersWithout(
+          attempt.conv_workers, static_cast<int>(lost.size()), o.batch_sizes,
+          attempt.mode == "stanza" ? attempt.fc_workers : 0);
+      if (!remaining.ok()) {
+        LogWarning("%s", std::string(run.message()).c_str());
+        return fail(WithContext(remaining.status(), absl::StrCat("the job lost conv ", lost_text)));
+      }
+      attempt.conv_workers = *remaining;
+      shrink = true;
+    } else if (restarts >= o.restart_failed) {
+      return fail(run);
+    } else {
+      ++restarts;
+    }
     StopAll(children);
     children.clear();
     std::filesystem::remove(summary_path);
     const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(o.checkpoint_dir);
     attempt.restore = epoch.has_value();
+    const std::string from =
+        epoch.has_value()
+            ? absl::StrCat("checkpoint epoch ", epoch->iteration, " in ", o.checkpoint_dir)
+            : "the beginning (no complete checkpoint epoch yet)";
     LogWarning("%s", std::string(run.message()).c_str());
-    LogWarning("restarting the job (restart %d of %d) from %s", restarts + 1, o.restart_failed,
-               epoch.has_value()
-                   ? absl::StrCat("checkpoint epoch ", epoch->iteration, " in ", o.checkpoint_dir)
-                         .c_str()
-                   : "the beginning (no complete checkpoint epoch yet)");
+    if (shrink) {
+      LogWarning("continuing without conv %s: %d conv workers split every batch from %s",
+                 lost_text.c_str(), attempt.conv_workers, from.c_str());
+    } else {
+      LogWarning("restarting the job (restart %d of %d) from %s", restarts, o.restart_failed,
+                 from.c_str());
+    }
   }
 
   if (!o.trace_out.empty()) {

@@ -87,6 +87,11 @@ ABSL_FLAG(int, restart_failed, 0,
           "ps, stanza: when a process fails, stop the others and start the whole job again "
           "from the newest complete checkpoint epoch in --checkpoint-dir (from the start where "
           "there is none), at most this many times");
+ABSL_FLAG(std::string, lost_conv_worker, "restart",
+          "ps, stanza: when a conv worker is killed or falls silent past the heartbeat timeout: "
+          "restart (like any role, by --restart-failed), continue (start again from the newest "
+          "checkpoint epoch without it, the others splitting every batch; bsp, needs "
+          "--checkpoint-dir) or stop (the job ends with its error)");
 ABSL_FLAG(std::vector<std::string>, jobs, {},
           "ps, stanza: several job configs (comma-separated) trained at once on one cluster: "
           "every server serves them all and every worker runs them all (job ids 1, 2, ...); "
@@ -169,6 +174,25 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   if (o.restart_failed < 0 || o.keep_checkpoints < 1) {
     return absl::InvalidArgumentError("--restart-failed must be >= 0 and --keep-checkpoints >= 1");
   }
+  STRATA_ASSIGN_OR_RETURN(o.lost_conv_worker,
+                          ParseLostConvWorkerPolicy(absl::GetFlag(FLAGS_lost_conv_worker)));
+  if (o.lost_conv_worker == LostConvWorkerPolicy::kContinue) {
+    if (o.consistency != "bsp") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--lost-conv-worker continue needs --consistency bsp: under ", o.consistency,
+          " a checkpoint keeps each conv worker's own clock, so the others cannot take its place"));
+    }
+    if (o.colocate_servers) {
+      return absl::InvalidArgumentError(
+          "--lost-conv-worker continue cannot keep one server per conv worker "
+          "(--colocate-servers)");
+    }
+    if (o.checkpoint_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--lost-conv-worker continue needs --checkpoint-dir (and --checkpoint-every): the "
+          "others start again from the newest checkpoint epoch");
+    }
+  }
   if ((o.restore || o.restart_failed > 0) && o.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(o.restore ? "--restore" : "--restart-failed",
@@ -240,6 +264,12 @@ absl::Status Run() {
       return absl::InvalidArgumentError("--slurm needs --mode ps or stanza");
     }
     STRATA_ASSIGN_OR_RETURN(const ClusterLaunchOptions o, ClusterOptionsFromFlags(config));
+    if (o.lost_conv_worker == LostConvWorkerPolicy::kContinue) {
+      return absl::InvalidArgumentError(
+          "--lost-conv-worker continue restarts a local cluster with fewer conv workers; under "
+          "Slurm, submit strata.sbatch again with fewer tasks: it restores the newest epoch of "
+          "$STRATA_CHECKPOINT_DIR with the conv workers those tasks give");
+    }
     if (o.restart_failed > 0) {
       return absl::InvalidArgumentError(
           "--restart-failed restarts a local cluster; under Slurm, requeue the job (sbatch "
