@@ -7,7 +7,7 @@ STRATA_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup setup-bench configure build test test-unit test-accuracy chaos fresh-check demo bench fuzz format tidy clean
+.PHONY: all setup setup-bench configure build test test-unit test-accuracy test-asan test-tsan chaos fresh-check demo bench fuzz format tidy clean
 
 all: build
 
@@ -38,6 +38,18 @@ test-unit: build
 test-accuracy: setup-bench build
 	cd $(BUILD_DIR) && ctest -L accuracy --output-on-failure -j $(JOBS) && \
 	  ctest -R PeerCheck --output-on-failure
+
+# The unit and cluster labels under sanitizers, each in a build of its own
+# (tools/sanitizers/run.sh says how, and its suppression files what they
+# hold and why): AddressSanitizer with UBSan in build-asan/, ThreadSanitizer
+# in build-tsan/ (which first builds an instrumented Abseil from Debian's
+# source package).
+test-asan: setup
+	bash tools/sanitizers/run.sh asan
+
+test-tsan:
+	bash tools/setup.sh --tsan
+	bash tools/sanitizers/run.sh tsan
 
 # Seeded faults on local clusters (tests/tools/chaos_test.cc): kill -9 and
 # SIGSTOP of a role, message loss, duplication, delay and reordering; nine

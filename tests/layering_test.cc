@@ -24,10 +24,10 @@ namespace fs = std::filesystem;
 // targets of one layer never link each other.
 const std::vector<std::vector<std::string>>& TargetLayers() {
   static const std::vector<std::vector<std::string>> layers = {
-      {"strata_base"},
+      {"strata_base", "strata_openmp"},
       {"strata_tensor", "strata_process", "strata_scheduler"},
       {"strata_layers", "strata_net", "strata_cuda"},
-      {"strata_model"},
+      {"strata_model", "strata_secbad"},
       {"strata_train", "strata_training_flags", "strata_cluster_flags"},
       {"strata_moe"},
       {"strata_moe_cuda", "strata_moe_group", "strata_runtime"},
@@ -104,6 +104,7 @@ const std::vector<std::pair<std::string, int>>& SourceLayers() {
       {"core/util/process_setup.", 1},
       {"core/tensor/", 1},
       {"scheduler/", 1},
+      {"scheduler/secbad/", 3},
       {"core/ops/cpu/", 1},
       {"core/ops/backend.", 1},
       {"core/layers/", 2},

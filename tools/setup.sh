@@ -6,6 +6,8 @@
 #   tools/setup.sh           build, test and demo dependencies
 #   tools/setup.sh --bench   also the benchmark peers (python3-torch, python3-torchvision)
 #   tools/setup.sh --fuzz    also clang and libFuzzer (make fuzz)
+#   tools/setup.sh --tsan    also Debian's source archive (make test-tsan builds an
+#                            Abseil of its own, instrumented, from Debian's source)
 set -euo pipefail
 
 packages=(
@@ -29,6 +31,25 @@ if [[ "${1:-}" == "--fuzz" ]]; then
   packages+=(clang libclang-rt-14-dev)
 fi
 
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO="sudo"
+fi
+
+# Source packages come from the same mirrors as the binary ones: a deb-src
+# twin of every deb entry, in a file of our own.
+if [[ "${1:-}" == "--tsan" ]] && ! apt-get source --print-uris abseil > /dev/null 2>&1; then
+  echo "setup: adding Debian's source archive (deb-src) for the instrumented Abseil"
+  if [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
+    sed 's/^Types:.*$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
+      $SUDO tee /etc/apt/sources.list.d/strata-deb-src.sources > /dev/null
+  else
+    grep -h '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2> /dev/null |
+      sed 's/^deb /deb-src /' | $SUDO tee /etc/apt/sources.list.d/strata-deb-src.list > /dev/null
+  fi
+  $SUDO apt-get update -qq
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -41,10 +62,6 @@ if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then
-  SUDO="sudo"
-fi
 echo "setup: installing ${#missing[@]} missing packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -122,7 +123,18 @@ Process::~Process() {
   }
 }
 
+double TimeScale() {
+  const char* scale = std::getenv("STRATA_TEST_TIME_SCALE");
+  const double value = scale == nullptr ? 1.0 : std::atof(scale);
+  return value >= 1.0 ? value : 1.0;
+}
+
+int ScaledSeconds(int seconds) {
+  return static_cast<int>(std::ceil(static_cast<double>(seconds) * TimeScale()));
+}
+
 std::string Process::WaitForReady(const std::string& path, int seconds) {
+  seconds = ScaledSeconds(seconds);
   if (process_ == nullptr) return "";
   absl::StatusOr<nlohmann::json> ready = AwaitReadyFile(path, "the process", absl::Seconds(seconds),
                                                         [this]() -> std::optional<std::string> {
@@ -136,6 +148,7 @@ std::string Process::WaitForReady(const std::string& path, int seconds) {
 }
 
 std::string Process::WaitFor(const std::string& text, int seconds) {
+  seconds = ScaledSeconds(seconds);
   for (int i = 0; i < seconds * 20; ++i) {
     std::istringstream lines(ReadFile(log_));
     std::string line;

@@ -50,6 +50,14 @@ int CountStrataProcesses(const std::string& marker);
 // `rank` that is a child of `parent`; 0 when there is none.
 pid_t FindStrataChild(pid_t parent, const std::string& binary, int rank);
 
+// How many times longer than usual a test should wait for what it starts:
+// STRATA_TEST_TIME_SCALE (at least 1), which sanitized builds set because
+// their processes run several times slower (tools/sanitizers/run.sh).
+double TimeScale();
+// `seconds` times TimeScale(), rounded up: for the waits and timeouts a
+// test gives the processes it starts.
+int ScaledSeconds(int seconds);
+
 // A background process (core/util/subprocess.h) whose output goes to a log
 // file; killed (SIGKILL, with its process group) when destroyed unless it
 // was waited for.
@@ -59,7 +67,8 @@ class Process {
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
-  // Waits until the log contains `text`; returns the line holding it ("" on timeout).
+  // Waits until the log contains `text`; returns the line holding it ("" on
+  // timeout). Waits and timeouts below are scaled by TimeScale().
   std::string WaitFor(const std::string& text, int seconds = 30);
   // Waits for the ready file (core/util/ready_file.h) the process was told
   // to write with --ready-file `path`; returns its "address" ("" when the

@@ -1,0 +1,98 @@
+// ObservationModel: how observations depend on the latent context of the
+// segment they fall in, as the run-length inference
+// (scheduler/secbad/run_length_posterior.h) needs it. The model keeps, for
+// every s = 0..W, the posterior over the context given the last s
+// observations taken as one segment (s = 0: the prior), and answers two
+// questions about them:
+//
+//   model.LogPredictive(x, out);  // out[s] = log p(x | last s observations), s = 0..W
+//   model.Observe(x);             // x joins: slot s now holds the last s observations
+//   model.BeliefOf(s);            // the context's mean and variance under slot s
+//
+// Implementations: NormalGammaModel (below: conjugate, each dimension a
+// Gaussian of unknown mean and precision), or a learned one (an encoder
+// over a segment's observations) behind the same calls.
+//
+// Contract: Reset(window) before use and at each new sequence; every call
+// costs O(W * dims()) and no more; slots beyond the observations seen so
+// far hold all of them. Not thread-safe.
+#ifndef STRATA_SCHEDULER_SECBAD_OBSERVATION_MODEL_H_
+#define STRATA_SCHEDULER_SECBAD_OBSERVATION_MODEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace strata::secbad {
+
+// A belief over the latent context: per dimension, its mean and variance.
+struct ContextBelief {
+  std::vector<double> mean;
+  std::vector<double> variance;
+};
+
+class ObservationModel {
+ public:
+  virtual ~ObservationModel() = default;
+  virtual int dims() const = 0;
+  // Forgets every observation; slots 0..window follow.
+  virtual void Reset(int window) = 0;
+  // out[s] = log p(x | the last s observations, one segment), s = 0..W
+  // (out has W + 1 entries); x has dims() entries.
+  virtual void LogPredictive(const double* x, double* out) const = 0;
+  virtual void Observe(const double* x) = 0;
+  virtual ContextBelief BeliefOf(int slot) const = 0;
+  // Slot updates the last LogPredictive and Observe made (the O(W) count).
+  virtual int64_t last_work() const = 0;
+};
+
+// The Normal-Gamma prior of one dimension: the context is the mean mu of
+// a Gaussian with precision lambda, lambda ~ Gamma(shape, rate) and
+// mu | lambda ~ N(mean, 1 / (strength * lambda)).
+struct NormalGammaPrior {
+  double mean = 0;
+  double strength = 0.1;  // kappa: pseudo-observations behind `mean`
+  double shape = 2;       // alpha (> 1, so the context's variance is finite)
+  double rate = 1;        // beta: E[1 / lambda] = rate / (shape - 1)
+
+  // A prior for a signal whose noise has standard deviation about `noise`
+  // and whose segment means lie within about `spread` of `mean`.
+  static NormalGammaPrior For(double mean, double noise, double spread);
+};
+
+// Each dimension an independent Gaussian of unknown mean (the context) and
+// precision, with a Normal-Gamma prior: predictives are Student-t, and a
+// slot is three sums (count, sum, sum of squares), so a step is a few array
+// updates per slot.
+class NormalGammaModel final : public ObservationModel {
+ public:
+  // One prior per dimension. InvalidArgument for none, a strength <= 0, a
+  // shape <= 1 or a rate <= 0, naming the dimension.
+  static absl::StatusOr<NormalGammaModel> Create(std::vector<NormalGammaPrior> priors);
+
+  int dims() const override { return static_cast<int>(priors_.size()); }
+  void Reset(int window) override;
+  void LogPredictive(const double* x, double* out) const override;
+  void Observe(const double* x) override;
+  ContextBelief BeliefOf(int slot) const override;
+  int64_t last_work() const override { return last_work_; }
+
+ private:
+  explicit NormalGammaModel(std::vector<NormalGammaPrior> priors) : priors_(std::move(priors)) {}
+  // The posterior parameters of slot `s`, dimension `d`.
+  struct Posterior {
+    double mean, strength, shape, rate;
+  };
+  Posterior PosteriorOf(int slot, int d) const;
+
+  std::vector<NormalGammaPrior> priors_;
+  int window_ = 0;
+  // Per slot s (0..W) and dimension d, at s * dims + d.
+  std::vector<double> count_, sum_, sum_squares_;
+  mutable int64_t last_work_ = 0;
+};
+
+}  // namespace strata::secbad
+
+#endif  // STRATA_SCHEDULER_SECBAD_OBSERVATION_MODEL_H_

@@ -1,0 +1,107 @@
+#include "scheduler/secbad/segment_prior.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace strata::secbad {
+
+namespace {
+
+double NormalCdf(double x, double mean, double stddev) {
+  return 0.5 * std::erfc(-(x - mean) / (stddev * std::sqrt(2.0)));
+}
+
+}  // namespace
+
+SegmentPrior SegmentPrior::FromProbabilities(std::vector<double> probability,
+                                             std::string description) {
+  SegmentPrior prior;
+  double total = 0;
+  for (double p : probability) total += p;
+  for (double& p : probability) p /= total;
+  prior.hazard_.resize(probability.size());
+  double survival = 1.0;  // P(L >= r)
+  for (size_t i = 0; i < probability.size(); ++i) {
+    prior.hazard_[i] = survival > 1e-300 ? std::min(1.0, probability[i] / survival) : 1.0;
+    survival -= probability[i];
+  }
+  if (!prior.hazard_.empty()) prior.hazard_.back() = 1.0;
+  prior.probability_ = std::move(probability);
+  prior.description_ = std::move(description);
+  return prior;
+}
+
+absl::StatusOr<SegmentPrior> SegmentPrior::TruncatedNormal(double mean, double stddev,
+                                                           int min_length, int longest) {
+  if (!(stddev > 0) || min_length < 1 || longest < min_length || !(mean + 4 * stddev >= min_length)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "truncated-normal segment prior: mean %g, sd %g, at least %d, at most %d: the sd must be "
+        "positive, the shortest segment at least 1 and the normal's bulk above it",
+        mean, stddev, min_length, longest));
+  }
+  // L = max(round(X), m): P(L = m) = P(X < m + 1/2); P(L = r) for r > m is
+  // the normal's mass on [r - 1/2, r + 1/2).
+  std::vector<double> probability(static_cast<size_t>(longest), 0.0);
+  probability[min_length - 1] = NormalCdf(min_length + 0.5, mean, stddev);
+  for (int r = min_length + 1; r <= longest; ++r) {
+    probability[r - 1] = NormalCdf(r + 0.5, mean, stddev) - NormalCdf(r - 0.5, mean, stddev);
+  }
+  return FromProbabilities(std::move(probability),
+                           absl::StrFormat("truncated normal (mean %g, sd %g, at least %d)", mean,
+                                           stddev, min_length));
+}
+
+absl::StatusOr<SegmentPrior> SegmentPrior::ConstantHazard(double hazard) {
+  if (!(hazard > 0 && hazard <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constant-hazard segment prior: hazard ", hazard, " is not in (0, 1]"));
+  }
+  SegmentPrior prior;
+  prior.constant_hazard_ = hazard;
+  prior.description_ = absl::StrFormat("constant hazard %g (mean length %g)", hazard, 1 / hazard);
+  return prior;
+}
+
+absl::StatusOr<SegmentPrior> SegmentPrior::Empirical(const std::vector<int>& lengths) {
+  if (lengths.empty()) {
+    return absl::InvalidArgumentError("empirical segment prior: no segment lengths given");
+  }
+  int longest = 0;
+  for (int length : lengths) {
+    if (length < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("empirical segment prior: segment length ", length, " is not at least 1"));
+    }
+    longest = std::max(longest, length);
+  }
+  std::vector<double> probability(static_cast<size_t>(longest), 0.0);
+  for (int length : lengths) probability[length - 1] += 1.0;
+  return FromProbabilities(std::move(probability),
+                           absl::StrCat("empirical (", lengths.size(), " segments)"));
+}
+
+double SegmentPrior::Hazard(int run_length) const {
+  if (constant_hazard_ > 0) return constant_hazard_;
+  if (run_length < 1) return 0.0;
+  if (static_cast<size_t>(run_length) > hazard_.size()) return 1.0;
+  return hazard_[run_length - 1];
+}
+
+double SegmentPrior::Probability(int length) const {
+  if (length < 1) return 0.0;
+  if (constant_hazard_ > 0) return constant_hazard_ * std::pow(1 - constant_hazard_, length - 1);
+  if (static_cast<size_t>(length) > probability_.size()) return 0.0;
+  return probability_[length - 1];
+}
+
+double SegmentPrior::MeanLength() const {
+  if (constant_hazard_ > 0) return 1.0 / constant_hazard_;
+  double mean = 0;
+  for (size_t i = 0; i < probability_.size(); ++i) mean += static_cast<double>(i + 1) * probability_[i];
+  return mean;
+}
+
+}  // namespace strata::secbad
