@@ -110,7 +110,7 @@ std::string OutgoingMessage::SerializedHeaderForTest() {
 }
 
 void IncomingMessage::CopyFrameTo(size_t i, float* dst) const {
-  std::memcpy(dst, frames_[i].data(), frames_[i].size());
+  std::memcpy(dst, frame_data(i), frames_[i].size());
 }
 
 absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits) {
@@ -168,7 +168,16 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
     return absl::InvalidArgumentError(
         absl::StrCat("malformed header: ", e.getDescription().cStr()));
   }
-  for (size_t i = 1; i < raw.frames.size(); ++i) msg.frames_.push_back(std::move(raw.frames[i]));
+  for (size_t i = 1; i < raw.frames.size(); ++i) {
+    zmq::message_t& frame = raw.frames[i];
+    std::unique_ptr<uint64_t[]> copy;
+    if (reinterpret_cast<uintptr_t>(frame.data()) % alignof(uint64_t) != 0) {
+      copy.reset(new uint64_t[(frame.size() + sizeof(uint64_t) - 1) / sizeof(uint64_t)]);
+      std::memcpy(copy.get(), frame.data(), frame.size());
+    }
+    msg.aligned_copies_.push_back(std::move(copy));
+    msg.frames_.push_back(std::move(frame));
+  }
   return msg;
 }
 

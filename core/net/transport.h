@@ -112,7 +112,11 @@ class IncomingMessage {
   const std::string& curve_user() const { return curve_user_; }
   wire::Header::Reader header() const { return reader_->getRoot<wire::Header>(); }
   size_t num_frames() const { return frames_.size(); }
-  const void* frame_data(size_t i) const { return frames_[i].data(); }
+  // Frame i's bytes, 8-byte aligned (so they may be read as floats).
+  const void* frame_data(size_t i) const {
+    return aligned_copies_[i] != nullptr ? static_cast<const void*>(aligned_copies_[i].get())
+                                         : frames_[i].data();
+  }
   size_t frame_size(size_t i) const { return frames_[i].size(); }
   // Copies frame i (whose size must equal dst.nbytes()) into `dst`.
   void CopyFrameTo(size_t i, float* dst) const;
@@ -124,6 +128,10 @@ class IncomingMessage {
   kj::Array<capnp::word> header_words_;
   std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
   std::vector<zmq::message_t> frames_;  // data frames only
+  // ZeroMQ keeps a frame of up to 33 bytes inside its message, at whatever
+  // address that has: such a frame is copied here, aligned (null: the frame
+  // is aligned as received).
+  std::vector<std::unique_ptr<uint64_t[]>> aligned_copies_;
 };
 
 // Checks and decodes `raw`. Errors are InvalidArgument (malformed), or

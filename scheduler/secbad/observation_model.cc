@@ -60,6 +60,7 @@ void NormalGammaModel::LogPredictive(const double* x, double* out) const {
   for (int s = 0; s <= window_; ++s) {
     double log_density = 0;
     for (int d = 0; d < dims; ++d) {
+      if (std::isnan(x[d])) continue;  // not observed this step
       // Student-t with 2 alpha degrees of freedom, location mu, squared
       // scale beta (kappa + 1) / (alpha kappa).
       const Posterior q = PosteriorOf(s, d);
@@ -82,9 +83,10 @@ void NormalGammaModel::Observe(const double* x) {
     for (size_t d = 0; d < dims; ++d) {
       const size_t to = static_cast<size_t>(s) * dims + d;
       const size_t from = to - dims;
-      count_[to] = count_[from] + 1;
-      sum_[to] = sum_[from] + x[d];
-      sum_squares_[to] = sum_squares_[from] + x[d] * x[d];
+      const bool seen = !std::isnan(x[d]);
+      count_[to] = count_[from] + (seen ? 1 : 0);
+      sum_[to] = sum_[from] + (seen ? x[d] : 0.0);
+      sum_squares_[to] = sum_squares_[from] + (seen ? x[d] * x[d] : 0.0);
     }
   }
   last_work_ += window_;

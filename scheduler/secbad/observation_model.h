@@ -15,7 +15,10 @@
 //
 // Contract: Reset(window) before use and at each new sequence; every call
 // costs O(W * dims()) and no more; slots beyond the observations seen so
-// far hold all of them. Not thread-safe.
+// far hold all of them. A dimension given as NaN was not observed at that
+// step: it adds nothing to any slot and its density is 1 (a step that sees
+// nothing still passes time, so the hazard moves the run lengths). Not
+// thread-safe.
 #ifndef STRATA_SCHEDULER_SECBAD_OBSERVATION_MODEL_H_
 #define STRATA_SCHEDULER_SECBAD_OBSERVATION_MODEL_H_
 

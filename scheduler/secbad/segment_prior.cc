@@ -97,6 +97,21 @@ double SegmentPrior::Probability(int length) const {
   return probability_[length - 1];
 }
 
+int SegmentPrior::Sample(Rng& rng) const {
+  const double u = rng.Uniform();
+  if (constant_hazard_ > 0) {
+    // Geometric: the first r with 1 - (1 - h)^r > u.
+    if (constant_hazard_ >= 1) return 1;
+    return 1 + static_cast<int>(std::floor(std::log1p(-u) / std::log1p(-constant_hazard_)));
+  }
+  double cumulative = 0;
+  for (size_t i = 0; i < probability_.size(); ++i) {
+    cumulative += probability_[i];
+    if (u < cumulative) return static_cast<int>(i) + 1;
+  }
+  return static_cast<int>(probability_.size());
+}
+
 double SegmentPrior::MeanLength() const {
   if (constant_hazard_ > 0) return 1.0 / constant_hazard_;
   double mean = 0;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/util/rng.h"
 
 namespace strata::secbad {
 
@@ -47,6 +48,8 @@ class SegmentPrior {
   double Probability(int length) const;
   // The expected segment length.
   double MeanLength() const;
+  // A segment length drawn from the prior.
+  int Sample(Rng& rng) const;
   // "truncated normal (mean 80, sd 20, at least 10)", for reports.
   const std::string& description() const { return description_; }
 

@@ -1,5 +1,7 @@
 // Partition plan and wire decoding (every malformed-message case).
 #include <gtest/gtest.h>
+
+#include <cstring>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -219,6 +221,31 @@ TEST(ZmqChannelTest, AnUnwatchedChannelWaitsForThePeerToComeBack) {
   std::string address;
   const std::vector<std::string> seen = ReceiveAcrossAClose(/*watch=*/false, &address);
   EXPECT_EQ(seen, std::vector<std::string>{"hello-ack"});
+}
+
+// ZeroMQ hands over a frame wherever it lies: inside its message (up to 33
+// bytes) or at any offset of a shared receive buffer. A decoded frame's
+// bytes are aligned whatever they came as, and are the bytes sent.
+TEST(DecodeTest, AFrameAtAnOddAddressIsReadAligned) {
+  OutgoingMessage push(wire::Kind::PUSH);
+  push.AddFrame(std::string(20, '\0'));  // the header declares 20 bytes
+  const kj::Array<capnp::word> header = push.EncodeHeader();
+  static unsigned char storage[64];
+  unsigned char* odd = storage + 3;
+  const float values[5] = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f};
+  std::memcpy(odd, values, sizeof(values));
+  RawMessage raw;
+  raw.frames.emplace_back(header.begin(), header.size() * sizeof(capnp::word));
+  raw.frames.emplace_back(odd, sizeof(values), [](void*, void*) {}, nullptr);  // zero-copy
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(raw.frames[1].data()) % 4, 3u);
+  absl::StatusOr<IncomingMessage> decoded = Decode(std::move(raw), WireLimits());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(decoded->frame_data(0)) % alignof(uint64_t), 0u);
+  const float* read = static_cast<const float*>(decoded->frame_data(0));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(read[i], values[i]);
+  float copy[5];
+  decoded->CopyFrameTo(0, copy);
+  EXPECT_EQ(copy[2], 3.25f);
 }
 
 }  // namespace

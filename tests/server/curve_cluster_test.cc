@@ -36,7 +36,7 @@ class CurveClusterTest : public testing::ClusterTest {
     std::vector<std::string> argv = {kBin + "strata_conv_worker", "--mode", "ps", "--coordinator",
                                      address, "--config", config, "--job-id",
                                      std::to_string(job_id), "--rank", "0", "--threads", "1",
-                                     "--max-steps", "20", "--timeout", "4", "--evaluate=false",
+                                     "--max-steps", "20", "--timeout", std::to_string(testing::ScaledSeconds(4)), "--evaluate=false",
                                      "--progress=false"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     return argv;

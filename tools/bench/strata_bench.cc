@@ -30,6 +30,7 @@
 #include "tools/bench/plan_report.h"
 #include "tools/bench/ps_bench.h"
 #include "tools/bench/reference_check.h"
+#include "tools/bench/secbad_bench.h"
 #include "tools/bench/soak_bench.h"
 #include "tools/bench/train_bench.h"
 
@@ -55,6 +56,13 @@ ABSL_FLAG(bool, curve, false,
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
 ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
 ABSL_FLAG(double, minutes, 5, "soak: how long the clients run");
+ABSL_FLAG(int32_t, seeds, 5, "secbad: seeds per contender");
+ABSL_FLAG(int64_t, training_steps, 3000000,
+          "secbad: environment steps each contender trains for, per seed");
+ABSL_FLAG(std::string, contenders, "",
+          "secbad: comma-separated contenders (default all: secbad, constant-hazard, "
+          "whole-history, plain, oracle)");
+ABSL_FLAG(std::string, policy_dir, "", "secbad: keep each trained policy in this directory");
 ABSL_FLAG(int32_t, clients, 16, "soak: clients pushing and pulling at once");
 ABSL_FLAG(std::string, bandwidth, "",
           "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
@@ -128,7 +136,9 @@ int main(int argc, char** argv) {
       "                         [--repeat R] [--bandwidth 1gbit] [--batch-size B]\n"
       "                         [--policies exclusive,naive,crossover] [--weights 1,3]\n"
       "                         [--timeline t.png]\n"
-      "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]");
+      "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]\n"
+      "  strata_bench secbad gridworld [--seeds 5] [--training-steps N] [--contenders a,b]\n"
+      "                     [--json f] [--plot posterior.png] [--policy-dir DIR]");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess("bench");
@@ -271,6 +281,16 @@ int main(int argc, char** argv) {
     o.threads = absl::GetFlag(FLAGS_threads);
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunReferenceCheck(o);
+  } else if (command == "secbad") {
+    strata::bench::SecbadBenchOptions o;
+    if (positional.size() > 2) o.experiment = positional[2];
+    o.seeds = absl::GetFlag(FLAGS_seeds);
+    o.training_steps = absl::GetFlag(FLAGS_training_steps);
+    o.contenders = absl::StrSplit(absl::GetFlag(FLAGS_contenders), ',', absl::SkipEmpty());
+    o.json_out = absl::GetFlag(FLAGS_json);
+    o.plot = absl::GetFlag(FLAGS_plot);
+    o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
+    status = strata::bench::RunSecbadBench(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
         absl::GetFlag(FLAGS_bandwidth).empty() ? "1gbit" : absl::GetFlag(FLAGS_bandwidth),
@@ -279,7 +299,7 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "strata_bench: error: unknown benchmark \"%s\" (known: train, ps, soak, plan, link, "
-        "moe, crossover, reference)\n",
+        "moe, crossover, reference, secbad)\n",
         command.c_str());
     return 2;
   }

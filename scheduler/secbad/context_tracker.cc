@@ -1,0 +1,98 @@
+#include "scheduler/secbad/context_tracker.h"
+
+#include <cmath>
+#include <utility>
+
+#include "core/status.h"
+
+namespace strata::secbad {
+
+namespace {
+
+void WriteBelief(const ContextBelief& belief, float* out) {
+  const size_t dims = belief.mean.size();
+  for (size_t d = 0; d < dims; ++d) {
+    out[d] = static_cast<float>(belief.mean[d]);
+    out[dims + d] = static_cast<float>(std::sqrt(belief.variance[d]));
+  }
+}
+
+class NoContextTracker final : public ContextTracker {
+ public:
+  int features() const override { return 0; }
+  void Reset() override {}
+  void Observe(const double*, const double*) override {}
+  void Features(float*) const override {}
+};
+
+class OracleTracker final : public ContextTracker {
+ public:
+  explicit OracleTracker(int dims) : truth_(dims, 0.0) {}
+  int features() const override { return static_cast<int>(truth_.size()); }
+  void Reset() override { std::fill(truth_.begin(), truth_.end(), 0.0); }
+  void Observe(const double*, const double* truth) override {
+    std::copy(truth, truth + truth_.size(), truth_.begin());
+  }
+  void Features(float* out) const override {
+    for (size_t d = 0; d < truth_.size(); ++d) out[d] = static_cast<float>(truth_[d]);
+  }
+
+ private:
+  std::vector<double> truth_;
+};
+
+// Slot `window` of a model as wide as an episode holds everything seen.
+class WholeHistoryTracker final : public ContextTracker {
+ public:
+  WholeHistoryTracker(NormalGammaModel model, int episode_steps)
+      : model_(std::move(model)), window_(episode_steps) {
+    Reset();
+  }
+  int features() const override { return 2 * model_.dims(); }
+  void Reset() override { model_.Reset(window_); }
+  void Observe(const double* seen, const double*) override { model_.Observe(seen); }
+  void Features(float* out) const override { WriteBelief(model_.BeliefOf(window_), out); }
+
+ private:
+  NormalGammaModel model_;
+  int window_;
+};
+
+class SegmentTracker final : public ContextTracker {
+ public:
+  explicit SegmentTracker(RunLengthPosterior inference) : inference_(std::move(inference)) {}
+  int features() const override { return 2 * inference_.model().dims(); }
+  void Reset() override { inference_.Reset(); }
+  void Observe(const double* seen, const double*) override { inference_.Observe(seen); }
+  void Features(float* out) const override {
+    WriteBelief(inference_.steps() == 0 ? inference_.model().BeliefOf(0) : inference_.MapBelief(),
+                out);
+  }
+
+ private:
+  RunLengthPosterior inference_;
+};
+
+}  // namespace
+
+std::unique_ptr<ContextTracker> NoContext() { return std::make_unique<NoContextTracker>(); }
+
+std::unique_ptr<ContextTracker> OracleContext(int dims) {
+  return std::make_unique<OracleTracker>(dims);
+}
+
+absl::StatusOr<std::unique_ptr<ContextTracker>> WholeHistoryContext(
+    std::vector<NormalGammaPrior> priors, int episode_steps) {
+  STRATA_ASSIGN_OR_RETURN(NormalGammaModel model, NormalGammaModel::Create(std::move(priors)));
+  return std::unique_ptr<ContextTracker>(
+      std::make_unique<WholeHistoryTracker>(std::move(model), episode_steps));
+}
+
+absl::StatusOr<std::unique_ptr<ContextTracker>> SegmentContext(
+    SegmentPrior prior, std::vector<NormalGammaPrior> priors, int window) {
+  STRATA_ASSIGN_OR_RETURN(NormalGammaModel model, NormalGammaModel::Create(std::move(priors)));
+  return std::unique_ptr<ContextTracker>(std::make_unique<SegmentTracker>(RunLengthPosterior(
+      std::move(prior), std::make_unique<NormalGammaModel>(std::move(model)), window)));
+}
+
+}  // namespace strata::secbad

@@ -1,0 +1,55 @@
+// ContextTracker: what an agent knows of the latent context, as features
+// beside its state: the contenders SeCBAD is measured against differ in
+// nothing else (the same environment, PPO and networks).
+//
+//   kind            features                     knows
+//   none            -                            nothing (plain PPO)
+//   oracle          the true context             what no agent can
+//   whole-history   belief mean, std per dim     one context per episode, from every
+//                                                observation since it began (VariBAD-like)
+//   segments        belief mean, std per dim     the MAP segment's context under a run-length
+//                                                posterior (SeCBAD; with a constant-hazard
+//                                                prior, the "constant hazard" contender)
+//
+// Reset at each episode's start, Observe after every step (NaN: a
+// dimension not observed, scheduler/secbad/observation_model.h), then
+// Features for the next decision. Not thread-safe.
+#ifndef STRATA_SCHEDULER_SECBAD_CONTEXT_TRACKER_H_
+#define STRATA_SCHEDULER_SECBAD_CONTEXT_TRACKER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scheduler/secbad/observation_model.h"
+#include "scheduler/secbad/run_length_posterior.h"
+
+namespace strata::secbad {
+
+class ContextTracker {
+ public:
+  virtual ~ContextTracker() = default;
+  virtual int features() const = 0;
+  virtual void Reset() = 0;
+  // `seen`: the observation (the model's dims); `truth`: the context in
+  // force for the next step (only the oracle reads it).
+  virtual void Observe(const double* seen, const double* truth) = 0;
+  virtual void Features(float* out) const = 0;
+};
+
+// Plain PPO: no features.
+std::unique_ptr<ContextTracker> NoContext();
+// The true context (`dims` values).
+std::unique_ptr<ContextTracker> OracleContext(int dims);
+// One Normal-Gamma posterior over everything since the episode began
+// (`priors` per dimension). Both below fail as NormalGammaModel::Create
+// does for bad priors.
+absl::StatusOr<std::unique_ptr<ContextTracker>> WholeHistoryContext(
+    std::vector<NormalGammaPrior> priors, int episode_steps);
+// The MAP segment's belief under a run-length posterior with `prior`.
+absl::StatusOr<std::unique_ptr<ContextTracker>> SegmentContext(
+    SegmentPrior prior, std::vector<NormalGammaPrior> priors, int window);
+
+}  // namespace strata::secbad
+
+#endif  // STRATA_SCHEDULER_SECBAD_CONTEXT_TRACKER_H_

@@ -1,0 +1,89 @@
+// WindyGridworld: SeCBAD's grid world, where the context is a wind that
+// holds for a segment and then changes abruptly.
+//
+// A 5 x 5 grid, the agent starting at (0, 0), the goal fixed at (3, 3).
+// Actions: 0 stay, 1 up (+y), 2 right (+x), 3 down (-y), 4 left (-x). The
+// wind w = (w_x, w_y), each component uniform in [-0.9, 0.9], pushes
+// moves: a move goes one cell its way, and then one more cell along each
+// axis whose wind blows, in the wind's direction, with probability |w| of
+// that axis (clamped to the grid). Staying is never pushed. Landing on the
+// goal earns +1 and puts the agent back at the start; every other step
+// costs 0.1. An episode is 200 steps; the wind is drawn anew at the start
+// and after every segment, whose length comes from the segment prior
+// (SeCBAD's: max(N(80, 20), 10)). Knowing the wind pays throughout the
+// episode: the best move from a cell depends on where the wind will carry
+// the agent, so no one policy does well in every wind.
+//
+// What the agent sees of the wind: after a move, per axis, how far the
+// wind pushed it (0 or +-1: its mean is that axis's wind), NaN for an axis
+// where the grid's edge stopped it, and for both after a stay.
+//
+// Deterministic for a seed: the winds and segment lengths depend on the
+// seed alone, not on what the agent does. Not thread-safe.
+#ifndef STRATA_SCHEDULER_SECBAD_GRIDWORLD_H_
+#define STRATA_SCHEDULER_SECBAD_GRIDWORLD_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/util/rng.h"
+#include "scheduler/secbad/segment_prior.h"
+
+namespace strata::secbad {
+
+struct GridworldOptions {
+  int size = 5;
+  int goal_x = 3;
+  int goal_y = 3;
+  int episode_steps = 200;
+  double max_wind = 0.9;
+  double goal_reward = 1.0;
+  double step_cost = 0.1;
+};
+
+class WindyGridworld {
+ public:
+  static constexpr int kActions = 5;
+
+  WindyGridworld(GridworldOptions options, SegmentPrior segments, uint64_t seed);
+
+  // A new episode: the agent at the start, a fresh wind and segment.
+  void Reset();
+
+  struct Outcome {
+    double reward = 0;
+    bool done = false;             // the episode's last step
+    std::array<double, 2> pushed;  // what the agent saw of the wind (see above)
+    bool wind_changed = false;     // a new segment begins with the next step
+  };
+  // One step; `action` in [0, kActions).
+  Outcome Act(int action);
+
+  int x() const { return x_; }
+  int y() const { return y_; }
+  int step() const { return step_; }
+  const std::array<double, 2>& wind() const { return wind_; }
+  const GridworldOptions& options() const { return options_; }
+  // The steps at which each segment after the first began, this episode.
+  const std::vector<int>& changes() const { return changes_; }
+
+ private:
+  void NewSegment();
+
+  GridworldOptions options_;
+  SegmentPrior segments_;
+  // The context's course (segment lengths, winds) and the pushes draw from
+  // streams of their own, so agents that act differently in worlds of one
+  // seed meet the same winds at the same steps.
+  Rng context_rng_;
+  Rng push_rng_;
+  int x_ = 0, y_ = 0, step_ = 0;
+  int segment_end_ = 0;  // the step at which the current segment ends
+  std::array<double, 2> wind_ = {0, 0};
+  std::vector<int> changes_;
+};
+
+}  // namespace strata::secbad
+
+#endif  // STRATA_SCHEDULER_SECBAD_GRIDWORLD_H_

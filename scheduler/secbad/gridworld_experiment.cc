@@ -1,0 +1,159 @@
+#include "scheduler/secbad/gridworld_experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status.h"
+
+namespace strata::secbad {
+
+namespace {
+
+SegmentPrior SeCbadPrior() { return *SegmentPrior::TruncatedNormal(80, 20, 10); }
+
+// The wind a push observation reveals: 0 or +-1 with mean w, so its noise
+// is at most 0.5, and winds spread over +-0.9.
+std::vector<NormalGammaPrior> WindPriors() {
+  return {NormalGammaPrior::For(0, 0.5, 0.5), NormalGammaPrior::For(0, 0.5, 0.5)};
+}
+
+// One episode of an agent and its tracker.
+struct Agent {
+  std::unique_ptr<WindyGridworld> world;
+  std::unique_ptr<ContextTracker> tracker;
+  double episode_return = 0;
+};
+
+int Inputs(const GridworldOptions& world, const ContextTracker& tracker) {
+  return world.size * world.size + tracker.features();
+}
+
+void WriteState(const Agent& agent, float* out) {
+  const int cells = agent.world->options().size * agent.world->options().size;
+  std::fill(out, out + cells, 0.0f);
+  out[agent.world->y() * agent.world->options().size + agent.world->x()] = 1.0f;
+  agent.tracker->Features(out + cells);
+}
+
+// Steps `agent` with `action`; returns the reward and whether it ended.
+std::pair<float, bool> Step(Agent& agent, int action) {
+  const WindyGridworld::Outcome o = agent.world->Act(action);
+  agent.tracker->Observe(o.pushed.data(), agent.world->wind().data());
+  agent.episode_return += o.reward;
+  return {static_cast<float>(o.reward), o.done};
+}
+
+}  // namespace
+
+const std::vector<std::string>& GridworldContenders() {
+  static const std::vector<std::string> names = {"secbad", "constant-hazard", "whole-history",
+                                                 "plain", "oracle"};
+  return names;
+}
+
+GridworldExperiment::GridworldExperiment(GridworldExperimentOptions options)
+    : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<ContextTracker>> GridworldExperiment::TrackerFor(
+    const std::string& contender) const {
+  if (contender == "secbad") return SegmentContext(SeCbadPrior(), WindPriors(), options_.window);
+  if (contender == "constant-hazard") {
+    STRATA_ASSIGN_OR_RETURN(SegmentPrior constant,
+                            SegmentPrior::ConstantHazard(1.0 / SeCbadPrior().MeanLength()));
+    return SegmentContext(std::move(constant), WindPriors(), options_.window);
+  }
+  if (contender == "whole-history") {
+    return WholeHistoryContext(WindPriors(), options_.world.episode_steps);
+  }
+  if (contender == "plain") return NoContext();
+  if (contender == "oracle") return OracleContext(2);
+  return absl::InvalidArgumentError(absl::StrCat("unknown contender \"", contender, "\" (use ",
+                                                 absl::StrJoin(GridworldContenders(), ", "), ")"));
+}
+
+absl::StatusOr<GridworldRun> GridworldExperiment::Run(const std::string& contender,
+                                                      uint64_t seed) {
+  const int envs = std::max(1, options_.envs);
+  const int steps = options_.world.episode_steps;
+  std::vector<Agent> agents;
+  for (int e = 0; e < envs; ++e) {
+    Agent a;
+    a.world = std::make_unique<WindyGridworld>(options_.world, SeCbadPrior(),
+                                               DeriveSeed(seed, 1000 + e));
+    STRATA_ASSIGN_OR_RETURN(a.tracker, TrackerFor(contender));
+    agents.push_back(std::move(a));
+  }
+  const int inputs = Inputs(options_.world, *agents[0].tracker);
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<ActorCritic> net,
+      ActorCritic::Create({inputs, WindyGridworld::kActions, options_.hidden}, DeriveSeed(seed, 1)));
+  Ppo ppo(*net, options_.ppo, DeriveSeed(seed, 2));
+  RolloutBuffer rollout(envs, steps, inputs);
+  GridworldRun run;
+  const int64_t updates = std::max<int64_t>(1, options_.training_steps / (int64_t{envs} * steps));
+  for (int64_t u = 0; u < updates; ++u) {
+    for (Agent& a : agents) {
+      a.world->Reset();
+      a.tracker->Reset();
+      a.episode_return = 0;
+    }
+    for (int t = 0; t < steps; ++t) {
+      for (int e = 0; e < envs; ++e) WriteState(agents[e], rollout.state(t, e));
+      const Ppo::Actions acts = ppo.Act(rollout.states(t), /*greedy=*/false);
+      for (int e = 0; e < envs; ++e) {
+        const auto [reward, done] = Step(agents[e], acts.action[e]);
+        rollout.Record(t, e, acts.action[e], acts.log_prob[e], acts.value[e], reward, done);
+      }
+    }
+    rollout.set_bootstrap(std::vector<float>(envs, 0.0f));  // every episode ended
+    ppo.Update(rollout);
+    double total = 0;
+    for (const Agent& a : agents) total += a.episode_return;
+    run.curve.push_back(total / envs);
+    if (options_.progress) options_.progress((u + 1) * envs * steps, run.curve.back());
+  }
+  // Evaluation on worlds of their own, the policy sampled as trained.
+  double total = 0;
+  std::vector<float> state(static_cast<size_t>(inputs));
+  for (int episode = 0; episode < options_.evaluation_episodes; ++episode) {
+    Agent a;
+    a.world = std::make_unique<WindyGridworld>(options_.world, SeCbadPrior(),
+                                               DeriveSeed(seed, 900000 + episode));
+    STRATA_ASSIGN_OR_RETURN(a.tracker, TrackerFor(contender));
+    for (bool done = false; !done;) {
+      WriteState(a, state.data());
+      const Ppo::Actions acts = ppo.Act(Tensor::FromVector({1, inputs}, state), false);
+      done = Step(a, acts.action[0]).second;
+    }
+    total += a.episode_return;
+  }
+  run.mean_return = total / std::max(1, options_.evaluation_episodes);
+  if (!options_.policy_out.empty()) {
+    STRATA_RETURN_IF_ERROR(net->Save(options_.policy_out, contender));
+  }
+  return run;
+}
+
+PosteriorTrace GridworldExperiment::TracePosterior(uint64_t seed) const {
+  WindyGridworld world(options_.world, SeCbadPrior(), seed);
+  RunLengthPosterior inference(SeCbadPrior(),
+                               std::make_unique<NormalGammaModel>(*NormalGammaModel::Create(WindPriors())),
+                               options_.window);
+  Rng rng(DeriveSeed(seed, 7));
+  PosteriorTrace trace;
+  trace.window = options_.window;
+  for (bool done = false; !done;) {
+    const WindyGridworld::Outcome o = world.Act(1 + static_cast<int>(rng.Below(4)));
+    inference.Observe(o.pushed.data());
+    trace.posterior.push_back(inference.posterior());
+    trace.map.push_back(inference.map_run_length());
+    done = o.done;
+  }
+  trace.changes = world.changes();
+  return trace;
+}
+
+}  // namespace strata::secbad

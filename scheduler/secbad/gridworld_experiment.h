@@ -1,0 +1,82 @@
+// The grid-world experiment of SeCBAD's paper, in kind: each contender
+// (scheduler/secbad/context_tracker.h) trains the same PPO agent on the
+// windy grid world (scheduler/secbad/gridworld.h), its state the agent's
+// cell (one-hot) and the contender's context features, and is scored by
+// its mean return over evaluation episodes it was not trained on.
+//
+//   GridworldExperiment experiment(options);
+//   absl::StatusOr<GridworldRun> run = experiment.Run("secbad", /*seed=*/1);
+//
+// Contenders: "secbad" (the run-length posterior with SeCBAD's segment
+// prior), "constant-hazard" (the same with a constant hazard of the same
+// mean length), "whole-history" (one belief per episode, VariBAD-like),
+// "plain" (no context), "oracle" (the true wind). Deterministic for a
+// seed. Not thread-safe.
+#ifndef STRATA_SCHEDULER_SECBAD_GRIDWORLD_EXPERIMENT_H_
+#define STRATA_SCHEDULER_SECBAD_GRIDWORLD_EXPERIMENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/secbad/context_tracker.h"
+#include "scheduler/secbad/gridworld.h"
+#include "scheduler/secbad/ppo.h"
+
+namespace strata::secbad {
+
+// Every contender, in the order reports list them.
+const std::vector<std::string>& GridworldContenders();
+
+struct GridworldExperimentOptions {
+  GridworldOptions world;
+  int64_t training_steps = 3'000'000;  // environment steps per contender and seed
+  int envs = 16;                       // episodes per PPO update
+  int evaluation_episodes = 100;
+  int hidden = 64;
+  int window = 200;  // run lengths the posterior keeps (>= an episode)
+  PpoOptions ppo;
+  std::string policy_out;  // "" = none; else the trained networks go here
+  // Called after each PPO update: steps done, mean training return.
+  std::function<void(int64_t, double)> progress;
+};
+
+struct GridworldRun {
+  double mean_return = 0;            // over the evaluation episodes
+  std::vector<double> curve;         // mean training return per update
+};
+
+// One evaluation episode's run-length posterior, for the plot: the
+// posterior after every step (window values each) and the true changes.
+struct PosteriorTrace {
+  int window = 0;
+  std::vector<std::vector<double>> posterior;
+  std::vector<int> map;
+  std::vector<int> changes;
+};
+
+class GridworldExperiment {
+ public:
+  explicit GridworldExperiment(GridworldExperimentOptions options);
+
+  // Trains `contender` from `seed` and evaluates it. InvalidArgument for an
+  // unknown contender, naming the known ones.
+  absl::StatusOr<GridworldRun> Run(const std::string& contender, uint64_t seed);
+
+  // The run-length posterior of SeCBAD's inference over one episode of a
+  // random walk in the world of `seed`.
+  PosteriorTrace TracePosterior(uint64_t seed) const;
+
+  // The tracker a contender uses (for tests and tools).
+  absl::StatusOr<std::unique_ptr<ContextTracker>> TrackerFor(const std::string& contender) const;
+
+ private:
+  GridworldExperimentOptions options_;
+};
+
+}  // namespace strata::secbad
+
+#endif  // STRATA_SCHEDULER_SECBAD_GRIDWORLD_EXPERIMENT_H_

@@ -1,0 +1,227 @@
+// SeCBAD's learning parts (scheduler/secbad): the windy grid world, the
+// context trackers the contenders differ by, the actor-critic networks and
+// their policy files, and PPO on problems whose answer is known.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "core/train/checkpoint.h"
+#include "scheduler/secbad/actor_critic.h"
+#include "scheduler/secbad/context_tracker.h"
+#include "scheduler/secbad/gridworld.h"
+#include "scheduler/secbad/gridworld_experiment.h"
+#include "scheduler/secbad/ppo.h"
+
+namespace strata::secbad {
+namespace {
+
+SegmentPrior Prior() { return *SegmentPrior::TruncatedNormal(80, 20, 10); }
+
+TEST(GridworldTest, TheWindsCourseDependsOnTheSeedAloneAndSegmentsFollowThePrior) {
+  WindyGridworld a(GridworldOptions{}, Prior(), 5), b(GridworldOptions{}, Prior(), 5);
+  int steps = 0, changes = 0;
+  for (int episode = 0; episode < 50; ++episode) {
+    a.Reset();
+    b.Reset();
+    for (int t = 0; t < 200; ++t) {
+      // Different agents, the same winds at the same steps.
+      const WindyGridworld::Outcome oa = a.Act(1 + t % 4), ob = b.Act(0);
+      EXPECT_EQ(a.wind(), b.wind());
+      EXPECT_EQ(oa.wind_changed, ob.wind_changed);
+      EXPECT_EQ(oa.done, t == 199);
+      for (double w : a.wind()) EXPECT_LE(std::abs(w), 0.9);
+      // A stay sees nothing of the wind.
+      EXPECT_TRUE(std::isnan(ob.pushed[0]) && std::isnan(ob.pushed[1]));
+      changes += oa.wind_changed ? 1 : 0;
+      ++steps;
+    }
+    EXPECT_EQ(a.changes(), b.changes());
+  }
+  // Segments of about 80 steps, the first of each episode cut at 200.
+  EXPECT_GT(changes, steps / 120);
+  EXPECT_LT(changes, steps / 60);
+}
+
+TEST(GridworldTest, MovesArePushedOnBothAxesAndTheGoalPaysAndSendsTheAgentBack) {
+  // No wind: moves go one cell, the pushes seen are 0.
+  GridworldOptions calm;
+  calm.max_wind = 0;
+  WindyGridworld world(calm, Prior(), 1);
+  WindyGridworld::Outcome o = world.Act(2);  // right
+  EXPECT_EQ(world.x(), 1);
+  EXPECT_EQ(world.y(), 0);
+  EXPECT_EQ(o.pushed[0], 0.0);
+  EXPECT_EQ(o.pushed[1], 0.0);
+  EXPECT_DOUBLE_EQ(o.reward, -0.1);
+  o = world.Act(4);  // left, back to 0
+  o = world.Act(4);  // left against the edge: the x push is not seen
+  EXPECT_EQ(world.x(), 0);
+  EXPECT_TRUE(std::isnan(o.pushed[0]));
+  EXPECT_EQ(o.pushed[1], 0.0);
+  for (int a : {2, 2, 2, 1, 1}) world.Act(a);
+  o = world.Act(1);  // onto (3, 3)
+  EXPECT_DOUBLE_EQ(o.reward, 1.0);
+  EXPECT_EQ(world.x(), 0);
+  EXPECT_EQ(world.y(), 0);
+  // With wind, the pushes seen average to it on each axis.
+  WindyGridworld windy(GridworldOptions{}, Prior(), 9);
+  double sum[2] = {0, 0}, n[2] = {0, 0};
+  const auto w = windy.wind();  // the first segment's, at least 10 steps long
+  for (int t = 0; t < 10; ++t) {
+    const WindyGridworld::Outcome step = windy.Act(t % 2 == 0 ? 2 : 4);
+    for (int axis = 0; axis < 2; ++axis) {
+      if (std::isnan(step.pushed[axis])) continue;
+      EXPECT_TRUE(step.pushed[axis] == 0 || step.pushed[axis] == (w[axis] > 0 ? 1 : -1));
+      sum[axis] += step.pushed[axis];
+      ++n[axis];
+    }
+  }
+  ASSERT_GT(n[0] + n[1], 0);
+  // Only pushes the wind can give were seen; enough of them to show its sign.
+  for (int axis = 0; axis < 2; ++axis) {
+    if (n[axis] > 0 && std::abs(w[axis]) > 0.3) EXPECT_GT(sum[axis] * w[axis], 0.0) << axis;
+  }
+}
+
+TEST(ContextTrackerTest, EachContenderKnowsWhatItShould) {
+  GridworldExperiment experiment(GridworldExperimentOptions{});
+  auto oracle = *experiment.TrackerFor("oracle");
+  auto plain = *experiment.TrackerFor("plain");
+  auto whole = *experiment.TrackerFor("whole-history");
+  auto secbad = *experiment.TrackerFor("secbad");
+  EXPECT_EQ(plain->features(), 0);
+  EXPECT_EQ(oracle->features(), 2);
+  EXPECT_EQ(whole->features(), 4);
+  EXPECT_EQ(secbad->features(), 4);
+  EXPECT_EQ(experiment.TrackerFor("random").status().message(),
+            "unknown contender \"random\" (use secbad, constant-hazard, whole-history, plain, "
+            "oracle)");
+  // 80 steps of wind (0.8, -0.4) pushes, then 80 of (-0.8, 0.4) (the
+  // pushes' means), observed as they come.
+  for (auto* t : {oracle.get(), whole.get(), secbad.get()}) t->Reset();
+  Rng rng(4);
+  for (int s = 0; s < 160; ++s) {
+    const double w[2] = {s < 80 ? 0.8 : -0.8, s < 80 ? -0.4 : 0.4};
+    double seen[2];
+    for (int axis = 0; axis < 2; ++axis) {
+      seen[axis] = rng.Uniform() < std::abs(w[axis]) ? (w[axis] > 0 ? 1 : -1) : 0;
+    }
+    for (auto* t : {oracle.get(), whole.get(), secbad.get()}) t->Observe(seen, w);
+  }
+  float f[4];
+  oracle->Features(f);
+  EXPECT_FLOAT_EQ(f[0], -0.8f);
+  EXPECT_FLOAT_EQ(f[1], 0.4f);
+  // The whole history averages both segments; SeCBAD's MAP segment is the
+  // second alone.
+  whole->Features(f);
+  EXPECT_NEAR(f[0], 0.0, 0.25);
+  secbad->Features(f);
+  EXPECT_NEAR(f[0], -0.8, 0.25);
+  EXPECT_NEAR(f[1], 0.4, 0.25);
+  EXPECT_GT(f[2], 0.0f);  // a standard deviation
+}
+
+TEST(ActorCriticTest, APolicyFileReadsBackAndAWrongOneIsRefusedByName) {
+  const std::string dir = ::testing::TempDir() + "secbad_policy";
+  std::filesystem::create_directories(dir);
+  const ActorCriticShape shape{7, 5, 16};
+  auto net = *ActorCritic::Create(shape, 3);
+  const std::string path = dir + "/p.bin";
+  ASSERT_TRUE(net->Save(path, "secbad").ok());
+  auto again = ActorCritic::Load(path, shape, "secbad");
+  ASSERT_TRUE(again.ok()) << again.status();
+  const Tensor x = Tensor::Full({2, 7}, 0.5f);
+  EXPECT_EQ(MaxAbsDiff(net->Forward(x, false).logits, (*again)->Forward(x, false).logits), 0.0f);
+  EXPECT_EQ(ActorCritic::Load(path, {9, 5, 16}, "secbad").status().message(),
+            "--policy-file " + path +
+                ": made for 7 inputs, 5 actions and 16 hidden units; this one has 9, 5 and 16");
+  EXPECT_EQ(ActorCritic::Load(path, shape, "oracle").status().message(),
+            "--policy-file " + path + ": trained as \"secbad\", not as \"oracle\"");
+  // A checkpoint of another kind, and a damaged file.
+  ASSERT_TRUE(WriteCheckpoint(dir + "/other.ckpt", Checkpoint{}).ok());
+  EXPECT_EQ(ActorCritic::Load(dir + "/other.ckpt", shape, "").status().message(),
+            "--policy-file " + dir +
+                "/other.ckpt: not a SeCBAD policy file (a Strata checkpoint of another kind)");
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x7f');
+  }
+  const absl::Status corrupt = ActorCritic::Load(path, shape, "secbad").status();
+  EXPECT_EQ(corrupt.code(), absl::StatusCode::kDataLoss) << corrupt;
+  EXPECT_NE(corrupt.message().find("--policy-file " + path), std::string::npos) << corrupt;
+  std::filesystem::remove_all(dir);
+}
+
+// A contextual bandit: the state says which of 3 actions pays 1 (the rest
+// 0). PPO must learn to read it.
+TEST(PpoTest, LearnsAContextualBandit) {
+  auto net = *ActorCritic::Create({3, 3, 16}, 1);
+  PpoOptions options;
+  options.minibatch = 64;
+  Ppo ppo(*net, options, 2);
+  Rng rng(3);
+  RolloutBuffer rollout(16, 8, 3);
+  double last = 0;
+  for (int update = 0; update < 60; ++update) {
+    double reward_sum = 0;
+    std::vector<int> right(16 * 8);
+    for (int t = 0; t < 8; ++t) {
+      for (int e = 0; e < 16; ++e) {
+        const int k = static_cast<int>(rng.Below(3));
+        right[t * 16 + e] = k;
+        float* s = rollout.state(t, e);
+        for (int j = 0; j < 3; ++j) s[j] = j == k ? 1.0f : 0.0f;
+      }
+      const Ppo::Actions a = ppo.Act(rollout.states(t), false);
+      for (int e = 0; e < 16; ++e) {
+        const float r = a.action[e] == right[t * 16 + e] ? 1.0f : 0.0f;
+        reward_sum += r;
+        rollout.Record(t, e, a.action[e], a.log_prob[e], a.value[e], r, /*done=*/true);
+      }
+    }
+    ppo.Update(rollout);
+    last = reward_sum / (16 * 8);
+  }
+  EXPECT_GT(last, 0.9);  // from 1/3 at random
+  const Ppo::Actions greedy = ppo.Act(Tensor::FromVector({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}), true);
+  EXPECT_EQ(greedy.action, std::vector<int>({0, 1, 2}));
+}
+
+// Credit over time: only the last of 5 steps pays, and only if every step
+// took action 1; GAE has to carry it back.
+TEST(PpoTest, CarriesADelayedRewardBack) {
+  auto net = *ActorCritic::Create({5, 2, 16}, 4);
+  PpoOptions options;
+  options.minibatch = 80;
+  Ppo ppo(*net, options, 5);
+  RolloutBuffer rollout(16, 5, 5);
+  double last = 0;
+  for (int update = 0; update < 120; ++update) {
+    std::vector<bool> clean(16, true);
+    int paid = 0;
+    for (int t = 0; t < 5; ++t) {
+      for (int e = 0; e < 16; ++e) {
+        float* s = rollout.state(t, e);
+        for (int j = 0; j < 5; ++j) s[j] = j == t ? 1.0f : 0.0f;
+      }
+      const Ppo::Actions a = ppo.Act(rollout.states(t), false);
+      for (int e = 0; e < 16; ++e) {
+        clean[e] = clean[e] && a.action[e] == 1;
+        const float r = t == 4 && clean[e] ? 1.0f : 0.0f;
+        paid += r > 0 ? 1 : 0;
+        rollout.Record(t, e, a.action[e], a.log_prob[e], a.value[e], r, t == 4);
+      }
+    }
+    ppo.Update(rollout);
+    last = paid / 16.0;
+  }
+  EXPECT_GT(last, 0.85);  // from 1/32 at random
+}
+
+}  // namespace
+}  // namespace strata::secbad
