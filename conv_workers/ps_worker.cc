@@ -118,6 +118,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   lo.records = &records;
   lo.reporter = &reporter;
   ClusterHooks hooks(*client);
+  STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format));
   hooks.Attach(&lo);
   StepLoop loop(lo);
   client->set_wait_observer(loop.waits());

@@ -110,6 +110,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   loop_options.total_iterations = data->total_steps;
   loop_options.records = &records;
   ClusterHooks hooks(*client);
+  STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format, link.get()));
   hooks.Attach(&loop_options);
   StepLoop loop(loop_options);
   client->set_wait_observer(loop.waits());

@@ -13,6 +13,7 @@
 #include "core/model/model.h"
 #include "core/net/admission.h"
 #include "core/net/fc_link.h"
+#include "core/net/wire_format.h"
 #include "core/net/message_endpoint.h"
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
@@ -43,9 +44,12 @@ struct ConvPeer {
   uint64_t request_id = 0;
   Tensor activations;  // this peer's rows of the batch being gathered
   std::vector<int32_t> labels;
+  // What its activations came as; their gradients go back as the same.
+  wire::DataType data_type = wire::DataType::F32;
   int64_t answered_iteration = -1;
   uint64_t answered_request = 0;
-  Tensor answered_grads;
+  Tensor answered_grads;  // as sent (in answered_type), for repeats
+  wire::DataType answered_type = wire::DataType::F32;
   bool done = false;  // said DONE: it has the last gradients
 };
 
@@ -115,7 +119,8 @@ class FcServer {
     const int64_t b = expected_[0];
     int64_t row = 0;
     for (auto& [r, p] : peers_) {
-      p.answered_grads = grads.Slice(row, row + b).Clone();
+      p.answered_grads = EncodeFloats(grads.Slice(row, row + b).Clone(), p.data_type);
+      p.answered_type = p.data_type;
       p.answered_iteration = iteration;
       p.answered_request = p.request_id;
       Send(p);
@@ -197,6 +202,7 @@ class FcServer {
     for (int i = 0; i < p.answered_grads.rank(); ++i) {
       shape.set(static_cast<unsigned>(i), p.answered_grads.dim(i));
     }
+    h.setDataType(p.answered_type);
     reply.AddFrame(p.answered_grads);
     (void)endpoint_.Send(p.identity, reply);
   }
@@ -259,7 +265,8 @@ class FcServer {
     }
     peer.identity = m.identity();
     peer.request_id = h.getRequestId();
-    m.CopyFrameTo(0, peer.activations.data());
+    peer.data_type = h.getDataType();
+    DecodeFloats(m, 0, peer.data_type, peer.activations.data(), peer.activations.numel());
     peer.labels = std::move(labels);
     peer.arrived = true;
     return absl::OkStatus();
@@ -592,6 +599,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   loop_options.records = &records;
   loop_options.reporter = &reporter;
   ClusterHooks hooks(*client);
+  STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format));
   if (expert_parallel) experts->DeclareKnobs(hooks.knobs());
   hooks.Attach(&loop_options);
   StepLoop loop(loop_options);

@@ -13,6 +13,7 @@
 #ifndef STRATA_RUNTIME_CLUSTER_HOOKS_H_
 #define STRATA_RUNTIME_CLUSTER_HOOKS_H_
 
+#include "core/net/fc_link.h"
 #include "core/net/ps_client.h"
 #include "runtime/coordinated_knobs.h"
 #include "runtime/step_loop.h"
@@ -27,6 +28,12 @@ class ClusterHooks {
   explicit ClusterHooks(PsClient& client) : client_(client), schedule_(client) {}
   // The knobs this process applies are declared here before Attach.
   JobKnobs& knobs() { return knobs_; }
+  // Declares the wire format (scheduler/knobs.h, kWireFormatKnob) with its
+  // value at start, "fp32" or "bf16", applied to the client's pushes and
+  // pulls and, where given, to `link`'s activations (a stanza conv worker;
+  // an FC worker answers in what it is sent). InvalidArgument for another
+  // value.
+  absl::Status DeclareWireFormat(const std::string& initial, FcLink* link = nullptr);
   // Points `options` at the knobs, their schedule and the controller.
   void Attach(StepLoopOptions* options) {
     options->knobs = &knobs_;

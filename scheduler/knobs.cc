@@ -6,7 +6,21 @@
 namespace strata {
 
 KnobCatalog& KnobCatalog::Global() {
-  static KnobCatalog* catalog = new KnobCatalog();
+  static KnobCatalog* catalog = [] {
+    auto* c = new KnobCatalog();
+    KnobSpec wire;
+    wire.name = kWireFormatKnob;
+    wire.description =
+        "what pushes, pulls and activations carry on the sockets: fp32, or bf16 (half the bytes)";
+    wire.alters_math = true;
+    wire.validate = [](const std::string& value) {
+      return value == "fp32" || value == "bf16"
+                 ? absl::OkStatus()
+                 : absl::InvalidArgumentError("the wire formats are fp32 and bf16");
+    };
+    (void)c->Register(std::move(wire));
+    return c;
+  }();
   return *catalog;
 }
 

@@ -4,7 +4,8 @@
 // KnobCatalog: the kinds of knob this process knows. The module that owns a
 // setting registers it once, with a validator and whether a change can
 // alter the numbers computed (moe/ registers its pipelining degree, which
-// cannot). The coordinator validates requested changes against it.
+// cannot; the wire format, which can, is built in). The coordinator
+// validates requested changes against it.
 //
 // JobKnobs: one job's knobs in one process: the values in force, the
 // changes agreed through the coordinator (each from an iteration on), and
@@ -27,6 +28,11 @@
 #include "absl/status/status.h"
 
 namespace strata {
+
+// Built in (every process knows it): what the cluster's float data travels
+// as on the sockets, "fp32" or "bf16" (core/net/wire_format.h; declared by
+// every worker through runtime/cluster_hooks.h).
+inline constexpr char kWireFormatKnob[] = "wire.format";
 
 struct KnobSpec {
   std::string name;

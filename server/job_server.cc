@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/data/dataset.h"
 #include "core/model/job_identity.h"
+#include "core/net/wire_format.h"
 #include "core/model/model.h"
 #include "core/net/membership.h"
 #include "core/status.h"
@@ -307,6 +308,20 @@ absl::StatusOr<JobServer::ResolvedSlices> JobServer::ResolveSlices(const Incomin
   }
   // Slices whose floats lie in shared memory come without frames.
   with_frames = with_frames && h.getShmSlots().size() == 0;
+  // Inits, and what shared memory holds, are fp32.
+  const wire::DataType type = h.getDataType();
+  if (type != wire::DataType::F32 && type != wire::DataType::BF16) {
+    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " of unknown data type ",
+                                                   static_cast<int>(type)));
+  }
+  if (type != wire::DataType::F32 &&
+      (h.getKind() == wire::Kind::INIT || h.getShmSlots().size() != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " in ",
+                                                   WireFormatName(type),
+                                                   (h.getKind() == wire::Kind::INIT
+                                                        ? ": initial values travel as fp32"
+                                                        : ": shared-memory slots hold fp32")));
+  }
   if (with_frames && message.num_frames() != slices.size()) {
     return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " has ", slices.size(),
                                                    " slices but ", message.num_frames(),
@@ -331,11 +346,11 @@ absl::StatusOr<JobServer::ResolvedSlices> JobServer::ResolveSlices(const Incomin
           absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), " chunk ", c->index,
                        " sent to server ", options_.rank, "; it lives on server ", c->server));
     }
-    if (with_frames && message.frame_size(i) != c->length * sizeof(float)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
-                       message.frame_size(i), " bytes, expected ", c->length * sizeof(float), " (",
-                       c->length, " float32 values)"));
+    if (with_frames && message.frame_size(i) != c->length * ElementBytes(type)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
+          message.frame_size(i), " bytes, expected ", c->length * ElementBytes(type), " (",
+          c->length, " ", WireFormatName(type), " values)"));
     }
     for (const Chunk& earlier : chunks) {
       if (earlier.index == c->index) {
@@ -422,7 +437,7 @@ absl::Status JobServer::HandlePush(const IncomingMessage& message) {
     if (outcomes[i] == PushOutcome::kDuplicate) continue;
     STRATA_ASSIGN_OR_RETURN(
         const PushOutcome outcome,
-        store_->Push(worker, h.getIteration(), chunks[i], slices.placement.SliceData(message, i)));
+        store_->Push(worker, h.getIteration(), chunks[i], PushedValues(message, slices, i)));
     if (outcome == PushOutcome::kApplied) {
       updated = true;
       // BSP only: one entry per iteration (under ASP, one per push).
@@ -440,6 +455,17 @@ absl::Status JobServer::HandlePush(const IncomingMessage& message) {
     MaybeCheckpoint();
   }
   return absl::OkStatus();
+}
+
+const float* JobServer::PushedValues(const IncomingMessage& message, const ResolvedSlices& slices,
+                                    size_t i) {
+  if (slices.placement.region != nullptr || message.header().getDataType() == wire::DataType::F32) {
+    return slices.placement.SliceData(message, i);
+  }
+  const int64_t n = static_cast<int64_t>(slices.chunks[i].length);
+  widened_.resize(static_cast<size_t>(n));
+  DecodeFloats(message, i, message.header().getDataType(), widened_.data(), n);
+  return widened_.data();
 }
 
 void JobServer::SendPull(const PendingPull& pull) {
@@ -464,10 +490,12 @@ void JobServer::SendPull(const PendingPull& pull) {
       std::memcpy(pull.placement.region->slot(pull.placement.slots[i]), store_->value(c), bytes);
       traffic_.AddSent(current_peer_, bytes);
     } else {
-      // Zero-copy: the store copies on write while this reply holds the buffer.
-      reply.AddFrame(store_->value_tensor(c));
+      // Zero-copy in fp32: the store copies on write while this reply
+      // holds the buffer.
+      reply.AddFrame(EncodeFloats(store_->value_tensor(c), pull.data_type));
     }
   }
+  h.setDataType(shared ? wire::DataType::F32 : pull.data_type);
   h.setIteration(store_->min_version(pull.chunks));
   for (const Chunk& c : pull.chunks) store_->NoteServed(c, pull.iteration);
   (void)Reply(pull.identity, reply);
@@ -485,7 +513,8 @@ absl::Status JobServer::HandlePull(const IncomingMessage& message) {
     }
   }
   PendingPull pull{message.identity(),       h.getRequestId(),  h.getIteration(),
-                   std::move(slices.chunks), h.getSenderRank(), std::move(slices.placement)};
+                   std::move(slices.chunks), h.getSenderRank(), std::move(slices.placement),
+                   h.getDataType()};
   bool ready = true;
   for (const Chunk& c : pull.chunks) ready = ready && store_->CanServe(c, pull.iteration);
   if (ready) {

@@ -163,6 +163,7 @@ class JobServer {
     std::vector<Chunk> chunks;
     int sender;
     SharedMemoryPeers::Placement placement;  // where the values go (no region: frames)
+    wire::DataType data_type;                // what the frames carry (core/net/wire_format.h)
   };
   JobServer(const ServerOptions& options, const ServingEndpoints* endpoints,
             zmq::context_t& context);
@@ -197,6 +198,10 @@ class JobServer {
                                                bool with_frames) const;
   absl::Status HandleInit(const IncomingMessage& message);
   absl::Status HandlePush(const IncomingMessage& message);
+  // A push's floats for slice `i`: from its slot or frame, widened from
+  // bf16 into widened_ when that is what the frame carries.
+  const float* PushedValues(const IncomingMessage& message, const ResolvedSlices& slices,
+                            size_t i);
   absl::Status HandlePull(const IncomingMessage& message);
   absl::Status HandleShmAttach(const IncomingMessage& message);
   // A worker's last word (DONE, LEAVE): its connection is forgotten and
@@ -226,6 +231,7 @@ class JobServer {
   PartitionPlan plan_;
   std::unique_ptr<ParameterStore> store_;
   std::deque<PendingPull> pending_;
+  std::vector<float> widened_;  // a bf16 push's slice, as floats
   SharedMemoryPeers shared_memory_;
   // Every conv and FC worker of the job: whether it said DONE, and whether
   // it stopped before that (see above).

@@ -180,6 +180,11 @@ absl::Status ParseCluster(const json& j, ClusterConfig* c) {
   STRATA_RETURN_IF_ERROR(r.Optional("servers", &c->servers));
   STRATA_RETURN_IF_ERROR(r.Optional("conv_workers", &c->conv_workers));
   STRATA_RETURN_IF_ERROR(r.Optional("fc_workers", &c->fc_workers));
+  STRATA_RETURN_IF_ERROR(r.Optional("wire_format", &c->wire_format));
+  if (c->wire_format != "fp32" && c->wire_format != "bf16") {
+    return absl::InvalidArgumentError(absl::StrCat("cluster.wire_format: unknown format \"",
+                                                   c->wire_format, "\" (use fp32 or bf16)"));
+  }
   if (c->mode != "single" && c->mode != "ps" && c->mode != "stanza") {
     return absl::InvalidArgumentError(
         absl::StrCat("cluster.mode: unknown mode \"", c->mode, "\" (use single, ps or stanza)"));

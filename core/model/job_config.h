@@ -108,6 +108,10 @@ struct ClusterConfig {
   int64_t servers = 1;
   int64_t conv_workers = 1;
   int64_t fc_workers = 1;
+  // What pushes, pulls and activations carry on the sockets at start: fp32,
+  // or bf16 (half the bytes; the wire.format knob changes it while the job
+  // runs). Servers keep and accumulate fp32 either way.
+  std::string wire_format = "fp32";
 };
 
 struct JobConfig {

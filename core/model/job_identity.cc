@@ -48,7 +48,8 @@ std::string JobIdentity(const JobConfig& config) {
                          {"training",
                           {{"batch_size", config.training.batch_size},
                            {"epochs", config.training.epochs},
-                           {"max_steps", config.training.max_steps}}}};
+                           {"max_steps", config.training.max_steps}}},
+                         {"wire_format", config.cluster.wire_format}};
   return identity.dump();  // nlohmann::json keeps object keys sorted
 }
 

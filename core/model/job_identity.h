@@ -1,7 +1,8 @@
 // JobIdentity: the fields of a job config that every process of one job
 // must agree on — the model (each layer's type, name and shape-defining
 // fields; the split), the optimizer and its schedule, the batch size and
-// run length, and the data set (which, not where: paths differ by host).
+// run length, the data set (which, not where: paths differ by host) and the
+// wire format it starts with.
 // A node presents it when it registers with a server or an FC worker, and
 // a mismatch is refused naming the first field that differs, so a worker
 // started by hand with another --batch-size is told so at once instead of

@@ -27,7 +27,8 @@ std::string JobSpecText(const JobConfig& config, const std::string& mode) {
   j["cluster"] = {{"mode", c.mode},
                   {"servers", c.servers},
                   {"conv_workers", c.conv_workers},
-                  {"fc_workers", c.fc_workers}};
+                  {"fc_workers", c.fc_workers},
+                  {"wire_format", c.wire_format}};
   return Json{{"config", j}, {"mode", mode}}.dump();
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/wire_format.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
@@ -46,7 +47,8 @@ absl::Status FcLink::SayHello() {
   return channel_->Send(hello).status();
 }
 
-absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Tensor& labels) {
+absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Tensor& frame,
+                          const Tensor& labels) {
   OutgoingMessage m(wire::Kind::ACTIVATIONS);
   auto h = m.header();
   h.setJobId(options_.credentials.job_id);
@@ -57,7 +59,8 @@ absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Te
   auto shape = h.initShape(static_cast<unsigned>(activations.rank()));
   for (int i = 0; i < activations.rank(); ++i)
     shape.set(static_cast<unsigned>(i), activations.dim(i));
-  m.AddFrame(activations);
+  h.setDataType(wire_format_);
+  m.AddFrame(frame);
   m.AddFrame(labels);
   return channel_->Send(m).status();
 }
@@ -68,7 +71,9 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
   Tensor label_frame = Tensor::Empty({static_cast<int64_t>(labels.size())});
   std::memcpy(label_frame.raw_data(), labels.data(), labels.size() * sizeof(int32_t));
   current_request_ = next_request_++;
-  STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
+  const wire::DataType type = wire_format_;
+  const Tensor frame = EncodeFloats(activations, type);  // once, for every send
+  STRATA_RETURN_IF_ERROR(Send(iteration, activations, frame, label_frame));
   const std::string who = absl::StrCat("fc worker ", options_.fc_rank, " (", options_.address, ")");
   const absl::Time deadline = MonotonicNow() + options_.timeout;
   ScopedWait wait(wait_observer_);
@@ -92,7 +97,7 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
     if (!raw->has_value()) {
       WaitReadable(*channel_, std::min(deadline, resend_at) - now);
       if (MonotonicNow() >= resend_at) {
-        STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
+        STRATA_RETURN_IF_ERROR(Send(iteration, activations, frame, label_frame));
         ++resent_;
         round_trip_.TimedOut();
         sent_at = MonotonicNow();
@@ -114,7 +119,7 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       // A renewed connection: register it again, then resend.
       ++hellos;
       STRATA_RETURN_IF_ERROR(SayHello());
-      STRATA_RETURN_IF_ERROR(Send(iteration, activations, label_frame));
+      STRATA_RETURN_IF_ERROR(Send(iteration, activations, frame, label_frame));
       sent_at = MonotonicNow();
       resend_at = sent_at + round_trip_.TimeoutAfter(++sends);
       continue;
@@ -123,7 +128,8 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       return WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused our activations"));
     }
     if (h.getKind() != wire::Kind::ACTIVATION_GRADS || reply.num_frames() != 1 ||
-        reply.frame_size(0) != activations.nbytes()) {
+        h.getDataType() != type ||
+        reply.frame_size(0) != static_cast<size_t>(activations.numel()) * ElementBytes(type)) {
       return absl::DataLossError(absl::StrCat(who, " answered iteration ", iteration,
                                               " with a malformed gradient message"));
     }
@@ -131,7 +137,7 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
     // it answers.
     if (sends == 1) round_trip_.Sample(MonotonicNow() - sent_at);
     Tensor grad = Tensor::Empty(activations.shape());
-    reply.CopyFrameTo(0, grad.data());
+    DecodeFloats(reply, 0, type, grad.data(), grad.numel());
     return grad;
   }
 }
@@ -187,11 +193,18 @@ absl::StatusOr<std::vector<int32_t>> ReadActivations(const IncomingMessage& m,
                                                    ", expected ", expected.ToString()));
   }
   const int64_t batch = expected[0];
-  if (m.num_frames() != 2 || m.frame_size(0) != static_cast<size_t>(expected.numel()) * 4 ||
+  const wire::DataType type = h.getDataType();
+  if (type != wire::DataType::F32 && type != wire::DataType::BF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("activations of unknown data type ", static_cast<int>(type)));
+  }
+  const size_t element = ElementBytes(type);
+  if (m.num_frames() != 2 || m.frame_size(0) != static_cast<size_t>(expected.numel()) * element ||
       m.frame_size(1) != static_cast<size_t>(batch) * 4) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "activations of shape ", expected.ToString(), " need 2 frames of ", expected.numel() * 4,
-        " and ", batch * 4, " bytes (activations, int32 labels)"));
+        "activations of shape ", expected.ToString(), " in ", WireFormatName(type),
+        " need 2 frames of ", expected.numel() * element, " and ", batch * 4,
+        " bytes (activations, int32 labels)"));
   }
   std::vector<int32_t> labels(batch);
   std::memcpy(labels.data(), m.frame_data(1), batch * sizeof(int32_t));

@@ -50,9 +50,10 @@ struct FcLinkOptions {
 
 // The FC worker's side: reads the ACTIVATIONS message `m` a conv worker
 // sent, checked whole before anything is used: the kind, the shape (which
-// must be `expected`, {batch, boundary...}), two data frames of exactly the
-// activations' and the int32 labels' bytes, and every label in
-// [0, classes). Returns the labels; InvalidArgument naming what is wrong.
+// must be `expected`, {batch, boundary...}), the data type, two data frames
+// of exactly the activations' (in that type) and the int32 labels' bytes,
+// and every label in [0, classes). Returns the labels; InvalidArgument
+// naming what is wrong. The gradients go back in the activations' type.
 absl::StatusOr<std::vector<int32_t>> ReadActivations(const IncomingMessage& m,
                                                      const Shape& expected, int64_t classes);
 
@@ -69,6 +70,9 @@ class FcLink {
   void Finish();
   // Told while Exchange waits for the gradients (null: none).
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
+  // What the activations (and so their gradients) travel as from the next
+  // Exchange on (core/net/wire_format.h): fp32 by default, or bf16.
+  void set_wire_format(wire::DataType type) { wire_format_ = type; }
   uint64_t bytes_sent() const { return channel_->bytes_sent(); }
   uint64_t bytes_received() const { return channel_->bytes_received(); }
   // Activations sent again because their answer was late.
@@ -77,11 +81,14 @@ class FcLink {
  private:
   explicit FcLink(const FcLinkOptions& options)
       : options_(options), round_trip_(options.resend) {}
-  absl::Status Send(int64_t iteration, const Tensor& activations, const Tensor& labels);
+  // `frame`: the activations as they travel (in wire_format_).
+  absl::Status Send(int64_t iteration, const Tensor& activations, const Tensor& frame,
+                    const Tensor& labels);
   absl::Status SayHello();
 
   FcLinkOptions options_;
   WaitObserver* wait_observer_ = nullptr;
+  wire::DataType wire_format_ = wire::DataType::F32;
   zmq::context_t context_{1};
   std::unique_ptr<MessageChannel> channel_;  // a ZmqChannel, maybe decorated
   uint64_t next_request_ = 1;

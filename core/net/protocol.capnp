@@ -11,7 +11,7 @@ $Cxx.namespace("strata::wire");
 
 # Major 2: every connection registers with a hello before anything else.
 const protocolMajor :UInt16 = 2;
-const protocolMinor :UInt16 = 2;  # 1: leave; 2: jobSpec, newJob
+const protocolMinor :UInt16 = 3;  # 1: leave; 2: jobSpec, newJob; 3: dataType
 
 enum Kind {
   error @0;           # reply: errorCode + errorMessage
@@ -131,4 +131,13 @@ struct Header {
   knobs @27 :List(KnobSetting); # knob* kinds
   jobSpec @28 :Text;          # hello, newJob: the job's config and mode (core/model/job_spec.h),
                               # for servers that learn jobs ("" = not offered)
+  dataType @29 :DataType;     # push, pullReply, activations, activationGrads: what each element of
+                              # the float data frames is; pull: what the reply should carry
+                              # (init, shared-memory slots and expert blocks: always f32)
+}
+
+# The element type of float data frames (the wire.format knob).
+enum DataType {
+  f32 @0;
+  bf16 @1;
 }

@@ -431,6 +431,7 @@ std::vector<PsRequest> PsClient::ChunkRequests(wire::Kind kind, int64_t iteratio
     r.iteration = iteration;
     r.tensor = tensor;
     r.op = op;
+    r.data_type = kind == wire::Kind::INIT ? wire::DataType::F32 : wire_format_.load();
     r.chunks.push_back(c);
     servers.push_back(c.server);
     requests.push_back(std::move(r));

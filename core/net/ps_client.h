@@ -203,6 +203,11 @@ class PsClient {
   // Told of every Wait/WaitAll that blocks (null: none). Set before the
   // first wait; called on the waiting thread.
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
+  // What pushes and pulls made from now on carry on the sockets
+  // (core/net/wire_format.h; the wire.format knob): fp32 by default, or
+  // bf16. Shared-memory lanes carry fp32 whatever it is. Thread-safe.
+  void set_wire_format(wire::DataType type) { wire_format_.store(type); }
+  wire::DataType wire_format() const { return wire_format_.load(); }
 
   uint64_t bytes_sent() const;
   uint64_t bytes_received() const;
@@ -324,6 +329,7 @@ class PsClient {
   std::vector<absl::Time> last_answer_ ABSL_GUARDED_BY(socket_mu_);
   absl::Time next_resend_check_ ABSL_GUARDED_BY(socket_mu_);
   std::atomic<uint64_t> requests_resent_{0};
+  std::atomic<wire::DataType> wire_format_{wire::DataType::F32};
   std::atomic<int64_t> checkpointed_{-1};
   std::atomic<int64_t> last_reply_ns_{0};  // any server's, read by waiting callers
   absl::Time last_registration_;           // I/O thread: the coordinator's last REGISTER

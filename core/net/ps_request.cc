@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/wire_format.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 
@@ -100,6 +101,11 @@ void FillRequest(const PsRequest& r, const RequestSender& sender, ShmRegion* reg
   if (!r.reason.empty()) h.setErrorMessage(r.reason);
   const bool carries_data = r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT;
   const Tensor flat = r.tensor.defined() ? r.tensor.View({r.tensor.numel()}) : Tensor();
+  const wire::DataType type =
+      r.slot < 0 && (r.kind == wire::Kind::PUSH || r.kind == wire::Kind::PULL)
+          ? r.data_type
+          : wire::DataType::F32;
+  h.setDataType(type);
   if (r.slot >= 0) {  // the floats go through shared memory (one chunk)
     h.initShmSlots(1).set(0, static_cast<uint32_t>(r.slot));
     if (carries_data) {
@@ -115,8 +121,9 @@ void FillRequest(const PsRequest& r, const RequestSender& sender, ShmRegion* reg
     slices[i].setOffset(c.offset);
     slices[i].setLength(c.length);
     if (carries_data && r.slot < 0) {
-      message.AddFrame(
-          flat.Slice(static_cast<int64_t>(c.offset), static_cast<int64_t>(c.offset + c.length)));
+      message.AddFrame(EncodeFloats(
+          flat.Slice(static_cast<int64_t>(c.offset), static_cast<int64_t>(c.offset + c.length)),
+          type));
     }
   }
 }
@@ -140,18 +147,25 @@ ReplyOutcome ApplyPullReply(const IncomingMessage& reply, PsRequest& r, const Sh
   if (slices.size() != r.chunks.size() || reply.num_frames() != (shared ? 0 : r.chunks.size())) {
     return mismatch("with the wrong number of slices");
   }
+  // Frames carry what the pull asked for; a slot, floats.
+  const wire::DataType type = shared ? wire::DataType::F32 : h.getDataType();
+  if (type != (shared ? wire::DataType::F32 : r.data_type)) {
+    return mismatch(absl::StrCat("in ", WireFormatName(type), ", not the ",
+                                 WireFormatName(r.data_type), " it asked for")
+                        .c_str());
+  }
   float* dst = r.tensor.data();
   for (size_t i = 0; i < r.chunks.size(); ++i) {
     const Chunk& c = r.chunks[i];
-    const size_t bytes = c.length * sizeof(float);
     if (slices[i].getOffset() != c.offset || slices[i].getLength() != c.length ||
-        (!shared && reply.frame_size(i) != bytes)) {
+        (!shared && reply.frame_size(i) != c.length * ElementBytes(type))) {
       return mismatch("with a mismatched slice");
     }
     if (shared) {
-      std::memcpy(dst + c.offset, region->slot(static_cast<uint32_t>(r.slot)), bytes);
+      std::memcpy(dst + c.offset, region->slot(static_cast<uint32_t>(r.slot)),
+                  c.length * sizeof(float));
     } else {
-      reply.CopyFrameTo(i, dst + c.offset);
+      DecodeFloats(reply, i, type, dst + c.offset, static_cast<int64_t>(c.length));
     }
   }
   return ReplyOutcome{absl::OkStatus(), h.getIteration()};

@@ -77,6 +77,9 @@ struct PsRequest {
   int64_t iteration = 0;
   std::vector<Chunk> chunks;
   Tensor tensor;  // push/init source or pull destination (whole parameter)
+  // What a push's or pull's floats travel as on a socket (core/net/wire_format.h);
+  // inits and shared-memory slots carry fp32 whatever it says.
+  wire::DataType data_type = wire::DataType::F32;
   Ticket op;
   int64_t slot = -1;   // the shared memory slot carrying its floats, or -1: frames
   int hellos = 0;      // times sent again behind a HELLO (a renewed connection)
@@ -96,7 +99,8 @@ struct RequestSender {
 bool MovesData(wire::Kind kind);
 
 // Fills `message` (made with request.kind) for `request`. A push's or
-// init's floats go as data frames, or, when request.slot >= 0, are copied
+// init's floats go as data frames (a push's in request.data_type, which a
+// pull asks its reply to carry), or, when request.slot >= 0, are copied
 // into that slot of `region`.
 void FillRequest(const PsRequest& request, const RequestSender& sender, ShmRegion* region,
                  OutgoingMessage& message);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/net/curve.h"
 #include "core/status.h"
+#include "core/util/thread_sanitizer.h"
 #include "core/util/log.h"
 
 namespace strata {
@@ -13,7 +14,11 @@ namespace {
 // The last kind protocol.capnp declares.
 constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::EXPERT_BLOCK_ACK);
 
-void ReleaseTensorFrame(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
+// Called by ZeroMQ, on its I/O thread, once a zero-copy frame is sent.
+void ReleaseTensorFrame(void* /*data*/, void* hint) {
+  TsanAcquire(hint);  // ZeroMQ's queue handed it over (core/util/thread_sanitizer.h)
+  delete static_cast<Tensor*>(hint);
+}
 
 }  // namespace
 
@@ -309,6 +314,7 @@ absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity)
       if (f.tensor.defined()) {
         // Zero-copy: ZeroMQ calls ReleaseTensorFrame when it no longer needs the bytes.
         auto* hold = new Tensor(f.tensor);
+        TsanRelease(hold);
         zmq::message_t frame(hold->raw_data(), hold->nbytes(), ReleaseTensorFrame, hold);
         total += frame.size();
         socket_.send(frame, flags);

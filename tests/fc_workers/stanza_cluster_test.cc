@@ -206,7 +206,7 @@ TEST_F(StanzaTest, BadActivationsGetErrorsAndTheOthersKeepTraining) {
             "activations from a connection that never said hello to fc worker 0 (every "
             "connection registers first)");
   EXPECT_EQ(SendActivations(fc_address_, 0, 0, {32, 7, 7, 64}, good, 100),
-            "activations of shape [32, 7, 7, 64] need 2 frames of 401408 and 128 bytes "
+            "activations of shape [32, 7, 7, 64] in fp32 need 2 frames of 401408 and 128 bytes "
             "(activations, int32 labels)");
   for (auto& c : conv_) EXPECT_EQ(c->Wait(), 0) << c->log();
   EXPECT_EQ(fc_->Wait(), 0) << fc_->log();

@@ -82,7 +82,9 @@ TEST(GridworldTest, MovesArePushedOnBothAxesAndTheGoalPaysAndSendsTheAgentBack) 
   ASSERT_GT(n[0] + n[1], 0);
   // Only pushes the wind can give were seen; enough of them to show its sign.
   for (int axis = 0; axis < 2; ++axis) {
-    if (n[axis] > 0 && std::abs(w[axis]) > 0.3) EXPECT_GT(sum[axis] * w[axis], 0.0) << axis;
+    if (n[axis] > 0 && std::abs(w[axis]) > 0.3) {
+      EXPECT_GT(sum[axis] * w[axis], 0.0) << axis;
+    }
   }
 }
 

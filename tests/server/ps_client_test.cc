@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <thread>
@@ -210,6 +211,50 @@ TEST_F(PsClientTest, PushThenPullInterleavesEachChunksPushAndPull) {
   EXPECT_FLOAT_EQ(value.data()[0], 0.98f);
   EXPECT_FLOAT_EQ(value.data()[size - 1], 0.98f);
   EXPECT_EQ(e.pull->version(), 1);
+  ASSERT_TRUE(c.Done().ok());
+}
+
+// The wire.format knob's bf16: pushes and pull replies carry half the
+// bytes, rounded to bfloat16 on the way; the server keeps and updates
+// fp32, and what a pull hands the caller is fp32 again.
+TEST_F(PsClientTest, Bf16PushesAndPullsCarryHalfTheBytesAndTheServerComputesInFp32) {
+  StartServer("1024", 1);
+  PsClientOptions o = Options(0);
+  o.shared_memory = false;  // lanes carry fp32 whatever the format
+  auto client = PsClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  PsClient& c = **client;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  Tensor value = Tensor::Zeros({1024});
+  // fp32 first: 1 - 0.01 * pi.
+  uint64_t before = c.bytes_sent();
+  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 3.14159265f))).ok());
+  const uint64_t fp32_push = c.bytes_sent() - before;
+  ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
+  const float after_fp32 = 1.0f - 0.01f * 3.14159265f;
+  EXPECT_FLOAT_EQ(value.data()[0], after_fp32);
+  // bf16: the gradient arrives as 3.140625, the server steps in fp32, the
+  // reply rounds the new value to bfloat16.
+  c.set_wire_format(wire::DataType::BF16);
+  before = c.bytes_sent();
+  ASSERT_TRUE(c.Wait(c.Push(1, 0, Tensor::Full({1024}, 3.14159265f))).ok());
+  const uint64_t bf16_push = c.bytes_sent() - before;
+  ASSERT_TRUE(c.Wait(c.Pull(2, 0, value)).ok());
+  EXPECT_EQ(fp32_push - bf16_push, 1024u * 2);  // the same header, half the payload
+  const float on_server = after_fp32 - 0.01f * 3.140625f;
+  uint32_t bits;
+  std::memcpy(&bits, &on_server, sizeof(bits));
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;  // round to nearest even
+  float rounded;
+  std::memcpy(&rounded, &bits, sizeof(rounded));
+  EXPECT_EQ(value.data()[0], rounded);
+  EXPECT_EQ(value.data()[1023], rounded);
+  EXPECT_NE(rounded, on_server);  // the rounding is visible
+  // Back to fp32: the server's own value, unrounded.
+  c.set_wire_format(wire::DataType::F32);
+  ASSERT_TRUE(c.Wait(c.Pull(2, 0, value)).ok());
+  EXPECT_FLOAT_EQ(value.data()[0], on_server);
   ASSERT_TRUE(c.Done().ok());
 }
 

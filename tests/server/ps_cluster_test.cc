@@ -616,10 +616,13 @@ std::string SharedPullHeader(uint32_t slot) {
 
 // The header of a push of one slice, declaring one data frame of `bytes`.
 std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t bytes,
-                       uint64_t job = 1, int sender = 0) {
-  OutgoingMessage m(wire::Kind::PUSH);
+                       uint64_t job = 1, int sender = 0,
+                       wire::DataType type = wire::DataType::F32,
+                       wire::Kind kind = wire::Kind::PUSH) {
+  OutgoingMessage m(kind);
   auto h = m.header();
   FromWorker0(h);
+  h.setDataType(type);
   h.setJobId(job);
   h.setSenderRank(sender);
   h.setIteration(0);
@@ -683,7 +686,8 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
             "knob-lease from tool; server 0 takes it only from the job's workers");
   EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.chunks", "4", 0}})}),
-            "unknown knob \"moe.chunks\" (known: moe.parallelism, moe.pipeline_chunks)");
+            "unknown knob \"moe.chunks\" (known: moe.parallelism, moe.pipeline_chunks, "
+            "wire.format)");
   EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.pipeline_chunks", "4", 0}})}),
             "no process of this job applies knob moe.pipeline_chunks (the job's knobs: none yet)");
@@ -693,7 +697,7 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
   EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
                                           {{"bogus", "1", 0}})}),
             "worker 0 declares knob bogus, which the coordinator does not know (moe.parallelism, "
-            "moe.pipeline_chunks)");
+            "moe.pipeline_chunks, wire.format)");
   EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
                                           {{"moe.pipeline_chunks", "1", 0}})}),
             "<not an error>");
@@ -798,7 +802,18 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   EXPECT_EQ(attacker.Exchange({PushHeader(99, 0, 4, 16), std::string(16, 'x')}),
             "push of unknown key 99 (the model has 8 keys)");
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 12), std::string(12, 'x')}),
-            "push of key 0: data frame 0 has 12 bytes, expected 1152 (288 float32 values)");
+            "push of key 0: data frame 0 has 12 bytes, expected 1152 (288 fp32 values)");
+  // Half the bytes in bf16; initial values only in fp32; no other types.
+  EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 1152, 1, 0, wire::DataType::BF16),
+                               std::string(1152, 'x')}),
+            "push of key 0: data frame 0 has 1152 bytes, expected 576 (288 bf16 values)");
+  EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 576, 1, 0, wire::DataType::BF16,
+                                          wire::Kind::INIT),
+                               std::string(576, 'x')}),
+            "init in bf16: initial values travel as fp32");
+  EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 1152, 1, 0, static_cast<wire::DataType>(9)),
+                               std::string(1152, 'x')}),
+            "push of unknown data type 9");
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 100, 400), std::string(400, 'x')}),
             "push of key 0 elements [0, 100) does not match a chunk of the partition plan");
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 1152, /*job=*/77), std::string(1152, 'x')}),
