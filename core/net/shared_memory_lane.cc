@@ -102,7 +102,11 @@ bool SharedMemoryLane::TrySend(PsRequest& request) {
     absl::MutexLock lock(&mu_);
     in_flight_.emplace(id, InFlight{std::move(request)});
   }
-  const absl::StatusOr<size_t> sent = channel_->Send(message);
+  absl::StatusOr<size_t> sent;
+  {
+    absl::MutexLock lock(&channel_mu_);  // callers send from their own threads
+    sent = channel_->Send(message);
+  }
   if (sent.ok()) {
     bytes_sent_ += *sent + data_bytes;
     return true;
@@ -148,7 +152,11 @@ void SharedMemoryLane::Drain() {
 
 void SharedMemoryLane::ReadReplies() {
   while (true) {
-    absl::StatusOr<std::optional<RawMessage>> packet = channel_->ReceiveNow();
+    absl::StatusOr<std::optional<RawMessage>> packet;
+    {
+      absl::MutexLock lock(&channel_mu_);
+      packet = channel_->ReceiveNow();
+    }
     if (!packet.ok()) {
       if (absl::IsUnavailable(packet.status())) {
         Close(std::string(packet.status().message()));

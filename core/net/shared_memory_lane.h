@@ -25,9 +25,10 @@
 // * The lane and the socket do not order requests between them: a caller
 //   waits for a push before pushing the same key again (ParameterSync does).
 // * Thread safety: TrySend, Drive, Drain, CancelAll and Close may be called
-//   from any thread; replies are read by one thread at a time. Lock order:
-//   reader_mu_, then mu_, then the client's queue lock (`resend`) or an
-//   Operation's.
+//   from any thread; replies are read by one thread at a time, and the
+//   channel is driven by one thread at a time (channel_mu_, taken alone or
+//   last). Lock order: reader_mu_, then mu_, then the client's queue lock
+//   (`resend`) or an Operation's.
 #ifndef STRATA_CORE_NET_SHARED_MEMORY_LANE_H_
 #define STRATA_CORE_NET_SHARED_MEMORY_LANE_H_
 
@@ -117,6 +118,7 @@ class SharedMemoryLane {
   std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
 
   absl::Mutex reader_mu_;  // held by the thread reading replies
+  absl::Mutex channel_mu_;  // held around each Send and ReceiveNow of channel_
 
   absl::Mutex mu_;
   ShmSlots free_slots_ ABSL_GUARDED_BY(mu_);

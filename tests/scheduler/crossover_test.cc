@@ -17,6 +17,16 @@
 namespace strata {
 namespace {
 
+// A clock the test moves while the arbiter's threads read it.
+class TestClock {
+ public:
+  double seconds() const { return seconds_.load(); }
+  void Advance(double by) { seconds_.store(seconds_.load() + by); }
+
+ private:
+  std::atomic<double> seconds_{0};
+};
+
 using namespace std::chrono_literals;
 
 // Calls `acquire` on a thread and says when it returned.
@@ -109,19 +119,19 @@ TEST(CrossoverTest, WeightsShareDeviceTimeInProportion) {
   // waited for it (contested time, what weights share). When both wait at
   // once, heavy goes first though light waited longer (0.67 s per weight
   // against 1 s); the longest-waiting rule alone would pick light.
-  double now = 0;
+  TestClock now;
   DeviceArbiter arbiter(SharingPolicy::kCrossover, {{"heavy", 3.0}, {"light", 1.0}, {"gate"}},
-                        [&now] { return now; });
+                        [&now] { return now.seconds(); });
   auto heavy = arbiter.ForJob(0), light = arbiter.ForJob(1), gate = arbiter.ForJob(2);
   heavy->Acquire();
   auto light_first = std::make_unique<Acquirer>(*light);
   std::this_thread::sleep_for(100ms);
-  now += 2;
+  now.Advance(2);
   heavy->Release();
   ASSERT_TRUE(light_first->WaitGot());
   auto heavy_then = std::make_unique<Acquirer>(*heavy);
   std::this_thread::sleep_for(100ms);
-  now += 1;
+  now.Advance(1);
   light->Release();
   ASSERT_TRUE(heavy_then->WaitGot());
   heavy->Release();  // no time passed: nothing more counted
@@ -134,7 +144,7 @@ TEST(CrossoverTest, WeightsShareDeviceTimeInProportion) {
   ASSERT_TRUE(heavy_wants->WaitGot());
   std::this_thread::sleep_for(100ms);
   EXPECT_FALSE(light_wants->got());
-  now += 2;  // heavy: 4 s contested, 1.33 per weight: light's turn
+  now.Advance(2);  // heavy: 4 s contested, 1.33 per weight: light's turn
   heavy->Release();
   EXPECT_TRUE(light_wants->WaitGot());
   light->Release();
@@ -144,20 +154,20 @@ TEST(CrossoverTest, WeightsShareDeviceTimeInProportion) {
 }
 
 TEST(CrossoverTest, DeviceTimeNobodyElseWantedIsNotCharged) {
-  double now = 0;
+  TestClock now;
   DeviceArbiter arbiter(SharingPolicy::kCrossover, {{"heavy", 3.0}, {"light", 1.0}},
-                        [&now] { return now; });
+                        [&now] { return now.seconds(); });
   auto heavy = arbiter.ForJob(0), light = arbiter.ForJob(1);
   // Light computes 10 s alone (heavy waits on its peers meanwhile)...
   light->Acquire();
-  now += 10;
+  now.Advance(10);
   light->Release();
   // ...and is not behind for it: once both want the device, each is
   // charged from then on. Heavy holds; light asks.
   heavy->Acquire();
   auto light_wants = std::make_unique<Acquirer>(*light);
   std::this_thread::sleep_for(100ms);
-  now += 0.2;  // heavy: 0.2 s contested, 0.067 per weight; light: 0
+  now.Advance(0.2);  // heavy: 0.2 s contested, 0.067 per weight; light: 0
   EXPECT_TRUE(heavy->ShouldYield());
   heavy->Release();
   EXPECT_TRUE(light_wants->WaitGot());
@@ -166,34 +176,34 @@ TEST(CrossoverTest, DeviceTimeNobodyElseWantedIsNotCharged) {
 }
 
 TEST(CrossoverTest, AHolderAheadOfItsShareYieldsToAWaitingJobBehindIt) {
-  double now = 0;
+  TestClock now;
   DeviceArbiter arbiter(SharingPolicy::kCrossover, {{"heavy", 3.0}, {"light", 1.0}},
-                        [&now] { return now; });
+                        [&now] { return now.seconds(); });
   auto heavy = arbiter.ForJob(0), light = arbiter.ForJob(1);
   light->Acquire();
   auto heavy_wants = std::make_unique<Acquirer>(*heavy);
   std::this_thread::sleep_for(100ms);
-  now += 1;  // light: 1 s contested, 1 per weight
+  now.Advance(1);  // light: 1 s contested, 1 per weight
   light->Release();
   ASSERT_TRUE(heavy_wants->WaitGot());
   EXPECT_FALSE(heavy->ShouldYield());  // nobody waits
   auto light_wants = std::make_unique<Acquirer>(*light);
   std::this_thread::sleep_for(100ms);
-  now += 2.9;  // heavy: 0.97 per weight, still behind
+  now.Advance(2.9);  // heavy: 0.97 per weight, still behind
   EXPECT_FALSE(heavy->ShouldYield());
   EXPECT_FALSE(light->ShouldYield());  // not the holder
-  now += 0.2;                          // heavy: 1.03 per weight, ahead of light
+  now.Advance(0.2);                          // heavy: 1.03 per weight, ahead of light
   EXPECT_TRUE(heavy->ShouldYield());
   heavy->Release();
   EXPECT_TRUE(light_wants->WaitGot());
   light->Release();
   // Equal weights never yield: a job keeps the device for its iteration.
-  DeviceArbiter equal(SharingPolicy::kCrossover, {{"a"}, {"b"}}, [&now] { return now; });
+  DeviceArbiter equal(SharingPolicy::kCrossover, {{"a"}, {"b"}}, [&now] { return now.seconds(); });
   auto a = equal.ForJob(0), b = equal.ForJob(1);
   a->Acquire();
   auto b_wants = std::make_unique<Acquirer>(*b);
   std::this_thread::sleep_for(100ms);
-  now += 100;
+  now.Advance(100);
   EXPECT_FALSE(a->ShouldYield());
   a->Release();
   EXPECT_TRUE(b_wants->WaitGot());
