@@ -314,9 +314,9 @@ absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity)
       if (f.tensor.defined()) {
         // Zero-copy: ZeroMQ calls ReleaseTensorFrame when it no longer needs the bytes.
         auto* hold = new Tensor(f.tensor);
-        TsanRelease(hold);
         zmq::message_t frame(hold->raw_data(), hold->nbytes(), ReleaseTensorFrame, hold);
         total += frame.size();
+        TsanRelease(hold);  // our last touch of it: ZeroMQ's I/O thread frees it
         socket_.send(frame, flags);
       } else {
         total += f.bytes.size();
