@@ -166,7 +166,8 @@ std::string SendActivations(const std::string& address, int sender, int64_t iter
   if (hello) {
     const absl::Status said =
         Introduce(**socket, JobCredentials{1, "", testing::DefaultJobIdentity(300), ""},
-                  wire::Role::CONV_WORKER, sender, "fc", absl::Seconds(10));
+                  wire::Role::CONV_WORKER, sender, "fc",
+                  absl::Seconds(testing::ScaledSeconds(10)));
     if (!said.ok()) return std::string(said.message());
   }
   OutgoingMessage m(wire::Kind::ACTIVATIONS);
@@ -181,7 +182,7 @@ std::string SendActivations(const std::string& address, int sender, int64_t iter
   m.AddFrame(std::string(act_bytes, '\0'));
   m.AddFrame(std::string(label_bytes, '\0'));
   if (!(*socket)->Send(m).ok()) return "<send failed>";
-  auto raw = (*socket)->Receive(absl::Seconds(10));
+  auto raw = (*socket)->Receive(absl::Seconds(testing::ScaledSeconds(10)));
   if (!raw.ok()) return "<no reply>";
   auto reply = Decode(*std::move(raw), WireLimits());
   if (!reply.ok() || reply->header().getKind() != wire::Kind::ERROR) return "<not an error>";
@@ -192,12 +193,13 @@ TEST_F(StanzaTest, BadActivationsGetErrorsAndTheOthersKeepTraining) {
   StartCluster(/*max_steps=*/300, /*timeout=*/60);  // long enough to be attacked mid-run
   ASSERT_FALSE(fc_address_.empty());
   const size_t good = 32 * 7 * 7 * 64 * 4;
-  EXPECT_EQ(SendActivations(fc_address_, 0, 0, {32, 7, 7, 32}, good / 2, 128)
-                .find("activations of shape [32, 7, 7, 32], expected [32, 7, 7, 64]"),
-            0u);
-  EXPECT_EQ(SendActivations(fc_address_, 1, 0, {16, 7, 7, 64}, good / 2, 64)
-                .find("activations of shape [16, 7, 7, 64], expected [32, 7, 7, 64]"),
-            0u);
+  const std::string narrow = SendActivations(fc_address_, 0, 0, {32, 7, 7, 32}, good / 2, 128);
+  EXPECT_EQ(narrow.find("activations of shape [32, 7, 7, 32], expected [32, 7, 7, 64]"), 0u)
+      << narrow;
+  const std::string short_batch =
+      SendActivations(fc_address_, 1, 0, {16, 7, 7, 64}, good / 2, 64);
+  EXPECT_EQ(short_batch.find("activations of shape [16, 7, 7, 64], expected [32, 7, 7, 64]"), 0u)
+      << short_batch;
   // A conv worker this FC worker does not serve, and a connection that
   // never said hello.
   EXPECT_EQ(SendActivations(fc_address_, 5, 0, {32, 7, 7, 64}, good, 128),

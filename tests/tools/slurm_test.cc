@@ -49,7 +49,9 @@ class SlurmTest : public testing::ClusterTest {
     const auto [code, out] =
         // A job that overruns is cancelled by Slurm, and the test's own
         // timeout never leaves the daemons behind.
-        RunCommand(env + "timeout 250 sbatch --wait --time 4 --ntasks 4 --output " + dir_ +
+        RunCommand(env + "timeout " + std::to_string(testing::ScaledSeconds(250)) +
+                   " sbatch --wait --time " + std::to_string(testing::ScaledSeconds(240) / 60) +
+                   " --ntasks 4 --output " + dir_ +
                    "/job.out " + kSlurmDir +
                    "/strata.sbatch " + config + " " + flags);
     return {code, out + ReadFile(dir_ + "/job.out")};

@@ -277,6 +277,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   next_host = 0;
   trace_sources.clear();
   std::filesystem::remove(lost_nodes);
+  first_failed = FailedProcess{};
   // Server 0 (the coordinator) first: its ready file names its address.
   // It binds its placement and advertises the coordinator's host; the
   // coordinator's port is the one it bound (its ready file says).
