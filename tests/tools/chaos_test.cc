@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -78,6 +79,16 @@ std::vector<std::string> JobFlags(const std::string& job) {
   return flags;
 }
 
+// The names in the working directory (where ZeroMQ puts the sockets of
+// ipc://* bindings when TMPDIR is not set).
+std::set<std::string> EntriesOfCurrentDirectory() {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::current_path())) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
+
 class ChaosTest : public testing::ClusterTest, public ::testing::WithParamInterface<int> {
  protected:
   // The parameters of `job` run undisturbed.
@@ -106,6 +117,7 @@ TEST_P(ChaosTest, TheJobCompletesWithTheUndisturbedParametersAndLeavesNothingBeh
                  absl::StrCat("drop=0.01,duplicate=0.01,delay=0.01,reorder=0.01,delay_ms=20,seed=",
                               s.seed)});
   }
+  const std::set<std::string> entries_before = EntriesOfCurrentDirectory();
   testing::Process launcher(argv, dir_ + "/launch.log");
   if (s.fault != Fault::kMessages) {
     ASSERT_FALSE(launcher.WaitFor(" complete (", 120).empty()) << launcher.log();
@@ -139,6 +151,9 @@ TEST_P(ChaosTest, TheJobCompletesWithTheUndisturbedParametersAndLeavesNothingBeh
   EXPECT_NE(log.find("[server 1] updates applied: iterations "), std::string::npos) << log;
   EXPECT_EQ(log.find("not one per chunk and iteration"), std::string::npos) << log;
   EXPECT_EQ(testing::CountStrataProcesses(dir_), 0);
+  // Nor files: a process killed with an ipc://* socket open leaves ZeroMQ's
+  // socket directory behind unless it was made in the launcher's scratch.
+  EXPECT_EQ(EntriesOfCurrentDirectory(), entries_before);
   // The checkpoints left behind load.
   const std::optional<CheckpointEpoch> newest = NewestCompleteEpoch(checkpoints);
   ASSERT_TRUE(newest.has_value()) << log;

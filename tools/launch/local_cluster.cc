@@ -54,17 +54,22 @@ struct Child {
 // Starts `argv`, the process of `role` `rank`, with its output on a pipe,
 // tied to our life, with `token` (when set) as the job token in its
 // environment; inside the network namespace at `netns` when it is not empty.
+// Its TMPDIR is `scratch`, where ZeroMQ makes the socket of an `ipc://*`
+// binding, so a process killed with its sockets open leaves nothing behind
+// once the launcher removes the scratch directory.
 absl::StatusOr<Child> Spawn(const std::string& role, int rank, const std::vector<std::string>& argv,
-                            const std::string& netns, const std::string& token) {
+                            const std::string& netns, const std::string& token,
+                            const std::string& scratch) {
   ProcessSpec spec;
   spec.argv = argv;
   spec.network_namespace = netns;
   spec.output_to_pipe = true;
   spec.die_with_parent = true;  // never outlive the launcher
+  spec.set_env = {{"TMPDIR", scratch}};
   if (token.empty()) {
     spec.unset_env = {kJobTokenEnv};
   } else {
-    spec.set_env = {{kJobTokenEnv, token}};
+    spec.set_env.push_back({kJobTokenEnv, token});
   }
   Child c;
   c.label = absl::StrCat(role == "server" ? "server" : role == "fc_worker" ? "fc worker" : "worker",
@@ -289,7 +294,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   std::vector<std::string> argv0 = ServerCommand(o, 0, coordinator_hint);
   for (const std::string& flag : serving_flags(p0)) argv0.push_back(flag);
   argv0.insert(argv0.end(), {"--ready-file", ready, "--lost-nodes-out", lost_nodes});
-  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o.job_token));
+  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o.job_token, scratch));
   children.push_back(std::move(s0));  // the first of this start's: children is empty
   Child& first = children[0];
   absl::StatusOr<nlohmann::json> serving =
@@ -308,7 +313,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     std::vector<std::string> argv = ServerCommand(o, r, coordinator);
     for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
     STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn("server", r, argv, p.netns, o.job_token));
+                            Spawn("server", r, argv, p.netns, o.job_token, scratch));
     children.push_back(std::move(c));
   }
   auto add_records_flag = [&](std::vector<std::string>& argv, const std::string& process) {
@@ -327,14 +332,14 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
     add_records_flag(argv, absl::StrCat("fc_worker_", f));
     STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn("fc_worker", f, argv, p.netns, o.job_token));
+                            Spawn("fc_worker", f, argv, p.netns, o.job_token, scratch));
     children.push_back(std::move(c));
   }
   for (int w = 0; w < o.conv_workers; ++w) {
     const Placement p = o.colocate_servers ? place_on(w) : place();
     std::vector<std::string> argv = ConvWorkerCommand(o, w, coordinator, summary_path);
     add_records_flag(argv, absl::StrCat("conv_worker_", w));
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn("conv_worker", w, argv, p.netns, o.job_token));
+    STRATA_ASSIGN_OR_RETURN(Child c, Spawn("conv_worker", w, argv, p.netns, o.job_token, scratch));
     children.push_back(std::move(c));
   }
 
