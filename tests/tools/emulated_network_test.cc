@@ -1,6 +1,7 @@
-// Emulated cluster networks: rates and latencies parse; two emulated hosts
-// carry the set rate; nothing (namespace, link, qdisc) survives teardown,
-// a Ctrl-C of the launcher, or a launcher killed outright.
+// Emulated cluster networks: rates, latencies and bandwidth schedules
+// parse; two emulated hosts carry the set rate, and the new one after a
+// live change; a launched job's links follow its schedule; nothing (namespace, link, qdisc)
+// survives teardown, a Ctrl-C of the launcher, or a launcher killed outright.
 #include "tools/netem/emulated_network.h"
 
 #include <gtest/gtest.h>
@@ -8,8 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/support/cluster_fixture.h"
+#include "tools/netem/bandwidth_schedule.h"
 #include "tools/netem/link_probe.h"
 
 namespace strata {
@@ -101,6 +106,63 @@ TEST(EmulatedNetworkTest, TwoHostsCarryTheSetRateAndTeardownLeavesNothing) {
   EXPECT_EQ(RootNetworkState(), before);
 }
 
+TEST(BandwidthScheduleTest, ParsesRatesAtTimesFromTheLaunch) {
+  auto s = ParseBandwidthSchedule("1gbit@0,100mbit@60s,2.5gbit@1.5m,10mbit@90500ms");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->size(), 4u);
+  EXPECT_EQ((*s)[0].at_seconds, 0);
+  EXPECT_EQ((*s)[0].bytes_per_second, 125e6);
+  EXPECT_EQ((*s)[1].at_seconds, 60);
+  EXPECT_EQ((*s)[1].rate, "100mbit");
+  EXPECT_EQ((*s)[2].at_seconds, 90);
+  EXPECT_EQ((*s)[2].bytes_per_second, 2.5e9 / 8);
+  EXPECT_DOUBLE_EQ((*s)[3].at_seconds, 90.5);
+  EXPECT_EQ(FormatBandwidthSchedule(*s), "1gbit@0s,100mbit@60s,2.5gbit@90s,10mbit@90.5s");
+}
+
+TEST(BandwidthScheduleTest, AScheduleThatDoesNotParseIsNamed) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "empty"},
+      {"1gbit", "entry \"1gbit\" is not RATE@TIME"},
+      {"fast@0", "entry \"fast@0\": bandwidth \"fast\""},
+      {"1gbit@soon", "time \"soon\" is not 0 or a number with ms, s or m"},
+      {"1gbit@-5s", "time \"-5s\""},
+      {"1gbit@10s", "the first entry \"1gbit@10s\" must be at 0"},
+      {"1gbit@0,100mbit@60s,1gbit@60s", "entry \"1gbit@60s\" is not later than the one before"},
+  };
+  for (const auto& [text, why] : cases) {
+    auto s = ParseBandwidthSchedule(text);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << text;
+    EXPECT_NE(s.status().message().find(why), std::string::npos) << s.status();
+  }
+}
+
+TEST(EmulatedNetworkTest, ALiveRateChangeReshapesEveryLinkInPlace) {
+  STRATA_SKIP_WITHOUT_NAMESPACES();
+  EmulatedNetworkOptions o;
+  o.hosts = 2;
+  o.bytes_per_second = 12.5e6;  // 100 Mbit/s
+  auto net = EmulatedNetwork::Create(o);
+  ASSERT_TRUE(net.ok()) << net.status();
+  auto slow = MeasureLink(**net, 0, 1, 1.0);
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  EXPECT_NEAR(slow->bytes_per_second, 12.5e6, 0.2 * 12.5e6);
+
+  auto schedule = ParseBandwidthSchedule("100mbit@0,400mbit@1s");
+  ASSERT_TRUE(schedule.ok());
+  ScheduledRates rates(*schedule);
+  ASSERT_TRUE(rates.Apply(0.5, **net).ok());
+  EXPECT_EQ(rates.applied(), 1u);  // not yet due
+  ASSERT_TRUE(rates.Apply(1.0, **net).ok());
+  EXPECT_EQ(rates.applied(), 2u);
+  EXPECT_EQ((*net)->options().bytes_per_second, 50e6);
+  auto fast = MeasureLink(**net, 1, 0, 1.0);  // the other direction, both were changed
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  EXPECT_NEAR(fast->bytes_per_second, 50e6, 0.2 * 50e6);
+  EXPECT_FALSE((*net)->SetRate(0).ok());
+}
+
 TEST(EmulatedNetworkTest, NamespacesOfAKilledOwnerAreRemovedByTheNextNetwork) {
   STRATA_SKIP_WITHOUT_NAMESPACES();
   const pid_t gone = ::fork();
@@ -157,11 +219,12 @@ TEST_F(EmulatedClusterTest, ColocatedServersShareTheirWorkersHosts) {
 // worker's MoE expert exchange takes the range's next port.
 TEST_F(EmulatedClusterTest, EveryProcessBindsAllInterfacesOnThePortRangeAndAdvertisesItsHost) {
   STRATA_SKIP_WITHOUT_NAMESPACES();
-  const auto [code, out] = RunCommand(
-      testing::kBin + "strata_launch --config " + testing::kMoeConfig +
-      " --mode stanza --conv-workers 2 --fc-workers 2 --servers 2 --max-steps 10 "
-      "--evaluate=false --progress=false --bandwidth 1gbit --port-range 7100-7103 "
-      "--summary-out " + dir_ + "/summary.json");
+  const auto [code, out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kMoeConfig +
+                 " --mode stanza --conv-workers 2 --fc-workers 2 --servers 2 --max-steps 10 "
+                 "--evaluate=false --progress=false --bandwidth 1gbit --port-range 7100-7103 "
+                 "--summary-out " +
+                 dir_ + "/summary.json");
   ASSERT_EQ(code, 0) << out;
   // Servers on hosts 1 and 2, FC workers on 3 and 4, conv workers on 5 and 6.
   for (const std::string line :
@@ -209,6 +272,65 @@ TEST_F(EmulatedClusterTest, CtrlCStopsTheClusterAndRemovesTheNetwork) {
   EXPECT_NE(launcher.log().find("interrupted"), std::string::npos) << launcher.log();
   EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
   EXPECT_EQ(testing::CountStrataProcesses(dir_), 0);
+}
+
+TEST_F(EmulatedClusterTest, AJobsLinksFollowItsBandwidthScheduleWhileItRuns) {
+  STRATA_SKIP_WITHOUT_NAMESPACES();
+  // 100 Mbit/s from the start (an iteration moves 13 MB through server 0's
+  // link: about a second), 1 Gbit/s ten seconds in: the job goes on over the
+  // same connections, and its iterations get faster.
+  testing::Process launcher(
+      {testing::kBin + "strata_launch", "--config", testing::kConfig, "--mode", "ps",
+       "--conv-workers", "2", "--max-steps", "60", "--evaluate=false", "--progress=false",
+       "--bandwidth-schedule", "100mbit@0,1gbit@10s", "--records-dir", dir_ + "/records",
+       "--summary-out", dir_ + "/summary.json"},
+      dir_ + "/launch.log");
+  ASSERT_EQ(launcher.Wait(), 0) << launcher.log();
+  const std::string log = launcher.log();
+  EXPECT_NE(log.find("emulated network: 3 hosts"), std::string::npos) << log;
+  EXPECT_NE(log.find("each link 100mbit"), std::string::npos) << log;
+  EXPECT_NE(log.find("bandwidth schedule: links now 1gbit (change 1 of 1, due at 10s"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(Summary(dir_ + "/summary.json")["steps"], 60);
+  // Conv worker 0's communication per iteration: the first iterations ran
+  // at a tenth of the last ones' rate.
+  std::vector<double> communication;
+  std::ifstream records(dir_ + "/records/conv_worker_0.jsonl");
+  for (std::string line; std::getline(records, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    if (record["event"] == "iteration")
+      communication.push_back(record["communication"].get<double>());
+  }
+  ASSERT_EQ(communication.size(), 60u);
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  const double early = median({communication.begin() + 1, communication.begin() + 4});
+  const double late = median({communication.end() - 10, communication.end()});
+  EXPECT_GT(early, 3 * late) << "early " << early << " s, late " << late << " s";
+  EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
+}
+
+TEST_F(EmulatedClusterTest, AScheduleThatDoesNotParseIsRefusedBeforeAnythingStarts) {
+  const auto [code, out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
+                 " --mode ps --bandwidth-schedule 1gbit@5s --summary-out " + dir_ + "/s.json");
+  EXPECT_NE(code, 0);
+  EXPECT_NE(
+      out.find("--bandwidth-schedule \"1gbit@5s\": the first entry \"1gbit@5s\" must be at 0"),
+      std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("emulated network:"), std::string::npos) << out;
+  const auto [both, both_out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
+                 " --mode ps --bandwidth 1gbit --bandwidth-schedule 1gbit@0 --summary-out " + dir_ +
+                 "/s.json");
+  EXPECT_NE(both, 0);
+  EXPECT_NE(both_out.find("--bandwidth and --bandwidth-schedule both give the link rate"),
+            std::string::npos)
+      << both_out;
 }
 
 TEST_F(EmulatedClusterTest, BadRateIsRefusedBeforeAnythingStarts) {

@@ -80,7 +80,7 @@ absl::Status DrawSoak(const nlohmann::json& windows, const std::string& png) {
         << "set title 'strata_bench soak: round latency and server memory over time' noenhanced\n"
         << "set xlabel 'seconds'\nset ylabel 'round latency (ms)'\nset y2label 'RSS (MiB)'\n"
         << "set ytics nomirror\nset y2tics\nset yrange [0:*]\nset y2range [0:*]\n"
-        << "set key top left\nset grid\n"
+        << "set key bottom right\nset grid\n"
         << "plot " << GnuplotString(data) << " using 1:2 with linespoints lw 2 title 'p50', "
         << GnuplotString(data) << " using 1:3 with linespoints lw 2 title 'p99'";
     const size_t servers = windows.empty() ? 0 : windows[0]["rss_mib"].size();

@@ -42,6 +42,10 @@ struct ClusterLaunchOptions {
   // runs on loopback and says so.
   std::string bandwidth;
   std::string latency = "0";
+  // Instead of `bandwidth`: link rates that change while the job runs,
+  // "1gbit@0,100mbit@60s" (tools/netem/bandwidth_schedule.h), timed from
+  // the launch; needs an emulated network.
+  std::string bandwidth_schedule;
   // Ports every serving process binds, "FIRST-LAST" (each socket takes the
   // first free one; "" = any free port). On an emulated network every
   // process binds 0.0.0.0 on these ports and advertises its host's address,

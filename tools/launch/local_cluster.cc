@@ -25,14 +25,15 @@
 #include "core/net/traffic.h"
 #include "core/status.h"
 #include "core/train/checkpoint_epochs.h"
+#include "core/train/lost_nodes.h"
 #include "core/train/metrics_writer.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "core/util/subprocess.h"
-#include "core/train/lost_nodes.h"
 #include "tools/launch/chrome_trace.h"
 #include "tools/launch/lost_conv_worker.h"
 #include "tools/launch/role_commands.h"
+#include "tools/netem/bandwidth_schedule.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata {
@@ -42,8 +43,8 @@ volatile std::sig_atomic_t g_interrupted = 0;
 void OnSignal(int) { g_interrupted = 1; }
 
 struct Child {
-  std::string label;                      // "server 0", "worker 1"
-  std::string role;                       // server, conv_worker, fc_worker
+  std::string label;  // "server 0", "worker 1"
+  std::string role;   // server, conv_worker, fc_worker
   int rank = 0;
   std::unique_ptr<ChildProcess> process;  // its output on a pipe
   std::string partial;
@@ -72,7 +73,9 @@ absl::StatusOr<Child> Spawn(const std::string& role, int rank, const std::vector
     spec.set_env.push_back({kJobTokenEnv, token});
   }
   Child c;
-  c.label = absl::StrCat(role == "server" ? "server" : role == "fc_worker" ? "fc worker" : "worker",
+  c.label = absl::StrCat(role == "server"      ? "server"
+                         : role == "fc_worker" ? "fc worker"
+                                               : "worker",
                          " ", rank);
   c.role = role;
   c.rank = rank;
@@ -178,7 +181,8 @@ RunSummary SummaryFromJson(const nlohmann::json& j) {
 // The emulated network `o` asks for (nullptr when it asks for none, or when
 // namespaces cannot be made here: the cluster then runs on loopback, and
 // the launcher says so).
-absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(const ClusterLaunchOptions& o) {
+absl::StatusOr<std::unique_ptr<EmulatedNetwork>> MaybeEmulateNetwork(
+    const ClusterLaunchOptions& o) {
   if (o.bandwidth.empty()) return std::unique_ptr<EmulatedNetwork>();
   const int hosts = (o.colocate_servers ? 0 : o.servers) + o.conv_workers +
                     (o.mode == "stanza" ? o.fc_workers : 0);
@@ -205,19 +209,10 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
 
-  if (!o.port_range.empty() && o.bandwidth.empty() && o.transport != "tcp") {
+  if (!o.port_range.empty() && o.bandwidth.empty() && o.bandwidth_schedule.empty() &&
+      o.transport != "tcp") {
     return absl::InvalidArgumentError("--port-range needs tcp: add --transport tcp");
   }
-  // Ready files, and the summary unless it has a place of its own.
-  char tmpl[] = "/tmp/strata_launch_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("cannot make a scratch directory: ", std::strerror(errno)));
-  }
-  const std::string scratch = tmpl;
-  const std::string summary_path =
-      o.summary_out.empty() ? scratch + "/summary.json" : o.summary_out;
-  std::filesystem::remove(summary_path);
   const bool stanza = o.mode == "stanza";
   if (!stanza && o.mode != "ps") {
     return absl::InvalidArgumentError(absl::StrCat("unknown cluster mode ", o.mode));
@@ -231,7 +226,41 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
         absl::StrCat("colocated servers need one server per conv worker, got ", o.servers,
                      " servers and ", o.conv_workers, " conv workers"));
   }
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> network, MaybeEmulateNetwork(o));
+  // A bandwidth schedule builds the network at its first rate and changes
+  // the links as its times come (timed from here).
+  const absl::Time launched = absl::Now();
+  std::optional<ScheduledRates> rates;
+  ClusterLaunchOptions network_options = o;
+  if (!o.bandwidth_schedule.empty()) {
+    if (!o.bandwidth.empty()) {
+      return absl::InvalidArgumentError(
+          "--bandwidth and --bandwidth-schedule both give the link rate: use one");
+    }
+    STRATA_ASSIGN_OR_RETURN(BandwidthSchedule schedule,
+                            ParseBandwidthSchedule(o.bandwidth_schedule));
+    network_options.bandwidth = schedule.front().rate;
+    rates.emplace(std::move(schedule));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> network,
+                          MaybeEmulateNetwork(network_options));
+  if (rates.has_value() && network == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--bandwidth-schedule changes the links of an emulated network, and none could be "
+        "made here (",
+        kNoNetworkNotice, ": see above)"));
+  }
+  // A change tc refused: the job stops (it would run at the wrong rate).
+  absl::Status schedule_status;
+  // Ready files, and the summary unless it has a place of its own.
+  char tmpl[] = "/tmp/strata_launch_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("cannot make a scratch directory: ", std::strerror(errno)));
+  }
+  const std::string scratch = tmpl;
+  const std::string summary_path =
+      o.summary_out.empty() ? scratch + "/summary.json" : o.summary_out;
+  std::filesystem::remove(summary_path);
   // Each process gets the next host of the emulated network, or loopback;
   // with colocated servers, conv worker i gets server i's host.
   int next_host = 0;
@@ -279,101 +308,103 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   // OK when every one succeeded, else the first failure (first_failed says
   // whose; every other process is then stopped), or Cancelled on Ctrl-C.
   auto run_once = [&](const ClusterLaunchOptions& o) -> absl::Status {
-  next_host = 0;
-  trace_sources.clear();
-  std::filesystem::remove(lost_nodes);
-  first_failed = FailedProcess{};
-  // Server 0 (the coordinator) first: its ready file names its address.
-  // It binds its placement and advertises the coordinator's host; the
-  // coordinator's port is the one it bound (its ready file says).
-  const Placement p0 = place();
-  const std::string ready = absl::StrCat(scratch, "/server0.ready.json");
-  std::filesystem::remove(ready);
-  const std::string coordinator_hint =
-      p0.bind.rfind("ipc://", 0) == 0 ? p0.bind : absl::StrCat("tcp://", p0.host, ":0");
-  std::vector<std::string> argv0 = ServerCommand(o, 0, coordinator_hint);
-  for (const std::string& flag : serving_flags(p0)) argv0.push_back(flag);
-  argv0.insert(argv0.end(), {"--ready-file", ready, "--lost-nodes-out", lost_nodes});
-  STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o.job_token, scratch));
-  children.push_back(std::move(s0));  // the first of this start's: children is empty
-  Child& first = children[0];
-  absl::StatusOr<nlohmann::json> serving =
-      AwaitReadyFile(ready, "server 0", absl::Seconds(30), [&]() -> std::optional<std::string> {
-        Pump(first);
-        if (g_interrupted) return std::string("was interrupted");
-        if (!first.process->Poll().has_value()) return std::nullopt;
-        return ExitText(first.process->wait_status());
-      });
-  if (!serving.ok()) return serving.status();
-  const std::string coordinator = (*serving)["address"].get<std::string>();
-  STRATA_RETURN_IF_ERROR(
-      WriteReadyFile(o.ready_file, {{"role", "launcher"}, {"address", coordinator}}));
-  for (int r = 1; r < o.servers; ++r) {
-    const Placement p = place();
-    std::vector<std::string> argv = ServerCommand(o, r, coordinator);
-    for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
-    STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn("server", r, argv, p.netns, o.job_token, scratch));
-    children.push_back(std::move(c));
-  }
-  auto add_records_flag = [&](std::vector<std::string>& argv, const std::string& process) {
-    if (records_dir.empty()) return;
-    const std::string path = (std::filesystem::path(records_dir) / (process + ".jsonl")).string();
-    argv.push_back("--records-out");
-    argv.push_back(path);
-    // A process of several jobs writes one file per job (PathForJob).
-    for (size_t i = 0; i < std::max<size_t>(1, o.job_configs.size()); ++i) {
-      trace_sources.push_back({several ? PathForJob(path, 1 + i) : path, 1 + i});
+    next_host = 0;
+    trace_sources.clear();
+    std::filesystem::remove(lost_nodes);
+    first_failed = FailedProcess{};
+    // Server 0 (the coordinator) first: its ready file names its address.
+    // It binds its placement and advertises the coordinator's host; the
+    // coordinator's port is the one it bound (its ready file says).
+    const Placement p0 = place();
+    const std::string ready = absl::StrCat(scratch, "/server0.ready.json");
+    std::filesystem::remove(ready);
+    const std::string coordinator_hint =
+        p0.bind.rfind("ipc://", 0) == 0 ? p0.bind : absl::StrCat("tcp://", p0.host, ":0");
+    std::vector<std::string> argv0 = ServerCommand(o, 0, coordinator_hint);
+    for (const std::string& flag : serving_flags(p0)) argv0.push_back(flag);
+    argv0.insert(argv0.end(), {"--ready-file", ready, "--lost-nodes-out", lost_nodes});
+    STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o.job_token, scratch));
+    children.push_back(std::move(s0));  // the first of this start's: children is empty
+    Child& first = children[0];
+    absl::StatusOr<nlohmann::json> serving =
+        AwaitReadyFile(ready, "server 0", absl::Seconds(30), [&]() -> std::optional<std::string> {
+          Pump(first);
+          if (g_interrupted) return std::string("was interrupted");
+          if (!first.process->Poll().has_value()) return std::nullopt;
+          return ExitText(first.process->wait_status());
+        });
+    if (!serving.ok()) return serving.status();
+    const std::string coordinator = (*serving)["address"].get<std::string>();
+    STRATA_RETURN_IF_ERROR(
+        WriteReadyFile(o.ready_file, {{"role", "launcher"}, {"address", coordinator}}));
+    for (int r = 1; r < o.servers; ++r) {
+      const Placement p = place();
+      std::vector<std::string> argv = ServerCommand(o, r, coordinator);
+      for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
+      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("server", r, argv, p.netns, o.job_token, scratch));
+      children.push_back(std::move(c));
     }
-  };
-  for (int f = 0; stanza && f < o.fc_workers; ++f) {
-    const Placement p = place();
-    std::vector<std::string> argv = FcWorkerCommand(o, f, coordinator, summary_path);
-    for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
-    add_records_flag(argv, absl::StrCat("fc_worker_", f));
-    STRATA_ASSIGN_OR_RETURN(Child c,
-                            Spawn("fc_worker", f, argv, p.netns, o.job_token, scratch));
-    children.push_back(std::move(c));
-  }
-  for (int w = 0; w < o.conv_workers; ++w) {
-    const Placement p = o.colocate_servers ? place_on(w) : place();
-    std::vector<std::string> argv = ConvWorkerCommand(o, w, coordinator, summary_path);
-    add_records_flag(argv, absl::StrCat("conv_worker_", w));
-    STRATA_ASSIGN_OR_RETURN(Child c, Spawn("conv_worker", w, argv, p.netns, o.job_token, scratch));
-    children.push_back(std::move(c));
-  }
+    auto add_records_flag = [&](std::vector<std::string>& argv, const std::string& process) {
+      if (records_dir.empty()) return;
+      const std::string path = (std::filesystem::path(records_dir) / (process + ".jsonl")).string();
+      argv.push_back("--records-out");
+      argv.push_back(path);
+      // A process of several jobs writes one file per job (PathForJob).
+      for (size_t i = 0; i < std::max<size_t>(1, o.job_configs.size()); ++i) {
+        trace_sources.push_back({several ? PathForJob(path, 1 + i) : path, 1 + i});
+      }
+    };
+    for (int f = 0; stanza && f < o.fc_workers; ++f) {
+      const Placement p = place();
+      std::vector<std::string> argv = FcWorkerCommand(o, f, coordinator, summary_path);
+      for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
+      add_records_flag(argv, absl::StrCat("fc_worker_", f));
+      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("fc_worker", f, argv, p.netns, o.job_token, scratch));
+      children.push_back(std::move(c));
+    }
+    for (int w = 0; w < o.conv_workers; ++w) {
+      const Placement p = o.colocate_servers ? place_on(w) : place();
+      std::vector<std::string> argv = ConvWorkerCommand(o, w, coordinator, summary_path);
+      add_records_flag(argv, absl::StrCat("conv_worker_", w));
+      STRATA_ASSIGN_OR_RETURN(Child c,
+                              Spawn("conv_worker", w, argv, p.netns, o.job_token, scratch));
+      children.push_back(std::move(c));
+    }
 
-  // Merge output until every process has exited; stop everything on the
-  // first failure or on Ctrl-C.
-  while (true) {
-    std::vector<pollfd> fds;
-    for (const Child& c : children) fds.push_back({c.process->output_fd(), POLLIN, 0});
-    ::poll(fds.data(), fds.size(), 100);
-    bool all_exited = true;
-    for (Child& c : children) {
-      Pump(c);
-      if (c.process->exited()) continue;
-      if (!c.process->Poll().has_value()) {
-        all_exited = false;
-        continue;
+    // Merge output until every process has exited; stop everything on the
+    // first failure or on Ctrl-C.
+    while (true) {
+      std::vector<pollfd> fds;
+      for (const Child& c : children) fds.push_back({c.process->output_fd(), POLLIN, 0});
+      ::poll(fds.data(), fds.size(), 100);
+      if (rates.has_value()) {
+        schedule_status = rates->Apply(absl::ToDoubleSeconds(absl::Now() - launched), *network);
+        if (!schedule_status.ok()) return schedule_status;
       }
-      Pump(c);
-      const int status = c.process->wait_status();
-      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-        first_failed = {c.role, c.rank, WIFSIGNALED(status)};
-        std::string tail;
-        for (const auto& line : c.tail) tail += "\n  " + line;
-        return absl::InternalError(
-            absl::StrCat(c.label, " ", ExitText(status), "; stopped the cluster. Its last lines:",
-                         tail));
+      bool all_exited = true;
+      for (Child& c : children) {
+        Pump(c);
+        if (c.process->exited()) continue;
+        if (!c.process->Poll().has_value()) {
+          all_exited = false;
+          continue;
+        }
+        Pump(c);
+        const int status = c.process->wait_status();
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+          first_failed = {c.role, c.rank, WIFSIGNALED(status)};
+          std::string tail;
+          for (const auto& line : c.tail) tail += "\n  " + line;
+          return absl::InternalError(absl::StrCat(c.label, " ", ExitText(status),
+                                                  "; stopped the cluster. Its last lines:", tail));
+        }
+      }
+      if (all_exited) return absl::OkStatus();
+      if (g_interrupted) {
+        LogInfo("interrupted: stopping %zu processes", children.size());
+        return absl::CancelledError("interrupted by a signal; every process was stopped");
       }
     }
-    if (all_exited) return absl::OkStatus();
-    if (g_interrupted) {
-      LogInfo("interrupted: stopping %zu processes", children.size());
-      return absl::CancelledError("interrupted by a signal; every process was stopped");
-    }
-  }
   };
 
   // A failed start is retried from the newest complete checkpoint epoch
@@ -385,6 +416,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     absl::Status run = run_once(attempt);
     if (run.ok()) break;
     if (absl::IsCancelled(run)) return fail(run);
+    if (!schedule_status.ok()) return fail(WithContext(schedule_status, "--bandwidth-schedule"));
     // Whom the run lost: the conv workers the coordinator declared dead
     // and the first failure, when it was a conv worker killed.
     absl::StatusOr<std::vector<LostNode>> recorded = ReadLostNodes(lost_nodes);
@@ -392,17 +424,18 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     const std::vector<int> lost =
         LostConvWorkers(first_failed, recorded.ok() ? *recorded : std::vector<LostNode>{});
     const std::string lost_text =
-        lost.empty() ? ""
-                     : absl::StrCat(lost.size() == 1 ? "worker " : "workers ", absl::StrJoin(lost, ", "));
+        lost.empty()
+            ? ""
+            : absl::StrCat(lost.size() == 1 ? "worker " : "workers ", absl::StrJoin(lost, ", "));
     bool shrink = false;
     if (!lost.empty() && o.lost_conv_worker == LostConvWorkerPolicy::kStop) {
       return fail(WithContext(run, absl::StrCat("the job lost conv ", lost_text,
                                                 " and --lost-conv-worker stop ends it")));
     }
     if (!lost.empty() && o.lost_conv_worker == LostConvWorkerPolicy::kContinue) {
-      absl::StatusOr<int> remaining = ConvWorkersWithout(
-          attempt.conv_workers, static_cast<int>(lost.size()), o.batch_sizes,
-          attempt.mode == "stanza" ? attempt.fc_workers : 0);
+      absl::StatusOr<int> remaining =
+          ConvWorkersWithout(attempt.conv_workers, static_cast<int>(lost.size()), o.batch_sizes,
+                             attempt.mode == "stanza" ? attempt.fc_workers : 0);
       if (!remaining.ok()) {
         LogWarning("%s", std::string(run.message()).c_str());
         return fail(WithContext(remaining.status(), absl::StrCat("the job lost conv ", lost_text)));
@@ -419,10 +452,9 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     std::filesystem::remove(summary_path);
     const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(o.checkpoint_dir);
     attempt.restore = epoch.has_value();
-    const std::string from =
-        epoch.has_value()
-            ? absl::StrCat("checkpoint epoch ", epoch->iteration, " in ", o.checkpoint_dir)
-            : "the beginning (no complete checkpoint epoch yet)";
+    const std::string from = epoch.has_value() ? absl::StrCat("checkpoint epoch ", epoch->iteration,
+                                                              " in ", o.checkpoint_dir)
+                                               : "the beginning (no complete checkpoint epoch yet)";
     LogWarning("%s", std::string(run.message()).c_str());
     if (shrink) {
       LogWarning("continuing without conv %s: %d conv workers split every batch from %s",

@@ -63,8 +63,12 @@ ABSL_FLAG(std::string, transport, "ipc",
 ABSL_FLAG(std::string, bandwidth, "",
           "ps, stanza: emulate a cluster network, each process on a host of its own whose link "
           "runs at this rate (e.g. 100mbit, 1gbit, 10gbit; needs root; implies tcp)");
+ABSL_FLAG(std::string, bandwidth_schedule, "",
+          "ps, stanza: instead of --bandwidth, link rates that change while the job runs, "
+          "RATE@TIME,... from the launch (e.g. 1gbit@0,100mbit@60s,1gbit@120s; tc changes the "
+          "emulated links in place)");
 ABSL_FLAG(std::string, latency, "0",
-          "ps, stanza: with --bandwidth, one-way delay between hosts (e.g. 0.2ms)");
+          "ps, stanza: with --bandwidth or --bandwidth-schedule, one-way delay between hosts (e.g. 0.2ms)");
 ABSL_FLAG(std::string, port_range, "",
           "ps, stanza: the ports serving processes bind, FIRST-LAST (each socket takes the first "
           "free one; default: any free port); with --bandwidth each process binds 0.0.0.0 on "
@@ -156,6 +160,7 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   o.consistency = consistency.consistency;
   o.transport = absl::GetFlag(FLAGS_transport);
   o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
+  o.bandwidth_schedule = absl::GetFlag(FLAGS_bandwidth_schedule);
   o.latency = absl::GetFlag(FLAGS_latency);
   o.port_range = absl::GetFlag(FLAGS_port_range);
   o.staleness = consistency.staleness;

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -177,16 +179,36 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
   return net;
 }
 
-absl::Status EmulatedNetwork::Shape(const std::string& ns, const std::string& device) {
-  // Rate: a token bucket whose burst holds ~1 ms of traffic (at least one
-  // 64 KiB segment-offload packet), so short bursts pass as on a switch port.
-  const double rate_bits = options_.bytes_per_second * 8;
+// The tc command that adds (`verb` "add") or changes ("change") the rate
+// limit of `device` in namespace `ns`: a token bucket whose burst holds
+// ~1 ms of traffic (at least one 64 KiB segment-offload packet), so short
+// bursts pass as on a switch port.
+static std::vector<std::string> TokenBucketCommand(const std::string& verb, const std::string& ns,
+                                                   const std::string& device,
+                                                   double bytes_per_second) {
   const int64_t burst =
-      std::max<int64_t>(64 * 1024 + 1600, static_cast<int64_t>(options_.bytes_per_second / 1000));
-  STRATA_RETURN_IF_ERROR(
-      RunTool({"tc", "-n", ns, "qdisc", "add", "dev", device, "root", "handle", "1:", "tbf", "rate",
-               absl::StrCat(static_cast<int64_t>(rate_bits), "bit"), "burst", std::to_string(burst),
-               "latency", "100ms"}));
+      std::max<int64_t>(64 * 1024 + 1600, static_cast<int64_t>(bytes_per_second / 1000));
+  return {"tc",
+          "-n",
+          ns,
+          "qdisc",
+          verb,
+          "dev",
+          device,
+          "root",
+          "handle",
+          "1:",
+          "tbf",
+          "rate",
+          absl::StrCat(static_cast<int64_t>(bytes_per_second * 8), "bit"),
+          "burst",
+          std::to_string(burst),
+          "latency",
+          "100ms"};
+}
+
+absl::Status EmulatedNetwork::Shape(const std::string& ns, const std::string& device) {
+  STRATA_RETURN_IF_ERROR(RunTool(TokenBucketCommand("add", ns, device, options_.bytes_per_second)));
   if (options_.latency_ms > 0) {
     // Each packet crosses two shaped ports (sender's and receiver's), each
     // adding half of the one-way latency.
@@ -200,6 +222,21 @@ absl::Status EmulatedNetwork::Shape(const std::string& ns, const std::string& de
     }
     STRATA_RETURN_IF_ERROR(delayed);
   }
+  return absl::OkStatus();
+}
+
+absl::Status EmulatedNetwork::SetRate(double bytes_per_second) {
+  if (!(bytes_per_second > 0)) {
+    return absl::InvalidArgumentError("an emulated link needs a rate > 0");
+  }
+  const std::string sw = switch_namespace();
+  for (int h = 0; h < options_.hosts; ++h) {
+    STRATA_RETURN_IF_ERROR(
+        RunTool(TokenBucketCommand("change", namespace_name(h), "eth0", bytes_per_second)));
+    STRATA_RETURN_IF_ERROR(
+        RunTool(TokenBucketCommand("change", sw, absl::StrCat("p", h), bytes_per_second)));
+  }
+  options_.bytes_per_second = bytes_per_second;
   return absl::OkStatus();
 }
 

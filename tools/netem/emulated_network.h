@@ -56,6 +56,11 @@ class EmulatedNetwork {
   // Removes every namespace, link and qdisc this network made. Idempotent.
   absl::Status Destroy();
 
+  // Changes every host's link rate, both directions, while processes run
+  // (tc changes the token buckets in place; connections stay up). The
+  // latency is kept.
+  absl::Status SetRate(double bytes_per_second);
+
   int hosts() const { return options_.hosts; }
   const EmulatedNetworkOptions& options() const { return options_; }
   // The IPv4 address of host `host` (0-based): 198.18.0.(host + 1).
