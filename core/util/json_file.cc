@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 
@@ -44,6 +45,18 @@ absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value)
         absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not JSON: ", e.what()));
+  }
 }
 
 }  // namespace strata

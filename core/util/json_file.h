@@ -1,4 +1,5 @@
-// JSON files written whole or not at all: readers never see half a file.
+// JSON files written whole or not at all (readers never see half a file),
+// and read with errors that name the file.
 #ifndef STRATA_CORE_UTIL_JSON_FILE_H_
 #define STRATA_CORE_UTIL_JSON_FILE_H_
 
@@ -7,12 +8,17 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace strata {
 
 // Writes `value` (pretty-printed) to `path` atomically (temp file + rename).
 // A path that names a device, pipe or socket (/dev/null) is written in place.
 absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value);
+
+// The JSON document in `path`: NotFound when it cannot be read,
+// InvalidArgument (with the parser's message) when it is not JSON.
+absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
 
 }  // namespace strata
 

@@ -41,5 +41,23 @@ TEST(JsonFileTest, APipeIsWrittenInPlaceNotReplaced) {
   ::unlink(fifo.c_str());
 }
 
+TEST(JsonFileTest, ReadingNamesAMissingFileAndOneThatIsNotJson) {
+  const std::string path = ::testing::TempDir() + "/json_file_test_read.json";
+  ASSERT_TRUE(WriteJsonFile(path, {{"c", 3}}).ok());
+  absl::StatusOr<nlohmann::json> read = ReadJsonFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, (nlohmann::json{{"c", 3}}));
+
+  absl::StatusOr<nlohmann::json> missing = ReadJsonFile(path + ".missing");
+  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
+  EXPECT_NE(missing.status().message().find("json_file_test_read.json.missing"), std::string::npos);
+
+  std::ofstream(path) << "{\"c\": ";
+  absl::StatusOr<nlohmann::json> cut = ReadJsonFile(path);
+  EXPECT_TRUE(absl::IsInvalidArgument(cut.status())) << cut.status();
+  EXPECT_NE(cut.status().message().find("json_file_test_read.json is not JSON"), std::string::npos)
+      << cut.status();
+}
+
 }  // namespace
 }  // namespace strata

@@ -71,6 +71,10 @@ ABSL_FLAG(std::string, latency, "0",
           "train: with --bandwidth, one-way delay between hosts (0.2ms)");
 ABSL_FLAG(std::string, sweep, "",
           "train: run every value of one network setting, e.g. bandwidth=100mbit,1gbit,10gbit");
+ABSL_FLAG(std::string, knob, "",
+          "train: run every cluster mode once per value of a runtime knob the job starts with, "
+          "NAME=V1,V2 (wire.format=fp32,bf16, moe.pipeline_chunks=1,4, moe.parallelism=expert,data), "
+          "and name the best static value per point");
 ABSL_FLAG(std::string, csv, "", "train: write the results as CSV to this file");
 ABSL_FLAG(int64_t, tokens, 4096, "moe: tokens per step");
 ABSL_FLAG(int64_t, dim, 512, "moe: token dimension");
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
     o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
     o.latency = absl::GetFlag(FLAGS_latency);
     o.sweep = absl::GetFlag(FLAGS_sweep);
+    o.knob = absl::GetFlag(FLAGS_knob);
     o.csv_out = absl::GetFlag(FLAGS_csv);
     o.plot_out = absl::GetFlag(FLAGS_plot);
     if (absl::GetFlag(FLAGS_models).empty()) {

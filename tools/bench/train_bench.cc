@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +22,10 @@
 #include "core/model/model.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
+#include "core/util/json_file.h"
 #include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
+#include "tools/bench/knob_variants.h"
 #include "tools/bench/machine_limits.h"
 #include "tools/bench/progress_bar.h"
 #include "tools/bench/throughput_plot.h"
@@ -46,7 +49,9 @@ enum class Kind { kStrata, kTorch, kTorchDdp };
 struct Contender {
   std::string label;
   Kind kind = Kind::kStrata;
-  std::string mode;  // Strata's mode
+  std::string mode;        // Strata's mode
+  std::string config;      // Strata's job config ("" = the bench's)
+  std::string knob_value;  // the value the job starts the --knob with ("" = none)
 };
 
 struct RunResult {
@@ -99,7 +104,7 @@ class Runner {
     const std::string result = Path("summary.json");
     spec.argv = {BinaryDir() + "/strata_launch",
                  "--config",
-                 o_.config,
+                 c.config.empty() ? o_.config : c.config,
                  "--mode",
                  c.mode,
                  "--max-steps",
@@ -293,6 +298,35 @@ void PrintRatios(const SweepPoint& p, nlohmann::json& point_json) {
   }
 }
 
+// Per cluster mode, the knob value whose run was fastest (by median) at
+// `point`, printed with its lead over the slowest value; returned as
+// {mode: {"value", "images_per_sec", "over_slowest"}}.
+nlohmann::json PrintBestStatic(const SweepPoint& point, const std::vector<Contender>& contenders,
+                               const std::string& knob, const std::vector<std::string>& modes) {
+  nlohmann::json best = nlohmann::json::object();
+  for (const std::string& mode : modes) {
+    const Contender* fastest = nullptr;
+    double fastest_rate = 0, slowest_rate = 0;
+    for (size_t i = 0; i < contenders.size(); ++i) {
+      if (contenders[i].mode != mode || contenders[i].knob_value.empty()) continue;
+      const double rate = point.contenders[i].median();
+      if (fastest == nullptr || rate > fastest_rate) {
+        fastest = &contenders[i];
+        fastest_rate = rate;
+      }
+      if (slowest_rate == 0 || rate < slowest_rate) slowest_rate = rate;
+    }
+    if (fastest == nullptr || slowest_rate <= 0) continue;
+    std::printf("best static %s (%s): %s, %.0f images/s, %.2fx the slowest value\n", knob.c_str(),
+                mode.c_str(), fastest->knob_value.c_str(), fastest_rate,
+                fastest_rate / slowest_rate);
+    best[mode] = {{"value", fastest->knob_value},
+                  {"images_per_sec", fastest_rate},
+                  {"over_slowest", fastest_rate / slowest_rate}};
+  }
+  return best;
+}
+
 }  // namespace
 
 absl::Status RunTrainBench(const TrainBenchOptions& o) {
@@ -342,8 +376,36 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::fflush(stdout);
 
   std::vector<Contender> contenders;
-  for (const std::string& mode : o.modes)
-    contenders.push_back({"strata " + mode, Kind::kStrata, mode});
+  std::optional<KnobValues> knob;
+  if (!o.knob.empty()) {
+    absl::StatusOr<KnobValues> parsed = ParseKnobValues(o.knob);
+    absl::StatusOr<nlohmann::json> raw =
+        parsed.ok() ? ReadJsonFile(o.config) : absl::StatusOr<nlohmann::json>(parsed.status());
+    if (!raw.ok()) {
+      std::filesystem::remove_all(scratch);
+      return raw.status();
+    }
+    knob = *parsed;
+    for (const std::string& value : knob->values) {
+      absl::StatusOr<nlohmann::json> variant = ConfigStartingWith(*raw, knob->name, value);
+      const std::string path = absl::StrCat(scratch, "/config_", knob->name, "_", value, ".json");
+      absl::Status written = variant.ok() ? WriteJsonFile(path, *variant) : variant.status();
+      if (!written.ok()) {
+        std::filesystem::remove_all(scratch);
+        return written;
+      }
+      for (const std::string& mode : o.modes) {
+        if (mode == "single") continue;  // the knobs are a cluster's
+        contenders.push_back({absl::StrCat("strata ", mode, " ", knob->name, "=", value),
+                              Kind::kStrata, mode, path, value});
+      }
+    }
+  }
+  for (const std::string& mode : o.modes) {
+    if (!knob.has_value() || mode == "single") {
+      contenders.push_back({"strata " + mode, Kind::kStrata, mode, "", ""});
+    }
+  }
   const bool has_single = std::find(o.modes.begin(), o.modes.end(), "single") != o.modes.end();
   const bool torch = o.with_peer && PythonHasTorch(o.python, scratch);
   if (o.with_peer && !torch) {
@@ -365,8 +427,8 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     }
     same_computation = *checked;
   }
-  if (torch && has_single) contenders.push_back({"pytorch", Kind::kTorch, ""});
-  if (torch && cluster_modes) contenders.push_back({"pytorch ddp", Kind::kTorchDdp, ""});
+  if (torch && has_single) contenders.push_back({"pytorch", Kind::kTorch, "", "", ""});
+  if (torch && cluster_modes) contenders.push_back({"pytorch ddp", Kind::kTorchDdp, "", "", ""});
 
   TrainReport report;
   report.sweep_parameter = sweep.parameter;
@@ -395,6 +457,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   Runner runner(o, batch, scratch);
   ProgressBar progress(static_cast<int>(values.size() * contenders.size()) * o.repeat);
   nlohmann::json ratios = nlohmann::json::object();
+  nlohmann::json best_static = nlohmann::json::object();
   for (const std::string& value : values) {
     NetworkSetting net{o.bandwidth, o.latency};
     SweepPoint point;
@@ -432,6 +495,10 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     std::printf("\n%s%s",
                 value.empty() ? "" : absl::StrCat(sweep.parameter, " ", value, ":\n").c_str(),
                 FormatPointTable(point).c_str());
+    if (knob.has_value()) {
+      best_static[value.empty() ? "all" : value] =
+          PrintBestStatic(point, contenders, knob->name, o.modes);
+    }
     nlohmann::json point_ratios;
     PrintRatios(point, point_ratios);
     if (!point_ratios.is_null()) ratios[value.empty() ? "all" : value] = point_ratios["ratios"];
@@ -447,6 +514,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::filesystem::remove_all(scratch);
   nlohmann::json json = ReportToJson(report);
   json["ratios"] = ratios;
+  if (knob.has_value()) json["best_static"] = best_static;
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
   if (!o.csv_out.empty()) {
     std::ofstream out(o.csv_out);

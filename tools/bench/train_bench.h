@@ -33,6 +33,10 @@ struct TrainBenchOptions {
   // "bandwidth=100mbit,1gbit,10gbit" or "latency=0,1ms": every value is a
   // point of the report (and of the plot).
   std::string sweep;
+  // "wire.format=fp32,bf16": every cluster mode runs once per value, the job
+  // starting with the knob there (tools/bench/knob_variants.h); each point
+  // names the best static value per mode.
+  std::string knob;
   // Run the PyTorch peers where torch is installed: beside `single`, one
   // process; beside ps/stanza, DistributedDataParallel over conv_workers ranks.
   bool with_peer = true;
