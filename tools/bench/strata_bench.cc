@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
       "                     [--models alexnet,vgg16,resnet18,resnet50 instead of --config]\n"
-      "                     [--colocate-servers]\n"
+      "                     [--colocate-servers] [--knob wire.format=fp32,bf16]\n"
       "                     [--fc-workers F] [--servers S] [--bandwidth 1gbit] [--latency 0.2ms]\n"
       "                     [--sweep bandwidth=100mbit,1gbit,10gbit] [--steps K] [--repeat R]\n"
       "                     [--json f] [--csv f] [--plot f.png]\n"

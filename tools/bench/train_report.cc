@@ -31,14 +31,17 @@ double ContenderResult::median() const {
 }
 
 std::string FormatPointTable(const SweepPoint& p) {
-  std::string out =
-      absl::StrFormat("%-16s %12s %9s %9s %13s %9s %9s %9s %9s\n", "contender", "median img/s",
-                      "min", "max", "MB/iteration", "compute", "comm", "waiting", "vs first");
+  int width = 16;  // the label column fits the longest label
+  for (const ContenderResult& c : p.contenders)
+    width = std::max(width, static_cast<int>(c.label.size()));
+  std::string out = absl::StrFormat("%-*s %12s %9s %9s %13s %9s %9s %9s %9s\n", width, "contender",
+                                    "median img/s", "min", "max", "MB/iteration", "compute", "comm",
+                                    "waiting", "vs first");
   for (const ContenderResult& c : p.contenders) {
     const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
     const std::string mb =
         c.bytes_per_iteration > 0 ? absl::StrFormat("%.3f", c.bytes_per_iteration / 1e6) : "-";
-    absl::StrAppendFormat(&out, "%-16s %12.0f %9.0f %9.0f %13s %9s %9s %9s %8.2fx\n", c.label,
+    absl::StrAppendFormat(&out, "%-*s %12.0f %9.0f %9.0f %13s %9s %9s %9s %8.2fx\n", width, c.label,
                           c.median(), *mn, *mx, mb, Part(c, "compute", "%.3fs", "-"),
                           Part(c, "communication", "%.3fs", "-"), Part(c, "waiting", "%.3fs", "-"),
                           RatioToFirst(p, c));
