@@ -7,6 +7,7 @@
 #ifndef STRATA_SCHEDULER_CONTROLLER_H_
 #define STRATA_SCHEDULER_CONTROLLER_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,19 @@ struct KnobProposal {
   std::string value;
 };
 
+// Something a controller found or did, for the log and the job's summary.
+struct ControllerEvent {
+  int64_t iteration = 0;  // the record it followed
+  std::string kind;       // "change point", "proposal"
+  std::string detail;     // "link about 0.10 Gbit/s since iteration 58"
+};
+
 class Controller {
  public:
   virtual ~Controller() = default;
   virtual std::vector<KnobProposal> Observe(const IterationRecord& record) = 0;
+  // Everything found and done so far, oldest first.
+  virtual std::vector<ControllerEvent> events() const { return {}; }
 };
 
 // Leaves every knob as it is.
