@@ -117,7 +117,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   lo.total_iterations = data->total_steps;
   lo.records = &records;
   lo.reporter = &reporter;
-  ClusterHooks hooks(*client);
+  ClusterHooks hooks(*client, MakeController(options.controller, rank));
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format));
   hooks.Attach(&lo);
   StepLoop loop(lo);

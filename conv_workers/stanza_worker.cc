@@ -109,7 +109,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   loop_options.first_iteration = first_step;
   loop_options.total_iterations = data->total_steps;
   loop_options.records = &records;
-  ClusterHooks hooks(*client);
+  ClusterHooks hooks(*client, MakeController(options.controller, rank));
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format, link.get()));
   hooks.Attach(&loop_options);
   StepLoop loop(loop_options);

@@ -3,6 +3,7 @@
 //   strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT --config job.json
 //       [--rank R] [--threads T] [--timeout 60] [--summary-out s.json] [--metrics-out m.jsonl]
 //   strata_conv_worker ... --job a.json --job b.json [--policy crossover] [--weights 1,1]
+//   strata_conv_worker ... [--controller changepoint --cost-model cost.json]
 //
 // With several --job configs the process runs one worker per job, each on
 // its own thread, sharing its cores under --policy (runtime/job_group.h).
@@ -27,10 +28,17 @@
 #include "core/util/log.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
+#include "runtime/controller_choice.h"
 #include "runtime/worker_flags.h"
 
 ABSL_FLAG(std::string, mode, "ps", "ps (the whole model) or stanza (the conv trunk only)");
 ABSL_FLAG(int32_t, rank, -1, "worker rank (-1: assigned by the coordinator)");
+ABSL_FLAG(std::string, controller, "none",
+          "what re-tunes the job's knobs as it runs, on worker 0's iteration records: none, or "
+          "changepoint (a link-rate change point, then the --cost-model's fastest value)");
+ABSL_FLAG(std::string, cost_model, "",
+          "--controller changepoint: the knob's cost model (strata_bench train --knob ... "
+          "--cost-model-out)");
 
 namespace strata {
 namespace {
@@ -41,8 +49,18 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
+  STRATA_ASSIGN_OR_RETURN(const ControllerChoice controller,
+                          ChooseController(absl::GetFlag(FLAGS_controller),
+                                           absl::GetFlag(FLAGS_cost_model), mode));
   STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, mode));
-  for (JobRun& job : jobs) job.options.client.rank = absl::GetFlag(FLAGS_rank);
+  if (controller.kind != "none" && jobs.size() > 1) {
+    return absl::InvalidArgumentError(
+        "--controller with several --job: a cost model describes one job; run it with one");
+  }
+  for (JobRun& job : jobs) {
+    job.options.client.rank = absl::GetFlag(FLAGS_rank);
+    job.options.controller = controller;
+  }
   STRATA_ASSIGN_OR_RETURN(const SharingPolicy policy, SharingPolicyFromFlags());
   auto run = [&mode](const WorkerOptions& o) {
     return mode == "stanza" ? RunStanzaConvWorker(o) : RunPsWorker(o).status();

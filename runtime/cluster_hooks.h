@@ -1,7 +1,8 @@
 // ClusterHooks: what the StepLoop of every cluster worker (ps and stanza
 // conv workers, FC workers) is given besides its program: the job's knobs,
-// kept in step through the coordinator (CoordinatedKnobs), and the job's
-// Controller (for now the one that changes nothing); and the way a
+// kept in step through the coordinator (CoordinatedKnobs), and the
+// process's Controller (runtime/controller_choice.h: the job's on conv
+// worker 0, one that changes nothing elsewhere); and the way a
 // cluster worker runs its loop: one that fails tells the servers why
 // before it returns (PsClient::Leave), so its peers stop at once with the
 // cause rather than after a timeout.
@@ -12,6 +13,9 @@
 //   STRATA_ASSIGN_OR_RETURN(int64_t done, hooks.Run(loop, program));
 #ifndef STRATA_RUNTIME_CLUSTER_HOOKS_H_
 #define STRATA_RUNTIME_CLUSTER_HOOKS_H_
+
+#include <memory>
+#include <utility>
 
 #include "core/net/fc_link.h"
 #include "core/net/ps_client.h"
@@ -24,8 +28,12 @@ namespace strata {
 
 class ClusterHooks {
  public:
-  // `client` must outlive this object.
-  explicit ClusterHooks(PsClient& client) : client_(client), schedule_(client) {}
+  // `client` must outlive this object. A null controller changes nothing.
+  explicit ClusterHooks(PsClient& client, std::unique_ptr<Controller> controller = nullptr)
+      : client_(client),
+        schedule_(client),
+        controller_(controller != nullptr ? std::move(controller)
+                                          : std::make_unique<NoChangeController>()) {}
   // The knobs this process applies are declared here before Attach.
   JobKnobs& knobs() { return knobs_; }
   // Declares the wire format (scheduler/knobs.h, kWireFormatKnob) with its
@@ -38,7 +46,7 @@ class ClusterHooks {
   void Attach(StepLoopOptions* options) {
     options->knobs = &knobs_;
     options->schedule = &schedule_;
-    options->controller = &controller_;
+    options->controller = controller_.get();
   }
   // loop.Run(program); on an error, the servers hear it first.
   absl::StatusOr<int64_t> Run(StepLoop& loop, StepProgram& program) {
@@ -51,7 +59,7 @@ class ClusterHooks {
   PsClient& client_;
   JobKnobs knobs_;
   CoordinatedKnobs schedule_;
-  NoChangeController controller_;
+  std::unique_ptr<Controller> controller_;
 };
 
 }  // namespace strata

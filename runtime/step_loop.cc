@@ -74,6 +74,12 @@ void StepLoop::Record(const IterationRecord& record) {
   if (options_.controller != nullptr && options_.schedule != nullptr) {
     const std::vector<KnobProposal> proposals = options_.controller->Observe(record);
     if (!proposals.empty()) options_.schedule->Propose(proposals);
+    const std::vector<ControllerEvent>& events = options_.controller->events();
+    for (; controller_events_written_ < events.size(); ++controller_events_written_) {
+      if (options_.records == nullptr) continue;
+      options_.records->Write(
+          ControllerEventJson(options_.process, events[controller_events_written_]));
+    }
   }
 }
 

@@ -99,7 +99,7 @@ struct StepLoopOptions {
   int64_t first_iteration = 0;
   int64_t total_iterations = 0;
   DevicePolicy* device = nullptr;        // null: always held
-  Controller* controller = nullptr;      // null: no changes
+  Controller* controller = nullptr;      // null: no changes; its events go to `records`
   JobKnobs* knobs = nullptr;             // null: none
   KnobSchedule* schedule = nullptr;      // null: the knobs never change
   MetricsWriter* records = nullptr;      // one JSON line per iteration; null: none
@@ -156,6 +156,7 @@ class StepLoop {
   Phase phase_ = Phase::kLoad;
   IterationRecord record_;
   StepTimes times_;
+  size_t controller_events_written_ = 0;  // beside the records
 };
 
 }  // namespace strata

@@ -11,6 +11,7 @@
 #include "core/net/partition_plan.h"
 #include "core/net/ps_client.h"
 #include "core/train/trainer.h"
+#include "runtime/controller_choice.h"
 #include "scheduler/device_policy.h"
 
 namespace strata {
@@ -24,6 +25,8 @@ struct WorkerOptions {
   // Who may compute when (scheduler/device_policy.h): shared with the other
   // jobs of this process (scheduler/crossover.h); null: always ours.
   DevicePolicy* device = nullptr;
+  // The job's controller (--controller, --cost-model), run by conv worker 0.
+  ControllerChoice controller;
 };
 
 }  // namespace strata

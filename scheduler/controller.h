@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "scheduler/iteration_record.h"
 
 namespace strata {
@@ -32,9 +34,14 @@ class Controller {
  public:
   virtual ~Controller() = default;
   virtual std::vector<KnobProposal> Observe(const IterationRecord& record) = 0;
-  // Everything found and done so far, oldest first.
-  virtual std::vector<ControllerEvent> events() const { return {}; }
+  // Everything found and done so far, oldest first (the StepLoop writes
+  // each new one beside the iteration records).
+  virtual const std::vector<ControllerEvent>& events() const;
 };
+
+// A controller event as a line of the records file:
+// {"event":"controller","process":...,"iteration":...,"kind":...,"detail":...}.
+nlohmann::json ControllerEventJson(const std::string& process, const ControllerEvent& event);
 
 // Leaves every knob as it is.
 class NoChangeController final : public Controller {

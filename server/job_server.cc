@@ -126,6 +126,7 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
     co.fc_workers = options.fc_workers;
     co.job_id = options.job_id;
     co.dead_after = options.dead_after;
+    co.knob_lead = options.knob_lead;
     co.lost_nodes_out = options.lost_nodes_out;
     node->coordinator_ = std::make_unique<Coordinator>(endpoints->socket, &node->admission_, co,
                                                        address, lane_address);

@@ -91,6 +91,9 @@ struct ServerOptions {
   // checkpoint_path.
   bool restore = false;
   absl::Duration dead_after = absl::Seconds(10);
+  // Rank 0: iterations a knob lease reaches ahead (server/knob_board.h): a
+  // requested change takes effect within about this many iterations.
+  int64_t knob_lead = 8;
   // Rank 0: where the coordinator records each node it declares dead
   // (core/train/lost_nodes.h); "" = nowhere.
   std::string lost_nodes_out;

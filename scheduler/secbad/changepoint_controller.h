@@ -54,7 +54,7 @@ class ChangepointController final : public Controller {
       KnobCostModel model, ChangepointControllerOptions options = {});
 
   std::vector<KnobProposal> Observe(const IterationRecord& record) override;
-  std::vector<ControllerEvent> events() const override { return events_; }
+  const std::vector<ControllerEvent>& events() const override { return events_; }
 
   // The MAP segment's link rate (Gbit/s); 0 before any observation.
   double believed_rate_gbit() const { return believed_rate_; }

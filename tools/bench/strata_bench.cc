@@ -75,6 +75,10 @@ ABSL_FLAG(std::string, knob, "",
           "train: run every cluster mode once per value of a runtime knob the job starts with, "
           "NAME=V1,V2 (wire.format=fp32,bf16, moe.pipeline_chunks=1,4, moe.parallelism=expert,data), "
           "and name the best static value per point");
+ABSL_FLAG(std::string, cost_model_out, "",
+          "train: with --knob, one cluster mode and --bandwidth or a bandwidth --sweep, write the "
+          "knob's cost model (iteration time against link rate per value) for strata_launch "
+          "--controller changepoint --cost-model");
 ABSL_FLAG(std::string, csv, "", "train: write the results as CSV to this file");
 ABSL_FLAG(int64_t, tokens, 4096, "moe: tokens per step");
 ABSL_FLAG(int64_t, dim, 512, "moe: token dimension");
@@ -117,7 +121,7 @@ int main(int argc, char** argv) {
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
       "                     [--models alexnet,vgg16,resnet18,resnet50 instead of --config]\n"
-      "                     [--colocate-servers] [--knob wire.format=fp32,bf16]\n"
+      "                     [--colocate-servers] [--knob wire.format=fp32,bf16 [--cost-model-out f]]\n"
       "                     [--fc-workers F] [--servers S] [--bandwidth 1gbit] [--latency 0.2ms]\n"
       "                     [--sweep bandwidth=100mbit,1gbit,10gbit] [--steps K] [--repeat R]\n"
       "                     [--json f] [--csv f] [--plot f.png]\n"
@@ -182,6 +186,7 @@ int main(int argc, char** argv) {
     o.latency = absl::GetFlag(FLAGS_latency);
     o.sweep = absl::GetFlag(FLAGS_sweep);
     o.knob = absl::GetFlag(FLAGS_knob);
+    o.cost_model_out = absl::GetFlag(FLAGS_cost_model_out);
     o.csv_out = absl::GetFlag(FLAGS_csv);
     o.plot_out = absl::GetFlag(FLAGS_plot);
     if (absl::GetFlag(FLAGS_models).empty()) {

@@ -24,6 +24,7 @@
 #include "core/train/metrics_writer.h"
 #include "core/util/json_file.h"
 #include "core/util/subprocess.h"
+#include "scheduler/secbad/knob_cost_model.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/knob_variants.h"
 #include "tools/bench/machine_limits.h"
@@ -327,6 +328,38 @@ nlohmann::json PrintBestStatic(const SweepPoint& point, const std::vector<Conten
   return best;
 }
 
+// The knob's cost model for `mode`, fitted to every knob value's mean
+// iteration at every point (each at its link rate), printed and written to
+// `path`.
+absl::Status WriteCostModel(const TrainReport& report, const std::vector<double>& rates_gbit,
+                            const std::vector<Contender>& contenders, const std::string& knob,
+                            const std::string& mode, const std::string& path) {
+  std::vector<secbad::CostSample> samples;
+  for (size_t p = 0; p < report.points.size(); ++p) {
+    for (size_t i = 0; i < contenders.size(); ++i) {
+      if (contenders[i].mode != mode || contenders[i].knob_value.empty()) continue;
+      const std::map<std::string, double>& parts = report.points[p].contenders[i].seconds_per_iteration;
+      auto part = [&parts](const char* name) {
+        const auto it = parts.find(name);
+        return it == parts.end() ? 0.0 : it->second;
+      };
+      samples.push_back({contenders[i].knob_value, rates_gbit[p],
+                         part("compute") + part("waiting"), part("communication")});
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(const secbad::KnobCostModel model,
+                          secbad::KnobCostModel::Fit(knob, mode, samples));
+  std::printf("cost model of %s (%s), iteration = local + fixed + transfer at 1 Gbit/s / rate:\n",
+              knob.c_str(), mode.c_str());
+  for (const auto& [value, cost] : model.values()) {
+    std::printf("  %-10s local %.4fs  fixed %.4fs  transfer %.4fs\n", value.c_str(),
+                cost.local_seconds, cost.fixed_seconds, cost.transfer_seconds_at_1gbit);
+  }
+  STRATA_RETURN_IF_ERROR(WriteJsonFile(path, model.ToJson()));
+  std::printf("cost model: %s\n", path.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunTrainBench(const TrainBenchOptions& o) {
@@ -348,6 +381,15 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   STRATA_ASSIGN_OR_RETURN(Sweep sweep, ParseSweep(o));
   if (!o.plot_out.empty() && sweep.parameter.empty()) {
     return absl::InvalidArgumentError("--plot needs a --sweep (throughput against its values)");
+  }
+  const int cluster_mode_count = static_cast<int>(
+      std::count_if(o.modes.begin(), o.modes.end(), [](const std::string& m) { return m != "single"; }));
+  if (!o.cost_model_out.empty() &&
+      (o.knob.empty() || cluster_mode_count != 1 ||
+       (sweep.parameter != "bandwidth" && o.bandwidth.empty()))) {
+    return absl::InvalidArgumentError(
+        "--cost-model-out needs --knob, one cluster mode in --modes, and --bandwidth or "
+        "--sweep bandwidth=...: the model relates the knob's values to link rates");
   }
   STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(o.config));
   const int64_t batch = o.batch_size > 0 ? o.batch_size : config.training.batch_size;
@@ -458,13 +500,16 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   ProgressBar progress(static_cast<int>(values.size() * contenders.size()) * o.repeat);
   nlohmann::json ratios = nlohmann::json::object();
   nlohmann::json best_static = nlohmann::json::object();
+  std::vector<double> rates_gbit;  // each point's link rate, 0 on loopback
   for (const std::string& value : values) {
     NetworkSetting net{o.bandwidth, o.latency};
     SweepPoint point;
     point.value = value;
+    rates_gbit.push_back(o.bandwidth.empty() ? 0.0 : *ParseBandwidth(o.bandwidth) * 8 / 1e9);
     if (sweep.parameter == "bandwidth") {
       net.bandwidth = value;
       point.numeric = *ParseBandwidth(value) * 8;
+      rates_gbit.back() = point.numeric / 1e9;
     } else if (sweep.parameter == "latency") {
       net.latency = value;
       point.numeric = *ParseLatency(value);
@@ -516,6 +561,12 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   json["ratios"] = ratios;
   if (knob.has_value()) json["best_static"] = best_static;
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
+  if (!o.cost_model_out.empty()) {
+    const std::string mode =
+        *std::find_if(o.modes.begin(), o.modes.end(), [](const std::string& m) { return m != "single"; });
+    STRATA_RETURN_IF_ERROR(
+        WriteCostModel(report, rates_gbit, contenders, knob->name, mode, o.cost_model_out));
+  }
   if (!o.csv_out.empty()) {
     std::ofstream out(o.csv_out);
     out << ReportToCsv(report);

@@ -37,6 +37,11 @@ struct TrainBenchOptions {
   // starting with the knob there (tools/bench/knob_variants.h); each point
   // names the best static value per mode.
   std::string knob;
+  // With `knob` on one cluster mode: the knob's cost model
+  // (scheduler/secbad/knob_cost_model.h), fitted to every value's
+  // iterations at every link rate run, for strata_launch --controller
+  // changepoint --cost-model.
+  std::string cost_model_out;
   // Run the PyTorch peers where torch is installed: beside `single`, one
   // process; beside ps/stanza, DistributedDataParallel over conv_workers ranks.
   bool with_peer = true;

@@ -96,6 +96,11 @@ struct ClusterLaunchOptions {
   std::vector<std::string> every_process_flags;
   // For every conv and FC worker.
   std::vector<std::string> worker_flags;
+  // For every conv worker: the job's controller (runtime/controller_choice.h;
+  // conv worker 0 runs it).
+  std::vector<std::string> conv_worker_flags;
+  // Iterations a knob lease reaches ahead (the coordinator's --knob-lead).
+  int64_t knob_lead = 8;
   // For the reporting process only.
   std::vector<std::string> extra_worker_flags;
 };

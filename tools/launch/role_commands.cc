@@ -55,7 +55,8 @@ std::vector<std::string> ServerCommand(const ClusterLaunchOptions& o, int rank,
       o, {o.bin_dir + "/strata_server", "--rank", std::to_string(rank), "--coordinator",
           coordinator, "--consistency", o.consistency, "--staleness", std::to_string(o.staleness),
           "--servers", std::to_string(o.servers), "--conv-workers", std::to_string(o.conv_workers),
-          "--mode", o.mode, "--fc-workers", std::to_string(stanza ? o.fc_workers : 0)});
+          "--mode", o.mode, "--fc-workers", std::to_string(stanza ? o.fc_workers : 0),
+          "--knob-lead", std::to_string(o.knob_lead)});
   AddCheckpointFlags(o, argv);
   return argv;
 }
@@ -78,6 +79,7 @@ std::vector<std::string> ConvWorkerCommand(const ClusterLaunchOptions& o, int ra
       WithJobs(o, {o.bin_dir + "/strata_conv_worker", "--mode", o.mode, "--coordinator",
                    coordinator, "--rank", std::to_string(rank)});
   AddWorkerFlags(o, argv);
+  argv.insert(argv.end(), o.conv_worker_flags.begin(), o.conv_worker_flags.end());
   if (rank == 0 && o.mode != "stanza") AddReportingFlags(o, summary_path, argv);
   return argv;
 }

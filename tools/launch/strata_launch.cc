@@ -34,6 +34,7 @@
 #include "core/util/log.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
+#include "runtime/controller_choice.h"
 #include "runtime/single_trainer.h"
 #include "scheduler/crossover.h"
 #include "tools/launch/chrome_trace.h"
@@ -67,6 +68,15 @@ ABSL_FLAG(std::string, bandwidth_schedule, "",
           "ps, stanza: instead of --bandwidth, link rates that change while the job runs, "
           "RATE@TIME,... from the launch (e.g. 1gbit@0,100mbit@60s,1gbit@120s; tc changes the "
           "emulated links in place)");
+ABSL_FLAG(std::string, controller, "none",
+          "ps and stanza: what re-tunes the job's knobs while it runs, on conv worker 0's "
+          "iteration records: none, or changepoint (with --cost-model)");
+ABSL_FLAG(std::string, cost_model, "",
+          "--controller changepoint: the knob's cost model, as strata_bench train --knob ... "
+          "--cost-model-out writes it");
+ABSL_FLAG(int64_t, knob_lead, 8,
+          "iterations a knob lease reaches ahead: a change the controller or strata_ctl asks for "
+          "takes effect within about this many iterations");
 ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth or --bandwidth-schedule, one-way delay between hosts (e.g. 0.2ms)");
 ABSL_FLAG(std::string, port_range, "",
@@ -202,6 +212,24 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
     return absl::InvalidArgumentError(
         absl::StrCat(o.restore ? "--restore" : "--restart-failed",
                      " needs --checkpoint-dir (and --checkpoint-every) in ps and stanza modes"));
+  }
+  o.knob_lead = absl::GetFlag(FLAGS_knob_lead);
+  if (o.knob_lead < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--knob-lead ", o.knob_lead, ": a lease must reach at least 1 iteration"));
+  }
+  // The controller and its cost model are checked here, before anything
+  // starts; every conv worker checks them again, and worker 0 runs it.
+  const std::string controller = absl::GetFlag(FLAGS_controller);
+  const std::string cost_model = absl::GetFlag(FLAGS_cost_model);
+  STRATA_RETURN_IF_ERROR(ChooseController(controller, cost_model, o.mode).status());
+  if (controller != "none") {
+    if (!o.job_configs.empty()) {
+      return absl::InvalidArgumentError(
+          "--controller with --jobs: a cost model describes one job; run it with one");
+    }
+    o.conv_worker_flags = {"--controller", controller, "--cost-model",
+                           std::filesystem::absolute(cost_model).string()};
   }
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   if (const std::string keys = CurveKeysDirFromFlags(); !keys.empty()) {
