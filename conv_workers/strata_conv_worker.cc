@@ -49,9 +49,9 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
-  STRATA_ASSIGN_OR_RETURN(const ControllerChoice controller,
-                          ChooseController(absl::GetFlag(FLAGS_controller),
-                                           absl::GetFlag(FLAGS_cost_model), mode));
+  STRATA_ASSIGN_OR_RETURN(
+      const ControllerChoice controller,
+      ChooseController(absl::GetFlag(FLAGS_controller), absl::GetFlag(FLAGS_cost_model), mode));
   STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, mode));
   if (controller.kind != "none" && jobs.size() > 1) {
     return absl::InvalidArgumentError(

@@ -36,8 +36,7 @@ absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
                           secbad::KnobCostModel::FromJson(json, cost_model_path));
   if (model.mode() != mode) {
     return absl::InvalidArgumentError(absl::StrCat(cost_model_path, ": fitted to ", model.mode(),
-                                                   " mode, but this job runs in ", mode,
-                                                   " mode"));
+                                                   " mode, but this job runs in ", mode, " mode"));
   }
   for (const auto& [value, cost] : model.values()) {
     STRATA_RETURN_IF_ERROR_CTX(KnobCatalog::Global().Validate(model.knob(), value),

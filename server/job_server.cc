@@ -8,9 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "core/data/dataset.h"
 #include "core/model/job_identity.h"
-#include "core/net/wire_format.h"
 #include "core/model/model.h"
 #include "core/net/membership.h"
+#include "core/net/wire_format.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
 #include "core/util/clock.h"
@@ -77,8 +77,7 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
   int64_t total_steps = 1;
   if (keys.sizes.empty()) {
     STRATA_ASSIGN_OR_RETURN(keys, KeysOfJob(options.config, options.mode, options.fc_workers));
-    total_steps =
-        TotalTrainingSteps(options.config.training, TrainingSetSize(options.config.data));
+    total_steps = TotalTrainingSteps(options.config.training, TrainingSetSize(options.config.data));
   }
   node->plan_ = PartitionPlan::Build(keys.sizes, options.servers, options.chunk_elements);
   StoreOptions so;
@@ -96,8 +95,8 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
     if (!options.checkpoint_dir.empty()) {
       const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(options.checkpoint_dir);
       if (!epoch.has_value()) {
-        return absl::NotFoundError(absl::StrCat("--restore: no complete checkpoint epoch in ",
-                                                options.checkpoint_dir));
+        return absl::NotFoundError(
+            absl::StrCat("--restore: no complete checkpoint epoch in ", options.checkpoint_dir));
       }
       path = epoch->PartPath(options.checkpoint_dir, CheckpointPartName("server", options.rank));
       node->last_complete_epoch_ = epoch->iteration;
@@ -312,16 +311,15 @@ absl::StatusOr<JobServer::ResolvedSlices> JobServer::ResolveSlices(const Incomin
   // Inits, and what shared memory holds, are fp32.
   const wire::DataType type = h.getDataType();
   if (type != wire::DataType::F32 && type != wire::DataType::BF16) {
-    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " of unknown data type ",
-                                                   static_cast<int>(type)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(KindName(h.getKind()), " of unknown data type ", static_cast<int>(type)));
   }
   if (type != wire::DataType::F32 &&
       (h.getKind() == wire::Kind::INIT || h.getShmSlots().size() != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " in ",
-                                                   WireFormatName(type),
-                                                   (h.getKind() == wire::Kind::INIT
-                                                        ? ": initial values travel as fp32"
-                                                        : ": shared-memory slots hold fp32")));
+    return absl::InvalidArgumentError(
+        absl::StrCat(KindName(h.getKind()), " in ", WireFormatName(type),
+                     (h.getKind() == wire::Kind::INIT ? ": initial values travel as fp32"
+                                                      : ": shared-memory slots hold fp32")));
   }
   if (with_frames && message.num_frames() != slices.size()) {
     return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " has ", slices.size(),
@@ -348,10 +346,10 @@ absl::StatusOr<JobServer::ResolvedSlices> JobServer::ResolveSlices(const Incomin
                        " sent to server ", options_.rank, "; it lives on server ", c->server));
     }
     if (with_frames && message.frame_size(i) != c->length * ElementBytes(type)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
-          message.frame_size(i), " bytes, expected ", c->length * ElementBytes(type), " (",
-          c->length, " ", WireFormatName(type), " values)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
+                       message.frame_size(i), " bytes, expected ", c->length * ElementBytes(type),
+                       " (", c->length, " ", WireFormatName(type), " values)"));
     }
     for (const Chunk& earlier : chunks) {
       if (earlier.index == c->index) {
@@ -459,7 +457,7 @@ absl::Status JobServer::HandlePush(const IncomingMessage& message) {
 }
 
 const float* JobServer::PushedValues(const IncomingMessage& message, const ResolvedSlices& slices,
-                                    size_t i) {
+                                     size_t i) {
   if (slices.placement.region != nullptr || message.header().getDataType() == wire::DataType::F32) {
     return slices.placement.SliceData(message, i);
   }
@@ -558,11 +556,10 @@ void JobServer::MaybeCheckpoint() {
   const int64_t version = store_->min_version(plan_.chunks_of_server(options_.rank));
   if (version <= last_checkpoint_version_ || version % options_.checkpoint_every != 0) return;
   last_checkpoint_version_ = version;
-  const std::string path =
-      options_.checkpoint_dir.empty()
-          ? options_.checkpoint_path
-          : EpochPartPath(options_.checkpoint_dir, version,
-                          CheckpointPartName("server", options_.rank));
+  const std::string path = options_.checkpoint_dir.empty()
+                               ? options_.checkpoint_path
+                               : EpochPartPath(options_.checkpoint_dir, version,
+                                               CheckpointPartName("server", options_.rank));
   checkpoints_->Write(path, version, store_->Capture());
 }
 

@@ -76,7 +76,7 @@ struct ServerOptions {
   Consistency consistency = Consistency::kBsp;
   int staleness = 2;
   int64_t chunk_elements = kDefaultChunkElements;
-  std::string ready_file;        // written once serving (core/util/ready_file.h); "" = none
+  std::string ready_file;  // written once serving (core/util/ready_file.h); "" = none
   // Checkpoints every `checkpoint_every` iterations (written off the event
   // loop): coordinated epochs in `checkpoint_dir` (this shard's part of
   // each, core/train/checkpoint_epochs.h; rank 0 completes an epoch once
@@ -203,8 +203,7 @@ class JobServer {
   absl::Status HandlePush(const IncomingMessage& message);
   // A push's floats for slice `i`: from its slot or frame, widened from
   // bf16 into widened_ when that is what the frame carries.
-  const float* PushedValues(const IncomingMessage& message, const ResolvedSlices& slices,
-                            size_t i);
+  const float* PushedValues(const IncomingMessage& message, const ResolvedSlices& slices, size_t i);
   absl::Status HandlePull(const IncomingMessage& message);
   absl::Status HandleShmAttach(const IncomingMessage& message);
   // A worker's last word (DONE, LEAVE): its connection is forgotten and
@@ -254,8 +253,8 @@ class JobServer {
   std::vector<bool> rejoined_;
   bool shutdown_ = false;
   int64_t last_checkpoint_version_ = 0;
-  std::unique_ptr<CheckpointWriter> checkpoints_;  // null: no checkpoints
-  int64_t last_complete_epoch_ = -1;               // rank 0
+  std::unique_ptr<CheckpointWriter> checkpoints_;    // null: no checkpoints
+  int64_t last_complete_epoch_ = -1;                 // rank 0
   std::map<int64_t, int64_t> updates_by_iteration_;  // chunk updates applied
   uint64_t errors_sent_ = 0;
   uint64_t replies_dropped_ = 0;  // to peers gone or not reading

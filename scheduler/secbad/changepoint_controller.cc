@@ -12,7 +12,8 @@ namespace strata::secbad {
 absl::StatusOr<std::unique_ptr<ChangepointController>> ChangepointController::Create(
     KnobCostModel model, ChangepointControllerOptions options) {
   if (!(options.mean_segment_iterations >= 1)) {
-    return absl::InvalidArgumentError("changepoint controller: mean_segment_iterations must be >= 1");
+    return absl::InvalidArgumentError(
+        "changepoint controller: mean_segment_iterations must be >= 1");
   }
   if (!(options.noise > 0) || !(options.spread > 0)) {
     return absl::InvalidArgumentError("changepoint controller: noise and spread must be > 0");
@@ -56,10 +57,11 @@ std::vector<KnobProposal> ChangepointController::Observe(const IterationRecord& 
   const auto in_force = record.knobs.find(model_.knob());
   if (in_force == record.knobs.end() || !model_.Knows(in_force->second)) {
     if (!missing_knob_logged_) {
-      LogWarning("controller: iteration %d runs %s=%s, which the cost model does not know; "
-                 "such iterations are not observed",
-                 record.iteration, model_.knob(),
-                 in_force == record.knobs.end() ? "(unset)" : in_force->second);
+      LogWarning(
+          "controller: iteration %d runs %s=%s, which the cost model does not know; "
+          "such iterations are not observed",
+          record.iteration, model_.knob(),
+          in_force == record.knobs.end() ? "(unset)" : in_force->second);
       missing_knob_logged_ = true;
     }
     return {};

@@ -13,10 +13,9 @@
 //      value in force (or already asked for) by at least `min_gain`.
 //
 // A change point is reported once, where its segment begins, however often
-// the MAP run length falls back to it. Records that are not completed, the first one seen (start-up) and ones
-// that lack the knob are not observations. Change points and proposals
-// are logged and kept (events()). Not thread-safe: the StepLoop's thread
-// calls Observe.
+// the MAP run length falls back to it. Records that are not completed, the first one seen
+// (start-up) and ones that lack the knob are not observations. Change points and proposals are
+// logged and kept (events()). Not thread-safe: the StepLoop's thread calls Observe.
 #ifndef STRATA_SCHEDULER_SECBAD_CHANGEPOINT_CONTROLLER_H_
 #define STRATA_SCHEDULER_SECBAD_CHANGEPOINT_CONTROLLER_H_
 
@@ -72,7 +71,7 @@ class ChangepointController final : public Controller {
   bool missing_knob_logged_ = false;
   double believed_rate_ = 0;
   int64_t last_change_start_ = -1;  // the latest change point reported
-  std::string pending_;  // proposed, not yet in force
+  std::string pending_;             // proposed, not yet in force
   int64_t pending_since_ = 0;
   std::vector<ControllerEvent> events_;
 };

@@ -54,13 +54,13 @@ absl::StatusOr<KnobCostModel> KnobCostModel::Fit(std::string knob, std::string m
   std::map<std::string, std::vector<const CostSample*>> by_value;
   for (const CostSample& s : samples) {
     if (!(s.rate_gbit > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cost model: ", knob, "=", s.value, " measured at a link rate of ",
-                       s.rate_gbit, " Gbit/s (a rate must be > 0)"));
+      return absl::InvalidArgumentError(absl::StrCat("cost model: ", knob, "=", s.value,
+                                                     " measured at a link rate of ", s.rate_gbit,
+                                                     " Gbit/s (a rate must be > 0)"));
     }
     if (s.local_seconds < 0 || s.communication_seconds < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("cost model: ", knob, "=", s.value,
-                                                     " has negative seconds"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cost model: ", knob, "=", s.value, " has negative seconds"));
     }
     by_value[s.value].push_back(&s);
   }
@@ -84,8 +84,8 @@ absl::StatusOr<KnobCostModel> KnobCostModel::FromJson(const nlohmann::json& json
   STRATA_ASSIGN_OR_RETURN(const nlohmann::json* values, top.Child("values"));
   STRATA_RETURN_IF_ERROR(top.Finish());
   if (!values->is_object() || values->size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        top.ChildPath("values"), ": expected an object with two or more knob values"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(top.ChildPath("values"), ": expected an object with two or more knob values"));
   }
   for (const auto& [value, fields] : values->items()) {
     JsonObjectReader r(fields, top.ChildPath("values") + "." + value);
@@ -121,7 +121,8 @@ double KnobCostModel::IterationSeconds(const std::string& value, double rate_gbi
 double KnobCostModel::InferRate(const std::string& value, double communication_seconds) const {
   const ValueCost& c = values_.at(value);
   const double excess = communication_seconds - c.fixed_seconds;
-  if (c.transfer_seconds_at_1gbit <= 0 || excess * kFastestRateGbit <= c.transfer_seconds_at_1gbit) {
+  if (c.transfer_seconds_at_1gbit <= 0 ||
+      excess * kFastestRateGbit <= c.transfer_seconds_at_1gbit) {
     return kFastestRateGbit;
   }
   return std::clamp(c.transfer_seconds_at_1gbit / excess, kSlowestRateGbit, kFastestRateGbit);

@@ -1,7 +1,9 @@
 // Emulated cluster networks: rates, latencies and bandwidth schedules
 // parse; two emulated hosts carry the set rate, and the new one after a
-// live change; a launched job's links follow its schedule; nothing (namespace, link, qdisc)
-// survives teardown, a Ctrl-C of the launcher, or a launcher killed outright.
+// live change; a launched job's links follow its schedule, and its
+// change-point controller re-tunes the wire format when they slow down;
+// nothing (namespace, link, qdisc) survives teardown, a Ctrl-C of the
+// launcher, or a launcher killed outright.
 #include "tools/netem/emulated_network.h"
 
 #include <gtest/gtest.h>
@@ -331,6 +333,132 @@ TEST_F(EmulatedClusterTest, AScheduleThatDoesNotParseIsRefusedBeforeAnythingStar
   EXPECT_NE(both_out.find("--bandwidth and --bandwidth-schedule both give the link rate"),
             std::string::npos)
       << both_out;
+}
+
+// A cost model in which bf16's conversions cost more than its saved bytes
+// on a fast link (fp32 wins above 0.75 Gbit/s) and less on a slow one: the
+// controller must keep fp32 at 1 Gbit/s and move to bf16 once the link
+// drops to 100 Mbit/s.
+TEST_F(EmulatedClusterTest, TheChangepointControllerRetunesTheWireFormatWhenTheLinkDrops) {
+  STRATA_SKIP_WITHOUT_NAMESPACES();
+  if (testing::TimeScale() > 1) {
+    GTEST_SKIP() << "the cost model describes an uninstrumented build's iterations; this one "
+                    "runs "
+                 << testing::TimeScale() << "x slower";
+  }
+  const std::string model = dir_ + "/cost.json";
+  {
+    std::ofstream out(model);
+    out << R"({"knob": "wire.format", "mode": "ps", "values": {
+      "fp32": {"local_seconds": 0.027, "fixed_seconds": 0.0, "transfer_seconds_at_1gbit": 0.145},
+      "bf16": {"local_seconds": 0.028, "fixed_seconds": 0.1, "transfer_seconds_at_1gbit": 0.07}}})";
+  }
+  testing::Process launcher({testing::kBin + "strata_launch",
+                             "--config",
+                             testing::kConfig,
+                             "--mode",
+                             "ps",
+                             "--conv-workers",
+                             "2",
+                             "--max-steps",
+                             "70",
+                             "--evaluate=false",
+                             "--progress=false",
+                             "--bandwidth-schedule",
+                             "1gbit@0,100mbit@8s",
+                             "--controller",
+                             "changepoint",
+                             "--cost-model",
+                             model,
+                             "--knob-lead",
+                             "2",
+                             "--records-dir",
+                             dir_ + "/records",
+                             "--summary-out",
+                             dir_ + "/summary.json"},
+                            dir_ + "/launch.log");
+  ASSERT_EQ(launcher.Wait(), 0) << launcher.log();
+  EXPECT_EQ(Summary(dir_ + "/summary.json")["steps"], 70);
+  std::vector<double> communication;
+  std::vector<std::string> format;
+  std::vector<nlohmann::json> events;
+  std::ifstream records(dir_ + "/records/conv_worker_0.jsonl");
+  for (std::string line; std::getline(records, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    if (record["event"] == "iteration") {
+      communication.push_back(record["communication"].get<double>());
+      format.push_back(record["knobs"]["wire.format"].get<std::string>());
+    } else if (record["event"] == "controller") {
+      events.push_back(record);
+    }
+  }
+  ASSERT_EQ(communication.size(), 70u);
+  // The first iteration on the slow link: fp32's communication grows tenfold.
+  size_t slow = 0;
+  for (size_t i = 2; i < communication.size() && slow == 0; ++i) {
+    if (communication[i] > 4 * communication[1] && format[i] == "fp32") slow = i;
+  }
+  ASSERT_GT(slow, 5u) << launcher.log();
+  ASSERT_LT(slow, 60u) << launcher.log();
+  // fp32 until then, then bf16 within 5 iterations, to the end.
+  for (size_t i = 0; i < slow; ++i) EXPECT_EQ(format[i], "fp32") << "iteration " << i;
+  const size_t switched = std::find(format.begin() + slow, format.end(), "bf16") - format.begin();
+  EXPECT_LE(switched - slow, 5u) << "slow from " << slow << ", bf16 from " << switched;
+  for (size_t i = switched; i < format.size(); ++i) EXPECT_EQ(format[i], "bf16") << i;
+  // One proposal, after the change point it follows; both logged.
+  int proposals = 0;
+  for (const nlohmann::json& e : events) {
+    EXPECT_EQ(e["process"], "conv worker 0");
+    if (e["kind"] != "proposal") continue;
+    ++proposals;
+    EXPECT_GE(e["iteration"].get<size_t>(), slow);
+    EXPECT_NE(e["detail"].get<std::string>().find("wire.format=bf16"), std::string::npos) << e;
+  }
+  EXPECT_EQ(proposals, 1);
+  EXPECT_NE(launcher.log().find("controller: change point"), std::string::npos);
+  EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
+}
+
+TEST_F(EmulatedClusterTest, ABadControllerOrCostModelIsRefusedBeforeAnythingStarts) {
+  const std::string launch = testing::kBin + "strata_launch --config " + testing::kConfig +
+                             " --mode ps --summary-out " + dir_ + "/s.json ";
+  const auto [unknown, unknown_out] = RunCommand(launch + "--controller oracle");
+  EXPECT_NE(unknown, 0);
+  EXPECT_NE(unknown_out.find("--controller oracle: unknown (use none or changepoint)"),
+            std::string::npos)
+      << unknown_out;
+  const auto [none, none_out] = RunCommand(launch + "--controller changepoint");
+  EXPECT_NE(none, 0);
+  EXPECT_NE(none_out.find("needs --cost-model FILE"), std::string::npos) << none_out;
+  const std::string model = dir_ + "/cost.json";
+  {
+    std::ofstream out(model);
+    out << R"({"knob": "wire.format", "mode": "stanza", "values": {
+      "fp32": {"local_seconds": 0.03, "fixed_seconds": 0, "transfer_seconds_at_1gbit": 0.1},
+      "fp8": {"local_seconds": 0.03, "fixed_seconds": 0, "transfer_seconds_at_1gbit": 0.02}}})";
+  }
+  const auto [mode, mode_out] =
+      RunCommand(launch + "--controller changepoint --cost-model " + model);
+  EXPECT_NE(mode, 0);
+  EXPECT_NE(mode_out.find("fitted to stanza mode, but this job runs in ps mode"), std::string::npos)
+      << mode_out;
+  const auto [value, value_out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
+                 " --mode stanza --summary-out " + dir_ +
+                 "/s.json --controller changepoint --cost-model " + model);
+  EXPECT_NE(value, 0);
+  EXPECT_NE(value_out.find("the wire formats are fp32 and bf16"), std::string::npos) << value_out;
+  {
+    std::ofstream out(model);
+    out << "{\"knob\": \"wire.format\", \"mode\": \"ps\"";
+  }
+  const auto [broken, broken_out] =
+      RunCommand(launch + "--controller changepoint --cost-model " + model);
+  EXPECT_NE(broken, 0);
+  EXPECT_NE(broken_out.find(model), std::string::npos) << broken_out;
+  for (const std::string& out : {unknown_out, none_out, mode_out, value_out, broken_out}) {
+    EXPECT_EQ(out.find("serving"), std::string::npos) << out;
+  }
 }
 
 TEST_F(EmulatedClusterTest, BadRateIsRefusedBeforeAnythingStarts) {

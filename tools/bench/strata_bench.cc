@@ -71,10 +71,11 @@ ABSL_FLAG(std::string, latency, "0",
           "train: with --bandwidth, one-way delay between hosts (0.2ms)");
 ABSL_FLAG(std::string, sweep, "",
           "train: run every value of one network setting, e.g. bandwidth=100mbit,1gbit,10gbit");
-ABSL_FLAG(std::string, knob, "",
-          "train: run every cluster mode once per value of a runtime knob the job starts with, "
-          "NAME=V1,V2 (wire.format=fp32,bf16, moe.pipeline_chunks=1,4, moe.parallelism=expert,data), "
-          "and name the best static value per point");
+ABSL_FLAG(
+    std::string, knob, "",
+    "train: run every cluster mode once per value of a runtime knob the job starts with, "
+    "NAME=V1,V2 (wire.format=fp32,bf16, moe.pipeline_chunks=1,4, moe.parallelism=expert,data), "
+    "and name the best static value per point");
 ABSL_FLAG(std::string, cost_model_out, "",
           "train: with --knob, one cluster mode and --bandwidth or a bandwidth --sweep, write the "
           "knob's cost model (iteration time against link rate per value) for strata_launch "
@@ -121,7 +122,8 @@ int main(int argc, char** argv) {
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
       "                     [--models alexnet,vgg16,resnet18,resnet50 instead of --config]\n"
-      "                     [--colocate-servers] [--knob wire.format=fp32,bf16 [--cost-model-out f]]\n"
+      "                     [--colocate-servers] [--knob wire.format=fp32,bf16 [--cost-model-out "
+      "f]]\n"
       "                     [--fc-workers F] [--servers S] [--bandwidth 1gbit] [--latency 0.2ms]\n"
       "                     [--sweep bandwidth=100mbit,1gbit,10gbit] [--steps K] [--repeat R]\n"
       "                     [--json f] [--csv f] [--plot f.png]\n"

@@ -338,13 +338,14 @@ absl::Status WriteCostModel(const TrainReport& report, const std::vector<double>
   for (size_t p = 0; p < report.points.size(); ++p) {
     for (size_t i = 0; i < contenders.size(); ++i) {
       if (contenders[i].mode != mode || contenders[i].knob_value.empty()) continue;
-      const std::map<std::string, double>& parts = report.points[p].contenders[i].seconds_per_iteration;
+      const std::map<std::string, double>& parts =
+          report.points[p].contenders[i].seconds_per_iteration;
       auto part = [&parts](const char* name) {
         const auto it = parts.find(name);
         return it == parts.end() ? 0.0 : it->second;
       };
-      samples.push_back({contenders[i].knob_value, rates_gbit[p],
-                         part("compute") + part("waiting"), part("communication")});
+      samples.push_back({contenders[i].knob_value, rates_gbit[p], part("compute") + part("waiting"),
+                         part("communication")});
     }
   }
   STRATA_ASSIGN_OR_RETURN(const secbad::KnobCostModel model,
@@ -382,11 +383,10 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   if (!o.plot_out.empty() && sweep.parameter.empty()) {
     return absl::InvalidArgumentError("--plot needs a --sweep (throughput against its values)");
   }
-  const int cluster_mode_count = static_cast<int>(
-      std::count_if(o.modes.begin(), o.modes.end(), [](const std::string& m) { return m != "single"; }));
-  if (!o.cost_model_out.empty() &&
-      (o.knob.empty() || cluster_mode_count != 1 ||
-       (sweep.parameter != "bandwidth" && o.bandwidth.empty()))) {
+  const int cluster_mode_count = static_cast<int>(std::count_if(
+      o.modes.begin(), o.modes.end(), [](const std::string& m) { return m != "single"; }));
+  if (!o.cost_model_out.empty() && (o.knob.empty() || cluster_mode_count != 1 ||
+                                    (sweep.parameter != "bandwidth" && o.bandwidth.empty()))) {
     return absl::InvalidArgumentError(
         "--cost-model-out needs --knob, one cluster mode in --modes, and --bandwidth or "
         "--sweep bandwidth=...: the model relates the knob's values to link rates");
@@ -562,8 +562,8 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   if (knob.has_value()) json["best_static"] = best_static;
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
   if (!o.cost_model_out.empty()) {
-    const std::string mode =
-        *std::find_if(o.modes.begin(), o.modes.end(), [](const std::string& m) { return m != "single"; });
+    const std::string mode = *std::find_if(o.modes.begin(), o.modes.end(),
+                                           [](const std::string& m) { return m != "single"; });
     STRATA_RETURN_IF_ERROR(
         WriteCostModel(report, rates_gbit, contenders, knob->name, mode, o.cost_model_out));
   }

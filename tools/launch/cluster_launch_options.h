@@ -27,8 +27,8 @@ struct ClusterLaunchOptions {
   // Each job's global batch (every --job's, or the one job's), which the
   // conv workers must divide.
   std::vector<int64_t> batch_sizes;
-  std::string bin_dir;               // where strata_server and strata_conv_worker are
-  std::string mode = "ps";           // ps or stanza
+  std::string bin_dir;      // where strata_server and strata_conv_worker are
+  std::string mode = "ps";  // ps or stanza
   int servers = 1;
   int conv_workers = 2;
   int fc_workers = 1;  // stanza only

@@ -16,7 +16,8 @@ absl::StatusOr<LostConvWorkerPolicy> ParseLostConvWorkerPolicy(const std::string
       absl::StrCat("--lost-conv-worker ", name, ": use restart, continue or stop"));
 }
 
-std::vector<int> LostConvWorkers(const FailedProcess& first, const std::vector<LostNode>& recorded) {
+std::vector<int> LostConvWorkers(const FailedProcess& first,
+                                 const std::vector<LostNode>& recorded) {
   std::set<int> lost;
   if (first.role == "conv_worker" && first.killed) lost.insert(first.rank);
   for (const LostNode& node : recorded) {

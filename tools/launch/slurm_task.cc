@@ -29,7 +29,8 @@ absl::StatusOr<std::string> RequiredEnv(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') {
     return absl::FailedPreconditionError(
-        absl::StrCat("$", name, " is not set: strata_launch --slurm runs as a task of a Slurm "
+        absl::StrCat("$", name,
+                     " is not set: strata_launch --slurm runs as a task of a Slurm "
                      "job step (srun strata_launch --slurm ... inside an allocation; "
                      "tools/cloud/slurm/strata.sbatch does this)"));
   }
@@ -83,8 +84,7 @@ std::string NodeAddress(const std::string& node) {
 int GpusOnThisHost() {
   std::error_code error;
   int n = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", error)) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", error)) {
     (void)entry;
     ++n;
   }
@@ -146,9 +146,9 @@ absl::StatusOr<SlurmTaskProcess> SlurmTaskCommand(ClusterLaunchOptions o, const 
   if (batches.empty()) batches.push_back(o.config.training.batch_size);
   for (const int64_t batch : batches) {
     if (batch % o.conv_workers != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("training.batch_size ", batch,
-                                                     " is not divisible by the ", o.conv_workers,
-                                                     " conv workers ", task.ntasks, " tasks leave"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("training.batch_size ", batch, " is not divisible by the ", o.conv_workers,
+                       " conv workers ", task.ntasks, " tasks leave"));
     }
   }
   // What Slurm gave the task: --cpus-per-task, else one CPU.
@@ -188,12 +188,11 @@ absl::Status RunSlurmTask(const ClusterLaunchOptions& o, const SlurmLaunchOption
   } else {
     if (task.procid == 0 && task.node != task.nodes.front()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "task 0 runs on ", task.node, ", not on the allocation's first host ",
-          task.nodes.front(), " where the coordinator is expected: use srun's default block "
+          "task 0 runs on ", task.node, ", not on the allocation's first host ", task.nodes.front(),
+          " where the coordinator is expected: use srun's default block "
           "distribution, or set $STRATA_COORDINATOR"));
     }
-    coordinator =
-        absl::StrCat("tcp://", NodeAddress(task.nodes.front()), ":", slurm.port_base);
+    coordinator = absl::StrCat("tcp://", NodeAddress(task.nodes.front()), ":", slurm.port_base);
   }
   const std::string advertise = NodeAddress(task.node);
   STRATA_ASSIGN_OR_RETURN(SlurmTaskProcess process,
@@ -224,7 +223,8 @@ absl::Status RunSlurmTask(const ClusterLaunchOptions& o, const SlurmLaunchOption
   if (!slurm.log_dir.empty()) {
     const int fd = ::open(where.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
-      return absl::UnavailableError(absl::StrCat("cannot open ", where, ": ", std::strerror(errno)));
+      return absl::UnavailableError(
+          absl::StrCat("cannot open ", where, ": ", std::strerror(errno)));
     }
     const bool redirected = ::dup2(fd, STDOUT_FILENO) >= 0 && ::dup2(fd, STDERR_FILENO) >= 0;
     ::close(fd);

@@ -78,7 +78,8 @@ ABSL_FLAG(int64_t, knob_lead, 8,
           "iterations a knob lease reaches ahead: a change the controller or strata_ctl asks for "
           "takes effect within about this many iterations");
 ABSL_FLAG(std::string, latency, "0",
-          "ps, stanza: with --bandwidth or --bandwidth-schedule, one-way delay between hosts (e.g. 0.2ms)");
+          "ps, stanza: with --bandwidth or --bandwidth-schedule, one-way delay between hosts (e.g. "
+          "0.2ms)");
 ABSL_FLAG(std::string, port_range, "",
           "ps, stanza: the ports serving processes bind, FIRST-LAST (each socket takes the first "
           "free one; default: any free port); with --bandwidth each process binds 0.0.0.0 on "

@@ -179,15 +179,24 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
   return net;
 }
 
+// The largest packet a token bucket is handed, as tc counts it: a 64 KiB
+// segment-offload packet (the interfaces' gso_max_size and gro_max_size)
+// with the headers of each of its segments (up to 48; tc counts every
+// segment's). The bucket's burst must hold it. A bucket whose burst is
+// smaller splits such packets as they arrive, but one made smaller by a
+// rate change cannot send a larger packet it queued before: it would wait
+// for tokens it can never hold, and the link would stop.
+constexpr int64_t kLargestPacketBytes = 64 * 1024 + 48 * 128;
+
 // The tc command that adds (`verb` "add") or changes ("change") the rate
 // limit of `device` in namespace `ns`: a token bucket whose burst holds
-// ~1 ms of traffic (at least one 64 KiB segment-offload packet), so short
-// bursts pass as on a switch port.
+// ~1 ms of traffic (at least the largest packet), so short bursts pass as
+// on a switch port.
 static std::vector<std::string> TokenBucketCommand(const std::string& verb, const std::string& ns,
                                                    const std::string& device,
                                                    double bytes_per_second) {
   const int64_t burst =
-      std::max<int64_t>(64 * 1024 + 1600, static_cast<int64_t>(bytes_per_second / 1000));
+      std::max<int64_t>(kLargestPacketBytes, static_cast<int64_t>(bytes_per_second / 1000));
   return {"tc",
           "-n",
           ns,
