@@ -88,7 +88,7 @@ std::vector<KnobProposal> ChangepointController::Observe(const IterationRecord& 
   if (!pending_.empty() && record.iteration - pending_since_ > options_.proposal_patience) {
     pending_.clear();  // never came into force: the coordinator may have refused it
   }
-  const std::string& target = pending_.empty() ? current : pending_;
+  const std::string target = pending_.empty() ? current : pending_;
   const std::string best = model_.Best(believed_rate_);
   if (best == target) return {};
   const double gain = model_.IterationSeconds(target, believed_rate_) /
