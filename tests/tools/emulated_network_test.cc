@@ -427,6 +427,12 @@ TEST_F(EmulatedClusterTest, ABadControllerOrCostModelIsRefusedBeforeAnythingStar
   EXPECT_NE(unknown_out.find("--controller oracle: unknown (use none or changepoint)"),
             std::string::npos)
       << unknown_out;
+  const auto [single, single_out] =
+      RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +
+                 " --mode single --max-steps 1 --controller changepoint");
+  EXPECT_NE(single, 0);
+  EXPECT_NE(single_out.find("--controller needs --mode ps or stanza"), std::string::npos)
+      << single_out;
   const auto [none, none_out] = RunCommand(launch + "--controller changepoint");
   EXPECT_NE(none, 0);
   EXPECT_NE(none_out.find("needs --cost-model FILE"), std::string::npos) << none_out;

@@ -293,6 +293,10 @@ absl::Status Run() {
   if (jobs.size() > 1 && config.cluster.mode == "single") {
     return absl::InvalidArgumentError("--jobs needs --mode ps or stanza: jobs share a cluster");
   }
+  if (config.cluster.mode == "single" && absl::GetFlag(FLAGS_controller) != "none") {
+    return absl::InvalidArgumentError(
+        "--controller needs --mode ps or stanza: it re-tunes a cluster's knobs");
+  }
   if (absl::GetFlag(FLAGS_slurm)) {
     if (config.cluster.mode != "ps" && config.cluster.mode != "stanza") {
       return absl::InvalidArgumentError("--slurm needs --mode ps or stanza");
