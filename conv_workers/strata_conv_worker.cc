@@ -33,12 +33,6 @@
 
 ABSL_FLAG(std::string, mode, "ps", "ps (the whole model) or stanza (the conv trunk only)");
 ABSL_FLAG(int32_t, rank, -1, "worker rank (-1: assigned by the coordinator)");
-ABSL_FLAG(std::string, controller, "none",
-          "what re-tunes the job's knobs as it runs, on worker 0's iteration records: none, or "
-          "changepoint (a link-rate change point, then the --cost-model's fastest value)");
-ABSL_FLAG(std::string, cost_model, "",
-          "--controller changepoint: the knob's cost model (strata_bench train --knob ... "
-          "--cost-model-out)");
 
 namespace strata {
 namespace {
@@ -49,9 +43,9 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
-  STRATA_ASSIGN_OR_RETURN(
-      const ControllerChoice controller,
-      ChooseController(absl::GetFlag(FLAGS_controller), absl::GetFlag(FLAGS_cost_model), mode));
+  const ControllerFlags flags = ControllerFromFlags();
+  STRATA_ASSIGN_OR_RETURN(const ControllerChoice controller,
+                          ChooseController(flags.kind, flags.cost_model, mode));
   STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, mode));
   if (controller.kind != "none" && jobs.size() > 1) {
     return absl::InvalidArgumentError(

@@ -53,9 +53,6 @@ ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "ps", "ps (every parameter) or stanza (the conv trunk's only)");
 ABSL_FLAG(std::string, checkpoint, "", "this shard's checkpoint file");
 ABSL_FLAG(double, dead_timeout, 10.0, "seconds without a heartbeat before a node is declared dead");
-ABSL_FLAG(int64_t, knob_lead, 8,
-          "server 0: iterations a knob lease reaches ahead; a requested knob change takes "
-          "effect within about this many iterations (smaller: sooner, more lease renewals)");
 ABSL_FLAG(std::string, lost_nodes_out, "",
           "rank 0: record each node declared dead here as JSON, before anyone is told (for "
           "launchers that decide what the job does without it)");
@@ -102,11 +99,7 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   o.restore = checkpoints.restore;
   o.dead_after = absl::Seconds(absl::GetFlag(FLAGS_dead_timeout));
   o.lost_nodes_out = absl::GetFlag(FLAGS_lost_nodes_out);
-  o.knob_lead = absl::GetFlag(FLAGS_knob_lead);
-  if (o.knob_lead < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--knob-lead ", o.knob_lead, ": a lease must reach at least 1 iteration"));
-  }
+  STRATA_ASSIGN_OR_RETURN(o.knob_lead, KnobLeadFromFlags());
   o.limits.max_message_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_message_mb)) << 20;
   if (!o.checkpoint_path.empty() && !o.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError(

@@ -17,12 +17,16 @@
 //   faults       --inject-faults (servers and workers; core/net/fault_injection.h)
 //   checkpoint   --checkpoint-dir --checkpoint-every --keep-checkpoints --restore
 //                (servers, FC workers, strata_launch; core/train/checkpoint_epochs.h)
+//   knobs        --knob-lead (servers, strata_launch; server/knob_board.h)
+//   controller   --controller --cost-model (conv workers, strata_launch;
+//                runtime/controller_choice.h reads them)
 #ifndef STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 #define STRATA_CORE_FLAGS_CLUSTER_FLAGS_H_
 
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/model/job_config.h"
 #include "core/net/fault_injection.h"
@@ -79,6 +83,15 @@ struct CheckpointFlags {
   bool restore = false;
 };
 CheckpointFlags CheckpointFromFlags();
+
+// --knob-lead; InvalidArgument below 1.
+absl::StatusOr<int64_t> KnobLeadFromFlags();
+
+struct ControllerFlags {
+  std::string kind;        // --controller
+  std::string cost_model;  // --cost-model
+};
+ControllerFlags ControllerFromFlags();
 
 // `path` for job `job_id` of a process that serves or runs several jobs
 // (--job given more than once): "out/summary.json" becomes

@@ -68,15 +68,6 @@ ABSL_FLAG(std::string, bandwidth_schedule, "",
           "ps, stanza: instead of --bandwidth, link rates that change while the job runs, "
           "RATE@TIME,... from the launch (e.g. 1gbit@0,100mbit@60s,1gbit@120s; tc changes the "
           "emulated links in place)");
-ABSL_FLAG(std::string, controller, "none",
-          "ps and stanza: what re-tunes the job's knobs while it runs, on conv worker 0's "
-          "iteration records: none, or changepoint (with --cost-model)");
-ABSL_FLAG(std::string, cost_model, "",
-          "--controller changepoint: the knob's cost model, as strata_bench train --knob ... "
-          "--cost-model-out writes it");
-ABSL_FLAG(int64_t, knob_lead, 8,
-          "iterations a knob lease reaches ahead: a change the controller or strata_ctl asks for "
-          "takes effect within about this many iterations");
 ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth or --bandwidth-schedule, one-way delay between hosts (e.g. "
           "0.2ms)");
@@ -214,15 +205,10 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
         absl::StrCat(o.restore ? "--restore" : "--restart-failed",
                      " needs --checkpoint-dir (and --checkpoint-every) in ps and stanza modes"));
   }
-  o.knob_lead = absl::GetFlag(FLAGS_knob_lead);
-  if (o.knob_lead < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--knob-lead ", o.knob_lead, ": a lease must reach at least 1 iteration"));
-  }
+  STRATA_ASSIGN_OR_RETURN(o.knob_lead, KnobLeadFromFlags());
   // The controller and its cost model are checked here, before anything
   // starts; every conv worker checks them again, and worker 0 runs it.
-  const std::string controller = absl::GetFlag(FLAGS_controller);
-  const std::string cost_model = absl::GetFlag(FLAGS_cost_model);
+  const auto [controller, cost_model] = ControllerFromFlags();
   STRATA_RETURN_IF_ERROR(ChooseController(controller, cost_model, o.mode).status());
   if (controller != "none") {
     if (!o.job_configs.empty()) {
@@ -293,7 +279,7 @@ absl::Status Run() {
   if (jobs.size() > 1 && config.cluster.mode == "single") {
     return absl::InvalidArgumentError("--jobs needs --mode ps or stanza: jobs share a cluster");
   }
-  if (config.cluster.mode == "single" && absl::GetFlag(FLAGS_controller) != "none") {
+  if (config.cluster.mode == "single" && ControllerFromFlags().kind != "none") {
     return absl::InvalidArgumentError(
         "--controller needs --mode ps or stanza: it re-tunes a cluster's knobs");
   }
