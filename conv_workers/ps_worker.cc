@@ -119,6 +119,9 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   lo.reporter = &reporter;
   ClusterHooks hooks(*client, MakeController(options.controller, rank));
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format));
+  STRATA_RETURN_IF_ERROR(hooks.DeclareBatchShares(
+      config.cluster.batch_shares, tc.batch_size, client->num_workers(),
+      [&program, rank](const std::vector<int64_t>& rows) { program.TakeShare(rows, rank); }));
   hooks.Attach(&lo);
   StepLoop loop(lo);
   client->set_wait_observer(loop.waits());

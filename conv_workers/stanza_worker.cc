@@ -1,5 +1,8 @@
 #include "conv_workers/stanza_worker.h"
 
+#include <optional>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "conv_workers/worker_traffic.h"
 #include "core/data/training_data.h"
@@ -26,9 +29,13 @@ class StanzaConvProgram final : public StepProgram {
       : data_(data), model_(model), split_(split), client_(client), sync_(sync), link_(link) {}
 
   absl::Status Load(StepContext& ctx) override {
-    batch_ = data_.batches->ForStep(ctx.iteration);
+    batch_ = data_.batches->ForStep(ctx.iteration, slice_);
+    ctx.rows = static_cast<int64_t>(batch_.labels.size());
     return absl::OkStatus();
   }
+  // From the next Load on, our slice of each global batch when rank r
+  // takes rows[r] (the FC worker weights the gradients it answers with).
+  void TakeShare(const std::vector<int64_t>& rows, int rank) { slice_ = SliceOfRank(rows, rank); }
   absl::Status Forward(StepContext&) override {
     activations_ = model_.Forward(batch_.images, /*training=*/true, 0, split_);
     return absl::OkStatus();
@@ -61,6 +68,7 @@ class StanzaConvProgram final : public StepProgram {
   PsClient& client_;
   ParameterSync& sync_;
   FcLink& link_;
+  std::optional<BatchSlice> slice_;  // unset: the loader's even share
   Batch batch_;
   Tensor activations_;
   Tensor grad_;
@@ -111,6 +119,9 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   loop_options.records = &records;
   ClusterHooks hooks(*client, MakeController(options.controller, rank));
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format, link.get()));
+  STRATA_RETURN_IF_ERROR(hooks.DeclareBatchShares(
+      config.cluster.batch_shares, tc.batch_size, client->num_workers(),
+      [&program, rank](const std::vector<int64_t>& rows) { program.TakeShare(rows, rank); }));
   hooks.Attach(&loop_options);
   StepLoop loop(loop_options);
   client->set_wait_observer(loop.waits());

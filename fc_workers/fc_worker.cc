@@ -40,6 +40,7 @@ namespace {
 // answered last (kept to answer a resent request again).
 struct ConvPeer {
   std::string identity;
+  int64_t rows = 0;  // of the global batch, from the batch shares in force
   bool arrived = false;
   uint64_t request_id = 0;
   Tensor activations;  // this peer's rows of the batch being gathered
@@ -55,29 +56,37 @@ struct ConvPeer {
 
 class FcServer {
  public:
+  // `boundary`: the shape of one sample's activations.
   FcServer(MessageEndpoint& endpoint, const WireLimits& limits, const std::vector<int>& conv_ranks,
-           Shape expected, int64_t classes, const JobCredentials& credentials, int rank)
+           Shape boundary, int64_t classes, const JobCredentials& credentials, int rank)
       : endpoint_(endpoint),
         limits_(limits),
         admission_(absl::StrCat("fc worker ", rank), credentials),
-        expected_(std::move(expected)),
+        boundary_(std::move(boundary)),
         classes_(classes),
         job_id_(credentials.job_id),
         rank_(rank) {
     for (int r : conv_ranks) peers_[r] = ConvPeer();
   }
 
+  // From the next Gather on, conv worker r sends rows[r] rows (every conv
+  // worker's, in rank order).
+  void TakeRows(const std::vector<int64_t>& rows) {
+    for (auto& [r, p] : peers_) p.rows = rows[r];
+  }
+
   // Receives until every conv worker's activations for `iteration` are in.
   absl::Status Gather(int64_t iteration, absl::Duration timeout) {
     // Activations arrive straight into their rows of one batch tensor.
-    const int64_t b = expected_[0];
-    std::vector<int64_t> dims = expected_.dims();
-    dims[0] = b * static_cast<int64_t>(peers_.size());
+    int64_t total = 0;
+    for (const auto& [r, p] : peers_) total += p.rows;
+    std::vector<int64_t> dims = {total};
+    for (int64_t d : boundary_.dims()) dims.push_back(d);
     batch_ = Tensor::Empty(Shape(dims));
     int64_t row = 0;
     for (auto& [r, p] : peers_) {
-      p.activations = batch_.Slice(row, row + b);
-      row += b;
+      p.activations = batch_.Slice(row, row + p.rows);
+      row += p.rows;
     }
     const absl::Time deadline = MonotonicNow() + timeout;
     ScopedWait wait(wait_observer_);
@@ -116,9 +125,9 @@ class FcServer {
 
   // Sends each conv worker its slice of `grads` and resets for the next iteration.
   void Answer(int64_t iteration, const Tensor& grads) {
-    const int64_t b = expected_[0];
     int64_t row = 0;
     for (auto& [r, p] : peers_) {
+      const int64_t b = p.rows;
       p.answered_grads = EncodeFloats(grads.Slice(row, row + b).Clone(), p.data_type);
       p.answered_type = p.data_type;
       p.answered_iteration = iteration;
@@ -246,7 +255,6 @@ class FcServer {
       ack.header().setRequestId(h.getRequestId());
       return endpoint_.Send(m.identity(), ack).status();
     }
-    STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> labels, ReadActivations(m, expected_, classes_));
     const int sender = h.getSenderRank();
     auto it = peers_.find(sender);
     if (it == peers_.end()) {
@@ -254,6 +262,10 @@ class FcServer {
                                                      ", which is not served by FC worker ", rank_));
     }
     ConvPeer& peer = it->second;
+    std::vector<int64_t> expected = {peer.rows};
+    for (int64_t d : boundary_.dims()) expected.push_back(d);
+    STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> labels,
+                            ReadActivations(m, Shape(expected), classes_));
     if (h.getIteration() == peer.answered_iteration && h.getIteration() == iteration - 1) {
       peer.identity = m.identity();  // a resent request: answer it again
       Send(peer);
@@ -275,7 +287,7 @@ class FcServer {
   MessageEndpoint& endpoint_;
   const WireLimits limits_;
   Admission admission_;
-  Shape expected_;  // {b, boundary...}
+  Shape boundary_;  // one sample's activations
   int64_t classes_;
   uint64_t job_id_;
   int rank_;
@@ -376,11 +388,12 @@ class FcProgram final : public StepProgram {
   };
   // `k`: conv workers served; `shared_head`: several FC workers reduce the
   // head through the servers; `expert_parallel`: and split its experts.
-  FcProgram(const WorkerOptions& options, int rank, double k, bool shared_head,
+  FcProgram(const WorkerOptions& options, int rank, double k, int fc_workers, bool shared_head,
             bool expert_parallel, Parts parts)
       : options_(options),
         rank_(rank),
         k_(k),
+        fc_workers_(fc_workers),
         shared_head_(shared_head),
         expert_parallel_(expert_parallel),
         p_(parts) {}
@@ -388,6 +401,7 @@ class FcProgram final : public StepProgram {
   absl::Status Load(StepContext& ctx) override {
     STRATA_RETURN_IF_ERROR(p_.server.Gather(ctx.iteration, options_.client.timeout));
     std::tie(x_, labels_) = p_.server.Concatenate();
+    ctx.rows = x_.dim(0);
     return absl::OkStatus();
   }
   absl::Status Forward(StepContext& ctx) override {
@@ -395,6 +409,14 @@ class FcProgram final : public StepProgram {
     if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE forward");
     STRATA_ASSIGN_OR_RETURN(loss_, SoftmaxCrossEntropy(logits, labels_, true));
     ctx.loss = loss_.loss;
+    // Our rows' weight in the global batch against an even share's (the
+    // shared head's gradient, averaged over FC workers, is then the mean
+    // over the whole batch; 1 for even shares).
+    const double global = static_cast<double>(options_.config.training.batch_size);
+    const double weight = static_cast<double>(x_.dim(0)) * fc_workers_ / global;
+    if (weight != 1.0) {
+      Scale(static_cast<float>(weight), loss_.grad_logits.data(), loss_.grad_logits.numel());
+    }
     return absl::OkStatus();
   }
   absl::Status Backward(StepContext& ctx) override {
@@ -402,8 +424,11 @@ class FcProgram final : public StepProgram {
         loss_.grad_logits, p_.split, -1, /*need_input_grad=*/true,
         shared_head_ ? p_.sync.AfterLayer(ctx.iteration) : std::function<void(int)>());
     if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE backward");
-    // The loss is the mean over our k conv workers' samples; each conv
-    // worker's trunk gradient must be the mean over its own samples.
+    // Each sample's gradient now carries F / G (the loss weighted above);
+    // with k = R / F conv workers each, k times that is R / G, so the
+    // servers' mean over the R conv workers' trunk gradients is the mean
+    // over the global batch G (with even shares: each conv worker's mean
+    // over its own samples).
     Scale(static_cast<float>(k_), grad_x.data(), grad_x.numel());
     p_.server.Answer(ctx.iteration, grad_x);
     if (p_.local_update != nullptr) p_.local_update->Step();
@@ -447,6 +472,7 @@ class FcProgram final : public StepProgram {
   const WorkerOptions& options_;
   int rank_;
   double k_;
+  int fc_workers_;
   bool shared_head_;
   bool expert_parallel_;
   Parts p_;
@@ -519,12 +545,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   for (int r = 0; r < conv_workers; ++r) {
     if (r % fc_workers == rank) mine.push_back(r);
   }
-  const int64_t per_worker = tc.batch_size / conv_workers;
-  std::vector<int64_t> dims = {per_worker};
-  const Shape boundary = model->boundary_shape();
-  for (int64_t d : boundary.dims()) dims.push_back(d);
-  FcServer server(*socket, options.client.limits, mine, Shape(dims), config.model.classes,
-                  co.credentials, rank);
+  FcServer server(*socket, options.client.limits, mine, model->boundary_shape(),
+                  config.model.classes, co.credentials, rank);
   LogInfo("serving conv workers %s on %s", absl::StrJoin(mine, ",").c_str(),
           socket->address().c_str());
   STRATA_RETURN_IF_ERROR_CTX(
@@ -589,8 +611,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   RunSummary summary = NewRunSummary("stanza", config, *model);
   FcProgram::Parts parts{*model,   split, server, *client, sync, experts.get(), local_update.get(),
                          reporter, *data,  checkpoints.get()};
-  FcProgram program(options, rank, static_cast<double>(mine.size()), shared_head, expert_parallel,
-                    parts);
+  FcProgram program(options, rank, static_cast<double>(mine.size()), fc_workers, shared_head,
+                    expert_parallel, parts);
   StepLoopOptions loop_options;
   loop_options.device = options.device;
   loop_options.process = absl::StrCat("fc worker ", rank);
@@ -600,6 +622,9 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   loop_options.reporter = &reporter;
   ClusterHooks hooks(*client);
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format));
+  STRATA_RETURN_IF_ERROR(hooks.DeclareBatchShares(
+      config.cluster.batch_shares, tc.batch_size, conv_workers,
+      [&server](const std::vector<int64_t>& rows) { server.TakeRows(rows); }));
   if (expert_parallel) experts->DeclareKnobs(hooks.knobs());
   hooks.Attach(&loop_options);
   StepLoop loop(loop_options);

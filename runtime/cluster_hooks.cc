@@ -2,6 +2,7 @@
 
 #include "core/net/wire_format.h"
 #include "core/status.h"
+#include "core/util/batch_shares.h"
 
 namespace strata {
 
@@ -17,6 +18,22 @@ absl::Status ClusterHooks::DeclareWireFormat(const std::string& initial, FcLink*
     apply(type);
     return absl::OkStatus();
   });
+  return absl::OkStatus();
+}
+
+absl::Status ClusterHooks::DeclareBatchShares(const std::string& initial, int64_t global,
+                                              int conv_workers, RowsApplier apply) {
+  STRATA_ASSIGN_OR_RETURN(const BatchShares start, BatchShares::Parse(initial));
+  STRATA_ASSIGN_OR_RETURN(const std::vector<int64_t> rows, start.Rows(global, conv_workers));
+  apply(rows);
+  knobs_.Declare(kBatchSharesKnob, start.ForRanks(conv_workers).ToString(),
+                 [apply, global, conv_workers](const std::string& value) -> absl::Status {
+                   STRATA_ASSIGN_OR_RETURN(const BatchShares shares, BatchShares::Parse(value));
+                   STRATA_ASSIGN_OR_RETURN(const std::vector<int64_t> rows,
+                                           shares.Rows(global, conv_workers));
+                   apply(rows);
+                   return absl::OkStatus();
+                 });
   return absl::OkStatus();
 }
 

@@ -14,8 +14,12 @@
 #ifndef STRATA_RUNTIME_CLUSTER_HOOKS_H_
 #define STRATA_RUNTIME_CLUSTER_HOOKS_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/net/fc_link.h"
 #include "core/net/ps_client.h"
@@ -42,6 +46,15 @@ class ClusterHooks {
   // an FC worker answers in what it is sent). InvalidArgument for another
   // value.
   absl::Status DeclareWireFormat(const std::string& initial, FcLink* link = nullptr);
+  // Declares how each global batch of `global` rows divides over the
+  // job's `conv_workers` conv workers (scheduler/knobs.h, kBatchSharesKnob)
+  // with its value at start (the config's cluster.batch_shares, declared
+  // with a weight per conv worker spelled out), and calls `apply` with the
+  // rows of every conv worker, in rank order: now, and at the boundary of
+  // every change. InvalidArgument for start shares that do not fit the job.
+  using RowsApplier = std::function<void(const std::vector<int64_t>& rows)>;
+  absl::Status DeclareBatchShares(const std::string& initial, int64_t global, int conv_workers,
+                                  RowsApplier apply);
   // Points `options` at the knobs, their schedule and the controller.
   void Attach(StepLoopOptions* options) {
     options->knobs = &knobs_;

@@ -126,6 +126,7 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
     if (!completed.ok()) return fail(completed.status(), Phase::kSynchronise);
     record_.completed = *completed;
     record_.loss = ctx.loss;
+    record_.rows = ctx.rows;
     record_.Summarise();
     const TrafficTotals after = program.Traffic();
     for (int k = 0; k < 3; ++k) {

@@ -57,6 +57,9 @@ struct StepContext {
   // this process updates parameters), for the reporter and the record.
   std::optional<double> loss;
   double lr = -1.0;
+  // Set by the phase that takes the iteration's input: the batch rows it
+  // computes on (for the record).
+  int64_t rows = 0;
   // Set by Synchronise when it returns false: the iteration to go on at.
   int64_t rewind_to = 0;
 };

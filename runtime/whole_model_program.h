@@ -5,6 +5,9 @@
 #ifndef STRATA_RUNTIME_WHOLE_MODEL_PROGRAM_H_
 #define STRATA_RUNTIME_WHOLE_MODEL_PROGRAM_H_
 
+#include <optional>
+#include <vector>
+
 #include "core/data/prefetching_loader.h"
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
@@ -18,6 +21,11 @@ class WholeModelProgram : public StepProgram {
   // Sets ctx.loss.
   absl::Status Forward(StepContext& ctx) override;
 
+  // From the next Load on: this process is rank `rank` of the ranks that
+  // take rows[r] rows of each global batch; its loss gradient is weighted
+  // by its rows over an even share's (1 for even shares).
+  void TakeShare(const std::vector<int64_t>& rows, int rank);
+
  protected:
   // `loader` and `model` must outlive the program.
   WholeModelProgram(PrefetchingLoader& loader, Model& model) : loader_(loader), model_(model) {}
@@ -28,6 +36,8 @@ class WholeModelProgram : public StepProgram {
  private:
   PrefetchingLoader& loader_;
   Model& model_;
+  std::optional<BatchSlice> slice_;  // unset: the loader's even share
+  float loss_weight_ = 1.0f;
   Batch batch_;
   LossResult loss_;
 };

@@ -77,6 +77,7 @@ nlohmann::json IterationRecord::ToJson() const {
                       {"bytes_received", bytes_received},
                       {"knobs", knobs}};
   if (loss.has_value()) j["loss"] = *loss;
+  if (rows > 0) j["rows"] = rows;
   return j;
 }
 

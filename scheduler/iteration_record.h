@@ -55,6 +55,9 @@ struct IterationRecord {
   std::map<std::string, uint64_t> bytes_sent;
   std::map<std::string, uint64_t> bytes_received;
   std::optional<double> loss;                // where this process computes it
+  // Rows of the global batch this process computed (a conv worker its
+  // share, an FC worker what its conv workers sent); 0: none or not told.
+  int64_t rows = 0;
   std::map<std::string, std::string> knobs;  // in force during the iteration
 
   // Fills compute/communication/waiting/wall from the phase and wait seconds.

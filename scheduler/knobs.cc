@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status.h"
+#include "core/util/batch_shares.h"
 
 namespace strata {
 
@@ -19,6 +21,25 @@ KnobCatalog& KnobCatalog::Global() {
                  : absl::InvalidArgumentError("the wire formats are fp32 and bf16");
     };
     (void)c->Register(std::move(wire));
+    KnobSpec shares;
+    shares.name = kBatchSharesKnob;
+    shares.description =
+        "how each global batch divides over the conv workers: even, or a weight per conv worker "
+        "(3:1)";
+    // Per-worker batch statistics (BatchNorm) and summation order change.
+    shares.alters_math = true;
+    shares.validate = [](const std::string& value) { return BatchShares::Parse(value).status(); };
+    shares.fits = [](const std::string& start, const std::string& value) -> absl::Status {
+      absl::StatusOr<BatchShares> started = BatchShares::Parse(start);
+      absl::StatusOr<BatchShares> wanted = BatchShares::Parse(value);
+      if (!started.ok() || !wanted.ok() || wanted->even()) return wanted.status();
+      if (wanted->weights().size() != started->weights().size()) {
+        return absl::InvalidArgumentError(absl::StrCat("the job has ", started->weights().size(),
+                                                       " conv workers; give one weight each"));
+      }
+      return absl::OkStatus();
+    };
+    (void)c->Register(std::move(shares));
     return c;
   }();
   return *catalog;
@@ -47,6 +68,16 @@ absl::Status KnobCatalog::Validate(const std::string& name, const std::string& v
   }
   if (!spec->validate) return absl::OkStatus();
   absl::Status s = spec->validate(value);
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(absl::StrCat(name, "=", value, ": ", s.message()));
+}
+
+absl::Status KnobCatalog::ValidateForJob(const std::string& name, const std::string& start,
+                                         const std::string& value) const {
+  STRATA_RETURN_IF_ERROR(Validate(name, value));
+  const KnobSpec* spec = Find(name);
+  if (!spec->fits) return absl::OkStatus();
+  absl::Status s = spec->fits(start, value);
   if (s.ok()) return s;
   return absl::InvalidArgumentError(absl::StrCat(name, "=", value, ": ", s.message()));
 }

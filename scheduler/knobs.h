@@ -33,6 +33,11 @@ namespace strata {
 // as on the sockets, "fp32" or "bf16" (core/net/wire_format.h; declared by
 // every worker through runtime/cluster_hooks.h).
 inline constexpr char kWireFormatKnob[] = "wire.format";
+// Built in: how each global batch divides over the job's conv workers,
+// "even" or a weight per conv worker ("3:1", core/util/batch_shares.h);
+// declared by every worker of a cluster job through runtime/cluster_hooks.h
+// with one weight per conv worker spelled out.
+inline constexpr char kBatchSharesKnob[] = "batch.shares";
 
 struct KnobSpec {
   std::string name;
@@ -42,6 +47,10 @@ struct KnobSpec {
   bool alters_math = false;
   // OK for a value the knob accepts; InvalidArgument naming the rule.
   std::function<absl::Status(const std::string& value)> validate;
+  // Unset, or OK for a value that suits the job whose processes declared
+  // the knob at `start` (batch.shares: one weight per conv worker, as many
+  // as the start value has); InvalidArgument naming the mismatch.
+  std::function<absl::Status(const std::string& start, const std::string& value)> fits;
 };
 
 class KnobCatalog {
@@ -53,6 +62,9 @@ class KnobCatalog {
   const KnobSpec* Find(const std::string& name) const;
   // NotFound naming the known knobs, or the validator's verdict.
   absl::Status Validate(const std::string& name, const std::string& value) const;
+  // Validate, then the knob's `fits` against the job's start value.
+  absl::Status ValidateForJob(const std::string& name, const std::string& start,
+                              const std::string& value) const;
   std::vector<std::string> names() const;  // sorted
 
  private:

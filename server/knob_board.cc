@@ -42,11 +42,13 @@ absl::StatusOr<std::vector<KnobChange>> KnobBoard::Set(const std::vector<KnobPro
   for (const auto& [name, value] : declared_) names.push_back(name);
   for (const KnobProposal& p : proposals) {
     STRATA_RETURN_IF_ERROR(catalog_->Validate(p.name, p.value));
-    if (declared_.count(p.name) == 0) {
+    auto declared = declared_.find(p.name);
+    if (declared == declared_.end()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "no process of this job applies knob ", p.name,
           " (the job's knobs: ", names.empty() ? "none yet" : absl::StrJoin(names, ", "), ")"));
     }
+    STRATA_RETURN_IF_ERROR(catalog_->ValidateForJob(p.name, declared->second, p.value));
   }
   const int64_t earliest =
       std::max(largest_lease_, changes_.empty() ? int64_t{0} : changes_.back().from_iteration);

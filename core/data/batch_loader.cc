@@ -49,20 +49,33 @@ void BatchLoader::StartEpoch(int64_t epoch) {
   }
 }
 
-Batch BatchLoader::ForStep(int64_t step) {
-  const int64_t per_epoch = steps_per_epoch();
-  if (step / per_epoch != epoch_) StartEpoch(step / per_epoch);
-  return Get(step % per_epoch);
+std::optional<BatchSlice> SliceOfRank(const std::vector<int64_t>& rows, int rank) {
+  if (std::all_of(rows.begin(), rows.end(), [&](int64_t r) { return r == rows[0]; })) {
+    return std::nullopt;
+  }
+  BatchSlice slice;
+  for (int r = 0; r < rank; ++r) slice.begin += rows[r];
+  slice.rows = rows[rank];
+  return slice;
 }
 
-Batch BatchLoader::Get(int64_t step) const {
+Batch BatchLoader::ForStep(int64_t step, const std::optional<BatchSlice>& slice) {
+  const int64_t per_epoch = steps_per_epoch();
+  if (step / per_epoch != epoch_) StartEpoch(step / per_epoch);
+  return Get(step % per_epoch, slice);
+}
+
+Batch BatchLoader::Get(int64_t step, const std::optional<BatchSlice>& slice) const {
   const int64_t g = options_.global_batch;
   const int64_t begin = std::min(step * g, dataset_.size());
   const int64_t end = std::min(begin + g, dataset_.size());
-  // Split [begin, end) into `world` contiguous parts; rank r takes part r.
+  // Split [begin, end) into `world` contiguous parts; rank r takes part r
+  // (or the slice asked for).
   const int64_t span = end - begin;
-  const int64_t local_begin = begin + span * options_.rank / options_.world;
-  const int64_t local_end = begin + span * (options_.rank + 1) / options_.world;
+  const int64_t local_begin =
+      slice ? std::min(begin + slice->begin, end) : begin + span * options_.rank / options_.world;
+  const int64_t local_end = slice ? std::min(local_begin + slice->rows, end)
+                                  : begin + span * (options_.rank + 1) / options_.world;
   const int64_t n = local_end - local_begin;
   const int64_t numel = dataset_.sample_shape.numel();
   std::vector<int64_t> dims = {n};

@@ -14,6 +14,7 @@
 #define STRATA_CORE_DATA_BATCH_LOADER_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/data/dataset.h"
@@ -25,6 +26,19 @@ struct Batch {
   Tensor images;                // {n, H, W, C}, normalised
   std::vector<int32_t> labels;  // n labels
 };
+
+// The rows [begin, begin + rows) of a global batch: the part one rank
+// takes when the ranks' shares are not even (core/util/batch_shares.h).
+struct BatchSlice {
+  int64_t begin = 0;
+  int64_t rows = 0;
+  friend bool operator==(const BatchSlice& a, const BatchSlice& b) {
+    return a.begin == b.begin && a.rows == b.rows;
+  }
+};
+// Rank `rank`'s slice when rank r takes rows[r] rows, in rank order;
+// unset when every rank takes as many (the loader's own shares are those).
+std::optional<BatchSlice> SliceOfRank(const std::vector<int64_t>& rows, int rank);
 
 struct BatchLoaderOptions {
   int64_t global_batch = 64;
@@ -50,12 +64,13 @@ class BatchLoader {
   int64_t steps_per_epoch() const;
   // Re-orders the data for `epoch` (a pure function of seed and epoch).
   void StartEpoch(int64_t epoch);
-  // This rank's part of global batch `step` of the current epoch.
-  Batch Get(int64_t step) const;
+  // This rank's part of global batch `step` of the current epoch: its
+  // even part, or `slice` of the batch when given (clipped to the data).
+  Batch Get(int64_t step, const std::optional<BatchSlice>& slice = std::nullopt) const;
   // This rank's part of the batch of global training step `step` (counted
   // over the whole run): re-orders for a new epoch when the step enters one,
   // so a loop may also jump back (a rewind after a server restart).
-  Batch ForStep(int64_t step);
+  Batch ForStep(int64_t step, const std::optional<BatchSlice>& slice = std::nullopt);
 
  private:
   // Writes sample `index`, normalised and (where asked) augmented, to dst.

@@ -30,39 +30,40 @@ void PrefetchingLoader::Run() {
   while (true) {
     cv_.wait(lock, [&] { return stop_ || wanted_.has_value(); });
     if (stop_) return;
-    const int64_t step = *wanted_;
+    const Order order = *wanted_;
     wanted_.reset();
-    making_ = step;
+    making_ = order;
     lock.unlock();
-    Batch batch = loader_.ForStep(step);
+    Batch batch = loader_.ForStep(order.step, order.slice);
     lock.lock();
     making_.reset();
-    ready_.emplace(step, std::move(batch));
+    ready_.emplace(order, std::move(batch));
     cv_.notify_all();
   }
 }
 
-Batch PrefetchingLoader::ForStep(int64_t step) {
+Batch PrefetchingLoader::ForStep(int64_t step, const std::optional<BatchSlice>& slice) {
   const double start = MonotonicSeconds();
+  const Order order{step, slice};
   Batch batch;
   {
     std::unique_lock<std::mutex> lock(mu_);
     const auto ahead = [&] {
-      return (ready_ && ready_->first == step) || (making_ && *making_ == step);
+      return (ready_ && ready_->first == order) || (making_ && *making_ == order);
     };
-    if (!(ready_ && ready_->first == step)) ++waits_;
+    if (!(ready_ && ready_->first == order)) ++waits_;
     if (!ahead()) {
       // Not prepared: let the thread finish whatever it is making, then ask
-      // it for this step (only it touches the loader).
+      // it for this batch (only it touches the loader).
       cv_.wait(lock, [&] { return !making_.has_value(); });
       ready_.reset();
-      wanted_ = step;
+      wanted_ = order;
       cv_.notify_all();
     }
-    cv_.wait(lock, [&] { return ready_ && ready_->first == step; });
+    cv_.wait(lock, [&] { return ready_ && ready_->first == order; });
     batch = std::move(ready_->second);
     ready_.reset();
-    wanted_ = step + 1;
+    wanted_ = Order{step + 1, slice};
     cv_.notify_all();
   }
   const double now = MonotonicSeconds();

@@ -2,9 +2,10 @@
 // of their own, so normalising and augmenting the next batch overlaps the
 // current step's compute.
 //
-// ForStep(s) returns the batch BatchLoader::ForStep(s) returns (the same
-// values); its thread then starts on s + 1. A step it did not make ahead
-// (the first, or a jump such as a rewind after a server restart) is made
+// ForStep(s, slice) returns the batch BatchLoader::ForStep(s, slice)
+// returns (the same values); its thread then starts on s + 1 with the same
+// slice. A batch it did not make ahead (the first, a jump such as a rewind
+// after a server restart, or another slice: the shares changed) is made
 // while the call waits. Only its thread touches the BatchLoader.
 //
 // It watches itself: when, over an epoch's worth of steps, the caller spent
@@ -31,7 +32,7 @@ class PrefetchingLoader {
   PrefetchingLoader(const PrefetchingLoader&) = delete;
   PrefetchingLoader& operator=(const PrefetchingLoader&) = delete;
 
-  Batch ForStep(int64_t step);
+  Batch ForStep(int64_t step, const std::optional<BatchSlice>& slice = std::nullopt);
 
   // Seconds ForStep spent waiting for batches, in all.
   double waited_seconds() const { return waited_seconds_; }
@@ -50,9 +51,15 @@ class PrefetchingLoader {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::optional<int64_t> wanted_;  // the step the thread should make next
-  std::optional<int64_t> making_;  // the step it is making now
-  std::optional<std::pair<int64_t, Batch>> ready_;
+  // A batch to make: a step and the slice of it.
+  struct Order {
+    int64_t step = 0;
+    std::optional<BatchSlice> slice;
+    bool operator==(const Order& o) const { return step == o.step && slice == o.slice; }
+  };
+  std::optional<Order> wanted_;  // what the thread should make next
+  std::optional<Order> making_;  // what it is making now
+  std::optional<std::pair<Order, Batch>> ready_;
   bool stop_ = false;
 
   double waited_seconds_ = 0;

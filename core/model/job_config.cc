@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "core/model/layer_registry.h"
 #include "core/status.h"
+#include "core/util/batch_shares.h"
 #include "core/util/json_reader.h"
 
 namespace strata {
@@ -184,6 +185,14 @@ absl::Status ParseCluster(const json& j, ClusterConfig* c) {
   if (c->wire_format != "fp32" && c->wire_format != "bf16") {
     return absl::InvalidArgumentError(absl::StrCat("cluster.wire_format: unknown format \"",
                                                    c->wire_format, "\" (use fp32 or bf16)"));
+  }
+  STRATA_RETURN_IF_ERROR(r.Optional("batch_shares", &c->batch_shares));
+  {
+    absl::StatusOr<BatchShares> shares = BatchShares::Parse(c->batch_shares);
+    if (!shares.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.batch_shares: ", shares.status().message()));
+    }
   }
   if (c->mode != "single" && c->mode != "ps" && c->mode != "stanza") {
     return absl::InvalidArgumentError(

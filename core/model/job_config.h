@@ -112,6 +112,10 @@ struct ClusterConfig {
   // or bf16 (half the bytes; the wire.format knob changes it while the job
   // runs). Servers keep and accumulate fp32 either way.
   std::string wire_format = "fp32";
+  // How each global batch divides over the conv workers at start: "even",
+  // or a weight per conv worker ("3:1", core/util/batch_shares.h); the
+  // batch.shares knob changes it while the job runs.
+  std::string batch_shares = "even";
 };
 
 struct JobConfig {

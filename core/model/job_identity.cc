@@ -49,7 +49,8 @@ std::string JobIdentity(const JobConfig& config) {
                           {{"batch_size", config.training.batch_size},
                            {"epochs", config.training.epochs},
                            {"max_steps", config.training.max_steps}}},
-                         {"wire_format", config.cluster.wire_format}};
+                         {"wire_format", config.cluster.wire_format},
+                         {"batch_shares", config.cluster.batch_shares}};
   return identity.dump();  // nlohmann::json keeps object keys sorted
 }
 

@@ -28,7 +28,8 @@ std::string JobSpecText(const JobConfig& config, const std::string& mode) {
                   {"servers", c.servers},
                   {"conv_workers", c.conv_workers},
                   {"fc_workers", c.fc_workers},
-                  {"wire_format", c.wire_format}};
+                  {"wire_format", c.wire_format},
+                  {"batch_shares", c.batch_shares}};
   return Json{{"config", j}, {"mode", mode}}.dump();
 }
 

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <utility>
 
-#include "core/status.h"
 
 namespace strata::secbad {
 
@@ -44,17 +43,17 @@ class OracleTracker final : public ContextTracker {
 // Slot `window` of a model as wide as an episode holds everything seen.
 class WholeHistoryTracker final : public ContextTracker {
  public:
-  WholeHistoryTracker(NormalGammaModel model, int episode_steps)
+  WholeHistoryTracker(std::unique_ptr<ObservationModel> model, int episode_steps)
       : model_(std::move(model)), window_(episode_steps) {
     Reset();
   }
-  int features() const override { return 2 * model_.dims(); }
-  void Reset() override { model_.Reset(window_); }
-  void Observe(const double* seen, const double*) override { model_.Observe(seen); }
-  void Features(float* out) const override { WriteBelief(model_.BeliefOf(window_), out); }
+  int features() const override { return 2 * model_->dims(); }
+  void Reset() override { model_->Reset(window_); }
+  void Observe(const double* seen, const double*) override { model_->Observe(seen); }
+  void Features(float* out) const override { WriteBelief(model_->BeliefOf(window_), out); }
 
  private:
-  NormalGammaModel model_;
+  std::unique_ptr<ObservationModel> model_;
   int window_;
 };
 
@@ -81,18 +80,16 @@ std::unique_ptr<ContextTracker> OracleContext(int dims) {
   return std::make_unique<OracleTracker>(dims);
 }
 
-absl::StatusOr<std::unique_ptr<ContextTracker>> WholeHistoryContext(
-    std::vector<NormalGammaPrior> priors, int episode_steps) {
-  STRATA_ASSIGN_OR_RETURN(NormalGammaModel model, NormalGammaModel::Create(std::move(priors)));
-  return std::unique_ptr<ContextTracker>(
-      std::make_unique<WholeHistoryTracker>(std::move(model), episode_steps));
+std::unique_ptr<ContextTracker> WholeHistoryContext(std::unique_ptr<ObservationModel> model,
+                                                    int episode_steps) {
+  return std::make_unique<WholeHistoryTracker>(std::move(model), episode_steps);
 }
 
-absl::StatusOr<std::unique_ptr<ContextTracker>> SegmentContext(
-    SegmentPrior prior, std::vector<NormalGammaPrior> priors, int window) {
-  STRATA_ASSIGN_OR_RETURN(NormalGammaModel model, NormalGammaModel::Create(std::move(priors)));
-  return std::unique_ptr<ContextTracker>(std::make_unique<SegmentTracker>(RunLengthPosterior(
-      std::move(prior), std::make_unique<NormalGammaModel>(std::move(model)), window)));
+std::unique_ptr<ContextTracker> SegmentContext(SegmentPrior prior,
+                                               std::unique_ptr<ObservationModel> model,
+                                               int window) {
+  return std::make_unique<SegmentTracker>(
+      RunLengthPosterior(std::move(prior), std::move(model), window));
 }
 
 }  // namespace strata::secbad

@@ -41,14 +41,15 @@ class ContextTracker {
 std::unique_ptr<ContextTracker> NoContext();
 // The true context (`dims` values).
 std::unique_ptr<ContextTracker> OracleContext(int dims);
-// One Normal-Gamma posterior over everything since the episode began
-// (`priors` per dimension). Both below fail as NormalGammaModel::Create
-// does for bad priors.
-absl::StatusOr<std::unique_ptr<ContextTracker>> WholeHistoryContext(
-    std::vector<NormalGammaPrior> priors, int episode_steps);
-// The MAP segment's belief under a run-length posterior with `prior`.
-absl::StatusOr<std::unique_ptr<ContextTracker>> SegmentContext(
-    SegmentPrior prior, std::vector<NormalGammaPrior> priors, int window);
+// One belief over everything since the episode began, from `model` (its
+// slot `episode_steps` holds every observation of an episode).
+std::unique_ptr<ContextTracker> WholeHistoryContext(std::unique_ptr<ObservationModel> model,
+                                                    int episode_steps);
+// The MAP segment's belief under a run-length posterior with `prior` over
+// `model`'s slots.
+std::unique_ptr<ContextTracker> SegmentContext(SegmentPrior prior,
+                                               std::unique_ptr<ObservationModel> model,
+                                               int window);
 
 }  // namespace strata::secbad
 

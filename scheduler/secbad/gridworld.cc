@@ -20,6 +20,12 @@ void WindyGridworld::NewSegment() {
   segment_end_ = step_ + segments_.Sample(context_rng_);
 }
 
+double WindyGridworld::PushProbability(double wind, int push) {
+  const int along = wind > 0 ? 1 : -1;
+  if (push == 0) return 1 - std::abs(wind);
+  return push == along ? std::abs(wind) : 0.0;
+}
+
 void WindyGridworld::Reset() {
   x_ = y_ = step_ = 0;
   changes_.clear();

@@ -60,6 +60,10 @@ class WindyGridworld {
   // One step; `action` in [0, kActions).
   Outcome Act(int action);
 
+  // The world's rule for what a move shows of one axis's wind w: the
+  // probability that it is pushed by `push` cells (-1, 0 or +1).
+  static double PushProbability(double wind, int push);
+
   int x() const { return x_; }
   int y() const { return y_; }
   int step() const { return step_; }

@@ -14,10 +14,32 @@ namespace {
 
 SegmentPrior SeCbadPrior() { return *SegmentPrior::TruncatedNormal(80, 20, 10); }
 
-// The wind a push observation reveals: 0 or +-1 with mean w, so its noise
-// is at most 0.5, and winds spread over +-0.9.
-std::vector<NormalGammaPrior> WindPriors() {
-  return {NormalGammaPrior::For(0, 0.5, 0.5), NormalGammaPrior::For(0, 0.5, 0.5)};
+// What a push shows of one axis's wind, for the Normal-Gamma model: 0 or
+// +-1 with mean w, so its noise is at most 0.5, and winds spread over
+// +-0.9.
+NormalGammaPrior WindPrior() { return NormalGammaPrior::For(0, 0.5, 0.5); }
+
+// The world's own push rule over a grid of winds (0.1 apart across
+// +-max_wind), per axis, each push given at least a small probability
+// (kPushFloor in all) so that a belief which assumes one wind for too long
+// (the whole history's) is contradicted, not broken, by a push its winds
+// rule out.
+constexpr double kPushFloor = 0.01;
+GridDimension WindGrid(double max_wind) {
+  GridDimension axis;
+  axis.symbols = {-1, 0, 1};
+  const int steps = static_cast<int>(std::lround(max_wind / 0.1));
+  for (int i = -steps; i <= steps; ++i) {
+    const double w = max_wind * i / std::max(1, steps);
+    axis.contexts.push_back(w);
+    std::vector<double> row;
+    for (double push : axis.symbols) {
+      row.push_back((1 - kPushFloor) * WindyGridworld::PushProbability(w, static_cast<int>(push)) +
+                    kPushFloor / static_cast<double>(axis.symbols.size()));
+    }
+    axis.likelihood.push_back(std::move(row));
+  }
+  return axis;
 }
 
 // One episode of an agent and its tracker.
@@ -57,16 +79,30 @@ const std::vector<std::string>& GridworldContenders() {
 GridworldExperiment::GridworldExperiment(GridworldExperimentOptions options)
     : options_(std::move(options)) {}
 
+std::unique_ptr<ObservationModel> GridworldExperiment::WindModel() const {
+  if (options_.observation_model == "normal-gamma") {
+    return std::make_unique<NormalGammaModel>(
+        *NormalGammaModel::Create({WindPrior(), WindPrior()}));
+  }
+  const GridDimension axis = WindGrid(options_.world.max_wind);
+  return std::make_unique<GridContextModel>(*GridContextModel::Create({axis, axis}));
+}
+
 absl::StatusOr<std::unique_ptr<ContextTracker>> GridworldExperiment::TrackerFor(
     const std::string& contender) const {
-  if (contender == "secbad") return SegmentContext(SeCbadPrior(), WindPriors(), options_.window);
+  if (options_.observation_model != "grid" && options_.observation_model != "normal-gamma") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown observation model \"",
+                                                   options_.observation_model,
+                                                   "\" (use grid or normal-gamma)"));
+  }
+  if (contender == "secbad") return SegmentContext(SeCbadPrior(), WindModel(), options_.window);
   if (contender == "constant-hazard") {
     STRATA_ASSIGN_OR_RETURN(SegmentPrior constant,
                             SegmentPrior::ConstantHazard(1.0 / SeCbadPrior().MeanLength()));
-    return SegmentContext(std::move(constant), WindPriors(), options_.window);
+    return SegmentContext(std::move(constant), WindModel(), options_.window);
   }
   if (contender == "whole-history") {
-    return WholeHistoryContext(WindPriors(), options_.world.episode_steps);
+    return WholeHistoryContext(WindModel(), options_.world.episode_steps);
   }
   if (contender == "plain") return NoContext();
   if (contender == "oracle") return OracleContext(2);
@@ -139,9 +175,7 @@ absl::StatusOr<GridworldRun> GridworldExperiment::Run(const std::string& contend
 
 PosteriorTrace GridworldExperiment::TracePosterior(uint64_t seed) const {
   WindyGridworld world(options_.world, SeCbadPrior(), seed);
-  RunLengthPosterior inference(SeCbadPrior(),
-                               std::make_unique<NormalGammaModel>(*NormalGammaModel::Create(WindPriors())),
-                               options_.window);
+  RunLengthPosterior inference(SeCbadPrior(), WindModel(), options_.window);
   Rng rng(DeriveSeed(seed, 7));
   PosteriorTrace trace;
   trace.window = options_.window;

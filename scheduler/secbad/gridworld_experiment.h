@@ -38,6 +38,10 @@ struct GridworldExperimentOptions {
   int evaluation_episodes = 100;
   int hidden = 64;
   int window = 200;  // run lengths the posterior keeps (>= an episode)
+  // How the belief contenders read the pushes: "grid" (the world's own
+  // push rule over a grid of winds, exact) or "normal-gamma" (each axis a
+  // Gaussian of unknown mean and noise).
+  std::string observation_model = "grid";
   PpoOptions ppo;
   std::string policy_out;  // "" = none; else the trained networks go here
   // Called after each PPO update: steps done, mean training return.
@@ -74,6 +78,10 @@ class GridworldExperiment {
   absl::StatusOr<std::unique_ptr<ContextTracker>> TrackerFor(const std::string& contender) const;
 
  private:
+  // A new observation model of the pushes, as options_ choose (checked
+  // by TrackerFor).
+  std::unique_ptr<ObservationModel> WindModel() const;
+
   GridworldExperimentOptions options_;
 };
 

@@ -104,3 +104,150 @@ ContextBelief NormalGammaModel::BeliefOf(int slot) const {
 }
 
 }  // namespace strata::secbad
+
+namespace strata::secbad {
+
+absl::StatusOr<GridContextModel> GridContextModel::Create(std::vector<GridDimension> dims) {
+  if (dims.empty()) {
+    return absl::InvalidArgumentError("grid context model: no dimension given");
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    GridDimension& dim = dims[d];
+    const std::string where = absl::StrCat("grid context model: dimension ", d, ": ");
+    const size_t grid = dim.contexts.size();
+    const size_t symbols = dim.symbols.size();
+    if (grid == 0 || symbols == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "needs at least one context value and one symbol"));
+    }
+    if (dim.likelihood.size() != grid) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "the likelihood has ",
+                                                     dim.likelihood.size(), " rows, not one per ",
+                                                     "context value (", grid, ")"));
+    }
+    for (size_t g = 0; g < grid; ++g) {
+      const std::vector<double>& row = dim.likelihood[g];
+      if (row.size() != symbols) {
+        return absl::InvalidArgumentError(absl::StrCat(where, "likelihood row ", g, " has ",
+                                                       row.size(), " entries, not ", symbols));
+      }
+      double total = 0;
+      for (double p : row) {
+        if (!(p >= 0)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, "likelihood row ", g, " has the negative entry ", p));
+        }
+        total += p;
+      }
+      if (std::abs(total - 1) > 1e-6) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "likelihood row ", g, " sums to ", total, ", not 1"));
+      }
+    }
+    if (dim.prior.empty()) dim.prior.assign(grid, 1.0);
+    double mass = 0;
+    for (double p : dim.prior) mass += p >= 0 ? p : -1e300;
+    if (dim.prior.size() != grid || !(mass > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "the prior must be ", grid, " non-negative values with a positive sum"));
+    }
+    for (double& p : dim.prior) p /= mass;
+  }
+  return GridContextModel(std::move(dims));
+}
+
+GridContextModel::GridContextModel(std::vector<GridDimension> dims) : dims_(std::move(dims)) {
+  for (const GridDimension& dim : dims_) {
+    offset_.push_back(slot_size_);
+    slot_size_ += dim.contexts.size();
+  }
+}
+
+const double* GridContextModel::PosteriorOf(int slot, int d) const {
+  return posterior_.data() + static_cast<size_t>(slot) * slot_size_ + offset_[d];
+}
+
+double* GridContextModel::PosteriorOf(int slot, int d) {
+  return posterior_.data() + static_cast<size_t>(slot) * slot_size_ + offset_[d];
+}
+
+int GridContextModel::SymbolOf(int d, double x) const {
+  const std::vector<double>& symbols = dims_[d].symbols;
+  for (size_t k = 0; k < symbols.size(); ++k) {
+    if (symbols[k] == x) return static_cast<int>(k);
+  }
+  return -1;  // NaN included: it equals nothing
+}
+
+void GridContextModel::Reset(int window) {
+  window_ = window;
+  posterior_.assign(static_cast<size_t>(window + 1) * slot_size_, 0.0);
+  for (int s = 0; s <= window; ++s) {
+    for (int d = 0; d < dims(); ++d) {
+      std::copy(dims_[d].prior.begin(), dims_[d].prior.end(), PosteriorOf(s, d));
+    }
+  }
+  last_work_ = 0;
+}
+
+void GridContextModel::LogPredictive(const double* x, double* out) const {
+  std::fill(out, out + window_ + 1, 0.0);
+  for (int d = 0; d < dims(); ++d) {
+    const int k = SymbolOf(d, x[d]);
+    if (k < 0) continue;
+    const GridDimension& dim = dims_[d];
+    const size_t grid = dim.contexts.size();
+    for (int s = 0; s <= window_; ++s) {
+      const double* p = PosteriorOf(s, d);
+      double density = 0;
+      for (size_t g = 0; g < grid; ++g) density += p[g] * dim.likelihood[g][k];
+      out[s] += std::log(density);  // -inf: no value of the slot allows x
+    }
+  }
+  last_work_ = window_ + 1;
+}
+
+void GridContextModel::Observe(const double* x) {
+  for (int d = 0; d < dims(); ++d) {
+    const int k = SymbolOf(d, x[d]);
+    const GridDimension& dim = dims_[d];
+    const size_t grid = dim.contexts.size();
+    // Slot s takes slot s - 1's observations and x: the last s observations.
+    for (int s = window_; s >= 1; --s) {
+      const double* from = PosteriorOf(s - 1, d);
+      double* to = PosteriorOf(s, d);
+      if (k < 0) {
+        std::copy(from, from + grid, to);
+        continue;
+      }
+      double total = 0;
+      for (size_t g = 0; g < grid; ++g) total += (to[g] = from[g] * dim.likelihood[g][k]);
+      if (total > 0) {
+        for (size_t g = 0; g < grid; ++g) to[g] /= total;
+      } else {
+        // No value allows the slot's observations: its predictive is 0
+        // from now on; the prior stands in so beliefs stay defined.
+        std::copy(dim.prior.begin(), dim.prior.end(), to);
+      }
+    }
+  }
+  last_work_ += window_;
+}
+
+ContextBelief GridContextModel::BeliefOf(int slot) const {
+  ContextBelief belief;
+  for (int d = 0; d < dims(); ++d) {
+    const GridDimension& dim = dims_[d];
+    const double* p = PosteriorOf(slot, d);
+    double mean = 0, second = 0;
+    for (size_t g = 0; g < dim.contexts.size(); ++g) {
+      mean += p[g] * dim.contexts[g];
+      second += p[g] * dim.contexts[g] * dim.contexts[g];
+    }
+    belief.mean.push_back(mean);
+    belief.variance.push_back(std::max(0.0, second - mean * mean));
+  }
+  return belief;
+}
+
+}  // namespace strata::secbad

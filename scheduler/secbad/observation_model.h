@@ -10,8 +10,10 @@
 //   model.BeliefOf(s);            // the context's mean and variance under slot s
 //
 // Implementations: NormalGammaModel (below: conjugate, each dimension a
-// Gaussian of unknown mean and precision), or a learned one (an encoder
-// over a segment's observations) behind the same calls.
+// Gaussian of unknown mean and precision), GridContextModel (below: each
+// dimension's context one of a grid of values, observations discrete with
+// known probabilities), or a learned one (an encoder over a segment's
+// observations) behind the same calls.
 //
 // Contract: Reset(window) before use and at each new sequence; every call
 // costs O(W * dims()) and no more; slots beyond the observations seen so
@@ -93,6 +95,61 @@ class NormalGammaModel final : public ObservationModel {
   int window_ = 0;
   // Per slot s (0..W) and dimension d, at s * dims + d.
   std::vector<double> count_, sum_, sum_squares_;
+  mutable int64_t last_work_ = 0;
+};
+
+// One dimension of a GridContextModel: the values its context may take,
+// the values an observation may take, and how likely each observation is
+// under each context value.
+struct GridDimension {
+  std::vector<double> contexts;  // the grid, G values
+  std::vector<double> symbols;   // what an observation can be, K values
+  // likelihood[g][k] = p(observation symbols[k] | context contexts[g]);
+  // each row sums to 1.
+  std::vector<std::vector<double>> likelihood;
+  // p(context contexts[g]) before any observation; empty: uniform.
+  std::vector<double> prior;
+};
+
+// Each dimension's context is one of a grid of values and each observation
+// of it one of a few symbols, whose probabilities under every context value
+// are known (a world's own rules, or a table estimated from traces). A slot
+// holds the exact posterior over the grid given its observations, so the
+// predictive of an observation is a sum over the grid: a step costs
+// O(W * dims * G). An observation that is no symbol of its dimension (and
+// NaN) is taken as not observed.
+//
+// Where a likelihood is 0, an observation rules the context value out for
+// good: one observation no value of a slot allows gives that slot density
+// 0, which the run-length inference reads as "a new segment began".
+class GridContextModel final : public ObservationModel {
+ public:
+  // InvalidArgument naming the dimension for: none, an empty grid or
+  // symbol list, a likelihood table that is not G x K, a row that has a
+  // negative entry or does not sum to 1 (within 1e-6), or a prior that is
+  // not G non-negative values with a positive sum.
+  static absl::StatusOr<GridContextModel> Create(std::vector<GridDimension> dims);
+
+  int dims() const override { return static_cast<int>(dims_.size()); }
+  void Reset(int window) override;
+  void LogPredictive(const double* x, double* out) const override;
+  void Observe(const double* x) override;
+  ContextBelief BeliefOf(int slot) const override;
+  int64_t last_work() const override { return last_work_; }
+
+ private:
+  explicit GridContextModel(std::vector<GridDimension> dims);
+  // The symbol index of x in dimension d; -1 when x is none of them.
+  int SymbolOf(int d, double x) const;
+  // The posterior of slot s, dimension d: G probabilities summing to 1.
+  const double* PosteriorOf(int slot, int d) const;
+  double* PosteriorOf(int slot, int d);
+
+  std::vector<GridDimension> dims_;
+  std::vector<size_t> offset_;  // where dimension d's grid starts in a slot
+  size_t slot_size_ = 0;        // sum of the grids
+  int window_ = 0;
+  std::vector<double> posterior_;  // slot s at s * slot_size_
   mutable int64_t last_work_ = 0;
 };
 

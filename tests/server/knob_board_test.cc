@@ -85,5 +85,19 @@ TEST(KnobBoardTest, RefusesUnknownUndeclaredAndInvalidKnobsAndMismatchedStarts) 
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(KnobBoardTest, BatchSharesMustGiveEveryConvWorkerOfTheJobAWeight) {
+  const KnobCatalog& catalog = KnobCatalog::Global();  // batch.shares is built in
+  KnobBoard board(&catalog, 4);
+  ASSERT_TRUE(board.RenewLease(kConv0, 0, {{kBatchSharesKnob, "1:1"}}).ok());
+  EXPECT_EQ(board.Set({{kBatchSharesKnob, "3:1:1"}}).status().message(),
+            "batch.shares=3:1:1: the job has 2 conv workers; give one weight each");
+  EXPECT_EQ(board.Set({{kBatchSharesKnob, "3:x"}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::vector<KnobChange>> set = board.Set({{kBatchSharesKnob, "3:1"}});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ((*set)[0].from_iteration, 4);
+  EXPECT_TRUE(board.Set({{kBatchSharesKnob, "even"}}).ok());
+}
+
 }  // namespace
 }  // namespace strata

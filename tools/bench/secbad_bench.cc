@@ -94,6 +94,7 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
       o.contenders.empty() ? secbad::GridworldContenders() : o.contenders;
   secbad::GridworldExperimentOptions eo;
   eo.training_steps = o.training_steps;
+  eo.observation_model = o.observation_model;
   secbad::GridworldExperiment experiment(eo);
   for (const std::string& c : contenders) STRATA_RETURN_IF_ERROR(experiment.TrackerFor(c).status());
   if (!o.policy_dir.empty()) std::filesystem::create_directories(o.policy_dir);
@@ -137,6 +138,7 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
   json["experiment"] = o.experiment;
   json["seeds"] = o.seeds;
   json["training_steps"] = o.training_steps;
+  json["observation_model"] = o.observation_model;
   for (const auto& [c, s] : summary) {
     json["results"][c] = {{"mean", s.mean}, {"std", s.std}, {"per_seed", s.per_seed}};
   }

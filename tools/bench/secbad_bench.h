@@ -1,7 +1,8 @@
 // `strata_bench secbad`: SeCBAD against its baselines.
 //
 //   strata_bench secbad gridworld --seeds 5 [--steps 3000000] [--contenders a,b]
-//       [--json out.json] [--plot posterior.png] [--policy-dir DIR]
+//       [--observation-model grid|normal-gamma] [--json out.json] [--plot posterior.png]
+//       [--policy-dir DIR]
 //
 // gridworld: every contender (scheduler/secbad/gridworld_experiment.h)
 // trained and evaluated from each seed, one after another, with the mean
@@ -26,6 +27,8 @@ struct SecbadBenchOptions {
   int seeds = 5;
   int64_t training_steps = 3'000'000;
   std::vector<std::string> contenders;  // empty: all
+  // How the belief contenders read the pushes (GridworldExperimentOptions).
+  std::string observation_model = "grid";
   std::string json_out;
   std::string plot;
   std::string policy_dir;  // each trained policy as DIR/<contender>-<seed>.bin

@@ -63,6 +63,9 @@ ABSL_FLAG(std::string, contenders, "",
           "secbad: comma-separated contenders (default all: secbad, constant-hazard, "
           "whole-history, plain, oracle)");
 ABSL_FLAG(std::string, policy_dir, "", "secbad: keep each trained policy in this directory");
+ABSL_FLAG(std::string, observation_model, "grid",
+          "secbad gridworld: how beliefs read the pushes: grid (the world's push rule over a "
+          "grid of winds) or normal-gamma (a Gaussian of unknown mean and noise per axis)");
 ABSL_FLAG(int32_t, clients, 16, "soak: clients pushing and pulling at once");
 ABSL_FLAG(std::string, bandwidth, "",
           "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
@@ -148,6 +151,7 @@ int main(int argc, char** argv) {
       "                         [--timeline t.png]\n"
       "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]\n"
       "  strata_bench secbad gridworld [--seeds 5] [--training-steps N] [--contenders a,b]\n"
+      "                     [--observation-model grid|normal-gamma]\n"
       "                     [--json f] [--plot posterior.png] [--policy-dir DIR]");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
@@ -302,6 +306,7 @@ int main(int argc, char** argv) {
     o.json_out = absl::GetFlag(FLAGS_json);
     o.plot = absl::GetFlag(FLAGS_plot);
     o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
+    o.observation_model = absl::GetFlag(FLAGS_observation_model);
     status = strata::bench::RunSecbadBench(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
