@@ -5,9 +5,13 @@
 namespace strata {
 
 absl::Status CoordinatedKnobs::Before(int64_t iteration, JobKnobs& knobs, WaitObserver*) {
-  // Ask once per lease, half its reach before it ends (the first time at once).
-  if (iteration >= renew_at_ && asked_at_ < renew_at_) {
-    client_.RequestKnobLease(iteration, knobs.declared());
+  // Ask once per lease, half its reach before it ends (the first time at
+  // once); every iteration while records are relayed.
+  const bool every_iteration = wants_reports_ || reports_wanted_;
+  if ((iteration >= renew_at_ && asked_at_ < renew_at_) ||
+      (every_iteration && asked_at_ < iteration)) {
+    client_.RequestKnobLease(iteration, knobs.declared(), unsent_, wants_reports_);
+    unsent_.clear();
     asked_at_ = iteration;
   }
   // Most iterations: the lease we hold covers this one and nothing new came.
@@ -21,6 +25,7 @@ absl::Status CoordinatedKnobs::Before(int64_t iteration, JobKnobs& knobs, WaitOb
   }
   if (lease.version != seen_version_) {
     seen_version_ = lease.version;
+    reports_wanted_ = lease.reports_wanted;
     knobs.Schedule(lease.changes);
     if (lease.until > until_) {
       // Renew when half of what this lease added ahead of us is left.
@@ -33,6 +38,12 @@ absl::Status CoordinatedKnobs::Before(int64_t iteration, JobKnobs& knobs, WaitOb
 
 void CoordinatedKnobs::Propose(const std::vector<KnobProposal>& proposals) {
   client_.ProposeKnobs(proposals);
+}
+
+void CoordinatedKnobs::Report(const IterationRecord& record) {
+  if (!wants_reports_ && !reports_wanted_) return;  // nobody reads them
+  unsent_.push_back(record);
+  if (unsent_.size() > kMaxUnsentReports) unsent_.erase(unsent_.begin());
 }
 
 }  // namespace strata

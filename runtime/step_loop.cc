@@ -71,8 +71,15 @@ void StepLoop::EndIteration() {
 
 void StepLoop::Record(const IterationRecord& record) {
   if (options_.records != nullptr) options_.records->Write(record.ToJson());
+  if (options_.schedule != nullptr) options_.schedule->Report(record);
   if (options_.controller != nullptr && options_.schedule != nullptr) {
-    const std::vector<KnobProposal> proposals = options_.controller->Observe(record);
+    // The others' records relayed so far, then our own.
+    std::vector<KnobProposal> proposals;
+    std::vector<IterationRecord> seen = options_.schedule->TakeReports();
+    seen.push_back(record);
+    for (const IterationRecord& r : seen) {
+      for (KnobProposal& p : options_.controller->Observe(r)) proposals.push_back(std::move(p));
+    }
     if (!proposals.empty()) options_.schedule->Propose(proposals);
     const std::vector<ControllerEvent>& events = options_.controller->events();
     for (; controller_events_written_ < events.size(); ++controller_events_written_) {
@@ -86,6 +93,10 @@ void StepLoop::Record(const IterationRecord& record) {
 absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
   const int64_t first = options_.first_iteration;
   int64_t iteration = first;
+  if (options_.controller != nullptr && options_.schedule != nullptr &&
+      options_.controller->reads_every_process()) {
+    options_.schedule->WantReports();
+  }
   TrafficTotals before = program.Traffic();
   auto fail = [&](const absl::Status& s, Phase phase) {
     if (holding_) Release();  // the other jobs of the process go on

@@ -95,6 +95,14 @@ class KnobSchedule {
   virtual absl::Status Before(int64_t iteration, JobKnobs& knobs, WaitObserver* waits) = 0;
   // Sends a Controller's proposals to the coordinator (not waiting).
   virtual void Propose(const std::vector<KnobProposal>& proposals) = 0;
+  // This process's record of an iteration, for a controller of the job
+  // that reads every process's (relayed with the next lease request).
+  virtual void Report(const IterationRecord&) {}
+  // This process's controller reads every process's records: from now on
+  // they are relayed to it.
+  virtual void WantReports() {}
+  // The job's other processes' records relayed since the last call.
+  virtual std::vector<IterationRecord> TakeReports() { return {}; }
 };
 
 struct StepLoopOptions {

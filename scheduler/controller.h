@@ -33,7 +33,13 @@ struct ControllerEvent {
 class Controller {
  public:
   virtual ~Controller() = default;
+  // A record of an iteration: its own process's, or (when it reads every
+  // process's) another process's as the coordinator relayed it, a few
+  // iterations late (process, iteration, completed, the seconds and rows
+  // only).
   virtual std::vector<KnobProposal> Observe(const IterationRecord& record) = 0;
+  // Whether it reads every process's records, not only its own.
+  virtual bool reads_every_process() const { return false; }
   // Everything found and done so far, oldest first (the StepLoop writes
   // each new one beside the iteration records).
   virtual const std::vector<ControllerEvent>& events() const;

@@ -79,10 +79,14 @@ absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer
       }
       STRATA_ASSIGN_OR_RETURN(KnobBoard::Lease lease,
                               knobs_.RenewLease(peer, h.getIteration(), DeclaredKnobsOf(h)));
+      reports_.Add(peer, IterationReportsOf(h));
+      if (h.getWantsReports()) reports_.Want(peer);
       OutgoingMessage reply(wire::Kind::KNOB_LEASE_REPLY);
       reply.header().setRequestId(h.getRequestId());
       reply.header().setIteration(lease.until);
       SetKnobChanges(reply.header(), lease.changes);
+      reply.header().setWantsReports(reports_.wanted());
+      SetIterationReports(reply.header(), reports_.TakeFor(peer));
       return endpoint_->Send(message.identity(), reply).status();
     }
     case wire::Kind::KNOB_SET: {

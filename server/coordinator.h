@@ -37,6 +37,7 @@
 #include "core/net/message_endpoint.h"
 #include "core/net/transport.h"
 #include "server/knob_board.h"
+#include "server/report_relay.h"
 
 namespace strata {
 
@@ -108,6 +109,7 @@ class Coordinator {
   int LimitFor(wire::Role role) const;
   bool map_sent_ = false;
   KnobBoard knobs_;
+  ReportRelay reports_;  // iterations relayed to the job's controller
   // barrier name -> identities waiting, with their request ids
   std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> barriers_;
 };

@@ -1,5 +1,12 @@
 #include "core/net/knob_messages.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "core/net/admission.h"
+
 namespace strata {
 namespace {
 
@@ -63,6 +70,58 @@ std::vector<KnobState> KnobStatesOf(wire::Header::Reader header) {
   std::vector<KnobState> out;
   for (const auto k : header.getKnobs()) {
     out.push_back({Text(k.getName()), Text(k.getValue()), k.getFromIteration(), k.getAltersMath()});
+  }
+  return out;
+}
+
+std::string ProcessName(wire::Role role, int rank) {
+  switch (role) {
+    case wire::Role::CONV_WORKER:
+      return absl::StrCat("conv worker ", rank);
+    case wire::Role::FC_WORKER:
+      return absl::StrCat("fc worker ", rank);
+    default:
+      return DescribePeer(role, rank);
+  }
+}
+
+void SetIterationReports(wire::Header::Builder header, const std::vector<IterationReport>& reports) {
+  const size_t first = reports.size() > kMaxReportsPerMessage ? reports.size() - kMaxReportsPerMessage : 0;
+  auto list = header.initReports(static_cast<unsigned>(reports.size() - first));
+  for (size_t i = first; i < reports.size(); ++i) {
+    const IterationReport& r = reports[i];
+    auto out = list[static_cast<unsigned>(i - first)];
+    out.setRole(r.role);
+    out.setRank(r.rank);
+    out.setIteration(r.record.iteration);
+    out.setCompleted(r.record.completed);
+    out.setComputeSeconds(r.record.compute_seconds);
+    out.setCommunicationSeconds(r.record.communication_seconds);
+    out.setWallSeconds(r.record.wall_seconds);
+    out.setRows(r.record.rows);
+  }
+}
+
+std::vector<IterationReport> IterationReportsOf(wire::Header::Reader header) {
+  std::vector<IterationReport> out;
+  for (const auto r : header.getReports()) {
+    const double seconds[] = {r.getComputeSeconds(), r.getCommunicationSeconds(),
+                              r.getWallSeconds()};
+    const bool sane = std::all_of(std::begin(seconds), std::end(seconds),
+                                  [](double s) { return std::isfinite(s) && s >= 0; }) &&
+                      r.getRows() >= 0 && r.getIteration() >= 0;
+    if (!sane || out.size() >= kMaxReportsPerMessage) continue;
+    IterationReport report;
+    report.role = r.getRole();
+    report.rank = r.getRank();
+    report.record.process = ProcessName(report.role, report.rank);
+    report.record.iteration = r.getIteration();
+    report.record.completed = r.getCompleted();
+    report.record.compute_seconds = r.getComputeSeconds();
+    report.record.communication_seconds = r.getCommunicationSeconds();
+    report.record.wall_seconds = r.getWallSeconds();
+    report.record.rows = r.getRows();
+    out.push_back(std::move(report));
   }
   return out;
 }

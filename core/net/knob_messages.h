@@ -9,6 +9,7 @@
 
 #include "core/net/protocol.capnp.h"
 #include "scheduler/controller.h"
+#include "scheduler/iteration_record.h"
 #include "scheduler/knobs.h"
 
 namespace strata {
@@ -31,6 +32,22 @@ std::vector<KnobProposal> KnobProposalsOf(wire::Header::Reader header);
 
 void SetKnobStates(wire::Header::Builder header, const std::vector<KnobState>& states);
 std::vector<KnobState> KnobStatesOf(wire::Header::Reader header);
+
+// A process's iterations as the coordinator relays them to a controller:
+// who (role and rank) and the record's timings and rows.
+struct IterationReport {
+  wire::Role role = wire::Role::CONV_WORKER;
+  int rank = 0;
+  IterationRecord record;  // process, iteration, completed, compute, communication, wall, rows
+};
+// The most reports one message carries (older ones are dropped first).
+inline constexpr size_t kMaxReportsPerMessage = 1024;
+void SetIterationReports(wire::Header::Builder header, const std::vector<IterationReport>& reports);
+// The reports of a header; ones with a negative or non-finite time or a
+// negative row count are left out (the input is untrusted).
+std::vector<IterationReport> IterationReportsOf(wire::Header::Reader header);
+// "conv worker 0", "fc worker 1": a record's process name for a role and rank.
+std::string ProcessName(wire::Role role, int rank);
 
 }  // namespace strata
 

@@ -11,7 +11,7 @@ $Cxx.namespace("strata::wire");
 
 # Major 2: every connection registers with a hello before anything else.
 const protocolMajor :UInt16 = 2;
-const protocolMinor :UInt16 = 3;  # 1: leave; 2: jobSpec, newJob; 3: dataType
+const protocolMinor :UInt16 = 4;  # 1: leave; 2: jobSpec, newJob; 3: dataType; 4: reports
 
 enum Kind {
   error @0;           # reply: errorCode + errorMessage
@@ -134,6 +134,25 @@ struct Header {
   dataType @29 :DataType;     # push, pullReply, activations, activationGrads: what each element of
                               # the float data frames is; pull: what the reply should carry
                               # (init, shared-memory slots and expert blocks: always f32)
+  reports @30 :List(IterationReport); # knobLease: the sender's own iterations since its last
+                              # lease request; knobLeaseReply to a sender that wants reports: the
+                              # job's other processes' iterations since its last request
+  wantsReports @31 :Bool;     # knobLease: the sender runs a controller that reads every process's
+                              # iterations; knobLeaseReply: some process of the job does, so renew
+                              # the lease (and report) every iteration
+}
+
+# What one process did in one iteration, as a controller reads it
+# (scheduler/iteration_record.h).
+struct IterationReport {
+  role @0 :Role;
+  rank @1 :Int32;
+  iteration @2 :Int64;
+  completed @3 :Bool;
+  computeSeconds @4 :Float64;
+  communicationSeconds @5 :Float64;
+  wallSeconds @6 :Float64;
+  rows @7 :Int64;
 }
 
 # The element type of float data frames (the wire.format knob).

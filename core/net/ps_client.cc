@@ -262,10 +262,22 @@ std::unique_ptr<OutgoingMessage> PsClient::ToCoordinator(wire::Kind kind, uint64
   return m;
 }
 
-void PsClient::RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared) {
+void PsClient::RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared,
+                                const std::vector<IterationRecord>& reports, bool wants_reports) {
   auto m = ToCoordinator(wire::Kind::KNOB_LEASE, kKnobLeaseRequest, iteration);
   SetDeclaredKnobs(m->header(), declared);
+  std::vector<IterationReport> own;
+  for (const IterationRecord& r : reports) own.push_back({options_.role, rank(), r});
+  SetIterationReports(m->header(), own);
+  m->header().setWantsReports(wants_reports);
   SendToCoordinator(std::move(m));
+}
+
+std::vector<IterationRecord> PsClient::TakeRelayedReports() {
+  absl::MutexLock lock(&knob_mu_);
+  std::vector<IterationRecord> out;
+  out.swap(relayed_);
+  return out;
 }
 
 PsClient::KnobLease PsClient::knob_lease() const {
@@ -314,6 +326,11 @@ bool PsClient::HandleCoordinatorMessage(RawMessage raw) {
       absl::MutexLock lock(&knob_mu_);
       knob_lease_.until = std::max(knob_lease_.until, h.getIteration());
       knob_lease_.changes = KnobChangesOf(h);
+      knob_lease_.reports_wanted = h.getWantsReports();
+      for (IterationReport& r : IterationReportsOf(h)) relayed_.push_back(std::move(r.record));
+      if (relayed_.size() > kMaxReportsPerMessage) {
+        relayed_.erase(relayed_.begin(), relayed_.end() - kMaxReportsPerMessage);
+      }
       knob_lease_version_.store(++knob_lease_.version);
       knob_cv_.SignalAll();
       break;

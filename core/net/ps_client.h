@@ -86,6 +86,7 @@
 #include "core/net/transport.h"
 #include "core/util/wait_observer.h"
 #include "scheduler/controller.h"
+#include "scheduler/iteration_record.h"
 #include "scheduler/knobs.h"
 
 namespace strata {
@@ -176,10 +177,21 @@ class PsClient {
     std::vector<KnobChange> changes;
     uint64_t version = 0;  // counts the leases answered
     absl::Status status;   // the coordinator's refusal, if it refused
+    // A controller of the job reads every process's iterations: renew the
+    // lease, with this process's reports, every iteration.
+    bool reports_wanted = false;
   };
   // Asks for a lease from `iteration` on, declaring the knobs this process
-  // applies (not waiting; the I/O thread sends it).
-  void RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared);
+  // applies, with this process's iterations since its last request (the
+  // coordinator relays them to a controller that wants them; one that does,
+  // `wants_reports`, gets the others' with the answer). Not waiting; the
+  // I/O thread sends it.
+  void RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared,
+                        const std::vector<IterationRecord>& reports = {},
+                        bool wants_reports = false);
+  // The other processes' iterations relayed with the leases answered since
+  // the last call, oldest first.
+  std::vector<IterationRecord> TakeRelayedReports();
   // The latest lease answered.
   KnobLease knob_lease() const;
   // How many leases have been answered (cheap: no copy, no lock), to tell
@@ -345,6 +357,7 @@ class PsClient {
   mutable absl::Mutex knob_mu_;
   absl::CondVar knob_cv_;
   KnobLease knob_lease_ ABSL_GUARDED_BY(knob_mu_);
+  std::vector<IterationRecord> relayed_ ABSL_GUARDED_BY(knob_mu_);
   std::atomic<uint64_t> knob_lease_version_{0};  // knob_lease_.version, readable without the lock
 };
 

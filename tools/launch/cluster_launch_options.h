@@ -46,6 +46,10 @@ struct ClusterLaunchOptions {
   // "1gbit@0,100mbit@60s" (tools/netem/bandwidth_schedule.h), timed from
   // the launch; needs an emulated network.
   std::string bandwidth_schedule;
+  // CPU limits of some processes that change while the job runs,
+  // "conv1=25%@30s,conv1=none@90s" (tools/netem/cpu_schedule.h), timed from
+  // the launch; needs a writable cgroup CPU controller (root).
+  std::string cpu_schedule;
   // Ports every serving process binds, "FIRST-LAST" (each socket takes the
   // first free one; "" = any free port). On an emulated network every
   // process binds 0.0.0.0 on these ports and advertises its host's address,

@@ -34,6 +34,7 @@
 #include "tools/launch/lost_conv_worker.h"
 #include "tools/launch/role_commands.h"
 #include "tools/netem/bandwidth_schedule.h"
+#include "tools/netem/cpu_schedule.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata {
@@ -241,6 +242,27 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     network_options.bandwidth = schedule.front().rate;
     rates.emplace(std::move(schedule));
   }
+  // CPU limits (stragglers): checked and the cgroups made before anything
+  // starts; each limit is set once its time has come and its process runs.
+  std::optional<ScheduledCpuLimits> cpu_limits;
+  std::unique_ptr<CpuLimiter> limiter;
+  if (!o.cpu_schedule.empty()) {
+    STRATA_ASSIGN_OR_RETURN(CpuSchedule schedule, ParseCpuSchedule(o.cpu_schedule));
+    for (const CpuLimitChange& c : schedule) {
+      const int ranks = c.role == "server"        ? o.servers
+                        : c.role == "conv_worker" ? o.conv_workers
+                        : stanza                  ? o.fc_workers
+                                                  : 0;
+      if (c.rank >= ranks) {
+        return absl::InvalidArgumentError(absl::StrCat("--cpu-schedule: the cluster has no ",
+                                                       c.process, " (", ranks, " ", c.role,
+                                                       ranks == 1 ? "" : "s", ")"));
+      }
+    }
+    STRATA_ASSIGN_OR_RETURN(limiter, CpuLimiter::Create());
+    cpu_limits.emplace(std::move(schedule));
+    LogInfo("cpu schedule: limits through %s", limiter->description().c_str());
+  }
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> network,
                           MaybeEmulateNetwork(network_options));
   if (rates.has_value() && network == nullptr) {
@@ -309,6 +331,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   // whose; every other process is then stopped), or Cancelled on Ctrl-C.
   auto run_once = [&](const ClusterLaunchOptions& o) -> absl::Status {
     next_host = 0;
+    if (cpu_limits.has_value()) cpu_limits->Restart();  // the new processes get the limits too
     trace_sources.clear();
     std::filesystem::remove(lost_nodes);
     first_failed = FailedProcess{};
@@ -378,7 +401,21 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       for (const Child& c : children) fds.push_back({c.process->output_fd(), POLLIN, 0});
       ::poll(fds.data(), fds.size(), 100);
       if (rates.has_value()) {
-        schedule_status = rates->Apply(absl::ToDoubleSeconds(absl::Now() - launched), *network);
+        schedule_status = WithContext(
+            rates->Apply(absl::ToDoubleSeconds(absl::Now() - launched), *network),
+            "--bandwidth-schedule");
+        if (!schedule_status.ok()) return schedule_status;
+      }
+      if (cpu_limits.has_value()) {
+        const auto pid_of = [&](const std::string& role, int rank) -> std::optional<pid_t> {
+          for (const Child& c : children) {
+            if (c.role == role && c.rank == rank && !c.process->exited()) return c.process->pid();
+          }
+          return std::nullopt;
+        };
+        schedule_status = WithContext(
+            cpu_limits->Apply(absl::ToDoubleSeconds(absl::Now() - launched), pid_of, *limiter),
+            "--cpu-schedule");
         if (!schedule_status.ok()) return schedule_status;
       }
       bool all_exited = true;
@@ -416,7 +453,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     absl::Status run = run_once(attempt);
     if (run.ok()) break;
     if (absl::IsCancelled(run)) return fail(run);
-    if (!schedule_status.ok()) return fail(WithContext(schedule_status, "--bandwidth-schedule"));
+    if (!schedule_status.ok()) return fail(schedule_status);
     // Whom the run lost: the conv workers the coordinator declared dead
     // and the first failure, when it was a conv worker killed.
     absl::StatusOr<std::vector<LostNode>> recorded = ReadLostNodes(lost_nodes);

@@ -14,10 +14,8 @@
 #include "core/util/log.h"
 
 namespace strata {
-namespace {
 
-// "0", "500ms", "60s", "1.5m" in seconds; nullopt for anything else.
-std::optional<double> ParseOffset(const std::string& text) {
+std::optional<double> ParseScheduleOffset(const std::string& text) {
   const std::string t = absl::AsciiStrToLower(text);
   if (t == "0") return 0.0;
   for (const auto& [unit, scale] :
@@ -33,8 +31,6 @@ std::optional<double> ParseOffset(const std::string& text) {
   return std::nullopt;
 }
 
-}  // namespace
-
 absl::StatusOr<BandwidthSchedule> ParseBandwidthSchedule(const std::string& text) {
   const auto refuse = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("--bandwidth-schedule \"", text, "\": ", why,
@@ -47,7 +43,7 @@ absl::StatusOr<BandwidthSchedule> ParseBandwidthSchedule(const std::string& text
     if (parts.size() != 2) return refuse(absl::StrCat("entry \"", entry, "\" is not RATE@TIME"));
     absl::StatusOr<double> rate = ParseBandwidth(parts[0]);
     if (!rate.ok()) return refuse(absl::StrCat("entry \"", entry, "\": ", rate.status().message()));
-    const std::optional<double> at = ParseOffset(parts[1]);
+    const std::optional<double> at = ParseScheduleOffset(parts[1]);
     if (!at.has_value()) {
       return refuse(absl::StrCat("entry \"", entry, "\": time \"", parts[1],
                                  "\" is not 0 or a number with ms, s or m"));

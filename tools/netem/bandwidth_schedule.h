@@ -18,6 +18,7 @@
 #define STRATA_TOOLS_NETEM_BANDWIDTH_SCHEDULE_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ using BandwidthSchedule = std::vector<RateChange>;
 
 // InvalidArgument naming the entry and the rule it breaks.
 absl::StatusOr<BandwidthSchedule> ParseBandwidthSchedule(const std::string& text);
+
+// A schedule entry's time from the launch: "0", "500ms", "60s", "1.5m" in
+// seconds; nullopt for anything else.
+std::optional<double> ParseScheduleOffset(const std::string& text);
 
 // "1gbit@0,100mbit@60s": a schedule as a user writes it.
 std::string FormatBandwidthSchedule(const BandwidthSchedule& schedule);

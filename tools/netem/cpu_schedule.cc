@@ -1,0 +1,202 @@
+#include "tools/netem/cpu_schedule.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/status.h"
+#include "core/util/log.h"
+#include "tools/netem/bandwidth_schedule.h"
+
+namespace strata {
+namespace {
+
+// The CFS period the quotas are shares of: short, so that a limited
+// process is slowed evenly rather than stopped for most of every tenth of
+// a second (an iteration of tens of milliseconds would then be either at
+// full speed or stalled).
+constexpr int64_t kPeriodMicros = 10000;
+
+// Writes `value` to `path` (a cgroup control file).
+absl::Status WriteControl(const std::string& path, const std::string& value) {
+  std::ofstream out(path);
+  out << value;
+  out.flush();
+  if (!out) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write \"", value, "\" to ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// "conv1" -> ("conv_worker", 1).
+std::optional<std::pair<std::string, int>> ParseProcess(const std::string& text) {
+  for (const auto& [prefix, role] : {std::pair<const char*, const char*>{"server", "server"},
+                                     {"conv", "conv_worker"},
+                                     {"fc", "fc_worker"}}) {
+    if (!absl::StartsWith(text, prefix)) continue;
+    int rank = -1;
+    if (absl::SimpleAtoi(text.substr(std::strlen(prefix)), &rank) && rank >= 0) {
+      return std::make_pair(std::string(role), rank);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<CpuSchedule> ParseCpuSchedule(const std::string& text) {
+  const auto refuse = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("--cpu-schedule \"", text, "\": ", why,
+                                                   " (e.g. conv1=25%@30s,conv1=none@90s)"));
+  };
+  if (text.empty()) return refuse("empty");
+  CpuSchedule schedule;
+  for (const std::string& entry : std::vector<std::string>(absl::StrSplit(text, ','))) {
+    const std::vector<std::string> at = absl::StrSplit(entry, '@');
+    const std::vector<std::string> limit =
+        at.size() == 2 ? std::vector<std::string>(absl::StrSplit(at[0], '='))
+                       : std::vector<std::string>{};
+    if (limit.size() != 2) return refuse(absl::StrCat("entry \"", entry, "\" is not PROCESS=LIMIT@TIME"));
+    CpuLimitChange change;
+    change.process = limit[0];
+    const auto process = ParseProcess(limit[0]);
+    if (!process.has_value()) {
+      return refuse(absl::StrCat("entry \"", entry, "\": \"", limit[0],
+                                 "\" is not a process (server<rank>, conv<rank> or fc<rank>)"));
+    }
+    std::tie(change.role, change.rank) = *process;
+    if (limit[1] != "none") {
+      double percent = 0;
+      if (!absl::EndsWith(limit[1], "%") ||
+          !absl::SimpleAtod(limit[1].substr(0, limit[1].size() - 1), &percent) ||
+          !(percent >= 1 && percent <= 100000)) {
+        return refuse(absl::StrCat("entry \"", entry, "\": limit \"", limit[1],
+                                   "\" is not none or a percentage of one core from 1% up"));
+      }
+      change.cores = percent / 100;
+    }
+    const std::optional<double> seconds = ParseScheduleOffset(at[1]);
+    if (!seconds.has_value()) {
+      return refuse(absl::StrCat("entry \"", entry, "\": time \"", at[1],
+                                 "\" is not 0 or a number with ms, s or m"));
+    }
+    if (!schedule.empty() && *seconds < schedule.back().at_seconds) {
+      return refuse(absl::StrCat("entry \"", entry, "\" is earlier than the one before"));
+    }
+    change.at_seconds = *seconds;
+    schedule.push_back(std::move(change));
+  }
+  return schedule;
+}
+
+absl::StatusOr<std::unique_ptr<CpuLimiter>> CpuLimiter::Create() {
+  // cgroup v1's cpu controller, or a v2 hierarchy that offers cpu.
+  struct Candidate {
+    std::string hierarchy;
+    bool v2;
+  };
+  std::vector<std::string> tried;
+  for (const Candidate& c : {Candidate{"/sys/fs/cgroup/cpu", false},
+                             Candidate{"/sys/fs/cgroup/cpu,cpuacct", false},
+                             Candidate{"/sys/fs/cgroup", true},
+                             Candidate{"/sys/fs/cgroup/unified", true}}) {
+    const std::string probe = c.hierarchy + (c.v2 ? "/cgroup.subtree_control" : "/cpu.cfs_quota_us");
+    if (!std::filesystem::exists(probe)) continue;
+    if (c.v2) {
+      std::ifstream controllers(c.hierarchy + "/cgroup.controllers");
+      std::string line;
+      std::getline(controllers, line);
+      if (line.find("cpu") == std::string::npos) {
+        tried.push_back(absl::StrCat(c.hierarchy, " (cgroup v2 without the cpu controller)"));
+        continue;
+      }
+      (void)WriteControl(c.hierarchy + "/cgroup.subtree_control", "+cpu");
+    }
+    const std::string root = absl::StrCat(c.hierarchy, "/strata-", ::getpid());
+    if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
+      tried.push_back(absl::StrCat(root, " (", std::strerror(errno), ")"));
+      continue;
+    }
+    if (c.v2) (void)WriteControl(root + "/cgroup.subtree_control", "+cpu");
+    return std::unique_ptr<CpuLimiter>(new CpuLimiter(root, c.v2));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "CPU limits need a writable cgroup CPU controller, and none was found",
+      tried.empty() ? "" : absl::StrCat(" (tried ", absl::StrJoin(tried, ", "), ")"),
+      "; run as root on a machine with cgroups, or leave out --cpu-schedule"));
+}
+
+CpuLimiter::CpuLimiter(std::string root, bool v2)
+    : root_(std::move(root)),
+      v2_(v2),
+      description_(absl::StrCat(v2 ? "cgroup v2 (" : "cgroup v1 (", root_, ")")) {}
+
+CpuLimiter::~CpuLimiter() {
+  const std::string parent = std::filesystem::path(root_).parent_path().string();
+  for (const auto& [name, path] : groups_) {
+    // Whatever still runs in a group goes back to the hierarchy's root.
+    std::ifstream procs(path + "/cgroup.procs");
+    std::string pid;
+    while (std::getline(procs, pid)) (void)WriteControl(parent + "/cgroup.procs", pid);
+    ::rmdir(path.c_str());
+  }
+  ::rmdir(root_.c_str());
+}
+
+absl::Status CpuLimiter::Limit(const std::string& name, pid_t pid, std::optional<double> cores) {
+  auto it = groups_.find(name);
+  if (it == groups_.end()) {
+    const std::string path = absl::StrCat(root_, "/", name);
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot make cgroup ", path, ": ", std::strerror(errno)));
+    }
+    it = groups_.emplace(name, path).first;
+  }
+  const std::string& path = it->second;
+  const std::string quota =
+      cores.has_value()
+          ? std::to_string(static_cast<int64_t>(std::llround(*cores * kPeriodMicros)))
+          : (v2_ ? "max" : "-1");
+  if (v2_) {
+    STRATA_RETURN_IF_ERROR(
+        WriteControl(path + "/cpu.max", absl::StrCat(quota, " ", kPeriodMicros)));
+  } else {
+    STRATA_RETURN_IF_ERROR(
+        WriteControl(path + "/cpu.cfs_period_us", std::to_string(kPeriodMicros)));
+    STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.cfs_quota_us", quota));
+  }
+  // Every thread of the process, now and later.
+  return WriteControl(path + "/cgroup.procs", std::to_string(pid));
+}
+
+absl::Status ScheduledCpuLimits::Apply(
+    double seconds, const std::function<std::optional<pid_t>(const std::string&, int)>& pid_of,
+    CpuLimiter& limiter) {
+  while (next_ < schedule_.size() && schedule_[next_].at_seconds <= seconds) {
+    const CpuLimitChange& change = schedule_[next_];
+    const std::optional<pid_t> pid = pid_of(change.role, change.rank);
+    if (!pid.has_value()) return absl::OkStatus();  // not started yet: try again later
+    STRATA_RETURN_IF_ERROR(limiter.Limit(change.process, *pid, change.cores));
+    LogInfo("cpu schedule: %s %s (change %zu of %zu, due at %gs, made at %.1fs)",
+            change.process.c_str(),
+            change.cores.has_value() ? absl::StrCat("limited to ", *change.cores, " cores").c_str()
+                                     : "no longer limited",
+            next_ + 1, schedule_.size(), change.at_seconds, seconds);
+    ++next_;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace strata

@@ -1,0 +1,93 @@
+// CpuSchedule: limits on the CPU of some of a local cluster's processes
+// that change while the job runs, for `strata_launch --cpu-schedule
+// conv1=25%@30s,conv1=none@90s`: the emulated counterpart of a host whose
+// CPU a noisy neighbour or a throttled VM takes (a straggler), as
+// --bandwidth-schedule is of a link whose rate changes. Each entry names a
+// process (server<r>, conv<r>, fc<r>), its limit in percent of one core
+// ("25%", "150%") or "none", and the time it takes effect from the launch
+// ("0", "500ms", "30s", "2m"); entries are in time order.
+//
+// CpuLimiter puts a process in a cgroup of its own and sets the cgroup's
+// CPU bandwidth (the CFS quota: cgroup v1's cpu.cfs_quota_us, or v2's
+// cpu.max) — the kernel then runs the process's threads at most that share
+// of each period, as it would on a smaller or busier host. Its cgroups are
+// removed when it is destroyed.
+//
+//   STRATA_ASSIGN_OR_RETURN(CpuSchedule schedule, ParseCpuSchedule(text));
+//   STRATA_ASSIGN_OR_RETURN(auto limiter, CpuLimiter::Create());  // refuses without cgroups
+//   ScheduledCpuLimits limits(schedule);
+//   STRATA_RETURN_IF_ERROR(limits.Apply(seconds_since_launch, pid_of, *limiter));
+//
+// Not thread-safe.
+#ifndef STRATA_TOOLS_NETEM_CPU_SCHEDULE_H_
+#define STRATA_TOOLS_NETEM_CPU_SCHEDULE_H_
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace strata {
+
+struct CpuLimitChange {
+  double at_seconds = 0;
+  std::string process;          // "conv1": role and rank as the launcher names them
+  std::string role;             // "server", "conv_worker", "fc_worker"
+  int rank = 0;
+  std::optional<double> cores;  // the limit in cores (0.25 for "25%"); unset: none
+};
+using CpuSchedule = std::vector<CpuLimitChange>;
+
+// InvalidArgument naming the entry and the rule it breaks.
+absl::StatusOr<CpuSchedule> ParseCpuSchedule(const std::string& text);
+
+class CpuLimiter {
+ public:
+  // FailedPrecondition, saying why, when this machine gives no writable
+  // cgroup CPU controller (no permission, or none mounted).
+  static absl::StatusOr<std::unique_ptr<CpuLimiter>> Create();
+  ~CpuLimiter();  // the limited processes go back to the root group; the groups are removed
+  CpuLimiter(const CpuLimiter&) = delete;
+  CpuLimiter& operator=(const CpuLimiter&) = delete;
+
+  // Limits process `pid` (all its threads) to `cores` cores, or lifts its
+  // limit (unset). `name` names its group ("conv1").
+  absl::Status Limit(const std::string& name, pid_t pid, std::optional<double> cores);
+  // "cgroup v1 (/sys/fs/cgroup/cpu)", for logs.
+  const std::string& description() const { return description_; }
+
+ private:
+  CpuLimiter(std::string root, bool v2);
+  std::string root_;  // our group under the hierarchy
+  bool v2_;
+  std::string description_;
+  std::map<std::string, std::string> groups_;  // name -> path
+};
+
+class ScheduledCpuLimits {
+ public:
+  explicit ScheduledCpuLimits(CpuSchedule schedule) : schedule_(std::move(schedule)) {}
+  // Makes every change due by `seconds` that has not been made. `pid_of`
+  // gives a process's pid from its role and rank (nullopt: it is not
+  // running, and the change waits for it). The error of a limit the
+  // kernel refuses.
+  absl::Status Apply(double seconds,
+                     const std::function<std::optional<pid_t>(const std::string& role, int rank)>& pid_of,
+                     CpuLimiter& limiter);
+  // Starts over (a restarted job's new processes get the limits in force).
+  void Restart() { next_ = 0; }
+
+ private:
+  CpuSchedule schedule_;
+  size_t next_ = 0;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_TOOLS_NETEM_CPU_SCHEDULE_H_
