@@ -117,7 +117,9 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   lo.total_iterations = data->total_steps;
   lo.records = &records;
   lo.reporter = &reporter;
-  ClusterHooks hooks(*client, MakeController(options.controller, rank));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Controller> controller,
+                          MakeController(options.controller, rank));
+  ClusterHooks hooks(*client, std::move(controller));
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format));
   STRATA_RETURN_IF_ERROR(hooks.DeclareBatchShares(
       config.cluster.batch_shares, tc.batch_size, client->num_workers(),

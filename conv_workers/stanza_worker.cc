@@ -117,7 +117,9 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   loop_options.first_iteration = first_step;
   loop_options.total_iterations = data->total_steps;
   loop_options.records = &records;
-  ClusterHooks hooks(*client, MakeController(options.controller, rank));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Controller> controller,
+                          MakeController(options.controller, rank));
+  ClusterHooks hooks(*client, std::move(controller));
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format, link.get()));
   STRATA_RETURN_IF_ERROR(hooks.DeclareBatchShares(
       config.cluster.batch_shares, tc.batch_size, client->num_workers(),

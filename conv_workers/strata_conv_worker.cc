@@ -45,9 +45,9 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   }
   const ControllerFlags flags = ControllerFromFlags();
   STRATA_ASSIGN_OR_RETURN(const ControllerChoice controller,
-                          ChooseController(flags.kind, flags.cost_model, mode));
+                          ChooseController(flags.kind, flags.cost_model, flags.policy_file, mode));
   STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, mode));
-  if (controller.kind != "none" && jobs.size() > 1) {
+  if (controller.context != nullptr && jobs.size() > 1) {
     return absl::InvalidArgumentError(
         "--controller with several --job: a cost model describes one job; run it with one");
   }

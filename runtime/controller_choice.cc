@@ -7,51 +7,76 @@
 #include "core/util/json_file.h"
 #include "scheduler/knobs.h"
 #include "scheduler/secbad/changepoint_controller.h"
+#include "scheduler/secbad/secbad_controller.h"
 
 namespace strata {
 
 absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
                                                   const std::string& cost_model_path,
+                                                  const std::string& policy_path,
                                                   const std::string& mode) {
   ControllerChoice choice;
   choice.kind = kind;
-  if (kind == "none") {
-    if (!cost_model_path.empty()) {
-      return absl::InvalidArgumentError(
-          "--cost-model is for --controller changepoint; --controller none takes none");
-    }
-    return choice;
+  const bool learned = kind == "secbad";
+  const bool modelled = kind == "changepoint" || learned;
+  if (!modelled && kind != "none" && kind != "static") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--controller ", kind, ": unknown (use none, static, changepoint or secbad)"));
   }
-  if (kind != "changepoint") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--controller ", kind, ": unknown (use none or changepoint)"));
+  if (!modelled && !cost_model_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cost-model is for --controller changepoint or secbad; --controller ", kind,
+        " takes none"));
   }
+  if (!learned && !policy_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--policy-file is for --controller secbad; --controller ", kind, " takes none"));
+  }
+  if (!modelled) return choice;
   if (cost_model_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--controller ", kind,
+        " needs --cost-model FILE (strata_bench train --knob ... --cost-model-out FILE writes "
+        "one)"));
+  }
+  if (learned && policy_path.empty()) {
     return absl::InvalidArgumentError(
-        "--controller changepoint needs --cost-model FILE (strata_bench train --knob ... "
-        "--cost-model-out FILE writes one)");
+        "--controller secbad needs --policy-file FILE (strata_bench secbad runtime "
+        "--cost-model ... --policy-dir DIR trains one)");
   }
   STRATA_ASSIGN_OR_RETURN(const nlohmann::json json, ReadJsonFile(cost_model_path));
-  STRATA_ASSIGN_OR_RETURN(secbad::KnobCostModel model,
-                          secbad::KnobCostModel::FromJson(json, cost_model_path));
-  if (model.mode() != mode) {
-    return absl::InvalidArgumentError(absl::StrCat(cost_model_path, ": fitted to ", model.mode(),
+  STRATA_ASSIGN_OR_RETURN(choice.context, secbad::KnobContextFromJson(json, cost_model_path));
+  if (choice.context->mode() != mode) {
+    return absl::InvalidArgumentError(absl::StrCat(cost_model_path, ": fitted to ",
+                                                   choice.context->mode(),
                                                    " mode, but this job runs in ", mode, " mode"));
   }
-  for (const auto& [value, cost] : model.values()) {
-    STRATA_RETURN_IF_ERROR_CTX(KnobCatalog::Global().Validate(model.knob(), value),
+  for (const std::string& value : choice.context->values()) {
+    STRATA_RETURN_IF_ERROR_CTX(KnobCatalog::Global().Validate(choice.context->knob(), value),
                                cost_model_path);
   }
-  choice.cost_model = std::move(model);
+  if (learned) {
+    choice.policy_file = policy_path;
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<secbad::KnobPolicy> policy,
+                            secbad::KnobPolicy::Load(policy_path, choice.context));
+    STRATA_RETURN_IF_ERROR(secbad::SecbadController::Create(std::move(policy)).status());
+  }
   return choice;
 }
 
-std::unique_ptr<Controller> MakeController(const ControllerChoice& choice, int rank) {
-  if (rank == 0 && choice.kind == "changepoint" && choice.cost_model.has_value()) {
-    // The options were checked with the defaults: Create cannot fail.
-    return std::move(*secbad::ChangepointController::Create(*choice.cost_model));
+absl::StatusOr<std::unique_ptr<Controller>> MakeController(const ControllerChoice& choice,
+                                                           int rank) {
+  if (rank != 0 || choice.context == nullptr) return std::make_unique<NoChangeController>();
+  if (choice.kind == "changepoint") {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<secbad::ChangepointController> controller,
+                            secbad::ChangepointController::Create(choice.context));
+    return std::unique_ptr<Controller>(std::move(controller));
   }
-  return std::make_unique<NoChangeController>();
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<secbad::KnobPolicy> policy,
+                          secbad::KnobPolicy::Load(choice.policy_file, choice.context));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<secbad::SecbadController> controller,
+                          secbad::SecbadController::Create(std::move(policy)));
+  return std::unique_ptr<Controller>(std::move(controller));
 }
 
 }  // namespace strata

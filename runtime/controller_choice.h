@@ -1,45 +1,57 @@
 // ControllerChoice: which Controller (scheduler/controller.h) a job runs,
-// from --controller and --cost-model, read and checked when the process
-// starts, before it connects to anything:
+// from --controller, --cost-model and --policy-file, read and checked when
+// the process starts, before it connects to anything:
 //
-//   none          nothing changes (the default)
+//   none, static  nothing changes: every knob keeps the job config's start
+//                 value (the default)
 //   changepoint   scheduler/secbad/changepoint_controller.h over the cost
 //                 model in --cost-model (the JSON `strata_bench train
-//                 --knob ... --cost-model-out` writes)
+//                 --knob ... --cost-model-out` writes; link-rate or
+//                 worker-speed, scheduler/secbad/knob_context.h)
+//   secbad        scheduler/secbad/secbad_controller.h: the policy in
+//                 --policy-file (`strata_bench secbad runtime` trains one)
+//                 over the knob the cost model in --cost-model describes
 //
-// Conv worker 0 runs the chosen controller on its own iteration records;
-// every other process of the job runs none (the coordinator agrees the
-// changes it proposes with all of them).
+// Conv worker 0 runs the chosen controller on its own iteration records
+// (and, for a context that reads every process's, on the others' the
+// coordinator relays); every other process of the job runs none (the
+// coordinator agrees the changes it proposes with all of them).
 #ifndef STRATA_RUNTIME_CONTROLLER_CHOICE_H_
 #define STRATA_RUNTIME_CONTROLLER_CHOICE_H_
 
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "scheduler/controller.h"
-#include "scheduler/secbad/knob_cost_model.h"
+#include "scheduler/secbad/knob_context.h"
+#include "scheduler/secbad/knob_policy.h"
 
 namespace strata {
 
 struct ControllerChoice {
   std::string kind = "none";
-  std::optional<secbad::KnobCostModel> cost_model;  // changepoint
+  std::shared_ptr<const secbad::KnobContext> context;  // changepoint, secbad
+  std::string policy_file;                              // secbad
 };
 
-// InvalidArgument for an unknown kind (naming the known ones), a cost
-// model given to a kind that takes none or missing for one that needs it,
-// a file that does not read as a cost model, one fitted for another mode
-// than `mode`, or one whose knob or values the knob catalog refuses (the
-// catalog must be filled). NotFound for a file that cannot be read.
+// InvalidArgument for an unknown kind (naming the known ones); a cost model
+// or policy given to a kind that takes none, or missing for one that needs
+// it; a cost model that does not read (the field named), is fitted for
+// another mode than `mode`, or whose knob or values the knob catalog
+// refuses (the catalog must be filled); a policy file that is corrupt, not
+// a policy, or made for another knob, values or context (what differs
+// named). NotFound for a file that cannot be read.
 absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
                                                   const std::string& cost_model_path,
+                                                  const std::string& policy_path,
                                                   const std::string& mode);
 
 // The controller of the conv worker of `rank`: the chosen one for rank 0,
-// one that changes nothing for the others.
-std::unique_ptr<Controller> MakeController(const ControllerChoice& choice, int rank);
+// one that changes nothing for the others. The choice was checked by
+// ChooseController; a policy file that no longer reads is an error here.
+absl::StatusOr<std::unique_ptr<Controller>> MakeController(const ControllerChoice& choice,
+                                                           int rank);
 
 }  // namespace strata
 

@@ -88,8 +88,9 @@ CheckpointFlags CheckpointFromFlags();
 absl::StatusOr<int64_t> KnobLeadFromFlags();
 
 struct ControllerFlags {
-  std::string kind;        // --controller
-  std::string cost_model;  // --cost-model
+  std::string kind;         // --controller
+  std::string cost_model;   // --cost-model
+  std::string policy_file;  // --policy-file
 };
 ControllerFlags ControllerFromFlags();
 

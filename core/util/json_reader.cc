@@ -45,6 +45,14 @@ absl::Status Convert(const nlohmann::json& j, const std::string& path, float* ou
   return absl::OkStatus();
 }
 
+absl::Status Convert(const nlohmann::json& j, const std::string& path, double* out) {
+  if (!j.is_number()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a number, got ", Describe(j)));
+  }
+  *out = j.get<double>();
+  return absl::OkStatus();
+}
+
 absl::Status Convert(const nlohmann::json& j, const std::string& path, bool* out) {
   if (!j.is_boolean()) {
     return absl::InvalidArgumentError(
@@ -118,6 +126,9 @@ absl::Status JsonObjectReader::Required(const std::string& key, int64_t* out) {
 absl::Status JsonObjectReader::Required(const std::string& key, float* out) {
   return Read(key, out, true);
 }
+absl::Status JsonObjectReader::Required(const std::string& key, double* out) {
+  return Read(key, out, true);
+}
 absl::Status JsonObjectReader::Required(const std::string& key, std::vector<int64_t>* out) {
   return Read(key, out, true);
 }
@@ -128,6 +139,9 @@ absl::Status JsonObjectReader::Optional(const std::string& key, int64_t* out) {
   return Read(key, out, false);
 }
 absl::Status JsonObjectReader::Optional(const std::string& key, float* out) {
+  return Read(key, out, false);
+}
+absl::Status JsonObjectReader::Optional(const std::string& key, double* out) {
   return Read(key, out, false);
 }
 absl::Status JsonObjectReader::Optional(const std::string& key, bool* out) {

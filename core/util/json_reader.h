@@ -40,11 +40,13 @@ class JsonObjectReader {
   absl::Status Required(const std::string& key, std::string* out);
   absl::Status Required(const std::string& key, int64_t* out);
   absl::Status Required(const std::string& key, float* out);
+  absl::Status Required(const std::string& key, double* out);
   absl::Status Required(const std::string& key, std::vector<int64_t>* out);
   // Optional fields leave *out unchanged when absent.
   absl::Status Optional(const std::string& key, std::string* out);
   absl::Status Optional(const std::string& key, int64_t* out);
   absl::Status Optional(const std::string& key, float* out);
+  absl::Status Optional(const std::string& key, double* out);
   absl::Status Optional(const std::string& key, bool* out);
   absl::Status Optional(const std::string& key, std::vector<float>* out);
   absl::Status Optional(const std::string& key, std::vector<int64_t>* out);

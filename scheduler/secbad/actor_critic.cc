@@ -83,13 +83,15 @@ std::vector<Parameter*> ActorCritic::parameters() {
   return all;
 }
 
-absl::Status ActorCritic::Save(const std::string& path, const std::string& contender) const {
+absl::Status ActorCritic::Save(const std::string& path, const std::string& contender,
+                               const nlohmann::json& about) const {
   Checkpoint checkpoint;
   checkpoint.metadata_json = nlohmann::json{{"kind", kPolicyKind},
                                             {"contender", contender},
                                             {"inputs", shape_.inputs},
                                             {"actions", shape_.actions},
-                                            {"hidden", shape_.hidden}}
+                                            {"hidden", shape_.hidden},
+                                            {"about", about}}
                                  .dump();
   for (Parameter* p : const_cast<ActorCritic*>(this)->parameters()) {
     checkpoint.tensors.push_back({p->name, p->value.Clone()});
@@ -97,9 +99,23 @@ absl::Status ActorCritic::Save(const std::string& path, const std::string& conte
   return WithContext(WriteCheckpoint(path, checkpoint), absl::StrCat("--policy-file ", path));
 }
 
+absl::StatusOr<nlohmann::json> ActorCritic::ReadAbout(const std::string& path) {
+  const std::string where = absl::StrCat("--policy-file ", path);
+  absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(path);
+  STRATA_RETURN_IF_ERROR_CTX(checkpoint.status(), where);
+  const nlohmann::json meta = nlohmann::json::parse(checkpoint->metadata_json, nullptr, false);
+  if (!meta.is_object() || meta.value("kind", "") != kPolicyKind) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": not a SeCBAD policy file (a Strata checkpoint of another kind)"));
+  }
+  return meta.contains("about") && meta["about"].is_object() ? meta["about"]
+                                                              : nlohmann::json::object();
+}
+
 absl::StatusOr<std::unique_ptr<ActorCritic>> ActorCritic::Load(const std::string& path,
                                                                const ActorCriticShape& shape,
-                                                               const std::string& contender) {
+                                                               const std::string& contender,
+                                                               const nlohmann::json& about) {
   const std::string where = absl::StrCat("--policy-file ", path);
   absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(path);
   STRATA_RETURN_IF_ERROR_CTX(checkpoint.status(), where);
@@ -112,6 +128,16 @@ absl::StatusOr<std::unique_ptr<ActorCritic>> ActorCritic::Load(const std::string
   if (!contender.empty() && trained_as != contender) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": trained as \"", trained_as,
                                                    "\", not as \"", contender, "\""));
+  }
+  const nlohmann::json written_about =
+      meta.contains("about") && meta["about"].is_object() ? meta["about"] : nlohmann::json::object();
+  for (const auto& [key, wanted] : about.items()) {
+    const nlohmann::json got = written_about.contains(key) ? written_about[key] : nlohmann::json();
+    if (got != wanted) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": trained for ", key, " ",
+                                                     got.is_null() ? "(not said)" : got.dump(),
+                                                     "; this job's is ", wanted.dump()));
+    }
   }
   const ActorCriticShape written{meta.value("inputs", 0), meta.value("actions", 0),
                                  meta.value("hidden", 0)};

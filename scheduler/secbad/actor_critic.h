@@ -11,15 +11,19 @@
 //   auto again = ActorCritic::Load("p.bin", shape, "secbad");
 //
 // A policy file is a Strata checkpoint (core/train/checkpoint.h) whose
-// metadata names the networks' shape and what they were trained as; Load
-// refuses a file of another shape or contender, or a corrupt one, naming
-// the file and what differs. Not thread-safe.
+// metadata names the networks' shape, what they were trained as, and what
+// the trainer says they are for (`about`: the knob and its values, the
+// context, ...); Load refuses a file of another shape, contender or
+// purpose, or a corrupt one, naming the file and what differs. Not
+// thread-safe.
 #ifndef STRATA_SCHEDULER_SECBAD_ACTOR_CRITIC_H_
 #define STRATA_SCHEDULER_SECBAD_ACTOR_CRITIC_H_
 
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
@@ -38,11 +42,18 @@ class ActorCritic {
   static absl::StatusOr<std::unique_ptr<ActorCritic>> Create(const ActorCriticShape& shape,
                                                              uint64_t seed);
   // Reads a policy file written by Save; `contender` is what the caller
-  // means to run it as ("secbad"; "" takes any).
-  static absl::StatusOr<std::unique_ptr<ActorCritic>> Load(const std::string& path,
-                                                           const ActorCriticShape& shape,
-                                                           const std::string& contender);
-  absl::Status Save(const std::string& path, const std::string& contender) const;
+  // means to run it as ("secbad"; "" takes any); every field of `about`
+  // must be in the file's with the same value.
+  static absl::StatusOr<std::unique_ptr<ActorCritic>> Load(
+      const std::string& path, const ActorCriticShape& shape, const std::string& contender,
+      const nlohmann::json& about = nlohmann::json::object());
+  absl::Status Save(const std::string& path, const std::string& contender,
+                    const nlohmann::json& about = nlohmann::json::object()) const;
+
+  // What the policy file at `path` says it is for (Save's `about`).
+  // NotFound for a file that cannot be read; InvalidArgument for one that
+  // is not a policy file.
+  static absl::StatusOr<nlohmann::json> ReadAbout(const std::string& path);
 
   struct Output {
     Tensor logits;  // {N, actions}

@@ -30,7 +30,7 @@ class OracleTracker final : public ContextTracker {
   int features() const override { return static_cast<int>(truth_.size()); }
   void Reset() override { std::fill(truth_.begin(), truth_.end(), 0.0); }
   void Observe(const double*, const double* truth) override {
-    std::copy(truth, truth + truth_.size(), truth_.begin());
+    if (truth != nullptr) std::copy(truth, truth + truth_.size(), truth_.begin());
   }
   void Features(float* out) const override {
     for (size_t d = 0; d < truth_.size(); ++d) out[d] = static_cast<float>(truth_[d]);
@@ -67,6 +67,7 @@ class SegmentTracker final : public ContextTracker {
     WriteBelief(inference_.steps() == 0 ? inference_.model().BeliefOf(0) : inference_.MapBelief(),
                 out);
   }
+  const RunLengthPosterior* posterior() const override { return &inference_; }
 
  private:
   RunLengthPosterior inference_;

@@ -32,9 +32,11 @@ class ContextTracker {
   virtual int features() const = 0;
   virtual void Reset() = 0;
   // `seen`: the observation (the model's dims); `truth`: the context in
-  // force for the next step (only the oracle reads it).
+  // force for the next step (only the oracle reads it; null: not known).
   virtual void Observe(const double* seen, const double* truth) = 0;
   virtual void Features(float* out) const = 0;
+  // The run-length posterior behind the features, where there is one.
+  virtual const RunLengthPosterior* posterior() const { return nullptr; }
 };
 
 // Plain PPO: no features.

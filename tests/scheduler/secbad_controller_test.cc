@@ -11,6 +11,7 @@
 
 #include "core/util/rng.h"
 #include "scheduler/secbad/changepoint_controller.h"
+#include "scheduler/secbad/link_rate_context.h"
 #include "scheduler/secbad/knob_cost_model.h"
 
 namespace strata::secbad {
@@ -32,6 +33,10 @@ KnobCostModel TrueModel() {
     samples.push_back({"bf16", rate, kBf16.local_seconds, Communication(kBf16, rate)});
   }
   return *KnobCostModel::Fit("wire.format", "ps", samples);
+}
+
+std::shared_ptr<const KnobContext> TrueContext() {
+  return std::make_shared<LinkRateContext>(TrueModel());
 }
 
 TEST(KnobCostModelTest, TheFitRecoversTheCostsOfEachValue) {
@@ -166,7 +171,7 @@ TEST(ChangepointControllerTest, ItRetunesWithinFiveIterationsOfEachChange) {
     SimulatedJob job;
     job.rates = Phases({{10, 60}, {0.1, 60}, {10, 60}, {0.5, 60}});
     job.seed = seed;
-    auto controller = *ChangepointController::Create(TrueModel());
+    auto controller = *ChangepointController::Create(TrueContext());
     const SimulatedJob::Outcome out = job.Run(*controller);
     // Each change reaches the job (proposal + lag) within 5 iterations.
     const int64_t to_bf16 = FirstRunning(out.in_force, 60, "bf16");
@@ -183,7 +188,7 @@ TEST(ChangepointControllerTest, ItRetunesWithinFiveIterationsOfEachChange) {
     int change_points = 0;
     for (const ControllerEvent& e : out.events) change_points += e.kind == "change point";
     EXPECT_GE(change_points, 3) << "seed " << seed;
-    EXPECT_NEAR(controller->believed_rate_gbit(), 0.5, 0.1) << "seed " << seed;
+    EXPECT_NEAR(std::exp(controller->believed_context()[0]), 0.5, 0.1) << "seed " << seed;
   }
 }
 
@@ -191,7 +196,7 @@ TEST(ChangepointControllerTest, AStableLinkGetsNoProposalAndFewFalseAlarms) {
   SimulatedJob job;
   job.rates = Phases({{1.0, 1000}});
   job.noise = 0.15;
-  auto controller = *ChangepointController::Create(TrueModel());
+  auto controller = *ChangepointController::Create(TrueContext());
   const SimulatedJob::Outcome out = job.Run(*controller);
   // fp32 loses at 1 Gbit/s (0.255 s against 0.18 s): one proposal, early.
   ASSERT_EQ(out.proposals_at.size(), 1u);
@@ -206,12 +211,12 @@ TEST(ChangepointControllerTest, AGainBelowTheThresholdIsNotWorthAChange) {
   SimulatedJob job;
   job.rates = Phases({{4.2, 200}});  // fp32 ahead of bf16 by under 1%
   job.noise = 0.02;
-  auto controller = *ChangepointController::Create(TrueModel());
+  auto controller = *ChangepointController::Create(TrueContext());
   EXPECT_TRUE(job.Run(*controller).proposals_at.empty());
 }
 
 TEST(ChangepointControllerTest, RecordsItCannotReadAreNotObserved) {
-  auto controller = *ChangepointController::Create(TrueModel());
+  auto controller = *ChangepointController::Create(TrueContext());
   IterationRecord record;
   record.communication_seconds = 2.0;  // would be 0.1 Gbit/s
   for (int64_t i = 0; i < 10; ++i) {
@@ -229,12 +234,13 @@ TEST(ChangepointControllerTest, RecordsItCannotReadAreNotObserved) {
 TEST(ChangepointControllerTest, OptionsOutOfRangeAreRefusedByName) {
   ChangepointControllerOptions options;
   options.settle = 0;
-  EXPECT_NE(ChangepointController::Create(TrueModel(), options).status().message().find("settle"),
+  EXPECT_NE(ChangepointController::Create(TrueContext(), options).status().message().find("settle"),
             std::string::npos);
   options = {};
-  options.noise = 0;
-  EXPECT_NE(ChangepointController::Create(TrueModel(), options).status().message().find("noise"),
-            std::string::npos);
+  options.min_gain = -1;
+  EXPECT_NE(
+      ChangepointController::Create(TrueContext(), options).status().message().find("min_gain"),
+      std::string::npos);
 }
 
 }  // namespace

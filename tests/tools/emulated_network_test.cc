@@ -424,7 +424,7 @@ TEST_F(EmulatedClusterTest, ABadControllerOrCostModelIsRefusedBeforeAnythingStar
                              " --mode ps --summary-out " + dir_ + "/s.json ";
   const auto [unknown, unknown_out] = RunCommand(launch + "--controller oracle");
   EXPECT_NE(unknown, 0);
-  EXPECT_NE(unknown_out.find("--controller oracle: unknown (use none or changepoint)"),
+  EXPECT_NE(unknown_out.find("--controller oracle: unknown (use none, static, changepoint or secbad)"),
             std::string::npos)
       << unknown_out;
   const auto [single, single_out] =

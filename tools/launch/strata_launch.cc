@@ -214,15 +214,19 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   STRATA_ASSIGN_OR_RETURN(o.knob_lead, KnobLeadFromFlags());
   // The controller and its cost model are checked here, before anything
   // starts; every conv worker checks them again, and worker 0 runs it.
-  const auto [controller, cost_model] = ControllerFromFlags();
-  STRATA_RETURN_IF_ERROR(ChooseController(controller, cost_model, o.mode).status());
-  if (controller != "none") {
+  const auto [controller, cost_model, policy_file] = ControllerFromFlags();
+  STRATA_RETURN_IF_ERROR(ChooseController(controller, cost_model, policy_file, o.mode).status());
+  if (controller != "none" && controller != "static") {
     if (!o.job_configs.empty()) {
       return absl::InvalidArgumentError(
           "--controller with --jobs: a cost model describes one job; run it with one");
     }
     o.conv_worker_flags = {"--controller", controller, "--cost-model",
                            std::filesystem::absolute(cost_model).string()};
+    if (!policy_file.empty()) {
+      o.conv_worker_flags.insert(o.conv_worker_flags.end(),
+                                 {"--policy-file", std::filesystem::absolute(policy_file).string()});
+    }
   }
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   if (const std::string keys = CurveKeysDirFromFlags(); !keys.empty()) {
@@ -285,7 +289,8 @@ absl::Status Run() {
   if (jobs.size() > 1 && config.cluster.mode == "single") {
     return absl::InvalidArgumentError("--jobs needs --mode ps or stanza: jobs share a cluster");
   }
-  if (config.cluster.mode == "single" && ControllerFromFlags().kind != "none") {
+  if (config.cluster.mode == "single" && ControllerFromFlags().kind != "none" &&
+      ControllerFromFlags().kind != "static") {
     return absl::InvalidArgumentError(
         "--controller needs --mode ps or stanza: it re-tunes a cluster's knobs");
   }

@@ -1,0 +1,105 @@
+#include "scheduler/secbad/link_rate_context.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status.h"
+#include "core/util/json_reader.h"
+
+namespace strata::secbad {
+namespace {
+
+const std::string kKind = "link-rate";
+
+// ln(rate) of the conv worker's own iterations under a value the model
+// knows; the first iteration (start-up: connections, first pulls) is not
+// one.
+class LinkRateReader final : public ContextReader {
+ public:
+  explicit LinkRateReader(const KnobCostModel& model) : model_(model) {}
+  std::optional<ContextObservation> Take(const IterationRecord& record) override {
+    if (!record.completed) return std::nullopt;
+    if (!started_) {
+      started_ = true;
+      return std::nullopt;
+    }
+    const auto in_force = record.knobs.find(model_.knob());
+    if (in_force == record.knobs.end() || !model_.Knows(in_force->second)) return std::nullopt;
+    const double rate = model_.InferRate(in_force->second, record.communication_seconds);
+    return ContextObservation{record.iteration, {std::log(rate)}, in_force->second};
+  }
+
+ private:
+  const KnobCostModel& model_;
+  bool started_ = false;
+};
+
+}  // namespace
+
+LinkRateContext::LinkRateContext(KnobCostModel model, LinkRateTrace trace)
+    : model_(std::move(model)), trace_(trace) {
+  for (const auto& [value, cost] : model_.values()) values_.push_back(value);
+}
+
+absl::StatusOr<std::shared_ptr<const LinkRateContext>> LinkRateContext::FromJson(
+    const nlohmann::json& json, const std::string& source) {
+  nlohmann::json costs = json;
+  LinkRateTrace trace;
+  if (costs.is_object()) {
+    costs.erase("context");
+    if (costs.contains("trace")) {
+      JsonObjectReader r(costs["trace"], source + ": trace");
+      STRATA_RETURN_IF_ERROR(r.Optional("min_rate_gbit", &trace.min_rate_gbit));
+      STRATA_RETURN_IF_ERROR(r.Optional("max_rate_gbit", &trace.max_rate_gbit));
+      STRATA_RETURN_IF_ERROR(r.Optional("noise", &trace.noise));
+      STRATA_RETURN_IF_ERROR(r.Finish());
+      if (!(trace.min_rate_gbit > 0) || !(trace.max_rate_gbit >= trace.min_rate_gbit) ||
+          !(trace.noise > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ": trace: rates must be > 0 with min <= max, and the noise > 0"));
+      }
+      costs.erase("trace");
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(KnobCostModel model, KnobCostModel::FromJson(costs, source));
+  return std::make_shared<const LinkRateContext>(std::move(model), trace);
+}
+
+const std::string& LinkRateContext::kind() const { return kKind; }
+
+std::unique_ptr<ContextReader> LinkRateContext::NewReader() const {
+  return std::make_unique<LinkRateReader>(model_);
+}
+
+double LinkRateContext::IterationSeconds(const std::string& value,
+                                         const std::vector<double>& context) const {
+  return model_.IterationSeconds(value, std::exp(context[0]));
+}
+
+std::vector<NormalGammaPrior> LinkRateContext::Priors() const {
+  // Rates within a factor of e^3 (20) of 1 Gbit/s; one reading within
+  // about a third of the segment's rate.
+  return {NormalGammaPrior::For(0.0, 0.3, 3.0)};
+}
+
+std::vector<double> LinkRateContext::SampleContext(Rng& rng) const {
+  const double lo = std::log(trace_.min_rate_gbit), hi = std::log(trace_.max_rate_gbit);
+  return {lo + (hi - lo) * rng.Uniform()};
+}
+
+std::string LinkRateContext::Describe(const std::vector<double>& context) const {
+  return absl::StrFormat("link about %.3g Gbit/s", std::exp(context[0]));
+}
+
+nlohmann::json LinkRateContext::ToJson() const {
+  nlohmann::json j = model_.ToJson();
+  j["context"] = kKind;
+  j["trace"] = {{"min_rate_gbit", trace_.min_rate_gbit},
+                {"max_rate_gbit", trace_.max_rate_gbit},
+                {"noise", trace_.noise}};
+  return j;
+}
+
+}  // namespace strata::secbad

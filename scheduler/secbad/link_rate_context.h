@@ -1,0 +1,61 @@
+// LinkRateContext: the link-rate kind of KnobContext
+// (scheduler/secbad/knob_context.h), over a KnobCostModel
+// (scheduler/secbad/knob_cost_model.h): the context is ln(link rate in
+// Gbit/s), read from the controller's own process's records — the rate the
+// cost model says explains an iteration's communication seconds under the
+// knob value in force.
+//
+// The cost model file may say how the runtime environment draws segments'
+// rates (log-uniform over [min_rate_gbit, max_rate_gbit]) and how noisy one
+// iteration's reading is ("trace": {"min_rate_gbit", "max_rate_gbit",
+// "noise"}; defaults 0.1, 10 and 0.2).
+#ifndef STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_
+#define STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_
+
+#include <string>
+#include <vector>
+
+#include "scheduler/secbad/knob_context.h"
+#include "scheduler/secbad/knob_cost_model.h"
+
+namespace strata::secbad {
+
+struct LinkRateTrace {
+  double min_rate_gbit = 0.1;
+  double max_rate_gbit = 10;
+  double noise = 0.2;  // of ln(rate)
+};
+
+class LinkRateContext final : public KnobContext {
+ public:
+  explicit LinkRateContext(KnobCostModel model, LinkRateTrace trace = {});
+  // The cost model file, with an optional "trace" object (above).
+  static absl::StatusOr<std::shared_ptr<const LinkRateContext>> FromJson(
+      const nlohmann::json& json, const std::string& source);
+
+  const std::string& kind() const override;
+  const std::string& knob() const override { return model_.knob(); }
+  const std::string& mode() const override { return model_.mode(); }
+  const std::vector<std::string>& values() const override { return values_; }
+  int dims() const override { return 1; }
+  bool reads_every_process() const override { return false; }
+  std::unique_ptr<ContextReader> NewReader() const override;
+  double IterationSeconds(const std::string& value,
+                          const std::vector<double>& context) const override;
+  std::vector<NormalGammaPrior> Priors() const override;
+  std::vector<double> SampleContext(Rng& rng) const override;
+  double observation_noise() const override { return trace_.noise; }
+  std::string Describe(const std::vector<double>& context) const override;
+  nlohmann::json ToJson() const override;
+
+  const KnobCostModel& model() const { return model_; }
+
+ private:
+  KnobCostModel model_;
+  LinkRateTrace trace_;
+  std::vector<std::string> values_;
+};
+
+}  // namespace strata::secbad
+
+#endif  // STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_

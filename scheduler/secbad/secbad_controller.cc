@@ -1,0 +1,49 @@
+#include "scheduler/secbad/secbad_controller.h"
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace strata::secbad {
+
+absl::StatusOr<std::unique_ptr<SecbadController>> SecbadController::Create(
+    std::unique_ptr<KnobPolicy> policy, int proposal_patience) {
+  if (policy->spec().belief == "oracle") {
+    return absl::InvalidArgumentError(
+        "the oracle's policy reads the true context, which a running job does not know; "
+        "give a policy trained with a belief (secbad)");
+  }
+  return std::unique_ptr<SecbadController>(
+      new SecbadController(std::move(policy), proposal_patience));
+}
+
+SecbadController::SecbadController(std::unique_ptr<KnobPolicy> policy, int proposal_patience)
+    : ContextController(policy->shared_context(), proposal_patience),
+      policy_(std::move(policy)),
+      tracker_(policy_->NewTracker()),
+      state_(static_cast<size_t>(policy_->inputs())) {
+  tracker_->Reset();
+}
+
+std::optional<std::string> SecbadController::Decide(const ContextObservation& seen,
+                                                    const std::string& current,
+                                                    const std::string& target) {
+  policy_->Observe(*tracker_, seen.values, {});
+  if (const RunLengthPosterior* posterior = tracker_->posterior(); posterior != nullptr) {
+    const int64_t segment_start = seen.iteration - posterior->map_run_length() + 1;
+    if (posterior->change_detected() && segment_start > last_change_start_) {
+      last_change_start_ = segment_start;
+      Record(seen.iteration, "change point",
+             absl::StrFormat("since iteration %d (%s=%s in force)", segment_start,
+                             context_->knob(), current));
+    }
+  }
+  policy_->WriteState(*tracker_, context_->IndexOf(current), state_.data());
+  const std::string wanted = context_->values()[policy_->Choose(state_.data())];
+  if (wanted == target) return std::nullopt;
+  Record(seen.iteration, "proposal",
+         absl::StrFormat("%s=%s (the policy's choice over %s)", context_->knob(), wanted, target));
+  return wanted;
+}
+
+}  // namespace strata::secbad
