@@ -67,6 +67,7 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::ConfigureFloatingPoint();
   strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata conv worker.\n  strata_conv_worker --mode ps|stanza --coordinator tcp://HOST:PORT "

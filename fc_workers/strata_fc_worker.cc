@@ -61,6 +61,7 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::ConfigureFloatingPoint();
   strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata FC worker (stanza mode).\n  strata_fc_worker --rank F --coordinator "

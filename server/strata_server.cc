@@ -226,6 +226,7 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::ConfigureFloatingPoint();
   strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Strata parameter server.\n  strata_server --rank R --coordinator tcp://HOST:PORT "

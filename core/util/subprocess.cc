@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +81,17 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessS
     close_fds();
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : spec.cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      close_fds();
+      ::close(exec_pipe[0]);
+      ::close(exec_pipe[1]);
+      return absl::InvalidArgumentError(absl::StrCat("cannot run ", spec.argv[0], " on CPU ", cpu));
+    }
+    CPU_SET(cpu, &cpus);
+  }
   std::fflush(stdout);  // or the child would print our buffered output again
   std::fflush(stderr);
   const pid_t parent = ::getpid();
@@ -101,6 +113,9 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessS
     }
     if (!spec.network_namespace.empty())
       err = EnterNetworkNamespace(spec.network_namespace.c_str());
+    if (err == 0 && !spec.cpus.empty() && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
+      err = errno;
+    }
     if (err == 0) {
       ::execvpe(argv[0], argv.data(), envp.data());
       err = errno;

@@ -41,6 +41,9 @@ struct ProcessSpec {
   bool output_to_pipe = false;
   // SIGKILL when this process dies, however it dies.
   bool die_with_parent = false;
+  // Run only on these CPUs (every thread it ever starts; set before it
+  // runs); empty = any.
+  std::vector<int> cpus;
 };
 
 class ChildProcess {

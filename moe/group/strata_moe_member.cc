@@ -79,6 +79,7 @@ absl::StatusOr<moe::GroupMemberOptions> OptionsFromFlags() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::ConfigureFloatingPoint();
   strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "One process of an MoE expert group on synthetic tokens.\n  strata_moe_member --rank R "

@@ -28,8 +28,9 @@ TEST_F(KnobVariantsTest, RefusesWhatNoJobCanStartWith) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"wire.format", "use NAME=V1,V2"},
       {"speed=fast",
-       "unknown knob \"speed\" (a job can start with wire.format, "
+       "unknown knob \"speed\" (a job can start with wire.format, batch.shares, "
        "moe.pipeline_chunks, moe.parallelism)"},
+      {"batch.shares=3:1,3:x", "batch.shares=3:x"},
       {"wire.format=", "lists no value"},
       {"wire.format=fp32,fp8", "fp8"},
       {"moe.pipeline_chunks=0", "moe.pipeline_chunks"},
@@ -53,6 +54,10 @@ TEST_F(KnobVariantsTest, EachKnobStartsWhereTheConfigSaysIt) {
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   EXPECT_EQ((*bf16)["cluster"]["wire_format"], "bf16");
   EXPECT_EQ((*bf16)["cluster"]["mode"], "stanza");
+
+  absl::StatusOr<nlohmann::json> shares = ConfigStartingWith(config, "batch.shares", "3:1");
+  ASSERT_TRUE(shares.ok()) << shares.status();
+  EXPECT_EQ((*shares)["cluster"]["batch_shares"], "3:1");
 
   absl::StatusOr<nlohmann::json> d4 = ConfigStartingWith(config, "moe.pipeline_chunks", "4");
   ASSERT_TRUE(d4.ok()) << d4.status();

@@ -11,19 +11,27 @@
 namespace strata::bench {
 namespace {
 
-// The knobs a config can start, and the MoE layers' field of each MoE knob.
-const std::vector<std::pair<std::string, std::string>>& StartableKnobs() {
-  static const std::vector<std::pair<std::string, std::string>> knobs = {
-      {kWireFormatKnob, ""},
-      {moe::kPipelineChunksKnob, "pipeline_chunks"},
-      {moe::kParallelismKnob, "parallelism"},
+// Where a config starts each knob: a field of its cluster block, or one of
+// every MoE layer.
+struct StartField {
+  std::string knob;
+  bool in_moe_layers = false;
+  std::string field;
+};
+
+const std::vector<StartField>& StartableKnobs() {
+  static const std::vector<StartField> knobs = {
+      {kWireFormatKnob, false, "wire_format"},
+      {kBatchSharesKnob, false, "batch_shares"},
+      {moe::kPipelineChunksKnob, true, "pipeline_chunks"},
+      {moe::kParallelismKnob, true, "parallelism"},
   };
   return knobs;
 }
 
-const std::string* MoeFieldOf(const std::string& knob) {
-  for (const auto& [name, field] : StartableKnobs()) {
-    if (name == knob) return &field;
+const StartField* StartFieldOf(const std::string& knob) {
+  for (const StartField& f : StartableKnobs()) {
+    if (f.knob == knob) return &f;
   }
   return nullptr;
 }
@@ -32,13 +40,13 @@ const std::string* MoeFieldOf(const std::string& knob) {
 
 absl::StatusOr<KnobValues> ParseKnobValues(const std::string& text) {
   std::vector<std::string> names;
-  for (const auto& [name, field] : StartableKnobs()) names.push_back(name);
+  for (const StartField& f : StartableKnobs()) names.push_back(f.knob);
   const std::vector<std::string> kv = absl::StrSplit(text, absl::MaxSplits('=', 1));
   if (kv.size() != 2 || kv[0].empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--knob \"", text, "\": use NAME=V1,V2 (e.g. wire.format=fp32,bf16)"));
   }
-  if (MoeFieldOf(kv[0]) == nullptr) {
+  if (StartFieldOf(kv[0]) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("--knob \"", text, "\": unknown knob \"", kv[0],
                                                    "\" (a job can start with ",
                                                    absl::StrJoin(names, ", "), ")"));
@@ -61,13 +69,14 @@ absl::StatusOr<KnobValues> ParseKnobValues(const std::string& text) {
 absl::StatusOr<nlohmann::json> ConfigStartingWith(const nlohmann::json& config,
                                                   const std::string& knob,
                                                   const std::string& value) {
-  const std::string* moe_field = MoeFieldOf(knob);
-  if (moe_field == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown knob ", knob));
+  const StartField* start = StartFieldOf(knob);
+  if (start == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown knob ", knob));
   nlohmann::json variant = config;
-  if (moe_field->empty()) {  // the wire format
-    variant["cluster"]["wire_format"] = value;
+  if (!start->in_moe_layers) {
+    variant["cluster"][start->field] = value;
     return variant;
   }
+  const std::string* moe_field = &start->field;
   int moe_layers = 0;
   for (nlohmann::json& layer : variant["model"]["layers"]) {
     if (layer.value("type", "") != "moe") continue;

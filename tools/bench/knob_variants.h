@@ -4,6 +4,7 @@
 // starting with the knob at that value. A knob's start value is where the
 // job config says it:
 //   wire.format          cluster.wire_format
+//   batch.shares         cluster.batch_shares
 //   moe.pipeline_chunks  every MoE layer's pipeline_chunks
 //   moe.parallelism      every MoE layer's parallelism
 #ifndef STRATA_TOOLS_BENCH_KNOB_VARIANTS_H_

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <fstream>
 #include <map>
 
@@ -17,6 +19,8 @@
 #include "core/util/json_file.h"
 #include "core/util/log.h"
 #include "scheduler/secbad/gridworld_experiment.h"
+#include "scheduler/secbad/knob_context.h"
+#include "scheduler/secbad/runtime_environment.h"
 #include "tools/bench/throughput_plot.h"
 
 namespace strata::bench {
@@ -82,63 +86,41 @@ absl::Status PlotPosterior(const secbad::PosteriorTrace& trace, const std::strin
   return RunGnuplotAndClean(dir + "/plot.gp", dir, png);
 }
 
-}  // namespace
-
-absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
-  if (o.experiment != "gridworld") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("strata_bench secbad ", o.experiment, ": the experiments are gridworld"));
-  }
-  if (o.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
-  const std::vector<std::string> contenders =
-      o.contenders.empty() ? secbad::GridworldContenders() : o.contenders;
-  secbad::GridworldExperimentOptions eo;
-  eo.training_steps = o.training_steps;
-  eo.observation_model = o.observation_model;
-  secbad::GridworldExperiment experiment(eo);
-  for (const std::string& c : contenders) STRATA_RETURN_IF_ERROR(experiment.TrackerFor(c).status());
-  if (!o.policy_dir.empty()) std::filesystem::create_directories(o.policy_dir);
-
-  std::map<std::string, std::vector<double>> returns;
+// Every contender trained and scored from each seed (`score`), then the
+// table, the separations from SeCBAD and the JSON, as the header says.
+absl::Status RunContenderTable(
+    const SecbadBenchOptions& o, const std::vector<std::string>& contenders,
+    const std::string& score_name,
+    const std::function<absl::StatusOr<double>(const std::string&, int)>& score,
+    nlohmann::json& json) {
+  std::map<std::string, std::vector<double>> scores;
   for (int seed = 1; seed <= o.seeds; ++seed) {
     for (const std::string& c : contenders) {
-      secbad::GridworldExperimentOptions run_options = eo;
-      if (!o.policy_dir.empty()) {
-        run_options.policy_out = absl::StrCat(o.policy_dir, "/", c, "-", seed, ".bin");
-      }
-      int64_t next_report = o.training_steps / 10;
-      run_options.progress = [&, c, seed](int64_t steps, double training_return) {
-        if (steps < next_report) return;
-        next_report += o.training_steps / 10;
-        LogInfo("secbad gridworld: %s seed %d: %lld steps, training return %.2f", c.c_str(), seed,
-                static_cast<long long>(steps), training_return);
-      };
-      secbad::GridworldExperiment run(run_options);
-      STRATA_ASSIGN_OR_RETURN(secbad::GridworldRun result, run.Run(c, static_cast<uint64_t>(seed)));
-      LogInfo("secbad gridworld: %s seed %d: evaluation return %.2f (training, last update %.2f)",
-              c.c_str(), seed, result.mean_return, result.curve.empty() ? 0.0 : result.curve.back());
-      returns[c].push_back(result.mean_return);
+      STRATA_ASSIGN_OR_RETURN(const double value, score(c, seed));
+      LogInfo("secbad %s: %s seed %d: %s %.3f", o.experiment.c_str(), c.c_str(), seed,
+              score_name.c_str(), value);
+      scores[c].push_back(value);
     }
   }
   std::map<std::string, Summary> summary;
-  for (const auto& [c, values] : returns) summary[c] = Summarise(values);
+  for (const auto& [c, values] : scores) summary[c] = Summarise(values);
   const bool have_oracle = summary.count("oracle") != 0;
-  std::printf("\n| contender | mean return | std | per seed | of the oracle |\n|---|---|---|---|---|\n");
+  std::printf("\n| contender | mean %s | std | per seed | of the oracle |\n|---|---|---|---|---|\n",
+              score_name.c_str());
   for (const std::string& c : contenders) {
     const Summary& s = summary[c];
     std::vector<std::string> seeds;
-    for (double v : s.per_seed) seeds.push_back(absl::StrFormat("%.2f", v));
-    std::printf("| %s | %.2f | %.2f | %s | %s |\n", c.c_str(), s.mean, s.std,
+    for (double v : s.per_seed) seeds.push_back(absl::StrFormat("%.3f", v));
+    std::printf("| %s | %.3f | %.3f | %s | %s |\n", c.c_str(), s.mean, s.std,
                 absl::StrJoin(seeds, ", ").c_str(),
                 have_oracle && summary["oracle"].mean != 0
                     ? absl::StrFormat("%.1f%%", 100 * s.mean / summary["oracle"].mean).c_str()
                     : "-");
   }
-  nlohmann::json json;
   json["experiment"] = o.experiment;
   json["seeds"] = o.seeds;
   json["training_steps"] = o.training_steps;
-  json["observation_model"] = o.observation_model;
+  json["score"] = score_name;
   for (const auto& [c, s] : summary) {
     json["results"][c] = {{"mean", s.mean}, {"std", s.std}, {"per_seed", s.per_seed}};
   }
@@ -149,7 +131,7 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
       const Summary& other = summary[c];
       const double margin = secbad.standard_error() + other.standard_error();
       const bool separated = secbad.mean - other.mean > margin;
-      std::printf("secbad - %s: %+.2f (two standard errors combined: %.2f): %s\n", c.c_str(),
+      std::printf("secbad - %s: %+.3f (two standard errors combined: %.3f): %s\n", c.c_str(),
                   secbad.mean - other.mean, margin, separated ? "above" : "NOT separated");
       json["separation"][c] = {
           {"difference", secbad.mean - other.mean}, {"margin", margin}, {"above", separated}};
@@ -159,8 +141,114 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
       json["secbad_over_oracle"] = secbad.mean / summary["oracle"].mean;
     }
   }
-  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
+  return absl::OkStatus();
+}
+
+// Logs the training return (or efficiency) every tenth of the steps.
+std::function<void(int64_t, double)> TrainingProgress(const SecbadBenchOptions& o,
+                                                      const std::string& contender, int seed) {
+  auto next = std::make_shared<int64_t>(o.training_steps / 10);
+  return [&o, contender, seed, next](int64_t steps, double training) {
+    if (steps < *next) return;
+    *next += o.training_steps / 10;
+    LogInfo("secbad %s: %s seed %d: %lld steps, training %.3f", o.experiment.c_str(),
+            contender.c_str(), seed, static_cast<long long>(steps), training);
+  };
+}
+
+std::string PolicyPath(const SecbadBenchOptions& o, const std::string& contender, int seed) {
+  return o.policy_dir.empty() ? "" : absl::StrCat(o.policy_dir, "/", contender, "-", seed, ".bin");
+}
+
+absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
+  const std::vector<std::string> contenders =
+      o.contenders.empty() ? secbad::GridworldContenders() : o.contenders;
+  secbad::GridworldExperimentOptions eo;
+  eo.training_steps = o.training_steps;
+  eo.observation_model = o.observation_model;
+  secbad::GridworldExperiment experiment(eo);
+  for (const std::string& c : contenders) STRATA_RETURN_IF_ERROR(experiment.TrackerFor(c).status());
+  json["observation_model"] = o.observation_model;
+  STRATA_RETURN_IF_ERROR(RunContenderTable(
+      o, contenders, "return",
+      [&](const std::string& c, int seed) -> absl::StatusOr<double> {
+        secbad::GridworldExperimentOptions run_options = eo;
+        run_options.policy_out = PolicyPath(o, c, seed);
+        run_options.progress = TrainingProgress(o, c, seed);
+        secbad::GridworldExperiment run(run_options);
+        STRATA_ASSIGN_OR_RETURN(secbad::GridworldRun result,
+                                run.Run(c, static_cast<uint64_t>(seed)));
+        return result.mean_return;
+      },
+      json));
   if (!o.plot.empty()) STRATA_RETURN_IF_ERROR(PlotPosterior(experiment.TracePosterior(1), o.plot));
+  return absl::OkStatus();
+}
+
+absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
+  if (o.cost_model.empty()) {
+    return absl::InvalidArgumentError(
+        "secbad runtime needs --cost-model FILE (strata_bench train --knob ... --cost-model-out "
+        "FILE writes one)");
+  }
+  STRATA_ASSIGN_OR_RETURN(const nlohmann::json model, ReadJsonFile(o.cost_model));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const secbad::KnobContext> context,
+                          secbad::KnobContextFromJson(model, o.cost_model));
+  const std::vector<std::string> contenders =
+      o.contenders.empty() ? secbad::RuntimeContenders() : o.contenders;
+  const std::vector<std::string>& known = secbad::RuntimeContenders();
+  for (const std::string& c : contenders) {
+    if (std::find(known.begin(), known.end(), c) == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown contender \"", c, "\" (use ",
+                                                     absl::StrJoin(known, ", "), ")"));
+    }
+  }
+  secbad::RuntimeExperimentOptions eo = SecbadRuntimeOptions();
+  eo.training_steps = o.training_steps;
+  eo.env.lag = o.lag;
+  std::printf("strata_bench secbad runtime: %s over %s (%s), values %s; lag %d, segments of "
+              "%.0f iterations (sd %.0f), episodes of %d\n",
+              context->knob().c_str(), context->kind().c_str(), o.cost_model.c_str(),
+              absl::StrJoin(context->values(), ", ").c_str(), eo.env.lag, eo.env.segment_mean,
+              eo.env.segment_stddev, eo.env.episode_iterations);
+  json["cost_model"] = model;
+  json["lag"] = eo.env.lag;
+  return RunContenderTable(
+      o, contenders, "efficiency",
+      [&](const std::string& c, int seed) -> absl::StatusOr<double> {
+        secbad::RuntimeExperimentOptions run_options = eo;
+        if (c != "changepoint") run_options.policy_out = PolicyPath(o, c, seed);
+        run_options.progress = TrainingProgress(o, c, seed);
+        secbad::RuntimeExperiment run(context, run_options);
+        STRATA_ASSIGN_OR_RETURN(secbad::RuntimeRun result, run.Run(c, static_cast<uint64_t>(seed)));
+        return result.efficiency;
+      },
+      json);
+}
+
+}  // namespace
+
+secbad::RuntimeExperimentOptions SecbadRuntimeOptions() {
+  secbad::RuntimeExperimentOptions o;
+  // A job's contexts hold for hundreds of iterations (tens of seconds).
+  o.env.episode_iterations = 1200;
+  o.env.segment_mean = 300;
+  o.env.segment_stddev = 100;
+  o.env.segment_min = 20;
+  o.policy.window = 600;
+  return o;
+}
+
+absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
+  if (o.experiment != "gridworld" && o.experiment != "runtime") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strata_bench secbad ", o.experiment, ": the experiments are gridworld, runtime and live"));
+  }
+  if (o.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
+  if (!o.policy_dir.empty()) std::filesystem::create_directories(o.policy_dir);
+  nlohmann::json json;
+  STRATA_RETURN_IF_ERROR(o.experiment == "gridworld" ? RunGridworld(o, json) : RunRuntime(o, json));
+  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
   return absl::OkStatus();
 }
 

@@ -1,16 +1,26 @@
 // `strata_bench secbad`: SeCBAD against its baselines.
 //
-//   strata_bench secbad gridworld --seeds 5 [--steps 3000000] [--contenders a,b]
+//   strata_bench secbad gridworld --seeds 5 [--training-steps 3000000] [--contenders a,b]
 //       [--observation-model grid|normal-gamma] [--json out.json] [--plot posterior.png]
 //       [--policy-dir DIR]
+//   strata_bench secbad runtime --cost-model cost.json --seeds 5 [--training-steps N]
+//       [--contenders a,b] [--lag 4] [--json out.json] [--policy-dir DIR]
+//   strata_bench secbad live ...   (tools/bench/secbad_live_bench.h)
 //
 // gridworld: every contender (scheduler/secbad/gridworld_experiment.h)
-// trained and evaluated from each seed, one after another, with the mean
-// and standard deviation of the evaluation return over seeds, each
-// contender's ratio to the oracle, and whether SeCBAD stands above each
-// baseline by more than the two standard errors combined. The JSON has a
-// "results" map: contender -> {"mean", "std", "per_seed"}. The plot is
+// trained and evaluated from each seed, one after another. runtime: the
+// same on the runtime environment of a knob's cost model
+// (scheduler/secbad/runtime_environment.h): its learned contenders and the
+// changepoint controller, scored by their mean efficiency (the fastest
+// value's iteration seconds over those of the value in force). Both
+// report the mean and standard deviation over seeds, each contender's
+// ratio to the oracle, and whether SeCBAD stands above each baseline by
+// more than the two standard errors combined. The JSON has a "results"
+// map: contender -> {"mean", "std", "per_seed"}. The gridworld's plot is
 // the run-length posterior of one episode against its true change points.
+// --policy-dir keeps each trained policy as DIR/<contender>-<seed>.bin (a
+// runtime one is what strata_launch --controller secbad --policy-file
+// runs).
 #ifndef STRATA_TOOLS_BENCH_SECBAD_BENCH_H_
 #define STRATA_TOOLS_BENCH_SECBAD_BENCH_H_
 
@@ -19,22 +29,33 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "scheduler/secbad/runtime_environment.h"
 
 namespace strata::bench {
 
 struct SecbadBenchOptions {
-  std::string experiment = "gridworld";
+  std::string experiment = "gridworld";  // gridworld, runtime
   int seeds = 5;
   int64_t training_steps = 3'000'000;
   std::vector<std::string> contenders;  // empty: all
-  // How the belief contenders read the pushes (GridworldExperimentOptions).
-  std::string observation_model = "grid";
   std::string json_out;
   std::string plot;
   std::string policy_dir;  // each trained policy as DIR/<contender>-<seed>.bin
+  // gridworld: how the belief contenders read the pushes
+  // (GridworldExperimentOptions).
+  std::string observation_model = "grid";
+  // runtime: the knob's cost model, and the iterations from a request to
+  // its value in force.
+  std::string cost_model;
+  int lag = 4;
 };
 
 absl::Status RunSecbadBench(const SecbadBenchOptions& options);
+
+// The runtime environment's shape for a running job (episodes of 1200
+// iterations, contexts holding about 300, a posterior window of 600): what
+// `secbad runtime` trains in and `secbad live` trains its policy in.
+secbad::RuntimeExperimentOptions SecbadRuntimeOptions();
 
 }  // namespace strata::bench
 

@@ -31,6 +31,7 @@
 #include "tools/bench/ps_bench.h"
 #include "tools/bench/reference_check.h"
 #include "tools/bench/secbad_bench.h"
+#include "tools/bench/secbad_live_bench.h"
 #include "tools/bench/soak_bench.h"
 #include "tools/bench/train_bench.h"
 
@@ -63,6 +64,19 @@ ABSL_FLAG(std::string, contenders, "",
           "secbad: comma-separated contenders (default all: secbad, constant-hazard, "
           "whole-history, plain, oracle)");
 ABSL_FLAG(std::string, policy_dir, "", "secbad: keep each trained policy in this directory");
+ABSL_FLAG(std::string, cpu_pin, "",
+          "train, secbad live: Strata's processes on CPUs of their own, as strata_launch "
+          "--cpu-pin takes them (e.g. conv0=0,conv1=1)");
+ABSL_FLAG(std::string, cpu_schedule, "",
+          "secbad live: CPU limits that change while each run goes on, as strata_launch "
+          "--cpu-schedule takes them (e.g. conv1=25%@25s,conv1=none@50s)");
+ABSL_FLAG(std::string, bandwidth_schedule, "",
+          "secbad live: link rates that change while each run goes on, as strata_launch "
+          "--bandwidth-schedule takes them");
+ABSL_FLAG(double, live_seconds, 125, "secbad live: each run's length from its launch");
+ABSL_FLAG(double, warmup, 5, "secbad live: seconds from the launch left out of every figure");
+ABSL_FLAG(int32_t, lag, 4,
+          "secbad runtime: iterations from a controller's request to its value in force");
 ABSL_FLAG(std::string, observation_model, "grid",
           "secbad gridworld: how beliefs read the pushes: grid (the world's push rule over a "
           "grid of winds) or normal-gamma (a Gaussian of unknown mean and noise per axis)");
@@ -119,6 +133,7 @@ ABSL_FLAG(double, gflops, 0,
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::ConfigureFloatingPoint();
   strata::moe::RegisterMoe();         // job configs may name "moe" layers
   strata::StopChildrenOnInterrupt();  // Ctrl-C stops the contenders and cleans up
   absl::SetProgramUsageMessage(
@@ -152,7 +167,14 @@ int main(int argc, char** argv) {
       "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]\n"
       "  strata_bench secbad gridworld [--seeds 5] [--training-steps N] [--contenders a,b]\n"
       "                     [--observation-model grid|normal-gamma]\n"
-      "                     [--json f] [--plot posterior.png] [--policy-dir DIR]");
+      "                     [--json f] [--plot posterior.png] [--policy-dir DIR]\n"
+      "  strata_bench secbad runtime --cost-model cost.json [--seeds 5] [--training-steps N]\n"
+      "                     [--contenders a,b] [--lag 4] [--json f] [--policy-dir DIR]\n"
+      "  strata_bench secbad live --config JOB.json [--mode ps] [--conv-workers N]\n"
+      "                     --cost-model cost.json [--policy-file p.bin | --training-steps N]\n"
+      "                     --cpu-schedule S [--bandwidth-schedule S] [--cpu-pin conv0=0,...]\n"
+      "                     [--live-seconds 125] [--warmup 5] [--repeat 2] [--knob-lead 2]\n"
+      "                     [--contenders static,changepoint,secbad] [--json f] [--plot p.png]");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess("bench");
@@ -191,6 +213,7 @@ int main(int argc, char** argv) {
     o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
     o.latency = absl::GetFlag(FLAGS_latency);
     o.sweep = absl::GetFlag(FLAGS_sweep);
+    o.cpu_pin = absl::GetFlag(FLAGS_cpu_pin);
     o.knob = absl::GetFlag(FLAGS_knob);
     o.cost_model_out = absl::GetFlag(FLAGS_cost_model_out);
     o.csv_out = absl::GetFlag(FLAGS_csv);
@@ -297,6 +320,36 @@ int main(int argc, char** argv) {
     o.threads = absl::GetFlag(FLAGS_threads);
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunReferenceCheck(o);
+  } else if (command == "secbad" && positional.size() > 2 &&
+             std::string(positional[2]) == "live") {
+    strata::bench::SecbadLiveOptions o;
+    o.config = absl::GetFlag(FLAGS_config);
+    o.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
+    o.servers = layout.servers;
+    o.conv_workers = layout.conv_workers;
+    o.fc_workers = layout.fc_workers;
+    o.threads = absl::GetFlag(FLAGS_threads);
+    o.cost_model = strata::ControllerFromFlags().cost_model;
+    o.policy_file = strata::ControllerFromFlags().policy_file;
+    o.training_steps = absl::GetFlag(FLAGS_training_steps);
+    o.cpu_schedule = absl::GetFlag(FLAGS_cpu_schedule);
+    o.cpu_pin = absl::GetFlag(FLAGS_cpu_pin);
+    o.bandwidth_schedule = absl::GetFlag(FLAGS_bandwidth_schedule);
+    o.seconds = absl::GetFlag(FLAGS_live_seconds);
+    o.warmup = absl::GetFlag(FLAGS_warmup);
+    o.repeat = absl::GetFlag(FLAGS_repeat);
+    absl::StatusOr<int64_t> lead = strata::KnobLeadFromFlags();
+    if (!lead.ok()) {
+      status = lead.status();
+    } else {
+      o.knob_lead = static_cast<int>(*lead);
+      if (!absl::GetFlag(FLAGS_contenders).empty()) {
+        o.contenders = absl::StrSplit(absl::GetFlag(FLAGS_contenders), ',', absl::SkipEmpty());
+      }
+      o.json_out = absl::GetFlag(FLAGS_json);
+      o.plot = absl::GetFlag(FLAGS_plot);
+      status = strata::bench::RunSecbadLive(o);
+    }
   } else if (command == "secbad") {
     strata::bench::SecbadBenchOptions o;
     if (positional.size() > 2) o.experiment = positional[2];
@@ -307,6 +360,8 @@ int main(int argc, char** argv) {
     o.plot = absl::GetFlag(FLAGS_plot);
     o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
     o.observation_model = absl::GetFlag(FLAGS_observation_model);
+    o.cost_model = strata::ControllerFromFlags().cost_model;
+    o.lag = absl::GetFlag(FLAGS_lag);
     status = strata::bench::RunSecbadBench(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/model/job_config.h"
 #include "core/model/model.h"
@@ -24,7 +25,11 @@
 #include "core/train/metrics_writer.h"
 #include "core/util/json_file.h"
 #include "core/util/subprocess.h"
+#include "scheduler/iteration_record.h"
+#include "scheduler/knobs.h"
 #include "scheduler/secbad/knob_cost_model.h"
+#include "scheduler/secbad/link_rate_context.h"
+#include "scheduler/secbad/worker_speed_context.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/knob_variants.h"
 #include "tools/bench/machine_limits.h"
@@ -32,6 +37,7 @@
 #include "tools/bench/throughput_plot.h"
 #include "tools/bench/train_check.h"
 #include "tools/bench/train_report.h"
+#include "tools/netem/cpu_schedule.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
@@ -39,10 +45,13 @@ namespace {
 
 constexpr absl::Duration kRunTimeout = absl::Minutes(30);
 
-// The network one point of the report runs on.
+// The conditions one point of the report runs in.
 struct NetworkSetting {
   std::string bandwidth;  // "" = loopback
   std::string latency = "0";
+  // CPU limits of Strata's processes from the start, as --cpu-schedule
+  // takes them ("conv1=25%@0"; "" = none).
+  std::string cpu_schedule;
 };
 
 enum class Kind { kStrata, kTorch, kTorchDdp };
@@ -59,7 +68,43 @@ struct RunResult {
   double images_per_sec = 0;
   double bytes_per_iteration = 0;
   std::map<std::string, double> seconds_per_iteration;
+  // Every steady iteration's compute and rows of each conv worker (when the
+  // runner was asked for them: a worker-speed cost model).
+  std::vector<secbad::SpeedSample> speed_samples;
 };
+
+// Iterations a run's start-up takes (connections, first pulls, kernels
+// made for the batch size): not what a cost model describes.
+constexpr int64_t kStartupIterations = 2;
+
+// The conv workers' iterations of a run, from its records: each conv
+// worker's compute and rows, conv worker 0's wall seconds.
+absl::StatusOr<std::vector<secbad::SpeedSample>> SpeedSamplesOf(const std::string& records_dir,
+                                                                 int conv_workers) {
+  std::map<int64_t, secbad::SpeedSample> by_iteration;
+  for (int r = 0; r < conv_workers; ++r) {
+    STRATA_ASSIGN_OR_RETURN(
+        const std::vector<nlohmann::json> records,
+        ReadIterationRecords(absl::StrCat(records_dir, "/conv_worker_", r, ".jsonl")));
+    for (const nlohmann::json& record : records) {
+      const int64_t i = record.value("iteration", int64_t{-1});
+      if (i < kStartupIterations || !record.value("completed", false)) continue;
+      secbad::SpeedSample& s = by_iteration[i];
+      s.compute_seconds.resize(conv_workers, 0.0);
+      s.rows.resize(conv_workers, 0);
+      s.compute_seconds[r] = record.value("compute", 0.0);
+      s.rows[r] = record.value("rows", int64_t{0});
+      if (r == 0) s.wall_seconds = record.value("wall", 0.0);
+    }
+  }
+  std::vector<secbad::SpeedSample> samples;
+  for (auto& [i, s] : by_iteration) {
+    if (std::all_of(s.rows.begin(), s.rows.end(), [](int64_t n) { return n > 0; })) {
+      samples.push_back(std::move(s));
+    }
+  }
+  return samples;
+}
 
 // A free TCP port on 127.0.0.1 (for the DDP rendezvous on loopback).
 absl::StatusOr<int> FreeLoopbackPort() {
@@ -79,8 +124,10 @@ absl::StatusOr<int> FreeLoopbackPort() {
 // Runs contenders; owns the scratch directory of their logs and results.
 class Runner {
  public:
-  Runner(const TrainBenchOptions& o, int64_t batch, std::string scratch)
-      : o_(o), batch_(batch), scratch_(std::move(scratch)) {}
+  // `records_wanted`: keep every Strata run's conv worker iterations
+  // (RunResult::speed_samples).
+  Runner(const TrainBenchOptions& o, int64_t batch, std::string scratch, bool records_wanted)
+      : o_(o), batch_(batch), scratch_(std::move(scratch)), records_wanted_(records_wanted) {}
 
   absl::StatusOr<RunResult> Run(const Contender& c, const NetworkSetting& net) {
     ++runs_;
@@ -131,6 +178,11 @@ class Runner {
           spec.argv.push_back(f);
         }
       }
+      if (!net.cpu_schedule.empty()) {
+        spec.argv.insert(spec.argv.end(), {"--cpu-schedule", net.cpu_schedule});
+      }
+      if (!o_.cpu_pin.empty()) spec.argv.insert(spec.argv.end(), {"--cpu-pin", o_.cpu_pin});
+      if (records_wanted_) spec.argv.insert(spec.argv.end(), {"--records-dir", Path("records")});
     }
     spec.unset_env = UnsetForBenchmarks();
     spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
@@ -152,6 +204,9 @@ class Runner {
     r.bytes_per_iteration = j.value("bytes_per_iteration", 0.0);
     if (j.contains("seconds_per_iteration")) {
       r.seconds_per_iteration = j["seconds_per_iteration"].get<std::map<std::string, double>>();
+    }
+    if (records_wanted_ && c.mode != "single") {
+      STRATA_ASSIGN_OR_RETURN(r.speed_samples, SpeedSamplesOf(Path("records"), o_.conv_workers));
     }
     return r;
   }
@@ -240,6 +295,7 @@ class Runner {
   const TrainBenchOptions& o_;
   const int64_t batch_;
   const std::string scratch_;
+  const bool records_wanted_;
   int runs_ = 0;
   bool warned_ = false;
 };
@@ -249,13 +305,25 @@ struct Sweep {
   std::vector<std::string> values;
 };
 
+// A point of a cpu sweep as a --cpu-schedule from the start: "none" is no
+// limit, "conv1=25%;conv0=50%" limits each process named.
+std::string CpuScheduleOf(const std::string& point) {
+  if (point == "none") return "";
+  std::vector<std::string> entries;
+  for (const std::string& limit : std::vector<std::string>(absl::StrSplit(point, ';'))) {
+    entries.push_back(limit + "@0");
+  }
+  return absl::StrJoin(entries, ",");
+}
+
 absl::StatusOr<Sweep> ParseSweep(const TrainBenchOptions& o) {
   Sweep s;
   if (o.sweep.empty()) return s;
   std::vector<std::string> kv = absl::StrSplit(o.sweep, absl::MaxSplits('=', 1));
-  if (kv.size() != 2 || (kv[0] != "bandwidth" && kv[0] != "latency")) {
+  if (kv.size() != 2 || (kv[0] != "bandwidth" && kv[0] != "latency" && kv[0] != "cpu")) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--sweep ", o.sweep, ": use bandwidth=100mbit,1gbit,... or latency=0,0.5ms,..."));
+        "--sweep ", o.sweep,
+        ": use bandwidth=100mbit,1gbit,..., latency=0,0.5ms,... or cpu=none,conv1=25%,..."));
   }
   s.parameter = kv[0];
   s.values = absl::StrSplit(kv[1], ',', absl::SkipEmpty());
@@ -263,9 +331,16 @@ absl::StatusOr<Sweep> ParseSweep(const TrainBenchOptions& o) {
   for (const std::string& v : s.values) {
     if (s.parameter == "bandwidth") {
       STRATA_RETURN_IF_ERROR(ParseBandwidth(v).status());
-    } else {
+    } else if (s.parameter == "latency") {
       STRATA_RETURN_IF_ERROR(ParseLatency(v).status());
+    } else if (v != "none") {
+      STRATA_RETURN_IF_ERROR(ParseCpuSchedule(CpuScheduleOf(v)).status());
     }
+  }
+  if (s.parameter == "cpu" && o.with_peer) {
+    return absl::InvalidArgumentError(
+        "--sweep cpu=... limits Strata's processes only, not the PyTorch peers': add "
+        "--peer=false");
   }
   if (s.parameter == "latency" && o.bandwidth.empty()) {
     return absl::InvalidArgumentError("--sweep latency=... needs --bandwidth (the link it delays)");
@@ -356,7 +431,26 @@ absl::Status WriteCostModel(const TrainReport& report, const std::vector<double>
     std::printf("  %-10s local %.4fs  fixed %.4fs  transfer %.4fs\n", value.c_str(),
                 cost.local_seconds, cost.fixed_seconds, cost.transfer_seconds_at_1gbit);
   }
-  STRATA_RETURN_IF_ERROR(WriteJsonFile(path, model.ToJson()));
+  STRATA_RETURN_IF_ERROR(WriteJsonFile(path, secbad::LinkRateContext(model).ToJson()));
+  std::printf("cost model: %s\n", path.c_str());
+  return absl::OkStatus();
+}
+
+// batch.shares' cost model for `mode` (scheduler/secbad/worker_speed_context.h),
+// fitted to every run's conv worker iterations, printed and written to `path`.
+absl::Status WriteWorkerSpeedModel(
+    const std::map<std::string, std::vector<std::vector<secbad::SpeedSample>>>& runs,
+    const std::string& mode, int64_t batch, int conv_workers, const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(const std::shared_ptr<const secbad::WorkerSpeedContext> model,
+                          secbad::WorkerSpeedContext::Fit(mode, batch, conv_workers, runs));
+  std::printf(
+      "cost model of batch.shares (%s), iteration = the slowest conv worker's rows x its "
+      "seconds per row + overhead: usual %.3g ms per row, reading noise %.2f (ln)\n",
+      mode.c_str(), 1000 * model->seconds_per_row(), model->observation_noise());
+  for (const std::string& value : model->values()) {
+    std::printf("  %-10s overhead %.4fs\n", value.c_str(), model->overhead_seconds(value));
+  }
+  STRATA_RETURN_IF_ERROR(WriteJsonFile(path, model->ToJson()));
   std::printf("cost model: %s\n", path.c_str());
   return absl::OkStatus();
 }
@@ -385,11 +479,17 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   }
   const int cluster_mode_count = static_cast<int>(std::count_if(
       o.modes.begin(), o.modes.end(), [](const std::string& m) { return m != "single"; }));
-  if (!o.cost_model_out.empty() && (o.knob.empty() || cluster_mode_count != 1 ||
-                                    (sweep.parameter != "bandwidth" && o.bandwidth.empty()))) {
+  const bool worker_speed_model =
+      !o.cost_model_out.empty() && absl::StartsWith(o.knob, std::string(kBatchSharesKnob) + "=");
+  if (!o.cost_model_out.empty() && (o.knob.empty() || cluster_mode_count != 1)) {
     return absl::InvalidArgumentError(
-        "--cost-model-out needs --knob, one cluster mode in --modes, and --bandwidth or "
-        "--sweep bandwidth=...: the model relates the knob's values to link rates");
+        "--cost-model-out needs --knob and one cluster mode in --modes");
+  }
+  if (!o.cost_model_out.empty() && !worker_speed_model && sweep.parameter != "bandwidth" &&
+      o.bandwidth.empty()) {
+    return absl::InvalidArgumentError(
+        "--cost-model-out for this knob needs --bandwidth or --sweep bandwidth=...: the model "
+        "relates the knob's values to link rates");
   }
   STRATA_ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(o.config));
   const int64_t batch = o.batch_size > 0 ? o.batch_size : config.training.batch_size;
@@ -496,7 +596,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::vector<std::string> values = sweep.values;
   if (values.empty()) values.push_back("");
 
-  Runner runner(o, batch, scratch);
+  Runner runner(o, batch, scratch, worker_speed_model);
+  // Every run of each knob value (for a worker-speed cost model).
+  std::map<std::string, std::vector<std::vector<secbad::SpeedSample>>> speed_runs;
   ProgressBar progress(static_cast<int>(values.size() * contenders.size()) * o.repeat);
   nlohmann::json ratios = nlohmann::json::object();
   nlohmann::json best_static = nlohmann::json::object();
@@ -513,6 +615,8 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     } else if (sweep.parameter == "latency") {
       net.latency = value;
       point.numeric = *ParseLatency(value);
+    } else if (sweep.parameter == "cpu") {
+      net.cpu_schedule = CpuScheduleOf(value);
     }
     for (const Contender& c : contenders) point.contenders.push_back({c.label, {}, 0, {}});
     const std::string at = value.empty() ? "" : absl::StrCat(" @ ", sweep.parameter, "=", value);
@@ -526,6 +630,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
         }
         ContenderResult& c = point.contenders[i];
         c.images_per_sec.push_back(r->images_per_sec);
+        if (!r->speed_samples.empty()) {
+          speed_runs[contenders[i].knob_value].push_back(std::move(r->speed_samples));
+        }
         if (r->bytes_per_iteration > 0) c.bytes_per_iteration = r->bytes_per_iteration;
         if (!r->seconds_per_iteration.empty()) {
           // The breakdown of the median run would need every run's; the
@@ -564,8 +671,13 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   if (!o.cost_model_out.empty()) {
     const std::string mode = *std::find_if(o.modes.begin(), o.modes.end(),
                                            [](const std::string& m) { return m != "single"; });
-    STRATA_RETURN_IF_ERROR(
-        WriteCostModel(report, rates_gbit, contenders, knob->name, mode, o.cost_model_out));
+    if (worker_speed_model) {
+      STRATA_RETURN_IF_ERROR(
+          WriteWorkerSpeedModel(speed_runs, mode, batch, o.conv_workers, o.cost_model_out));
+    } else {
+      STRATA_RETURN_IF_ERROR(
+          WriteCostModel(report, rates_gbit, contenders, knob->name, mode, o.cost_model_out));
+    }
   }
   if (!o.csv_out.empty()) {
     std::ofstream out(o.csv_out);

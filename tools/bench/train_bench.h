@@ -30,8 +30,13 @@ struct TrainBenchOptions {
   // link rate ("1gbit"; "" = loopback) and one-way latency ("0.2ms").
   std::string bandwidth;
   std::string latency = "0";
-  // "bandwidth=100mbit,1gbit,10gbit" or "latency=0,1ms": every value is a
-  // point of the report (and of the plot).
+  // Strata's processes on CPUs of their own, as strata_launch --cpu-pin
+  // takes them ("conv0=0,conv1=1"; "" = anywhere).
+  std::string cpu_pin;
+  // "bandwidth=100mbit,1gbit,10gbit", "latency=0,1ms" or
+  // "cpu=none,conv1=25%" (CPU limits from the start, strata_launch
+  // --cpu-schedule; several joined by ';'): every value is a point of the
+  // report (and of the plot).
   std::string sweep;
   // "wire.format=fp32,bf16": every cluster mode runs once per value, the job
   // starting with the knob there (tools/bench/knob_variants.h); each point

@@ -50,6 +50,9 @@ struct ClusterLaunchOptions {
   // "conv1=25%@30s,conv1=none@90s" (tools/netem/cpu_schedule.h), timed from
   // the launch; needs a writable cgroup CPU controller (root).
   std::string cpu_schedule;
+  // The CPUs some processes run on, "conv0=0,conv1=1"
+  // (tools/netem/cpu_schedule.h): each emulated host's own cores.
+  std::string cpu_pin;
   // Ports every serving process binds, "FIRST-LAST" (each socket takes the
   // first free one; "" = any free port). On an emulated network every
   // process binds 0.0.0.0 on these ports and advertises its host's address,

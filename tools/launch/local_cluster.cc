@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -58,12 +59,14 @@ struct Child {
 // environment; inside the network namespace at `netns` when it is not empty.
 // Its TMPDIR is `scratch`, where ZeroMQ makes the socket of an `ipc://*`
 // binding, so a process killed with its sockets open leaves nothing behind
-// once the launcher removes the scratch directory.
+// once the launcher removes the scratch directory. On `cpus` only, when
+// given (--cpu-pin).
 absl::StatusOr<Child> Spawn(const std::string& role, int rank, const std::vector<std::string>& argv,
                             const std::string& netns, const std::string& token,
-                            const std::string& scratch) {
+                            const std::string& scratch, const std::vector<int>& cpus) {
   ProcessSpec spec;
   spec.argv = argv;
+  spec.cpus = cpus;
   spec.network_namespace = netns;
   spec.output_to_pipe = true;
   spec.die_with_parent = true;  // never outlive the launcher
@@ -242,6 +245,29 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     network_options.bandwidth = schedule.front().rate;
     rates.emplace(std::move(schedule));
   }
+  // Pinned CPUs (--cpu-pin), checked before anything starts.
+  std::map<std::pair<std::string, int>, std::vector<int>> pins;
+  if (!o.cpu_pin.empty()) {
+    STRATA_ASSIGN_OR_RETURN(
+        const std::vector<CpuPin> parsed,
+        ParseCpuPins(o.cpu_pin, static_cast<int>(std::thread::hardware_concurrency())));
+    for (const CpuPin& pin : parsed) {
+      const int ranks = pin.role == "server"        ? o.servers
+                        : pin.role == "conv_worker" ? o.conv_workers
+                        : stanza                    ? o.fc_workers
+                                                    : 0;
+      if (pin.rank >= ranks) {
+        return absl::InvalidArgumentError(absl::StrCat("--cpu-pin: the cluster has no ",
+                                                       pin.process, " (", ranks, " ", pin.role,
+                                                       ranks == 1 ? "" : "s", ")"));
+      }
+      pins[{pin.role, pin.rank}] = pin.cpus;
+    }
+  }
+  const auto cpus_of = [&pins](const std::string& role, int rank) {
+    const auto it = pins.find({role, rank});
+    return it == pins.end() ? std::vector<int>{} : it->second;
+  };
   // CPU limits (stragglers): checked and the cgroups made before anything
   // starts; each limit is set once its time has come and its process runs.
   std::optional<ScheduledCpuLimits> cpu_limits;
@@ -346,7 +372,8 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     std::vector<std::string> argv0 = ServerCommand(o, 0, coordinator_hint);
     for (const std::string& flag : serving_flags(p0)) argv0.push_back(flag);
     argv0.insert(argv0.end(), {"--ready-file", ready, "--lost-nodes-out", lost_nodes});
-    STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o.job_token, scratch));
+    STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o.job_token, scratch,
+                          cpus_of("server", 0)));
     children.push_back(std::move(s0));  // the first of this start's: children is empty
     Child& first = children[0];
     absl::StatusOr<nlohmann::json> serving =
@@ -364,7 +391,8 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       const Placement p = place();
       std::vector<std::string> argv = ServerCommand(o, r, coordinator);
       for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
-      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("server", r, argv, p.netns, o.job_token, scratch));
+      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("server", r, argv, p.netns, o.job_token, scratch,
+                          cpus_of("server", r)));
       children.push_back(std::move(c));
     }
     auto add_records_flag = [&](std::vector<std::string>& argv, const std::string& process) {
@@ -382,7 +410,8 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       std::vector<std::string> argv = FcWorkerCommand(o, f, coordinator, summary_path);
       for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
       add_records_flag(argv, absl::StrCat("fc_worker_", f));
-      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("fc_worker", f, argv, p.netns, o.job_token, scratch));
+      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("fc_worker", f, argv, p.netns, o.job_token, scratch,
+                          cpus_of("fc_worker", f)));
       children.push_back(std::move(c));
     }
     for (int w = 0; w < o.conv_workers; ++w) {
@@ -390,7 +419,8 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       std::vector<std::string> argv = ConvWorkerCommand(o, w, coordinator, summary_path);
       add_records_flag(argv, absl::StrCat("conv_worker_", w));
       STRATA_ASSIGN_OR_RETURN(Child c,
-                              Spawn("conv_worker", w, argv, p.netns, o.job_token, scratch));
+                              Spawn("conv_worker", w, argv, p.netns, o.job_token, scratch,
+                          cpus_of("conv_worker", w)));
       children.push_back(std::move(c));
     }
 

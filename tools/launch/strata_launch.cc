@@ -73,6 +73,10 @@ ABSL_FLAG(std::string, cpu_schedule, "",
           "straggler), PROCESS=LIMIT@TIME,... from the launch, PROCESS server<r>, conv<r> or "
           "fc<r>, LIMIT a percentage of one core or none (e.g. conv1=25%@30s,conv1=none@90s; "
           "cgroup CPU quotas, needs root)");
+ABSL_FLAG(std::string, cpu_pin, "",
+          "ps, stanza: the CPUs some processes run on, PROCESS=CPUS,... (e.g. "
+          "conv0=0,conv1=1,server0=0-1; CPUS a CPU, a range, or several joined by +): each "
+          "emulated host's own cores, as a real cluster's hosts have");
 ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth or --bandwidth-schedule, one-way delay between hosts (e.g. "
           "0.2ms)");
@@ -169,6 +173,7 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
   o.bandwidth_schedule = absl::GetFlag(FLAGS_bandwidth_schedule);
   o.cpu_schedule = absl::GetFlag(FLAGS_cpu_schedule);
+  o.cpu_pin = absl::GetFlag(FLAGS_cpu_pin);
   o.latency = absl::GetFlag(FLAGS_latency);
   o.port_range = absl::GetFlag(FLAGS_port_range);
   o.staleness = consistency.staleness;
@@ -361,6 +366,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   strata::ConfigureProcessAllocator();
+  strata::ConfigureFloatingPoint();
   strata::moe::RegisterMoe();  // job configs may name "moe" layers
   absl::SetProgramUsageMessage(
       "Runs a Strata training job.\n  strata_launch --config JOB.json [--mode single] "

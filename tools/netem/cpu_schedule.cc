@@ -100,6 +100,41 @@ absl::StatusOr<CpuSchedule> ParseCpuSchedule(const std::string& text) {
   return schedule;
 }
 
+absl::StatusOr<std::vector<CpuPin>> ParseCpuPins(const std::string& text, int cpu_count) {
+  const auto refuse = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cpu-pin \"", text, "\": ", why, " (e.g. conv0=0,conv1=1,server0=0-1)"));
+  };
+  if (text.empty()) return refuse("empty");
+  std::vector<CpuPin> pins;
+  for (const std::string& entry : std::vector<std::string>(absl::StrSplit(text, ','))) {
+    const std::vector<std::string> kv = absl::StrSplit(entry, '=');
+    if (kv.size() != 2) return refuse(absl::StrCat("entry \"", entry, "\" is not PROCESS=CPUS"));
+    const auto process = ParseProcess(kv[0]);
+    if (!process.has_value()) {
+      return refuse(absl::StrCat("entry \"", entry, "\": \"", kv[0],
+                                 "\" is not a process (server<rank>, conv<rank> or fc<rank>)"));
+    }
+    CpuPin pin{kv[0], process->first, process->second, {}};
+    for (const std::string& part : std::vector<std::string>(absl::StrSplit(kv[1], '+'))) {
+      const std::vector<std::string> range = absl::StrSplit(part, '-');
+      int first = -1, last = -1;
+      if (range.size() > 2 || !absl::SimpleAtoi(range[0], &first) ||
+          !absl::SimpleAtoi(range.back(), &last) || first < 0 || last < first) {
+        return refuse(absl::StrCat("entry \"", entry, "\": \"", part,
+                                   "\" is not a CPU or a range of them (2, 0-3; joined by +)"));
+      }
+      if (last >= cpu_count) {
+        return refuse(absl::StrCat("entry \"", entry, "\": CPU ", last, " does not exist (this ",
+                                   "machine has CPUs 0-", cpu_count - 1, ")"));
+      }
+      for (int cpu = first; cpu <= last; ++cpu) pin.cpus.push_back(cpu);
+    }
+    pins.push_back(std::move(pin));
+  }
+  return pins;
+}
+
 absl::StatusOr<std::unique_ptr<CpuLimiter>> CpuLimiter::Create() {
   // cgroup v1's cpu controller, or a v2 hierarchy that offers cpu.
   struct Candidate {

@@ -1,3 +1,13 @@
+// The CPUs of a local cluster's emulated hosts. Hosts of a real cluster
+// have cores of their own; the processes of an emulated one share this
+// machine's, so a worker given less work lends its cores to one given more,
+// and a straggler slows every process alike. Two settings make the CPUs
+// behave as separate hosts' do:
+//
+// CpuPins (`strata_launch --cpu-pin conv0=0,conv1=1`): each process named
+// runs only on its CPUs ("2", "0-3", "0+2"; every thread, from its start);
+// the others run anywhere.
+//
 // CpuSchedule: limits on the CPU of some of a local cluster's processes
 // that change while the job runs, for `strata_launch --cpu-schedule
 // conv1=25%@30s,conv1=none@90s`: the emulated counterpart of a host whose
@@ -46,6 +56,16 @@ using CpuSchedule = std::vector<CpuLimitChange>;
 
 // InvalidArgument naming the entry and the rule it breaks.
 absl::StatusOr<CpuSchedule> ParseCpuSchedule(const std::string& text);
+
+struct CpuPin {
+  std::string process;  // "conv0"
+  std::string role;     // "server", "conv_worker", "fc_worker"
+  int rank = 0;
+  std::vector<int> cpus;
+};
+// "conv0=0,conv1=1,server0=0-1": InvalidArgument naming the entry and the
+// rule it breaks (a CPU at or above `cpu_count` among them).
+absl::StatusOr<std::vector<CpuPin>> ParseCpuPins(const std::string& text, int cpu_count);
 
 class CpuLimiter {
  public:

@@ -1,0 +1,483 @@
+#include "tools/bench/secbad_live_bench.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/model/job_config.h"
+#include "core/status.h"
+#include "core/util/clock.h"
+#include "core/util/json_file.h"
+#include "core/util/log.h"
+#include "core/util/subprocess.h"
+#include "scheduler/iteration_record.h"
+#include "scheduler/secbad/knob_context.h"
+#include "scheduler/secbad/runtime_environment.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/knob_variants.h"
+#include "tools/bench/secbad_bench.h"
+#include "tools/bench/throughput_plot.h"
+#include "tools/netem/bandwidth_schedule.h"
+#include "tools/netem/cpu_schedule.h"
+
+namespace strata::bench {
+namespace {
+
+// A contender: a static value of the knob, or a controller.
+struct Contender {
+  std::string label;       // "static 3:1", "changepoint", "secbad"
+  std::string value;       // static: the value it holds
+  std::string controller;  // changepoint, secbad ("" = static)
+};
+
+// A stretch of the schedule between two of its changes.
+struct Phase {
+  double begin = 0, end = 0;  // seconds from the launch
+  std::string conditions;     // "conv1=25%", "1gbit", "as at the start"
+};
+
+// One iteration of conv worker 0, as the figures need it.
+struct Iteration {
+  double at = 0;  // its start, seconds from the launch
+  int64_t iteration = 0;
+  std::string value;  // the knob's value in force
+};
+
+struct Run {
+  std::vector<Iteration> iterations;
+  std::vector<nlohmann::json> events;  // the controller's
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The phases of the schedules: from `warmup` to `seconds`, split at every
+// change of either.
+absl::StatusOr<std::vector<Phase>> PhasesOf(const SecbadLiveOptions& o) {
+  std::map<double, std::vector<std::string>> changes;  // at -> what changed
+  if (!o.cpu_schedule.empty()) {
+    STRATA_ASSIGN_OR_RETURN(const CpuSchedule cpu, ParseCpuSchedule(o.cpu_schedule));
+    for (const CpuLimitChange& c : cpu) {
+      changes[c.at_seconds].push_back(absl::StrCat(
+          c.process, "=", c.cores.has_value() ? absl::StrCat(100 * *c.cores, "%") : "none"));
+    }
+  }
+  if (!o.bandwidth_schedule.empty()) {
+    STRATA_ASSIGN_OR_RETURN(const BandwidthSchedule rates,
+                            ParseBandwidthSchedule(o.bandwidth_schedule));
+    for (const RateChange& c : rates) changes[c.at_seconds].push_back(c.rate);
+  }
+  // What is in force in each phase: every limit and rate set so far.
+  std::map<std::string, std::string> in_force;  // process or "link" -> setting
+  std::vector<Phase> phases;
+  double begin = o.warmup;
+  auto describe = [&] {
+    std::vector<std::string> parts;
+    for (const auto& [what, setting] : in_force) {
+      if (setting != "none") parts.push_back(what == "link" ? setting : what + "=" + setting);
+    }
+    return parts.empty() ? std::string("no limits") : absl::StrJoin(parts, ", ");
+  };
+  auto apply = [&](const std::vector<std::string>& settings) {
+    for (const std::string& s : settings) {
+      const size_t eq = s.find('=');
+      if (eq == std::string::npos) {
+        in_force["link"] = s;
+      } else {
+        in_force[s.substr(0, eq)] = s.substr(eq + 1);
+      }
+    }
+  };
+  for (const auto& [at, settings] : changes) {
+    if (at > begin && at < o.seconds) {
+      phases.push_back({begin, at, describe()});
+      begin = at;
+    }
+    apply(settings);
+  }
+  phases.push_back({begin, o.seconds, describe()});
+  return phases;
+}
+
+class LiveRunner {
+ public:
+  LiveRunner(const SecbadLiveOptions& o, std::string scratch, std::string knob,
+             std::string policy)
+      : o_(o), scratch_(std::move(scratch)), knob_(std::move(knob)), policy_(std::move(policy)) {}
+
+  absl::StatusOr<Run> Launch(const Contender& c) {
+    const std::string dir = absl::StrCat(scratch_, "/run", ++runs_);
+    std::filesystem::create_directories(dir);
+    std::string config = o_.config;
+    if (c.controller.empty()) {
+      STRATA_ASSIGN_OR_RETURN(const nlohmann::json raw, ReadJsonFile(o_.config));
+      STRATA_ASSIGN_OR_RETURN(const nlohmann::json variant,
+                              ConfigStartingWith(raw, knob_, c.value));
+      config = dir + "/config.json";
+      STRATA_RETURN_IF_ERROR(WriteJsonFile(config, variant));
+    }
+    ProcessSpec spec;
+    spec.argv = {BinaryDir() + "/strata_launch", "--config", config, "--mode", o_.mode,
+                 "--servers", std::to_string(o_.servers), "--conv-workers",
+                 std::to_string(o_.conv_workers), "--threads", std::to_string(o_.threads),
+                 // Long enough for any contender to outlast the schedule.
+                 "--epochs", "1000", "--evaluate=false", "--progress=false", "--knob-lead",
+                 std::to_string(o_.knob_lead), "--records-dir", dir + "/records"};
+    if (o_.mode == "stanza") {
+      spec.argv.insert(spec.argv.end(), {"--fc-workers", std::to_string(o_.fc_workers)});
+    }
+    if (!o_.cpu_schedule.empty()) {
+      spec.argv.insert(spec.argv.end(), {"--cpu-schedule", o_.cpu_schedule});
+    }
+    if (!o_.cpu_pin.empty()) spec.argv.insert(spec.argv.end(), {"--cpu-pin", o_.cpu_pin});
+    if (!o_.bandwidth_schedule.empty()) {
+      spec.argv.insert(spec.argv.end(), {"--bandwidth-schedule", o_.bandwidth_schedule});
+    }
+    if (!c.controller.empty()) {
+      spec.argv.insert(spec.argv.end(),
+                       {"--controller", c.controller, "--cost-model", o_.cost_model});
+      if (c.controller == "secbad") spec.argv.insert(spec.argv.end(), {"--policy-file", policy_});
+    }
+    spec.unset_env = UnsetForBenchmarks();
+    spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
+    spec.output_path = dir + "/launch.log";
+    const double launched = MonotonicSeconds();
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> launcher, ChildProcess::Start(spec));
+    // The run lasts the schedule; then the launcher stops every process.
+    while (MonotonicSeconds() - launched < o_.seconds + 0.5) {
+      if (launcher->Poll().has_value()) {
+        return absl::InternalError(absl::StrCat(c.label, ": the job ended before the schedule did (",
+                                                "status ", *launcher->Poll(), "); its log:\n",
+                                                FileTail(spec.output_path, 3000)));
+      }
+      ::usleep(100000);
+    }
+    ::kill(launcher->pid(), SIGINT);
+    launcher->Wait();
+    STRATA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records,
+                            ReadIterationRecords(dir + "/records/conv_worker_0.jsonl"));
+    Run run;
+    for (const nlohmann::json& r : records) {
+      if (!r.value("completed", false)) continue;
+      run.iterations.push_back({r.value("start", 0.0) - launched, r.value("iteration", int64_t{0}),
+                                r["knobs"].value(knob_, std::string())});
+    }
+    std::ifstream all(dir + "/records/conv_worker_0.jsonl");
+    for (std::string line; std::getline(all, line);) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.value("event", "") == "controller") {
+        j["label"] = c.label;
+        run.events.push_back(std::move(j));
+      }
+    }
+    if (run.iterations.empty()) {
+      return absl::InternalError(absl::StrCat(c.label, ": no iteration recorded; its log:\n",
+                                              FileTail(spec.output_path, 3000)));
+    }
+    return run;
+  }
+
+ private:
+  const SecbadLiveOptions& o_;
+  const std::string scratch_;
+  const std::string knob_;
+  const std::string policy_;
+  int runs_ = 0;
+};
+
+// Images per second of iterations that began in [begin, end).
+double Throughput(const Run& run, double begin, double end, int64_t global_batch) {
+  int64_t n = 0;
+  for (const Iteration& i : run.iterations) n += i.at >= begin && i.at < end;
+  return static_cast<double>(n * global_batch) / (end - begin);
+}
+
+// Iterations from a change at `at` until `value` was in force (the first
+// iteration begun after the change counts 0); nullopt when it never was.
+std::optional<int64_t> IterationsUntil(const Run& run, double at, double until,
+                                       const std::string& value) {
+  std::optional<int64_t> first;
+  for (const Iteration& i : run.iterations) {
+    if (i.at < at || i.at >= until) continue;
+    if (!first.has_value()) first = i.iteration;
+    if (i.value == value) return i.iteration - *first;
+  }
+  return std::nullopt;
+}
+
+// Each contender's throughput over time (1-second windows), its phases
+// shaded, as a PNG.
+absl::Status PlotRuns(const std::vector<Contender>& contenders,
+                      const std::vector<std::vector<Run>>& runs, const std::vector<Phase>& phases,
+                      int64_t global_batch, const std::string& png, const std::string& title) {
+  char tmpl[] = "/tmp/strata_live_plot_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
+  const std::string dir = tmpl;
+  std::ofstream script(dir + "/plot.gp");
+  script << "set terminal pngcairo size 1100,560\nset output " << GnuplotString(png) << "\n"
+         << "set title " << GnuplotString(title) << "\n"
+         << "set xlabel 'seconds from the launch'\nset ylabel 'images/s (1 s windows)'\n"
+         << "set key outside right\nset grid ytics\n";
+  for (size_t p = 0; p < phases.size(); ++p) {
+    script << "set label " << p + 1 << " " << GnuplotString(phases[p].conditions) << " at "
+           << phases[p].begin + 0.5 << ", graph 0.96 font ',8'\n";
+    if (p > 0) {
+      script << "set arrow from " << phases[p].begin << ", graph 0 to " << phases[p].begin
+             << ", graph 1 nohead dt 2 lc rgb 'gray40'\n";
+    }
+  }
+  script << "plot ";
+  for (size_t c = 0; c < contenders.size(); ++c) {
+    const std::string data = absl::StrCat(dir, "/c", c, ".dat");
+    std::ofstream out(data);
+    const Run& run = runs[c].front();
+    for (double t = phases.front().begin; t + 1 <= phases.back().end; t += 1) {
+      out << t + 0.5 << " " << Throughput(run, t, t + 1, global_batch) << "\n";
+    }
+    script << (c == 0 ? "" : ", ") << GnuplotString(data) << " using 1:2 with lines lw "
+           << (contenders[c].controller.empty() ? 1 : 2.5) << " title "
+           << GnuplotString(contenders[c].label);
+  }
+  script << "\n";
+  script.close();
+  return RunGnuplotAndClean(dir + "/plot.gp", dir, png);
+}
+
+}  // namespace
+
+absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
+  if (o.config.empty() || o.cost_model.empty()) {
+    return absl::InvalidArgumentError("secbad live needs --config and --cost-model");
+  }
+  if (o.cpu_schedule.empty() && o.bandwidth_schedule.empty()) {
+    return absl::InvalidArgumentError(
+        "secbad live needs a schedule: --cpu-schedule and/or --bandwidth-schedule");
+  }
+  if (!(o.seconds > o.warmup) || o.warmup < 0 || o.repeat < 1) {
+    return absl::InvalidArgumentError("secbad live: --seconds must exceed --warmup, --repeat >= 1");
+  }
+  STRATA_ASSIGN_OR_RETURN(const nlohmann::json model_json, ReadJsonFile(o.cost_model));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const secbad::KnobContext> context,
+                          secbad::KnobContextFromJson(model_json, o.cost_model));
+  if (context->mode() != o.mode) {
+    return absl::InvalidArgumentError(absl::StrCat(o.cost_model, ": fitted to ", context->mode(),
+                                                   " mode, not ", o.mode));
+  }
+  STRATA_ASSIGN_OR_RETURN(const std::vector<Phase> phases, PhasesOf(o));
+  STRATA_ASSIGN_OR_RETURN(const JobConfig config, LoadJobConfig(o.config));
+  const int64_t global_batch = config.training.batch_size;
+
+  std::vector<Contender> contenders;
+  for (const std::string& c : o.contenders) {
+    if (c == "static") {
+      for (const std::string& v : context->values()) contenders.push_back({"static " + v, v, ""});
+    } else if (c == "changepoint" || c == "secbad") {
+      contenders.push_back({c, "", c});
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "secbad live: unknown contender \"", c, "\" (use static, changepoint, secbad)"));
+    }
+  }
+  char scratch_template[] = "/tmp/strata_live_XXXXXX";
+  const std::string scratch = ::mkdtemp(scratch_template);
+  std::string policy = o.policy_file;
+  nlohmann::json json;
+  const bool learned =
+      std::any_of(contenders.begin(), contenders.end(),
+                  [](const Contender& c) { return c.controller == "secbad"; });
+  if (learned && policy.empty()) {
+    // SeCBAD's policy, trained in the cost model's runtime environment.
+    secbad::RuntimeExperimentOptions eo = SecbadRuntimeOptions();
+    eo.training_steps = o.training_steps;
+    eo.env.lag = o.knob_lead + 2;  // the lease, and the records' relay
+    policy = scratch + "/secbad.bin";
+    eo.policy_out = policy;
+    std::printf("training SeCBAD's policy: %lld steps in the runtime environment of %s\n",
+                static_cast<long long>(o.training_steps), o.cost_model.c_str());
+    std::fflush(stdout);
+    secbad::RuntimeExperiment experiment(context, eo);
+    STRATA_ASSIGN_OR_RETURN(const secbad::RuntimeRun trained, experiment.Run("secbad", 1));
+    std::printf("trained: mean efficiency %.3f on evaluation episodes\n", trained.efficiency);
+    json["policy_training"] = {{"steps", o.training_steps},
+                               {"evaluation_efficiency", trained.efficiency}};
+  }
+
+  std::printf("strata_bench secbad live: %s, %s mode, knob %s (%s), %d repeats of %.0f s\n",
+              o.config.c_str(), o.mode.c_str(), context->knob().c_str(),
+              absl::StrJoin(context->values(), ", ").c_str(), o.repeat, o.seconds);
+  for (const Phase& p : phases) {
+    std::printf("  phase %.0f-%.0f s: %s\n", p.begin, p.end, p.conditions.c_str());
+  }
+  std::fflush(stdout);
+  LiveRunner runner(o, scratch, context->knob(), policy);
+  std::vector<std::vector<Run>> runs(contenders.size());
+  for (int rep = 0; rep < o.repeat; ++rep) {
+    for (size_t c = 0; c < contenders.size(); ++c) {  // A B C A B C: drift hits all alike
+      absl::StatusOr<Run> run = runner.Launch(contenders[c]);
+      if (!run.ok()) {
+        std::filesystem::remove_all(scratch);
+        return run.status();
+      }
+      std::printf("[%d/%d] %-14s %6.0f images/s over the schedule\n",
+                  static_cast<int>(rep * contenders.size() + c + 1),
+                  static_cast<int>(o.repeat * contenders.size()), contenders[c].label.c_str(),
+                  Throughput(*run, o.warmup, o.seconds, global_batch));
+      std::fflush(stdout);
+      runs[c].push_back(std::move(*run));
+    }
+  }
+  std::filesystem::remove_all(scratch);
+
+  // Medians over the repeats: per phase, and over the whole schedule.
+  auto median_of = [&](size_t c, double begin, double end) {
+    std::vector<double> v;
+    for (const Run& r : runs[c]) v.push_back(Throughput(r, begin, end, global_batch));
+    return Median(v);
+  };
+  std::printf("\nimages/s per phase (median of %d runs)\n%-14s", o.repeat, "contender");
+  for (const Phase& p : phases) std::printf(" %15s", absl::StrFormat("%.0f-%.0fs", p.begin, p.end).c_str());
+  std::printf(" %12s\n", "whole run");
+  nlohmann::json phases_json = nlohmann::json::array();
+  std::vector<std::string> best_static(phases.size());
+  std::vector<double> best_rate(phases.size(), 0);
+  for (size_t p = 0; p < phases.size(); ++p) {
+    for (size_t c = 0; c < contenders.size(); ++c) {
+      if (!contenders[c].controller.empty()) continue;
+      const double rate = median_of(c, phases[p].begin, phases[p].end);
+      if (rate > best_rate[p]) {
+        best_rate[p] = rate;
+        best_static[p] = contenders[c].value;
+      }
+    }
+  }
+  nlohmann::json contenders_json = nlohmann::json::object();
+  for (size_t c = 0; c < contenders.size(); ++c) {
+    std::printf("%-14s", contenders[c].label.c_str());
+    nlohmann::json per_phase = nlohmann::json::array();
+    for (size_t p = 0; p < phases.size(); ++p) {
+      const double rate = median_of(c, phases[p].begin, phases[p].end);
+      std::printf(" %8.0f (%3.0f%%)", rate, best_rate[p] > 0 ? 100 * rate / best_rate[p] : 0.0);
+      per_phase.push_back({{"images_per_sec", rate},
+                           {"of_best_static", best_rate[p] > 0 ? rate / best_rate[p] : 0.0}});
+    }
+    const double whole = median_of(c, o.warmup, o.seconds);
+    std::printf(" %12.0f\n", whole);
+    std::vector<double> per_run;
+    for (const Run& r : runs[c]) per_run.push_back(Throughput(r, o.warmup, o.seconds, global_batch));
+    contenders_json[contenders[c].label] = {
+        {"phases", per_phase}, {"whole_run_images_per_sec", whole}, {"per_run", per_run}};
+  }
+  for (size_t p = 0; p < phases.size(); ++p) {
+    phases_json.push_back({{"begin", phases[p].begin},
+                           {"end", phases[p].end},
+                           {"conditions", phases[p].conditions},
+                           {"best_static", best_static[p]},
+                           {"best_static_images_per_sec", best_rate[p]}});
+  }
+  std::printf("best static value per phase:");
+  for (size_t p = 0; p < phases.size(); ++p) std::printf(" %s", best_static[p].c_str());
+  std::printf("\n");
+
+  // The controllers: each phase against its best static value, the whole
+  // run against every static value, and how soon each change was answered.
+  nlohmann::json verdicts = nlohmann::json::object();
+  for (size_t c = 0; c < contenders.size(); ++c) {
+    if (contenders[c].controller.empty()) continue;
+    nlohmann::json v;
+    bool phases_within = true;
+    for (size_t p = 0; p < phases.size(); ++p) {
+      phases_within = phases_within &&
+                      median_of(c, phases[p].begin, phases[p].end) >= 0.9 * best_rate[p];
+    }
+    const double whole = median_of(c, o.warmup, o.seconds);
+    bool beats_every_static = true;
+    for (size_t s = 0; s < contenders.size(); ++s) {
+      if (!contenders[s].controller.empty()) continue;
+      const double ratio = whole / median_of(s, o.warmup, o.seconds);
+      v["whole_run_over"][contenders[s].label] = ratio;
+      beats_every_static = beats_every_static && ratio > 1;
+      std::printf("%s / %s over the whole run: %.2fx\n", contenders[c].label.c_str(),
+                  contenders[s].label.c_str(), ratio);
+    }
+    nlohmann::json retunes = nlohmann::json::array();
+    for (size_t p = 1; p < phases.size(); ++p) {
+      std::vector<double> delays;
+      int missed = 0;
+      for (const Run& r : runs[c]) {
+        const std::optional<int64_t> d =
+            IterationsUntil(r, phases[p].begin, phases[p].end, best_static[p]);
+        if (d.has_value()) {
+          delays.push_back(static_cast<double>(*d));
+        } else {
+          ++missed;
+        }
+      }
+      std::printf("%s after the change at %.0f s: %s in force after %s iterations%s\n",
+                  contenders[c].label.c_str(), phases[p].begin, best_static[p].c_str(),
+                  delays.empty() ? "(never)"
+                                 : absl::StrJoin(delays, ", ", [](std::string* out, double d) {
+                                     absl::StrAppend(out, static_cast<int64_t>(d));
+                                   }).c_str(),
+                  missed > 0 ? absl::StrCat(" (not in ", missed, " runs)").c_str() : "");
+      retunes.push_back({{"at", phases[p].begin},
+                         {"best_static", best_static[p]},
+                         {"iterations", delays},
+                         {"runs_without", missed}});
+    }
+    v["phases_within_10_percent_of_best_static"] = phases_within;
+    v["faster_than_every_static"] = beats_every_static;
+    v["retunes"] = retunes;
+    nlohmann::json events = nlohmann::json::array();
+    for (const Run& r : runs[c]) {
+      for (const nlohmann::json& e : r.events) events.push_back(e);
+    }
+    v["events"] = events;
+    verdicts[contenders[c].label] = v;
+    std::printf("%s: every phase within 10%% of its best static value: %s; faster than every "
+                "static value over the whole run: %s\n",
+                contenders[c].label.c_str(), phases_within ? "yes" : "NO",
+                beats_every_static ? "yes" : "NO");
+  }
+  json["config"] = o.config;
+  json["mode"] = o.mode;
+  json["knob"] = context->knob();
+  json["cost_model"] = model_json;
+  json["cpu_schedule"] = o.cpu_schedule;
+  json["cpu_pin"] = o.cpu_pin;
+  json["bandwidth_schedule"] = o.bandwidth_schedule;
+  json["seconds"] = o.seconds;
+  json["warmup"] = o.warmup;
+  json["repeat"] = o.repeat;
+  json["knob_lead"] = o.knob_lead;
+  json["phases"] = phases_json;
+  json["contenders"] = contenders_json;
+  json["controllers"] = verdicts;
+  if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
+  if (!o.plot.empty()) {
+    STRATA_RETURN_IF_ERROR(PlotRuns(
+        contenders, runs, phases, global_batch, o.plot,
+        absl::StrCat(context->knob(), " under ", o.cpu_schedule.empty() ? o.bandwidth_schedule
+                                                                       : o.cpu_schedule)));
+    std::printf("plot: %s\n", o.plot.c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace strata::bench

@@ -1,0 +1,68 @@
+// `strata_bench secbad live`: one job under a schedule of changing
+// conditions (a straggler that comes and goes, a link whose rate changes),
+// run with every static value of a knob and with each controller, side by
+// side, alternated (A B C A B C) so drift on a shared machine hits all:
+//
+//   strata_bench secbad live --config configs/fashion_mnist.json --mode ps --conv-workers 2
+//       --cost-model shares.json [--policy-file secbad.bin | --training-steps N]
+//       --cpu-schedule conv1=25%@25s,conv1=none@50s,conv0=25%@75s,conv0=none@100s
+//       [--cpu-pin conv0=0,conv1=1] [--threads 1]
+//       [--bandwidth-schedule 1gbit@0,100mbit@60s] --seconds 125 [--warmup 5]
+//       [--repeat 2] [--knob-lead 2] [--contenders static,changepoint,secbad]
+//       [--json out.json] [--plot out.png]
+//
+// The knob and its values are the cost model's (strata_bench train --knob
+// ... --cost-model-out). "static" runs the job once per value, starting
+// there and never changing; "changepoint" and "secbad" start from the
+// config's value and re-tune it (strata_launch --controller). Without
+// --policy-file, SeCBAD's policy is first trained in the cost model's
+// runtime environment (scheduler/secbad/runtime_environment.h). Each run
+// is stopped `seconds` after its launch.
+//
+// From conv worker 0's iteration records it reports, per phase of the
+// schedule (between its changes; the first `warmup` seconds left out):
+// each contender's images/s (the global batch over the seconds, for every
+// iteration that began in the phase), the best static value there, and
+// each controller's ratio to it; over the whole run, each controller
+// against every static value; and after each change, how many iterations
+// each controller's run took until the phase's best value was in force.
+// The JSON holds all of it and every controller event; the plot draws each
+// contender's throughput over time with the phases.
+#ifndef STRATA_TOOLS_BENCH_SECBAD_LIVE_BENCH_H_
+#define STRATA_TOOLS_BENCH_SECBAD_LIVE_BENCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace strata::bench {
+
+struct SecbadLiveOptions {
+  std::string config;
+  std::string mode = "ps";
+  int servers = 1;
+  int conv_workers = 2;
+  int fc_workers = 1;
+  int threads = 2;
+  std::string cost_model;
+  std::string policy_file;               // "" = train one first
+  int64_t training_steps = 2'000'000;    // when training one
+  std::string cpu_schedule;              // strata_launch --cpu-schedule
+  std::string cpu_pin;                   // strata_launch --cpu-pin
+  std::string bandwidth_schedule;        // strata_launch --bandwidth-schedule
+  double seconds = 125;                  // each run's length from its launch
+  double warmup = 5;                     // left out of every figure
+  int repeat = 2;
+  int knob_lead = 2;
+  std::vector<std::string> contenders = {"static", "changepoint", "secbad"};
+  std::string json_out;
+  std::string plot;
+};
+
+absl::Status RunSecbadLive(const SecbadLiveOptions& options);
+
+}  // namespace strata::bench
+
+#endif  // STRATA_TOOLS_BENCH_SECBAD_LIVE_BENCH_H_
