@@ -1,5 +1,8 @@
 #include "scheduler/secbad/actor_critic.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -131,7 +134,12 @@ absl::StatusOr<std::unique_ptr<ActorCritic>> ActorCritic::Load(const std::string
   }
   const nlohmann::json written_about =
       meta.contains("about") && meta["about"].is_object() ? meta["about"] : nlohmann::json::object();
-  for (const auto& [key, wanted] : about.items()) {
+  // What the policy is for, the knob first (the clearest difference).
+  std::vector<std::string> keys;
+  for (const auto& [key, wanted] : about.items()) keys.push_back(key);
+  std::stable_partition(keys.begin(), keys.end(), [](const std::string& k) { return k == "knob"; });
+  for (const std::string& key : keys) {
+    const nlohmann::json& wanted = about[key];
     const nlohmann::json got = written_about.contains(key) ? written_about[key] : nlohmann::json();
     if (got != wanted) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": trained for ", key, " ",

@@ -134,12 +134,12 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
   c->global_batch_ = global_batch;
   c->conv_workers_ = conv_workers;
   c->trace_ = trace;
-  std::vector<double> per_row, steps;
+  std::vector<double> per_row, deviations;
   for (const auto& [value, of_value] : runs) {
     std::vector<double> overheads;
     for (const std::vector<SpeedSample>& run : of_value) {
-      for (size_t i = 0; i < run.size(); ++i) {
-        const SpeedSample& s = run[i];
+      std::vector<std::vector<double>> readings(conv_workers);  // ln(seconds per row)
+      for (const SpeedSample& s : run) {
         if (s.compute_seconds.size() != static_cast<size_t>(conv_workers) ||
             s.rows.size() != static_cast<size_t>(conv_workers)) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -153,12 +153,13 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
           if (s.rows[r] <= 0 || !(s.compute_seconds[r] > 0)) continue;
           const double t = s.compute_seconds[r] / static_cast<double>(s.rows[r]);
           per_row.push_back(t);
-          if (i > 0 && run[i - 1].rows[r] > 0 && run[i - 1].compute_seconds[r] > 0) {
-            const double before =
-                run[i - 1].compute_seconds[r] / static_cast<double>(run[i - 1].rows[r]);
-            steps.push_back(std::abs(std::log(t) - std::log(before)));
-          }
+          readings[r].push_back(std::log(t));
         }
+      }
+      // How far one worker's readings stray from its run's median.
+      for (const std::vector<double>& of_worker : readings) {
+        const double middle = Median(of_worker);
+        for (double x : of_worker) deviations.push_back(std::abs(x - middle));
       }
     }
     if (overheads.empty()) {
@@ -172,9 +173,10 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
   }
   std::sort(per_row.begin(), per_row.end());
   c->seconds_per_row_ = per_row[per_row.size() / 4];
-  // The median absolute step of a difference of two N(0, s^2) readings is
-  // 0.954 s; the floor keeps a quiet table from making every jitter a change.
-  c->noise_ = std::max(0.05, steps.empty() ? 0.1 : Median(steps) / 0.954);
+  // The median absolute deviation of Gaussian readings is 0.674 standard
+  // deviations; the floor keeps a quiet table from making every jitter a
+  // change.
+  c->noise_ = std::max(0.05, deviations.empty() ? 0.1 : Median(deviations) / 0.674);
   STRATA_RETURN_IF_ERROR(c->Complete("cost model"));
   return std::shared_ptr<const WorkerSpeedContext>(std::move(c));
 }

@@ -58,8 +58,9 @@ class WorkerSpeedContext final : public KnobContext {
   // From runs of the job at each value (runs[value]: each run's iterations
   // in order; start-up already left out): overhead_v the median of
   // wall - max compute over v's iterations, seconds_per_row the lower
-  // quartile of every conv worker's seconds per row, the noise from the
-  // spread of successive iterations' ln(seconds per row). InvalidArgument
+  // quartile of every conv worker's seconds per row, the noise from how far
+  // each conv worker's ln(seconds per row) strays from its run's median
+  // (robustly: the median absolute deviation). InvalidArgument
   // for fewer than two values, a value that does not give every conv
   // worker rows, or samples that do not have one entry per conv worker.
   static absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> Fit(

@@ -59,6 +59,14 @@ struct Iteration {
 struct Run {
   std::vector<Iteration> iterations;
   std::vector<nlohmann::json> events;  // the controller's
+  // When each change of the schedule was made (the launcher's record),
+  // by the time it was due; seconds from the launch.
+  std::map<double, double> changed_at;
+  // A phase's bounds in this run: from when its change was made.
+  double At(double due) const {
+    const auto it = changed_at.find(due);
+    return it == changed_at.end() ? due : it->second;
+  }
 };
 
 double Median(std::vector<double> v) {
@@ -66,6 +74,26 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// When each entry of the schedules is due, in the order the launcher makes
+// them (a link's rate before CPU limits due at the same time).
+absl::StatusOr<std::vector<double>> ChangesDue(const SecbadLiveOptions& o) {
+  std::vector<std::pair<double, int>> due;  // (time, 0 for a rate, 1 for a limit)
+  if (!o.bandwidth_schedule.empty()) {
+    STRATA_ASSIGN_OR_RETURN(const BandwidthSchedule rates,
+                            ParseBandwidthSchedule(o.bandwidth_schedule));
+    // The first rate is the network's from the start: no change is made.
+    for (size_t i = 1; i < rates.size(); ++i) due.push_back({rates[i].at_seconds, 0});
+  }
+  if (!o.cpu_schedule.empty()) {
+    STRATA_ASSIGN_OR_RETURN(const CpuSchedule cpu, ParseCpuSchedule(o.cpu_schedule));
+    for (const CpuLimitChange& c : cpu) due.push_back({c.at_seconds, 1});
+  }
+  std::stable_sort(due.begin(), due.end());
+  std::vector<double> times;
+  for (const auto& [at, kind] : due) times.push_back(at);
+  return times;
 }
 
 // The phases of the schedules: from `warmup` to `seconds`, split at every
@@ -119,8 +147,12 @@ absl::StatusOr<std::vector<Phase>> PhasesOf(const SecbadLiveOptions& o) {
 class LiveRunner {
  public:
   LiveRunner(const SecbadLiveOptions& o, std::string scratch, std::string knob,
-             std::string policy)
-      : o_(o), scratch_(std::move(scratch)), knob_(std::move(knob)), policy_(std::move(policy)) {}
+             std::string policy, std::vector<double> changes_due)
+      : o_(o),
+        scratch_(std::move(scratch)),
+        knob_(std::move(knob)),
+        policy_(std::move(policy)),
+        changes_due_(std::move(changes_due)) {}
 
   absl::StatusOr<Run> Launch(const Contender& c) {
     const std::string dir = absl::StrCat(scratch_, "/run", ++runs_);
@@ -191,6 +223,14 @@ class LiveRunner {
       return absl::InternalError(absl::StrCat(c.label, ": no iteration recorded; its log:\n",
                                               FileTail(spec.output_path, 3000)));
     }
+    // The launcher's record of each change, in the order they were due.
+    std::ifstream conditions(dir + "/records/launcher.jsonl");
+    size_t next = 0;
+    for (std::string line; std::getline(conditions, line) && next < changes_due_.size();) {
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object() || j.value("event", "") != "condition") continue;
+      run.changed_at[changes_due_[next++]] = j.value("start", 0.0) - launched;
+    }
     return run;
   }
 
@@ -199,6 +239,7 @@ class LiveRunner {
   const std::string scratch_;
   const std::string knob_;
   const std::string policy_;
+  const std::vector<double> changes_due_;
   int runs_ = 0;
 };
 
@@ -326,7 +367,8 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     std::printf("  phase %.0f-%.0f s: %s\n", p.begin, p.end, p.conditions.c_str());
   }
   std::fflush(stdout);
-  LiveRunner runner(o, scratch, context->knob(), policy);
+  STRATA_ASSIGN_OR_RETURN(std::vector<double> changes_due, ChangesDue(o));
+  LiveRunner runner(o, scratch, context->knob(), policy, std::move(changes_due));
   std::vector<std::vector<Run>> runs(contenders.size());
   for (int rep = 0; rep < o.repeat; ++rep) {
     for (size_t c = 0; c < contenders.size(); ++c) {  // A B C A B C: drift hits all alike
@@ -346,9 +388,14 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   std::filesystem::remove_all(scratch);
 
   // Medians over the repeats: per phase, and over the whole schedule.
+  // Each run's phase from when its change was made (the first from the
+  // warm-up's end, the last to the end of the run).
   auto median_of = [&](size_t c, double begin, double end) {
     std::vector<double> v;
-    for (const Run& r : runs[c]) v.push_back(Throughput(r, begin, end, global_batch));
+    for (const Run& r : runs[c]) {
+      v.push_back(Throughput(r, begin == o.warmup ? begin : r.At(begin),
+                             end == o.seconds ? end : r.At(end), global_batch));
+    }
     return Median(v);
   };
   std::printf("\nimages/s per phase (median of %d runs)\n%-14s", o.repeat, "contender");
@@ -421,8 +468,9 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
       std::vector<double> delays;
       int missed = 0;
       for (const Run& r : runs[c]) {
-        const std::optional<int64_t> d =
-            IterationsUntil(r, phases[p].begin, phases[p].end, best_static[p]);
+        const std::optional<int64_t> d = IterationsUntil(
+            r, r.At(phases[p].begin),
+            phases[p].end == o.seconds ? o.seconds : r.At(phases[p].end), best_static[p]);
         if (d.has_value()) {
           delays.push_back(static_cast<double>(*d));
         } else {

@@ -25,6 +25,7 @@
 #include "core/net/admission.h"
 #include "core/net/traffic.h"
 #include "core/status.h"
+#include "core/util/clock.h"
 #include "core/train/checkpoint_epochs.h"
 #include "core/train/lost_nodes.h"
 #include "core/train/metrics_writer.h"
@@ -347,6 +348,13 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       !o.records_dir.empty() ? o.records_dir : (o.trace_out.empty() ? "" : scratch + "/records");
   std::vector<TraceSource> trace_sources;
   if (!records_dir.empty()) std::filesystem::create_directories(records_dir);
+  // The schedules' changes, beside the records (launcher.jsonl).
+  absl::StatusOr<MetricsWriter> opened =
+      MetricsWriter::Open(records_dir.empty() || (!rates.has_value() && !cpu_limits.has_value())
+                              ? ""
+                              : (std::filesystem::path(records_dir) / "launcher.jsonl").string());
+  if (!opened.ok()) return fail(opened.status());
+  MetricsWriter conditions = std::move(*opened);
 
   // What the coordinator declares dead, for --lost-conv-worker.
   const std::string lost_nodes = scratch + "/lost_nodes.json";
@@ -430,9 +438,11 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       std::vector<pollfd> fds;
       for (const Child& c : children) fds.push_back({c.process->output_fd(), POLLIN, 0});
       ::poll(fds.data(), fds.size(), 100);
+      std::vector<std::string> conditions_changed;
       if (rates.has_value()) {
         schedule_status = WithContext(
-            rates->Apply(absl::ToDoubleSeconds(absl::Now() - launched), *network),
+            rates->Apply(absl::ToDoubleSeconds(absl::Now() - launched), *network,
+                         &conditions_changed),
             "--bandwidth-schedule");
         if (!schedule_status.ok()) return schedule_status;
       }
@@ -444,9 +454,14 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
           return std::nullopt;
         };
         schedule_status = WithContext(
-            cpu_limits->Apply(absl::ToDoubleSeconds(absl::Now() - launched), pid_of, *limiter),
+            cpu_limits->Apply(absl::ToDoubleSeconds(absl::Now() - launched), pid_of, *limiter,
+                              &conditions_changed),
             "--cpu-schedule");
         if (!schedule_status.ok()) return schedule_status;
+      }
+      // When each change was made, on the clock the iteration records use.
+      for (const std::string& what : conditions_changed) {
+        conditions.Write({{"event", "condition"}, {"what", what}, {"start", MonotonicSeconds()}});
       }
       bool all_exited = true;
       for (Child& c : children) {

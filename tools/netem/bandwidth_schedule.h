@@ -49,9 +49,11 @@ class ScheduledRates {
   // `schedule` is non-empty (as ParseBandwidthSchedule returns it); its
   // first entry is in force from the start.
   explicit ScheduledRates(BandwidthSchedule schedule) : schedule_(std::move(schedule)) {}
-  // Makes every change due by `seconds` that has not been made; the error
-  // of a change tc refuses.
-  absl::Status Apply(double seconds, EmulatedNetwork& network);
+  // Makes every change due by `seconds` that has not been made, and adds
+  // to `made` (when given) what each one did ("links now 100mbit"); the
+  // error of a change tc refuses.
+  absl::Status Apply(double seconds, EmulatedNetwork& network,
+                     std::vector<std::string>* made = nullptr);
   // How many entries are in force so far (1 at the start).
   size_t applied() const { return next_; }
 

@@ -218,17 +218,18 @@ absl::Status CpuLimiter::Limit(const std::string& name, pid_t pid, std::optional
 
 absl::Status ScheduledCpuLimits::Apply(
     double seconds, const std::function<std::optional<pid_t>(const std::string&, int)>& pid_of,
-    CpuLimiter& limiter) {
+    CpuLimiter& limiter, std::vector<std::string>* made) {
   while (next_ < schedule_.size() && schedule_[next_].at_seconds <= seconds) {
     const CpuLimitChange& change = schedule_[next_];
     const std::optional<pid_t> pid = pid_of(change.role, change.rank);
     if (!pid.has_value()) return absl::OkStatus();  // not started yet: try again later
     STRATA_RETURN_IF_ERROR(limiter.Limit(change.process, *pid, change.cores));
-    LogInfo("cpu schedule: %s %s (change %zu of %zu, due at %gs, made at %.1fs)",
-            change.process.c_str(),
-            change.cores.has_value() ? absl::StrCat("limited to ", *change.cores, " cores").c_str()
-                                     : "no longer limited",
+    const std::string what = absl::StrCat(
+        change.process, change.cores.has_value() ? absl::StrCat(" limited to ", *change.cores, " cores")
+                                                 : " no longer limited");
+    LogInfo("cpu schedule: %s (change %zu of %zu, due at %gs, made at %.1fs)", what.c_str(),
             next_ + 1, schedule_.size(), change.at_seconds, seconds);
+    if (made != nullptr) made->push_back(what);
     ++next_;
   }
   return absl::OkStatus();

@@ -1,0 +1,309 @@
+// SeCBAD on a running job's knobs (scheduler/secbad): the worker-speed
+// context of batch.shares (its fit, file, reader and cost model), the
+// runtime environment its policies train in, knob policy files and their
+// refusals, and the controllers on simulated stragglers: each re-tunes the
+// shares soon after a conv worker slows down and again when it recovers.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/util/rng.h"
+#include "scheduler/secbad/changepoint_controller.h"
+#include "scheduler/secbad/knob_policy.h"
+#include "scheduler/secbad/link_rate_context.h"
+#include "scheduler/secbad/runtime_environment.h"
+#include "scheduler/secbad/secbad_controller.h"
+#include "scheduler/secbad/worker_speed_context.h"
+
+namespace strata::secbad {
+namespace {
+
+// Two conv workers at 0.5 ms per row (each reading 10% off), iterations
+// of `shares` over a global batch of 64, conv worker 1 `slowdown` times
+// slower; 3 ms of overhead.
+std::vector<SpeedSample> Iterations(const std::string& shares, double slowdown, int n,
+                                    uint64_t seed) {
+  Rng rng(seed);
+  const std::vector<int64_t> rows = shares == "1:1"   ? std::vector<int64_t>{32, 32}
+                                    : shares == "3:1" ? std::vector<int64_t>{48, 16}
+                                                      : std::vector<int64_t>{16, 48};
+  std::vector<SpeedSample> out;
+  for (int i = 0; i < n; ++i) {
+    SpeedSample s;
+    s.rows = rows;
+    for (int r = 0; r < 2; ++r) {
+      const double per_row = 0.0005 * (r == 1 ? slowdown : 1.0) * std::exp(0.1 * rng.Normal());
+      s.compute_seconds.push_back(per_row * static_cast<double>(rows[r]));
+    }
+    s.wall_seconds = std::max(s.compute_seconds[0], s.compute_seconds[1]) + 0.003;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::shared_ptr<const WorkerSpeedContext> FittedShares() {
+  std::map<std::string, std::vector<std::vector<SpeedSample>>> runs;
+  uint64_t seed = 1;
+  for (const std::string value : {"1:1", "3:1", "1:3"}) {
+    runs[value].push_back(Iterations(value, 1.0, 60, seed++));
+    runs[value].push_back(Iterations(value, 4.0, 60, seed++));
+  }
+  absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> c =
+      WorkerSpeedContext::Fit("ps", 64, 2, runs);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(WorkerSpeedContextTest, TheFitRecoversSpeedOverheadAndNoiseAndPicksTheShares) {
+  const auto c = FittedShares();
+  EXPECT_NEAR(c->overhead_seconds("1:1"), 0.003, 1e-9);
+  // The lower quartile of every reading: the unslowed workers' speed.
+  EXPECT_NEAR(c->seconds_per_row(), 0.0005, 0.0001);
+  EXPECT_NEAR(c->observation_noise(), 0.1, 0.03);
+  EXPECT_EQ(c->values(), (std::vector<std::string>{"1:1", "1:3", "3:1"}));
+  EXPECT_EQ(c->rows("3:1"), (std::vector<int64_t>{48, 16}));
+  const double normal = std::log(0.0005);
+  // max(32, 32) x 0.5 ms + 3 ms; conv worker 1 four times slower: 3:1 wins.
+  EXPECT_NEAR(c->IterationSeconds("1:1", {normal, normal}), 0.019, 1e-9);
+  EXPECT_EQ(c->Best({normal, normal}), "1:1");
+  EXPECT_EQ(c->Best({normal, normal + std::log(4.0)}), "3:1");
+  EXPECT_EQ(c->Best({normal + std::log(4.0), normal}), "1:3");
+  // The file reads back as the same model.
+  auto again = KnobContextFromJson(c->ToJson(), "shares.json");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->kind(), "worker-speed");
+  EXPECT_EQ((*again)->ToJson(), c->ToJson());
+}
+
+TEST(WorkerSpeedContextTest, BadFilesAndSamplesAreRefusedByName) {
+  nlohmann::json j = FittedShares()->ToJson();
+  j["values"]["1:1:1"] = {{"overhead_seconds", 0.003}};
+  EXPECT_EQ(KnobContextFromJson(j, "shares.json").status().message(),
+            "shares.json: values.1:1:1: batch shares 1:1:1 give 3 weights for 2 conv workers "
+            "(one each)");
+  j = FittedShares()->ToJson();
+  j["values"]["3:1"]["overhead_seconds"] = -1;
+  EXPECT_NE(KnobContextFromJson(j, "shares.json").status().message().find(">= 0"),
+            std::string::npos);
+  j = FittedShares()->ToJson();
+  j.erase("seconds_per_row");
+  EXPECT_EQ(KnobContextFromJson(j, "shares.json").status().message(),
+            "shares.json.seconds_per_row: missing field");
+  j = FittedShares()->ToJson();
+  j["context"] = "weather";
+  EXPECT_EQ(KnobContextFromJson(j, "shares.json").status().message(),
+            "shares.json.context: unknown kind \"weather\" (link-rate or worker-speed)");
+  std::map<std::string, std::vector<std::vector<SpeedSample>>> one = {
+      {"1:1", {Iterations("1:1", 1.0, 10, 1)}}};
+  EXPECT_NE(WorkerSpeedContext::Fit("ps", 64, 2, one).status().message().find("two or more"),
+            std::string::npos);
+  one["3:1"] = {{SpeedSample{{0.01}, {48}, 0.02}}};
+  EXPECT_NE(WorkerSpeedContext::Fit("ps", 64, 2, one).status().message().find("one compute time"),
+            std::string::npos);
+}
+
+IterationRecord Record(int rank, int64_t iteration, double compute, int64_t rows,
+                       const std::string& shares = "") {
+  IterationRecord r;
+  r.process = "conv worker " + std::to_string(rank);
+  r.iteration = iteration;
+  r.compute_seconds = compute;
+  r.rows = rows;
+  if (!shares.empty()) r.knobs["batch.shares"] = shares;
+  return r;
+}
+
+TEST(WorkerSpeedContextTest, TheReaderWaitsForEveryConvWorkerAndSkipsNewBatchSizes) {
+  auto reader = FittedShares()->NewReader();
+  // Each worker's first iteration is start-up.
+  EXPECT_FALSE(reader->Take(Record(0, 0, 0.016, 32, "1:1")).has_value());
+  EXPECT_FALSE(reader->Take(Record(1, 0, 0.016, 32)).has_value());
+  // Iteration 1: conv worker 1's record comes later (relayed).
+  EXPECT_FALSE(reader->Take(Record(0, 1, 0.016, 32, "1:1")).has_value());
+  EXPECT_FALSE(reader->Take(Record(0, 2, 0.016, 32, "1:1")).has_value());
+  auto seen = reader->Take(Record(1, 1, 0.064, 32));
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->iteration, 1);
+  EXPECT_EQ(seen->in_force, "1:1");
+  EXPECT_NEAR(seen->values[0], std::log(0.0005), 1e-12);
+  EXPECT_NEAR(seen->values[1], std::log(0.002), 1e-12);
+  // A worker whose rows changed (3:1 from iteration 3) is not read that once.
+  EXPECT_TRUE(reader->Take(Record(1, 2, 0.064, 32)).has_value());
+  EXPECT_FALSE(reader->Take(Record(0, 3, 0.024, 48, "3:1")).has_value());
+  EXPECT_FALSE(reader->Take(Record(1, 3, 0.032, 16)).has_value());
+  EXPECT_FALSE(reader->Take(Record(0, 4, 0.024, 48, "3:1")).has_value());
+  EXPECT_TRUE(reader->Take(Record(1, 4, 0.032, 16)).has_value());
+  // A record for an iteration already read, and another process's, are not.
+  EXPECT_FALSE(reader->Take(Record(1, 4, 0.032, 16)).has_value());
+  IterationRecord fc = Record(0, 5, 0.01, 64);
+  fc.process = "fc worker 0";
+  EXPECT_FALSE(reader->Take(fc).has_value());
+}
+
+TEST(RuntimeEnvironmentTest, TracesFollowTheSeedAndARequestTakesForceAfterTheLag) {
+  RuntimeEnvironmentOptions o;
+  o.episode_iterations = 400;
+  o.lag = 3;
+  auto a = *RuntimeEnvironment::Create(FittedShares(), o, 7);
+  auto b = *RuntimeEnvironment::Create(FittedShares(), o, 7);
+  const int start = a->in_force();
+  const int other = (start + 1) % 3;
+  // Whatever is asked for, the contexts (and their changes) are the seed's.
+  for (int t = 0; t < 400; ++t) {
+    EXPECT_EQ(a->context(), b->context()) << t;
+    const int asked = t == 10 ? other : a->in_force();
+    const RuntimeEnvironment::Outcome oa = a->Step(t >= 10 ? other : start);
+    b->Step(start);
+    if (t < 13) EXPECT_EQ(a->in_force(), start) << t;
+    if (t >= 13) EXPECT_EQ(a->in_force(), other) << t;
+    EXPECT_GT(oa.efficiency, 0);
+    EXPECT_LE(oa.efficiency, 1 + 1e-12);
+    EXPECT_EQ(oa.done, t == 399);
+    (void)asked;
+  }
+  EXPECT_EQ(a->changes(), b->changes());
+  EXPECT_FALSE(a->changes().empty());
+  // The fastest value in force is efficiency 1.
+  a->Reset();
+  const std::string best = FittedShares()->Best(a->context());
+  const int best_index = FittedShares()->IndexOf(best);
+  for (int t = 0; t < 4; ++t) a->Step(best_index);
+  EXPECT_EQ(a->in_force(), best_index);
+}
+
+// A job of two conv workers, conv worker 1 slowed by `slowdown[i]` at
+// iteration i, whose records a controller reads (conv worker 1's one
+// iteration late, as the coordinator relays them), and whose coordinator
+// puts a proposal in force `lag` iterations after it is made.
+std::vector<std::string> RunJob(Controller& controller, const std::vector<double>& slowdown,
+                                int lag, uint64_t seed) {
+  Rng rng(seed);
+  std::string in_force = "1:1";
+  std::map<int64_t, std::string> scheduled;
+  std::vector<std::string> history;
+  IterationRecord late;  // conv worker 1's previous record
+  for (int64_t i = 0; i < static_cast<int64_t>(slowdown.size()); ++i) {
+    if (scheduled.count(i) != 0) in_force = scheduled[i];
+    history.push_back(in_force);
+    const std::vector<int64_t> rows = in_force == "1:1"   ? std::vector<int64_t>{32, 32}
+                                      : in_force == "3:1" ? std::vector<int64_t>{48, 16}
+                                                          : std::vector<int64_t>{16, 48};
+    std::vector<IterationRecord> seen = {
+        Record(0, i, 0.0005 * rows[0] * std::exp(0.1 * rng.Normal()), rows[0], in_force)};
+    if (i > 0) seen.push_back(late);
+    late = Record(1, i, 0.0005 * slowdown[i] * rows[1] * std::exp(0.1 * rng.Normal()), rows[1]);
+    for (const IterationRecord& r : seen) {
+      for (const KnobProposal& p : controller.Observe(r)) {
+        EXPECT_EQ(p.name, "batch.shares");
+        scheduled[i + lag] = p.value;
+      }
+    }
+  }
+  return history;
+}
+
+std::vector<double> Slowdowns(const std::vector<std::pair<double, int>>& phases) {
+  std::vector<double> out;
+  for (const auto& [s, n] : phases) out.insert(out.end(), n, s);
+  return out;
+}
+
+// The first iteration from `from` on that runs `value`.
+int64_t FirstRunning(const std::vector<std::string>& history, int64_t from,
+                     const std::string& value) {
+  for (int64_t i = from; i < static_cast<int64_t>(history.size()); ++i) {
+    if (history[i] == value) return i;
+  }
+  return -1;
+}
+
+TEST(ChangepointControllerTest, AStragglerGetsASmallerShareAndItsShareBackWhenItRecovers) {
+  for (uint64_t seed : {1, 2, 3}) {
+    auto controller = *ChangepointController::Create(FittedShares());
+    EXPECT_TRUE(controller->reads_every_process());
+    const auto history = RunJob(*controller, Slowdowns({{1, 100}, {4, 100}, {1, 100}}), 2, seed);
+    for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(history[i], "1:1") << "seed " << seed << " " << i;
+    // Read one iteration late, two to settle, two of lag: within 7.
+    EXPECT_LE(FirstRunning(history, 100, "3:1") - 100, 7) << "seed " << seed;
+    EXPECT_LE(FirstRunning(history, 200, "1:1") - 200, 7) << "seed " << seed;
+    EXPECT_EQ(history.back(), "1:1");
+  }
+}
+
+TEST(KnobPolicyTest, APolicyFileReadsBackAndOneForAnotherKnobIsRefusedByName) {
+  const std::string dir = ::testing::TempDir() + "/knob_policy_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto policy = *KnobPolicy::Create(FittedShares(), KnobPolicySpec{}, 3);
+  EXPECT_EQ(policy->inputs(), 2 * 2 + 3);  // mean and std per conv worker, one-hot of 3 values
+  ASSERT_TRUE(policy->Save(dir + "/p.bin").ok());
+  auto again = KnobPolicy::Load(dir + "/p.bin", FittedShares());
+  ASSERT_TRUE(again.ok()) << again.status();
+  // The same networks: the same choice in every state.
+  std::vector<float> state(policy->inputs());
+  Rng rng(5);
+  for (int k = 0; k < 20; ++k) {
+    for (float& x : state) x = static_cast<float>(rng.Normal());
+    EXPECT_EQ((*again)->Choose(state.data()), policy->Choose(state.data()));
+  }
+  EXPECT_EQ((*again)->spec().segment_mean, KnobPolicySpec{}.segment_mean);
+
+  // Made for other values of the knob, or another knob: refused, naming it.
+  nlohmann::json fewer = FittedShares()->ToJson();
+  fewer["values"].erase("1:3");
+  auto two_values = *KnobContextFromJson(fewer, "fewer.json");
+  EXPECT_EQ(KnobPolicy::Load(dir + "/p.bin", two_values).status().message(),
+            "--policy-file " + dir +
+                "/p.bin: trained for values [\"1:1\",\"1:3\",\"3:1\"]; this job's is "
+                "[\"1:1\",\"3:1\"]");
+  KnobCostModel wire = *KnobCostModel::Fit(
+      "wire.format", "ps", {{"fp32", 1, 0.01, 0.1}, {"bf16", 1, 0.01, 0.05}});
+  EXPECT_NE(KnobPolicy::Load(dir + "/p.bin", std::make_shared<LinkRateContext>(wire))
+                .status()
+                .message()
+                .find("trained for knob \"batch.shares\"; this job's is \"wire.format\""),
+            std::string::npos);
+  // A corrupt file, and one that is no policy.
+  std::ofstream(dir + "/corrupt.bin") << "STRATA-CKPT garbage";
+  EXPECT_NE(KnobPolicy::Load(dir + "/corrupt.bin", FittedShares()).status().message().find(
+                "--policy-file " + dir + "/corrupt.bin"),
+            std::string::npos);
+  EXPECT_EQ(KnobPolicy::Load(dir + "/missing.bin", FittedShares()).status().code(),
+            absl::StatusCode::kNotFound);
+  // The oracle's policy needs the true context: no live job can run it.
+  KnobPolicySpec oracle;
+  oracle.belief = "oracle";
+  EXPECT_EQ(SecbadController::Create(*KnobPolicy::Create(FittedShares(), oracle, 1))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RuntimeExperimentTest, SecbadLearnsToMoveRowsOffAStragglerAndPlainPpoCannot) {
+  RuntimeExperimentOptions o;
+  o.env.episode_iterations = 400;
+  o.env.segment_mean = 100;
+  o.env.segment_stddev = 25;
+  o.policy.window = 200;
+  o.training_steps = 160'000;
+  o.evaluation_episodes = 10;
+  RuntimeExperiment experiment(FittedShares(), o);
+  const double secbad = experiment.Run("secbad", 1)->efficiency;
+  const double plain = experiment.Run("plain", 1)->efficiency;
+  const double changepoint = experiment.Run("changepoint", 1)->efficiency;
+  EXPECT_GT(secbad, 0.95);
+  EXPECT_GT(changepoint, 0.95);
+  // Without a belief the policy cannot tell which worker straggles.
+  EXPECT_LT(plain, secbad - 0.05);
+  EXPECT_EQ(experiment.Run("psychic", 1).status().message(),
+            "unknown contender \"psychic\" (use secbad, constant-hazard, whole-history, plain, "
+            "oracle, changepoint)");
+}
+
+}  // namespace
+}  // namespace strata::secbad
