@@ -1,5 +1,6 @@
 #include "scheduler/secbad/context_tracker.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -57,6 +58,38 @@ class WholeHistoryTracker final : public ContextTracker {
   int window_;
 };
 
+class KnownSegmentsTracker final : public ContextTracker {
+ public:
+  KnownSegmentsTracker(std::unique_ptr<ObservationModel> model, int window)
+      : model_(std::move(model)), window_(window) {
+    Reset();
+  }
+  int features() const override { return 2 * model_->dims(); }
+  void Reset() override {
+    model_->Reset(window_);
+    seen_ = 0;
+    truth_.clear();
+  }
+  void Observe(const double* seen, const double* truth) override {
+    model_->Observe(seen);
+    seen_ = std::min(seen_ + 1, window_);
+    if (truth == nullptr) return;
+    const std::vector<double> next(truth, truth + model_->dims());
+    if (!truth_.empty() && next != truth_) {  // a new segment from the next step
+      model_->Reset(window_);
+      seen_ = 0;
+    }
+    truth_ = next;
+  }
+  void Features(float* out) const override { WriteBelief(model_->BeliefOf(seen_), out); }
+
+ private:
+  std::unique_ptr<ObservationModel> model_;
+  int window_;
+  int seen_ = 0;
+  std::vector<double> truth_;
+};
+
 class SegmentTracker final : public ContextTracker {
  public:
   explicit SegmentTracker(RunLengthPosterior inference) : inference_(std::move(inference)) {}
@@ -84,6 +117,11 @@ std::unique_ptr<ContextTracker> OracleContext(int dims) {
 std::unique_ptr<ContextTracker> WholeHistoryContext(std::unique_ptr<ObservationModel> model,
                                                     int episode_steps) {
   return std::make_unique<WholeHistoryTracker>(std::move(model), episode_steps);
+}
+
+std::unique_ptr<ContextTracker> KnownSegmentsContext(std::unique_ptr<ObservationModel> model,
+                                                     int window) {
+  return std::make_unique<KnownSegmentsTracker>(std::move(model), window);
 }
 
 std::unique_ptr<ContextTracker> SegmentContext(SegmentPrior prior,

@@ -10,6 +10,10 @@
 //   segments        belief mean, std per dim     the MAP segment's context under a run-length
 //                                                posterior (SeCBAD; with a constant-hazard
 //                                                prior, the "constant hazard" contender)
+//   known segments  belief mean, std per dim     the current segment's context from its own
+//                                                observations, its start told (what SeCBAD's
+//                                                inference would give if it found every change
+//                                                at once: its ceiling)
 //
 // Reset at each episode's start, Observe after every step (NaN: a
 // dimension not observed, scheduler/secbad/observation_model.h), then
@@ -47,6 +51,10 @@ std::unique_ptr<ContextTracker> OracleContext(int dims);
 // slot `episode_steps` holds every observation of an episode).
 std::unique_ptr<ContextTracker> WholeHistoryContext(std::unique_ptr<ObservationModel> model,
                                                     int episode_steps);
+// The belief from the observations since the context last changed (the
+// truth Observe is given says when); `window` observations at most.
+std::unique_ptr<ContextTracker> KnownSegmentsContext(std::unique_ptr<ObservationModel> model,
+                                                     int window);
 // The MAP segment's belief under a run-length posterior with `prior` over
 // `model`'s slots.
 std::unique_ptr<ContextTracker> SegmentContext(SegmentPrior prior,

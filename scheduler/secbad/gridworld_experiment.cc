@@ -71,8 +71,9 @@ std::pair<float, bool> Step(Agent& agent, int action) {
 }  // namespace
 
 const std::vector<std::string>& GridworldContenders() {
-  static const std::vector<std::string> names = {"secbad", "constant-hazard", "whole-history",
-                                                 "plain", "oracle"};
+  static const std::vector<std::string> names = {"secbad",        "constant-hazard",
+                                                 "whole-history", "plain",
+                                                 "known-segments", "oracle"};
   return names;
 }
 
@@ -103,6 +104,9 @@ absl::StatusOr<std::unique_ptr<ContextTracker>> GridworldExperiment::TrackerFor(
   }
   if (contender == "whole-history") {
     return WholeHistoryContext(WindModel(), options_.world.episode_steps);
+  }
+  if (contender == "known-segments") {
+    return KnownSegmentsContext(WindModel(), options_.world.episode_steps);
   }
   if (contender == "plain") return NoContext();
   if (contender == "oracle") return OracleContext(2);

@@ -10,8 +10,9 @@
 // Contenders: "secbad" (the run-length posterior with SeCBAD's segment
 // prior), "constant-hazard" (the same with a constant hazard of the same
 // mean length), "whole-history" (one belief per episode, VariBAD-like),
-// "plain" (no context), "oracle" (the true wind). Deterministic for a
-// seed. Not thread-safe.
+// "plain" (no context), "known-segments" (the belief from the current
+// segment's pushes, its start told: SeCBAD's ceiling), "oracle" (the true
+// wind). Deterministic for a seed. Not thread-safe.
 #ifndef STRATA_SCHEDULER_SECBAD_GRIDWORLD_EXPERIMENT_H_
 #define STRATA_SCHEDULER_SECBAD_GRIDWORLD_EXPERIMENT_H_
 

@@ -13,9 +13,10 @@ namespace strata::secbad {
 absl::StatusOr<std::unique_ptr<RuntimeEnvironment>> RuntimeEnvironment::Create(
     std::shared_ptr<const KnobContext> context, const RuntimeEnvironmentOptions& options,
     uint64_t seed) {
-  if (options.episode_iterations < 1 || options.lag < 0) {
+  if (options.episode_iterations < 1 || options.lag < 0 || !(options.change_cost >= 0)) {
     return absl::InvalidArgumentError(
-        "runtime environment: episodes need an iteration and the lag must be >= 0");
+        "runtime environment: episodes need an iteration, and the lag and a change's cost "
+        "must be >= 0");
   }
   STRATA_ASSIGN_OR_RETURN(SegmentPrior segments,
                           SegmentPrior::TruncatedNormal(options.segment_mean,
@@ -56,12 +57,14 @@ RuntimeEnvironment::Outcome RuntimeEnvironment::Step(int wanted) {
     requested_ = wanted;
     scheduled_[iteration_ + options_.lag] = wanted;  // a later request replaces an earlier
   }
+  const int before = in_force_;
   for (auto it = scheduled_.begin(); it != scheduled_.end() && it->first <= iteration_;) {
     in_force_ = it->second;
     it = scheduled_.erase(it);
   }
   Outcome out;
-  out.seconds = knob_->IterationSeconds(values[in_force_], context_);
+  out.seconds = knob_->IterationSeconds(values[in_force_], context_) *
+                (in_force_ != before ? 1 + options_.change_cost : 1.0);
   out.efficiency = knob_->IterationSeconds(knob_->Best(context_), context_) / out.seconds;
   out.seen = context_;
   for (double& v : out.seen) v += knob_->observation_noise() * noise_rng_.Normal();

@@ -10,7 +10,11 @@
 // force `lag` iterations later, as the coordinator's lease makes it.
 //
 // The reward of an iteration is its efficiency, T_best / T_in_force in the
-// true context: 1 when the value in force is the fastest there.
+// true context: 1 when the value in force is the fastest there. The
+// iteration at which a new value takes force also pays for the change
+// (`change_cost` iterations more: a job makes kernels for its new batch
+// sizes, its loaders remake the batches made ahead), so a policy learns not
+// to change for a noisy reading.
 //
 //   RuntimeEnvironment env(context, options, seed);
 //   env.Reset();
@@ -43,6 +47,7 @@ namespace strata::secbad {
 struct RuntimeEnvironmentOptions {
   int episode_iterations = 400;
   int lag = 3;  // iterations from a request to its value in force
+  double change_cost = 1.0;  // extra iterations' seconds a change costs
   // Segment lengths in iterations: max(round(N(mean, stddev)), min).
   double segment_mean = 100;
   double segment_stddev = 25;

@@ -156,10 +156,11 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
           readings[r].push_back(std::log(t));
         }
       }
-      // How far one worker's readings stray from its run's median.
+      // How far one worker's readings stray from its run's mean.
       for (const std::vector<double>& of_worker : readings) {
-        const double middle = Median(of_worker);
-        for (double x : of_worker) deviations.push_back(std::abs(x - middle));
+        double mean = 0;
+        for (double x : of_worker) mean += x / static_cast<double>(of_worker.size());
+        for (double x : of_worker) deviations.push_back((x - mean) * (x - mean));
       }
     }
     if (overheads.empty()) {
@@ -173,10 +174,16 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
   }
   std::sort(per_row.begin(), per_row.end());
   c->seconds_per_row_ = per_row[per_row.size() / 4];
-  // The median absolute deviation of Gaussian readings is 0.674 standard
-  // deviations; the floor keeps a quiet table from making every jitter a
+  // The readings' standard deviation about their runs' means: not a
+  // robust estimate, on purpose, since a worker's readings go back and
+  // forth between two speeds for stretches (the server's threads run on
+  // one core or the other) and every one of those is noise to the
+  // controllers. The floor keeps a quiet table from making every jitter a
   // change.
-  c->noise_ = std::max(0.05, deviations.empty() ? 0.1 : Median(deviations) / 0.674);
+  double squares = 0;
+  for (double d : deviations) squares += d;
+  c->noise_ = std::max(
+      0.05, deviations.empty() ? 0.1 : std::sqrt(squares / static_cast<double>(deviations.size())));
   STRATA_RETURN_IF_ERROR(c->Complete("cost model"));
   return std::shared_ptr<const WorkerSpeedContext>(std::move(c));
 }

@@ -58,9 +58,9 @@ class WorkerSpeedContext final : public KnobContext {
   // From runs of the job at each value (runs[value]: each run's iterations
   // in order; start-up already left out): overhead_v the median of
   // wall - max compute over v's iterations, seconds_per_row the lower
-  // quartile of every conv worker's seconds per row, the noise from how far
-  // each conv worker's ln(seconds per row) strays from its run's median
-  // (robustly: the median absolute deviation). InvalidArgument
+  // quartile of every conv worker's seconds per row, the noise the standard
+  // deviation of each conv worker's ln(seconds per row) about its run's
+  // mean. InvalidArgument
   // for fewer than two values, a value that does not give every conv
   // worker rows, or samples that do not have one entry per conv worker.
   static absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> Fit(

@@ -1,9 +1,11 @@
 // The protocol message decoder (core/net/transport.h: Decode, PeekRequestId)
 // on arbitrary frames: it must refuse or accept without crashing, and every
-// field of an accepted header must read within the traversal limit.
+// field of an accepted header must read within the traversal limit, also
+// through the readers of the knob messages' lists (core/net/knob_messages.h).
 #include <cstdint>
 
 #include "core/net/admission.h"
+#include "core/net/knob_messages.h"
 #include "core/net/transport.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -27,6 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (auto node : h.getNodes()) sum += node.getRank() + node.getAddress().size();
     for (auto knob : h.getKnobs()) sum += knob.getName().size() + knob.getValue().size();
+    // The coordinator reads a lease request's reports, a worker its answer's.
+    for (const IterationReport& r : IterationReportsOf(h)) sum += r.record.rows + r.rank;
+    sum += DeclaredKnobsOf(h).size() + KnobChangesOf(h).size();
     for (int64_t c : h.getClocks()) sum += c;
     sum += h.getJobIdentity().size() + h.getJobToken().size() + h.getErrorMessage().size() +
            h.getJobSpec().size() + h.getBarrierName().size() + h.getShmRegion().size();

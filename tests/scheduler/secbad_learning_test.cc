@@ -94,16 +94,17 @@ TEST(ContextTrackerTest, EachContenderKnowsWhatItShould) {
   auto plain = *experiment.TrackerFor("plain");
   auto whole = *experiment.TrackerFor("whole-history");
   auto secbad = *experiment.TrackerFor("secbad");
+  auto known = *experiment.TrackerFor("known-segments");
   EXPECT_EQ(plain->features(), 0);
   EXPECT_EQ(oracle->features(), 2);
   EXPECT_EQ(whole->features(), 4);
   EXPECT_EQ(secbad->features(), 4);
   EXPECT_EQ(experiment.TrackerFor("random").status().message(),
             "unknown contender \"random\" (use secbad, constant-hazard, whole-history, plain, "
-            "oracle)");
+            "known-segments, oracle)");
   // 120 steps of wind (0.8, -0.4) pushes, then 40 of (-0.8, 0.4) (the
   // pushes' means), observed as they come.
-  for (auto* t : {oracle.get(), whole.get(), secbad.get()}) t->Reset();
+  for (auto* t : {oracle.get(), whole.get(), secbad.get(), known.get()}) t->Reset();
   Rng rng(4);
   for (int s = 0; s < 160; ++s) {
     const double w[2] = {s < 120 ? 0.8 : -0.8, s < 120 ? -0.4 : 0.4};
@@ -111,7 +112,9 @@ TEST(ContextTrackerTest, EachContenderKnowsWhatItShould) {
     for (int axis = 0; axis < 2; ++axis) {
       seen[axis] = rng.Uniform() < std::abs(w[axis]) ? (w[axis] > 0 ? 1 : -1) : 0;
     }
-    for (auto* t : {oracle.get(), whole.get(), secbad.get()}) t->Observe(seen, w);
+    // The truth a tracker is told is the wind of the next step.
+    const double next[2] = {s + 1 < 120 ? 0.8 : -0.8, s + 1 < 120 ? -0.4 : 0.4};
+    for (auto* t : {oracle.get(), whole.get(), secbad.get(), known.get()}) t->Observe(seen, next);
   }
   float f[4];
   oracle->Features(f);
@@ -127,6 +130,10 @@ TEST(ContextTrackerTest, EachContenderKnowsWhatItShould) {
   EXPECT_NEAR(f[1], 0.4, 0.15);
   EXPECT_GT(f[2], 0.0f);  // a standard deviation
   EXPECT_LT(f[2], 0.15f);
+  // Told where the second segment began, the belief is its pushes' alone.
+  known->Features(f);
+  EXPECT_NEAR(f[0], -0.8, 0.15);
+  EXPECT_NEAR(f[1], 0.4, 0.15);
 }
 
 TEST(ActorCriticTest, APolicyFileReadsBackAndAWrongOneIsRefusedByName) {

@@ -9,7 +9,7 @@
 //       [--cpu-pin conv0=0,conv1=1] [--threads 1]
 //       [--bandwidth-schedule 1gbit@0,100mbit@60s] --seconds 125 [--warmup 5]
 //       [--repeat 2] [--knob-lead 2] [--contenders static,changepoint,secbad]
-//       [--json out.json] [--plot out.png]
+//       [--json out.json] [--plot out.png] [--records-dir DIR]
 //
 // The knob and its values are the cost model's (strata_bench train --knob
 // ... --cost-model-out). "static" runs the job once per value, starting
@@ -22,10 +22,12 @@
 // From conv worker 0's iteration records it reports, per phase of the
 // schedule (between its changes; the first `warmup` seconds left out):
 // each contender's images/s (the global batch over the seconds, for every
-// iteration that began in the phase), the best static value there, and
-// each controller's ratio to it; over the whole run, each controller
+// iteration that began in the phase), the best static value there (and
+// every static value within 10% of it, the margin a phase is judged by),
+// and each controller's ratio to it; over the whole run, each controller
 // against every static value; and after each change, how many iterations
-// each controller's run took until the phase's best value was in force.
+// each controller's run took until one of the phase's best values was in
+// force.
 // The JSON holds all of it and every controller event; the plot draws each
 // contender's throughput over time with the phases.
 #ifndef STRATA_TOOLS_BENCH_SECBAD_LIVE_BENCH_H_
@@ -59,6 +61,8 @@ struct SecbadLiveOptions {
   std::vector<std::string> contenders = {"static", "changepoint", "secbad"};
   std::string json_out;
   std::string plot;
+  // Keeps each run's records and log in DIR/<contender>_<repeat> ("" = not kept).
+  std::string records_dir;
 };
 
 absl::Status RunSecbadLive(const SecbadLiveOptions& options);

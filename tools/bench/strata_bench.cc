@@ -74,6 +74,8 @@ ABSL_FLAG(std::string, bandwidth_schedule, "",
           "secbad live: link rates that change while each run goes on, as strata_launch "
           "--bandwidth-schedule takes them");
 ABSL_FLAG(double, live_seconds, 125, "secbad live: each run's length from its launch");
+ABSL_FLAG(std::string, records_dir, "",
+          "secbad live: keep each run's records and log in DIR/<contender>_<repeat>");
 ABSL_FLAG(double, warmup, 5, "secbad live: seconds from the launch left out of every figure");
 ABSL_FLAG(int32_t, lag, 4,
           "secbad runtime: iterations from a controller's request to its value in force");
@@ -174,7 +176,8 @@ int main(int argc, char** argv) {
       "                     --cost-model cost.json [--policy-file p.bin | --training-steps N]\n"
       "                     --cpu-schedule S [--bandwidth-schedule S] [--cpu-pin conv0=0,...]\n"
       "                     [--live-seconds 125] [--warmup 5] [--repeat 2] [--knob-lead 2]\n"
-      "                     [--contenders static,changepoint,secbad] [--json f] [--plot p.png]");
+      "                     [--contenders static,changepoint,secbad] [--json f] [--plot p.png]\n"
+      "                     [--records-dir DIR]");
   strata::NormalizedArgs args(argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess("bench");
@@ -348,6 +351,7 @@ int main(int argc, char** argv) {
       }
       o.json_out = absl::GetFlag(FLAGS_json);
       o.plot = absl::GetFlag(FLAGS_plot);
+      o.records_dir = absl::GetFlag(FLAGS_records_dir);
       status = strata::bench::RunSecbadLive(o);
     }
   } else if (command == "secbad") {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -21,11 +22,12 @@
 namespace strata {
 namespace {
 
-// The CFS period the quotas are shares of: short, so that a limited
-// process is slowed evenly rather than stopped for most of every tenth of
-// a second (an iteration of tens of milliseconds would then be either at
-// full speed or stalled).
-constexpr int64_t kPeriodMicros = 10000;
+// The shortest CFS quota the kernel takes. Each limit's period is as short
+// as that allows (4 ms for a quarter of a core), so that a limited process
+// is slowed evenly: with long periods an iteration of a few milliseconds
+// runs at full speed on the quota left from the last period, and the
+// limit shows only in iterations long enough to use it up.
+constexpr int64_t kShortestQuotaMicros = 1000;
 
 // Writes `value` to `path` (a cgroup control file).
 absl::Status WriteControl(const std::string& path, const std::string& value) {
@@ -200,16 +202,20 @@ absl::Status CpuLimiter::Limit(const std::string& name, pid_t pid, std::optional
     it = groups_.emplace(name, path).first;
   }
   const std::string& path = it->second;
-  const std::string quota =
+  const int64_t period =
       cores.has_value()
-          ? std::to_string(static_cast<int64_t>(std::llround(*cores * kPeriodMicros)))
-          : (v2_ ? "max" : "-1");
+          ? static_cast<int64_t>(std::llround(kShortestQuotaMicros / std::min(1.0, *cores)))
+          : 100000;
+  const std::string quota =
+      cores.has_value() ? std::to_string(static_cast<int64_t>(std::llround(*cores * period)))
+                        : (v2_ ? "max" : "-1");
   if (v2_) {
-    STRATA_RETURN_IF_ERROR(
-        WriteControl(path + "/cpu.max", absl::StrCat(quota, " ", kPeriodMicros)));
+    STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.max", absl::StrCat(quota, " ", period)));
   } else {
-    STRATA_RETURN_IF_ERROR(
-        WriteControl(path + "/cpu.cfs_period_us", std::to_string(kPeriodMicros)));
+    // The quota first when it shrinks the share, the period first when it
+    // grows it: the kernel refuses a quota above its parent's at any step.
+    STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.cfs_quota_us", "-1"));
+    STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.cfs_period_us", std::to_string(period)));
     STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.cfs_quota_us", quota));
   }
   // Every thread of the process, now and later.
