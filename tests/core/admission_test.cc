@@ -58,7 +58,8 @@ TEST(JobIdentityTest, UntrustedTextIsComparedSafely) {
   EXPECT_EQ(FirstDifference(R"({"a": {"b": 1}})", R"({"a": 5})"),
             "a: an object of 1 field here, 5 there");
   // Deep but valid: nothing recurses that deep, and the difference is named.
-  std::string deep = R"({"data": )" + std::string(30000, '[') + std::string(30000, ']') + "}";
+  std::string deep = R"({"batch_shares": "even", "data": )" + std::string(30000, '[') +
+                     std::string(30000, ']') + "}";
   EXPECT_EQ(FirstDifference(mine, deep),
             "data: an object of 6 fields here, an array of 1 entry there");
   EXPECT_EQ(FirstDifference(R"({"a": 1})", R"({"a": 1, "z": 2})"), "z: absent here, set there");

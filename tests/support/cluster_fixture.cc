@@ -1,5 +1,7 @@
 #include "tests/support/cluster_fixture.h"
 
+#include "tools/netem/cpu_schedule.h"
+
 #include "core/util/ready_file.h"
 
 #include <signal.h>
@@ -121,6 +123,14 @@ Process::~Process() {
     process_->Signal(SIGKILL);
     process_->Wait();
   }
+}
+
+const std::string& WhyNoCpuLimits() {
+  static const std::string why = []() -> std::string {
+    absl::StatusOr<std::unique_ptr<CpuLimiter>> limiter = CpuLimiter::Create();
+    return limiter.ok() ? "" : std::string(limiter.status().message());
+  }();
+  return why;
 }
 
 double TimeScale() {

@@ -54,6 +54,10 @@ pid_t FindStrataChild(pid_t parent, const std::string& binary, int rank);
 // STRATA_TEST_TIME_SCALE (at least 1), which sanitized builds set because
 // their processes run several times slower (tools/sanitizers/run.sh).
 double TimeScale();
+
+// Empty where strata_launch can limit processes' CPU (--cpu-schedule:
+// cgroups); else why not.
+const std::string& WhyNoCpuLimits();
 // `seconds` times TimeScale(), rounded up: for the waits and timeouts a
 // test gives the processes it starts.
 int ScaledSeconds(int seconds);

@@ -25,17 +25,9 @@ namespace {
 
 using testing::RunCommand;
 
-// Empty where cgroup CPU limits can be set; else why not.
-const std::string& WhyNoLimits() {
-  static const std::string why = []() -> std::string {
-    absl::StatusOr<std::unique_ptr<CpuLimiter>> limiter = CpuLimiter::Create();
-    return limiter.ok() ? "" : std::string(limiter.status().message());
-  }();
-  return why;
-}
-
-#define STRATA_SKIP_WITHOUT_LIMITS() \
-  if (!WhyNoLimits().empty()) GTEST_SKIP() << "no CPU limits here: " << WhyNoLimits()
+#define STRATA_SKIP_WITHOUT_LIMITS()           \
+  if (!testing::WhyNoCpuLimits().empty()) \
+  GTEST_SKIP() << "no CPU limits here: " << testing::WhyNoCpuLimits()
 
 // CPU seconds process `pid` has used (user and system).
 double CpuSeconds(pid_t pid) {
@@ -115,6 +107,28 @@ TEST(CpuLimiterTest, ALimitedProcessGetsItsShareOfACoreAndItsGroupGoesAway) {
   // "cgroup v1 (/sys/fs/cgroup/cpu/strata-PID)": that group is gone.
   const std::string path = group.substr(group.find('(') + 1, group.size() - group.find('(') - 2);
   EXPECT_FALSE(std::filesystem::exists(path)) << path;
+}
+
+TEST(CpuLimiterTest, GroupsOfALimiterKilledOutrightAreRemovedByTheNext) {
+  STRATA_SKIP_WITHOUT_LIMITS();
+  std::string hierarchy;
+  {
+    auto limiter = CpuLimiter::Create();
+    ASSERT_TRUE(limiter.ok()) << limiter.status();
+    const std::string d = (*limiter)->description();
+    hierarchy = std::filesystem::path(d.substr(d.find('(') + 1, d.size() - d.find('(') - 2))
+                    .parent_path()
+                    .string();
+  }
+  // A process that has exited: its pid names the stale group.
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const std::string stale = hierarchy + "/strata-" + std::to_string(gone);
+  ASSERT_TRUE(std::filesystem::create_directories(stale + "/conv1")) << stale;
+  auto next = CpuLimiter::Create();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(std::filesystem::exists(stale));
 }
 
 class CpuScheduleClusterTest : public testing::ClusterTest {};

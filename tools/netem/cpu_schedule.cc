@@ -1,5 +1,6 @@
 #include "tools/netem/cpu_schedule.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,6 +138,35 @@ absl::StatusOr<std::vector<CpuPin>> ParseCpuPins(const std::string& text, int cp
   return pins;
 }
 
+namespace {
+
+// Removes the groups (and their process groups) that a limiter of a process
+// that no longer runs left under `hierarchy` (one killed with SIGKILL).
+void RemoveStaleGroups(const std::string& hierarchy) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(hierarchy, error)) {
+    const std::string name = entry.path().filename().string();
+    int owner = 0;
+    if (!absl::StartsWith(name, "strata-") || !absl::SimpleAtoi(name.substr(7), &owner) ||
+        owner <= 0 || ::kill(owner, 0) == 0 || errno != ESRCH) {
+      continue;
+    }
+    for (const auto& group : std::filesystem::directory_iterator(entry.path(), error)) {
+      if (!group.is_directory()) continue;
+      std::ifstream procs(group.path() / "cgroup.procs");
+      for (std::string pid; std::getline(procs, pid);) {
+        (void)WriteControl(hierarchy + "/cgroup.procs", pid);
+      }
+      ::rmdir(group.path().c_str());
+    }
+    if (::rmdir(entry.path().c_str()) == 0) {
+      LogInfo("cpu limits: removed %s, left by a launcher that is gone", entry.path().c_str());
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<CpuLimiter>> CpuLimiter::Create() {
   // cgroup v1's cpu controller, or a v2 hierarchy that offers cpu.
   struct Candidate {
@@ -160,6 +190,7 @@ absl::StatusOr<std::unique_ptr<CpuLimiter>> CpuLimiter::Create() {
       }
       (void)WriteControl(c.hierarchy + "/cgroup.subtree_control", "+cpu");
     }
+    RemoveStaleGroups(c.hierarchy);
     const std::string root = absl::StrCat(c.hierarchy, "/strata-", ::getpid());
     if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
       tried.push_back(absl::StrCat(root, " (", std::strerror(errno), ")"));

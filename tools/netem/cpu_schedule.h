@@ -21,7 +21,8 @@
 // CPU bandwidth (the CFS quota: cgroup v1's cpu.cfs_quota_us, or v2's
 // cpu.max) — the kernel then runs the process's threads at most that share
 // of each period, as it would on a smaller or busier host. Its cgroups are
-// removed when it is destroyed.
+// removed when it is destroyed; groups left by a limiter whose process was
+// killed outright are removed by the next one created.
 //
 //   STRATA_ASSIGN_OR_RETURN(CpuSchedule schedule, ParseCpuSchedule(text));
 //   STRATA_ASSIGN_OR_RETURN(auto limiter, CpuLimiter::Create());  // refuses without cgroups

@@ -1,0 +1,161 @@
+// SeCBAD on a launched job: a policy trained in the runtime environment of
+// a batch.shares cost model, run by conv worker 0 with --controller secbad,
+// moves rows off a conv worker once its CPU is limited; and everything a
+// controller reads (cost model, policy file, schedules) is checked before
+// anything starts.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scheduler/secbad/knob_context.h"
+#include "scheduler/secbad/knob_policy.h"
+#include "scheduler/secbad/runtime_environment.h"
+#include "tests/support/cluster_fixture.h"
+#include "tools/netem/cpu_schedule.h"
+
+namespace strata {
+namespace {
+
+using testing::kBin;
+using testing::kConfig;
+using testing::RunCommand;
+
+// batch.shares over two conv workers of the default job, at about this
+// machine's speed (strata_bench train --knob batch.shares=... writes such a
+// model from measured runs).
+constexpr char kCostModel[] = R"({"knob": "batch.shares", "mode": "ps",
+  "context": "worker-speed", "global_batch": 64, "conv_workers": 2,
+  "seconds_per_row": 0.0005, "noise": 0.11,
+  "values": {"1:1": {"overhead_seconds": 0.004}, "3:1": {"overhead_seconds": 0.006},
+             "1:3": {"overhead_seconds": 0.006}}})";
+
+class SecbadLaunchTest : public testing::ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    cost_model_ = dir_ + "/shares.json";
+    std::ofstream(cost_model_) << kCostModel;
+  }
+  // SeCBAD's policy for the cost model, trained briefly.
+  std::string TrainPolicy() {
+    auto context = *secbad::KnobContextFromJson(nlohmann::json::parse(kCostModel), cost_model_);
+    secbad::RuntimeExperimentOptions o;
+    o.env.episode_iterations = 600;
+    o.env.segment_mean = 150;
+    o.env.segment_stddev = 50;
+    o.env.lag = 4;
+    o.policy.window = 300;
+    o.training_steps = 300'000;
+    o.evaluation_episodes = 4;
+    o.policy_out = dir_ + "/secbad.bin";
+    secbad::RuntimeExperiment experiment(context, o);
+    absl::StatusOr<secbad::RuntimeRun> run = experiment.Run("secbad", 1);
+    EXPECT_TRUE(run.ok()) << run.status();
+    EXPECT_GT(run->efficiency, 0.9);
+    return o.policy_out;
+  }
+  std::string Launch(const std::string& extra) const {
+    return kBin + "strata_launch --config " + kConfig +
+           " --mode ps --servers 1 --conv-workers 2 --threads 1 --evaluate=false "
+           "--progress=false " +
+           extra;
+  }
+
+  std::string cost_model_;
+};
+
+TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
+  if (!testing::WhyNoCpuLimits().empty()) {
+    GTEST_SKIP() << "no CPU limits here: " << testing::WhyNoCpuLimits();
+  }
+  if (testing::TimeScale() > 1) {
+    GTEST_SKIP() << "the cost model describes an uninstrumented build's iterations";
+  }
+  const std::string policy = TrainPolicy();
+  const auto [code, out] = RunCommand(Launch(
+      "--cpu-pin conv0=0,conv1=1 --cpu-schedule conv1=25%@4s --max-steps 400 --controller "
+      "secbad --cost-model " + cost_model_ + " --policy-file " + policy +
+      " --knob-lead 2 --records-dir " + dir_ + "/records"));
+  ASSERT_EQ(code, 0) << out;
+  // When the limit came, on the records' clock.
+  double limited_at = 0;
+  std::ifstream launcher(dir_ + "/records/launcher.jsonl");
+  for (std::string line; std::getline(launcher, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j["what"] == "conv1 limited to 0.25 cores") limited_at = j["start"].get<double>();
+  }
+  ASSERT_GT(limited_at, 0) << out;
+  std::vector<std::string> shares;
+  int64_t first_limited = -1;
+  std::vector<nlohmann::json> events;
+  std::ifstream records(dir_ + "/records/conv_worker_0.jsonl");
+  for (std::string line; std::getline(records, line);) {
+    const nlohmann::json r = nlohmann::json::parse(line);
+    if (r["event"] == "controller") {
+      events.push_back(r);
+      continue;
+    }
+    shares.push_back(r["knobs"]["batch.shares"].get<std::string>());
+    if (first_limited < 0 && r["start"].get<double>() >= limited_at) first_limited = r["iteration"];
+  }
+  ASSERT_EQ(shares.size(), 400u);
+  ASSERT_GT(first_limited, 20) << "the limit came too early to see the job settle";
+  ASSERT_LT(first_limited, 380) << "the job ended before the limit had a chance";
+  // Even shares while both conv workers run alike; 3:1 soon after conv
+  // worker 1 slowed down, to the end.
+  for (int64_t i = 2; i < first_limited; ++i) EXPECT_EQ(shares[i], "1:1") << "iteration " << i;
+  const int64_t moved =
+      std::find(shares.begin() + first_limited, shares.end(), "3:1") - shares.begin();
+  EXPECT_LE(moved - first_limited, 8) << "limited from " << first_limited;
+  for (size_t i = moved + 1; i < shares.size(); ++i) EXPECT_EQ(shares[i], "3:1") << i;
+  bool proposed = false;
+  for (const nlohmann::json& e : events) {
+    proposed = proposed || (e["kind"] == "proposal" &&
+                            e["detail"].get<std::string>().find("batch.shares=3:1") == 0);
+  }
+  EXPECT_TRUE(proposed);
+}
+
+TEST_F(SecbadLaunchTest, ABadPolicyCostModelOrScheduleIsRefusedBeforeAnythingStarts) {
+  const std::string policy = dir_ + "/fresh.bin";
+  {
+    auto context = *secbad::KnobContextFromJson(nlohmann::json::parse(kCostModel), cost_model_);
+    ASSERT_TRUE((*secbad::KnobPolicy::Create(context, {}, 1))->Save(policy).ok());
+  }
+  const std::string secbad = "--controller secbad --cost-model " + cost_model_;
+  nlohmann::json two = nlohmann::json::parse(kCostModel);
+  two["values"].erase("1:3");
+  std::ofstream(dir_ + "/two.json") << two.dump();
+  nlohmann::json unknown = nlohmann::json::parse(kCostModel);
+  unknown["values"]["2:x"] = {{"overhead_seconds", 0.004}};
+  std::ofstream(dir_ + "/unknown.json") << unknown.dump();
+  std::ofstream(dir_ + "/corrupt.bin") << "not a checkpoint";
+  for (const auto& [flags, why] : std::vector<std::pair<std::string, std::string>>{
+           {secbad, "--controller secbad needs --policy-file FILE"},
+           {secbad + " --policy-file " + dir_ + "/corrupt.bin",
+            "--policy-file " + dir_ + "/corrupt.bin"},
+           {secbad + " --policy-file " + dir_ + "/missing.bin", dir_ + "/missing.bin"},
+           {"--controller secbad --cost-model " + dir_ + "/two.json --policy-file " + policy,
+            "trained for values [\"1:1\",\"1:3\",\"3:1\"]; this job's is [\"1:1\",\"3:1\"]"},
+           {"--controller changepoint --cost-model " + dir_ + "/unknown.json",
+            "values.2:x: batch shares \"2:x\""},
+           {"--controller changepoint --policy-file " + policy,
+            "--policy-file is for --controller secbad"},
+           {"--cpu-schedule conv1=quarter@0", "limit \"quarter\" is not none or a percentage"},
+           {"--cpu-pin conv0=9999", "CPU 9999 does not exist"}}) {
+    const auto [code, out] = RunCommand(Launch(flags));
+    EXPECT_NE(code, 0) << flags;
+    EXPECT_NE(out.find(why), std::string::npos) << flags << "\n" << out;
+    EXPECT_EQ(out.find("[server 0]"), std::string::npos) << flags << "\n" << out;
+  }
+}
+
+}  // namespace
+}  // namespace strata
