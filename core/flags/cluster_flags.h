@@ -87,6 +87,16 @@ CheckpointFlags CheckpointFromFlags();
 // --knob-lead; InvalidArgument below 1.
 absl::StatusOr<int64_t> KnobLeadFromFlags();
 
+// What an emulated cluster's hosts go through (strata_launch; strata_bench
+// hands them on): --bandwidth-schedule, --cpu-schedule, --cpu-pin, as
+// given (tools/netem parses them).
+struct ConditionFlags {
+  std::string bandwidth_schedule;
+  std::string cpu_schedule;
+  std::string cpu_pin;
+};
+ConditionFlags ConditionsFromFlags();
+
 struct ControllerFlags {
   std::string kind;         // --controller
   std::string cost_model;   // --cost-model

@@ -102,17 +102,32 @@ absl::Status ActorCritic::Save(const std::string& path, const std::string& conte
   return WithContext(WriteCheckpoint(path, checkpoint), absl::StrCat("--policy-file ", path));
 }
 
-absl::StatusOr<nlohmann::json> ActorCritic::ReadAbout(const std::string& path) {
+namespace {
+
+// A policy file's checkpoint and its metadata; InvalidArgument for a
+// checkpoint of another kind, the reader's error (with the path) else.
+struct PolicyFile {
+  Checkpoint checkpoint;
+  nlohmann::json meta;
+};
+absl::StatusOr<PolicyFile> ReadPolicyFile(const std::string& path) {
   const std::string where = absl::StrCat("--policy-file ", path);
   absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(path);
   STRATA_RETURN_IF_ERROR_CTX(checkpoint.status(), where);
-  const nlohmann::json meta = nlohmann::json::parse(checkpoint->metadata_json, nullptr, false);
+  nlohmann::json meta = nlohmann::json::parse(checkpoint->metadata_json, nullptr, false);
   if (!meta.is_object() || meta.value("kind", "") != kPolicyKind) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": not a SeCBAD policy file (a Strata checkpoint of another kind)"));
   }
-  return meta.contains("about") && meta["about"].is_object() ? meta["about"]
-                                                              : nlohmann::json::object();
+  if (!meta.contains("about") || !meta["about"].is_object()) meta["about"] = nlohmann::json::object();
+  return PolicyFile{std::move(*checkpoint), std::move(meta)};
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ActorCritic::ReadAbout(const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(PolicyFile file, ReadPolicyFile(path));
+  return file.meta["about"];
 }
 
 absl::StatusOr<std::unique_ptr<ActorCritic>> ActorCritic::Load(const std::string& path,
@@ -120,20 +135,15 @@ absl::StatusOr<std::unique_ptr<ActorCritic>> ActorCritic::Load(const std::string
                                                                const std::string& contender,
                                                                const nlohmann::json& about) {
   const std::string where = absl::StrCat("--policy-file ", path);
-  absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(path);
-  STRATA_RETURN_IF_ERROR_CTX(checkpoint.status(), where);
-  const nlohmann::json meta = nlohmann::json::parse(checkpoint->metadata_json, nullptr, false);
-  if (!meta.is_object() || meta.value("kind", "") != kPolicyKind) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": not a SeCBAD policy file (a Strata checkpoint of another kind)"));
-  }
+  STRATA_ASSIGN_OR_RETURN(PolicyFile file, ReadPolicyFile(path));
+  const nlohmann::json& meta = file.meta;
+  const Checkpoint* checkpoint = &file.checkpoint;
   const std::string trained_as = meta.value("contender", "");
   if (!contender.empty() && trained_as != contender) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": trained as \"", trained_as,
                                                    "\", not as \"", contender, "\""));
   }
-  const nlohmann::json written_about =
-      meta.contains("about") && meta["about"].is_object() ? meta["about"] : nlohmann::json::object();
+  const nlohmann::json& written_about = meta.at("about");
   // What the policy is for, the knob first (the clearest difference).
   std::vector<std::string> keys;
   for (const auto& [key, wanted] : about.items()) keys.push_back(key);

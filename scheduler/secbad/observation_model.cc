@@ -39,6 +39,15 @@ void NormalGammaModel::Reset(int window) {
   count_.assign(n, 0.0);
   sum_.assign(n, 0.0);
   sum_squares_.assign(n, 0.0);
+  // The Student-t's normalising terms depend on the count alone.
+  constant_.assign(n, 0.0);
+  for (int c = 0; c <= window; ++c) {
+    for (size_t d = 0; d < priors_.size(); ++d) {
+      const double nu = 2 * priors_[d].shape + c;
+      constant_[static_cast<size_t>(c) * priors_.size() + d] =
+          std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * M_PI);
+    }
+  }
   last_work_ = 0;
 }
 
@@ -67,8 +76,8 @@ void NormalGammaModel::LogPredictive(const double* x, double* out) const {
       const double nu = 2 * q.shape;
       const double scale2 = q.rate * (q.strength + 1) / (q.shape * q.strength);
       const double z = x[d] - q.mean;
-      log_density += std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) -
-                     0.5 * std::log(nu * M_PI * scale2) -
+      const size_t count = static_cast<size_t>(count_[static_cast<size_t>(s) * dims + d]);
+      log_density += constant_[count * dims + d] - 0.5 * std::log(scale2) -
                      (nu + 1) / 2 * std::log1p(z * z / (nu * scale2));
     }
     out[s] = log_density;

@@ -95,6 +95,10 @@ class NormalGammaModel final : public ObservationModel {
   int window_ = 0;
   // Per slot s (0..W) and dimension d, at s * dims + d.
   std::vector<double> count_, sum_, sum_squares_;
+  // Per count c (0..W) and dimension d, at c * dims + d: the predictive's
+  // log normalising terms, lgamma((nu+1)/2) - lgamma(nu/2) - log(nu pi)/2
+  // for nu = 2 shape + c.
+  std::vector<double> constant_;
   mutable int64_t last_work_ = 0;
 };
 

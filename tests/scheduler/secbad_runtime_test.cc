@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/cpu/dnnl_runtime.h"
 #include "core/util/rng.h"
 #include "scheduler/secbad/changepoint_controller.h"
 #include "scheduler/secbad/knob_policy.h"
@@ -293,6 +294,7 @@ TEST(RuntimeExperimentTest, SecbadLearnsToMoveRowsOffAStragglerAndPlainPpoCannot
   o.training_steps = 160'000;
   o.evaluation_episodes = 10;
   RuntimeExperiment experiment(FittedShares(), o);
+  SetCpuThreads(1);  // small networks: a second thread only waits at every layer
   const double secbad = experiment.Run("secbad", 1)->efficiency;
   const double plain = experiment.Run("plain", 1)->efficiency;
   const double changepoint = experiment.Run("changepoint", 1)->efficiency;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/ops/cpu/dnnl_runtime.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/knob_policy.h"
 #include "scheduler/secbad/runtime_environment.h"
@@ -56,6 +57,7 @@ class SecbadLaunchTest : public testing::ClusterTest {
     o.evaluation_episodes = 4;
     o.policy_out = dir_ + "/secbad.bin";
     secbad::RuntimeExperiment experiment(context, o);
+    SetCpuThreads(1);  // small networks: a second thread only waits at every layer
     absl::StatusOr<secbad::RuntimeRun> run = experiment.Run("secbad", 1);
     EXPECT_TRUE(run.ok()) << run.status();
     EXPECT_GT(run->efficiency, 0.9);

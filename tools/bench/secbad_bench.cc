@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
 #include "core/util/log.h"
@@ -246,6 +247,8 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
   }
   if (o.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
   if (!o.policy_dir.empty()) std::filesystem::create_directories(o.policy_dir);
+  // The networks are small: a second thread only waits at every layer.
+  SetCpuThreads(1);
   nlohmann::json json;
   STRATA_RETURN_IF_ERROR(o.experiment == "gridworld" ? RunGridworld(o, json) : RunRuntime(o, json));
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));

@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/model/job_config.h"
+#include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/json_file.h"
@@ -364,6 +365,7 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
                 static_cast<long long>(o.training_steps), o.cost_model.c_str());
     std::fflush(stdout);
     secbad::RuntimeExperiment experiment(context, eo);
+    SetCpuThreads(1);  // small networks: a second thread only waits at every layer
     STRATA_ASSIGN_OR_RETURN(const secbad::RuntimeRun trained, experiment.Run("secbad", 1));
     std::printf("trained: mean efficiency %.3f on evaluation episodes\n", trained.efficiency);
     json["policy_training"] = {{"steps", o.training_steps},

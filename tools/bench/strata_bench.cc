@@ -64,15 +64,6 @@ ABSL_FLAG(std::string, contenders, "",
           "secbad: comma-separated contenders (default all: secbad, constant-hazard, "
           "whole-history, plain, oracle)");
 ABSL_FLAG(std::string, policy_dir, "", "secbad: keep each trained policy in this directory");
-ABSL_FLAG(std::string, cpu_pin, "",
-          "train, secbad live: Strata's processes on CPUs of their own, as strata_launch "
-          "--cpu-pin takes them (e.g. conv0=0,conv1=1)");
-ABSL_FLAG(std::string, cpu_schedule, "",
-          "secbad live: CPU limits that change while each run goes on, as strata_launch "
-          "--cpu-schedule takes them (e.g. conv1=25%@25s,conv1=none@50s)");
-ABSL_FLAG(std::string, bandwidth_schedule, "",
-          "secbad live: link rates that change while each run goes on, as strata_launch "
-          "--bandwidth-schedule takes them");
 ABSL_FLAG(double, live_seconds, 125, "secbad live: each run's length from its launch");
 ABSL_FLAG(std::string, records_dir, "",
           "secbad live: keep each run's records and log in DIR/<contender>_<repeat>");
@@ -216,7 +207,7 @@ int main(int argc, char** argv) {
     o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
     o.latency = absl::GetFlag(FLAGS_latency);
     o.sweep = absl::GetFlag(FLAGS_sweep);
-    o.cpu_pin = absl::GetFlag(FLAGS_cpu_pin);
+    o.cpu_pin = strata::ConditionsFromFlags().cpu_pin;
     o.knob = absl::GetFlag(FLAGS_knob);
     o.cost_model_out = absl::GetFlag(FLAGS_cost_model_out);
     o.csv_out = absl::GetFlag(FLAGS_csv);
@@ -335,9 +326,10 @@ int main(int argc, char** argv) {
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.policy_file = strata::ControllerFromFlags().policy_file;
     o.training_steps = absl::GetFlag(FLAGS_training_steps);
-    o.cpu_schedule = absl::GetFlag(FLAGS_cpu_schedule);
-    o.cpu_pin = absl::GetFlag(FLAGS_cpu_pin);
-    o.bandwidth_schedule = absl::GetFlag(FLAGS_bandwidth_schedule);
+    const strata::ConditionFlags conditions = strata::ConditionsFromFlags();
+    o.cpu_schedule = conditions.cpu_schedule;
+    o.cpu_pin = conditions.cpu_pin;
+    o.bandwidth_schedule = conditions.bandwidth_schedule;
     o.seconds = absl::GetFlag(FLAGS_live_seconds);
     o.warmup = absl::GetFlag(FLAGS_warmup);
     o.repeat = absl::GetFlag(FLAGS_repeat);

@@ -247,21 +247,24 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     rates.emplace(std::move(schedule));
   }
   // Pinned CPUs (--cpu-pin), checked before anything starts.
+  // A process a CPU flag names must be one of the cluster's.
+  const auto check_process = [&](const char* flag, const std::string& process,
+                                 const std::string& role, int rank) -> absl::Status {
+    const int ranks = role == "server"        ? o.servers
+                      : role == "conv_worker" ? o.conv_workers
+                      : stanza                ? o.fc_workers
+                                              : 0;
+    if (rank < ranks) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": the cluster has no ", process, " (",
+                                                   ranks, " ", role, ranks == 1 ? "" : "s", ")"));
+  };
   std::map<std::pair<std::string, int>, std::vector<int>> pins;
   if (!o.cpu_pin.empty()) {
     STRATA_ASSIGN_OR_RETURN(
         const std::vector<CpuPin> parsed,
         ParseCpuPins(o.cpu_pin, static_cast<int>(std::thread::hardware_concurrency())));
     for (const CpuPin& pin : parsed) {
-      const int ranks = pin.role == "server"        ? o.servers
-                        : pin.role == "conv_worker" ? o.conv_workers
-                        : stanza                    ? o.fc_workers
-                                                    : 0;
-      if (pin.rank >= ranks) {
-        return absl::InvalidArgumentError(absl::StrCat("--cpu-pin: the cluster has no ",
-                                                       pin.process, " (", ranks, " ", pin.role,
-                                                       ranks == 1 ? "" : "s", ")"));
-      }
+      STRATA_RETURN_IF_ERROR(check_process("--cpu-pin", pin.process, pin.role, pin.rank));
       pins[{pin.role, pin.rank}] = pin.cpus;
     }
   }
@@ -276,15 +279,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   if (!o.cpu_schedule.empty()) {
     STRATA_ASSIGN_OR_RETURN(CpuSchedule schedule, ParseCpuSchedule(o.cpu_schedule));
     for (const CpuLimitChange& c : schedule) {
-      const int ranks = c.role == "server"        ? o.servers
-                        : c.role == "conv_worker" ? o.conv_workers
-                        : stanza                  ? o.fc_workers
-                                                  : 0;
-      if (c.rank >= ranks) {
-        return absl::InvalidArgumentError(absl::StrCat("--cpu-schedule: the cluster has no ",
-                                                       c.process, " (", ranks, " ", c.role,
-                                                       ranks == 1 ? "" : "s", ")"));
-      }
+      STRATA_RETURN_IF_ERROR(check_process("--cpu-schedule", c.process, c.role, c.rank));
     }
     STRATA_ASSIGN_OR_RETURN(limiter, CpuLimiter::Create());
     cpu_limits.emplace(std::move(schedule));

@@ -64,19 +64,6 @@ ABSL_FLAG(std::string, transport, "ipc",
 ABSL_FLAG(std::string, bandwidth, "",
           "ps, stanza: emulate a cluster network, each process on a host of its own whose link "
           "runs at this rate (e.g. 100mbit, 1gbit, 10gbit; needs root; implies tcp)");
-ABSL_FLAG(std::string, bandwidth_schedule, "",
-          "ps, stanza: instead of --bandwidth, link rates that change while the job runs, "
-          "RATE@TIME,... from the launch (e.g. 1gbit@0,100mbit@60s,1gbit@120s; tc changes the "
-          "emulated links in place)");
-ABSL_FLAG(std::string, cpu_schedule, "",
-          "ps, stanza: CPU limits of some processes that change while the job runs (a "
-          "straggler), PROCESS=LIMIT@TIME,... from the launch, PROCESS server<r>, conv<r> or "
-          "fc<r>, LIMIT a percentage of one core or none (e.g. conv1=25%@30s,conv1=none@90s; "
-          "cgroup CPU quotas, needs root)");
-ABSL_FLAG(std::string, cpu_pin, "",
-          "ps, stanza: the CPUs some processes run on, PROCESS=CPUS,... (e.g. "
-          "conv0=0,conv1=1,server0=0-1; CPUS a CPU, a range, or several joined by +): each "
-          "emulated host's own cores, as a real cluster's hosts have");
 ABSL_FLAG(std::string, latency, "0",
           "ps, stanza: with --bandwidth or --bandwidth-schedule, one-way delay between hosts (e.g. "
           "0.2ms)");
@@ -171,9 +158,10 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   o.consistency = consistency.consistency;
   o.transport = absl::GetFlag(FLAGS_transport);
   o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
-  o.bandwidth_schedule = absl::GetFlag(FLAGS_bandwidth_schedule);
-  o.cpu_schedule = absl::GetFlag(FLAGS_cpu_schedule);
-  o.cpu_pin = absl::GetFlag(FLAGS_cpu_pin);
+  const ConditionFlags conditions = ConditionsFromFlags();
+  o.bandwidth_schedule = conditions.bandwidth_schedule;
+  o.cpu_schedule = conditions.cpu_schedule;
+  o.cpu_pin = conditions.cpu_pin;
   o.latency = absl::GetFlag(FLAGS_latency);
   o.port_range = absl::GetFlag(FLAGS_port_range);
   o.staleness = consistency.staleness;
