@@ -1,7 +1,9 @@
 // The batch.shares knob on real clusters: conv workers that take uneven
 // shares of every global batch (from the start, or from an iteration the
 // coordinator agrees while the job runs) compute what even shares compute,
-// in ps and in stanza mode, and each records the rows it took.
+// in ps and in stanza mode (with one FC worker, and with two that then
+// gather uneven batches and reduce the head through the servers), and each
+// records the rows it took.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,11 +42,15 @@ class BatchSharesClusterTest : public testing::ClusterTest {
         R"("fc_workers": 1, "batch_shares": ")" + shares + R"("})");
     return path;
   }
-  std::string Launch(const std::string& config, const std::string& mode,
+  // `layout`: ps, stanza (one FC worker) or stanza2 (two FC workers
+  // reducing the head through two servers).
+  std::string Launch(const std::string& config, const std::string& layout,
                      const std::string& extra) const {
-    return kBin + "strata_launch --config " + config + " --mode " + mode +
-           " --servers 1 --conv-workers 2" + (mode == "stanza" ? " --fc-workers 1" : "") +
-           " --batch-size 64 --max-steps " + std::to_string(kSteps) +
+    const std::string cluster = layout == "ps"       ? "--mode ps --servers 1"
+                                : layout == "stanza" ? "--mode stanza --servers 1 --fc-workers 1"
+                                                     : "--mode stanza --servers 2 --fc-workers 2";
+    return kBin + "strata_launch --config " + config + " " + cluster +
+           " --conv-workers 2 --batch-size 64 --max-steps " + std::to_string(kSteps) +
            " --evaluate=false --progress=false --job-token-file " + dir_ + "/token " + extra;
   }
   std::vector<nlohmann::json> Records(const std::string& process) const {
@@ -62,7 +68,7 @@ class BatchSharesClusterTest : public testing::ClusterTest {
 };
 
 TEST_F(BatchSharesClusterTest, UnevenSharesFromTheStartComputeWhatEvenSharesDo) {
-  for (const std::string mode : {"ps", "stanza"}) {
+  for (const std::string mode : {"ps", "stanza", "stanza2"}) {
     for (const std::string shares : {"even", "3:1"}) {
       const auto [code, out] = RunCommand(Launch(
           WithShares(shares), mode,
