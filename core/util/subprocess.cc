@@ -194,6 +194,8 @@ void StopChildrenOnInterrupt() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
+bool Interrupted() { return g_interrupted != 0; }
+
 absl::StatusOr<int> RunProcess(const ProcessSpec& spec, absl::Duration timeout) {
   STRATA_ASSIGN_OR_RETURN(std::vector<int> codes, RunProcesses({spec}, timeout));
   return codes[0];

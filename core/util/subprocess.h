@@ -100,6 +100,9 @@ absl::StatusOr<std::vector<int>> RunProcesses(const std::vector<ProcessSpec>& sp
 // return Cancelled, instead of killing this process and leaving them
 // running. For tools that run other programs (strata_bench).
 void StopChildrenOnInterrupt();
+// Whether Ctrl-C (or SIGTERM) came since StopChildrenOnInterrupt: work done
+// in this process (a long training) checks it to stop as well.
+bool Interrupted();
 
 // The last `max_bytes` of a file (for showing the end of a failed run's log).
 std::string FileTail(const std::string& path, size_t max_bytes);

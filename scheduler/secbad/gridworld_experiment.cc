@@ -153,7 +153,9 @@ absl::StatusOr<GridworldRun> GridworldExperiment::Run(const std::string& contend
     double total = 0;
     for (const Agent& a : agents) total += a.episode_return;
     run.curve.push_back(total / envs);
-    if (options_.progress) options_.progress((u + 1) * envs * steps, run.curve.back());
+    if (options_.progress && !options_.progress((u + 1) * envs * steps, run.curve.back())) {
+      return absl::CancelledError("training stopped");
+    }
   }
   // Evaluation on worlds of their own, the policy sampled as trained.
   double total = 0;

@@ -45,8 +45,9 @@ struct GridworldExperimentOptions {
   std::string observation_model = "grid";
   PpoOptions ppo;
   std::string policy_out;  // "" = none; else the trained networks go here
-  // Called after each PPO update: steps done, mean training return.
-  std::function<void(int64_t, double)> progress;
+  // Called after each PPO update with the steps done and the mean training
+  // return; false stops the training (Run returns Cancelled).
+  std::function<bool(int64_t, double)> progress;
 };
 
 struct GridworldRun {

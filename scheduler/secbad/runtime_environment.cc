@@ -170,7 +170,9 @@ absl::StatusOr<RuntimeRun> RuntimeExperiment::RunLearned(const std::string& beli
     double total = 0;
     for (const Agent& a : agents) total += a.efficiency / steps;
     run.curve.push_back(total / envs);
-    if (options_.progress) options_.progress((u + 1) * envs * steps, run.curve.back());
+    if (options_.progress && !options_.progress((u + 1) * envs * steps, run.curve.back())) {
+      return absl::CancelledError("training stopped");
+    }
   }
   // Evaluation: greedy, on episodes of their own.
   double total = 0;

@@ -116,8 +116,9 @@ struct RuntimeExperimentOptions {
   int evaluation_episodes = 50;
   PpoOptions ppo;
   std::string policy_out;  // "" = none; else the trained policy goes here
-  // Called after each PPO update: steps done, mean training efficiency.
-  std::function<void(int64_t, double)> progress;
+  // Called after each PPO update with the steps done and the mean training
+  // efficiency; false stops the training (Run returns Cancelled).
+  std::function<bool(int64_t, double)> progress;
 };
 
 // Every contender, in the order reports list them.

@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "core/util/json_file.h"
 #include "core/util/log.h"
+#include "core/util/subprocess.h"
 #include "scheduler/secbad/gridworld_experiment.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/runtime_environment.h"
@@ -97,7 +98,11 @@ absl::Status RunContenderTable(
   std::map<std::string, std::vector<double>> scores;
   for (int seed = 1; seed <= o.seeds; ++seed) {
     for (const std::string& c : contenders) {
-      STRATA_ASSIGN_OR_RETURN(const double value, score(c, seed));
+      absl::StatusOr<double> scored = score(c, seed);
+      if (!scored.ok() && Interrupted()) {
+        return absl::CancelledError("interrupted: stopped the training; nothing is reported");
+      }
+      STRATA_ASSIGN_OR_RETURN(const double value, scored);
       LogInfo("secbad %s: %s seed %d: %s %.3f", o.experiment.c_str(), c.c_str(), seed,
               score_name.c_str(), value);
       scores[c].push_back(value);
@@ -145,15 +150,18 @@ absl::Status RunContenderTable(
   return absl::OkStatus();
 }
 
-// Logs the training return (or efficiency) every tenth of the steps.
-std::function<void(int64_t, double)> TrainingProgress(const SecbadBenchOptions& o,
+// Logs the training return (or efficiency) every tenth of the steps; stops
+// the training on Ctrl-C.
+std::function<bool(int64_t, double)> TrainingProgress(const SecbadBenchOptions& o,
                                                       const std::string& contender, int seed) {
   auto next = std::make_shared<int64_t>(o.training_steps / 10);
   return [&o, contender, seed, next](int64_t steps, double training) {
-    if (steps < *next) return;
-    *next += o.training_steps / 10;
-    LogInfo("secbad %s: %s seed %d: %lld steps, training %.3f", o.experiment.c_str(),
-            contender.c_str(), seed, static_cast<long long>(steps), training);
+    if (steps >= *next) {
+      *next += o.training_steps / 10;
+      LogInfo("secbad %s: %s seed %d: %lld steps, training %.3f", o.experiment.c_str(),
+              contender.c_str(), seed, static_cast<long long>(steps), training);
+    }
+    return !Interrupted();
   };
 }
 

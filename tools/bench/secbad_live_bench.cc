@@ -200,6 +200,11 @@ class LiveRunner {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> launcher, ChildProcess::Start(spec));
     // The run lasts the schedule; then the launcher stops every process.
     while (MonotonicSeconds() - launched < o_.seconds + 0.5) {
+      if (Interrupted()) {
+        ::kill(launcher->pid(), SIGINT);
+        launcher->Wait();
+        return absl::CancelledError("interrupted");
+      }
       if (launcher->Poll().has_value()) {
         return absl::InternalError(absl::StrCat(c.label, ": the job ended before the schedule did (",
                                                 "status ", *launcher->Poll(), "); its log:\n",
@@ -349,6 +354,10 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   }
   char scratch_template[] = "/tmp/strata_live_XXXXXX";
   const std::string scratch = ::mkdtemp(scratch_template);
+  struct RemoveAtExit {
+    std::string dir;
+    ~RemoveAtExit() { std::filesystem::remove_all(dir); }
+  } remove_scratch{scratch};
   std::string policy = o.policy_file;
   nlohmann::json json;
   const bool learned =
@@ -361,6 +370,7 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     eo.env.lag = o.knob_lead + 2;  // the lease, and the records' relay
     policy = scratch + "/secbad.bin";
     eo.policy_out = policy;
+    eo.progress = [](int64_t, double) { return !Interrupted(); };
     std::printf("training SeCBAD's policy: %lld steps in the runtime environment of %s\n",
                 static_cast<long long>(o.training_steps), o.cost_model.c_str());
     std::fflush(stdout);
@@ -384,20 +394,15 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   std::vector<std::vector<Run>> runs(contenders.size());
   for (int rep = 0; rep < o.repeat; ++rep) {
     for (size_t c = 0; c < contenders.size(); ++c) {  // A B C A B C: drift hits all alike
-      absl::StatusOr<Run> run = runner.Launch(contenders[c], rep);
-      if (!run.ok()) {
-        std::filesystem::remove_all(scratch);
-        return run.status();
-      }
+      STRATA_ASSIGN_OR_RETURN(Run run, runner.Launch(contenders[c], rep));
       std::printf("[%d/%d] %-14s %6.0f images/s over the schedule\n",
                   static_cast<int>(rep * contenders.size() + c + 1),
                   static_cast<int>(o.repeat * contenders.size()), contenders[c].label.c_str(),
-                  Throughput(*run, o.warmup, o.seconds, global_batch));
+                  Throughput(run, o.warmup, o.seconds, global_batch));
       std::fflush(stdout);
-      runs[c].push_back(std::move(*run));
+      runs[c].push_back(std::move(run));
     }
   }
-  std::filesystem::remove_all(scratch);
 
   // Medians over the repeats: per phase, and over the whole schedule.
   // Each run's phase from when its change was made (the first from the
