@@ -288,7 +288,7 @@ absl::Status PlotRuns(const std::vector<Contender>& contenders,
   if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
   const std::string dir = tmpl;
   std::ofstream script(dir + "/plot.gp");
-  script << "set terminal pngcairo size 1100,560\nset output " << GnuplotString(png) << "\n"
+  script << "set terminal pngcairo noenhanced size 1100,560\nset output " << GnuplotString(png) << "\n"
          << "set title " << GnuplotString(title) << "\n"
          << "set xlabel 'seconds from the launch'\nset ylabel 'images/s (1 s windows)'\n"
          << "set key outside right\nset grid ytics\n";
