@@ -84,7 +84,8 @@ TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
   const auto [code, out] = RunCommand(Launch(
       "--cpu-pin conv0=0,conv1=1 --cpu-schedule conv1=25%@4s --max-steps 400 --controller "
       "secbad --cost-model " + cost_model_ + " --policy-file " + policy +
-      " --knob-lead 2 --records-dir " + dir_ + "/records"));
+      " --knob-lead 2 --records-dir " + dir_ + "/records --summary-out " + dir_ +
+      "/summary.json"));
   ASSERT_EQ(code, 0) << out;
   // When the limit came, on the records' clock.
   double limited_at = 0;
@@ -123,6 +124,11 @@ TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
                             e["detail"].get<std::string>().find("batch.shares=3:1") == 0);
   }
   EXPECT_TRUE(proposed);
+  // The same events, in the summary.
+  const nlohmann::json summary = Summary(dir_ + "/summary.json");
+  ASSERT_TRUE(summary.contains("controller_events")) << summary.dump();
+  EXPECT_EQ(summary["controller_events"].size(), events.size());
+  EXPECT_EQ(summary["controller_events"][0]["process"], "conv worker 0");
 }
 
 TEST_F(SecbadLaunchTest, ABadPolicyCostModelOrScheduleIsRefusedBeforeAnythingStarts) {

@@ -338,9 +338,12 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     std::filesystem::remove_all(scratch);
     return status;
   };
-  // Records go where asked, or, for a trace alone, into the scratch directory.
+  // Records go where asked, or, for a trace or a controller's events alone,
+  // into the scratch directory.
   const std::string records_dir =
-      !o.records_dir.empty() ? o.records_dir : (o.trace_out.empty() ? "" : scratch + "/records");
+      !o.records_dir.empty()
+          ? o.records_dir
+          : (o.trace_out.empty() && !o.controller ? "" : scratch + "/records");
   std::vector<TraceSource> trace_sources;
   if (!records_dir.empty()) std::filesystem::create_directories(records_dir);
   // The schedules' changes, beside the records (launcher.jsonl).
@@ -550,6 +553,19 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     }
     LogInfo("trace of every worker's iterations: %s", o.trace_out.c_str());
   }
+  // Every change point and proposal of the job's controller (conv worker 0
+  // writes them beside its records), for the summary.
+  nlohmann::json controller_events = nlohmann::json::array();
+  if (o.controller) {
+    std::ifstream in(std::filesystem::path(records_dir) / "conv_worker_0.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_object() && e.value("event", "") == "controller") {
+        e.erase("event");
+        controller_events.push_back(std::move(e));
+      }
+    }
+  }
   // Each job's summary (a job's processes tag their outputs with its id).
   std::vector<std::string> paths;
   for (size_t i = 0; i < std::max<size_t>(1, o.job_configs.size()); ++i) {
@@ -600,7 +616,10 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     j["bytes_per_iteration_by_role"] = s.bytes_per_iteration_by_role;
     s.seconds_per_iteration = ConvWorkerBreakdown(children);
     if (!s.seconds_per_iteration.empty()) j["seconds_per_iteration"] = s.seconds_per_iteration;
-    if (!o.summary_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.summary_out, j));
+  }
+  if (o.controller) j["controller_events"] = controller_events;
+  if (!o.summary_out.empty() && ((s.steps > 0 && total > 0) || o.controller)) {
+    STRATA_RETURN_IF_ERROR(WriteJsonFile(o.summary_out, j));
   }
   return summaries;
 }

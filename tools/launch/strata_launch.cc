@@ -214,6 +214,7 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
       return absl::InvalidArgumentError(
           "--controller with --jobs: a cost model describes one job; run it with one");
     }
+    o.controller = true;
     o.conv_worker_flags = {"--controller", controller, "--cost-model",
                            std::filesystem::absolute(cost_model).string()};
     if (!policy_file.empty()) {
