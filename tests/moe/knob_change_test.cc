@@ -5,7 +5,6 @@
 // running.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -21,7 +20,9 @@ namespace {
 using strata::testing::kBin;
 using strata::testing::kMoeConfig;
 using strata::testing::Process;
+using strata::testing::JsonLines;
 using strata::testing::RunCommand;
+using strata::testing::SetWhenDeclared;
 
 constexpr int kSteps = 60;
 constexpr int kFrom = 30;  // the iteration the change is asked for
@@ -30,14 +31,7 @@ const char* const kProcesses[] = {"conv_worker_0", "conv_worker_1", "fc_worker_0
 class KnobChangeTest : public strata::testing::ClusterTest {
  protected:
   std::vector<nlohmann::json> Records(const std::string& process) const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(dir_ + "/records/" + process + ".jsonl");
-    std::string line;
-    while (std::getline(in, line)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_object()) out.push_back(std::move(j));
-    }
-    return out;
+    return JsonLines(dir_ + "/records/" + process + ".jsonl");
   }
   std::string Launch(const std::string& extra) const {
     return kBin + "strata_launch --config " + kMoeConfig +
@@ -50,9 +44,12 @@ class KnobChangeTest : public strata::testing::ClusterTest {
     std::ofstream(dir_ + "/token") << "knob-change-test-token\n";
     ::chmod((dir_ + "/token").c_str(), 0600);
   }
+  std::string CtlCommand(const std::string& coordinator) const {
+    return kBin + "strata_ctl --coordinator " + coordinator + " --job-token-file " + dir_ +
+           "/token ";
+  }
   std::pair<int, std::string> Ctl(const std::string& coordinator, const std::string& args) const {
-    return RunCommand(kBin + "strata_ctl --coordinator " + coordinator + " --job-token-file " +
-                      dir_ + "/token " + args);
+    return RunCommand(CtlCommand(coordinator) + args);
   }
 };
 
@@ -71,15 +68,7 @@ TEST_F(KnobChangeTest, PipelineChunksChangeAtOneIterationEverywhereAndLeaveTheMa
   // Asked for iteration 30 as soon as the FC workers, which apply the
   // knob, have declared it with their first lease.
   const std::string set = "set moe.pipeline_chunks=4 --from-iteration " + std::to_string(kFrom);
-  std::pair<int, std::string> answer = Ctl(coordinator, set);
-  for (int tries = 0;
-       answer.first != 0 && tries < 1000 &&
-       answer.second.find("no process of this job applies knob moe.pipeline_chunks") !=
-           std::string::npos;
-       ++tries) {
-    ::usleep(10000);
-    answer = Ctl(coordinator, set);
-  }
+  const std::pair<int, std::string> answer = SetWhenDeclared(CtlCommand(coordinator) + set);
   ASSERT_EQ(answer.first, 0) << answer.second;
   EXPECT_EQ(answer.second, "moe.pipeline_chunks=4 from iteration 30\n");
 

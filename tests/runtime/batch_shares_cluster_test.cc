@@ -6,7 +6,6 @@
 // records the rows it took.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -21,7 +20,9 @@ namespace {
 
 using testing::kBin;
 using testing::Process;
+using testing::JsonLines;
 using testing::RunCommand;
+using testing::SetWhenDeclared;
 
 constexpr int kSteps = 24;
 constexpr int kFrom = 12;
@@ -54,14 +55,7 @@ class BatchSharesClusterTest : public testing::ClusterTest {
            " --evaluate=false --progress=false --job-token-file " + dir_ + "/token " + extra;
   }
   std::vector<nlohmann::json> Records(const std::string& process) const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(dir_ + "/records/" + process + ".jsonl");
-    std::string line;
-    while (std::getline(in, line)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_object() && j.value("event", "") == "iteration") out.push_back(std::move(j));
-    }
-    return out;
+    return JsonLines(dir_ + "/records/" + process + ".jsonl", "iteration");
   }
 
   std::string config_;
@@ -107,13 +101,7 @@ TEST_F(BatchSharesClusterTest, SharesChangedWhileTheJobRunsTakeEffectEverywhereA
   const std::string ctl = kBin + "strata_ctl --coordinator " + coordinator +
                           " --job-token-file " + dir_ + "/token ";
   const std::string set = "set batch.shares=1:3 --from-iteration " + std::to_string(kFrom);
-  std::pair<int, std::string> answer = RunCommand(ctl + set);
-  for (int tries = 0; answer.first != 0 && tries < 1000 &&
-                      answer.second.find("no process of this job applies knob") != std::string::npos;
-       ++tries) {
-    ::usleep(10000);
-    answer = RunCommand(ctl + set);
-  }
+  const std::pair<int, std::string> answer = SetWhenDeclared(ctl + set);
   ASSERT_EQ(answer.first, 0) << answer.second;
   EXPECT_EQ(answer.second, "batch.shares=1:3 from iteration 12\n");
   const auto [bad_code, bad_out] = RunCommand(ctl + "set batch.shares=1:1:2");

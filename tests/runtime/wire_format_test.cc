@@ -4,7 +4,6 @@
 // starts in bf16 (cluster.wire_format) moves half the bytes of one in fp32.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -20,7 +19,9 @@ namespace {
 using testing::kBin;
 using testing::kConfig;
 using testing::Process;
+using testing::JsonLines;
 using testing::RunCommand;
+using testing::SetWhenDeclared;
 
 constexpr int kSteps = 60;
 constexpr int kFrom = 30;
@@ -42,14 +43,7 @@ class WireFormatTest : public testing::ClusterTest {
            "/token " + extra;
   }
   std::vector<nlohmann::json> Records(const std::string& process) const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(dir_ + "/records/" + process + ".jsonl");
-    std::string line;
-    while (std::getline(in, line)) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_object()) out.push_back(std::move(j));
-    }
-    return out;
+    return JsonLines(dir_ + "/records/" + process + ".jsonl");
   }
 };
 
@@ -63,13 +57,7 @@ TEST_F(WireFormatTest, TheKnobHalvesEveryProcesssBytesFromTheAgreedIteration) {
   const std::string ctl = kBin + "strata_ctl --coordinator " + coordinator +
                           " --job-token-file " + dir_ + "/token ";
   const std::string set = "set wire.format=bf16 --from-iteration " + std::to_string(kFrom);
-  std::pair<int, std::string> answer = RunCommand(ctl + set);
-  for (int tries = 0; answer.first != 0 && tries < 1000 &&
-                      answer.second.find("no process of this job applies knob") != std::string::npos;
-       ++tries) {
-    ::usleep(10000);
-    answer = RunCommand(ctl + set);
-  }
+  const std::pair<int, std::string> answer = SetWhenDeclared(ctl + set);
   ASSERT_EQ(answer.first, 0) << answer.second;
   EXPECT_EQ(answer.second, "wire.format=bf16 from iteration 30\n");
   const auto [bad_code, bad_out] = RunCommand(ctl + "set wire.format=fp8");

@@ -66,6 +66,30 @@ std::pair<int, std::string> RunCommand(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+std::vector<nlohmann::json> JsonLines(const std::string& path, const std::string& event) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && (event.empty() || j.value("event", "") == event)) {
+      out.push_back(std::move(j));
+    }
+  }
+  return out;
+}
+
+std::pair<int, std::string> SetWhenDeclared(const std::string& command) {
+  std::pair<int, std::string> answer = RunCommand(command);
+  const int tries = ScaledSeconds(10) * 100;
+  for (int t = 0; t < tries && answer.first != 0 &&
+                  absl::StrContains(answer.second, "no process of this job applies knob");
+       ++t) {
+    ::usleep(10000);
+    answer = RunCommand(command);
+  }
+  return answer;
+}
+
 int64_t InjectedFaultCount(const std::string& output, const std::string& what) {
   int64_t total = 0;
   for (size_t line = output.find("faults injected: "); line != std::string::npos;

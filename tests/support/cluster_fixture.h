@@ -39,6 +39,17 @@ std::string ConfigError(const std::string& text);
 // Runs a command line to completion; returns (exit code, stdout+stderr).
 std::pair<int, std::string> RunCommand(const std::string& command);
 
+// The JSON objects of a JSON-lines file (iteration records, launcher
+// events), in order; with `event`, only those whose "event" is it. Lines
+// that are not objects (a record cut short by a kill) are skipped.
+std::vector<nlohmann::json> JsonLines(const std::string& path, const std::string& event = "");
+
+// Runs `strata_ctl ... set NAME=V` (the command line) until the job has
+// declared the knob: a set asked before the processes' first lease is
+// refused with "no process of this job applies knob". Returns the last
+// answer (exit code, output); gives up after about 10 s, scaled.
+std::pair<int, std::string> SetWhenDeclared(const std::string& command);
+
 // The sum, over every process's "faults injected: ..." line in `output`,
 // of the count after `what` ("dropped ", "duplicated ", ...).
 int64_t InjectedFaultCount(const std::string& output, const std::string& what);

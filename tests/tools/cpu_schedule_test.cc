@@ -23,6 +23,7 @@
 namespace strata {
 namespace {
 
+using testing::JsonLines;
 using testing::RunCommand;
 
 #define STRATA_SKIP_WITHOUT_LIMITS()           \
@@ -143,13 +144,8 @@ TEST_F(CpuScheduleClusterTest, AConvWorkerComputesSlowerWhileItsLimitHolds) {
   EXPECT_NE(out.find("cpu schedule: conv1 limited to 0.2 cores"), std::string::npos) << out;
   auto median_compute = [&](const std::string& process) {
     std::vector<double> compute;
-    std::ifstream in(dir_ + "/records/" + process + ".jsonl");
-    std::string line;
-    while (std::getline(in, line)) {
-      const nlohmann::json r = nlohmann::json::parse(line, nullptr, false);
-      if (r.is_object() && r.value("event", "") == "iteration" && r["iteration"] >= 10) {
-        compute.push_back(r["compute"].get<double>());
-      }
+    for (const nlohmann::json& r : JsonLines(dir_ + "/records/" + process + ".jsonl", "iteration")) {
+      if (r["iteration"] >= 10) compute.push_back(r["compute"].get<double>());
     }
     std::sort(compute.begin(), compute.end());
     return compute.empty() ? 0.0 : compute[compute.size() / 2];

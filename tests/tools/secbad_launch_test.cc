@@ -4,7 +4,6 @@
 // controller reads (cost model, policy file, schedules) is checked before
 // anything starts.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -26,6 +25,7 @@ namespace {
 
 using testing::kBin;
 using testing::kConfig;
+using testing::JsonLines;
 using testing::RunCommand;
 
 // batch.shares over two conv workers of the default job, at about this
@@ -89,18 +89,14 @@ TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
   ASSERT_EQ(code, 0) << out;
   // When the limit came, on the records' clock.
   double limited_at = 0;
-  std::ifstream launcher(dir_ + "/records/launcher.jsonl");
-  for (std::string line; std::getline(launcher, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line);
+  for (const nlohmann::json& j : JsonLines(dir_ + "/records/launcher.jsonl")) {
     if (j["what"] == "conv1 limited to 0.25 cores") limited_at = j["start"].get<double>();
   }
   ASSERT_GT(limited_at, 0) << out;
   std::vector<std::string> shares;
   int64_t first_limited = -1;
   std::vector<nlohmann::json> events;
-  std::ifstream records(dir_ + "/records/conv_worker_0.jsonl");
-  for (std::string line; std::getline(records, line);) {
-    const nlohmann::json r = nlohmann::json::parse(line);
+  for (const nlohmann::json& r : JsonLines(dir_ + "/records/conv_worker_0.jsonl")) {
     if (r["event"] == "controller") {
       events.push_back(r);
       continue;
