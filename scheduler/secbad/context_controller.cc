@@ -13,7 +13,7 @@ ContextController::ContextController(std::shared_ptr<const KnobContext> context,
       proposal_patience_(proposal_patience) {}
 
 void ContextController::Record(int64_t iteration, std::string kind, std::string detail) {
-  LogInfo("controller: %s after iteration %d: %s", kind, iteration, detail);
+  if (logging_) LogInfo("controller: %s after iteration %d: %s", kind, iteration, detail);
   events_.push_back({iteration, std::move(kind), std::move(detail)});
 }
 

@@ -13,7 +13,7 @@
 //     that has not come into force after `proposal_patience` observations
 //     may be made again (the coordinator may have refused it).
 //
-// Change points and proposals are logged and kept (events()). Not
+// Change points and proposals are kept (events()) and logged. Not
 // thread-safe: the StepLoop's thread calls Observe.
 #ifndef STRATA_SCHEDULER_SECBAD_CONTEXT_CONTROLLER_H_
 #define STRATA_SCHEDULER_SECBAD_CONTEXT_CONTROLLER_H_
@@ -38,6 +38,9 @@ class ContextController : public Controller {
   bool reads_every_process() const final { return context_->reads_every_process(); }
   const std::vector<ControllerEvent>& events() const final { return events_; }
   const KnobContext& context() const { return *context_; }
+  // Whether events are logged as they are kept (on by default); a
+  // simulation that runs thousands of episodes keeps them only.
+  void set_logging(bool on) { logging_ = on; }
 
  protected:
   ContextController(std::shared_ptr<const KnobContext> context, int proposal_patience);
@@ -57,6 +60,7 @@ class ContextController : public Controller {
   int proposal_patience_;
   std::string in_force_;  // the knob's value in the latest record of ours
   bool unknown_value_logged_ = false;
+  bool logging_ = true;
   std::string pending_;  // proposed, not yet in force
   int64_t pending_since_ = 0;
   std::vector<ControllerEvent> events_;

@@ -203,6 +203,7 @@ absl::StatusOr<double> RuntimeExperiment::RunChangepoint(uint64_t seed) {
     co.window = options_.policy.window;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ChangepointController> controller,
                             ChangepointController::Create(context_, co));
+    controller->set_logging(false);
     int wanted = env->in_force();
     double efficiency = 0;
     for (bool done = false; !done;) {
