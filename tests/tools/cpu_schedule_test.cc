@@ -87,10 +87,12 @@ TEST(CpuLimiterTest, ALimitedProcessGetsItsShareOfACoreAndItsGroupGoesAway) {
     }
   }
   std::string group;
+  const std::string own_cgroup = testing::ReadFile("/proc/" + std::to_string(spinner) + "/cgroup");
   {
     auto limiter = CpuLimiter::Create();
     ASSERT_TRUE(limiter.ok()) << limiter.status();
     ASSERT_TRUE((*limiter)->Limit("spinner", spinner, 0.2).ok());
+    EXPECT_NE(testing::ReadFile("/proc/" + std::to_string(spinner) + "/cgroup"), own_cgroup);
     const double before = CpuSeconds(spinner);
     std::this_thread::sleep_for(std::chrono::seconds(2));
     const double share = (CpuSeconds(spinner) - before) / 2;
@@ -101,6 +103,8 @@ TEST(CpuLimiterTest, ALimitedProcessGetsItsShareOfACoreAndItsGroupGoesAway) {
     const double lifted_from = CpuSeconds(spinner);
     std::this_thread::sleep_for(std::chrono::seconds(1));
     EXPECT_GT(CpuSeconds(spinner) - lifted_from, 0.4);
+    // Back in the cgroup it was started in.
+    EXPECT_EQ(testing::ReadFile("/proc/" + std::to_string(spinner) + "/cgroup"), own_cgroup);
     group = (*limiter)->description();
   }
   ::kill(spinner, SIGKILL);

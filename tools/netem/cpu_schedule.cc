@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -211,18 +212,51 @@ CpuLimiter::CpuLimiter(std::string root, bool v2)
       description_(absl::StrCat(v2 ? "cgroup v2 (" : "cgroup v1 (", root_, ")")) {}
 
 CpuLimiter::~CpuLimiter() {
-  const std::string parent = std::filesystem::path(root_).parent_path().string();
   for (const auto& [name, path] : groups_) {
-    // Whatever still runs in a group goes back to the hierarchy's root.
     std::ifstream procs(path + "/cgroup.procs");
-    std::string pid;
-    while (std::getline(procs, pid)) (void)WriteControl(parent + "/cgroup.procs", pid);
+    for (std::string line; std::getline(procs, line);) {
+      pid_t pid = 0;
+      if (absl::SimpleAtoi(line, &pid)) (void)ReturnHome(pid);
+    }
     ::rmdir(path.c_str());
   }
   ::rmdir(root_.c_str());
 }
 
+std::string CpuLimiter::OwnGroupOf(pid_t pid) const {
+  const std::string hierarchy = std::filesystem::path(root_).parent_path().string();
+  std::ifstream in(absl::StrCat("/proc/", pid, "/cgroup"));
+  for (std::string line; std::getline(in, line);) {
+    // "0::/path" (v2) or "4:cpu,cpuacct:/path" (v1).
+    const std::vector<std::string> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (fields.size() != 3) continue;
+    const std::vector<absl::string_view> controllers = absl::StrSplit(fields[1], ',');
+    const bool ours = v2_ ? fields[0] == "0" && fields[1].empty()
+                          : absl::c_linear_search(controllers, "cpu");
+    if (!ours) continue;
+    // Seen from another cgroup namespace the path may not exist here.
+    const std::string path = hierarchy + fields[2];
+    if (std::filesystem::is_directory(path)) return path;
+  }
+  return hierarchy;
+}
+
+absl::Status CpuLimiter::ReturnHome(pid_t pid) {
+  const auto origin = origins_.find(pid);
+  const std::string home = origin != origins_.end()
+                               ? origin->second
+                               : std::filesystem::path(root_).parent_path().string();
+  if (origin != origins_.end()) origins_.erase(origin);
+  return WriteControl(home + "/cgroup.procs", std::to_string(pid));
+}
+
 absl::Status CpuLimiter::Limit(const std::string& name, pid_t pid, std::optional<double> cores) {
+  if (!cores.has_value()) {
+    if (origins_.count(pid) == 0) return absl::OkStatus();  // never limited
+    absl::Status back = ReturnHome(pid);
+    // A process that has exited needs nothing.
+    return back.ok() || ::kill(pid, 0) != 0 ? absl::OkStatus() : back;
+  }
   auto it = groups_.find(name);
   if (it == groups_.end()) {
     const std::string path = absl::StrCat(root_, "/", name);
@@ -234,21 +268,18 @@ absl::Status CpuLimiter::Limit(const std::string& name, pid_t pid, std::optional
   }
   const std::string& path = it->second;
   const int64_t period =
-      cores.has_value()
-          ? static_cast<int64_t>(std::llround(kShortestQuotaMicros / std::min(1.0, *cores)))
-          : 100000;
-  const std::string quota =
-      cores.has_value() ? std::to_string(static_cast<int64_t>(std::llround(*cores * period)))
-                        : (v2_ ? "max" : "-1");
+      static_cast<int64_t>(std::llround(kShortestQuotaMicros / std::min(1.0, *cores)));
+  const std::string quota = std::to_string(static_cast<int64_t>(std::llround(*cores * period)));
   if (v2_) {
     STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.max", absl::StrCat(quota, " ", period)));
   } else {
-    // The quota first when it shrinks the share, the period first when it
-    // grows it: the kernel refuses a quota above its parent's at any step.
+    // Lifted, then the new period, then the new quota: no step holds the
+    // old quota with the new period.
     STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.cfs_quota_us", "-1"));
     STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.cfs_period_us", std::to_string(period)));
     STRATA_RETURN_IF_ERROR(WriteControl(path + "/cpu.cfs_quota_us", quota));
   }
+  if (origins_.count(pid) == 0) origins_[pid] = OwnGroupOf(pid);
   // Every thread of the process, now and later.
   return WriteControl(path + "/cgroup.procs", std::to_string(pid));
 }

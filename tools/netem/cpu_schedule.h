@@ -73,22 +73,34 @@ class CpuLimiter {
   // FailedPrecondition, saying why, when this machine gives no writable
   // cgroup CPU controller (no permission, or none mounted).
   static absl::StatusOr<std::unique_ptr<CpuLimiter>> Create();
-  ~CpuLimiter();  // the limited processes go back to the root group; the groups are removed
+  // Every process still limited goes back to its own cgroup; the groups
+  // are removed.
+  ~CpuLimiter();
   CpuLimiter(const CpuLimiter&) = delete;
   CpuLimiter& operator=(const CpuLimiter&) = delete;
 
   // Limits process `pid` (all its threads) to `cores` cores, or lifts its
-  // limit (unset). `name` names its group ("conv1").
+  // limit (unset). `name` names its group ("conv1"). The groups sit at the
+  // top of the hierarchy (cgroup v2 allows no group beside processes), so a
+  // limited process leaves the cgroup it was started in (a Slurm job's, a
+  // systemd slice) and its limits until its own limit is lifted, when it
+  // goes back there.
   absl::Status Limit(const std::string& name, pid_t pid, std::optional<double> cores);
   // "cgroup v1 (/sys/fs/cgroup/cpu)", for logs.
   const std::string& description() const { return description_; }
 
  private:
   CpuLimiter(std::string root, bool v2);
+  // The cgroup `pid` is in, in this limiter's hierarchy (its root when the
+  // path does not show here).
+  std::string OwnGroupOf(pid_t pid) const;
+  // Moves `pid` back to the cgroup it was in before its first limit.
+  absl::Status ReturnHome(pid_t pid);
   std::string root_;  // our group under the hierarchy
   bool v2_;
   std::string description_;
   std::map<std::string, std::string> groups_;  // name -> path
+  std::map<pid_t, std::string> origins_;       // a limited process's own cgroup
 };
 
 class ScheduledCpuLimits {
