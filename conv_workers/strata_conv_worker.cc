@@ -43,10 +43,14 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
-  const ControllerFlags flags = ControllerFromFlags();
-  STRATA_ASSIGN_OR_RETURN(const ControllerChoice controller,
-                          ChooseController(flags.kind, flags.cost_model, flags.policy_file, mode));
   STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, mode));
+  // The conv workers' count comes from the coordinator, later; the
+  // launcher checked it.
+  const ControllerFlags flags = ControllerFromFlags();
+  STRATA_ASSIGN_OR_RETURN(
+      const ControllerChoice controller,
+      ChooseController(flags.kind, flags.cost_model, flags.policy_file,
+                       {mode, 0, jobs.empty() ? 0 : jobs[0].options.config.training.batch_size}));
   if (controller.context != nullptr && jobs.size() > 1) {
     return absl::InvalidArgumentError(
         "--controller with several --job: a cost model describes one job; run it with one");

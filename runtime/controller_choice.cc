@@ -14,7 +14,7 @@ namespace strata {
 absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
                                                   const std::string& cost_model_path,
                                                   const std::string& policy_path,
-                                                  const std::string& mode) {
+                                                  const ControlledJob& job) {
   ControllerChoice choice;
   choice.kind = kind;
   const bool learned = kind == "secbad";
@@ -46,11 +46,14 @@ absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
   }
   STRATA_ASSIGN_OR_RETURN(const nlohmann::json json, ReadJsonFile(cost_model_path));
   STRATA_ASSIGN_OR_RETURN(choice.context, secbad::KnobContextFromJson(json, cost_model_path));
-  if (choice.context->mode() != mode) {
+  if (choice.context->mode() != job.mode) {
     return absl::InvalidArgumentError(absl::StrCat(cost_model_path, ": fitted to ",
                                                    choice.context->mode(),
-                                                   " mode, but this job runs in ", mode, " mode"));
+                                                   " mode, but this job runs in ", job.mode,
+                                                   " mode"));
   }
+  STRATA_RETURN_IF_ERROR_CTX(choice.context->FitsJob(job.conv_workers, job.global_batch),
+                             cost_model_path);
   for (const std::string& value : choice.context->values()) {
     STRATA_RETURN_IF_ERROR_CTX(KnobCatalog::Global().Validate(choice.context->knob(), value),
                                cost_model_path);

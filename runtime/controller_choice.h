@@ -35,17 +35,25 @@ struct ControllerChoice {
   std::string policy_file;                              // secbad
 };
 
+// The job a controller is chosen for.
+struct ControlledJob {
+  std::string mode;  // "ps" or "stanza"
+  int conv_workers = 0;
+  int64_t global_batch = 0;
+};
+
 // InvalidArgument for an unknown kind (naming the known ones); a cost model
 // or policy given to a kind that takes none, or missing for one that needs
-// it; a cost model that does not read (the field named), is fitted for
-// another mode than `mode`, or whose knob or values the knob catalog
+// it; a cost model that does not read (the field named), is fitted to
+// another job than `job` (its mode, or for a worker-speed model its conv
+// workers and global batch), or whose knob or values the knob catalog
 // refuses (the catalog must be filled); a policy file that is corrupt, not
 // a policy, or made for another knob, values or context (what differs
 // named). NotFound for a file that cannot be read.
 absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
                                                   const std::string& cost_model_path,
                                                   const std::string& policy_path,
-                                                  const std::string& mode);
+                                                  const ControlledJob& job);
 
 // The controller of the conv worker of `rank`: the chosen one for rank 0,
 // one that changes nothing for the others. The choice was checked by

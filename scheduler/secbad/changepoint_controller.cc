@@ -45,15 +45,7 @@ std::optional<std::string> ChangepointController::Decide(const ContextObservatio
   inference_.Observe(seen.values.data());
   const int run = inference_.map_run_length();
   believed_ = inference_.MapBelief().mean;
-  // The MAP run length may fall back to a change it had found and then
-  // doubted: that is the same change point, reported once.
-  const int64_t segment_start = seen.iteration - run + 1;
-  if (inference_.change_detected() && segment_start > last_change_start_) {
-    last_change_start_ = segment_start;
-    Record(seen.iteration, "change point",
-           absl::StrFormat("%s since iteration %d (%s=%s in force)", context_->Describe(believed_),
-                           segment_start, context_->knob(), current));
-  }
+  RecordChangePoint(inference_, seen.iteration, current, context_->Describe(believed_));
   if (run < options_.settle) return std::nullopt;
   const std::string best = context_->Best(believed_);
   if (best == target) return std::nullopt;

@@ -57,7 +57,6 @@ class ChangepointController final : public ContextController {
   ChangepointControllerOptions options_;
   RunLengthPosterior inference_;
   std::vector<double> believed_;
-  int64_t last_change_start_ = -1;  // the latest change point reported
 };
 
 }  // namespace strata::secbad

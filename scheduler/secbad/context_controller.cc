@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "core/util/log.h"
 
 namespace strata::secbad {
@@ -15,6 +16,17 @@ ContextController::ContextController(std::shared_ptr<const KnobContext> context,
 void ContextController::Record(int64_t iteration, std::string kind, std::string detail) {
   if (logging_) LogInfo("controller: %s after iteration %d: %s", kind, iteration, detail);
   events_.push_back({iteration, std::move(kind), std::move(detail)});
+}
+
+void ContextController::RecordChangePoint(const RunLengthPosterior& posterior, int64_t iteration,
+                                          const std::string& current,
+                                          const std::string& context) {
+  const int64_t segment_start = iteration - posterior.map_run_length() + 1;
+  if (!posterior.change_detected() || segment_start <= last_change_start_) return;
+  last_change_start_ = segment_start;
+  Record(iteration, "change point",
+         absl::StrFormat("%s%ssince iteration %d (%s=%s in force)", context,
+                         context.empty() ? "" : " ", segment_start, context_->knob(), current));
 }
 
 std::vector<KnobProposal> ContextController::Observe(const IterationRecord& record) {

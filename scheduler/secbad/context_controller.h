@@ -25,6 +25,7 @@
 
 #include "scheduler/controller.h"
 #include "scheduler/secbad/knob_context.h"
+#include "scheduler/secbad/run_length_posterior.h"
 
 namespace strata::secbad {
 
@@ -52,6 +53,13 @@ class ContextController : public Controller {
                                             const std::string& target) = 0;
   // Logs and keeps an event ("change point", "proposal").
   void Record(int64_t iteration, std::string kind, std::string detail);
+  // After `posterior` took the observation of `iteration` (under `current`):
+  // records a change point where it found one ("`context` since iteration
+  // N", `context` the new segment's, "" to leave it out). The MAP run length
+  // may fall back to a change it had found and then doubted: that change
+  // point is recorded once.
+  void RecordChangePoint(const RunLengthPosterior& posterior, int64_t iteration,
+                         const std::string& current, const std::string& context);
 
   const std::shared_ptr<const KnobContext> context_;
 
@@ -61,6 +69,7 @@ class ContextController : public Controller {
   std::string in_force_;  // the knob's value in the latest record of ours
   bool unknown_value_logged_ = false;
   bool logging_ = true;
+  int64_t last_change_start_ = -1;  // the latest change point recorded
   std::string pending_;  // proposed, not yet in force
   int64_t pending_since_ = 0;
   std::vector<ControllerEvent> events_;

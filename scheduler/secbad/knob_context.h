@@ -60,6 +60,13 @@ class KnobContext {
   virtual const std::string& kind() const = 0;  // "link-rate", "worker-speed"
   virtual const std::string& knob() const = 0;
   virtual const std::string& mode() const = 0;  // the cluster mode it was fitted in
+  // OK, or why the fit does not describe a job of `conv_workers` conv
+  // workers and a global batch of `global_batch` (either 0: not known).
+  virtual absl::Status FitsJob(int conv_workers, int64_t global_batch) const {
+    (void)conv_workers;
+    (void)global_batch;
+    return absl::OkStatus();
+  }
   // The values a controller chooses among, in a fixed order.
   virtual const std::vector<std::string>& values() const = 0;
   virtual int dims() const = 0;

@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Create(
       ActorCritic::Create({inputs, static_cast<int>(context->values().size()), spec.hidden}, seed));
   std::unique_ptr<KnobPolicy> policy(new KnobPolicy(std::move(context), spec, std::move(net)));
   STRATA_RETURN_IF_ERROR(policy->Segments().status());
+  STRATA_RETURN_IF_ERROR(NormalGammaModel::Create(policy->CentredPriors()).status());
   return policy;
 }
 
@@ -73,6 +74,7 @@ absl::Status KnobPolicy::Save(const std::string& path) const {
                       {"min", spec_.segment_min}};
   about["window"] = spec_.window;
   about["episode_iterations"] = spec_.episode_iterations;
+  about["hidden"] = spec_.hidden;
   return net_->Save(path, spec_.belief, about);
 }
 
@@ -89,6 +91,7 @@ absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Load(
     spec.segment_min = segment.at("min").get<int>();
     spec.window = about.at("window").get<int>();
     spec.episode_iterations = about.at("episode_iterations").get<int>();
+    spec.hidden = about.value("hidden", spec.hidden);
   } catch (const nlohmann::json::exception&) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": not a knob policy (it does not say its belief, segment prior and window)"));
@@ -103,15 +106,22 @@ absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Load(
   return std::move(*fresh);
 }
 
-std::unique_ptr<ContextTracker> KnobPolicy::NewTracker() const {
+std::vector<NormalGammaPrior> KnobPolicy::CentredPriors() const {
   std::vector<NormalGammaPrior> centred = context_->Priors();
   for (NormalGammaPrior& p : centred) p.mean = 0;
+  return centred;
+}
+
+std::unique_ptr<ContextTracker> KnobPolicy::NewTracker() const {
   const std::string& belief = spec_.belief;
   if (belief == "plain") return NoContext();
   if (belief == "oracle") return OracleContext(context_->dims());
-  auto model = [&] { return std::make_unique<NormalGammaModel>(*NormalGammaModel::Create(centred)); };
+  // The priors and the segment prior were checked by Create.
+  auto model = [&] {
+    return std::make_unique<NormalGammaModel>(*NormalGammaModel::Create(CentredPriors()));
+  };
   if (belief == "whole-history") return WholeHistoryContext(model(), spec_.episode_iterations);
-  return SegmentContext(*Segments(), model(), spec_.window);  // checked by Create
+  return SegmentContext(*Segments(), model(), spec_.window);
 }
 
 void KnobPolicy::Observe(ContextTracker& tracker, const std::vector<double>& seen,

@@ -51,7 +51,8 @@ const std::vector<std::string>& KnobPolicyBeliefs();
 class KnobPolicy {
  public:
   // A policy with fresh networks. InvalidArgument for an unknown belief
-  // (naming the known ones) or a segment prior out of range.
+  // (naming the known ones), a segment prior out of range or observation
+  // priors the context gives wrong.
   static absl::StatusOr<std::unique_ptr<KnobPolicy>> Create(
       std::shared_ptr<const KnobContext> context, const KnobPolicySpec& spec, uint64_t seed);
   // The policy in `path`, for `context`'s knob (see above).
@@ -83,6 +84,9 @@ class KnobPolicy {
              std::unique_ptr<ActorCritic> net);
   // What a policy file says about the knob and context (checked on Load).
   nlohmann::json AboutTheKnob() const;
+  // The context's observation priors, each centred on 0 (the state's
+  // observations are centred on the priors' means).
+  std::vector<NormalGammaPrior> CentredPriors() const;
 
   std::shared_ptr<const KnobContext> context_;
   KnobPolicySpec spec_;

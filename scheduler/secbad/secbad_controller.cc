@@ -30,13 +30,7 @@ std::optional<std::string> SecbadController::Decide(const ContextObservation& se
                                                     const std::string& target) {
   policy_->Observe(*tracker_, seen.values, {});
   if (const RunLengthPosterior* posterior = tracker_->posterior(); posterior != nullptr) {
-    const int64_t segment_start = seen.iteration - posterior->map_run_length() + 1;
-    if (posterior->change_detected() && segment_start > last_change_start_) {
-      last_change_start_ = segment_start;
-      Record(seen.iteration, "change point",
-             absl::StrFormat("since iteration %d (%s=%s in force)", segment_start,
-                             context_->knob(), current));
-    }
+    RecordChangePoint(*posterior, seen.iteration, current, "");
   }
   policy_->WriteState(*tracker_, context_->IndexOf(current), state_.data());
   const std::string wanted = context_->values()[policy_->Choose(state_.data())];

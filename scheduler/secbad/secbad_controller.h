@@ -35,7 +35,6 @@ class SecbadController final : public ContextController {
   std::unique_ptr<KnobPolicy> policy_;
   std::unique_ptr<ContextTracker> tracker_;
   std::vector<float> state_;
-  int64_t last_change_start_ = -1;
 };
 
 }  // namespace strata::secbad

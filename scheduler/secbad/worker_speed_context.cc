@@ -4,12 +4,14 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "core/util/batch_shares.h"
 #include "core/util/json_reader.h"
+#include "core/util/statistics.h"
 #include "scheduler/knobs.h"
 
 namespace strata::secbad {
@@ -17,12 +19,6 @@ namespace {
 
 const std::string kKind = "worker-speed";
 const std::string kKnobName = kBatchSharesKnob;
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // ln(seconds per row) of every conv worker, an observation once all have
 // reported an iteration (their records may come in any order, relayed a
@@ -72,8 +68,7 @@ class WorkerSpeedReader final : public ContextReader {
   static bool ParseRank(const std::string& process, int* rank) {
     constexpr char kPrefix[] = "conv worker ";
     if (process.rfind(kPrefix, 0) != 0) return false;
-    *rank = std::atoi(process.c_str() + sizeof(kPrefix) - 1);
-    return *rank >= 0;
+    return absl::SimpleAtoi(process.substr(sizeof(kPrefix) - 1), rank) && *rank >= 0;
   }
 
   int conv_workers_;
@@ -125,10 +120,26 @@ absl::Status WorkerSpeedContext::Complete(const std::string& source) {
   return absl::OkStatus();
 }
 
+absl::Status WorkerSpeedContext::FitsJob(int conv_workers, int64_t global_batch) const {
+  if (conv_workers > 0 && conv_workers != conv_workers_) {
+    return absl::InvalidArgumentError(absl::StrCat("fitted to a job of ", conv_workers_,
+                                                   " conv workers; this one has ", conv_workers));
+  }
+  if (global_batch > 0 && global_batch != global_batch_) {
+    return absl::InvalidArgumentError(absl::StrCat("fitted to a global batch of ", global_batch_,
+                                                   "; this job's is ", global_batch));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fit(
     std::string mode, int64_t global_batch, int conv_workers,
     const std::map<std::string, std::vector<std::vector<SpeedSample>>>& runs,
     WorkerSpeedTrace trace) {
+  if (conv_workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cost model: conv_workers must be at least 1, got ", conv_workers));
+  }
   std::shared_ptr<WorkerSpeedContext> c(new WorkerSpeedContext());
   c->mode_ = std::move(mode);
   c->global_batch_ = global_batch;

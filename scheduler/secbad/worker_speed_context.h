@@ -53,8 +53,6 @@ struct SpeedSample {
 
 class WorkerSpeedContext final : public KnobContext {
  public:
-  static constexpr char kKnob[] = "batch.shares";
-
   // From runs of the job at each value (runs[value]: each run's iterations
   // in order; start-up already left out): overhead_v the median of
   // wall - max compute over v's iterations, seconds_per_row the lower
@@ -75,6 +73,7 @@ class WorkerSpeedContext final : public KnobContext {
   const std::string& mode() const override { return mode_; }
   const std::vector<std::string>& values() const override { return values_; }
   int dims() const override { return conv_workers_; }
+  absl::Status FitsJob(int conv_workers, int64_t global_batch) const override;
   bool reads_every_process() const override { return true; }
   std::unique_ptr<ContextReader> NewReader() const override;
   double IterationSeconds(const std::string& value,

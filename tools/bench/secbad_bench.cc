@@ -254,7 +254,14 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
         "strata_bench secbad ", o.experiment, ": the experiments are gridworld, runtime and live"));
   }
   if (o.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
-  if (!o.policy_dir.empty()) std::filesystem::create_directories(o.policy_dir);
+  if (!o.policy_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(o.policy_dir, error);
+    if (error) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policy-dir ", o.policy_dir, ": ", error.message()));
+    }
+  }
   // The networks are small: a second thread only waits at every layer.
   SetCpuThreads(1);
   nlohmann::json json;

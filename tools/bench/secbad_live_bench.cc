@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +25,7 @@
 #include "core/util/clock.h"
 #include "core/util/json_file.h"
 #include "core/util/log.h"
+#include "core/util/statistics.h"
 #include "core/util/subprocess.h"
 #include "scheduler/iteration_record.h"
 #include "scheduler/secbad/knob_context.h"
@@ -69,13 +72,6 @@ struct Run {
     return it == changed_at.end() ? due : it->second;
   }
 };
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // When each entry of the schedules is due, in the order the launcher makes
 // them (a link's rate before CPU limits due at the same time).
@@ -135,7 +131,8 @@ absl::StatusOr<std::vector<Phase>> PhasesOf(const SecbadLiveOptions& o) {
     }
   };
   for (const auto& [at, settings] : changes) {
-    if (at > begin && at < o.seconds) {
+    if (at >= o.seconds) break;  // after the run: in force in no phase
+    if (at > begin) {
       phases.push_back({begin, at, describe()});
       begin = at;
     }
@@ -143,6 +140,22 @@ absl::StatusOr<std::vector<Phase>> PhasesOf(const SecbadLiveOptions& o) {
   }
   phases.push_back({begin, o.seconds, describe()});
   return phases;
+}
+
+// Ctrl-C to the launcher, which stops its job and removes its limits and
+// links; if it has not exited after 30 s, its whole process group is
+// stopped.
+void StopLauncher(ChildProcess& launcher) {
+  ::kill(launcher.pid(), SIGINT);
+  const double asked = MonotonicSeconds();
+  while (!launcher.Poll().has_value()) {
+    if (MonotonicSeconds() - asked > 30) {
+      LogWarning("the launcher did not stop within 30 s of Ctrl-C; stopping its processes");
+      launcher.Stop(absl::Seconds(5));
+      return;
+    }
+    ::usleep(50000);
+  }
 }
 
 class LiveRunner {
@@ -162,7 +175,12 @@ class LiveRunner {
     std::replace(name.begin(), name.end(), ':', '-');
     const std::string dir = absl::StrCat(
         o_.records_dir.empty() ? scratch_ : o_.records_dir, "/", name, "_", repeat + 1);
-    std::filesystem::create_directories(dir);
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("secbad live: cannot make ", dir, ": ", error.message()));
+    }
     std::string config = o_.config;
     if (c.controller.empty()) {
       STRATA_ASSIGN_OR_RETURN(const nlohmann::json raw, ReadJsonFile(o_.config));
@@ -196,13 +214,13 @@ class LiveRunner {
     spec.unset_env = UnsetForBenchmarks();
     spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
     spec.output_path = dir + "/launch.log";
+    spec.die_with_parent = true;
     const double launched = MonotonicSeconds();
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> launcher, ChildProcess::Start(spec));
     // The run lasts the schedule; then the launcher stops every process.
     while (MonotonicSeconds() - launched < o_.seconds + 0.5) {
       if (Interrupted()) {
-        ::kill(launcher->pid(), SIGINT);
-        launcher->Wait();
+        StopLauncher(*launcher);
         return absl::CancelledError("interrupted");
       }
       if (launcher->Poll().has_value()) {
@@ -212,8 +230,7 @@ class LiveRunner {
       }
       ::usleep(100000);
     }
-    ::kill(launcher->pid(), SIGINT);
-    launcher->Wait();
+    StopLauncher(*launcher);
     STRATA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records,
                             ReadIterationRecords(dir + "/records/conv_worker_0.jsonl"));
     Run run;
@@ -262,9 +279,12 @@ double Throughput(const Run& run, double begin, double end, int64_t global_batch
 }
 
 // Static values within this share of a phase's best static throughput are
-// as good as the best there: the margin each phase is judged by (runs of
-// one value differ by up to about half of it).
+// as good as the best there: the margin each phase is judged by.
 constexpr double kAsGoodAsTheBest = 0.9;
+// "10%", for reports.
+std::string Margin() {
+  return absl::StrCat(std::lround(100 * (1 - kAsGoodAsTheBest)), "%");
+}
 
 // Iterations from a change at `at` until one of `values` was in force (the
 // first iteration begun after the change counts 0); nullopt when none was.
@@ -333,13 +353,14 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   STRATA_ASSIGN_OR_RETURN(const nlohmann::json model_json, ReadJsonFile(o.cost_model));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const secbad::KnobContext> context,
                           secbad::KnobContextFromJson(model_json, o.cost_model));
+  STRATA_ASSIGN_OR_RETURN(const std::vector<Phase> phases, PhasesOf(o));
+  STRATA_ASSIGN_OR_RETURN(const JobConfig config, LoadJobConfig(o.config));
+  const int64_t global_batch = config.training.batch_size;
   if (context->mode() != o.mode) {
     return absl::InvalidArgumentError(absl::StrCat(o.cost_model, ": fitted to ", context->mode(),
                                                    " mode, not ", o.mode));
   }
-  STRATA_ASSIGN_OR_RETURN(const std::vector<Phase> phases, PhasesOf(o));
-  STRATA_ASSIGN_OR_RETURN(const JobConfig config, LoadJobConfig(o.config));
-  const int64_t global_batch = config.training.batch_size;
+  STRATA_RETURN_IF_ERROR_CTX(context->FitsJob(o.conv_workers, global_batch), o.cost_model);
 
   std::vector<Contender> contenders;
   for (const std::string& c : o.contenders) {
@@ -353,7 +374,11 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     }
   }
   char scratch_template[] = "/tmp/strata_live_XXXXXX";
-  const std::string scratch = ::mkdtemp(scratch_template);
+  if (::mkdtemp(scratch_template) == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("secbad live: cannot make a scratch directory: ", std::strerror(errno)));
+  }
+  const std::string scratch = scratch_template;
   struct RemoveAtExit {
     std::string dir;
     ~RemoveAtExit() { std::filesystem::remove_all(dir); }
@@ -481,7 +506,8 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     bool phases_within = true;
     for (size_t p = 0; p < phases.size(); ++p) {
       phases_within = phases_within &&
-                      median_of(c, phases[p].begin, phases[p].end) >= 0.9 * best_rate[p];
+                      median_of(c, phases[p].begin, phases[p].end) >=
+                                         kAsGoodAsTheBest * best_rate[p];
     }
     const double whole = median_of(c, o.warmup, o.seconds);
     bool beats_every_static = true;
@@ -520,7 +546,7 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
                          {"iterations", delays},
                          {"runs_without", missed}});
     }
-    v["phases_within_10_percent_of_best_static"] = phases_within;
+    v["phases_as_good_as_best_static"] = phases_within;
     v["faster_than_every_static"] = beats_every_static;
     v["retunes"] = retunes;
     nlohmann::json events = nlohmann::json::array();
@@ -529,9 +555,9 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     }
     v["events"] = events;
     verdicts[contenders[c].label] = v;
-    std::printf("%s: every phase within 10%% of its best static value: %s; faster than every "
+    std::printf("%s: every phase within %s of its best static value: %s; faster than every "
                 "static value over the whole run: %s\n",
-                contenders[c].label.c_str(), phases_within ? "yes" : "NO",
+                contenders[c].label.c_str(), Margin().c_str(), phases_within ? "yes" : "NO",
                 beats_every_static ? "yes" : "NO");
   }
   json["config"] = o.config;

@@ -23,7 +23,7 @@
 // schedule (between its changes; the first `warmup` seconds left out):
 // each contender's images/s (the global batch over the seconds, for every
 // iteration that began in the phase), the best static value there (and
-// every static value within 10% of it, the margin a phase is judged by),
+// every static value about as fast, within the margin a phase is judged by),
 // and each controller's ratio to it; over the whole run, each controller
 // against every static value; and after each change, how many iterations
 // each controller's run took until one of the phase's best values was in
@@ -50,13 +50,13 @@ struct SecbadLiveOptions {
   int threads = 2;
   std::string cost_model;
   std::string policy_file;               // "" = train one first
-  int64_t training_steps = 2'000'000;    // when training one
+  int64_t training_steps = 3'000'000;    // when training one
   std::string cpu_schedule;              // strata_launch --cpu-schedule
   std::string cpu_pin;                   // strata_launch --cpu-pin
   std::string bandwidth_schedule;        // strata_launch --bandwidth-schedule
   double seconds = 125;                  // each run's length from its launch
   double warmup = 5;                     // left out of every figure
-  int repeat = 2;
+  int repeat = 3;
   int knob_lead = 2;
   std::vector<std::string> contenders = {"static", "changepoint", "secbad"};
   std::string json_out;

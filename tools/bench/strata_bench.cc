@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
       "  strata_bench secbad live --config JOB.json [--mode ps] [--conv-workers N]\n"
       "                     --cost-model cost.json [--policy-file p.bin | --training-steps N]\n"
       "                     --cpu-schedule S [--bandwidth-schedule S] [--cpu-pin conv0=0,...]\n"
-      "                     [--live-seconds 125] [--warmup 5] [--repeat 2] [--knob-lead 2]\n"
+      "                     [--live-seconds 125] [--warmup 5] [--repeat 3] [--knob-lead 2]\n"
       "                     [--contenders static,changepoint,secbad] [--json f] [--plot p.png]\n"
       "                     [--records-dir DIR]");
   strata::NormalizedArgs args(argc, argv);

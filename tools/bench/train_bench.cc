@@ -230,7 +230,9 @@ class Runner {
     }
     STRATA_ASSIGN_OR_RETURN(nlohmann::json j, ReadContenderResult(result, "images_per_sec",
                                                                   "pytorch", spec.output_path));
-    return RunResult{j["images_per_sec"].get<double>(), 0.0, {}};
+    RunResult peer;
+    peer.images_per_sec = j["images_per_sec"].get<double>();
+    return peer;
   }
 
   // DistributedDataParallel with one rank per conv worker, each rank on a
@@ -281,7 +283,9 @@ class Runner {
     STRATA_ASSIGN_OR_RETURN(
         nlohmann::json j,
         ReadContenderResult(result, "images_per_sec", "pytorch ddp", ranks[0].output_path));
-    return RunResult{j["images_per_sec"].get<double>(), 0.0, {}};
+    RunResult peer;
+    peer.images_per_sec = j["images_per_sec"].get<double>();
+    return peer;
   }
 
   // Says once that the network could not be emulated here, and why.
@@ -604,7 +608,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   nlohmann::json best_static = nlohmann::json::object();
   std::vector<double> rates_gbit;  // each point's link rate, 0 on loopback
   for (const std::string& value : values) {
-    NetworkSetting net{o.bandwidth, o.latency};
+    NetworkSetting net;
+    net.bandwidth = o.bandwidth;
+    net.latency = o.latency;
     SweepPoint point;
     point.value = value;
     rates_gbit.push_back(o.bandwidth.empty() ? 0.0 : *ParseBandwidth(o.bandwidth) * 8 / 1e9);

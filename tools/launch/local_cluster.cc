@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -262,7 +261,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   if (!o.cpu_pin.empty()) {
     STRATA_ASSIGN_OR_RETURN(
         const std::vector<CpuPin> parsed,
-        ParseCpuPins(o.cpu_pin, static_cast<int>(std::thread::hardware_concurrency())));
+        ParseCpuPins(o.cpu_pin, static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)))));
     for (const CpuPin& pin : parsed) {
       STRATA_RETURN_IF_ERROR(check_process("--cpu-pin", pin.process, pin.role, pin.rank));
       pins[{pin.role, pin.rank}] = pin.cpus;

@@ -208,7 +208,11 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   // The controller and its cost model are checked here, before anything
   // starts; every conv worker checks them again, and worker 0 runs it.
   const auto [controller, cost_model, policy_file] = ControllerFromFlags();
-  STRATA_RETURN_IF_ERROR(ChooseController(controller, cost_model, policy_file, o.mode).status());
+  // (Under Slurm the task count decides the conv workers: known later.)
+  const ControlledJob controlled{o.mode, absl::GetFlag(FLAGS_slurm) ? 0 : o.conv_workers,
+                                 o.config.training.batch_size};
+  STRATA_RETURN_IF_ERROR(
+      ChooseController(controller, cost_model, policy_file, controlled).status());
   if (controller != "none" && controller != "static") {
     if (!o.job_configs.empty()) {
       return absl::InvalidArgumentError(
