@@ -75,6 +75,7 @@ absl::Status PlotPosterior(const secbad::PosteriorTrace& trace, const std::strin
             "true change points)'\n"
          << "set xlabel 'step'\nset ylabel 'run length'\n"
          << "set xrange [1:" << trace.posterior.size() << "]\nset yrange [1:" << shown << "]\n"
+         << "set key top left textcolor rgb 'white'\n"
          << "set cbrange [-6:0]\nset palette defined (-6 'black', -3 'blue', -1 'orange', 0 "
             "'yellow')\n";
   for (int change : trace.changes) {
