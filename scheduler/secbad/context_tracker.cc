@@ -9,11 +9,17 @@ namespace strata::secbad {
 
 namespace {
 
-void WriteBelief(const ContextBelief& belief, float* out) {
+int FeaturesOf(BeliefFeatures features, int dims) {
+  return features == BeliefFeatures::kMean ? dims : 2 * dims;
+}
+
+void WriteBelief(const ContextBelief& belief, BeliefFeatures features, float* out) {
   const size_t dims = belief.mean.size();
   for (size_t d = 0; d < dims; ++d) {
     out[d] = static_cast<float>(belief.mean[d]);
-    out[dims + d] = static_cast<float>(std::sqrt(belief.variance[d]));
+    if (features == BeliefFeatures::kMeanAndSpread) {
+      out[dims + d] = static_cast<float>(std::sqrt(belief.variance[d]));
+    }
   }
 }
 
@@ -44,27 +50,32 @@ class OracleTracker final : public ContextTracker {
 // Slot `window` of a model as wide as an episode holds everything seen.
 class WholeHistoryTracker final : public ContextTracker {
  public:
-  WholeHistoryTracker(std::unique_ptr<ObservationModel> model, int episode_steps)
-      : model_(std::move(model)), window_(episode_steps) {
+  WholeHistoryTracker(std::unique_ptr<ObservationModel> model, int episode_steps,
+                      BeliefFeatures features)
+      : model_(std::move(model)), window_(episode_steps), features_(features) {
     Reset();
   }
-  int features() const override { return 2 * model_->dims(); }
+  int features() const override { return FeaturesOf(features_, model_->dims()); }
   void Reset() override { model_->Reset(window_); }
   void Observe(const double* seen, const double*) override { model_->Observe(seen); }
-  void Features(float* out) const override { WriteBelief(model_->BeliefOf(window_), out); }
+  void Features(float* out) const override {
+    WriteBelief(model_->BeliefOf(window_), features_, out);
+  }
 
  private:
   std::unique_ptr<ObservationModel> model_;
   int window_;
+  BeliefFeatures features_;
 };
 
 class KnownSegmentsTracker final : public ContextTracker {
  public:
-  KnownSegmentsTracker(std::unique_ptr<ObservationModel> model, int window)
-      : model_(std::move(model)), window_(window) {
+  KnownSegmentsTracker(std::unique_ptr<ObservationModel> model, int window,
+                       BeliefFeatures features)
+      : model_(std::move(model)), window_(window), features_(features) {
     Reset();
   }
-  int features() const override { return 2 * model_->dims(); }
+  int features() const override { return FeaturesOf(features_, model_->dims()); }
   void Reset() override {
     model_->Reset(window_);
     seen_ = 0;
@@ -81,29 +92,34 @@ class KnownSegmentsTracker final : public ContextTracker {
     }
     truth_ = next;
   }
-  void Features(float* out) const override { WriteBelief(model_->BeliefOf(seen_), out); }
+  void Features(float* out) const override {
+    WriteBelief(model_->BeliefOf(seen_), features_, out);
+  }
 
  private:
   std::unique_ptr<ObservationModel> model_;
   int window_;
+  BeliefFeatures features_;
   int seen_ = 0;
   std::vector<double> truth_;
 };
 
 class SegmentTracker final : public ContextTracker {
  public:
-  explicit SegmentTracker(RunLengthPosterior inference) : inference_(std::move(inference)) {}
-  int features() const override { return 2 * inference_.model().dims(); }
+  SegmentTracker(RunLengthPosterior inference, BeliefFeatures features)
+      : inference_(std::move(inference)), features_(features) {}
+  int features() const override { return FeaturesOf(features_, inference_.model().dims()); }
   void Reset() override { inference_.Reset(); }
   void Observe(const double* seen, const double*) override { inference_.Observe(seen); }
   void Features(float* out) const override {
     WriteBelief(inference_.steps() == 0 ? inference_.model().BeliefOf(0) : inference_.MapBelief(),
-                out);
+                features_, out);
   }
   const RunLengthPosterior* posterior() const override { return &inference_; }
 
  private:
   RunLengthPosterior inference_;
+  BeliefFeatures features_;
 };
 
 }  // namespace
@@ -115,20 +131,20 @@ std::unique_ptr<ContextTracker> OracleContext(int dims) {
 }
 
 std::unique_ptr<ContextTracker> WholeHistoryContext(std::unique_ptr<ObservationModel> model,
-                                                    int episode_steps) {
-  return std::make_unique<WholeHistoryTracker>(std::move(model), episode_steps);
+                                                    int episode_steps, BeliefFeatures features) {
+  return std::make_unique<WholeHistoryTracker>(std::move(model), episode_steps, features);
 }
 
 std::unique_ptr<ContextTracker> KnownSegmentsContext(std::unique_ptr<ObservationModel> model,
-                                                     int window) {
-  return std::make_unique<KnownSegmentsTracker>(std::move(model), window);
+                                                     int window, BeliefFeatures features) {
+  return std::make_unique<KnownSegmentsTracker>(std::move(model), window, features);
 }
 
 std::unique_ptr<ContextTracker> SegmentContext(SegmentPrior prior,
-                                               std::unique_ptr<ObservationModel> model,
-                                               int window) {
+                                               std::unique_ptr<ObservationModel> model, int window,
+                                               BeliefFeatures features) {
   return std::make_unique<SegmentTracker>(
-      RunLengthPosterior(std::move(prior), std::move(model), window));
+      RunLengthPosterior(std::move(prior), std::move(model), window), features);
 }
 
 }  // namespace strata::secbad

@@ -5,15 +5,18 @@
 //   kind            features                     knows
 //   none            -                            nothing (plain PPO)
 //   oracle          the true context             what no agent can
-//   whole-history   belief mean, std per dim     one context per episode, from every
+//   whole-history   belief per dim (see below)   one context per episode, from every
 //                                                observation since it began (VariBAD-like)
-//   segments        belief mean, std per dim     the MAP segment's context under a run-length
+//   segments        belief per dim               the MAP segment's context under a run-length
 //                                                posterior (SeCBAD; with a constant-hazard
 //                                                prior, the "constant hazard" contender)
-//   known segments  belief mean, std per dim     the current segment's context from its own
+//   known segments  belief per dim               the current segment's context from its own
 //                                                observations, its start told (what SeCBAD's
 //                                                inference would give if it found every change
 //                                                at once: its ceiling)
+//
+// A belief is given per dimension as its mean, or as its mean and standard
+// deviation (BeliefFeatures).
 //
 // Reset at each episode's start, Observe after every step (NaN: a
 // dimension not observed, scheduler/secbad/observation_model.h), then
@@ -29,6 +32,11 @@
 #include "scheduler/secbad/run_length_posterior.h"
 
 namespace strata::secbad {
+
+enum class BeliefFeatures {
+  kMean,           // the belief's mean per dimension
+  kMeanAndSpread,  // its mean, then its standard deviation, per dimension
+};
 
 class ContextTracker {
  public:
@@ -49,17 +57,19 @@ std::unique_ptr<ContextTracker> NoContext();
 std::unique_ptr<ContextTracker> OracleContext(int dims);
 // One belief over everything since the episode began, from `model` (its
 // slot `episode_steps` holds every observation of an episode).
-std::unique_ptr<ContextTracker> WholeHistoryContext(std::unique_ptr<ObservationModel> model,
-                                                    int episode_steps);
+std::unique_ptr<ContextTracker> WholeHistoryContext(
+    std::unique_ptr<ObservationModel> model, int episode_steps,
+    BeliefFeatures features = BeliefFeatures::kMeanAndSpread);
 // The belief from the observations since the context last changed (the
 // truth Observe is given says when); `window` observations at most.
-std::unique_ptr<ContextTracker> KnownSegmentsContext(std::unique_ptr<ObservationModel> model,
-                                                     int window);
+std::unique_ptr<ContextTracker> KnownSegmentsContext(
+    std::unique_ptr<ObservationModel> model, int window,
+    BeliefFeatures features = BeliefFeatures::kMeanAndSpread);
 // The MAP segment's belief under a run-length posterior with `prior` over
 // `model`'s slots.
-std::unique_ptr<ContextTracker> SegmentContext(SegmentPrior prior,
-                                               std::unique_ptr<ObservationModel> model,
-                                               int window);
+std::unique_ptr<ContextTracker> SegmentContext(
+    SegmentPrior prior, std::unique_ptr<ObservationModel> model, int window,
+    BeliefFeatures features = BeliefFeatures::kMeanAndSpread);
 
 }  // namespace strata::secbad
 

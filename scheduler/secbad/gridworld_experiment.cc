@@ -96,17 +96,27 @@ absl::StatusOr<std::unique_ptr<ContextTracker>> GridworldExperiment::TrackerFor(
                                                    options_.observation_model,
                                                    "\" (use grid or normal-gamma)"));
   }
-  if (contender == "secbad") return SegmentContext(SeCbadPrior(), WindModel(), options_.window);
+  if (options_.belief_features != "mean" && options_.belief_features != "mean-spread") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown belief features \"",
+                                                   options_.belief_features,
+                                                   "\" (use mean or mean-spread)"));
+  }
+  const BeliefFeatures features = options_.belief_features == "mean"
+                                      ? BeliefFeatures::kMean
+                                      : BeliefFeatures::kMeanAndSpread;
+  if (contender == "secbad") {
+    return SegmentContext(SeCbadPrior(), WindModel(), options_.window, features);
+  }
   if (contender == "constant-hazard") {
     STRATA_ASSIGN_OR_RETURN(SegmentPrior constant,
                             SegmentPrior::ConstantHazard(1.0 / SeCbadPrior().MeanLength()));
-    return SegmentContext(std::move(constant), WindModel(), options_.window);
+    return SegmentContext(std::move(constant), WindModel(), options_.window, features);
   }
   if (contender == "whole-history") {
-    return WholeHistoryContext(WindModel(), options_.world.episode_steps);
+    return WholeHistoryContext(WindModel(), options_.world.episode_steps, features);
   }
   if (contender == "known-segments") {
-    return KnownSegmentsContext(WindModel(), options_.world.episode_steps);
+    return KnownSegmentsContext(WindModel(), options_.world.episode_steps, features);
   }
   if (contender == "plain") return NoContext();
   if (contender == "oracle") return OracleContext(2);

@@ -43,6 +43,9 @@ struct GridworldExperimentOptions {
   // push rule over a grid of winds, exact) or "normal-gamma" (each axis a
   // Gaussian of unknown mean and noise).
   std::string observation_model = "grid";
+  // What the belief contenders' states hold of a belief per axis: "mean",
+  // or "mean-spread" (its mean and standard deviation).
+  std::string belief_features = "mean-spread";
   PpoOptions ppo;
   std::string policy_out;  // "" = none; else the trained networks go here
   // Called after each PPO update with the steps done and the mean training

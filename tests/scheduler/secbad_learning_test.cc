@@ -136,6 +136,39 @@ TEST(ContextTrackerTest, EachContenderKnowsWhatItShould) {
   EXPECT_NEAR(f[1], 0.4, 0.15);
 }
 
+TEST(ContextTrackerTest, BeliefFeaturesAreTheMeansAloneOrWithTheirSpread) {
+  GridworldExperimentOptions means_only;
+  means_only.belief_features = "mean";
+  GridworldExperiment experiment(means_only);
+  auto secbad = *experiment.TrackerFor("secbad");
+  auto whole = *experiment.TrackerFor("whole-history");
+  auto known = *experiment.TrackerFor("known-segments");
+  EXPECT_EQ(secbad->features(), 2);
+  EXPECT_EQ(whole->features(), 2);
+  EXPECT_EQ(known->features(), 2);
+  EXPECT_EQ((*experiment.TrackerFor("oracle"))->features(), 2);
+  // The same belief either way: the means come first.
+  auto spread = *GridworldExperiment(GridworldExperimentOptions{}).TrackerFor("secbad");
+  secbad->Reset();
+  spread->Reset();
+  const double seen[2] = {1, 0};
+  const double wind[2] = {0.5, 0};
+  for (int s = 0; s < 20; ++s) {
+    secbad->Observe(seen, wind);
+    spread->Observe(seen, wind);
+  }
+  float mean[2], both[4];
+  secbad->Features(mean);
+  spread->Features(both);
+  EXPECT_EQ(mean[0], both[0]);
+  EXPECT_EQ(mean[1], both[1]);
+  EXPECT_GT(mean[0], 0.5f);
+  GridworldExperimentOptions unknown;
+  unknown.belief_features = "variance";
+  EXPECT_EQ(GridworldExperiment(unknown).TrackerFor("secbad").status().message(),
+            "unknown belief features \"variance\" (use mean or mean-spread)");
+}
+
 TEST(ActorCriticTest, APolicyFileReadsBackAndAWrongOneIsRefusedByName) {
   const std::string dir = ::testing::TempDir() + "secbad_policy";
   std::filesystem::create_directories(dir);

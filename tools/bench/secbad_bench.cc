@@ -176,9 +176,11 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   secbad::GridworldExperimentOptions eo;
   eo.training_steps = o.training_steps;
   eo.observation_model = o.observation_model;
+  eo.belief_features = o.belief_features;
   secbad::GridworldExperiment experiment(eo);
   for (const std::string& c : contenders) STRATA_RETURN_IF_ERROR(experiment.TrackerFor(c).status());
   json["observation_model"] = o.observation_model;
+  json["belief_features"] = o.belief_features;
   STRATA_RETURN_IF_ERROR(RunContenderTable(
       o, contenders, "return",
       [&](const std::string& c, int seed) -> absl::StatusOr<double> {

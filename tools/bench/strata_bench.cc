@@ -73,6 +73,9 @@ ABSL_FLAG(int32_t, lag, 4,
 ABSL_FLAG(std::string, observation_model, "grid",
           "secbad gridworld: how beliefs read the pushes: grid (the world's push rule over a "
           "grid of winds) or normal-gamma (a Gaussian of unknown mean and noise per axis)");
+ABSL_FLAG(std::string, belief_features, "mean-spread",
+          "secbad gridworld: what a belief contender's state holds of its belief per axis: mean, "
+          "or mean-spread (the mean and standard deviation)");
 ABSL_FLAG(int32_t, clients, 16, "soak: clients pushing and pulling at once");
 ABSL_FLAG(std::string, bandwidth, "",
           "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
@@ -159,7 +162,7 @@ int main(int argc, char** argv) {
       "                         [--timeline t.png]\n"
       "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]\n"
       "  strata_bench secbad gridworld [--seeds 5] [--training-steps N] [--contenders a,b]\n"
-      "                     [--observation-model grid|normal-gamma]\n"
+      "                     [--observation-model grid|normal-gamma] [--belief-features mean|mean-spread]\n"
       "                     [--json f] [--plot posterior.png] [--policy-dir DIR]\n"
       "  strata_bench secbad runtime --cost-model cost.json [--seeds 5] [--training-steps N]\n"
       "                     [--contenders a,b] [--lag 4] [--json f] [--policy-dir DIR]\n"
@@ -356,6 +359,7 @@ int main(int argc, char** argv) {
     o.plot = absl::GetFlag(FLAGS_plot);
     o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
     o.observation_model = absl::GetFlag(FLAGS_observation_model);
+    o.belief_features = absl::GetFlag(FLAGS_belief_features);
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.lag = absl::GetFlag(FLAGS_lag);
     status = strata::bench::RunSecbadBench(o);
