@@ -1,10 +1,10 @@
 #include "scheduler/iteration_record.h"
 
 #include <algorithm>
-#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/json_file.h"
 
 namespace strata {
 
@@ -124,15 +124,9 @@ std::vector<Span> SpansOfRecord(const nlohmann::json& record) {
 }
 
 absl::StatusOr<std::vector<nlohmann::json>> ReadIterationRecords(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("no iteration records at ", path));
-  std::vector<nlohmann::json> records;
-  std::string line;
-  while (std::getline(in, line)) {
-    nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (record.is_object() && record.value("event", "") == "iteration") {
-      records.push_back(std::move(record));
-    }
+  absl::StatusOr<std::vector<nlohmann::json>> records = ReadJsonLines(path, "iteration");
+  if (absl::IsNotFound(records.status())) {
+    return absl::NotFoundError(absl::StrCat("no iteration records at ", path));
   }
   return records;
 }

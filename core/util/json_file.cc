@@ -59,4 +59,20 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   }
 }
 
+absl::StatusOr<std::vector<nlohmann::json>> ReadJsonLines(const std::string& path,
+                                                          const std::string& event) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && (event.empty() || j.value("event", "") == event)) {
+      objects.push_back(std::move(j));
+    }
+  }
+  return objects;
+}
+
 }  // namespace strata

@@ -4,6 +4,7 @@
 #define STRATA_CORE_UTIL_JSON_FILE_H_
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,13 @@ absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value)
 // The JSON document in `path`: NotFound when it cannot be read,
 // InvalidArgument (with the parser's message) when it is not JSON.
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
+
+// The objects of a JSON-lines file (records, event logs), in order; with
+// `event`, only those whose "event" is it. A line that is not an object (one
+// cut short by a kill) is skipped. NotFound naming the path when it cannot
+// be opened.
+absl::StatusOr<std::vector<nlohmann::json>> ReadJsonLines(const std::string& path,
+                                                          const std::string& event = "");
 
 }  // namespace strata
 

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/model/job_identity.h"
+#include "core/util/json_file.h"
 #include "core/model/model.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
@@ -67,15 +68,7 @@ std::pair<int, std::string> RunCommand(const std::string& command) {
 }
 
 std::vector<nlohmann::json> JsonLines(const std::string& path, const std::string& event) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && (event.empty() || j.value("event", "") == event)) {
-      out.push_back(std::move(j));
-    }
-  }
-  return out;
+  return ReadJsonLines(path, event).value_or(std::vector<nlohmann::json>{});
 }
 
 std::pair<int, std::string> SetWhenDeclared(const std::string& command) {

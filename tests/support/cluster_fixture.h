@@ -39,9 +39,8 @@ std::string ConfigError(const std::string& text);
 // Runs a command line to completion; returns (exit code, stdout+stderr).
 std::pair<int, std::string> RunCommand(const std::string& command);
 
-// The JSON objects of a JSON-lines file (iteration records, launcher
-// events), in order; with `event`, only those whose "event" is it. Lines
-// that are not objects (a record cut short by a kill) are skipped.
+// ReadJsonLines (core/util/json_file.h), none for a file that cannot be
+// read.
 std::vector<nlohmann::json> JsonLines(const std::string& path, const std::string& event = "");
 
 // Runs `strata_ctl ... set NAME=V` (the command line) until the job has

@@ -27,7 +27,6 @@
 #include "core/util/log.h"
 #include "core/util/statistics.h"
 #include "core/util/subprocess.h"
-#include "scheduler/iteration_record.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/runtime_environment.h"
 #include "tools/bench/bench_report.h"
@@ -231,18 +230,17 @@ class LiveRunner {
       ::usleep(100000);
     }
     StopLauncher(*launcher);
-    STRATA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> records,
-                            ReadIterationRecords(dir + "/records/conv_worker_0.jsonl"));
+    // Conv worker 0's iteration records and its controller's events.
+    STRATA_ASSIGN_OR_RETURN(std::vector<nlohmann::json> lines,
+                            ReadJsonLines(dir + "/records/conv_worker_0.jsonl"));
     Run run;
-    for (const nlohmann::json& r : records) {
-      if (!r.value("completed", false)) continue;
-      run.iterations.push_back({r.value("start", 0.0) - launched, r.value("iteration", int64_t{0}),
-                                r["knobs"].value(knob_, std::string())});
-    }
-    std::ifstream all(dir + "/records/conv_worker_0.jsonl");
-    for (std::string line; std::getline(all, line);) {
-      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_object() && j.value("event", "") == "controller") {
+    for (nlohmann::json& j : lines) {
+      const std::string event = j.value("event", "");
+      if (event == "iteration" && j.value("completed", false)) {
+        run.iterations.push_back({j.value("start", 0.0) - launched,
+                                  j.value("iteration", int64_t{0}),
+                                  j["knobs"].value(knob_, std::string())});
+      } else if (event == "controller") {
         j["label"] = c.label;
         run.events.push_back(std::move(j));
       }
@@ -252,12 +250,11 @@ class LiveRunner {
                                               FileTail(spec.output_path, 3000)));
     }
     // The launcher's record of each change, in the order they were due.
-    std::ifstream conditions(dir + "/records/launcher.jsonl");
-    size_t next = 0;
-    for (std::string line; std::getline(conditions, line) && next < changes_due_.size();) {
-      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_object() || j.value("event", "") != "condition") continue;
-      run.changed_at[changes_due_[next++]] = j.value("start", 0.0) - launched;
+    const std::vector<nlohmann::json> conditions =
+        ReadJsonLines(dir + "/records/launcher.jsonl", "condition")
+            .value_or(std::vector<nlohmann::json>{});
+    for (size_t i = 0; i < conditions.size() && i < changes_due_.size(); ++i) {
+      run.changed_at[changes_due_[i]] = conditions[i].value("start", 0.0) - launched;
     }
     return run;
   }

@@ -25,6 +25,7 @@
 #include "core/net/traffic.h"
 #include "core/status.h"
 #include "core/util/clock.h"
+#include "core/util/json_file.h"
 #include "core/train/checkpoint_epochs.h"
 #include "core/train/lost_nodes.h"
 #include "core/train/metrics_writer.h"
@@ -556,13 +557,11 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   // writes them beside its records), for the summary.
   nlohmann::json controller_events = nlohmann::json::array();
   if (o.controller) {
-    std::ifstream in(std::filesystem::path(records_dir) / "conv_worker_0.jsonl");
-    for (std::string line; std::getline(in, line);) {
-      nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-      if (e.is_object() && e.value("event", "") == "controller") {
-        e.erase("event");
-        controller_events.push_back(std::move(e));
-      }
+    // None when conv worker 0 wrote no records (it failed first).
+    for (nlohmann::json& e : ReadJsonLines(records_dir + "/conv_worker_0.jsonl", "controller")
+                                 .value_or(std::vector<nlohmann::json>{})) {
+      e.erase("event");
+      controller_events.push_back(std::move(e));
     }
   }
   // Each job's summary (a job's processes tag their outputs with its id).
