@@ -26,6 +26,23 @@ double WindyGridworld::PushProbability(double wind, int push) {
   return push == along ? std::abs(wind) : 0.0;
 }
 
+WindyGridworld::Landing WindyGridworld::Land(const GridworldOptions& options, int x, int y,
+                                             int action, int push_x, int push_y) {
+  Landing landing;
+  if (!IsMove(action)) {
+    landing.x = x;
+    landing.y = y;
+    return landing;
+  }
+  // The move's own cell, then the pushes, clamped to the grid.
+  const int wanted_x = x + (action == 2 ? 1 : action == 4 ? -1 : 0) + push_x;
+  const int wanted_y = y + (action == 1 ? 1 : action == 3 ? -1 : 0) + push_y;
+  landing.x = std::clamp(wanted_x, 0, options.size - 1);
+  landing.y = std::clamp(wanted_y, 0, options.size - 1);
+  landing.whole = {landing.x == wanted_x, landing.y == wanted_y};
+  return landing;
+}
+
 void WindyGridworld::Reset() {
   x_ = y_ = step_ = 0;
   changes_.clear();
@@ -35,21 +52,19 @@ void WindyGridworld::Reset() {
 WindyGridworld::Outcome WindyGridworld::Act(int action) {
   Outcome out;
   out.pushed = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
-  if (action >= 1 && action <= 4) {
-    // The move's own cell, then one more along each axis whose wind
-    // blows, with probability |w| of that axis.
-    const int step[2] = {action == 2 ? 1 : action == 4 ? -1 : 0,
-                         action == 1 ? 1 : action == 3 ? -1 : 0};
-    int* position[2] = {&x_, &y_};
+  if (IsMove(action)) {
+    int push[2];
     for (int axis = 0; axis < 2; ++axis) {
       const double w = wind_[axis];
-      const int push = push_rng_.Uniform() < std::abs(w) ? (w > 0 ? 1 : -1) : 0;
-      const int wanted = *position[axis] + step[axis] + push;
-      const int landed = std::clamp(wanted, 0, options_.size - 1);
-      // Only a move that stayed inside the grid shows the push whole.
-      if (landed == wanted) out.pushed[axis] = push;
-      *position[axis] = landed;
+      push[axis] = push_rng_.Uniform() < std::abs(w) ? (w > 0 ? 1 : -1) : 0;
     }
+    const Landing landing = Land(options_, x_, y_, action, push[0], push[1]);
+    // Only a move that stayed inside the grid shows the push whole.
+    for (int axis = 0; axis < 2; ++axis) {
+      if (landing.whole[axis]) out.pushed[axis] = push[axis];
+    }
+    x_ = landing.x;
+    y_ = landing.y;
   }
   if (x_ == options_.goal_x && y_ == options_.goal_y) {
     out.reward = options_.goal_reward;

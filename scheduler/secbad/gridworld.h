@@ -60,6 +60,19 @@ class WindyGridworld {
   // One step; `action` in [0, kActions).
   Outcome Act(int action);
 
+  // Whether `action` moves (every action but stay).
+  static bool IsMove(int action) { return action >= 1 && action < kActions; }
+
+  // The world's rule for where `action` from (x, y) lands when the wind
+  // pushes it by (push_x, push_y) cells (each -1, 0 or +1; a stay is never
+  // pushed), and per axis whether the grid's edge left the push whole.
+  struct Landing {
+    int x = 0, y = 0;
+    std::array<bool, 2> whole = {false, false};
+  };
+  static Landing Land(const GridworldOptions& options, int x, int y, int action, int push_x,
+                      int push_y);
+
   // The world's rule for what a move shows of one axis's wind w: the
   // probability that it is pushed by `push` cells (-1, 0 or +1).
   static double PushProbability(double wind, int push);

@@ -12,6 +12,11 @@ namespace strata::secbad {
 
 namespace {
 
+// The planner looks far ahead (an episode's 200 steps are many goal
+// visits) and plans for winds 0.1 apart.
+constexpr double kPlannerDiscount = 0.99;
+constexpr int kPlannerWinds = 19;
+
 SegmentPrior SeCbadPrior() { return *SegmentPrior::TruncatedNormal(80, 20, 10); }
 
 // What a push shows of one axis's wind, for the Normal-Gamma model: 0 or
@@ -167,26 +172,65 @@ absl::StatusOr<GridworldRun> GridworldExperiment::Run(const std::string& contend
       return absl::CancelledError("training stopped");
     }
   }
-  // Evaluation on worlds of their own, the policy sampled as trained.
-  double total = 0;
-  std::vector<float> state(static_cast<size_t>(inputs));
-  for (int episode = 0; episode < options_.evaluation_episodes; ++episode) {
-    Agent a;
-    a.world = std::make_unique<WindyGridworld>(options_.world, SeCbadPrior(),
-                                               DeriveSeed(seed, 900000 + episode));
-    STRATA_ASSIGN_OR_RETURN(a.tracker, TrackerFor(contender));
-    for (bool done = false; !done;) {
-      WriteState(a, state.data());
-      const Ppo::Actions acts = ppo.Act(Tensor::FromVector({1, inputs}, state), false);
-      done = Step(a, acts.action[0]).second;
-    }
-    total += a.episode_return;
-  }
-  run.mean_return = total / std::max(1, options_.evaluation_episodes);
+  // Evaluated with the policy sampled as trained.
+  STRATA_ASSIGN_OR_RETURN(run.mean_return, Evaluate(contender, seed, [&](const Tensor& states) {
+                            return ppo.Act(states, /*greedy=*/false).action;
+                          }));
   if (!options_.policy_out.empty()) {
     STRATA_RETURN_IF_ERROR(net->Save(options_.policy_out, contender));
   }
   return run;
+}
+
+absl::StatusOr<double> GridworldExperiment::Evaluate(const std::string& contender, uint64_t seed,
+                                                     const Chooser& choose) const {
+  // Episodes on worlds of their own (the same for every contender of a
+  // seed), `envs` at a time.
+  const int episodes = std::max(1, options_.evaluation_episodes);
+  const int batch = std::min(episodes, std::max(1, options_.envs));
+  double total = 0;
+  for (int first = 0; first < episodes; first += batch) {
+    const int n = std::min(batch, episodes - first);
+    std::vector<Agent> agents(static_cast<size_t>(n));
+    for (int e = 0; e < n; ++e) {
+      agents[e].world = std::make_unique<WindyGridworld>(options_.world, SeCbadPrior(),
+                                                         DeriveSeed(seed, 900000 + first + e));
+      STRATA_ASSIGN_OR_RETURN(agents[e].tracker, TrackerFor(contender));
+    }
+    const int inputs = Inputs(options_.world, *agents[0].tracker);
+    Tensor states = Tensor::Empty({n, inputs});
+    // Every world's episode has the same number of steps.
+    for (bool done = false; !done;) {
+      for (int e = 0; e < n; ++e) WriteState(agents[e], states.data() + static_cast<size_t>(e) * inputs);
+      const std::vector<int> actions = choose(states);
+      for (int e = 0; e < n; ++e) done = Step(agents[e], actions[e]).second;
+    }
+    for (const Agent& a : agents) total += a.episode_return;
+  }
+  return total / episodes;
+}
+
+absl::StatusOr<double> GridworldExperiment::Plan(const std::string& contender, uint64_t seed) {
+  if (!planner_.has_value()) {
+    STRATA_ASSIGN_OR_RETURN(GridworldPlanner planner,
+                            GridworldPlanner::Create(options_.world, kPlannerDiscount, kPlannerWinds));
+    planner_.emplace(std::move(planner));
+  }
+  const int size = options_.world.size;
+  const int cells = size * size;
+  return Evaluate(contender, seed, [&](const Tensor& states) {
+    // Each row: the agent's cell one-hot, then the belief's means (if any).
+    const int inputs = static_cast<int>(states.dim(1));
+    std::vector<int> actions;
+    for (int64_t row = 0; row < states.dim(0); ++row) {
+      const float* s = states.data() + row * inputs;
+      const int at = static_cast<int>(std::max_element(s, s + cells) - s);
+      const bool told = inputs >= cells + 2;
+      actions.push_back(planner_->Act(at % size, at / size, told ? s[cells] : 0.0,
+                                      told ? s[cells + 1] : 0.0));
+    }
+    return actions;
+  });
 }
 
 PosteriorTrace GridworldExperiment::TracePosterior(uint64_t seed) const {

@@ -12,19 +12,23 @@
 // mean length), "whole-history" (one belief per episode, VariBAD-like),
 // "plain" (no context), "known-segments" (the belief from the current
 // segment's pushes, its start told: SeCBAD's ceiling), "oracle" (the true
-// wind). Deterministic for a seed. Not thread-safe.
+// wind). Plan scores a contender's belief without learning: the planner
+// (scheduler/secbad/gridworld_planner.h) acting on its means, over the same
+// evaluation episodes. Deterministic for a seed. Not thread-safe.
 #ifndef STRATA_SCHEDULER_SECBAD_GRIDWORLD_EXPERIMENT_H_
 #define STRATA_SCHEDULER_SECBAD_GRIDWORLD_EXPERIMENT_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "scheduler/secbad/context_tracker.h"
 #include "scheduler/secbad/gridworld.h"
+#include "scheduler/secbad/gridworld_planner.h"
 #include "scheduler/secbad/ppo.h"
 
 namespace strata::secbad {
@@ -32,11 +36,23 @@ namespace strata::secbad {
 // Every contender, in the order reports list them.
 const std::vector<std::string>& GridworldContenders();
 
+// PPO as the grid world needs it: a goal is a few moves away, so a short
+// horizon (gamma 0.95, lambda 0.9) sees every reward that matters, with
+// far less variance in the advantages than PPO's usual 0.99.
+inline PpoOptions GridworldPpoOptions() {
+  PpoOptions options;
+  options.gamma = 0.95f;
+  options.gae_lambda = 0.9f;
+  return options;
+}
+
 struct GridworldExperimentOptions {
   GridworldOptions world;
   int64_t training_steps = 3'000'000;  // environment steps per contender and seed
   int envs = 16;                       // episodes per PPO update
-  int evaluation_episodes = 100;
+  // Returns swing by tens from one wind to another, so the mean needs
+  // many episodes to be told apart from a neighbour's.
+  int evaluation_episodes = 2000;
   int hidden = 64;
   int window = 200;  // run lengths the posterior keeps (>= an episode)
   // How the belief contenders read the pushes: "grid" (the world's own
@@ -45,8 +61,8 @@ struct GridworldExperimentOptions {
   std::string observation_model = "grid";
   // What the belief contenders' states hold of a belief per axis: "mean",
   // or "mean-spread" (its mean and standard deviation).
-  std::string belief_features = "mean-spread";
-  PpoOptions ppo;
+  std::string belief_features = "mean";
+  PpoOptions ppo = GridworldPpoOptions();
   std::string policy_out;  // "" = none; else the trained networks go here
   // Called after each PPO update with the steps done and the mean training
   // return; false stops the training (Run returns Cancelled).
@@ -75,6 +91,13 @@ class GridworldExperiment {
   // unknown contender, naming the known ones.
   absl::StatusOr<GridworldRun> Run(const std::string& contender, uint64_t seed);
 
+  // The mean return, over the evaluation episodes of `seed` (Run's), of
+  // GridworldPlanner acting on `contender`'s belief means as if they were
+  // the wind (the true wind for the oracle, calm for plain): what the
+  // belief is worth with no learning in the way. InvalidArgument for an
+  // unknown contender.
+  absl::StatusOr<double> Plan(const std::string& contender, uint64_t seed);
+
   // The run-length posterior of SeCBAD's inference over one episode of a
   // random walk in the world of `seed`.
   PosteriorTrace TracePosterior(uint64_t seed) const;
@@ -83,11 +106,18 @@ class GridworldExperiment {
   absl::StatusOr<std::unique_ptr<ContextTracker>> TrackerFor(const std::string& contender) const;
 
  private:
+  // Chooses an action per row of states {n, inputs} (as the PPO agent's).
+  using Chooser = std::function<std::vector<int>(const Tensor& states)>;
+  // The mean return of `choose`'s actions for `contender` over the
+  // evaluation episodes of `seed`.
+  absl::StatusOr<double> Evaluate(const std::string& contender, uint64_t seed,
+                                  const Chooser& choose) const;
   // A new observation model of the pushes, as options_ choose (checked
   // by TrackerFor).
   std::unique_ptr<ObservationModel> WindModel() const;
 
   GridworldExperimentOptions options_;
+  std::optional<GridworldPlanner> planner_;  // made by the first Plan
 };
 
 }  // namespace strata::secbad

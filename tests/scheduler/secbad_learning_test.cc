@@ -1,6 +1,7 @@
 // SeCBAD's learning parts (scheduler/secbad): the windy grid world, the
 // context trackers the contenders differ by, the actor-critic networks and
-// their policy files, and PPO on problems whose answer is known.
+// their policy files, PPO on problems whose answer is known, and the
+// planner the grid world's beliefs are measured with.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "scheduler/secbad/context_tracker.h"
 #include "scheduler/secbad/gridworld.h"
 #include "scheduler/secbad/gridworld_experiment.h"
+#include "scheduler/secbad/gridworld_planner.h"
 #include "scheduler/secbad/ppo.h"
 
 namespace strata::secbad {
@@ -88,8 +90,77 @@ TEST(GridworldTest, MovesArePushedOnBothAxesAndTheGoalPaysAndSendsTheAgentBack) 
   }
 }
 
+TEST(GridworldTest, ALandingIsClampedToTheGridAndSaysWhichPushesStayedWhole) {
+  const GridworldOptions world;
+  WindyGridworld::Landing l = WindyGridworld::Land(world, 1, 1, /*up=*/1, 0, 1);
+  EXPECT_EQ(l.x, 1);
+  EXPECT_EQ(l.y, 3);
+  EXPECT_TRUE(l.whole[0]);
+  EXPECT_TRUE(l.whole[1]);
+  // Right from (3, 0), pushed right and down: both pushes meet an edge.
+  l = WindyGridworld::Land(world, 3, 0, /*right=*/2, 1, -1);
+  EXPECT_EQ(l.x, 4);
+  EXPECT_EQ(l.y, 0);
+  EXPECT_FALSE(l.whole[0]);
+  EXPECT_FALSE(l.whole[1]);
+  // A stay goes nowhere and shows nothing.
+  l = WindyGridworld::Land(world, 2, 2, /*stay=*/0, 0, 0);
+  EXPECT_EQ(l.x, 2);
+  EXPECT_EQ(l.y, 2);
+  EXPECT_FALSE(l.whole[0]);
+}
+
+TEST(GridworldPlannerTest, InCalmAirItTakesTheShortestPathEveryTime) {
+  GridworldOptions calm;
+  calm.max_wind = 0;
+  auto planner = GridworldPlanner::Create(calm, 0.99, 2);
+  ASSERT_TRUE(planner.ok()) << planner.status();
+  WindyGridworld world(calm, Prior(), 3);
+  double total = 0;
+  int first_goal = -1;
+  for (int t = 0; t < calm.episode_steps; ++t) {
+    const WindyGridworld::Outcome o = world.Act(planner->Act(world.x(), world.y(), 0.0, 0.0));
+    total += o.reward;
+    if (o.reward > 0 && first_goal < 0) first_goal = t + 1;
+  }
+  // (0, 0) to (3, 3) is 6 moves: 33 round trips of 5 costs and a goal,
+  // then 2 more moves.
+  EXPECT_EQ(first_goal, 6);
+  EXPECT_NEAR(total, 33 * (1.0 - 5 * 0.1) - 2 * 0.1, 1e-9);
+}
+
+TEST(GridworldPlannerTest, TheWindChangesThePlanAndBadSettingsAreRefused) {
+  auto planner = *GridworldPlanner::Create(GridworldOptions{}, 0.99, 3);  // -0.9, 0, 0.9
+  // From (2, 3), calm, the move right lands on the goal. Blown hard up and
+  // right, it lands there once in 100; the move down, 81 times.
+  EXPECT_EQ(planner.Act(2, 3, 0.0, 0.0), 2);
+  EXPECT_EQ(planner.Act(2, 3, 0.9, 0.9), 3);
+  EXPECT_EQ(GridworldPlanner::Create(GridworldOptions{}, 1.0, 19).status().message(),
+            "planner discount 1 is not in (0, 1)");
+  EXPECT_EQ(GridworldPlanner::Create(GridworldOptions{}, 0.99, 1).status().message(),
+            "the planner needs at least 2 winds per axis, not 1");
+}
+
+TEST(GridworldExperimentTest, ThePlannerOnTheTrueWindBeatsItOnSeCbadsBeliefWhichBeatsItBlind) {
+  GridworldExperimentOptions options;
+  options.evaluation_episodes = 200;
+  GridworldExperiment experiment(options);
+  const double oracle = *experiment.Plan("oracle", 1);
+  const double secbad = *experiment.Plan("secbad", 1);
+  const double plain = *experiment.Plan("plain", 1);
+  EXPECT_GT(oracle, secbad + 0.5);
+  EXPECT_GT(secbad, plain + 2.0);
+  EXPECT_EQ(experiment.Plan("random", 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+GridworldExperimentOptions WithSpread() {
+  GridworldExperimentOptions options;
+  options.belief_features = "mean-spread";
+  return options;
+}
+
 TEST(ContextTrackerTest, EachContenderKnowsWhatItShould) {
-  GridworldExperiment experiment(GridworldExperimentOptions{});
+  GridworldExperiment experiment(WithSpread());
   auto oracle = *experiment.TrackerFor("oracle");
   auto plain = *experiment.TrackerFor("plain");
   auto whole = *experiment.TrackerFor("whole-history");
@@ -137,9 +208,7 @@ TEST(ContextTrackerTest, EachContenderKnowsWhatItShould) {
 }
 
 TEST(ContextTrackerTest, BeliefFeaturesAreTheMeansAloneOrWithTheirSpread) {
-  GridworldExperimentOptions means_only;
-  means_only.belief_features = "mean";
-  GridworldExperiment experiment(means_only);
+  GridworldExperiment experiment(GridworldExperimentOptions{});  // means alone by default
   auto secbad = *experiment.TrackerFor("secbad");
   auto whole = *experiment.TrackerFor("whole-history");
   auto known = *experiment.TrackerFor("known-segments");
@@ -148,7 +217,7 @@ TEST(ContextTrackerTest, BeliefFeaturesAreTheMeansAloneOrWithTheirSpread) {
   EXPECT_EQ(known->features(), 2);
   EXPECT_EQ((*experiment.TrackerFor("oracle"))->features(), 2);
   // The same belief either way: the means come first.
-  auto spread = *GridworldExperiment(GridworldExperimentOptions{}).TrackerFor("secbad");
+  auto spread = *GridworldExperiment(WithSpread()).TrackerFor("secbad");
   secbad->Reset();
   spread->Reset();
   const double seen[2] = {1, 0};

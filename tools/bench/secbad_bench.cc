@@ -89,6 +89,38 @@ absl::Status PlotPosterior(const secbad::PosteriorTrace& trace, const std::strin
   return RunGnuplotAndClean(dir + "/plot.gp", dir, png);
 }
 
+// The table of each contender's scores over the seeds (in `contenders`'
+// order, each as a share of the oracle's where there is one); returns
+// their summaries.
+std::map<std::string, Summary> PrintScoreTable(
+    const std::vector<std::string>& contenders, const std::string& score_name,
+    const std::map<std::string, std::vector<double>>& scores) {
+  std::map<std::string, Summary> summary;
+  for (const auto& [c, values] : scores) summary[c] = Summarise(values);
+  const auto oracle = summary.find("oracle");
+  std::printf("\n| contender | mean %s | std | per seed | of the oracle |\n|---|---|---|---|---|\n",
+              score_name.c_str());
+  for (const std::string& c : contenders) {
+    const Summary& s = summary.at(c);
+    std::vector<std::string> seeds;
+    for (double v : s.per_seed) seeds.push_back(absl::StrFormat("%.3f", v));
+    std::printf("| %s | %.3f | %.3f | %s | %s |\n", c.c_str(), s.mean, s.std,
+                absl::StrJoin(seeds, ", ").c_str(),
+                oracle != summary.end() && oracle->second.mean != 0
+                    ? absl::StrFormat("%.1f%%", 100 * s.mean / oracle->second.mean).c_str()
+                    : "-");
+  }
+  return summary;
+}
+
+nlohmann::json SummaryJson(const std::map<std::string, Summary>& summary) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& [c, s] : summary) {
+    json[c] = {{"mean", s.mean}, {"std", s.std}, {"per_seed", s.per_seed}};
+  }
+  return json;
+}
+
 // Every contender trained and scored from each seed (`score`), then the
 // table, the separations from SeCBAD and the JSON, as the header says.
 absl::Status RunContenderTable(
@@ -109,33 +141,18 @@ absl::Status RunContenderTable(
       scores[c].push_back(value);
     }
   }
-  std::map<std::string, Summary> summary;
-  for (const auto& [c, values] : scores) summary[c] = Summarise(values);
-  const bool have_oracle = summary.count("oracle") != 0;
-  std::printf("\n| contender | mean %s | std | per seed | of the oracle |\n|---|---|---|---|---|\n",
-              score_name.c_str());
-  for (const std::string& c : contenders) {
-    const Summary& s = summary[c];
-    std::vector<std::string> seeds;
-    for (double v : s.per_seed) seeds.push_back(absl::StrFormat("%.3f", v));
-    std::printf("| %s | %.3f | %.3f | %s | %s |\n", c.c_str(), s.mean, s.std,
-                absl::StrJoin(seeds, ", ").c_str(),
-                have_oracle && summary["oracle"].mean != 0
-                    ? absl::StrFormat("%.1f%%", 100 * s.mean / summary["oracle"].mean).c_str()
-                    : "-");
-  }
+  const std::map<std::string, Summary> summary = PrintScoreTable(contenders, score_name, scores);
   json["experiment"] = o.experiment;
   json["seeds"] = o.seeds;
   json["training_steps"] = o.training_steps;
   json["score"] = score_name;
-  for (const auto& [c, s] : summary) {
-    json["results"][c] = {{"mean", s.mean}, {"std", s.std}, {"per_seed", s.per_seed}};
-  }
+  json["results"] = SummaryJson(summary);
+  const bool have_oracle = summary.count("oracle") != 0;
   if (summary.count("secbad") != 0) {
-    const Summary& secbad = summary["secbad"];
+    const Summary& secbad = summary.at("secbad");
     for (const std::string& c : contenders) {
       if (c == "secbad" || c == "oracle") continue;
-      const Summary& other = summary[c];
+      const Summary& other = summary.at(c);
       const double margin = secbad.standard_error() + other.standard_error();
       const bool separated = secbad.mean - other.mean > margin;
       std::printf("secbad - %s: %+.3f (two standard errors combined: %.3f): %s\n", c.c_str(),
@@ -144,8 +161,8 @@ absl::Status RunContenderTable(
           {"difference", secbad.mean - other.mean}, {"margin", margin}, {"above", separated}};
     }
     if (have_oracle) {
-      std::printf("secbad / oracle: %.1f%%\n", 100 * secbad.mean / summary["oracle"].mean);
-      json["secbad_over_oracle"] = secbad.mean / summary["oracle"].mean;
+      std::printf("secbad / oracle: %.1f%%\n", 100 * secbad.mean / summary.at("oracle").mean);
+      json["secbad_over_oracle"] = secbad.mean / summary.at("oracle").mean;
     }
   }
   return absl::OkStatus();
@@ -193,6 +210,23 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
         return result.mean_return;
       },
       json));
+  // The planner on each contender's belief, over the same evaluation
+  // episodes: what each belief is worth with no learning in the way.
+  std::map<std::string, std::vector<double>> planned;
+  for (int seed = 1; seed <= o.seeds; ++seed) {
+    for (const std::string& c : contenders) {
+      STRATA_ASSIGN_OR_RETURN(const double value, experiment.Plan(c, static_cast<uint64_t>(seed)));
+      planned[c].push_back(value);
+    }
+  }
+  std::printf("\nThe value-iteration planner acting on each contender's belief means as the wind:");
+  const std::map<std::string, Summary> summary = PrintScoreTable(contenders, "return", planned);
+  json["planned"] = SummaryJson(summary);
+  if (summary.count("secbad") != 0 && summary.count("oracle") != 0) {
+    const double share = summary.at("secbad").mean / summary.at("oracle").mean;
+    std::printf("planned secbad / planned oracle: %.1f%%\n", 100 * share);
+    json["planned_secbad_over_oracle"] = share;
+  }
   if (!o.plot.empty()) STRATA_RETURN_IF_ERROR(PlotPosterior(experiment.TracePosterior(1), o.plot));
   return absl::OkStatus();
 }

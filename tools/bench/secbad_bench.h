@@ -44,7 +44,7 @@ struct SecbadBenchOptions {
   // gridworld: how the belief contenders read the pushes
   // (GridworldExperimentOptions).
   std::string observation_model = "grid";
-  std::string belief_features = "mean-spread";
+  std::string belief_features = "mean";
   // runtime: the knob's cost model, and the iterations from a request to
   // its value in force.
   std::string cost_model;

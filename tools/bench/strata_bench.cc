@@ -73,7 +73,7 @@ ABSL_FLAG(int32_t, lag, 4,
 ABSL_FLAG(std::string, observation_model, "grid",
           "secbad gridworld: how beliefs read the pushes: grid (the world's push rule over a "
           "grid of winds) or normal-gamma (a Gaussian of unknown mean and noise per axis)");
-ABSL_FLAG(std::string, belief_features, "mean-spread",
+ABSL_FLAG(std::string, belief_features, "mean",
           "secbad gridworld: what a belief contender's state holds of its belief per axis: mean, "
           "or mean-spread (the mean and standard deviation)");
 ABSL_FLAG(int32_t, clients, 16, "soak: clients pushing and pulling at once");
