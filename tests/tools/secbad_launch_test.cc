@@ -90,7 +90,10 @@ TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
   // When the limit came, on the records' clock.
   double limited_at = 0;
   for (const nlohmann::json& j : JsonLines(dir_ + "/records/launcher.jsonl")) {
-    if (j["what"] == "conv1 limited to 0.25 cores") limited_at = j["start"].get<double>();
+    if (j["what"] == "conv1 limited to 0.25 cores") {
+      EXPECT_EQ(j["due"].get<double>(), 4.0);  // the schedule's time for it
+      limited_at = j["start"].get<double>();
+    }
   }
   ASSERT_GT(limited_at, 0) << out;
   std::vector<std::string> shares;

@@ -72,26 +72,6 @@ struct Run {
   }
 };
 
-// When each entry of the schedules is due, in the order the launcher makes
-// them (a link's rate before CPU limits due at the same time).
-absl::StatusOr<std::vector<double>> ChangesDue(const SecbadLiveOptions& o) {
-  std::vector<std::pair<double, int>> due;  // (time, 0 for a rate, 1 for a limit)
-  if (!o.bandwidth_schedule.empty()) {
-    STRATA_ASSIGN_OR_RETURN(const BandwidthSchedule rates,
-                            ParseBandwidthSchedule(o.bandwidth_schedule));
-    // The first rate is the network's from the start: no change is made.
-    for (size_t i = 1; i < rates.size(); ++i) due.push_back({rates[i].at_seconds, 0});
-  }
-  if (!o.cpu_schedule.empty()) {
-    STRATA_ASSIGN_OR_RETURN(const CpuSchedule cpu, ParseCpuSchedule(o.cpu_schedule));
-    for (const CpuLimitChange& c : cpu) due.push_back({c.at_seconds, 1});
-  }
-  std::stable_sort(due.begin(), due.end());
-  std::vector<double> times;
-  for (const auto& [at, kind] : due) times.push_back(at);
-  return times;
-}
-
 // The phases of the schedules: from `warmup` to `seconds`, split at every
 // change of either.
 absl::StatusOr<std::vector<Phase>> PhasesOf(const SecbadLiveOptions& o) {
@@ -160,12 +140,8 @@ void StopLauncher(ChildProcess& launcher) {
 class LiveRunner {
  public:
   LiveRunner(const SecbadLiveOptions& o, std::string scratch, std::string knob,
-             std::string policy, std::vector<double> changes_due)
-      : o_(o),
-        scratch_(std::move(scratch)),
-        knob_(std::move(knob)),
-        policy_(std::move(policy)),
-        changes_due_(std::move(changes_due)) {}
+             std::string policy)
+      : o_(o), scratch_(std::move(scratch)), knob_(std::move(knob)), policy_(std::move(policy)) {}
 
   absl::StatusOr<Run> Launch(const Contender& c, int repeat) {
     ++runs_;
@@ -249,12 +225,13 @@ class LiveRunner {
       return absl::InternalError(absl::StrCat(c.label, ": no iteration recorded; its log:\n",
                                               FileTail(spec.output_path, 3000)));
     }
-    // The launcher's record of each change, in the order they were due.
+    // The launcher's record of each change: the first time each due change
+    // was made (a restarted job's replays come later).
     const std::vector<nlohmann::json> conditions =
         ReadJsonLines(dir + "/records/launcher.jsonl", "condition")
             .value_or(std::vector<nlohmann::json>{});
-    for (size_t i = 0; i < conditions.size() && i < changes_due_.size(); ++i) {
-      run.changed_at[changes_due_[i]] = conditions[i].value("start", 0.0) - launched;
+    for (const nlohmann::json& change : conditions) {
+      run.changed_at.emplace(change.value("due", 0.0), change.value("start", 0.0) - launched);
     }
     return run;
   }
@@ -264,7 +241,6 @@ class LiveRunner {
   const std::string scratch_;
   const std::string knob_;
   const std::string policy_;
-  const std::vector<double> changes_due_;
   int runs_ = 0;
 };
 
@@ -411,8 +387,7 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     std::printf("  phase %.0f-%.0f s: %s\n", p.begin, p.end, p.conditions.c_str());
   }
   std::fflush(stdout);
-  STRATA_ASSIGN_OR_RETURN(std::vector<double> changes_due, ChangesDue(o));
-  LiveRunner runner(o, scratch, context->knob(), policy, std::move(changes_due));
+  LiveRunner runner(o, scratch, context->knob(), policy);
   std::vector<std::vector<Run>> runs(contenders.size());
   for (int rep = 0; rep < o.repeat; ++rep) {
     for (size_t c = 0; c < contenders.size(); ++c) {  // A B C A B C: drift hits all alike

@@ -436,7 +436,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       std::vector<pollfd> fds;
       for (const Child& c : children) fds.push_back({c.process->output_fd(), POLLIN, 0});
       ::poll(fds.data(), fds.size(), 100);
-      std::vector<std::string> conditions_changed;
+      std::vector<ScheduledChange> conditions_changed;
       if (rates.has_value()) {
         schedule_status = WithContext(
             rates->Apply(absl::ToDoubleSeconds(absl::Now() - launched), *network,
@@ -457,9 +457,13 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
             "--cpu-schedule");
         if (!schedule_status.ok()) return schedule_status;
       }
-      // When each change was made, on the clock the iteration records use.
-      for (const std::string& what : conditions_changed) {
-        conditions.Write({{"event", "condition"}, {"what", what}, {"start", MonotonicSeconds()}});
+      // When each change was made, on the clock the iteration records
+      // use, and when the schedule had it due (seconds from the launch).
+      for (const ScheduledChange& change : conditions_changed) {
+        conditions.Write({{"event", "condition"},
+                          {"what", change.what},
+                          {"due", change.due_seconds},
+                          {"start", MonotonicSeconds()}});
       }
       bool all_exited = true;
       for (Child& c : children) {

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "tools/netem/emulated_network.h"
+#include "tools/netem/schedule_change.h"
 
 namespace strata {
 
@@ -50,10 +51,10 @@ class ScheduledRates {
   // first entry is in force from the start.
   explicit ScheduledRates(BandwidthSchedule schedule) : schedule_(std::move(schedule)) {}
   // Makes every change due by `seconds` that has not been made, and adds
-  // to `made` (when given) what each one did ("links now 100mbit"); the
-  // error of a change tc refuses.
+  // to `made` (when given) what each one did ("links now 100mbit") and
+  // when it was due; the error of a change tc refuses.
   absl::Status Apply(double seconds, EmulatedNetwork& network,
-                     std::vector<std::string>* made = nullptr);
+                     std::vector<ScheduledChange>* made = nullptr);
   // How many entries are in force so far (1 at the start).
   size_t applied() const { return next_; }
 

@@ -286,7 +286,7 @@ absl::Status CpuLimiter::Limit(const std::string& name, pid_t pid, std::optional
 
 absl::Status ScheduledCpuLimits::Apply(
     double seconds, const std::function<std::optional<pid_t>(const std::string&, int)>& pid_of,
-    CpuLimiter& limiter, std::vector<std::string>* made) {
+    CpuLimiter& limiter, std::vector<ScheduledChange>* made) {
   while (next_ < schedule_.size() && schedule_[next_].at_seconds <= seconds) {
     const CpuLimitChange& change = schedule_[next_];
     const std::optional<pid_t> pid = pid_of(change.role, change.rank);
@@ -297,7 +297,7 @@ absl::Status ScheduledCpuLimits::Apply(
                                                  : " no longer limited");
     LogInfo("cpu schedule: %s (change %zu of %zu, due at %gs, made at %.1fs)", what.c_str(),
             next_ + 1, schedule_.size(), change.at_seconds, seconds);
-    if (made != nullptr) made->push_back(what);
+    if (made != nullptr) made->push_back({what, change.at_seconds});
     ++next_;
   }
   return absl::OkStatus();

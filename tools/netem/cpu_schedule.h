@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tools/netem/schedule_change.h"
 
 namespace strata {
 
@@ -108,13 +109,13 @@ class ScheduledCpuLimits {
   explicit ScheduledCpuLimits(CpuSchedule schedule) : schedule_(std::move(schedule)) {}
   // Makes every change due by `seconds` that has not been made, and adds
   // to `made` (when given) what each one did ("conv1 limited to 0.25
-  // cores"). `pid_of` gives a process's pid from its role and rank
+  // cores") and when it was due. `pid_of` gives a process's pid from its role and rank
   // (nullopt: it is not running, and the change waits for it). The error of
   // a limit the kernel refuses.
   absl::Status Apply(
       double seconds,
       const std::function<std::optional<pid_t>(const std::string& role, int rank)>& pid_of,
-      CpuLimiter& limiter, std::vector<std::string>* made = nullptr);
+      CpuLimiter& limiter, std::vector<ScheduledChange>* made = nullptr);
   // Starts over (a restarted job's new processes get the limits in force).
   void Restart() { next_ = 0; }
 
