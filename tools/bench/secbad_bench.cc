@@ -194,10 +194,12 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   eo.training_steps = o.training_steps;
   eo.observation_model = o.observation_model;
   eo.belief_features = o.belief_features;
+  eo.evaluation_episodes = o.evaluation_episodes;
   secbad::GridworldExperiment experiment(eo);
   for (const std::string& c : contenders) STRATA_RETURN_IF_ERROR(experiment.TrackerFor(c).status());
   json["observation_model"] = o.observation_model;
   json["belief_features"] = o.belief_features;
+  json["evaluation_episodes"] = o.evaluation_episodes;
   STRATA_RETURN_IF_ERROR(RunContenderTable(
       o, contenders, "return",
       [&](const std::string& c, int seed) -> absl::StatusOr<double> {
@@ -291,6 +293,9 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
         "strata_bench secbad ", o.experiment, ": the experiments are gridworld, runtime and live"));
   }
   if (o.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
+  if (o.evaluation_episodes < 1) {
+    return absl::InvalidArgumentError("--evaluation-episodes must be at least 1");
+  }
   if (!o.policy_dir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(o.policy_dir, error);

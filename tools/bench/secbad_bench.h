@@ -45,6 +45,7 @@ struct SecbadBenchOptions {
   // (GridworldExperimentOptions).
   std::string observation_model = "grid";
   std::string belief_features = "mean";
+  int evaluation_episodes = 2000;
   // runtime: the knob's cost model, and the iterations from a request to
   // its value in force.
   std::string cost_model;

@@ -61,8 +61,10 @@ ABSL_FLAG(int32_t, seeds, 5, "secbad: seeds per contender");
 ABSL_FLAG(int64_t, training_steps, 3000000,
           "secbad: environment steps each contender trains for, per seed");
 ABSL_FLAG(std::string, contenders, "",
-          "secbad: comma-separated contenders (default all: secbad, constant-hazard, "
-          "whole-history, plain, oracle)");
+          "secbad: comma-separated contenders (default: all of the experiment's)");
+ABSL_FLAG(int32_t, evaluation_episodes, 2000,
+          "secbad gridworld: evaluation episodes per contender and seed (the same for every "
+          "contender)");
 ABSL_FLAG(std::string, policy_dir, "", "secbad: keep each trained policy in this directory");
 ABSL_FLAG(double, live_seconds, 125, "secbad live: each run's length from its launch");
 ABSL_FLAG(std::string, records_dir, "",
@@ -163,7 +165,8 @@ int main(int argc, char** argv) {
       "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]\n"
       "  strata_bench secbad gridworld [--seeds 5] [--training-steps N] [--contenders a,b]\n"
       "                     [--observation-model grid|normal-gamma] [--belief-features mean|mean-spread]\n"
-      "                     [--json f] [--plot posterior.png] [--policy-dir DIR]\n"
+      "                     [--evaluation-episodes 2000] [--json f] [--plot posterior.png]\n"
+      "                     [--policy-dir DIR]\n"
       "  strata_bench secbad runtime --cost-model cost.json [--seeds 5] [--training-steps N]\n"
       "                     [--contenders a,b] [--lag 4] [--json f] [--policy-dir DIR]\n"
       "  strata_bench secbad live --config JOB.json [--mode ps] [--conv-workers N]\n"
@@ -360,6 +363,7 @@ int main(int argc, char** argv) {
     o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
     o.observation_model = absl::GetFlag(FLAGS_observation_model);
     o.belief_features = absl::GetFlag(FLAGS_belief_features);
+    o.evaluation_episodes = absl::GetFlag(FLAGS_evaluation_episodes);
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.lag = absl::GetFlag(FLAGS_lag);
     status = strata::bench::RunSecbadBench(o);

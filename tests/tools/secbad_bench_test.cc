@@ -1,0 +1,65 @@
+// strata_bench secbad gridworld, briefly: every contender named is trained
+// and scored from each seed, the planner scores each belief over the same
+// episodes, and the JSON holds the results map the README's figures come
+// from; bad flags are refused before any training.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tests/support/cluster_fixture.h"
+
+namespace strata {
+namespace {
+
+class SecbadBenchTest : public testing::ClusterTest {};
+
+TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparations) {
+  const auto [code, out] = testing::RunCommand(
+      testing::kBin +
+      "strata_bench secbad gridworld --seeds 2 --training-steps 6400 --evaluation-episodes 64 "
+      "--contenders secbad,plain,oracle --json " + dir_ + "/gridworld.json");
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json j = Summary(dir_ + "/gridworld.json");
+  EXPECT_EQ(j["seeds"], 2);
+  EXPECT_EQ(j["training_steps"], 6400);
+  EXPECT_EQ(j["evaluation_episodes"], 64);
+  EXPECT_EQ(j["belief_features"], "mean");
+  for (const char* c : {"secbad", "plain", "oracle"}) {
+    ASSERT_TRUE(j["results"].contains(c)) << j["results"];
+    EXPECT_EQ(j["results"][c]["per_seed"].size(), 2u) << c;
+    ASSERT_TRUE(j["planned"].contains(c)) << j["planned"];
+    EXPECT_EQ(j["planned"][c]["per_seed"].size(), 2u) << c;
+  }
+  EXPECT_FALSE(j["results"].contains("whole-history"));
+  // The planner told the true wind does far better than told nothing, and
+  // SeCBAD's belief lies between.
+  const double oracle = j["planned"]["oracle"]["mean"].get<double>();
+  const double secbad = j["planned"]["secbad"]["mean"].get<double>();
+  const double plain = j["planned"]["plain"]["mean"].get<double>();
+  EXPECT_GT(oracle, secbad);
+  EXPECT_GT(secbad, plain + 1.0);
+  EXPECT_DOUBLE_EQ(j["planned_secbad_over_oracle"].get<double>(), secbad / oracle);
+  // SeCBAD is compared with every contender but the oracle.
+  ASSERT_TRUE(j["separation"].contains("plain")) << j;
+  EXPECT_FALSE(j["separation"].contains("oracle"));
+  EXPECT_DOUBLE_EQ(j["separation"]["plain"]["difference"].get<double>(),
+                   j["results"]["secbad"]["mean"].get<double>() -
+                       j["results"]["plain"]["mean"].get<double>());
+  EXPECT_NE(out.find("| secbad |"), std::string::npos) << out;
+  EXPECT_NE(out.find("planned secbad / planned oracle:"), std::string::npos) << out;
+}
+
+TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
+  const auto refused = [](const std::string& flags, const std::string& message) {
+    const auto [code, out] =
+        testing::RunCommand(testing::kBin + "strata_bench secbad gridworld --seeds 1 " + flags);
+    EXPECT_NE(code, 0) << flags;
+    EXPECT_NE(out.find(message), std::string::npos) << out;
+    EXPECT_EQ(out.find("steps, training"), std::string::npos) << out;
+  };
+  refused("--evaluation-episodes 0", "--evaluation-episodes must be at least 1");
+  refused("--contenders secbad,random", "unknown contender \"random\"");
+  refused("--belief-features variance", "unknown belief features \"variance\"");
+}
+
+}  // namespace
+}  // namespace strata
