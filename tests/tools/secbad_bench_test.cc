@@ -16,12 +16,14 @@ TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparati
   const auto [code, out] = testing::RunCommand(
       testing::kBin +
       "strata_bench secbad gridworld --seeds 2 --training-steps 6400 --evaluation-episodes 64 "
+      "--learning-rate 0.0003 "
       "--contenders secbad,plain,oracle --json " + dir_ + "/gridworld.json");
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json j = Summary(dir_ + "/gridworld.json");
   EXPECT_EQ(j["seeds"], 2);
   EXPECT_EQ(j["training_steps"], 6400);
   EXPECT_EQ(j["evaluation_episodes"], 64);
+  EXPECT_DOUBLE_EQ(j["learning_rate"].get<double>(), 0.0003);
   EXPECT_EQ(j["belief_features"], "mean");
   for (const char* c : {"secbad", "plain", "oracle"}) {
     ASSERT_TRUE(j["results"].contains(c)) << j["results"];
@@ -57,6 +59,7 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
     EXPECT_EQ(out.find("steps, training"), std::string::npos) << out;
   };
   refused("--evaluation-episodes 0", "--evaluation-episodes must be at least 1");
+  refused("--learning-rate 0", "--learning-rate 0 is not in (0, 1)");
   refused("--contenders secbad,random", "unknown contender \"random\"");
   refused("--belief-features variance", "unknown belief features \"variance\"");
 }

@@ -195,11 +195,13 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   eo.observation_model = o.observation_model;
   eo.belief_features = o.belief_features;
   eo.evaluation_episodes = o.evaluation_episodes;
+  eo.ppo.learning_rate = static_cast<float>(o.learning_rate);
   secbad::GridworldExperiment experiment(eo);
   for (const std::string& c : contenders) STRATA_RETURN_IF_ERROR(experiment.TrackerFor(c).status());
   json["observation_model"] = o.observation_model;
   json["belief_features"] = o.belief_features;
   json["evaluation_episodes"] = o.evaluation_episodes;
+  json["learning_rate"] = o.learning_rate;
   STRATA_RETURN_IF_ERROR(RunContenderTable(
       o, contenders, "return",
       [&](const std::string& c, int seed) -> absl::StatusOr<double> {
@@ -295,6 +297,10 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
   if (o.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
   if (o.evaluation_episodes < 1) {
     return absl::InvalidArgumentError("--evaluation-episodes must be at least 1");
+  }
+  if (!(o.learning_rate > 0 && o.learning_rate < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--learning-rate ", o.learning_rate, " is not in (0, 1)"));
   }
   if (!o.policy_dir.empty()) {
     std::error_code error;

@@ -46,6 +46,7 @@ struct SecbadBenchOptions {
   std::string observation_model = "grid";
   std::string belief_features = "mean";
   int evaluation_episodes = 2000;
+  double learning_rate = 1e-3;  // gridworld: PPO's
   // runtime: the knob's cost model, and the iterations from a request to
   // its value in force.
   std::string cost_model;

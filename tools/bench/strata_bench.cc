@@ -62,6 +62,7 @@ ABSL_FLAG(int64_t, training_steps, 3000000,
           "secbad: environment steps each contender trains for, per seed");
 ABSL_FLAG(std::string, contenders, "",
           "secbad: comma-separated contenders (default: all of the experiment's)");
+ABSL_FLAG(double, learning_rate, 1e-3, "secbad gridworld: PPO's learning rate (Adam's step)");
 ABSL_FLAG(int32_t, evaluation_episodes, 2000,
           "secbad gridworld: evaluation episodes per contender and seed (the same for every "
           "contender)");
@@ -165,8 +166,8 @@ int main(int argc, char** argv) {
       "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]\n"
       "  strata_bench secbad gridworld [--seeds 5] [--training-steps N] [--contenders a,b]\n"
       "                     [--observation-model grid|normal-gamma] [--belief-features mean|mean-spread]\n"
-      "                     [--evaluation-episodes 2000] [--json f] [--plot posterior.png]\n"
-      "                     [--policy-dir DIR]\n"
+      "                     [--learning-rate 0.001] [--evaluation-episodes 2000] [--json f]\n"
+      "                     [--plot posterior.png] [--policy-dir DIR]\n"
       "  strata_bench secbad runtime --cost-model cost.json [--seeds 5] [--training-steps N]\n"
       "                     [--contenders a,b] [--lag 4] [--json f] [--policy-dir DIR]\n"
       "  strata_bench secbad live --config JOB.json [--mode ps] [--conv-workers N]\n"
@@ -364,6 +365,7 @@ int main(int argc, char** argv) {
     o.observation_model = absl::GetFlag(FLAGS_observation_model);
     o.belief_features = absl::GetFlag(FLAGS_belief_features);
     o.evaluation_episodes = absl::GetFlag(FLAGS_evaluation_episodes);
+    o.learning_rate = absl::GetFlag(FLAGS_learning_rate);
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.lag = absl::GetFlag(FLAGS_lag);
     status = strata::bench::RunSecbadBench(o);
