@@ -13,7 +13,7 @@ namespace strata::secbad {
 namespace {
 
 // The planner looks far ahead (an episode's 200 steps are many goal
-// visits) and plans for winds 0.1 apart.
+// visits), and plans for 19 winds per axis (0.1 apart across +-0.9).
 constexpr double kPlannerDiscount = 0.99;
 constexpr int kPlannerWinds = 19;
 
@@ -76,9 +76,8 @@ std::pair<float, bool> Step(Agent& agent, int action) {
 }  // namespace
 
 const std::vector<std::string>& GridworldContenders() {
-  static const std::vector<std::string> names = {"secbad",        "constant-hazard",
-                                                 "whole-history", "plain",
-                                                 "known-segments", "oracle"};
+  static const std::vector<std::string> names = {"secbad", "constant-hazard", "whole-history",
+                                                 "plain",  "known-segments",  "oracle"};
   return names;
 }
 
@@ -102,13 +101,11 @@ absl::StatusOr<std::unique_ptr<ContextTracker>> GridworldExperiment::TrackerFor(
                                                    "\" (use grid or normal-gamma)"));
   }
   if (options_.belief_features != "mean" && options_.belief_features != "mean-spread") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown belief features \"",
-                                                   options_.belief_features,
-                                                   "\" (use mean or mean-spread)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown belief features \"", options_.belief_features, "\" (use mean or mean-spread)"));
   }
-  const BeliefFeatures features = options_.belief_features == "mean"
-                                      ? BeliefFeatures::kMean
-                                      : BeliefFeatures::kMeanAndSpread;
+  const BeliefFeatures features =
+      options_.belief_features == "mean" ? BeliefFeatures::kMean : BeliefFeatures::kMeanAndSpread;
   if (contender == "secbad") {
     return SegmentContext(SeCbadPrior(), WindModel(), options_.window, features);
   }
@@ -129,22 +126,21 @@ absl::StatusOr<std::unique_ptr<ContextTracker>> GridworldExperiment::TrackerFor(
                                                  absl::StrJoin(GridworldContenders(), ", "), ")"));
 }
 
-absl::StatusOr<GridworldRun> GridworldExperiment::Run(const std::string& contender,
-                                                      uint64_t seed) {
+absl::StatusOr<GridworldRun> GridworldExperiment::Run(const std::string& contender, uint64_t seed) {
   const int envs = std::max(1, options_.envs);
   const int steps = options_.world.episode_steps;
   std::vector<Agent> agents;
   for (int e = 0; e < envs; ++e) {
     Agent a;
-    a.world = std::make_unique<WindyGridworld>(options_.world, SeCbadPrior(),
-                                               DeriveSeed(seed, 1000 + e));
+    a.world =
+        std::make_unique<WindyGridworld>(options_.world, SeCbadPrior(), DeriveSeed(seed, 1000 + e));
     STRATA_ASSIGN_OR_RETURN(a.tracker, TrackerFor(contender));
     agents.push_back(std::move(a));
   }
   const int inputs = Inputs(options_.world, *agents[0].tracker);
-  STRATA_ASSIGN_OR_RETURN(
-      std::unique_ptr<ActorCritic> net,
-      ActorCritic::Create({inputs, WindyGridworld::kActions, options_.hidden}, DeriveSeed(seed, 1)));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ActorCritic> net,
+                          ActorCritic::Create({inputs, WindyGridworld::kActions, options_.hidden},
+                                              DeriveSeed(seed, 1)));
   Ppo ppo(*net, options_.ppo, DeriveSeed(seed, 2));
   RolloutBuffer rollout(envs, steps, inputs);
   GridworldRun run;
@@ -201,7 +197,9 @@ absl::StatusOr<double> GridworldExperiment::Evaluate(const std::string& contende
     Tensor states = Tensor::Empty({n, inputs});
     // Every world's episode has the same number of steps.
     for (bool done = false; !done;) {
-      for (int e = 0; e < n; ++e) WriteState(agents[e], states.data() + static_cast<size_t>(e) * inputs);
+      for (int e = 0; e < n; ++e) {
+        WriteState(agents[e], states.data() + static_cast<size_t>(e) * inputs);
+      }
       const std::vector<int> actions = choose(states);
       for (int e = 0; e < n; ++e) done = Step(agents[e], actions[e]).second;
     }
@@ -212,8 +210,9 @@ absl::StatusOr<double> GridworldExperiment::Evaluate(const std::string& contende
 
 absl::StatusOr<double> GridworldExperiment::Plan(const std::string& contender, uint64_t seed) {
   if (!planner_.has_value()) {
-    STRATA_ASSIGN_OR_RETURN(GridworldPlanner planner,
-                            GridworldPlanner::Create(options_.world, kPlannerDiscount, kPlannerWinds));
+    STRATA_ASSIGN_OR_RETURN(
+        GridworldPlanner planner,
+        GridworldPlanner::Create(options_.world, kPlannerDiscount, kPlannerWinds));
     planner_.emplace(std::move(planner));
   }
   const int size = options_.world.size;
@@ -226,8 +225,8 @@ absl::StatusOr<double> GridworldExperiment::Plan(const std::string& contender, u
       const float* s = states.data() + row * inputs;
       const int at = static_cast<int>(std::max_element(s, s + cells) - s);
       const bool told = inputs >= cells + 2;
-      actions.push_back(planner_->Act(at % size, at / size, told ? s[cells] : 0.0,
-                                      told ? s[cells + 1] : 0.0));
+      actions.push_back(
+          planner_->Act(at % size, at / size, told ? s[cells] : 0.0, told ? s[cells + 1] : 0.0));
     }
     return actions;
   });

@@ -10,7 +10,8 @@ namespace strata::secbad {
 absl::StatusOr<GridworldPlanner> GridworldPlanner::Create(const GridworldOptions& world,
                                                           double gamma, int winds_per_axis) {
   if (!(gamma > 0 && gamma < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("planner discount ", gamma, " is not in (0, 1)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("planner discount ", gamma, " is not in (0, 1)"));
   }
   if (winds_per_axis < 2) {
     return absl::InvalidArgumentError(

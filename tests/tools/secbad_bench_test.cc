@@ -17,7 +17,8 @@ TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparati
       testing::kBin +
       "strata_bench secbad gridworld --seeds 2 --training-steps 6400 --evaluation-episodes 64 "
       "--learning-rate 0.0003 "
-      "--contenders secbad,plain,oracle --json " + dir_ + "/gridworld.json");
+      "--contenders secbad,plain,oracle --json " +
+      dir_ + "/gridworld.json");
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json j = Summary(dir_ + "/gridworld.json");
   EXPECT_EQ(j["seeds"], 2);
@@ -43,9 +44,9 @@ TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparati
   // SeCBAD is compared with every contender but the oracle.
   ASSERT_TRUE(j["separation"].contains("plain")) << j;
   EXPECT_FALSE(j["separation"].contains("oracle"));
-  EXPECT_DOUBLE_EQ(j["separation"]["plain"]["difference"].get<double>(),
-                   j["results"]["secbad"]["mean"].get<double>() -
-                       j["results"]["plain"]["mean"].get<double>());
+  EXPECT_DOUBLE_EQ(
+      j["separation"]["plain"]["difference"].get<double>(),
+      j["results"]["secbad"]["mean"].get<double>() - j["results"]["plain"]["mean"].get<double>());
   EXPECT_NE(out.find("| secbad |"), std::string::npos) << out;
   EXPECT_NE(out.find("planned secbad / planned oracle:"), std::string::npos) << out;
 }

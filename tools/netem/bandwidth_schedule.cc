@@ -70,7 +70,9 @@ absl::Status ScheduledRates::Apply(double seconds, EmulatedNetwork& network,
   while (next_ < schedule_.size() && schedule_[next_].at_seconds <= seconds) {
     const RateChange& change = schedule_[next_];
     STRATA_RETURN_IF_ERROR(network.SetRate(change.bytes_per_second));
-    if (made != nullptr) made->push_back({absl::StrCat("links now ", change.rate), change.at_seconds});
+    if (made != nullptr) {
+      made->push_back({absl::StrCat("links now ", change.rate), change.at_seconds});
+    }
     LogInfo("bandwidth schedule: links now %s (change %zu of %zu, due at %gs, made at %.1fs)",
             change.rate.c_str(), next_, schedule_.size() - 1, change.at_seconds, seconds);
     ++next_;

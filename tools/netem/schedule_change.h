@@ -11,8 +11,8 @@
 namespace strata {
 
 struct ScheduledChange {
-  std::string what;          // "links now 100mbit", "conv1 limited to 0.25 cores"
-  double due_seconds = 0;    // the schedule's time for it, from the launch
+  std::string what;        // "links now 100mbit", "conv1 limited to 0.25 cores"
+  double due_seconds = 0;  // the schedule's time for it, from the launch
 };
 
 }  // namespace strata
