@@ -31,6 +31,7 @@ double GridworldPlanner::WindAt(int index) const {
 }
 
 int GridworldPlanner::WindIndex(double wind) const {
+  if (!(world_.max_wind > 0)) return 0;  // every grid wind is calm
   const double at = (wind / world_.max_wind + 1.0) / 2.0 * (winds_ - 1);
   return std::clamp(static_cast<int>(std::lround(at)), 0, winds_ - 1);
 }
