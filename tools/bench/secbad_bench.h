@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "scheduler/secbad/gridworld_experiment.h"
 #include "scheduler/secbad/runtime_environment.h"
 
 namespace strata::bench {
@@ -41,12 +42,13 @@ struct SecbadBenchOptions {
   std::string json_out;
   std::string plot;
   std::string policy_dir;  // each trained policy as DIR/<contender>-<seed>.bin
-  // gridworld: how the belief contenders read the pushes
-  // (GridworldExperimentOptions).
-  std::string observation_model = "grid";
-  std::string belief_features = "mean";
-  int evaluation_episodes = 2000;
-  double learning_rate = 1e-3;  // gridworld: PPO's
+  // gridworld: how the belief contenders read the pushes and how many
+  // episodes score each (GridworldExperimentOptions' defaults), and PPO's
+  // learning rate (PpoOptions' 1e-3, kept a double so the JSON says 0.001).
+  std::string observation_model = secbad::GridworldExperimentOptions{}.observation_model;
+  std::string belief_features = secbad::GridworldExperimentOptions{}.belief_features;
+  int evaluation_episodes = secbad::GridworldExperimentOptions{}.evaluation_episodes;
+  double learning_rate = 1e-3;
   // runtime: the knob's cost model, and the iterations from a request to
   // its value in force.
   std::string cost_model;

@@ -62,8 +62,9 @@ ABSL_FLAG(int64_t, training_steps, 3000000,
           "secbad: environment steps each contender trains for, per seed");
 ABSL_FLAG(std::string, contenders, "",
           "secbad: comma-separated contenders (default: all of the experiment's)");
-ABSL_FLAG(double, learning_rate, 1e-3, "secbad gridworld: PPO's learning rate (Adam's step)");
-ABSL_FLAG(int32_t, evaluation_episodes, 2000,
+ABSL_FLAG(double, learning_rate, strata::bench::SecbadBenchOptions{}.learning_rate,
+          "secbad gridworld: PPO's learning rate (Adam's step)");
+ABSL_FLAG(int32_t, evaluation_episodes, strata::bench::SecbadBenchOptions{}.evaluation_episodes,
           "secbad gridworld: evaluation episodes per contender and seed (the same for every "
           "contender)");
 ABSL_FLAG(std::string, policy_dir, "", "secbad: keep each trained policy in this directory");
@@ -73,10 +74,10 @@ ABSL_FLAG(std::string, records_dir, "",
 ABSL_FLAG(double, warmup, 5, "secbad live: seconds from the launch left out of every figure");
 ABSL_FLAG(int32_t, lag, 4,
           "secbad runtime: iterations from a controller's request to its value in force");
-ABSL_FLAG(std::string, observation_model, "grid",
+ABSL_FLAG(std::string, observation_model, strata::bench::SecbadBenchOptions{}.observation_model,
           "secbad gridworld: how beliefs read the pushes: grid (the world's push rule over a "
           "grid of winds) or normal-gamma (a Gaussian of unknown mean and noise per axis)");
-ABSL_FLAG(std::string, belief_features, "mean",
+ABSL_FLAG(std::string, belief_features, strata::bench::SecbadBenchOptions{}.belief_features,
           "secbad gridworld: what a belief contender's state holds of its belief per axis: mean, "
           "or mean-spread (the mean and standard deviation)");
 ABSL_FLAG(int32_t, clients, 16, "soak: clients pushing and pulling at once");
