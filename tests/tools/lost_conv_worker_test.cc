@@ -34,6 +34,21 @@ TEST(LostConvWorkerTest, AKilledConvWorkerAndTheCoordinatorsDeadOnesAreLost) {
   EXPECT_EQ(LostConvWorkers({"conv_worker", 3, true}, recorded), std::vector<int>({0, 3}));
 }
 
+TEST(LostConvWorkerTest, TheCauseOfAFailureIsTheFirstKilledElseTheFirstSeen) {
+  // A killed FC worker's conv workers exit with errors, and were seen first.
+  const FailedProcess cause = CauseOfFailure(
+      {{"conv_worker", 0, false}, {"conv_worker", 1, false}, {"fc_worker", 0, true},
+       {"server", 0, true}});
+  EXPECT_EQ(cause.role, "fc_worker");
+  EXPECT_EQ(cause.rank, 0);
+  EXPECT_TRUE(cause.killed);
+  // No one killed: the first seen.
+  const FailedProcess first = CauseOfFailure({{"server", 1, false}, {"conv_worker", 0, false}});
+  EXPECT_EQ(first.role, "server");
+  EXPECT_EQ(first.rank, 1);
+  EXPECT_FALSE(first.killed);
+}
+
 TEST(LostConvWorkerTest, TheOthersCarryOnInTheLargestNumberThatDividesEveryBatch) {
   EXPECT_EQ(*ConvWorkersWithout(2, 1, {64}, 0), 1);
   EXPECT_EQ(*ConvWorkersWithout(4, 1, {64}, 0), 2);      // 3 does not divide 64

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -361,6 +363,45 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   // Starts every process and merges their output until all have exited:
   // OK when every one succeeded, else the first failure (first_failed says
   // whose; every other process is then stopped), or Cancelled on Ctrl-C.
+  // The error of a failed run, once a process has failed (`failed`, from
+  // `reap`). A failure rarely comes alone: a process killed takes its peers
+  // down with errors of their own soon after, and a loaded launcher may
+  // reap one of those first. So the others get a short grace to end, and
+  // the error (and first_failed) names the cause (CauseOfFailure) with its
+  // last lines, then whoever failed after it.
+  const auto stop_on_failure = [&](std::vector<size_t>& failed,
+                                   const std::function<bool()>& reap) -> absl::Status {
+    constexpr absl::Duration kGrace = absl::Milliseconds(500);
+    const auto any_killed = [&] {
+      return std::any_of(failed.begin(), failed.end(), [&](size_t i) {
+        return WIFSIGNALED(children[i].process->wait_status());
+      });
+    };
+    const absl::Time grace_end = absl::Now() + kGrace;
+    while (!any_killed() && absl::Now() < grace_end && reap()) absl::SleepFor(absl::Milliseconds(20));
+    std::vector<FailedProcess> seen;
+    for (size_t i : failed) {
+      seen.push_back({children[i].role, children[i].rank,
+                      WIFSIGNALED(children[i].process->wait_status())});
+    }
+    first_failed = CauseOfFailure(seen);
+    std::string cause, tail, others;
+    for (size_t i : failed) {
+      const Child& c = children[i];
+      const std::string what = absl::StrCat(c.label, " ", ExitText(c.process->wait_status()));
+      if (cause.empty() && c.role == first_failed.role && c.rank == first_failed.rank) {
+        cause = what;
+        for (const auto& line : c.tail) tail += "\n  " + line;
+      } else {
+        others += absl::StrCat(others.empty() ? "" : "; ", what);
+      }
+    }
+    return absl::InternalError(
+        absl::StrCat(cause, "; stopped the cluster",
+                     others.empty() ? "" : absl::StrCat(" (after it: ", others, ")"),
+                     ". Its last lines:", tail));
+  };
+
   auto run_once = [&](const ClusterLaunchOptions& o) -> absl::Status {
     next_host = 0;
     if (cpu_limits.has_value()) cpu_limits->Restart();  // the new processes get the limits too
@@ -465,25 +506,28 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
                           {"due", change.due_seconds},
                           {"start", MonotonicSeconds()}});
       }
-      bool all_exited = true;
-      for (Child& c : children) {
-        Pump(c);
-        if (c.process->exited()) continue;
-        if (!c.process->Poll().has_value()) {
-          all_exited = false;
-          continue;
+      // Reaps whoever has ended; true while any runs. The ones that failed
+      // join `failed` (indices into children, in the order seen).
+      std::vector<size_t> failed;
+      const auto reap = [&]() {
+        bool running = false;
+        for (size_t i = 0; i < children.size(); ++i) {
+          Child& c = children[i];
+          Pump(c);
+          if (c.process->exited()) continue;
+          if (!c.process->Poll().has_value()) {
+            running = true;
+            continue;
+          }
+          Pump(c);
+          const int status = c.process->wait_status();
+          if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) failed.push_back(i);
         }
-        Pump(c);
-        const int status = c.process->wait_status();
-        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-          first_failed = {c.role, c.rank, WIFSIGNALED(status)};
-          std::string tail;
-          for (const auto& line : c.tail) tail += "\n  " + line;
-          return absl::InternalError(absl::StrCat(c.label, " ", ExitText(status),
-                                                  "; stopped the cluster. Its last lines:", tail));
-        }
-      }
-      if (all_exited) return absl::OkStatus();
+        return running;
+      };
+      const bool running = reap();
+      if (!failed.empty()) return stop_on_failure(failed, reap);
+      if (!running) return absl::OkStatus();
       if (g_interrupted) {
         LogInfo("interrupted: stopping %zu processes", children.size());
         return absl::CancelledError("interrupted by a signal; every process was stopped");

@@ -16,6 +16,12 @@ absl::StatusOr<LostConvWorkerPolicy> ParseLostConvWorkerPolicy(const std::string
       absl::StrCat("--lost-conv-worker ", name, ": use restart, continue or stop"));
 }
 
+FailedProcess CauseOfFailure(const std::vector<FailedProcess>& failed) {
+  const auto killed = std::find_if(failed.begin(), failed.end(),
+                                   [](const FailedProcess& p) { return p.killed; });
+  return killed != failed.end() ? *killed : failed.front();
+}
+
 std::vector<int> LostConvWorkers(const FailedProcess& first,
                                  const std::vector<LostNode>& recorded) {
   std::set<int> lost;

@@ -45,6 +45,13 @@ struct FailedProcess {
   bool killed = false;  // by a signal, rather than exiting with an error
 };
 
+// Of the processes of a failed run that had ended when the launcher stopped
+// it (`failed`, in the order it saw them; not empty), the cause: the first
+// killed by a signal, else the first seen. A process killed takes its peers
+// down with errors of their own ("closed the connection"), and under load
+// the launcher may see one of those first.
+FailedProcess CauseOfFailure(const std::vector<FailedProcess>& failed);
+
 // The conv workers (ranks, ascending, each once) the run lost: the first
 // failed process when it is a conv worker killed by a signal, and every
 // conv worker the coordinator recorded as dead (`recorded`).
