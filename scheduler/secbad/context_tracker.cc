@@ -9,11 +9,30 @@ namespace strata::secbad {
 
 namespace {
 
-int FeaturesOf(BeliefFeatures features, int dims) {
-  return features == BeliefFeatures::kMean ? dims : 2 * dims;
+// How many features `features` makes of a belief shaped like `belief`.
+int FeaturesOf(BeliefFeatures features, const ContextBelief& belief) {
+  const int dims = static_cast<int>(belief.mean.size());
+  switch (features) {
+    case BeliefFeatures::kMean:
+      return dims;
+    case BeliefFeatures::kMeanAndSpread:
+      return 2 * dims;
+    case BeliefFeatures::kDistribution: {
+      int total = 0;
+      for (const std::vector<double>& d : belief.distribution) total += static_cast<int>(d.size());
+      return total;
+    }
+  }
+  return 0;
 }
 
 void WriteBelief(const ContextBelief& belief, BeliefFeatures features, float* out) {
+  if (features == BeliefFeatures::kDistribution) {
+    for (const std::vector<double>& d : belief.distribution) {
+      for (double p : d) *out++ = static_cast<float>(p);
+    }
+    return;
+  }
   const size_t dims = belief.mean.size();
   for (size_t d = 0; d < dims; ++d) {
     out[d] = static_cast<float>(belief.mean[d]);
@@ -55,7 +74,7 @@ class WholeHistoryTracker final : public ContextTracker {
       : model_(std::move(model)), window_(episode_steps), features_(features) {
     Reset();
   }
-  int features() const override { return FeaturesOf(features_, model_->dims()); }
+  int features() const override { return FeaturesOf(features_, model_->BeliefOf(0)); }
   void Reset() override { model_->Reset(window_); }
   void Observe(const double* seen, const double*) override { model_->Observe(seen); }
   void Features(float* out) const override {
@@ -75,7 +94,7 @@ class KnownSegmentsTracker final : public ContextTracker {
       : model_(std::move(model)), window_(window), features_(features) {
     Reset();
   }
-  int features() const override { return FeaturesOf(features_, model_->dims()); }
+  int features() const override { return FeaturesOf(features_, model_->BeliefOf(0)); }
   void Reset() override {
     model_->Reset(window_);
     seen_ = 0;
@@ -108,7 +127,9 @@ class SegmentTracker final : public ContextTracker {
  public:
   SegmentTracker(RunLengthPosterior inference, BeliefFeatures features)
       : inference_(std::move(inference)), features_(features) {}
-  int features() const override { return FeaturesOf(features_, inference_.model().dims()); }
+  int features() const override {
+    return FeaturesOf(features_, inference_.model().BeliefOf(0));
+  }
   void Reset() override { inference_.Reset(); }
   void Observe(const double* seen, const double*) override { inference_.Observe(seen); }
   void Features(float* out) const override {

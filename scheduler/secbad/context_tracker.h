@@ -15,8 +15,9 @@
 //                                                inference would give if it found every change
 //                                                at once: its ceiling)
 //
-// A belief is given per dimension as its mean, or as its mean and standard
-// deviation (BeliefFeatures).
+// A belief is given per dimension as its mean, as its mean and standard
+// deviation, or, from a model with a grid of context values, as the
+// probability of every grid value (BeliefFeatures).
 //
 // Reset at each episode's start, Observe after every step (NaN: a
 // dimension not observed, scheduler/secbad/observation_model.h), then
@@ -36,6 +37,9 @@ namespace strata::secbad {
 enum class BeliefFeatures {
   kMean,           // the belief's mean per dimension
   kMeanAndSpread,  // its mean, then its standard deviation, per dimension
+  // The probability of each of its grid values, per dimension, in grid
+  // order (ContextBelief::distribution); none from a model without a grid.
+  kDistribution,
 };
 
 class ContextTracker {

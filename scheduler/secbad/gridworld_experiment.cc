@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -100,12 +102,22 @@ absl::StatusOr<std::unique_ptr<ContextTracker>> GridworldExperiment::TrackerFor(
                                                    options_.observation_model,
                                                    "\" (use grid or normal-gamma)"));
   }
-  if (options_.belief_features != "mean" && options_.belief_features != "mean-spread") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown belief features \"", options_.belief_features, "\" (use mean or mean-spread)"));
+  const std::map<std::string, BeliefFeatures> layouts = {
+      {"mean", BeliefFeatures::kMean},
+      {"mean-spread", BeliefFeatures::kMeanAndSpread},
+      {"distribution", BeliefFeatures::kDistribution}};
+  const auto layout = layouts.find(options_.belief_features);
+  if (layout == layouts.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown belief features \"", options_.belief_features,
+                     "\" (use mean, mean-spread or distribution)"));
   }
-  const BeliefFeatures features =
-      options_.belief_features == "mean" ? BeliefFeatures::kMean : BeliefFeatures::kMeanAndSpread;
+  if (layout->second == BeliefFeatures::kDistribution && options_.observation_model != "grid") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("belief features \"distribution\" need the grid observation model, not \"",
+                     options_.observation_model, "\""));
+  }
+  const BeliefFeatures features = layout->second;
   if (contender == "secbad") {
     return SegmentContext(SeCbadPrior(), WindModel(), options_.window, features);
   }
@@ -168,9 +180,13 @@ absl::StatusOr<GridworldRun> GridworldExperiment::Run(const std::string& contend
       return absl::CancelledError("training stopped");
     }
   }
-  // Evaluated with the policy sampled as trained.
+  // Evaluated with the policy sampled as trained, and acting on its likeliest
+  // action.
   STRATA_ASSIGN_OR_RETURN(run.mean_return, Evaluate(contender, seed, [&](const Tensor& states) {
                             return ppo.Act(states, /*greedy=*/false).action;
+                          }));
+  STRATA_ASSIGN_OR_RETURN(run.greedy_return, Evaluate(contender, seed, [&](const Tensor& states) {
+                            return ppo.Act(states, /*greedy=*/true).action;
                           }));
   if (!options_.policy_out.empty()) {
     STRATA_RETURN_IF_ERROR(net->Save(options_.policy_out, contender));
@@ -217,16 +233,31 @@ absl::StatusOr<double> GridworldExperiment::Plan(const std::string& contender, u
   }
   const int size = options_.world.size;
   const int cells = size * size;
+  // What follows the cell in a state: nothing (plain PPO: the planner acts
+  // on a calm wind), the wind or the belief's means first (spreads after
+  // them), or the belief's probability of each grid wind per axis, whose
+  // means the planner then acts on.
+  const bool told = contender != "plain";
+  const bool distribution =
+      told && contender != "oracle" && options_.belief_features == "distribution";
+  const std::vector<double> grid = WindGrid(options_.world.max_wind).contexts;
+  const int winds = static_cast<int>(grid.size());
   return Evaluate(contender, seed, [&](const Tensor& states) {
-    // Each row: the agent's cell one-hot, then the belief's means (if any).
     const int inputs = static_cast<int>(states.dim(1));
     std::vector<int> actions;
     for (int64_t row = 0; row < states.dim(0); ++row) {
       const float* s = states.data() + row * inputs;
       const int at = static_cast<int>(std::max_element(s, s + cells) - s);
-      const bool told = inputs >= cells + 2;
-      actions.push_back(
-          planner_->Act(at % size, at / size, told ? s[cells] : 0.0, told ? s[cells + 1] : 0.0));
+      double wind[2] = {0, 0};
+      for (int axis = 0; told && axis < 2; ++axis) {
+        if (!distribution) {
+          wind[axis] = s[cells + axis];
+          continue;
+        }
+        const float* p = s + cells + axis * winds;
+        for (int g = 0; g < winds; ++g) wind[axis] += p[g] * grid[g];
+      }
+      actions.push_back(planner_->Act(at % size, at / size, wind[0], wind[1]));
     }
     return actions;
   });

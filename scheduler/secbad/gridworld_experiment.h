@@ -70,7 +70,8 @@ struct GridworldExperimentOptions {
 };
 
 struct GridworldRun {
-  double mean_return = 0;            // over the evaluation episodes
+  double mean_return = 0;            // over the evaluation episodes, actions sampled
+  double greedy_return = 0;          // the same episodes, the policy's likeliest actions
   std::vector<double> curve;         // mean training return per update
 };
 

@@ -255,6 +255,7 @@ ContextBelief GridContextModel::BeliefOf(int slot) const {
     }
     belief.mean.push_back(mean);
     belief.variance.push_back(std::max(0.0, second - mean * mean));
+    belief.distribution.emplace_back(p, p + dim.contexts.size());
   }
   return belief;
 }

@@ -31,10 +31,14 @@
 
 namespace strata::secbad {
 
-// A belief over the latent context: per dimension, its mean and variance.
+// A belief over the latent context: per dimension, its mean and variance,
+// and, for a model whose context is one of a grid of values
+// (GridContextModel), the probability of each grid value (empty for any
+// other model).
 struct ContextBelief {
   std::vector<double> mean;
   std::vector<double> variance;
+  std::vector<std::vector<double>> distribution;
 };
 
 class ObservationModel {

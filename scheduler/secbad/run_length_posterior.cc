@@ -74,8 +74,11 @@ double RunLengthPosterior::ProbabilityOfRunAtMost(int k) const {
 
 ContextBelief RunLengthPosterior::MixtureBelief() const {
   const int dims = model_->dims();
-  ContextBelief mixture{std::vector<double>(dims, 0.0), std::vector<double>(dims, 0.0)};
   if (posterior_.empty()) return model_->BeliefOf(0);
+  ContextBelief mixture = model_->BeliefOf(0);  // for the shape of its distribution
+  mixture.mean.assign(dims, 0.0);
+  mixture.variance.assign(dims, 0.0);
+  for (std::vector<double>& d : mixture.distribution) std::fill(d.begin(), d.end(), 0.0);
   std::vector<double> second(dims, 0.0);
   for (int i = 1; i <= window_; ++i) {
     const double p = posterior_[i - 1];
@@ -84,6 +87,11 @@ ContextBelief RunLengthPosterior::MixtureBelief() const {
     for (int d = 0; d < dims; ++d) {
       mixture.mean[d] += p * b.mean[d];
       second[d] += p * (b.variance[d] + b.mean[d] * b.mean[d]);
+    }
+    for (size_t d = 0; d < mixture.distribution.size(); ++d) {
+      for (size_t g = 0; g < mixture.distribution[d].size(); ++g) {
+        mixture.distribution[d][g] += p * b.distribution[d][g];
+      }
     }
   }
   for (int d = 0; d < dims; ++d) {

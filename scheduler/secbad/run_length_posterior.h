@@ -59,7 +59,8 @@ class RunLengthPosterior {
   double ProbabilityOfRunAtMost(int k) const;
 
   // The belief over the context: the mixture over run lengths (its mean
-  // and total variance), and the MAP segment's own.
+  // and total variance, and the mixture of the grid distributions of a
+  // model that has them), and the MAP segment's own.
   ContextBelief MixtureBelief() const;
   ContextBelief MapBelief() const;
 

@@ -235,7 +235,44 @@ TEST(ContextTrackerTest, BeliefFeaturesAreTheMeansAloneOrWithTheirSpread) {
   GridworldExperimentOptions unknown;
   unknown.belief_features = "variance";
   EXPECT_EQ(GridworldExperiment(unknown).TrackerFor("secbad").status().message(),
-            "unknown belief features \"variance\" (use mean or mean-spread)");
+            "unknown belief features \"variance\" (use mean, mean-spread or distribution)");
+}
+
+TEST(ContextTrackerTest, DistributionFeaturesAreEachAxisGridPosterior) {
+  GridworldExperimentOptions options;
+  options.belief_features = "distribution";
+  GridworldExperiment experiment(options);
+  auto secbad = *experiment.TrackerFor("secbad");
+  auto known = *experiment.TrackerFor("known-segments");
+  // 19 winds per axis, -0.9 to 0.9.
+  ASSERT_EQ(secbad->features(), 38);
+  EXPECT_EQ(known->features(), 38);
+  EXPECT_EQ((*experiment.TrackerFor("oracle"))->features(), 2);
+  secbad->Reset();
+  // Pushed right every move, never up or down: the x axis's mass on the
+  // strongest winds right, the y axis's on calm.
+  const double seen[2] = {1, 0};
+  const double wind[2] = {0.9, 0};
+  for (int s = 0; s < 30; ++s) secbad->Observe(seen, wind);
+  float f[38];
+  secbad->Features(f);
+  double sum_x = 0, sum_y = 0, mean_x = 0;
+  for (int g = 0; g < 19; ++g) {
+    EXPECT_GE(f[g], 0.0f);
+    sum_x += f[g];
+    sum_y += f[19 + g];
+    mean_x += f[g] * (-0.9 + 0.1 * g);
+  }
+  EXPECT_NEAR(sum_x, 1.0, 1e-5);
+  EXPECT_NEAR(sum_y, 1.0, 1e-5);
+  EXPECT_GT(mean_x, 0.8);
+  EXPECT_GT(f[19 + 9], 0.5f);           // calm on y
+  EXPECT_LT(f[0] + f[1] + f[2], 1e-6f);  // no mass on winds blowing left
+  // A Gaussian model has no grid.
+  options.observation_model = "normal-gamma";
+  EXPECT_EQ(GridworldExperiment(options).TrackerFor("secbad").status().message(),
+            "belief features \"distribution\" need the grid observation model, not "
+            "\"normal-gamma\"");
 }
 
 TEST(ActorCriticTest, APolicyFileReadsBackAndAWrongOneIsRefusedByName) {

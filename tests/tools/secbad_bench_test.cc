@@ -31,7 +31,12 @@ TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparati
     EXPECT_EQ(j["results"][c]["per_seed"].size(), 2u) << c;
     ASSERT_TRUE(j["planned"].contains(c)) << j["planned"];
     EXPECT_EQ(j["planned"][c]["per_seed"].size(), 2u) << c;
+    ASSERT_TRUE(j["greedy"].contains(c)) << j["greedy"];
+    EXPECT_EQ(j["greedy"][c]["per_seed"].size(), 2u) << c;
   }
+  EXPECT_DOUBLE_EQ(j["greedy_secbad_over_oracle"].get<double>(),
+                   j["greedy"]["secbad"]["mean"].get<double>() /
+                       j["greedy"]["oracle"]["mean"].get<double>());
   EXPECT_FALSE(j["results"].contains("whole-history"));
   // The planner told the true wind does far better than told nothing, and
   // SeCBAD's belief lies between.
@@ -51,6 +56,42 @@ TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparati
   EXPECT_NE(out.find("planned secbad / planned oracle:"), std::string::npos) << out;
 }
 
+// --learn=false: the planner's table alone, here on beliefs given as their
+// grid distributions (the planner acts on their means: the same scores as
+// with the means given).
+TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
+  const auto [code, out] = testing::RunCommand(
+      testing::kBin +
+      "strata_bench secbad gridworld --seeds 1 --learn=false --belief-features distribution "
+      "--evaluation-episodes 64 --contenders secbad,known-segments,oracle --json " +
+      dir_ + "/planned.json");
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json j = Summary(dir_ + "/planned.json");
+  EXPECT_EQ(j["learned"], false);
+  EXPECT_EQ(j["belief_features"], "distribution");
+  EXPECT_FALSE(j.contains("results")) << j;
+  EXPECT_FALSE(j.contains("greedy")) << j;
+  EXPECT_EQ(out.find("steps, training"), std::string::npos) << out;
+  for (const char* c : {"secbad", "known-segments", "oracle"}) {
+    ASSERT_TRUE(j["planned"].contains(c)) << j["planned"];
+  }
+  EXPECT_GT(j["planned"]["oracle"]["mean"].get<double>(),
+            j["planned"]["secbad"]["mean"].get<double>());
+  // The same beliefs given as their means: the same acts (up to rounding).
+  const auto [means_code, means_out] = testing::RunCommand(
+      testing::kBin +
+      "strata_bench secbad gridworld --seeds 1 --learn=false --evaluation-episodes 64 "
+      "--contenders secbad,known-segments --json " +
+      dir_ + "/means.json");
+  ASSERT_EQ(means_code, 0) << means_out;
+  const nlohmann::json means = Summary(dir_ + "/means.json");
+  for (const char* c : {"secbad", "known-segments"}) {
+    EXPECT_NEAR(means["planned"][c]["mean"].get<double>(), j["planned"][c]["mean"].get<double>(),
+                0.05)
+        << c;
+  }
+}
+
 TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   const auto refused = [](const std::string& flags, const std::string& message) {
     const auto [code, out] =
@@ -63,6 +104,8 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   refused("--learning-rate 0", "--learning-rate 0 is not in (0, 1)");
   refused("--contenders secbad,random", "unknown contender \"random\"");
   refused("--belief-features variance", "unknown belief features \"variance\"");
+  refused("--belief-features distribution --observation-model normal-gamma",
+          "belief features \"distribution\" need the grid observation model");
 }
 
 }  // namespace

@@ -202,6 +202,11 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   json["belief_features"] = o.belief_features;
   json["evaluation_episodes"] = o.evaluation_episodes;
   json["learning_rate"] = o.learning_rate;
+  json["learned"] = o.learn;
+  // Each trained policy also acting on its likeliest action, over the same
+  // episodes.
+  std::map<std::string, std::vector<double>> greedy;
+  if (o.learn) {
   STRATA_RETURN_IF_ERROR(RunContenderTable(
       o, contenders, "return",
       [&](const std::string& c, int seed) -> absl::StatusOr<double> {
@@ -211,9 +216,19 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
         secbad::GridworldExperiment run(run_options);
         STRATA_ASSIGN_OR_RETURN(secbad::GridworldRun result,
                                 run.Run(c, static_cast<uint64_t>(seed)));
+        greedy[c].push_back(result.greedy_return);
         return result.mean_return;
       },
       json));
+    std::printf("\nThe same policies acting on their likeliest action:");
+    const std::map<std::string, Summary> summary = PrintScoreTable(contenders, "return", greedy);
+    json["greedy"] = SummaryJson(summary);
+    if (summary.count("secbad") != 0 && summary.count("oracle") != 0) {
+      const double share = summary.at("secbad").mean / summary.at("oracle").mean;
+      std::printf("greedy secbad / greedy oracle: %.1f%%\n", 100 * share);
+      json["greedy_secbad_over_oracle"] = share;
+    }
+  }
   // The planner on each contender's belief, over the same evaluation
   // episodes: what each belief is worth with no learning in the way.
   std::map<std::string, std::vector<double>> planned;

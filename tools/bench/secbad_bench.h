@@ -49,6 +49,7 @@ struct SecbadBenchOptions {
   std::string belief_features = secbad::GridworldExperimentOptions{}.belief_features;
   int evaluation_episodes = secbad::GridworldExperimentOptions{}.evaluation_episodes;
   double learning_rate = 1e-3;
+  bool learn = true;  // false: the planner's table alone, nothing trained
   // runtime: the knob's cost model, and the iterations from a request to
   // its value in force.
   std::string cost_model;

@@ -79,7 +79,11 @@ ABSL_FLAG(std::string, observation_model, strata::bench::SecbadBenchOptions{}.ob
           "grid of winds) or normal-gamma (a Gaussian of unknown mean and noise per axis)");
 ABSL_FLAG(std::string, belief_features, strata::bench::SecbadBenchOptions{}.belief_features,
           "secbad gridworld: what a belief contender's state holds of its belief per axis: mean, "
-          "or mean-spread (the mean and standard deviation)");
+          "mean-spread (the mean and standard deviation), or distribution (the probability of "
+          "every grid wind; needs --observation-model grid)");
+ABSL_FLAG(bool, learn, true,
+          "secbad gridworld: train and score every contender's policy; false: only score each "
+          "contender's belief with the planner (no training)");
 ABSL_FLAG(int32_t, clients, 16, "soak: clients pushing and pulling at once");
 ABSL_FLAG(std::string, bandwidth, "",
           "train: emulate each host's link at this rate (e.g. 100mbit, 1gbit, 10gbit; needs "
@@ -166,8 +170,9 @@ int main(int argc, char** argv) {
       "                         [--timeline t.png]\n"
       "                         [--sweep bandwidth=500mbit,1gbit,2gbit --plot p.png]\n"
       "  strata_bench secbad gridworld [--seeds 5] [--training-steps N] [--contenders a,b]\n"
-      "                     [--observation-model grid|normal-gamma] [--belief-features mean|mean-spread]\n"
-      "                     [--learning-rate 0.001] [--evaluation-episodes 2000] [--json f]\n"
+      "                     [--observation-model grid|normal-gamma] [--belief-features mean|mean-spread|distribution]\n"
+      "                     [--learning-rate 0.001] [--evaluation-episodes 2000] [--learn=false]\n"
+      "                     [--json f]\n"
       "                     [--plot posterior.png] [--policy-dir DIR]\n"
       "  strata_bench secbad runtime --cost-model cost.json [--seeds 5] [--training-steps N]\n"
       "                     [--contenders a,b] [--lag 4] [--json f] [--policy-dir DIR]\n"
@@ -366,6 +371,7 @@ int main(int argc, char** argv) {
     o.observation_model = absl::GetFlag(FLAGS_observation_model);
     o.belief_features = absl::GetFlag(FLAGS_belief_features);
     o.evaluation_episodes = absl::GetFlag(FLAGS_evaluation_episodes);
+    o.learn = absl::GetFlag(FLAGS_learn);
     o.learning_rate = absl::GetFlag(FLAGS_learning_rate);
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.lag = absl::GetFlag(FLAGS_lag);
