@@ -87,31 +87,42 @@ class WholeHistoryTracker final : public ContextTracker {
   BeliefFeatures features_;
 };
 
+// With `reveal` >= 0: the truth once the segment has shown that many
+// observations.
 class KnownSegmentsTracker final : public ContextTracker {
  public:
   KnownSegmentsTracker(std::unique_ptr<ObservationModel> model, int window,
-                       BeliefFeatures features)
-      : model_(std::move(model)), window_(window), features_(features) {
+                       BeliefFeatures features, int reveal = -1)
+      : model_(std::move(model)), window_(window), features_(features), reveal_(reveal) {
     Reset();
   }
   int features() const override { return FeaturesOf(features_, model_->BeliefOf(0)); }
   void Reset() override {
     model_->Reset(window_);
     seen_ = 0;
+    observed_ = 0;
     truth_.clear();
   }
   void Observe(const double* seen, const double* truth) override {
     model_->Observe(seen);
     seen_ = std::min(seen_ + 1, window_);
+    if (std::any_of(seen, seen + model_->dims(), [](double x) { return !std::isnan(x); })) {
+      ++observed_;
+    }
     if (truth == nullptr) return;
     const std::vector<double> next(truth, truth + model_->dims());
     if (!truth_.empty() && next != truth_) {  // a new segment from the next step
       model_->Reset(window_);
       seen_ = 0;
+      observed_ = 0;
     }
     truth_ = next;
   }
   void Features(float* out) const override {
+    if (reveal_ >= 0 && observed_ >= reveal_ && !truth_.empty()) {
+      WriteBelief({truth_, std::vector<double>(truth_.size(), 0.0), {}}, features_, out);
+      return;
+    }
     WriteBelief(model_->BeliefOf(seen_), features_, out);
   }
 
@@ -119,7 +130,9 @@ class KnownSegmentsTracker final : public ContextTracker {
   std::unique_ptr<ObservationModel> model_;
   int window_;
   BeliefFeatures features_;
+  int reveal_;
   int seen_ = 0;
+  int observed_ = 0;  // steps of this segment where any dimension was seen
   std::vector<double> truth_;
 };
 
@@ -159,6 +172,13 @@ std::unique_ptr<ContextTracker> WholeHistoryContext(std::unique_ptr<ObservationM
 std::unique_ptr<ContextTracker> KnownSegmentsContext(std::unique_ptr<ObservationModel> model,
                                                      int window, BeliefFeatures features) {
   return std::make_unique<KnownSegmentsTracker>(std::move(model), window, features);
+}
+
+std::unique_ptr<ContextTracker> RevealedContext(std::unique_ptr<ObservationModel> model,
+                                                int window, int observations,
+                                                BeliefFeatures features) {
+  return std::make_unique<KnownSegmentsTracker>(std::move(model), window, features,
+                                                std::max(0, observations));
 }
 
 std::unique_ptr<ContextTracker> SegmentContext(SegmentPrior prior,

@@ -14,6 +14,9 @@
 //                                                observations, its start told (what SeCBAD's
 //                                                inference would give if it found every change
 //                                                at once: its ceiling)
+//   revealed after  belief per dim, then the     the known-segments belief until the segment
+//   n moves         true context                 has shown n observations, then the truth (what
+//                                                knowing the context that soon is worth)
 //
 // A belief is given per dimension as its mean, as its mean and standard
 // deviation, or, from a model with a grid of context values, as the
@@ -69,6 +72,13 @@ std::unique_ptr<ContextTracker> WholeHistoryContext(
 std::unique_ptr<ContextTracker> KnownSegmentsContext(
     std::unique_ptr<ObservationModel> model, int window,
     BeliefFeatures features = BeliefFeatures::kMeanAndSpread);
+// The same until the current segment has shown `observations` observations
+// (steps where any dimension was seen), then the true context as a belief
+// of no spread. Its features are the means (and spreads) only: a
+// distribution layout is not taken.
+std::unique_ptr<ContextTracker> RevealedContext(std::unique_ptr<ObservationModel> model,
+                                                int window, int observations,
+                                                BeliefFeatures features);
 // The MAP segment's belief under a run-length posterior with `prior` over
 // `model`'s slots.
 std::unique_ptr<ContextTracker> SegmentContext(

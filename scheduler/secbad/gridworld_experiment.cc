@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
@@ -77,6 +80,8 @@ std::pair<float, bool> Step(Agent& agent, int action) {
 
 }  // namespace
 
+std::string RevealedContender(int moves) { return absl::StrCat(kRevealedPrefix, moves); }
+
 const std::vector<std::string>& GridworldContenders() {
   static const std::vector<std::string> names = {"secbad", "constant-hazard", "whole-history",
                                                  "plain",  "known-segments",  "oracle"};
@@ -134,8 +139,18 @@ absl::StatusOr<std::unique_ptr<ContextTracker>> GridworldExperiment::TrackerFor(
   }
   if (contender == "plain") return NoContext();
   if (contender == "oracle") return OracleContext(2);
+  if (int moves = 0; absl::StartsWith(contender, kRevealedPrefix) &&
+                     absl::SimpleAtoi(contender.substr(std::strlen(kRevealedPrefix)), &moves) &&
+                     moves >= 0) {
+    if (features == BeliefFeatures::kDistribution) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          contender, " gives the wind's means: use --belief-features mean or mean-spread"));
+    }
+    return RevealedContext(WindModel(), options_.world.episode_steps, moves, features);
+  }
   return absl::InvalidArgumentError(absl::StrCat("unknown contender \"", contender, "\" (use ",
-                                                 absl::StrJoin(GridworldContenders(), ", "), ")"));
+                                                 absl::StrJoin(GridworldContenders(), ", "),
+                                                 ", or ", kRevealedPrefix, "N)"));
 }
 
 absl::StatusOr<GridworldRun> GridworldExperiment::Run(const std::string& contender, uint64_t seed) {

@@ -36,6 +36,12 @@ namespace strata::secbad {
 // Every contender, in the order reports list them.
 const std::vector<std::string>& GridworldContenders();
 
+// A contender beyond those: "revealed-after-N", the known-segments belief
+// until the segment has shown N moves' pushes, then the true wind (what
+// knowing the wind that soon is worth; N = 0 acts as the oracle).
+inline constexpr char kRevealedPrefix[] = "revealed-after-";
+std::string RevealedContender(int moves);
+
 // PPO as the grid world needs it: a goal is a few moves away, so a short
 // horizon (gamma 0.95, lambda 0.9) sees every reward that matters, with
 // far less variance in the advantages than PPO's usual 0.99.
@@ -60,7 +66,8 @@ struct GridworldExperimentOptions {
   // Gaussian of unknown mean and noise).
   std::string observation_model = "grid";
   // What the belief contenders' states hold of a belief per axis: "mean",
-  // or "mean-spread" (its mean and standard deviation).
+  // "mean-spread" (its mean and standard deviation), or "distribution"
+  // (its probability of each grid wind; the grid model only).
   std::string belief_features = "mean";
   PpoOptions ppo = GridworldPpoOptions();
   std::string policy_out;  // "" = none; else the trained networks go here

@@ -172,7 +172,11 @@ TEST(ContextTrackerTest, EachContenderKnowsWhatItShould) {
   EXPECT_EQ(secbad->features(), 4);
   EXPECT_EQ(experiment.TrackerFor("random").status().message(),
             "unknown contender \"random\" (use secbad, constant-hazard, whole-history, plain, "
-            "known-segments, oracle)");
+            "known-segments, oracle, or revealed-after-N)");
+  EXPECT_EQ(experiment.TrackerFor("revealed-after-x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(experiment.TrackerFor("revealed-after--1").status().code(),
+            absl::StatusCode::kInvalidArgument);
   // 120 steps of wind (0.8, -0.4) pushes, then 40 of (-0.8, 0.4) (the
   // pushes' means), observed as they come.
   for (auto* t : {oracle.get(), whole.get(), secbad.get(), known.get()}) t->Reset();
@@ -236,6 +240,46 @@ TEST(ContextTrackerTest, BeliefFeaturesAreTheMeansAloneOrWithTheirSpread) {
   unknown.belief_features = "variance";
   EXPECT_EQ(GridworldExperiment(unknown).TrackerFor("secbad").status().message(),
             "unknown belief features \"variance\" (use mean, mean-spread or distribution)");
+}
+
+TEST(ContextTrackerTest, RevealedAfterNMovesIsTheSegmentsBeliefUntilThenAndTheTruthAfter) {
+  GridworldExperiment experiment(WithSpread());
+  auto revealed = *experiment.TrackerFor(RevealedContender(3));
+  auto known = *experiment.TrackerFor("known-segments");
+  ASSERT_EQ(revealed->features(), 4);
+  revealed->Reset();
+  known->Reset();
+  const double wind[2] = {0.5, -0.3};
+  const double pushed[2] = {1, 0};
+  const double stayed[2] = {NAN, NAN};  // a stay shows nothing: not counted
+  float r[4], k[4];
+  for (const double* seen : {pushed, stayed, pushed}) {
+    revealed->Observe(seen, wind);
+    known->Observe(seen, wind);
+  }
+  // Two moves seen: still the belief from them.
+  revealed->Features(r);
+  known->Features(k);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r[i], k[i]) << i;
+  EXPECT_GT(r[2], 0.0f);
+  // The third: the true wind, no spread.
+  revealed->Observe(pushed, wind);
+  revealed->Features(r);
+  EXPECT_FLOAT_EQ(r[0], 0.5f);
+  EXPECT_FLOAT_EQ(r[1], -0.3f);
+  EXPECT_EQ(r[2], 0.0f);
+  EXPECT_EQ(r[3], 0.0f);
+  // A new wind from the next step: a new segment, nothing shown yet.
+  const double next[2] = {-0.8, 0.8};
+  revealed->Observe(pushed, next);
+  revealed->Features(r);
+  EXPECT_NEAR(r[0], 0.0, 1e-6);  // the prior's mean
+  EXPECT_GT(r[2], 0.3f);
+  // Given as distributions, it is refused.
+  GridworldExperimentOptions options;
+  options.belief_features = "distribution";
+  EXPECT_EQ(GridworldExperiment(options).TrackerFor("revealed-after-2").status().message(),
+            "revealed-after-2 gives the wind's means: use --belief-features mean or mean-spread");
 }
 
 TEST(ContextTrackerTest, DistributionFeaturesAreEachAxisGridPosterior) {

@@ -46,6 +46,18 @@ TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparati
   EXPECT_GT(oracle, secbad);
   EXPECT_GT(secbad, plain + 1.0);
   EXPECT_DOUBLE_EQ(j["planned_secbad_over_oracle"].get<double>(), secbad / oracle);
+  // Told each segment's wind sooner is worth more: after 1 move, more than
+  // after 16.
+  for (const char* c : {"revealed-after-1", "revealed-after-2", "revealed-after-4",
+                        "revealed-after-8", "revealed-after-16"}) {
+    ASSERT_TRUE(j["revealed"].contains(c)) << j;
+    EXPECT_EQ(j["revealed"][c]["per_seed"].size(), 2u) << c;
+    EXPECT_DOUBLE_EQ(j["revealed_over_oracle"][c].get<double>(),
+                     j["revealed"][c]["mean"].get<double>() / oracle);
+  }
+  EXPECT_GT(j["revealed"]["revealed-after-1"]["mean"].get<double>(),
+            j["revealed"]["revealed-after-16"]["mean"].get<double>());
+  EXPECT_NE(out.find("| revealed-after-4 |"), std::string::npos) << out;
   // SeCBAD is compared with every contender but the oracle.
   ASSERT_TRUE(j["separation"].contains("plain")) << j;
   EXPECT_FALSE(j["separation"].contains("oracle"));
@@ -71,6 +83,7 @@ TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
   EXPECT_EQ(j["belief_features"], "distribution");
   EXPECT_FALSE(j.contains("results")) << j;
   EXPECT_FALSE(j.contains("greedy")) << j;
+  EXPECT_FALSE(j.contains("revealed")) << j;  // beliefs as distributions
   EXPECT_EQ(out.find("steps, training"), std::string::npos) << out;
   for (const char* c : {"secbad", "known-segments", "oracle"}) {
     ASSERT_TRUE(j["planned"].contains(c)) << j["planned"];

@@ -246,6 +246,34 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
     std::printf("planned secbad / planned oracle: %.1f%%\n", 100 * share);
     json["planned_secbad_over_oracle"] = share;
   }
+  // What knowing each segment's wind sooner is worth: the planner on the
+  // known-segments belief until the segment has shown N moves, then on the
+  // true wind (means only: beliefs given as distributions leave it out).
+  if (o.belief_features != "distribution") {
+    std::vector<std::string> revealed;
+    std::map<std::string, std::vector<double>> scores;
+    for (int moves : {1, 2, 4, 8, 16}) revealed.push_back(secbad::RevealedContender(moves));
+    for (int seed = 1; seed <= o.seeds; ++seed) {
+      for (const std::string& c : revealed) {
+        STRATA_ASSIGN_OR_RETURN(const double value,
+                                experiment.Plan(c, static_cast<uint64_t>(seed)));
+        scores[c].push_back(value);
+      }
+    }
+    std::vector<std::string> rows = revealed;
+    if (planned.count("oracle") != 0) {  // the reference row
+      scores["oracle"] = planned.at("oracle");
+      rows.push_back("oracle");
+    }
+    std::printf("\nThe planner told each segment's wind once the segment has shown N moves:");
+    const std::map<std::string, Summary> told = PrintScoreTable(rows, "return", scores);
+    for (const std::string& c : revealed) {
+      json["revealed"][c] = SummaryJson({{c, told.at(c)}})[c];
+      if (summary.count("oracle") != 0) {
+        json["revealed_over_oracle"][c] = told.at(c).mean / summary.at("oracle").mean;
+      }
+    }
+  }
   if (!o.plot.empty()) STRATA_RETURN_IF_ERROR(PlotPosterior(experiment.TracePosterior(1), o.plot));
   return absl::OkStatus();
 }
