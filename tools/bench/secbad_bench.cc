@@ -168,6 +168,23 @@ absl::Status RunContenderTable(
   return absl::OkStatus();
 }
 
+// Prints `title` and the table of `scores` (returns), keeps it as
+// json[key], and, with SeCBAD and the oracle among them, SeCBAD's share of
+// the oracle's as json[key + "_secbad_over_oracle"].
+std::map<std::string, Summary> ReportScores(
+    const std::string& title, const std::string& key, const std::vector<std::string>& contenders,
+    const std::map<std::string, std::vector<double>>& scores, nlohmann::json& json) {
+  std::printf("\n%s", title.c_str());
+  const std::map<std::string, Summary> summary = PrintScoreTable(contenders, "return", scores);
+  json[key] = SummaryJson(summary);
+  if (summary.count("secbad") != 0 && summary.count("oracle") != 0) {
+    const double share = summary.at("secbad").mean / summary.at("oracle").mean;
+    std::printf("%s secbad / %s oracle: %.1f%%\n", key.c_str(), key.c_str(), 100 * share);
+    json[key + "_secbad_over_oracle"] = share;
+  }
+  return summary;
+}
+
 // Logs the training return (or efficiency) every tenth of the steps; stops
 // the training on Ctrl-C.
 std::function<bool(int64_t, double)> TrainingProgress(const SecbadBenchOptions& o,
@@ -207,27 +224,21 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   // episodes.
   std::map<std::string, std::vector<double>> greedy;
   if (o.learn) {
-  STRATA_RETURN_IF_ERROR(RunContenderTable(
-      o, contenders, "return",
-      [&](const std::string& c, int seed) -> absl::StatusOr<double> {
-        secbad::GridworldExperimentOptions run_options = eo;
-        run_options.policy_out = PolicyPath(o, c, seed);
-        run_options.progress = TrainingProgress(o, c, seed);
-        secbad::GridworldExperiment run(run_options);
-        STRATA_ASSIGN_OR_RETURN(secbad::GridworldRun result,
-                                run.Run(c, static_cast<uint64_t>(seed)));
-        greedy[c].push_back(result.greedy_return);
-        return result.mean_return;
-      },
-      json));
-    std::printf("\nThe same policies acting on their likeliest action:");
-    const std::map<std::string, Summary> summary = PrintScoreTable(contenders, "return", greedy);
-    json["greedy"] = SummaryJson(summary);
-    if (summary.count("secbad") != 0 && summary.count("oracle") != 0) {
-      const double share = summary.at("secbad").mean / summary.at("oracle").mean;
-      std::printf("greedy secbad / greedy oracle: %.1f%%\n", 100 * share);
-      json["greedy_secbad_over_oracle"] = share;
-    }
+    STRATA_RETURN_IF_ERROR(RunContenderTable(
+        o, contenders, "return",
+        [&](const std::string& c, int seed) -> absl::StatusOr<double> {
+          secbad::GridworldExperimentOptions run_options = eo;
+          run_options.policy_out = PolicyPath(o, c, seed);
+          run_options.progress = TrainingProgress(o, c, seed);
+          secbad::GridworldExperiment run(run_options);
+          STRATA_ASSIGN_OR_RETURN(secbad::GridworldRun result,
+                                  run.Run(c, static_cast<uint64_t>(seed)));
+          greedy[c].push_back(result.greedy_return);
+          return result.mean_return;
+        },
+        json));
+    ReportScores("The same policies acting on their likeliest action:", "greedy", contenders,
+                 greedy, json);
   }
   // The planner on each contender's belief, over the same evaluation
   // episodes: what each belief is worth with no learning in the way.
@@ -238,14 +249,9 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
       planned[c].push_back(value);
     }
   }
-  std::printf("\nThe value-iteration planner acting on each contender's belief means as the wind:");
-  const std::map<std::string, Summary> summary = PrintScoreTable(contenders, "return", planned);
-  json["planned"] = SummaryJson(summary);
-  if (summary.count("secbad") != 0 && summary.count("oracle") != 0) {
-    const double share = summary.at("secbad").mean / summary.at("oracle").mean;
-    std::printf("planned secbad / planned oracle: %.1f%%\n", 100 * share);
-    json["planned_secbad_over_oracle"] = share;
-  }
+  const std::map<std::string, Summary> summary = ReportScores(
+      "The value-iteration planner acting on each contender's belief means as the wind:",
+      "planned", contenders, planned, json);
   // What knowing each segment's wind sooner is worth: the planner on the
   // known-segments belief until the segment has shown N moves, then on the
   // true wind (means only: beliefs given as distributions leave it out).

@@ -378,7 +378,9 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       });
     };
     const absl::Time grace_end = absl::Now() + kGrace;
-    while (!any_killed() && absl::Now() < grace_end && reap()) absl::SleepFor(absl::Milliseconds(20));
+    while (!any_killed() && absl::Now() < grace_end && reap()) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
     std::vector<FailedProcess> seen;
     for (size_t i : failed) {
       seen.push_back({children[i].role, children[i].rank,
