@@ -80,6 +80,8 @@ TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json j = Summary(dir_ + "/planned.json");
   EXPECT_EQ(j["learned"], false);
+  EXPECT_EQ(j["seeds"], 1);
+  EXPECT_EQ(j["experiment"], "gridworld");
   EXPECT_EQ(j["belief_features"], "distribution");
   EXPECT_FALSE(j.contains("results")) << j;
   EXPECT_FALSE(j.contains("greedy")) << j;

@@ -142,8 +142,6 @@ absl::Status RunContenderTable(
     }
   }
   const std::map<std::string, Summary> summary = PrintScoreTable(contenders, score_name, scores);
-  json["experiment"] = o.experiment;
-  json["seeds"] = o.seeds;
   json["training_steps"] = o.training_steps;
   json["score"] = score_name;
   json["results"] = SummaryJson(summary);
@@ -361,7 +359,7 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
   }
   // The networks are small: a second thread only waits at every layer.
   SetCpuThreads(1);
-  nlohmann::json json;
+  nlohmann::json json = {{"experiment", o.experiment}, {"seeds", o.seeds}};
   STRATA_RETURN_IF_ERROR(o.experiment == "gridworld" ? RunGridworld(o, json) : RunRuntime(o, json));
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
   return absl::OkStatus();
