@@ -2,7 +2,8 @@
 // (scheduler/secbad/context_tracker.h) trains the same PPO agent on the
 // windy grid world (scheduler/secbad/gridworld.h), its state the agent's
 // cell (one-hot) and the contender's context features, and is scored by
-// its mean return over evaluation episodes it was not trained on.
+// its mean return over evaluation episodes it was not trained on (its
+// actions sampled as in training, and its likeliest actions).
 //
 //   GridworldExperiment experiment(options);
 //   absl::StatusOr<GridworldRun> run = experiment.Run("secbad", /*seed=*/1);
@@ -12,7 +13,8 @@
 // mean length), "whole-history" (one belief per episode, VariBAD-like),
 // "plain" (no context), "known-segments" (the belief from the current
 // segment's pushes, its start told: SeCBAD's ceiling), "oracle" (the true
-// wind). Plan scores a contender's belief without learning: the planner
+// wind), and beyond those "revealed-after-N" (RevealedContender). Plan
+// scores a contender's belief without learning: the planner
 // (scheduler/secbad/gridworld_planner.h) acting on its means, over the same
 // evaluation episodes. Deterministic for a seed. Not thread-safe.
 #ifndef STRATA_SCHEDULER_SECBAD_GRIDWORLD_EXPERIMENT_H_
