@@ -360,16 +360,15 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   const std::string lost_nodes = scratch + "/lost_nodes.json";
   FailedProcess first_failed;
 
-  // Starts every process and merges their output until all have exited:
-  // OK when every one succeeded, else the first failure (first_failed says
-  // whose; every other process is then stopped), or Cancelled on Ctrl-C.
-  // The error of a failed run, once a process has failed (`failed`, from
-  // `reap`). A failure rarely comes alone: a process killed takes its peers
-  // down with errors of their own soon after, and a loaded launcher may
-  // reap one of those first. So the others get a short grace to end, and
-  // the error (and first_failed) names the cause (CauseOfFailure) with its
-  // last lines, then whoever failed after it.
-  const auto stop_on_failure = [&](std::vector<size_t>& failed,
+  // The error of a failed run, once a process has failed: `failed` holds
+  // the failed children's indices, and `reap` reaps whoever has ended
+  // (adding the failed to `failed`; true while any runs). A failure rarely
+  // comes alone: a process killed takes its peers down with errors of their
+  // own soon after, and a loaded launcher may reap one of those first. So
+  // the others get a short grace to end, and the error (and first_failed)
+  // names the cause (CauseOfFailure) with its last lines, then whoever
+  // failed after it.
+  const auto stop_on_failure = [&](const std::vector<size_t>& failed,
                                    const std::function<bool()>& reap) -> absl::Status {
     constexpr absl::Duration kGrace = absl::Milliseconds(500);
     const auto any_killed = [&] {
@@ -404,6 +403,9 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
                      ". Its last lines:", tail));
   };
 
+  // Starts every process and merges their output until all have exited:
+  // OK when every one succeeded, else the cause of the failure (first_failed
+  // says whose; every other process is then stopped), or Cancelled on Ctrl-C.
   auto run_once = [&](const ClusterLaunchOptions& o) -> absl::Status {
     next_host = 0;
     if (cpu_limits.has_value()) cpu_limits->Restart();  // the new processes get the limits too
