@@ -38,7 +38,7 @@ enum class LostConvWorkerPolicy { kRestart, kContinue, kStop };
 // "restart", "continue" or "stop"; InvalidArgument naming the choices.
 absl::StatusOr<LostConvWorkerPolicy> ParseLostConvWorkerPolicy(const std::string& name);
 
-// The first process of a failed run to fail, as the launcher saw it.
+// A process of a failed run that ended, as the launcher saw it.
 struct FailedProcess {
   std::string role;  // server, conv_worker, fc_worker
   int rank = 0;
@@ -52,9 +52,10 @@ struct FailedProcess {
 // the launcher may see one of those first.
 FailedProcess CauseOfFailure(const std::vector<FailedProcess>& failed);
 
-// The conv workers (ranks, ascending, each once) the run lost: the first
-// failed process when it is a conv worker killed by a signal, and every
-// conv worker the coordinator recorded as dead (`recorded`).
+// The conv workers (ranks, ascending, each once) the run lost: the failure's
+// cause (`first`, CauseOfFailure) when it is a conv worker killed by a
+// signal, and every conv worker the coordinator recorded as dead
+// (`recorded`).
 std::vector<int> LostConvWorkers(const FailedProcess& first, const std::vector<LostNode>& recorded);
 
 // How many conv workers carry on when `lost` of `conv_workers` are gone:
