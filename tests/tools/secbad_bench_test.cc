@@ -121,6 +121,10 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   refused("--belief-features variance", "unknown belief features \"variance\"");
   refused("--belief-features distribution --observation-model normal-gamma",
           "belief features \"distribution\" need the grid observation model");
+  const auto [code, out] = testing::RunCommand(
+      testing::kBin + "strata_bench secbad runtime --learn=false --cost-model none.json");
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("--learn=false is for secbad gridworld"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -342,6 +342,10 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
         "strata_bench secbad ", o.experiment, ": the experiments are gridworld, runtime and live"));
   }
   if (o.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
+  if (!o.learn && o.experiment != "gridworld") {
+    return absl::InvalidArgumentError(
+        "--learn=false is for secbad gridworld (its planner scores beliefs without training)");
+  }
   if (o.evaluation_episodes < 1) {
     return absl::InvalidArgumentError("--evaluation-episodes must be at least 1");
   }
