@@ -36,14 +36,17 @@ TEST(LostConvWorkerTest, AKilledConvWorkerAndTheCoordinatorsDeadOnesAreLost) {
 
 TEST(LostConvWorkerTest, TheCauseOfAFailureIsTheFirstKilledElseTheFirstSeen) {
   // A killed FC worker's conv workers exit with errors, and were seen first.
-  const FailedProcess cause = CauseOfFailure(
-      {{"conv_worker", 0, false}, {"conv_worker", 1, false}, {"fc_worker", 0, true},
-       {"server", 0, true}});
+  const std::vector<FailedProcess> seen = {{"conv_worker", 0, false},
+                                           {"conv_worker", 1, false},
+                                           {"fc_worker", 0, true},
+                                           {"server", 0, true}};
+  const FailedProcess& cause = seen[CauseOfFailure(seen)];
   EXPECT_EQ(cause.role, "fc_worker");
   EXPECT_EQ(cause.rank, 0);
   EXPECT_TRUE(cause.killed);
   // No one killed: the first seen.
-  const FailedProcess first = CauseOfFailure({{"server", 1, false}, {"conv_worker", 0, false}});
+  const std::vector<FailedProcess> none_killed = {{"server", 1, false}, {"conv_worker", 0, false}};
+  const FailedProcess& first = none_killed[CauseOfFailure(none_killed)];
   EXPECT_EQ(first.role, "server");
   EXPECT_EQ(first.rank, 1);
   EXPECT_FALSE(first.killed);

@@ -72,11 +72,16 @@ TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparati
 // grid distributions (the planner acts on their means: the same scores as
 // with the means given).
 TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
-  const auto [code, out] = testing::RunCommand(
-      testing::kBin +
-      "strata_bench secbad gridworld --seeds 1 --learn=false --belief-features distribution "
-      "--evaluation-episodes 64 --contenders secbad,known-segments,oracle --json " +
-      dir_ + "/planned.json");
+  // One seed, 64 episodes, nothing trained; the JSON at dir_/`name`.
+  const auto plan_only = [&](const std::string& flags, const std::string& name) {
+    return testing::RunCommand(testing::kBin +
+                               "strata_bench secbad gridworld --seeds 1 --learn=false "
+                               "--evaluation-episodes 64 " +
+                               flags + " --json " + dir_ + "/" + name);
+  };
+  const auto [code, out] =
+      plan_only("--belief-features distribution --contenders secbad,known-segments,oracle",
+                "planned.json");
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json j = Summary(dir_ + "/planned.json");
   EXPECT_EQ(j["learned"], false);
@@ -93,11 +98,8 @@ TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
   EXPECT_GT(j["planned"]["oracle"]["mean"].get<double>(),
             j["planned"]["secbad"]["mean"].get<double>());
   // The same beliefs given as their means: the same acts (up to rounding).
-  const auto [means_code, means_out] = testing::RunCommand(
-      testing::kBin +
-      "strata_bench secbad gridworld --seeds 1 --learn=false --evaluation-episodes 64 "
-      "--contenders secbad,known-segments --json " +
-      dir_ + "/means.json");
+  const auto [means_code, means_out] =
+      plan_only("--contenders secbad,known-segments", "means.json");
   ASSERT_EQ(means_code, 0) << means_out;
   const nlohmann::json means = Summary(dir_ + "/means.json");
   for (const char* c : {"secbad", "known-segments"}) {

@@ -49,6 +49,29 @@ Summary Summarise(std::vector<double> values) {
   return s;
 }
 
+// Each contender's scores summarised.
+std::map<std::string, Summary> SummariseEach(
+    const std::map<std::string, std::vector<double>>& scores) {
+  std::map<std::string, Summary> summary;
+  for (const auto& [c, values] : scores) summary[c] = Summarise(values);
+  return summary;
+}
+
+// The planner's score of each contender's belief from every seed
+// (GridworldExperiment::Plan), by contender.
+absl::StatusOr<std::map<std::string, std::vector<double>>> PlanScores(
+    secbad::GridworldExperiment& experiment, const std::vector<std::string>& contenders,
+    int seeds) {
+  std::map<std::string, std::vector<double>> scores;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    for (const std::string& c : contenders) {
+      STRATA_ASSIGN_OR_RETURN(const double value, experiment.Plan(c, static_cast<uint64_t>(seed)));
+      scores[c].push_back(value);
+    }
+  }
+  return scores;
+}
+
 // The run-length posterior as an image (time across, run length up), the
 // true change points as vertical lines, the MAP run length as a curve.
 absl::Status PlotPosterior(const secbad::PosteriorTrace& trace, const std::string& png) {
@@ -95,8 +118,7 @@ absl::Status PlotPosterior(const secbad::PosteriorTrace& trace, const std::strin
 std::map<std::string, Summary> PrintScoreTable(
     const std::vector<std::string>& contenders, const std::string& score_name,
     const std::map<std::string, std::vector<double>>& scores) {
-  std::map<std::string, Summary> summary;
-  for (const auto& [c, values] : scores) summary[c] = Summarise(values);
+  const std::map<std::string, Summary> summary = SummariseEach(scores);
   const auto oracle = summary.find("oracle");
   std::printf("\n| contender | mean %s | std | per seed | of the oracle |\n|---|---|---|---|---|\n",
               score_name.c_str());
@@ -218,10 +240,10 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   json["evaluation_episodes"] = o.evaluation_episodes;
   json["learning_rate"] = o.learning_rate;
   json["learned"] = o.learn;
-  // Each trained policy also acting on its likeliest action, over the same
-  // episodes.
-  std::map<std::string, std::vector<double>> greedy;
   if (o.learn) {
+    // Each trained policy also acting on its likeliest action, over the
+    // same episodes.
+    std::map<std::string, std::vector<double>> greedy;
     STRATA_RETURN_IF_ERROR(RunContenderTable(
         o, contenders, "return",
         [&](const std::string& c, int seed) -> absl::StatusOr<double> {
@@ -240,13 +262,7 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   }
   // The planner on each contender's belief, over the same evaluation
   // episodes: what each belief is worth with no learning in the way.
-  std::map<std::string, std::vector<double>> planned;
-  for (int seed = 1; seed <= o.seeds; ++seed) {
-    for (const std::string& c : contenders) {
-      STRATA_ASSIGN_OR_RETURN(const double value, experiment.Plan(c, static_cast<uint64_t>(seed)));
-      planned[c].push_back(value);
-    }
-  }
+  STRATA_ASSIGN_OR_RETURN(const auto planned, PlanScores(experiment, contenders, o.seeds));
   const std::map<std::string, Summary> summary = ReportScores(
       "The value-iteration planner acting on each contender's belief means as the wind:",
       "planned", contenders, planned, json);
@@ -255,28 +271,20 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   // true wind (means only: beliefs given as distributions leave it out).
   if (o.belief_features != "distribution") {
     std::vector<std::string> revealed;
-    std::map<std::string, std::vector<double>> scores;
     for (int moves : {1, 2, 4, 8, 16}) revealed.push_back(secbad::RevealedContender(moves));
-    for (int seed = 1; seed <= o.seeds; ++seed) {
-      for (const std::string& c : revealed) {
-        STRATA_ASSIGN_OR_RETURN(const double value,
-                                experiment.Plan(c, static_cast<uint64_t>(seed)));
-        scores[c].push_back(value);
-      }
-    }
+    STRATA_ASSIGN_OR_RETURN(auto scores, PlanScores(experiment, revealed, o.seeds));
+    json["revealed"] = SummaryJson(SummariseEach(scores));
     std::vector<std::string> rows = revealed;
-    if (planned.count("oracle") != 0) {  // the reference row
+    if (summary.count("oracle") != 0) {  // the reference row
       scores["oracle"] = planned.at("oracle");
       rows.push_back("oracle");
-    }
-    std::printf("\nThe planner told each segment's wind once the segment has shown N moves:");
-    const std::map<std::string, Summary> told = PrintScoreTable(rows, "return", scores);
-    for (const std::string& c : revealed) {
-      json["revealed"][c] = SummaryJson({{c, told.at(c)}})[c];
-      if (summary.count("oracle") != 0) {
-        json["revealed_over_oracle"][c] = told.at(c).mean / summary.at("oracle").mean;
+      for (const std::string& c : revealed) {
+        json["revealed_over_oracle"][c] =
+            json["revealed"][c]["mean"].get<double>() / summary.at("oracle").mean;
       }
     }
+    std::printf("\nThe planner told each segment's wind once the segment has shown N moves:");
+    PrintScoreTable(rows, "return", scores);
   }
   if (!o.plot.empty()) STRATA_RETURN_IF_ERROR(PlotPosterior(experiment.TracePosterior(1), o.plot));
   return absl::OkStatus();

@@ -385,12 +385,13 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       seen.push_back({children[i].role, children[i].rank,
                       WIFSIGNALED(children[i].process->wait_status())});
     }
-    first_failed = CauseOfFailure(seen);
+    const size_t cause_at = CauseOfFailure(seen);
+    first_failed = seen[cause_at];
     std::string cause, tail, others;
-    for (size_t i : failed) {
-      const Child& c = children[i];
+    for (size_t j = 0; j < failed.size(); ++j) {
+      const Child& c = children[failed[j]];
       const std::string what = absl::StrCat(c.label, " ", ExitText(c.process->wait_status()));
-      if (cause.empty() && c.role == first_failed.role && c.rank == first_failed.rank) {
+      if (j == cause_at) {
         cause = what;
         for (const auto& line : c.tail) tail += "\n  " + line;
       } else {

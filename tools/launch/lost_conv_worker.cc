@@ -16,10 +16,10 @@ absl::StatusOr<LostConvWorkerPolicy> ParseLostConvWorkerPolicy(const std::string
       absl::StrCat("--lost-conv-worker ", name, ": use restart, continue or stop"));
 }
 
-FailedProcess CauseOfFailure(const std::vector<FailedProcess>& failed) {
+size_t CauseOfFailure(const std::vector<FailedProcess>& failed) {
   const auto killed = std::find_if(failed.begin(), failed.end(),
                                    [](const FailedProcess& p) { return p.killed; });
-  return killed != failed.end() ? *killed : failed.front();
+  return killed != failed.end() ? static_cast<size_t>(killed - failed.begin()) : 0;
 }
 
 std::vector<int> LostConvWorkers(const FailedProcess& first,

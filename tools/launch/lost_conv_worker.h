@@ -24,6 +24,7 @@
 #ifndef STRATA_TOOLS_LAUNCH_LOST_CONV_WORKER_H_
 #define STRATA_TOOLS_LAUNCH_LOST_CONV_WORKER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,11 +47,11 @@ struct FailedProcess {
 };
 
 // Of the processes of a failed run that had ended when the launcher stopped
-// it (`failed`, in the order it saw them; not empty), the cause: the first
-// killed by a signal, else the first seen. A process killed takes its peers
-// down with errors of their own ("closed the connection"), and under load
-// the launcher may see one of those first.
-FailedProcess CauseOfFailure(const std::vector<FailedProcess>& failed);
+// it (`failed`, in the order it saw them; not empty), the index of the
+// cause: the first killed by a signal, else the first seen. A process
+// killed takes its peers down with errors of their own ("closed the
+// connection"), and under load the launcher may see one of those first.
+size_t CauseOfFailure(const std::vector<FailedProcess>& failed);
 
 // The conv workers (ranks, ascending, each once) the run lost: the failure's
 // cause (`first`, CauseOfFailure) when it is a conv worker killed by a
