@@ -1,6 +1,7 @@
 #include "scheduler/secbad/knob_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,10 @@ absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Create(
   if (spec.window < 2 || spec.episode_iterations < 1) {
     return absl::InvalidArgumentError("a knob policy needs a window >= 2 and episodes >= 1");
   }
+  if (!(spec.decision_margin >= 0 && spec.decision_margin < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a knob policy's decision margin must be in [0, 1), got ", spec.decision_margin));
+  }
   const int inputs = context->dims() * FeaturesPerDimension(spec.belief) +
                      static_cast<int>(context->values().size());
   STRATA_ASSIGN_OR_RETURN(
@@ -75,6 +80,7 @@ absl::Status KnobPolicy::Save(const std::string& path) const {
   about["window"] = spec_.window;
   about["episode_iterations"] = spec_.episode_iterations;
   about["hidden"] = spec_.hidden;
+  about["decision_margin"] = spec_.decision_margin;
   return net_->Save(path, spec_.belief, about);
 }
 
@@ -92,6 +98,7 @@ absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Load(
     spec.window = about.at("window").get<int>();
     spec.episode_iterations = about.at("episode_iterations").get<int>();
     spec.hidden = about.value("hidden", spec.hidden);
+    spec.decision_margin = about.value("decision_margin", spec.decision_margin);
   } catch (const nlohmann::json::exception&) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": not a knob policy (it does not say its belief, segment prior and window)"));
@@ -142,12 +149,28 @@ void KnobPolicy::WriteState(const ContextTracker& tracker, int in_force, float* 
   if (in_force >= 0 && in_force < values) onehot[in_force] = 1.0f;
 }
 
-int KnobPolicy::Choose(const float* state) {
+std::vector<double> KnobPolicy::Probabilities(const float* state) {
   const Tensor states = Tensor::FromVector(
       {1, inputs()}, std::vector<float>(state, state + inputs()));
   const ActorCritic::Output out = net_->Forward(states, /*training=*/false);
   const float* logits = out.logits.data();
-  return static_cast<int>(std::max_element(logits, logits + net_->shape().actions) - logits);
+  const int actions = net_->shape().actions;
+  const double top = *std::max_element(logits, logits + actions);
+  std::vector<double> p(static_cast<size_t>(actions));
+  double total = 0;
+  for (int a = 0; a < actions; ++a) total += p[a] = std::exp(logits[a] - top);
+  for (double& x : p) x /= total;
+  return p;
+}
+
+int KnobPolicy::Choose(const float* state, int holding) {
+  const std::vector<double> p = Probabilities(state);
+  const int likeliest = static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin());
+  if (holding >= 0 && holding < static_cast<int>(p.size()) &&
+      p[likeliest] - p[holding] < spec_.decision_margin) {
+    return holding;
+  }
+  return likeliest;
 }
 
 }  // namespace strata::secbad

@@ -43,6 +43,11 @@ struct KnobPolicySpec {
   int window = 200;               // run lengths the posterior keeps
   int episode_iterations = 400;   // the whole history's reach
   int hidden = 64;
+  // How much likelier (in the policy's probabilities) a value must be than
+  // the one in force or asked for before the policy asks for it: in [0, 1),
+  // 0 for the likeliest action always. Not used in training; saved with
+  // the policy, so a live job decides as the policy's evaluation did.
+  double decision_margin = 0;
 };
 
 // Every belief a policy can be trained with, in the order reports list them.
@@ -69,8 +74,12 @@ class KnobPolicy {
   int inputs() const;
   // The state: `tracker`'s features, then the one-hot of `in_force`.
   void WriteState(const ContextTracker& tracker, int in_force, float* out) const;
-  // The most likely action in `state` (inputs() floats).
-  int Choose(const float* state);
+  // The policy's probability of each action in `state` (inputs() floats).
+  std::vector<double> Probabilities(const float* state);
+  // The likeliest action in `state`, unless `holding` (the index of the
+  // value in force or asked for; -1 for none) is within the spec's
+  // decision margin of it: then `holding`.
+  int Choose(const float* state, int holding = -1);
 
   ActorCritic& net() { return *net_; }
   const KnobPolicySpec& spec() const { return spec_; }

@@ -44,6 +44,7 @@ void RuntimeEnvironment::NewSegment() {
 
 void RuntimeEnvironment::Reset() {
   iteration_ = 0;
+  requests_ = 0;
   changes_.clear();
   scheduled_.clear();
   in_force_ = requested_ =
@@ -55,6 +56,7 @@ RuntimeEnvironment::Outcome RuntimeEnvironment::Step(int wanted) {
   const std::vector<std::string>& values = knob_->values();
   if (wanted >= 0 && wanted < static_cast<int>(values.size()) && wanted != requested_) {
     requested_ = wanted;
+    ++requests_;
     scheduled_[iteration_ + options_.lag] = wanted;  // a later request replaces an earlier
   }
   const int before = in_force_;
@@ -92,8 +94,7 @@ RuntimeExperiment::RuntimeExperiment(std::shared_ptr<const KnobContext> context,
 
 absl::StatusOr<RuntimeRun> RuntimeExperiment::Run(const std::string& contender, uint64_t seed) {
   if (contender == "changepoint") {
-    STRATA_ASSIGN_OR_RETURN(const double efficiency, RunChangepoint(seed));
-    return RuntimeRun{efficiency, {}};
+    return RunChangepoint(seed);
   }
   const std::vector<std::string>& beliefs = KnobPolicyBeliefs();
   if (std::find(beliefs.begin(), beliefs.end(), contender) == beliefs.end()) {
@@ -176,24 +177,29 @@ absl::StatusOr<RuntimeRun> RuntimeExperiment::RunLearned(const std::string& beli
   }
   // Evaluation: greedy, on episodes of their own.
   double total = 0;
+  int64_t requests = 0;
   std::vector<float> state(static_cast<size_t>(inputs));
   for (int episode = 0; episode < options_.evaluation_episodes; ++episode) {
     STRATA_ASSIGN_OR_RETURN(Agent a, agent_for(DeriveSeed(seed, 900000 + episode)));
     reset(a);
     for (bool done = false; !done;) {
       policy->WriteState(*a.tracker, a.env->in_force(), state.data());
-      done = step(a, policy->Choose(state.data())).done;
+      done = step(a, policy->Choose(state.data(), a.env->requested())).done;
     }
     total += a.efficiency / steps;
+    requests += a.env->requests();
   }
-  run.efficiency = total / std::max(1, options_.evaluation_episodes);
+  const int episodes = std::max(1, options_.evaluation_episodes);
+  run.efficiency = total / episodes;
+  run.requests_per_1000 = 1000.0 * static_cast<double>(requests) / (episodes * steps);
   if (!options_.policy_out.empty()) STRATA_RETURN_IF_ERROR(policy->Save(options_.policy_out));
   return run;
 }
 
-absl::StatusOr<double> RuntimeExperiment::RunChangepoint(uint64_t seed) {
+absl::StatusOr<RuntimeRun> RuntimeExperiment::RunChangepoint(uint64_t seed) {
   const int steps = options_.env.episode_iterations;
   double total = 0;
+  int64_t requests = 0;
   for (int episode = 0; episode < options_.evaluation_episodes; ++episode) {
     STRATA_ASSIGN_OR_RETURN(
         std::unique_ptr<RuntimeEnvironment> env,
@@ -216,8 +222,13 @@ absl::StatusOr<double> RuntimeExperiment::RunChangepoint(uint64_t seed) {
       if (proposal.has_value()) wanted = context_->IndexOf(*proposal);
     }
     total += efficiency / steps;
+    requests += env->requests();
   }
-  return total / std::max(1, options_.evaluation_episodes);
+  const int episodes = std::max(1, options_.evaluation_episodes);
+  RuntimeRun run;
+  run.efficiency = total / episodes;
+  run.requests_per_1000 = 1000.0 * static_cast<double>(requests) / (episodes * steps);
+  return run;
 }
 
 }  // namespace strata::secbad

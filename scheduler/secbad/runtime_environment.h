@@ -76,6 +76,10 @@ class RuntimeEnvironment {
   // The context of the next iteration.
   const std::vector<double>& context() const { return context_; }
   int in_force() const { return in_force_; }
+  // The value asked for last (in force, or coming into force).
+  int requested() const { return requested_; }
+  // How many times a new value was asked for this episode.
+  int requests() const { return requests_; }
   int iteration() const { return iteration_; }
   // The iterations at which each segment after the first began, this episode.
   const std::vector<int>& changes() const { return changes_; }
@@ -98,14 +102,16 @@ class RuntimeEnvironment {
   int segment_end_ = 0;
   int in_force_ = 0;
   int requested_ = 0;
+  int requests_ = 0;
   std::map<int, int> scheduled_;  // iteration -> value index coming into force
   std::vector<int> changes_;
 };
 
 // SeCBAD and its baselines on one harness: each learned contender (a
 // KnobPolicy belief: secbad, constant-hazard, whole-history, plain,
-// oracle) is trained with PPO in the environment and then run greedily on
-// evaluation episodes it was not trained on; "changepoint" (the
+// oracle) is trained with PPO in the environment and then run greedily
+// (with the policy's decision margin) on evaluation episodes it was not
+// trained on; "changepoint" (the
 // change-point controller, nothing learned) runs on the same episodes.
 // The score is the mean efficiency over the evaluation iterations.
 struct RuntimeExperimentOptions {
@@ -126,6 +132,7 @@ const std::vector<std::string>& RuntimeContenders();
 
 struct RuntimeRun {
   double efficiency = 0;      // mean over the evaluation iterations
+  double requests_per_1000 = 0;  // new values asked for per 1000 evaluation iterations
   std::vector<double> curve;  // mean training efficiency per update
 };
 
@@ -137,7 +144,7 @@ class RuntimeExperiment {
 
  private:
   absl::StatusOr<RuntimeRun> RunLearned(const std::string& belief, uint64_t seed);
-  absl::StatusOr<double> RunChangepoint(uint64_t seed);
+  absl::StatusOr<RuntimeRun> RunChangepoint(uint64_t seed);
 
   std::shared_ptr<const KnobContext> context_;
   RuntimeExperimentOptions options_;

@@ -33,10 +33,14 @@ std::optional<std::string> SecbadController::Decide(const ContextObservation& se
     RecordChangePoint(*posterior, seen.iteration, current, "");
   }
   policy_->WriteState(*tracker_, context_->IndexOf(current), state_.data());
-  const std::string wanted = context_->values()[policy_->Choose(state_.data())];
-  if (wanted == target) return std::nullopt;
+  const int holding = context_->IndexOf(target);
+  const int chosen = policy_->Choose(state_.data(), holding);
+  if (chosen == holding) return std::nullopt;
+  const std::vector<double> p = policy_->Probabilities(state_.data());
+  const std::string& wanted = context_->values()[chosen];
   Record(seen.iteration, "proposal",
-         absl::StrFormat("%s=%s (the policy's choice over %s)", context_->knob(), wanted, target));
+         absl::StrFormat("%s=%s (the policy's choice over %s: probability %.2f against %.2f)",
+                         context_->knob(), wanted, target, p[chosen], p[holding]));
   return wanted;
 }
 

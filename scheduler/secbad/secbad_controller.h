@@ -1,10 +1,11 @@
 // SecbadController: SeCBAD in a running job — a trained KnobPolicy
 // (scheduler/secbad/knob_policy.h) chooses the knob's value from the
 // belief its tracker holds over the context (the run-length posterior's
-// MAP segment), greedily, after every observation; what every controller
-// does besides is scheduler/secbad/context_controller.h's. Change points
-// of its posterior are reported once each, as the changepoint controller
-// reports them.
+// MAP segment) after every observation: its likeliest value, unless the
+// value in force or asked for is within the policy's decision margin of
+// it. What every controller does besides is
+// scheduler/secbad/context_controller.h's. Change points of its posterior
+// are reported once each, as the changepoint controller reports them.
 #ifndef STRATA_SCHEDULER_SECBAD_SECBAD_CONTROLLER_H_
 #define STRATA_SCHEDULER_SECBAD_SECBAD_CONTROLLER_H_
 

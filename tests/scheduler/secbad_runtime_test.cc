@@ -282,6 +282,66 @@ TEST(KnobPolicyTest, APolicyFileReadsBackAndOneForAnotherKnobIsRefusedByName) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(KnobPolicyTest, TheDecisionMarginKeepsTheValueHeldUnlessAnotherIsLikelierByIt) {
+  KnobPolicySpec spec;
+  auto policy = *KnobPolicy::Create(FittedShares(), spec, 3);
+  // A state, and a value held that is not the likeliest.
+  std::vector<float> state(policy->inputs());
+  Rng rng(7);
+  for (float& x : state) x = static_cast<float>(20 * rng.Normal());
+  const std::vector<double> p = policy->Probabilities(state.data());
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_NEAR(p[0] + p[1] + p[2], 1.0, 1e-9);
+  const int likeliest = static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin());
+  const int held = static_cast<int>(std::min_element(p.begin(), p.end()) - p.begin());
+  const double lead = p[likeliest] - p[held];
+  ASSERT_GT(lead, 1e-3);
+  EXPECT_EQ(policy->Choose(state.data()), likeliest);
+  EXPECT_EQ(policy->Choose(state.data(), held), likeliest);  // margin 0
+
+  // The same networks (same seed) with a margin just above and just below
+  // the lead.
+  spec.decision_margin = lead + 1e-4;
+  auto keeps = *KnobPolicy::Create(FittedShares(), spec, 3);
+  EXPECT_EQ(keeps->Choose(state.data(), held), held);
+  EXPECT_EQ(keeps->Choose(state.data(), likeliest), likeliest);
+  EXPECT_EQ(keeps->Choose(state.data()), likeliest);  // nothing held
+  spec.decision_margin = lead - 1e-4;
+  auto moves = *KnobPolicy::Create(FittedShares(), spec, 3);
+  EXPECT_EQ(moves->Choose(state.data(), held), likeliest);
+
+  // Saved with the policy.
+  const std::string dir = ::testing::TempDir() + "/knob_margin_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(keeps->Save(dir + "/p.bin").ok());
+  auto again = *KnobPolicy::Load(dir + "/p.bin", FittedShares());
+  EXPECT_DOUBLE_EQ(again->spec().decision_margin, lead + 1e-4);
+  EXPECT_EQ(again->Choose(state.data(), held), held);
+  std::filesystem::remove_all(dir);
+
+  spec.decision_margin = 1;
+  EXPECT_EQ(KnobPolicy::Create(FittedShares(), spec, 3).status().message(),
+            "a knob policy's decision margin must be in [0, 1), got 1");
+}
+
+TEST(SecbadControllerTest, AMarginAsWideAsThePolicysDoubtsProposesNothing) {
+  // An untrained policy is unsure of everything: with no margin it follows
+  // its whims, with one wider than they are it keeps the start value.
+  auto proposals = [](double margin) {
+    KnobPolicySpec spec;
+    spec.decision_margin = margin;
+    auto controller = *SecbadController::Create(*KnobPolicy::Create(FittedShares(), spec, 3));
+    controller->set_logging(false);
+    const auto history = RunJob(*controller, Slowdowns({{1, 100}, {4, 100}}), 2, 1);
+    EXPECT_EQ(history.size(), 200u);
+    int n = 0;
+    for (const ControllerEvent& e : controller->events()) n += e.kind == "proposal";
+    return n;
+  };
+  EXPECT_GT(proposals(0), 0);
+  EXPECT_EQ(proposals(0.9), 0);
+}
+
 TEST(RuntimeExperimentTest, SecbadLearnsToMoveRowsOffAStragglerAndPlainPpoCannot) {
   RuntimeExperimentOptions o;
   o.env.episode_iterations = 400;

@@ -311,14 +311,17 @@ absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
   secbad::RuntimeExperimentOptions eo = SecbadRuntimeOptions();
   eo.training_steps = o.training_steps;
   eo.env.lag = o.lag;
+  eo.policy.decision_margin = o.decision_margin;
   std::printf("strata_bench secbad runtime: %s over %s (%s), values %s; lag %d, segments of "
-              "%.0f iterations (sd %.0f), episodes of %d\n",
+              "%.0f iterations (sd %.0f), episodes of %d, decision margin %.2f\n",
               context->knob().c_str(), context->kind().c_str(), o.cost_model.c_str(),
               absl::StrJoin(context->values(), ", ").c_str(), eo.env.lag, eo.env.segment_mean,
-              eo.env.segment_stddev, eo.env.episode_iterations);
+              eo.env.segment_stddev, eo.env.episode_iterations, eo.policy.decision_margin);
   json["cost_model"] = model;
   json["lag"] = eo.env.lag;
-  return RunContenderTable(
+  json["decision_margin"] = eo.policy.decision_margin;
+  std::map<std::string, std::vector<double>> requests;  // per 1000 iterations, per seed
+  STRATA_RETURN_IF_ERROR(RunContenderTable(
       o, contenders, "efficiency",
       [&](const std::string& c, int seed) -> absl::StatusOr<double> {
         secbad::RuntimeExperimentOptions run_options = eo;
@@ -326,9 +329,15 @@ absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
         run_options.progress = TrainingProgress(o, c, seed);
         secbad::RuntimeExperiment run(context, run_options);
         STRATA_ASSIGN_OR_RETURN(secbad::RuntimeRun result, run.Run(c, static_cast<uint64_t>(seed)));
+        requests[c].push_back(result.requests_per_1000);
         return result.efficiency;
       },
-      json);
+      json));
+  std::printf("\nNew values asked for per 1000 evaluation iterations (mean over seeds):");
+  for (const auto& [c, s] : SummariseEach(requests)) std::printf(" %s %.1f;", c.c_str(), s.mean);
+  std::printf("\n");
+  json["requests_per_1000"] = SummaryJson(SummariseEach(requests));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -341,6 +350,7 @@ secbad::RuntimeExperimentOptions SecbadRuntimeOptions() {
   o.env.segment_stddev = 100;
   o.env.segment_min = 20;
   o.policy.window = 600;
+  o.policy.decision_margin = kSecbadDecisionMargin;
   return o;
 }
 
@@ -353,6 +363,10 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
   if (!o.learn && o.experiment != "gridworld") {
     return absl::InvalidArgumentError(
         "--learn=false is for secbad gridworld (its planner scores beliefs without training)");
+  }
+  if (!(o.decision_margin >= 0 && o.decision_margin < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--decision-margin ", o.decision_margin, " is not in [0, 1)"));
   }
   if (o.evaluation_episodes < 1) {
     return absl::InvalidArgumentError("--evaluation-episodes must be at least 1");

@@ -4,7 +4,8 @@
 //       [--observation-model grid|normal-gamma] [--json out.json] [--plot posterior.png]
 //       [--policy-dir DIR]
 //   strata_bench secbad runtime --cost-model cost.json --seeds 5 [--training-steps N]
-//       [--contenders a,b] [--lag 4] [--json out.json] [--policy-dir DIR]
+//       [--contenders a,b] [--lag 4] [--decision-margin M] [--json out.json]
+//       [--policy-dir DIR]
 //   strata_bench secbad live ...   (tools/bench/secbad_live_bench.h)
 //
 // gridworld: every contender (scheduler/secbad/gridworld_experiment.h)
@@ -15,7 +16,8 @@
 // value's iteration seconds over those of the value in force). Both
 // report the mean and standard deviation over seeds, each contender's
 // ratio to the oracle, and whether SeCBAD stands above each baseline by
-// more than the two standard errors combined. The JSON has a "results"
+// more than the two standard errors combined (runtime: also how often each
+// asks for a new value). The JSON has a "results"
 // map: contender -> {"mean", "std", "per_seed"}. The gridworld's plot is
 // the run-length posterior of one episode against its true change points.
 // --policy-dir keeps each trained policy as DIR/<contender>-<seed>.bin (a
@@ -33,6 +35,10 @@
 #include "scheduler/secbad/runtime_environment.h"
 
 namespace strata::bench {
+
+// The decision margin (scheduler/secbad/knob_policy.h) of the policies
+// `secbad runtime` and `secbad live` train for a running job.
+inline constexpr double kSecbadDecisionMargin = 0.3;
 
 struct SecbadBenchOptions {
   std::string experiment = "gridworld";  // gridworld, runtime
@@ -54,6 +60,8 @@ struct SecbadBenchOptions {
   // its value in force.
   std::string cost_model;
   int lag = 4;
+  // runtime: the trained policies' decision margin (KnobPolicySpec).
+  double decision_margin = kSecbadDecisionMargin;
 };
 
 absl::Status RunSecbadBench(const SecbadBenchOptions& options);

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tools/bench/secbad_bench.h"
 
 namespace strata::bench {
 
@@ -51,6 +52,7 @@ struct SecbadLiveOptions {
   std::string cost_model;
   std::string policy_file;               // "" = train one first
   int64_t training_steps = 3'000'000;    // when training one
+  double decision_margin = kSecbadDecisionMargin;  // of the policy trained
   std::string cpu_schedule;              // strata_launch --cpu-schedule
   std::string cpu_pin;                   // strata_launch --cpu-pin
   std::string bandwidth_schedule;        // strata_launch --bandwidth-schedule

@@ -72,6 +72,10 @@ ABSL_FLAG(double, live_seconds, 125, "secbad live: each run's length from its la
 ABSL_FLAG(std::string, records_dir, "",
           "secbad live: keep each run's records and log in DIR/<contender>_<repeat>");
 ABSL_FLAG(double, warmup, 5, "secbad live: seconds from the launch left out of every figure");
+ABSL_FLAG(double, decision_margin, strata::bench::kSecbadDecisionMargin,
+          "secbad runtime and live: how much likelier (in the policy's probabilities) a value "
+          "must be than the one in force or asked for before a trained policy asks for it, in "
+          "[0, 1); saved with the policy");
 ABSL_FLAG(int32_t, lag, 4,
           "secbad runtime: iterations from a controller's request to its value in force");
 ABSL_FLAG(std::string, observation_model, strata::bench::SecbadBenchOptions{}.observation_model,
@@ -176,9 +180,11 @@ int main(int argc, char** argv) {
       "                     [--json f]\n"
       "                     [--plot posterior.png] [--policy-dir DIR]\n"
       "  strata_bench secbad runtime --cost-model cost.json [--seeds 5] [--training-steps N]\n"
-      "                     [--contenders a,b] [--lag 4] [--json f] [--policy-dir DIR]\n"
+      "                     [--contenders a,b] [--lag 4] [--decision-margin M] [--json f]\n"
+      "                     [--policy-dir DIR]\n"
       "  strata_bench secbad live --config JOB.json [--mode ps] [--conv-workers N]\n"
-      "                     --cost-model cost.json [--policy-file p.bin | --training-steps N]\n"
+      "                     --cost-model cost.json [--policy-file p.bin | --training-steps N\n"
+      "                     [--decision-margin M]]\n"
       "                     --cpu-schedule S [--bandwidth-schedule S] [--cpu-pin conv0=0,...]\n"
       "                     [--live-seconds 125] [--warmup 5] [--repeat 3] [--knob-lead 2]\n"
       "                     [--contenders static,changepoint,secbad] [--json f] [--plot p.png]\n"
@@ -340,6 +346,7 @@ int main(int argc, char** argv) {
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.policy_file = strata::ControllerFromFlags().policy_file;
     o.training_steps = absl::GetFlag(FLAGS_training_steps);
+    o.decision_margin = absl::GetFlag(FLAGS_decision_margin);
     const strata::ConditionFlags conditions = strata::ConditionsFromFlags();
     o.cpu_schedule = conditions.cpu_schedule;
     o.cpu_pin = conditions.cpu_pin;
@@ -376,6 +383,7 @@ int main(int argc, char** argv) {
     o.learning_rate = absl::GetFlag(FLAGS_learning_rate);
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.lag = absl::GetFlag(FLAGS_lag);
+    o.decision_margin = absl::GetFlag(FLAGS_decision_margin);
     status = strata::bench::RunSecbadBench(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
