@@ -7,6 +7,9 @@
 //
 // With several --job configs the process runs one worker per job, each on
 // its own thread, sharing its cores under --policy (runtime/job_group.h).
+// Each job runs a controller of its own: --cost-model and --policy-file
+// name one file for all of them or one per job, comma-separated, in --job
+// order.
 //
 // `--mode ps` trains the whole model and exchanges every parameter with the
 // servers (the classic parameter-server baseline); worker 0 then reports
@@ -47,17 +50,16 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   // The conv workers' count comes from the coordinator, later; the
   // launcher checked it.
   const ControllerFlags flags = ControllerFromFlags();
-  STRATA_ASSIGN_OR_RETURN(
-      const ControllerChoice controller,
-      ChooseController(flags.kind, flags.cost_model, flags.policy_file,
-                       {mode, 0, jobs.empty() ? 0 : jobs[0].options.config.training.batch_size}));
-  if (controller.context != nullptr && jobs.size() > 1) {
-    return absl::InvalidArgumentError(
-        "--controller with several --job: a cost model describes one job; run it with one");
+  std::vector<ControlledJob> controlled;
+  for (const JobRun& job : jobs) {
+    controlled.push_back({mode, 0, job.options.config.training.batch_size});
   }
-  for (JobRun& job : jobs) {
-    job.options.client.rank = absl::GetFlag(FLAGS_rank);
-    job.options.controller = controller;
+  STRATA_ASSIGN_OR_RETURN(
+      const std::vector<ControllerChoice> controllers,
+      ChooseControllers(flags.kind, flags.cost_model, flags.policy_file, controlled));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].options.client.rank = absl::GetFlag(FLAGS_rank);
+    jobs[i].options.controller = controllers[i];
   }
   STRATA_ASSIGN_OR_RETURN(const SharingPolicy policy, SharingPolicyFromFlags());
   auto run = [&mode](const WorkerOptions& o) {

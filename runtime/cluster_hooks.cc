@@ -21,6 +21,18 @@ absl::Status ClusterHooks::DeclareWireFormat(const std::string& initial, FcLink*
   return absl::OkStatus();
 }
 
+void ClusterHooks::Attach(StepLoopOptions* options) {
+  if (DevicePolicy* device = options->device; device != nullptr && device->TakesTurns()) {
+    knobs_.Declare(kDeviceSharingKnob, "crossover", [device](const std::string& value) {
+      device->SetTakesTurns(value == "crossover");
+      return absl::OkStatus();
+    });
+  }
+  options->knobs = &knobs_;
+  options->schedule = &schedule_;
+  options->controller = controller_.get();
+}
+
 absl::Status ClusterHooks::DeclareBatchShares(const std::string& initial, int64_t global,
                                               int conv_workers, RowsApplier apply) {
   STRATA_ASSIGN_OR_RETURN(const BatchShares start, BatchShares::Parse(initial));

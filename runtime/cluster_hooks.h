@@ -55,12 +55,10 @@ class ClusterHooks {
   using RowsApplier = std::function<void(const std::vector<int64_t>& rows)>;
   absl::Status DeclareBatchShares(const std::string& initial, int64_t global, int conv_workers,
                                   RowsApplier apply);
-  // Points `options` at the knobs, their schedule and the controller.
-  void Attach(StepLoopOptions* options) {
-    options->knobs = &knobs_;
-    options->schedule = &schedule_;
-    options->controller = controller_.get();
-  }
+  // Points `options` at the knobs, their schedule and the controller; where
+  // options->device takes turns with other jobs' (crossover), declares
+  // device.sharing (scheduler/knobs.h, kDeviceSharingKnob) on it first.
+  void Attach(StepLoopOptions* options);
   // loop.Run(program); on an error, the servers hear it first.
   absl::StatusOr<int64_t> Run(StepLoop& loop, StepProgram& program) {
     absl::StatusOr<int64_t> done = loop.Run(program);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
 #include "scheduler/knobs.h"
@@ -65,6 +66,39 @@ absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
     STRATA_RETURN_IF_ERROR(secbad::SecbadController::Create(std::move(policy)).status());
   }
   return choice;
+}
+
+absl::StatusOr<std::vector<ControllerChoice>> ChooseControllers(
+    const std::string& kind, const std::string& cost_models, const std::string& policy_files,
+    const std::vector<ControlledJob>& jobs) {
+  // Each job's file from a list of one for all or one per job.
+  auto per_job = [&](const std::string& flag,
+                     const std::string& list) -> absl::StatusOr<std::vector<std::string>> {
+    std::vector<std::string> files = absl::StrSplit(list, ',', absl::SkipEmpty());
+    if (files.empty()) return std::vector<std::string>(jobs.size());
+    if (files.size() == 1) return std::vector<std::string>(jobs.size(), files[0]);
+    if (files.size() != jobs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " names ", files.size(), " files for ", jobs.size(),
+          jobs.size() == 1 ? " job" : " jobs", ": give one for every job, or one per job"));
+    }
+    return files;
+  };
+  STRATA_ASSIGN_OR_RETURN(const std::vector<std::string> models,
+                          per_job("--cost-model", cost_models));
+  STRATA_ASSIGN_OR_RETURN(const std::vector<std::string> policies,
+                          per_job("--policy-file", policy_files));
+  std::vector<ControllerChoice> choices;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    absl::StatusOr<ControllerChoice> choice =
+        ChooseController(kind, models[i], policies[i], jobs[i]);
+    if (!choice.ok() && jobs.size() > 1) {
+      return WithContext(choice.status(), absl::StrCat("job ", i + 1));
+    }
+    STRATA_RETURN_IF_ERROR(choice.status());
+    choices.push_back(*std::move(choice));
+  }
+  return choices;
 }
 
 absl::StatusOr<std::unique_ptr<Controller>> MakeController(const ControllerChoice& choice,

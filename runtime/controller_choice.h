@@ -15,12 +15,16 @@
 // Conv worker 0 runs the chosen controller on its own iteration records
 // (and, for a context that reads every process's, on the others' the
 // coordinator relays); every other process of the job runs none (the
-// coordinator agrees the changes it proposes with all of them).
+// coordinator agrees the changes it proposes with all of them). Where
+// several jobs share the processes, each job has a controller of its own
+// (ChooseControllers), fed its own records and agreeing its changes with
+// its own coordinator.
 #ifndef STRATA_RUNTIME_CONTROLLER_CHOICE_H_
 #define STRATA_RUNTIME_CONTROLLER_CHOICE_H_
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "scheduler/controller.h"
@@ -54,6 +58,15 @@ absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
                                                   const std::string& cost_model_path,
                                                   const std::string& policy_path,
                                                   const ControlledJob& job);
+
+// One choice per job, for --controller with the comma-separated lists of
+// --cost-model and --policy-file: one file for every job, or one per job
+// in `jobs`' order. InvalidArgument for a list of another length (naming
+// it); each job's choice as ChooseController's, its error after "job N: "
+// when there are several jobs (N from 1).
+absl::StatusOr<std::vector<ControllerChoice>> ChooseControllers(
+    const std::string& kind, const std::string& cost_models, const std::string& policy_files,
+    const std::vector<ControlledJob>& jobs);
 
 // The controller of the conv worker of `rank`: the chosen one for rank 0,
 // one that changes nothing for the others. The choice was checked by

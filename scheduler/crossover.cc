@@ -73,6 +73,8 @@ class DeviceArbiter::JobDevice final : public DevicePolicy {
   void Release() override { arbiter_->Release(job_); }
   void IterationEnds() override { arbiter_->IterationEnds(job_); }
   bool ShouldYield() override { return arbiter_->ShouldYield(job_); }
+  bool TakesTurns() const override { return arbiter_->policy() == SharingPolicy::kCrossover; }
+  void SetTakesTurns(bool on) override { arbiter_->SetTakesTurns(job_, on); }
 
  private:
   DeviceArbiter* arbiter_;
@@ -129,13 +131,14 @@ bool DeviceArbiter::MayTake(int job) const {
 
 void DeviceArbiter::Take(int job) {
   JobState& j = jobs_[job];
-  if (policy_ != SharingPolicy::kNaive) holder_ = job;
+  if (Granted(j)) holder_ = job;
   j.held_since = clock_();
   ++j.usage.grants;
   const bool others_wait = std::any_of(jobs_.begin(), jobs_.end(), [&j](const JobState& other) {
     return other.waiting && &other != &j;
   });
-  j.contested_since = others_wait && policy_ == SharingPolicy::kCrossover ? j.held_since : -1;
+  j.contested_since =
+      others_wait && policy_ == SharingPolicy::kCrossover && Granted(j) ? j.held_since : -1;
 }
 
 double DeviceArbiter::CountedNow(const JobState& j) const {
@@ -165,6 +168,10 @@ void DeviceArbiter::Acquire(int job) {
   // Exclusive: the device stays the job's until its iteration ends.
   if (policy_ == SharingPolicy::kExclusive && holder_ == job) return;
   JobState& j = jobs_[job];
+  if (!Granted(j)) {  // naive, or a job out of crossover's turns
+    Take(job);
+    return;
+  }
   // From now on the holder's time is contested.
   if (policy_ == SharingPolicy::kCrossover && holder_ >= 0 && holder_ != job &&
       jobs_[holder_].contested_since < 0) {
@@ -180,8 +187,18 @@ void DeviceArbiter::Acquire(int job) {
 void DeviceArbiter::Release(int job) {
   std::lock_guard<std::mutex> lock(mu_);
   if (policy_ == SharingPolicy::kExclusive) return;
-  if (policy_ == SharingPolicy::kCrossover && holder_ != job) return;
+  if (Granted(jobs_[job]) && holder_ != job) return;
   GiveBack(job);
+  changed_.notify_all();
+}
+
+void DeviceArbiter::SetTakesTurns(int job, bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (policy_ != SharingPolicy::kCrossover) return;
+  JobState& j = jobs_[job];
+  if (j.takes_turns == on) return;
+  if (holder_ == job) GiveBack(job);  // not held between iterations; kept safe
+  j.takes_turns = on;
   changed_.notify_all();
 }
 

@@ -23,6 +23,11 @@
 //              so weights share exactly the time jobs compete for.
 //              Weights decide only among jobs ready at once: a job alone
 //              ready computes (the device never idles for a share).
+//              A job may leave the turns between iterations and compute
+//              as under naive (SetTakesTurns(false), the device.sharing
+//              knob's "naive"), and come back to them; the others take
+//              turns among themselves meanwhile. No job holds the token
+//              across a wait either way, so mixing the two cannot deadlock.
 //
 // Why exclusive turns go in a fixed order: the processes of a job wait on
 // each other. If two processes let different jobs go first, each could
@@ -109,6 +114,7 @@ class DeviceArbiter {
     DeviceShare share;
     bool active = true;    // until its handle is gone
     bool waiting = false;  // in Acquire
+    bool takes_turns = true;  // crossover: false once it left the turns
     uint64_t waiting_since = 0;
     double held_since = 0;
     Usage usage;
@@ -119,6 +125,11 @@ class DeviceArbiter {
   };
   void Acquire(int job);
   void Release(int job);
+  void SetTakesTurns(int job, bool on);
+  // Whether `job` computes only when granted the device (mu_ held).
+  bool Granted(const JobState& j) const {
+    return policy_ != SharingPolicy::kNaive && j.takes_turns;
+  }
   void IterationEnds(int job);
   bool ShouldYield(int job) const;
   void Leave(int job);

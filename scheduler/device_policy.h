@@ -28,6 +28,14 @@ class DevicePolicy {
   // let the device go (and ask again) so that a waiting job may compute.
   // Never blocks.
   virtual bool ShouldYield() { return false; }
+  // Whether the caller takes turns with other jobs for the device
+  // (crossover's token) and may stop: what the device.sharing knob
+  // (scheduler/knobs.h) switches. False for a policy without turns.
+  virtual bool TakesTurns() const { return false; }
+  // Between iterations (the device not held): take turns (true) or compute
+  // whenever the caller likes, contending with the others for the cores
+  // (false). Ignored by a policy without turns.
+  virtual void SetTakesTurns(bool on) { (void)on; }
 };
 
 // One job per device: the device is always the caller's.

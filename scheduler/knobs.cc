@@ -40,6 +40,17 @@ KnobCatalog& KnobCatalog::Global() {
       return absl::OkStatus();
     };
     (void)c->Register(std::move(shares));
+    KnobSpec sharing;
+    sharing.name = kDeviceSharingKnob;
+    sharing.description =
+        "where jobs share a worker under crossover, how this one computes: crossover (in turns, "
+        "giving the cores up at every wait) or naive (whenever it likes, contending for them)";
+    sharing.validate = [](const std::string& value) {
+      return value == "crossover" || value == "naive"
+                 ? absl::OkStatus()
+                 : absl::InvalidArgumentError("device sharing is crossover or naive");
+    };
+    (void)c->Register(std::move(sharing));
     return c;
   }();
   return *catalog;

@@ -38,6 +38,13 @@ inline constexpr char kWireFormatKnob[] = "wire.format";
 // declared by every worker of a cluster job through runtime/cluster_hooks.h
 // with one weight per conv worker spelled out.
 inline constexpr char kBatchSharesKnob[] = "batch.shares";
+// Built in: where several jobs share a worker process under crossover
+// (scheduler/crossover.h), how this job computes there: "crossover" (in
+// turns with the others, letting the device go at every wait) or "naive"
+// (whenever it likes, contending for the cores); declared by every worker
+// whose device takes turns (runtime/cluster_hooks.h), starting at
+// "crossover".
+inline constexpr char kDeviceSharingKnob[] = "device.sharing";
 
 struct KnobSpec {
   std::string name;

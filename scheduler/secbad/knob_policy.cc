@@ -163,14 +163,30 @@ std::vector<double> KnobPolicy::Probabilities(const float* state) {
   return p;
 }
 
-int KnobPolicy::Choose(const float* state, int holding) {
+int KnobPolicy::Choose(const float* state) {
   const std::vector<double> p = Probabilities(state);
+  return static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin());
+}
+
+int KnobDecision::Next(const std::vector<double>& p, int held) {
   const int likeliest = static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin());
-  if (holding >= 0 && holding < static_cast<int>(p.size()) &&
-      p[likeliest] - p[holding] < spec_.decision_margin) {
-    return holding;
+  if (held < 0 || held >= static_cast<int>(p.size()) || likeliest == held) {
+    Reset();
+    return held < 0 || held >= static_cast<int>(p.size()) ? likeliest : held;
   }
+  if (likeliest != candidate_) {
+    candidate_ = likeliest;
+    lead_ = 0;
+  }
+  lead_ += p[likeliest] - p[held];
+  if (lead_ < margin_) return held;
+  Reset();
   return likeliest;
+}
+
+void KnobDecision::Reset() {
+  candidate_ = -1;
+  lead_ = 0;
 }
 
 }  // namespace strata::secbad

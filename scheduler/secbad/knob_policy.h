@@ -43,15 +43,36 @@ struct KnobPolicySpec {
   int window = 200;               // run lengths the posterior keeps
   int episode_iterations = 400;   // the whole history's reach
   int hidden = 64;
-  // How much likelier (in the policy's probabilities) a value must be than
-  // the one in force or asked for before the policy asks for it: in [0, 1),
-  // 0 for the likeliest action always. Not used in training; saved with
-  // the policy, so a live job decides as the policy's evaluation did.
+  // How far another value must lead the one held before the policy asks
+  // for it (KnobDecision below): in [0, 1), 0 for the likeliest action
+  // always. Not used in training; saved with the policy, so a live job
+  // decides as the policy's evaluation did.
   double decision_margin = 0;
 };
 
 // Every belief a policy can be trained with, in the order reports list them.
 const std::vector<std::string>& KnobPolicyBeliefs();
+
+// How a greedy policy moves off the value it holds (in force or asked
+// for): to another value once that value has been the policy's likeliest
+// on consecutive observations by leads (its probability minus the held
+// value's) that add up to the margin. A clear preference moves at once;
+// a slight one that persists moves after a few observations; one that
+// comes and goes, as between two values about as fast, never adds up.
+// Margin 0: always the likeliest.
+class KnobDecision {
+ public:
+  explicit KnobDecision(double margin) : margin_(margin) {}
+  // The value to hold after the policy's probabilities `p` (one per
+  // value), holding `held` (-1: none, then the likeliest).
+  int Next(const std::vector<double>& p, int held);
+  void Reset();
+
+ private:
+  double margin_;
+  int candidate_ = -1;  // the value leading the held one, if any
+  double lead_ = 0;     // its leads added up
+};
 
 class KnobPolicy {
  public:
@@ -76,10 +97,8 @@ class KnobPolicy {
   void WriteState(const ContextTracker& tracker, int in_force, float* out) const;
   // The policy's probability of each action in `state` (inputs() floats).
   std::vector<double> Probabilities(const float* state);
-  // The likeliest action in `state`, unless `holding` (the index of the
-  // value in force or asked for; -1 for none) is within the spec's
-  // decision margin of it: then `holding`.
-  int Choose(const float* state, int holding = -1);
+  // The most likely action in `state`.
+  int Choose(const float* state);
 
   ActorCritic& net() { return *net_; }
   const KnobPolicySpec& spec() const { return spec_; }

@@ -182,9 +182,12 @@ absl::StatusOr<RuntimeRun> RuntimeExperiment::RunLearned(const std::string& beli
   for (int episode = 0; episode < options_.evaluation_episodes; ++episode) {
     STRATA_ASSIGN_OR_RETURN(Agent a, agent_for(DeriveSeed(seed, 900000 + episode)));
     reset(a);
+    KnobDecision decision(spec.decision_margin);
     for (bool done = false; !done;) {
       policy->WriteState(*a.tracker, a.env->in_force(), state.data());
-      done = step(a, policy->Choose(state.data(), a.env->requested())).done;
+      const int wanted =
+          decision.Next(policy->Probabilities(state.data()), a.env->requested());
+      done = step(a, wanted).done;
     }
     total += a.efficiency / steps;
     requests += a.env->requests();

@@ -110,7 +110,7 @@ class RuntimeEnvironment {
 // SeCBAD and its baselines on one harness: each learned contender (a
 // KnobPolicy belief: secbad, constant-hazard, whole-history, plain,
 // oracle) is trained with PPO in the environment and then run greedily
-// (with the policy's decision margin) on evaluation episodes it was not
+// (moving as its KnobDecision says) on evaluation episodes it was not
 // trained on; "changepoint" (the
 // change-point controller, nothing learned) runs on the same episodes.
 // The score is the mean efficiency over the evaluation iterations.

@@ -21,6 +21,7 @@ SecbadController::SecbadController(std::unique_ptr<KnobPolicy> policy, int propo
     : ContextController(policy->shared_context(), proposal_patience),
       policy_(std::move(policy)),
       tracker_(policy_->NewTracker()),
+      decision_(policy_->spec().decision_margin),
       state_(static_cast<size_t>(policy_->inputs())) {
   tracker_->Reset();
 }
@@ -34,9 +35,9 @@ std::optional<std::string> SecbadController::Decide(const ContextObservation& se
   }
   policy_->WriteState(*tracker_, context_->IndexOf(current), state_.data());
   const int holding = context_->IndexOf(target);
-  const int chosen = policy_->Choose(state_.data(), holding);
-  if (chosen == holding) return std::nullopt;
   const std::vector<double> p = policy_->Probabilities(state_.data());
+  const int chosen = decision_.Next(p, holding);
+  if (chosen == holding) return std::nullopt;
   const std::string& wanted = context_->values()[chosen];
   Record(seen.iteration, "proposal",
          absl::StrFormat("%s=%s (the policy's choice over %s: probability %.2f against %.2f)",

@@ -1,9 +1,9 @@
 // SecbadController: SeCBAD in a running job — a trained KnobPolicy
 // (scheduler/secbad/knob_policy.h) chooses the knob's value from the
 // belief its tracker holds over the context (the run-length posterior's
-// MAP segment) after every observation: its likeliest value, unless the
-// value in force or asked for is within the policy's decision margin of
-// it. What every controller does besides is
+// MAP segment) after every observation, moving off the value in force or
+// asked for as the policy's KnobDecision says. What every controller does
+// besides is
 // scheduler/secbad/context_controller.h's. Change points of its posterior
 // are reported once each, as the changepoint controller reports them.
 #ifndef STRATA_SCHEDULER_SECBAD_SECBAD_CONTROLLER_H_
@@ -35,6 +35,7 @@ class SecbadController final : public ContextController {
 
   std::unique_ptr<KnobPolicy> policy_;
   std::unique_ptr<ContextTracker> tracker_;
+  KnobDecision decision_;
   std::vector<float> state_;
 };
 

@@ -6,6 +6,7 @@
 // trains to its end.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -195,6 +196,45 @@ TEST_F(MultiJobClusterTest, UnderCrossoverWeightsSplitTheContestedDeviceTime) {
   std::printf("job 1's share of the contested device time: %.3f\n", share_of_job_1);
   EXPECT_GT(share_of_job_1, 0.20) << log;
   EXPECT_LT(share_of_job_1, 0.30) << log;
+}
+
+// device.sharing, set for job 2 while both run under crossover: from the
+// agreed iteration on, job 2 computes whenever it likes (naive) and never
+// waits for the device; job 1, now alone in the turns, waits no more either.
+TEST_F(MultiJobClusterTest, AJobSetToNaiveSharingStopsWaitingForTheDevice) {
+  std::ofstream(dir_ + "/token") << "device-sharing-test-token\n";
+  ::chmod((dir_ + "/token").c_str(), 0600);
+  const std::string records = dir_ + "/records";
+  Process run({"/bin/sh", "-c",
+               kBin + "strata_launch --jobs " + kConfig + "," + kBatchNormConfig +
+                   " --mode ps --conv-workers 1 --threads 2 --max-steps 120 --evaluate=false "
+                   "--progress=false --policy crossover --job-token-file " + dir_ +
+                   "/token --records-dir " + records + " --ready-file " + dir_ + "/launch.ready"},
+              dir_ + "/run.log");
+  const std::string coordinator = run.WaitForReady(dir_ + "/launch.ready");
+  ASSERT_FALSE(coordinator.empty()) << run.log();
+  const std::pair<int, std::string> answer =
+      testing::SetWhenDeclared(kBin + "strata_ctl --coordinator " + coordinator +
+                               " --job-token-file " + dir_ + "/token --job-id 2 set "
+                               "device.sharing=naive --from-iteration 40");
+  ASSERT_EQ(answer.first, 0) << answer.second;
+  EXPECT_EQ(answer.second, "device.sharing=naive from iteration 40\n");
+  ASSERT_EQ(run.Wait(), 0) << run.log();
+
+  double before[2] = {0, 0}, after[2] = {0, 0};  // device waits, per job
+  for (int job : {1, 2}) {
+    const std::vector<nlohmann::json> mine = RecordsOf(records, job);
+    ASSERT_EQ(mine.size(), 120u);
+    for (size_t i = 1; i < mine.size(); ++i) {
+      const std::string sharing = mine[i]["knobs"].value("device.sharing", "");
+      EXPECT_EQ(sharing, job == 2 && i >= 40 ? "naive" : "crossover")
+          << "job " << job << " iteration " << i;
+      (i < 40 ? before : after)[job - 1] += DeviceWaitSeconds(mine[i]);
+    }
+  }
+  EXPECT_GT(before[0] + before[1], 0.0) << "the jobs did not share before the change";
+  EXPECT_LT(after[0], 0.005);
+  EXPECT_LT(after[1], 0.005);
 }
 
 // Stanza mode through the launcher: two FC workers serve both jobs' heads,

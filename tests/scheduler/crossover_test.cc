@@ -343,5 +343,45 @@ TEST(CrossoverTest, AJobThatLeavesWhileHoldingTheTokenLetsTheOthersOn) {
   b->Release();
 }
 
+TEST(CrossoverTest, AJobOutOfTheTurnsComputesAtOnceAndTheOthersStillTakeTurns) {
+  DeviceArbiter arbiter(SharingPolicy::kCrossover, {{"a"}, {"b"}, {"c"}});
+  auto a = arbiter.ForJob(0), b = arbiter.ForJob(1), c = arbiter.ForJob(2);
+  EXPECT_TRUE(a->TakesTurns());
+  c->SetTakesTurns(false);  // device.sharing=naive, between c's iterations
+  a->Acquire();
+  {
+    Acquirer c_wants(*c);
+    EXPECT_TRUE(c_wants.WaitGot()) << "c waited for a though it left the turns";
+    Acquirer b_wants(*b);  // b still takes turns: a holds the token
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(b_wants.got()) << "b computed while a held the token";
+    c->Release();  // c's release hands nothing on
+    std::this_thread::sleep_for(50ms);
+    EXPECT_FALSE(b_wants.got());
+    a->Release();
+    EXPECT_TRUE(b_wants.WaitGot());
+  }
+  // c back in the turns: it waits for b's token.
+  c->SetTakesTurns(true);
+  {
+    Acquirer c_wants(*c);
+    std::this_thread::sleep_for(100ms);
+    EXPECT_FALSE(c_wants.got()) << "c computed while b held the token";
+    b->Release();
+    EXPECT_TRUE(c_wants.WaitGot());
+  }
+  c->Release();
+  const auto usage = arbiter.usage();
+  EXPECT_EQ(usage[2].grants, 2);
+}
+
+TEST(SharingPolicyTest, OnlyCrossoverHasTurnsToLeave) {
+  for (SharingPolicy p : {SharingPolicy::kExclusive, SharingPolicy::kNaive}) {
+    DeviceArbiter arbiter(p, {{"a"}, {"b"}});
+    EXPECT_FALSE(arbiter.ForJob(0)->TakesTurns()) << SharingPolicyName(p);
+  }
+  EXPECT_FALSE(AlwaysHeldDevice().TakesTurns());
+}
+
 }  // namespace
 }  // namespace strata

@@ -64,11 +64,16 @@ class SecbadLaunchTest : public testing::ClusterTest {
     return o.policy_out;
   }
   std::string Launch(const std::string& extra) const {
-    return kBin + "strata_launch --config " + kConfig +
-           " --mode ps --servers 1 --conv-workers 2 --threads 1 --evaluate=false "
-           "--progress=false " +
-           extra;
+    return kBin + "strata_launch --config " + kConfig + " " + kCluster + extra;
   }
+  // The default job and its BatchNorm twin, on the same processes.
+  std::string LaunchTwoJobs(const std::string& extra) const {
+    return kBin + "strata_launch --jobs " + kConfig + "," + testing::kBatchNormConfig + " " +
+           kCluster + extra;
+  }
+
+  static constexpr char kCluster[] =
+      "--mode ps --servers 1 --conv-workers 2 --threads 1 --evaluate=false --progress=false ";
 
   std::string cost_model_;
 };
@@ -130,6 +135,49 @@ TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
   EXPECT_EQ(summary["controller_events"][0]["process"], "conv worker 0");
 }
 
+TEST_F(SecbadLaunchTest, EachOfSeveralJobsOnTheSameWorkersHasAControllerOfItsOwn) {
+  if (!testing::WhyNoCpuLimits().empty()) {
+    GTEST_SKIP() << "no CPU limits here: " << testing::WhyNoCpuLimits();
+  }
+  if (testing::TimeScale() > 1) {
+    GTEST_SKIP() << "the cost model describes an uninstrumented build's iterations";
+  }
+  // Both jobs on the same two conv workers; conv worker 1 is limited from
+  // 4 s on, which slows both jobs' shares of it.
+  const auto [code, out] = RunCommand(LaunchTwoJobs(
+      "--cpu-pin conv0=0,conv1=1 --cpu-schedule conv1=25%@4s --max-steps 300 --controller "
+      "changepoint --cost-model " + cost_model_ + "," + cost_model_ +
+      " --knob-lead 2 --records-dir " + dir_ + "/records --summary-out " + dir_ + "/summary.json"));
+  ASSERT_EQ(code, 0) << out;
+  for (int job : {1, 2}) {
+    const std::string tag = ".job" + std::to_string(job);
+    std::vector<std::string> shares;
+    int own_events = 0;
+    for (const nlohmann::json& r :
+         JsonLines(dir_ + "/records/conv_worker_0" + tag + ".jsonl")) {
+      if (r["event"] == "controller") {
+        ++own_events;
+      } else {
+        shares.push_back(r["knobs"]["batch.shares"].get<std::string>());
+      }
+    }
+    ASSERT_EQ(shares.size(), 300u) << "job " << job;
+    EXPECT_EQ(shares[2], "1:1") << "job " << job;
+    EXPECT_EQ(shares.back(), "3:1") << "job " << job << "\n" << out;
+    // The job's summary holds its own controller's events, among them the
+    // proposal that moved its rows.
+    const nlohmann::json summary = Summary(dir_ + "/summary" + tag + ".json");
+    ASSERT_TRUE(summary.contains("controller_events")) << summary.dump();
+    EXPECT_EQ(summary["controller_events"].size(), static_cast<size_t>(own_events));
+    bool proposed = false;
+    for (const nlohmann::json& e : summary["controller_events"]) {
+      proposed = proposed || (e["kind"] == "proposal" &&
+                              e["detail"].get<std::string>().find("batch.shares=3:1") == 0);
+    }
+    EXPECT_TRUE(proposed) << "job " << job << ": " << summary["controller_events"].dump();
+  }
+}
+
 TEST_F(SecbadLaunchTest, ABadPolicyCostModelOrScheduleIsRefusedBeforeAnythingStarts) {
   const std::string policy = dir_ + "/fresh.bin";
   {
@@ -162,6 +210,21 @@ TEST_F(SecbadLaunchTest, ABadPolicyCostModelOrScheduleIsRefusedBeforeAnythingSta
            {"--cpu-schedule conv1=quarter@0", "limit \"quarter\" is not none or a percentage"},
            {"--cpu-pin conv0=9999", "CPU 9999 does not exist"}}) {
     const auto [code, out] = RunCommand(Launch(flags));
+    EXPECT_NE(code, 0) << flags;
+    EXPECT_NE(out.find(why), std::string::npos) << flags << "\n" << out;
+    EXPECT_EQ(out.find("[server 0]"), std::string::npos) << flags << "\n" << out;
+  }
+  // Several jobs: a file for each, or one for all; each job's checked.
+  for (const auto& [flags, why] : std::vector<std::pair<std::string, std::string>>{
+           {"--controller changepoint --cost-model " + cost_model_ + "," + cost_model_ + "," +
+                cost_model_,
+            "--cost-model names 3 files for 2 jobs: give one for every job, or one per job"},
+           {"--controller changepoint --cost-model " + cost_model_ + " --batch-size 128",
+            "job 1: " + cost_model_ + ": fitted to a global batch of 64; this job's is 128"},
+           {"--controller secbad --cost-model " + cost_model_ + "," + dir_ +
+                "/two.json --policy-file " + policy,
+            "job 2: --policy-file " + policy + ": trained for values"}}) {
+    const auto [code, out] = RunCommand(LaunchTwoJobs(flags));
     EXPECT_NE(code, 0) << flags;
     EXPECT_NE(out.find(why), std::string::npos) << flags << "\n" << out;
     EXPECT_EQ(out.find("[server 0]"), std::string::npos) << flags << "\n" << out;

@@ -38,7 +38,7 @@ namespace strata::bench {
 
 // The decision margin (scheduler/secbad/knob_policy.h) of the policies
 // `secbad runtime` and `secbad live` train for a running job.
-inline constexpr double kSecbadDecisionMargin = 0.3;
+inline constexpr double kSecbadDecisionMargin = 0.5;
 
 struct SecbadBenchOptions {
   std::string experiment = "gridworld";  // gridworld, runtime

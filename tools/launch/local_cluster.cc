@@ -606,17 +606,6 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     }
     LogInfo("trace of every worker's iterations: %s", o.trace_out.c_str());
   }
-  // Every change point and proposal of the job's controller (conv worker 0
-  // writes them beside its records), for the summary.
-  nlohmann::json controller_events = nlohmann::json::array();
-  if (o.controller) {
-    // None when conv worker 0 wrote no records (it failed first).
-    for (nlohmann::json& e : ReadJsonLines(records_dir + "/conv_worker_0.jsonl", "controller")
-                                 .value_or(std::vector<nlohmann::json>{})) {
-      e.erase("event");
-      controller_events.push_back(std::move(e));
-    }
-  }
   // Each job's summary (a job's processes tag their outputs with its id).
   std::vector<std::string> paths;
   for (size_t i = 0; i < std::max<size_t>(1, o.job_configs.size()); ++i) {
@@ -632,10 +621,31 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
           absl::StrCat(stanza ? "fc worker 0" : "worker 0", " wrote no summary to ", path));
     }
   }
+  // Every change point and proposal of each job's controller (conv worker
+  // 0 writes them beside that job's records), for the job's summary.
+  std::vector<nlohmann::json> controller_events(jsons.size(), nlohmann::json::array());
+  for (size_t i = 0; o.controller && i < jsons.size(); ++i) {
+    const std::string records = records_dir + "/conv_worker_0.jsonl";
+    // None when conv worker 0 wrote no records (it failed first).
+    for (nlohmann::json& e : ReadJsonLines(several ? PathForJob(records, 1 + i) : records,
+                                           "controller")
+                                 .value_or(std::vector<nlohmann::json>{})) {
+      e.erase("event");
+      controller_events[i].push_back(std::move(e));
+    }
+  }
   std::filesystem::remove_all(scratch);
   std::vector<RunSummary> summaries;
   for (const nlohmann::json& j : jsons) summaries.push_back(SummaryFromJson(j));
-  if (several) return summaries;
+  if (several) {
+    // The jobs' summaries are where --summary-out put them; each gets its
+    // controller's events.
+    for (size_t i = 0; o.controller && !o.summary_out.empty() && i < jsons.size(); ++i) {
+      jsons[i]["controller_events"] = controller_events[i];
+      STRATA_RETURN_IF_ERROR(WriteJsonFile(paths[i], jsons[i]));
+    }
+    return summaries;
+  }
   RunSummary& s = summaries[0];
   nlohmann::json j = jsons[0];
   // Cluster traffic: every byte is counted once, by its sender.
@@ -668,7 +678,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     s.seconds_per_iteration = ConvWorkerBreakdown(children);
     if (!s.seconds_per_iteration.empty()) j["seconds_per_iteration"] = s.seconds_per_iteration;
   }
-  if (o.controller) j["controller_events"] = controller_events;
+  if (o.controller) j["controller_events"] = controller_events[0];
   if (!o.summary_out.empty() && ((s.steps > 0 && total > 0) || o.controller)) {
     STRATA_RETURN_IF_ERROR(WriteJsonFile(o.summary_out, j));
   }

@@ -23,6 +23,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/flags/cluster_flags.h"
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
@@ -132,6 +134,34 @@ void PrintFinal(const RunSummary& summary, int job = 0) {
   std::fflush(stdout);
 }
 
+// The controller of every job (one per job), checked here before anything
+// starts, and the flags that hand it to the conv workers (each checks it
+// again; worker 0 runs it). Needs o's mode, conv workers and batch sizes.
+absl::Status ControllerFlagsFor(ClusterLaunchOptions& o) {
+  const auto [controller, cost_models, policy_files] = ControllerFromFlags();
+  std::vector<ControlledJob> controlled;
+  for (int64_t batch_size : o.batch_sizes) {
+    // (Under Slurm the task count decides the conv workers: known later.)
+    controlled.push_back({o.mode, absl::GetFlag(FLAGS_slurm) ? 0 : o.conv_workers, batch_size});
+  }
+  STRATA_RETURN_IF_ERROR(
+      ChooseControllers(controller, cost_models, policy_files, controlled).status());
+  if (controller == "none" || controller == "static") return absl::OkStatus();
+  // The files as the conv workers will find them, whatever their directory.
+  auto absolute = [](const std::string& list) {
+    std::vector<std::string> files = absl::StrSplit(list, ',', absl::SkipEmpty());
+    for (std::string& f : files) f = std::filesystem::absolute(f).string();
+    return absl::StrJoin(files, ",");
+  };
+  o.controller = true;
+  o.conv_worker_flags = {"--controller", controller, "--cost-model", absolute(cost_models)};
+  if (!policy_files.empty()) {
+    o.conv_worker_flags.insert(o.conv_worker_flags.end(),
+                               {"--policy-file", absolute(policy_files)});
+  }
+  return absl::OkStatus();
+}
+
 // The cluster of the job of `config` or, with --jobs, of every job
 // (`config` is the first's), as the flags describe it.
 absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& config) {
@@ -205,27 +235,6 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
                      " needs --checkpoint-dir (and --checkpoint-every) in ps and stanza modes"));
   }
   STRATA_ASSIGN_OR_RETURN(o.knob_lead, KnobLeadFromFlags());
-  // The controller and its cost model are checked here, before anything
-  // starts; every conv worker checks them again, and worker 0 runs it.
-  const auto [controller, cost_model, policy_file] = ControllerFromFlags();
-  // (Under Slurm the task count decides the conv workers: known later.)
-  const ControlledJob controlled{o.mode, absl::GetFlag(FLAGS_slurm) ? 0 : o.conv_workers,
-                                 o.config.training.batch_size};
-  STRATA_RETURN_IF_ERROR(
-      ChooseController(controller, cost_model, policy_file, controlled).status());
-  if (controller != "none" && controller != "static") {
-    if (!o.job_configs.empty()) {
-      return absl::InvalidArgumentError(
-          "--controller with --jobs: a cost model describes one job; run it with one");
-    }
-    o.controller = true;
-    o.conv_worker_flags = {"--controller", controller, "--cost-model",
-                           std::filesystem::absolute(cost_model).string()};
-    if (!policy_file.empty()) {
-      o.conv_worker_flags.insert(o.conv_worker_flags.end(),
-                                 {"--policy-file", std::filesystem::absolute(policy_file).string()});
-    }
-  }
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
   if (const std::string keys = CurveKeysDirFromFlags(); !keys.empty()) {
     STRATA_RETURN_IF_ERROR(WithContext(LoadCurveKeys(keys).status(), "--curve-keys"));
@@ -263,6 +272,7 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
                           job.training.batch_size, o.conv_workers));
     }
   }
+  STRATA_RETURN_IF_ERROR(ControllerFlagsFor(o));
   return o;
 }
 
