@@ -112,10 +112,11 @@ absl::Status WorkerSpeedContext::Complete(const std::string& source) {
         absl::StrCat(source, ": seconds_per_row and noise must be finite and > 0"));
   }
   if (!(trace_.slow_probability >= 0 && trace_.slow_probability <= 1) ||
-      !(trace_.min_slowdown >= 1) || !(trace_.max_slowdown >= trace_.min_slowdown)) {
+      !(trace_.min_slowdown >= 1) || !(trace_.max_slowdown >= trace_.min_slowdown) ||
+      !(trace_.spread >= 1 && trace_.spread <= 10)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        source, ": trace: slow_probability must be in [0, 1] and 1 <= min_slowdown <= "
-                "max_slowdown"));
+        source, ": trace: slow_probability must be in [0, 1], 1 <= min_slowdown <= "
+                "max_slowdown, and the spread in [1, 10]"));
   }
   return absl::OkStatus();
 }
@@ -219,6 +220,7 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fr
     STRATA_RETURN_IF_ERROR(r.Optional("slow_probability", &c->trace_.slow_probability));
     STRATA_RETURN_IF_ERROR(r.Optional("min_slowdown", &c->trace_.min_slowdown));
     STRATA_RETURN_IF_ERROR(r.Optional("max_slowdown", &c->trace_.max_slowdown));
+    STRATA_RETURN_IF_ERROR(r.Optional("spread", &c->trace_.spread));
     STRATA_RETURN_IF_ERROR(r.Finish());
   }
   STRATA_RETURN_IF_ERROR(top.Finish());
@@ -268,6 +270,8 @@ std::vector<NormalGammaPrior> WorkerSpeedContext::Priors() const {
 
 std::vector<double> WorkerSpeedContext::SampleContext(Rng& rng) const {
   std::vector<double> context(conv_workers_, std::log(seconds_per_row_));
+  const double spread = std::log(trace_.spread);
+  for (double& c : context) c += spread * (2 * rng.Uniform() - 1);
   if (rng.Uniform() < trace_.slow_probability) {
     const double lo = std::log(trace_.min_slowdown), hi = std::log(trace_.max_slowdown);
     context[rng.Below(static_cast<uint64_t>(conv_workers_))] += lo + (hi - lo) * rng.Uniform();
@@ -295,7 +299,8 @@ nlohmann::json WorkerSpeedContext::ToJson() const {
           {"trace",
            {{"slow_probability", trace_.slow_probability},
             {"min_slowdown", trace_.min_slowdown},
-            {"max_slowdown", trace_.max_slowdown}}}};
+            {"max_slowdown", trace_.max_slowdown},
+            {"spread", trace_.spread}}}};
 }
 
 }  // namespace strata::secbad

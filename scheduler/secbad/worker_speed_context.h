@@ -19,12 +19,14 @@
 //    "global_batch": 64, "conv_workers": 2,
 //    "seconds_per_row": 0.0006, "noise": 0.1,
 //    "values": {"1:1": {"overhead_seconds": 0.004}, "3:1": {...}, ...},
-//    "trace": {"slow_probability": 0.5, "min_slowdown": 1.5, "max_slowdown": 6}}
+//    "trace": {"slow_probability": 0.5, "min_slowdown": 1.5, "max_slowdown": 6,
+//              "spread": 1.25}}
 // seconds_per_row: a conv worker's usual speed; noise: the standard
 // deviation of one iteration's ln(seconds per row) about its segment's;
-// trace: how the runtime environment draws a segment (with probability
-// slow_probability one conv worker, chosen at random, is slowed by a factor
-// log-uniform in [min_slowdown, max_slowdown]; else none is).
+// trace: how the runtime environment draws a segment (every conv worker's
+// speed within a factor `spread` of the usual, log-uniform; then with
+// probability slow_probability one conv worker, chosen at random, slowed
+// by a factor log-uniform in [min_slowdown, max_slowdown]; else none).
 #ifndef STRATA_SCHEDULER_SECBAD_WORKER_SPEED_CONTEXT_H_
 #define STRATA_SCHEDULER_SECBAD_WORKER_SPEED_CONTEXT_H_
 
@@ -41,6 +43,13 @@ struct WorkerSpeedTrace {
   double slow_probability = 0.5;
   double min_slowdown = 1.5;
   double max_slowdown = 6;
+  // Each conv worker's speed in a segment, before any slowdown: the usual
+  // one times a factor log-uniform in [1/spread, spread], drawn per worker
+  // (1: every worker at the usual speed). Live conv workers differ by a
+  // few tens of percent with nothing limited (the processes they share
+  // cores with); a policy that never met such a segment has no answer
+  // for it.
+  double spread = 1.25;
 };
 
 // One measured iteration of a run: each conv worker's compute seconds and

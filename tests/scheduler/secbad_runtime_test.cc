@@ -99,6 +99,11 @@ TEST(WorkerSpeedContextTest, BadFilesAndSamplesAreRefusedByName) {
   j["context"] = "weather";
   EXPECT_EQ(KnobContextFromJson(j, "shares.json").status().message(),
             "shares.json.context: unknown kind \"weather\" (link-rate or worker-speed)");
+  j = FittedShares()->ToJson();
+  j["trace"]["spread"] = 0.5;
+  EXPECT_NE(KnobContextFromJson(j, "shares.json").status().message().find(
+                "the spread in [1, 10]"),
+            std::string::npos);
   std::map<std::string, std::vector<std::vector<SpeedSample>>> one = {
       {"1:1", {Iterations("1:1", 1.0, 10, 1)}}};
   EXPECT_NE(WorkerSpeedContext::Fit("ps", 64, 2, one).status().message().find("two or more"),
@@ -106,6 +111,30 @@ TEST(WorkerSpeedContextTest, BadFilesAndSamplesAreRefusedByName) {
   one["3:1"] = {{SpeedSample{{0.01}, {48}, 0.02}}};
   EXPECT_NE(WorkerSpeedContext::Fit("ps", 64, 2, one).status().message().find("one compute time"),
             std::string::npos);
+}
+
+TEST(WorkerSpeedContextTest, SegmentsSpreadEveryWorkersSpeedAboutTheUsualOne) {
+  nlohmann::json j = FittedShares()->ToJson();
+  j["trace"]["slow_probability"] = 0;  // the spread alone
+  j["trace"]["spread"] = 1.25;
+  auto context = *KnobContextFromJson(j, "shares.json");
+  EXPECT_EQ(context->ToJson()["trace"]["spread"], 1.25);
+  const double usual = std::log(FittedShares()->seconds_per_row());
+  Rng rng(3);
+  double lowest = 1e9, highest = -1e9;
+  for (int k = 0; k < 2000; ++k) {
+    for (double c : context->SampleContext(rng)) {
+      lowest = std::min(lowest, c - usual);
+      highest = std::max(highest, c - usual);
+    }
+  }
+  EXPECT_GE(lowest, -std::log(1.25));
+  EXPECT_LE(highest, std::log(1.25));
+  EXPECT_LT(lowest, -0.9 * std::log(1.25));  // the whole range is drawn
+  EXPECT_GT(highest, 0.9 * std::log(1.25));
+  j["trace"]["spread"] = 1;  // every worker at the usual speed
+  context = *KnobContextFromJson(j, "shares.json");
+  for (double c : context->SampleContext(rng)) EXPECT_DOUBLE_EQ(c, usual);
 }
 
 IterationRecord Record(int rank, int64_t iteration, double compute, int64_t rows,
