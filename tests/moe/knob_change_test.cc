@@ -81,8 +81,8 @@ TEST_F(KnobChangeTest, PipelineChunksChangeAtOneIterationEverywhereAndLeaveTheMa
   const auto [unknown_code, unknown_out] = Ctl(coordinator, "set moe.chunks=4");
   EXPECT_EQ(unknown_code, 1);
   EXPECT_EQ(unknown_out,
-            "strata_ctl: unknown knob \"moe.chunks\" (known: batch.shares, moe.parallelism, "
-            "moe.pipeline_chunks, wire.format)\n");
+            "strata_ctl: unknown knob \"moe.chunks\" (known: batch.shares, device.sharing, "
+            "moe.parallelism, moe.pipeline_chunks, wire.format)\n");
   const auto [early_code, early_out] =
       Ctl(coordinator, "set moe.pipeline_chunks=2 --from-iteration 3");
   EXPECT_EQ(early_code, 1);

@@ -686,7 +686,7 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
             "knob-lease from tool; server 0 takes it only from the job's workers");
   EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.chunks", "4", 0}})}),
-            "unknown knob \"moe.chunks\" (known: batch.shares, moe.parallelism, "
+            "unknown knob \"moe.chunks\" (known: batch.shares, device.sharing, moe.parallelism, "
             "moe.pipeline_chunks, wire.format)");
   EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.pipeline_chunks", "4", 0}})}),
@@ -697,8 +697,7 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
   EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
                                           {{"bogus", "1", 0}})}),
             "worker 0 declares knob bogus, which the coordinator does not know (batch.shares, "
-            "moe.parallelism, "
-            "moe.pipeline_chunks, wire.format)");
+            "device.sharing, moe.parallelism, moe.pipeline_chunks, wire.format)");
   EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
                                           {{"moe.pipeline_chunks", "1", 0}})}),
             "<not an error>");
