@@ -103,12 +103,13 @@ struct ClusterLaunchOptions {
   std::vector<std::string> every_process_flags;
   // For every conv and FC worker.
   std::vector<std::string> worker_flags;
-  // For every conv worker: the job's controller (runtime/controller_choice.h;
+  // For every conv worker: each job's controller (runtime/controller_choice.h;
   // conv worker 0 runs it).
   std::vector<std::string> conv_worker_flags;
-  // A controller re-tunes the job (conv_worker_flags carry it): conv worker
-  // 0 keeps its records (in the scratch directory without `records_dir`),
-  // and the summary gets its events (`controller_events`).
+  // A controller re-tunes each job (conv_worker_flags carry it): conv
+  // worker 0 keeps its records (in the scratch directory without
+  // `records_dir`), and each job's summary gets its events
+  // (`controller_events`).
   bool controller = false;
   // Iterations a knob lease reaches ahead (the coordinator's --knob-lead).
   int64_t knob_lead = 8;
