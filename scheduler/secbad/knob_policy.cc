@@ -49,9 +49,9 @@ absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Create(
   if (spec.window < 2 || spec.episode_iterations < 1) {
     return absl::InvalidArgumentError("a knob policy needs a window >= 2 and episodes >= 1");
   }
-  if (!(spec.decision_margin >= 0 && spec.decision_margin < 1)) {
+  if (!(spec.decision_margin >= 0 && spec.decision_margin <= 10)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a knob policy's decision margin must be in [0, 1), got ", spec.decision_margin));
+        "a knob policy's decision margin must be in [0, 10], got ", spec.decision_margin));
   }
   const int inputs = context->dims() * FeaturesPerDimension(spec.belief) +
                      static_cast<int>(context->values().size());
@@ -170,9 +170,13 @@ int KnobPolicy::Choose(const float* state) {
 
 int KnobDecision::Next(const std::vector<double>& p, int held) {
   const int likeliest = static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin());
-  if (held < 0 || held >= static_cast<int>(p.size()) || likeliest == held) {
+  if (held < 0 || held >= static_cast<int>(p.size())) {
     Reset();
-    return held < 0 || held >= static_cast<int>(p.size()) ? likeliest : held;
+    return likeliest;
+  }
+  if (likeliest == held) {
+    Reset();
+    return held;
   }
   if (likeliest != candidate_) {
     candidate_ = likeliest;

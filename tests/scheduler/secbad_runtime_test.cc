@@ -352,9 +352,9 @@ TEST(KnobPolicyTest, ItsDecisionMarginIsSavedWithItAndChecked) {
   EXPECT_DOUBLE_EQ(again->spec().decision_margin, 0.25);
   std::filesystem::remove_all(dir);
 
-  spec.decision_margin = 1;
+  spec.decision_margin = -0.5;
   EXPECT_EQ(KnobPolicy::Create(FittedShares(), spec, 3).status().message(),
-            "a knob policy's decision margin must be in [0, 1), got 1");
+            "a knob policy's decision margin must be in [0, 10], got -0.5");
 }
 
 TEST(SecbadControllerTest, AMarginAsWideAsThePolicysDoubtsProposesNothing) {

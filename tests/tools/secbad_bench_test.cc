@@ -128,9 +128,9 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("--learn=false is for secbad gridworld"), std::string::npos) << out;
   const auto [margin_code, margin_out] = testing::RunCommand(
-      testing::kBin + "strata_bench secbad runtime --decision-margin 1 --cost-model none.json");
+      testing::kBin + "strata_bench secbad runtime --decision-margin 11 --cost-model none.json");
   EXPECT_NE(margin_code, 0);
-  EXPECT_NE(margin_out.find("--decision-margin 1 is not in [0, 1)"), std::string::npos)
+  EXPECT_NE(margin_out.find("--decision-margin 11 is not in [0, 10]"), std::string::npos)
       << margin_out;
 }
 

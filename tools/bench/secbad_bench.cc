@@ -364,9 +364,9 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
     return absl::InvalidArgumentError(
         "--learn=false is for secbad gridworld (its planner scores beliefs without training)");
   }
-  if (!(o.decision_margin >= 0 && o.decision_margin < 1)) {
+  if (!(o.decision_margin >= 0 && o.decision_margin <= 10)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--decision-margin ", o.decision_margin, " is not in [0, 1)"));
+        absl::StrCat("--decision-margin ", o.decision_margin, " is not in [0, 10]"));
   }
   if (o.evaluation_episodes < 1) {
     return absl::InvalidArgumentError("--evaluation-episodes must be at least 1");

@@ -75,7 +75,7 @@ ABSL_FLAG(double, warmup, 5, "secbad live: seconds from the launch left out of e
 ABSL_FLAG(double, decision_margin, strata::bench::kSecbadDecisionMargin,
           "secbad runtime and live: how far another value must lead the one in force or asked "
           "for before a trained policy asks for it: its leads in the policy's probabilities, "
-          "added up over consecutive observations; in [0, 1), saved with the policy");
+          "added up over consecutive observations; in [0, 10], saved with the policy");
 ABSL_FLAG(int32_t, lag, 4,
           "secbad runtime: iterations from a controller's request to its value in force");
 ABSL_FLAG(std::string, observation_model, strata::bench::SecbadBenchOptions{}.observation_model,
