@@ -49,9 +49,10 @@ absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Create(
   if (spec.window < 2 || spec.episode_iterations < 1) {
     return absl::InvalidArgumentError("a knob policy needs a window >= 2 and episodes >= 1");
   }
-  if (!(spec.decision_margin >= 0 && spec.decision_margin <= 10)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a knob policy's decision margin must be in [0, 10], got ", spec.decision_margin));
+  if (!(spec.decision_margin >= 0 && spec.decision_margin <= kMaxDecisionMargin)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a knob policy's decision margin must be in [0, ", kMaxDecisionMargin,
+                     "], got ", spec.decision_margin));
   }
   const int inputs = context->dims() * FeaturesPerDimension(spec.belief) +
                      static_cast<int>(context->values().size());

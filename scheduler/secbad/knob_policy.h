@@ -31,6 +31,9 @@
 
 namespace strata::secbad {
 
+// The widest decision margin a policy may have (KnobPolicySpec).
+inline constexpr double kMaxDecisionMargin = 10;
+
 struct KnobPolicySpec {
   // The tracker: "secbad" (segments under the truncated-normal prior
   // below), "constant-hazard" (segments, a constant hazard of the same
@@ -44,10 +47,10 @@ struct KnobPolicySpec {
   int episode_iterations = 400;   // the whole history's reach
   int hidden = 64;
   // How far another value must lead the one held before the policy asks
-  // for it (KnobDecision below): in [0, 10]; 0 for the likeliest action
-  // always, above 1 even a sure preference waits for a second
-  // observation. Not used in training; saved with the policy, so a live
-  // job decides as the policy's evaluation did.
+  // for it (KnobDecision below): in [0, kMaxDecisionMargin]; 0 for the
+  // likeliest action always, above 1 even a sure preference waits for a
+  // second observation. Not used in training; saved with the policy, so a
+  // live job decides as the policy's evaluation did.
   double decision_margin = 0;
 };
 

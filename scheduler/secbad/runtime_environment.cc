@@ -9,6 +9,18 @@
 #include "scheduler/secbad/changepoint_controller.h"
 
 namespace strata::secbad {
+namespace {
+
+// The evaluation's scores from its totals: `efficiency` summed over the
+// episodes (each episode's mean), `requests` summed over them, each
+// episode `steps` iterations long.
+void Score(double efficiency, int64_t requests, int episodes, int steps, RuntimeRun& run) {
+  episodes = std::max(1, episodes);
+  run.efficiency = efficiency / episodes;
+  run.requests_per_1000 = 1000.0 * static_cast<double>(requests) / (episodes * steps);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<RuntimeEnvironment>> RuntimeEnvironment::Create(
     std::shared_ptr<const KnobContext> context, const RuntimeEnvironmentOptions& options,
@@ -192,9 +204,7 @@ absl::StatusOr<RuntimeRun> RuntimeExperiment::RunLearned(const std::string& beli
     total += a.efficiency / steps;
     requests += a.env->requests();
   }
-  const int episodes = std::max(1, options_.evaluation_episodes);
-  run.efficiency = total / episodes;
-  run.requests_per_1000 = 1000.0 * static_cast<double>(requests) / (episodes * steps);
+  Score(total, requests, options_.evaluation_episodes, steps, run);
   if (!options_.policy_out.empty()) STRATA_RETURN_IF_ERROR(policy->Save(options_.policy_out));
   return run;
 }
@@ -227,10 +237,8 @@ absl::StatusOr<RuntimeRun> RuntimeExperiment::RunChangepoint(uint64_t seed) {
     total += efficiency / steps;
     requests += env->requests();
   }
-  const int episodes = std::max(1, options_.evaluation_episodes);
   RuntimeRun run;
-  run.efficiency = total / episodes;
-  run.requests_per_1000 = 1000.0 * static_cast<double>(requests) / (episodes * steps);
+  Score(total, requests, options_.evaluation_episodes, steps, run);
   return run;
 }
 

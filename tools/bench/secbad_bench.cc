@@ -333,10 +333,11 @@ absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
         return result.efficiency;
       },
       json));
+  const std::map<std::string, Summary> asked = SummariseEach(requests);
   std::printf("\nNew values asked for per 1000 evaluation iterations (mean over seeds):");
-  for (const auto& [c, s] : SummariseEach(requests)) std::printf(" %s %.1f;", c.c_str(), s.mean);
+  for (const auto& [c, s] : asked) std::printf(" %s %.1f;", c.c_str(), s.mean);
   std::printf("\n");
-  json["requests_per_1000"] = SummaryJson(SummariseEach(requests));
+  json["requests_per_1000"] = SummaryJson(asked);
   return absl::OkStatus();
 }
 
@@ -364,9 +365,10 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
     return absl::InvalidArgumentError(
         "--learn=false is for secbad gridworld (its planner scores beliefs without training)");
   }
-  if (!(o.decision_margin >= 0 && o.decision_margin <= 10)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--decision-margin ", o.decision_margin, " is not in [0, 10]"));
+  if (!(o.decision_margin >= 0 && o.decision_margin <= secbad::kMaxDecisionMargin)) {
+    return absl::InvalidArgumentError(absl::StrCat("--decision-margin ", o.decision_margin,
+                                                   " is not in [0, ", secbad::kMaxDecisionMargin,
+                                                   "]"));
   }
   if (o.evaluation_episodes < 1) {
     return absl::InvalidArgumentError("--evaluation-episodes must be at least 1");

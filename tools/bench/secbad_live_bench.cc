@@ -485,6 +485,59 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   // value measured, each phase against its best static value, the whole
   // run against every static value, and how soon each change was answered.
   if (!have_static) std::printf("no static value ran: the controllers are not judged\n");
+  // Controller c against the static values (its verdicts into `v`).
+  const auto judge = [&](size_t c, nlohmann::json& v) {
+    bool phases_within = true;
+    for (size_t p = 0; p < phases.size(); ++p) {
+      phases_within = phases_within &&
+                      median_of(c, phases[p].begin, phases[p].end) >=
+                                         kAsGoodAsTheBest * best_rate[p];
+    }
+    const double whole = median_of(c, o.warmup, o.seconds);
+    bool beats_every_static = true;
+    for (size_t s = 0; s < contenders.size(); ++s) {
+      if (!contenders[s].controller.empty()) continue;
+      const double ratio = whole / median_of(s, o.warmup, o.seconds);
+      v["whole_run_over"][contenders[s].label] = ratio;
+      beats_every_static = beats_every_static && ratio > 1;
+      std::printf("%s / %s over the whole run: %.2fx\n", contenders[c].label.c_str(),
+                  contenders[s].label.c_str(), ratio);
+    }
+    nlohmann::json retunes = nlohmann::json::array();
+    for (size_t p = 1; p < phases.size(); ++p) {
+      std::vector<double> delays;
+      int missed = 0;
+      for (const Run& r : runs[c]) {
+        const std::optional<int64_t> d = IterationsUntil(
+            r, r.At(phases[p].begin),
+            phases[p].end == o.seconds ? o.seconds : r.At(phases[p].end), good[p]);
+        if (d.has_value()) {
+          delays.push_back(static_cast<double>(*d));
+        } else {
+          ++missed;
+        }
+      }
+      std::printf("%s after the change at %.0f s: %s in force after %s iterations%s\n",
+                  contenders[c].label.c_str(), phases[p].begin,
+                  absl::StrJoin(good[p], " or ").c_str(),
+                  delays.empty() ? "(never)"
+                                 : absl::StrJoin(delays, ", ", [](std::string* out, double d) {
+                                     absl::StrAppend(out, static_cast<int64_t>(d));
+                                   }).c_str(),
+                  missed > 0 ? absl::StrCat(" (not in ", missed, " runs)").c_str() : "");
+      retunes.push_back({{"at", phases[p].begin},
+                         {"best_static", good[p]},
+                         {"iterations", delays},
+                         {"runs_without", missed}});
+    }
+    v["phases_as_good_as_best_static"] = phases_within;
+    v["faster_than_every_static"] = beats_every_static;
+    v["retunes"] = retunes;
+    std::printf("%s: every phase within %s of its best static value: %s; faster than every "
+                "static value over the whole run: %s\n",
+                contenders[c].label.c_str(), Margin().c_str(), phases_within ? "yes" : "NO",
+                beats_every_static ? "yes" : "NO");
+  };
   nlohmann::json verdicts = nlohmann::json::object();
   for (size_t c = 0; c < contenders.size(); ++c) {
     if (contenders[c].controller.empty()) continue;
@@ -504,58 +557,7 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     v["changes_in_force_per_run"] = changes;
     std::printf("%s: %s proposals and %s changes in force per run\n", contenders[c].label.c_str(),
                 absl::StrJoin(proposals, ", ").c_str(), absl::StrJoin(changes, ", ").c_str());
-    if (have_static) {
-      bool phases_within = true;
-      for (size_t p = 0; p < phases.size(); ++p) {
-        phases_within = phases_within &&
-                        median_of(c, phases[p].begin, phases[p].end) >=
-                                           kAsGoodAsTheBest * best_rate[p];
-      }
-      const double whole = median_of(c, o.warmup, o.seconds);
-      bool beats_every_static = true;
-      for (size_t s = 0; s < contenders.size(); ++s) {
-        if (!contenders[s].controller.empty()) continue;
-        const double ratio = whole / median_of(s, o.warmup, o.seconds);
-        v["whole_run_over"][contenders[s].label] = ratio;
-        beats_every_static = beats_every_static && ratio > 1;
-        std::printf("%s / %s over the whole run: %.2fx\n", contenders[c].label.c_str(),
-                    contenders[s].label.c_str(), ratio);
-      }
-      nlohmann::json retunes = nlohmann::json::array();
-      for (size_t p = 1; p < phases.size(); ++p) {
-        std::vector<double> delays;
-        int missed = 0;
-        for (const Run& r : runs[c]) {
-          const std::optional<int64_t> d = IterationsUntil(
-              r, r.At(phases[p].begin),
-              phases[p].end == o.seconds ? o.seconds : r.At(phases[p].end), good[p]);
-          if (d.has_value()) {
-            delays.push_back(static_cast<double>(*d));
-          } else {
-            ++missed;
-          }
-        }
-        std::printf("%s after the change at %.0f s: %s in force after %s iterations%s\n",
-                    contenders[c].label.c_str(), phases[p].begin,
-                    absl::StrJoin(good[p], " or ").c_str(),
-                    delays.empty() ? "(never)"
-                                   : absl::StrJoin(delays, ", ", [](std::string* out, double d) {
-                                       absl::StrAppend(out, static_cast<int64_t>(d));
-                                     }).c_str(),
-                    missed > 0 ? absl::StrCat(" (not in ", missed, " runs)").c_str() : "");
-        retunes.push_back({{"at", phases[p].begin},
-                           {"best_static", good[p]},
-                           {"iterations", delays},
-                           {"runs_without", missed}});
-      }
-      v["phases_as_good_as_best_static"] = phases_within;
-      v["faster_than_every_static"] = beats_every_static;
-      v["retunes"] = retunes;
-      std::printf("%s: every phase within %s of its best static value: %s; faster than every "
-                  "static value over the whole run: %s\n",
-                  contenders[c].label.c_str(), Margin().c_str(), phases_within ? "yes" : "NO",
-                  beats_every_static ? "yes" : "NO");
-    }
+    if (have_static) judge(c, v);
     verdicts[contenders[c].label] = v;
   }
   json["config"] = o.config;
