@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -26,12 +28,14 @@
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
 #include "core/util/clock.h"
+#include "core/util/fc_batching.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "fc_workers/head_expert_group.h"
 #include "runtime/cluster_hooks.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
+#include "scheduler/knobs.h"
 
 namespace strata {
 namespace {
@@ -41,7 +45,8 @@ namespace {
 struct ConvPeer {
   std::string identity;
   int64_t rows = 0;  // of the global batch, from the batch shares in force
-  bool arrived = false;
+  bool arrived = false;  // its activations for the iteration being gathered are in
+  bool taken = false;    // handed to the program on their own (NextArrival)
   uint64_t request_id = 0;
   Tensor activations;  // this peer's rows of the batch being gathered
   std::vector<int32_t> labels;
@@ -52,6 +57,10 @@ struct ConvPeer {
   Tensor answered_grads;  // as sent (in answered_type), for repeats
   wire::DataType answered_type = wire::DataType::F32;
   bool done = false;  // said DONE: it has the last gradients
+  // Its activations for the next iteration, come while this one is still
+  // being gathered (answered on arrival, it may run ahead under SSP or
+  // ASP); taken in when that iteration begins.
+  std::optional<IncomingMessage> early;
 };
 
 class FcServer {
@@ -75,9 +84,10 @@ class FcServer {
     for (auto& [r, p] : peers_) p.rows = rows[r];
   }
 
-  // Receives until every conv worker's activations for `iteration` are in.
-  absl::Status Gather(int64_t iteration, absl::Duration timeout) {
-    // Activations arrive straight into their rows of one batch tensor.
+  // Starts gathering `iteration`: the conv workers' rows of it laid out in
+  // one batch tensor, in conv-rank order, and any activations for it that
+  // came early taken in.
+  void Begin(int64_t iteration) {
     int64_t total = 0;
     for (const auto& [r, p] : peers_) total += p.rows;
     std::vector<int64_t> dims = {total};
@@ -86,55 +96,75 @@ class FcServer {
     int64_t row = 0;
     for (auto& [r, p] : peers_) {
       p.activations = batch_.Slice(row, row + p.rows);
+      p.arrived = false;
+      p.taken = false;
       row += p.rows;
     }
-    const absl::Time deadline = MonotonicNow() + timeout;
-    ScopedWait wait(wait_observer_);
-    while (!AllArrived()) {
-      const absl::Time now = MonotonicNow();
-      if (now >= deadline) {
-        std::vector<int> missing;
-        for (const auto& [r, p] : peers_) {
-          if (!p.arrived) missing.push_back(r);
-        }
-        return absl::DeadlineExceededError(
-            absl::StrCat("no activations from conv worker(s) ", absl::StrJoin(missing, ", "),
-                         " for iteration ", iteration, " within ", absl::FormatDuration(timeout)));
-      }
-      MessageEndpoint* endpoints[] = {&endpoint_};
-      STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
-                              PollEndpoints(endpoints, deadline - now, kMaxMessagesPerPoll));
-      for (RawMessage& raw : events.messages) {
-        const std::string identity = raw.identity;
-        const uint64_t request_id = PeekRequestId(raw, limits_);
-        absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
-        absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
-        if (!s.ok()) Refuse(identity, request_id, s);
-      }
-      for (const auto& [identity, status] : events.refused) Refuse(identity, 0, status);
+    for (auto& [r, p] : peers_) {
+      if (!p.early.has_value()) continue;
+      IncomingMessage m = std::move(*p.early);
+      p.early.reset();
+      absl::Status s = Accept(m, iteration);
+      if (!s.ok()) Refuse(m.identity(), m.header().getRequestId(), s);
     }
-    return absl::OkStatus();
+  }
+
+  // Begin, then receives until every conv worker's activations for
+  // `iteration` are in (Batch() then holds them all).
+  absl::Status Gather(int64_t iteration, absl::Duration timeout) {
+    Begin(iteration);
+    return ReceiveUntil([this] { return AllArrived(); }, iteration, timeout);
+  }
+
+  // After Begin: receives until a conv worker's activations for `iteration`
+  // are in that were not handed out yet, and hands them out: the conv
+  // worker's rank (its rows: Rows(rank)).
+  absl::StatusOr<int> NextArrival(int64_t iteration, absl::Duration timeout) {
+    auto untaken = [this]() -> int {
+      for (const auto& [r, p] : peers_) {
+        if (p.arrived && !p.taken) return r;
+      }
+      return -1;
+    };
+    STRATA_RETURN_IF_ERROR(
+        ReceiveUntil([&untaken] { return untaken() >= 0; }, iteration, timeout));
+    const int rank = untaken();
+    peers_[rank].taken = true;
+    return rank;
   }
 
   // The gathered batch, in conv-rank order.
-  std::pair<Tensor, std::vector<int32_t>> Concatenate() const {
+  std::pair<Tensor, std::vector<int32_t>> Batch() const {
     std::vector<int32_t> labels;
     for (const auto& [r, p] : peers_) labels.insert(labels.end(), p.labels.begin(), p.labels.end());
     return {batch_, labels};
   }
+  // Conv worker `rank`'s rows of the batch being gathered.
+  std::pair<Tensor, std::vector<int32_t>> Rows(int rank) const {
+    const ConvPeer& p = peers_.at(rank);
+    return {p.activations, p.labels};
+  }
+  // The rows of every conv worker served, summed.
+  int64_t total_rows() const { return batch_.dim(0); }
+  int conv_workers() const { return static_cast<int>(peers_.size()); }
 
-  // Sends each conv worker its slice of `grads` and resets for the next iteration.
+  // Sends conv worker `rank` the gradients of its rows, `grads` (kept to
+  // answer a resent request again).
+  void AnswerOne(int rank, int64_t iteration, const Tensor& grads) {
+    ConvPeer& p = peers_.at(rank);
+    p.answered_grads = EncodeFloats(grads, p.data_type);
+    p.answered_type = p.data_type;
+    p.answered_iteration = iteration;
+    p.answered_request = p.request_id;
+    Send(p);
+  }
+
+  // Sends each conv worker its slice of `grads`, the gradients of Batch().
   void Answer(int64_t iteration, const Tensor& grads) {
     int64_t row = 0;
     for (auto& [r, p] : peers_) {
-      const int64_t b = p.rows;
-      p.answered_grads = EncodeFloats(grads.Slice(row, row + b).Clone(), p.data_type);
-      p.answered_type = p.data_type;
-      p.answered_iteration = iteration;
-      p.answered_request = p.request_id;
-      Send(p);
-      p.arrived = false;
-      row += b;
+      AnswerOne(r, iteration, grads.Slice(row, row + p.rows).Clone());
+      row += p.rows;
     }
   }
 
@@ -173,6 +203,40 @@ class FcServer {
  private:
   // Conv workers' messages read per poll; the rest wait for the next.
   static constexpr int kMaxMessagesPerPoll = 64;
+
+  // Receives and handles conv workers' messages until `done()` (checked
+  // before every poll); DeadlineExceeded naming the conv workers whose
+  // activations for `iteration` are not in after `timeout`.
+  absl::Status ReceiveUntil(const std::function<bool()>& done, int64_t iteration,
+                            absl::Duration timeout) {
+    if (done()) return absl::OkStatus();  // no wait: the device stays held
+    const absl::Time deadline = MonotonicNow() + timeout;
+    ScopedWait wait(wait_observer_);
+    while (!done()) {
+      const absl::Time now = MonotonicNow();
+      if (now >= deadline) {
+        std::vector<int> missing;
+        for (const auto& [r, p] : peers_) {
+          if (!p.arrived) missing.push_back(r);
+        }
+        return absl::DeadlineExceededError(
+            absl::StrCat("no activations from conv worker(s) ", absl::StrJoin(missing, ", "),
+                         " for iteration ", iteration, " within ", absl::FormatDuration(timeout)));
+      }
+      MessageEndpoint* endpoints[] = {&endpoint_};
+      STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
+                              PollEndpoints(endpoints, deadline - now, kMaxMessagesPerPoll));
+      for (RawMessage& raw : events.messages) {
+        const std::string identity = raw.identity;
+        const uint64_t request_id = PeekRequestId(raw, limits_);
+        absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
+        absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
+        if (!s.ok()) Refuse(identity, request_id, s);
+      }
+      for (const auto& [identity, status] : events.refused) Refuse(identity, 0, status);
+    }
+    return absl::OkStatus();
+  }
 
   // Answers a request that failed with an error reply naming why.
   void Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why) {
@@ -218,7 +282,7 @@ class FcServer {
 
   // A HELLO registers a conv worker's connection; anything else must come
   // on a registered one.
-  absl::Status Handle(const IncomingMessage& m, int64_t iteration) {
+  absl::Status Handle(IncomingMessage& m, int64_t iteration) {
     if (m.header().getKind() != wire::Kind::HELLO) {
       STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
       return Accept(m, iteration);
@@ -241,7 +305,7 @@ class FcServer {
     return endpoint_.Send(m.identity(), ack).status();
   }
 
-  absl::Status Accept(const IncomingMessage& m, int64_t iteration) {
+  absl::Status Accept(IncomingMessage& m, int64_t iteration) {
     const auto h = m.header();
     if (h.getKind() == wire::Kind::DONE) {
       auto it = peers_.find(h.getSenderRank());
@@ -262,11 +326,22 @@ class FcServer {
                                                      ", which is not served by FC worker ", rank_));
     }
     ConvPeer& peer = it->second;
+    if (h.getIteration() == iteration + 1 && peer.answered_iteration == iteration) {
+      // Answered on arrival and ahead of the others: its rows may change
+      // with the next iteration's batch shares, so it is checked then.
+      if (peer.early.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("conv worker ", sender, " sent activations for iteration ",
+                         h.getIteration(), " twice before it began"));
+      }
+      peer.early = std::move(m);
+      return absl::OkStatus();
+    }
     std::vector<int64_t> expected = {peer.rows};
     for (int64_t d : boundary_.dims()) expected.push_back(d);
     STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> labels,
                             ReadActivations(m, Shape(expected), classes_));
-    if (h.getIteration() == peer.answered_iteration && h.getIteration() == iteration - 1) {
+    if (h.getIteration() == peer.answered_iteration && h.getIteration() >= iteration - 1) {
       peer.identity = m.identity();  // a resent request: answer it again
       Send(peer);
       return absl::OkStatus();
@@ -366,12 +441,20 @@ class FcCheckpoints {
   CheckpointWriter writer_;
 };
 
-// One FC worker's iteration on the StepLoop: its conv workers' activations
-// gathered (load: the FC worker's input is their output, so the phase is
-// a wait), the head forward and loss, backward with the shared head's
-// pushes, each conv worker answered its gradient slice, the local update;
-// the head's pushes and pulls completed (synchronise); evaluation at epoch
-// ends (boundary).
+// One FC worker's iteration on the StepLoop, under each FC batching
+// (core/util/fc_batching.h; the knob takes effect at iteration boundaries):
+//   gathered: its conv workers' activations gathered (load: the FC worker's
+//     input is their output, so the phase is a wait), the head's forward
+//     and loss over them all (forward), its backward with the shared
+//     head's pushes and each conv worker answered its gradient slice, the
+//     local update (backward);
+//   arrival: the first conv worker's activations (load); for each conv
+//     worker in the order they come, the head's forward, loss and backward
+//     over its rows and its answer, the waits for the next in between
+//     (forward); the head's gradients summed over them pushed (a shared
+//     head) and the local update (backward).
+// Then the head's pushes and pulls completed (synchronise); evaluation at
+// epoch ends (boundary).
 class FcProgram final : public StepProgram {
  public:
   struct Parts {
@@ -389,48 +472,53 @@ class FcProgram final : public StepProgram {
   // `k`: conv workers served; `shared_head`: several FC workers reduce the
   // head through the servers; `expert_parallel`: and split its experts.
   FcProgram(const WorkerOptions& options, int rank, double k, int fc_workers, bool shared_head,
-            bool expert_parallel, Parts parts)
+            bool expert_parallel, FcBatching batching, Parts parts)
       : options_(options),
         rank_(rank),
         k_(k),
         fc_workers_(fc_workers),
         shared_head_(shared_head),
         expert_parallel_(expert_parallel),
-        p_(parts) {}
+        batching_(batching),
+        p_(parts),
+        head_(parts.model.parameters(parts.split, -1)) {}
+
+  // From the next iteration on (the fc.batching knob's applier).
+  void set_batching(FcBatching batching) { batching_ = batching; }
 
   absl::Status Load(StepContext& ctx) override {
-    STRATA_RETURN_IF_ERROR(p_.server.Gather(ctx.iteration, options_.client.timeout));
-    std::tie(x_, labels_) = p_.server.Concatenate();
-    ctx.rows = x_.dim(0);
+    if (batching_ == FcBatching::kGathered) {
+      STRATA_RETURN_IF_ERROR(p_.server.Gather(ctx.iteration, options_.client.timeout));
+      std::tie(x_, labels_) = p_.server.Batch();
+    } else {
+      p_.server.Begin(ctx.iteration);
+      STRATA_ASSIGN_OR_RETURN(next_, p_.server.NextArrival(ctx.iteration, options_.client.timeout));
+    }
+    ctx.rows = p_.server.total_rows();
     return absl::OkStatus();
   }
   absl::Status Forward(StepContext& ctx) override {
+    if (batching_ == FcBatching::kArrival) return TrainOnEachArrival(ctx);
     Tensor logits = p_.model.Forward(x_, /*training=*/true, p_.split, -1);
     if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE forward");
-    STRATA_ASSIGN_OR_RETURN(loss_, SoftmaxCrossEntropy(logits, labels_, true));
+    STRATA_ASSIGN_OR_RETURN(loss_, WeightedLoss(logits, labels_));
     ctx.loss = loss_.loss;
-    // Our rows' weight in the global batch against an even share's (the
-    // shared head's gradient, averaged over FC workers, is then the mean
-    // over the whole batch; 1 for even shares).
-    const double global = static_cast<double>(options_.config.training.batch_size);
-    const double weight = static_cast<double>(x_.dim(0)) * fc_workers_ / global;
-    if (weight != 1.0) {
-      Scale(static_cast<float>(weight), loss_.grad_logits.data(), loss_.grad_logits.numel());
-    }
     return absl::OkStatus();
   }
   absl::Status Backward(StepContext& ctx) override {
-    Tensor grad_x = p_.model.Backward(
-        loss_.grad_logits, p_.split, -1, /*need_input_grad=*/true,
-        shared_head_ ? p_.sync.AfterLayer(ctx.iteration) : std::function<void(int)>());
-    if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE backward");
-    // Each sample's gradient now carries F / G (the loss weighted above);
-    // with k = R / F conv workers each, k times that is R / G, so the
-    // servers' mean over the R conv workers' trunk gradients is the mean
-    // over the global batch G (with even shares: each conv worker's mean
-    // over its own samples).
-    Scale(static_cast<float>(k_), grad_x.data(), grad_x.numel());
-    p_.server.Answer(ctx.iteration, grad_x);
+    if (batching_ == FcBatching::kGathered) {
+      Tensor grad_x = p_.model.Backward(
+          loss_.grad_logits, p_.split, -1, /*need_input_grad=*/true,
+          shared_head_ ? p_.sync.AfterLayer(ctx.iteration) : std::function<void(int)>());
+      if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE backward");
+      ScaleForTheTrunk(grad_x);
+      p_.server.Answer(ctx.iteration, grad_x);
+    } else if (shared_head_) {
+      // The summed gradients are final: push the head's layers, last first,
+      // as a gathered backward would have.
+      const std::function<void(int)> push = p_.sync.AfterLayer(ctx.iteration);
+      for (int i = p_.model.num_layers() - 1; i >= p_.split; --i) push(i);
+    }
     if (p_.local_update != nullptr) p_.local_update->Step();
     return absl::OkStatus();
   }
@@ -469,16 +557,93 @@ class FcProgram final : public StepProgram {
   }
 
  private:
+  // The loss over `logits`' rows with its gradient weighted by those rows'
+  // share of the global batch against an even share's, so the gradients
+  // summed over every FC worker's rows (the shared head's, averaged over
+  // FC workers; or ours, summed over arrivals) are the mean over the whole
+  // global batch.
+  absl::StatusOr<LossResult> WeightedLoss(const Tensor& logits,
+                                          const std::vector<int32_t>& labels) const {
+    STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, labels, true));
+    const double global = static_cast<double>(options_.config.training.batch_size);
+    const double weight = static_cast<double>(logits.dim(0)) * fc_workers_ / global;
+    if (weight != 1.0) {
+      Scale(static_cast<float>(weight), loss.grad_logits.data(), loss.grad_logits.numel());
+    }
+    return loss;
+  }
+
+  // Each sample's input gradient carries F / G (the loss weighted above);
+  // with k = R / F conv workers each, k times that is R / G, so the
+  // servers' mean over the R conv workers' trunk gradients is the mean
+  // over the global batch G (with even shares: each conv worker's mean
+  // over its own samples).
+  void ScaleForTheTrunk(Tensor& grad_x) const {
+    Scale(static_cast<float>(k_), grad_x.data(), grad_x.numel());
+  }
+
+  // Arrival batching's forward phase: every conv worker's rows through the
+  // head on their own, from the one Load took on, each answered at once;
+  // the head's parameter gradients left summed over them all.
+  absl::Status TrainOnEachArrival(StepContext& ctx) {
+    double loss_sum = 0;
+    const int arrivals = p_.server.conv_workers();
+    for (int n = 0; n < arrivals; ++n) {
+      if (n > 0) {
+        STRATA_ASSIGN_OR_RETURN(next_,
+                                p_.server.NextArrival(ctx.iteration, options_.client.timeout));
+      }
+      auto [x, labels] = p_.server.Rows(next_);
+      Tensor logits = p_.model.Forward(x, /*training=*/true, p_.split, -1);
+      if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE forward");
+      STRATA_ASSIGN_OR_RETURN(LossResult loss, WeightedLoss(logits, labels));
+      loss_sum += loss.loss * static_cast<double>(x.dim(0));
+      Tensor grad_x = p_.model.Backward(loss.grad_logits, p_.split, -1, /*need_input_grad=*/true);
+      if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE backward");
+      ScaleForTheTrunk(grad_x);
+      p_.server.AnswerOne(next_, ctx.iteration, grad_x);
+      SumHeadGradients(n, arrivals);
+    }
+    ctx.loss = loss_sum / static_cast<double>(p_.server.total_rows());
+    return absl::OkStatus();
+  }
+
+  // After the backward of arrival n of `arrivals`: the head's gradients
+  // (each backward overwrites them) added up in sums_; after the last, the
+  // total is in the parameters' gradients.
+  void SumHeadGradients(int n, int arrivals) {
+    if (arrivals == 1) return;
+    sums_.resize(head_.size());
+    for (size_t j = 0; j < head_.size(); ++j) {
+      const Tensor& grad = head_[j]->grad;
+      if (n == 0) {
+        if (!sums_[j].defined()) sums_[j] = Tensor::Empty(grad.shape());
+        sums_[j].CopyFrom(grad);
+      } else if (n < arrivals - 1) {
+        Axpy(1.0f, grad.data(), sums_[j].data(), grad.numel());
+      } else {
+        Axpy(1.0f, sums_[j].data(), grad.data(), grad.numel());
+      }
+    }
+  }
+
   const WorkerOptions& options_;
   int rank_;
   double k_;
   int fc_workers_;
   bool shared_head_;
   bool expert_parallel_;
+  FcBatching batching_;
   Parts p_;
+  std::vector<Parameter*> head_;  // the head's parameters
+  // Gathered: the batch and its loss, from forward to backward.
   Tensor x_;
   std::vector<int32_t> labels_;
   LossResult loss_;
+  // Arrival: the conv worker whose rows come next; the head's gradients
+  // summed over the arrivals so far.
+  int next_ = -1;
+  std::vector<Tensor> sums_;
 };
 
 }  // namespace
@@ -611,8 +776,14 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   RunSummary summary = NewRunSummary("stanza", config, *model);
   FcProgram::Parts parts{*model,   split, server, *client, sync, experts.get(), local_update.get(),
                          reporter, *data,  checkpoints.get()};
+  STRATA_ASSIGN_OR_RETURN(const FcBatching batching, ParseFcBatching(config.cluster.fc_batching));
+  if (expert_parallel && batching != FcBatching::kGathered) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.fc_batching ", config.cluster.fc_batching, ": the MoE experts are split over ",
+        fc_workers, " FC workers, whose exchanges pair one batch of each; use gathered"));
+  }
   FcProgram program(options, rank, static_cast<double>(mine.size()), fc_workers, shared_head,
-                    expert_parallel, parts);
+                    expert_parallel, batching, parts);
   StepLoopOptions loop_options;
   loop_options.device = options.device;
   loop_options.process = absl::StrCat("fc worker ", rank);
@@ -625,7 +796,16 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   STRATA_RETURN_IF_ERROR(hooks.DeclareBatchShares(
       config.cluster.batch_shares, tc.batch_size, conv_workers,
       [&server](const std::vector<int64_t>& rows) { server.TakeRows(rows); }));
-  if (expert_parallel) experts->DeclareKnobs(hooks.knobs());
+  if (expert_parallel) {
+    experts->DeclareKnobs(hooks.knobs());
+  } else {
+    hooks.knobs().Declare(kFcBatchingKnob, config.cluster.fc_batching,
+                          [&program](const std::string& value) -> absl::Status {
+                            STRATA_ASSIGN_OR_RETURN(const FcBatching b, ParseFcBatching(value));
+                            program.set_batching(b);
+                            return absl::OkStatus();
+                          });
+  }
   hooks.Attach(&loop_options);
   StepLoop loop(loop_options);
   server.set_wait_observer(loop.waits());

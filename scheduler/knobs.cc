@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "core/util/batch_shares.h"
+#include "core/util/fc_batching.h"
 
 namespace strata {
 
@@ -51,6 +52,18 @@ KnobCatalog& KnobCatalog::Global() {
                  : absl::InvalidArgumentError("device sharing is crossover or naive");
     };
     (void)c->Register(std::move(sharing));
+    KnobSpec fc_batching;
+    fc_batching.name = kFcBatchingKnob;
+    fc_batching.description =
+        "how a stanza FC worker batches its conv workers' activations: gathered (all in one "
+        "batch) or arrival (each conv worker's on its own, answered as soon as it is done)";
+    // The head's gradients are summed in another order, and a layer whose
+    // output depends on its batch (an MoE layer's capacity) sees smaller ones.
+    fc_batching.alters_math = true;
+    fc_batching.validate = [](const std::string& value) {
+      return ParseFcBatching(value).status();
+    };
+    (void)c->Register(std::move(fc_batching));
     return c;
   }();
   return *catalog;

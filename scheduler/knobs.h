@@ -45,6 +45,11 @@ inline constexpr char kBatchSharesKnob[] = "batch.shares";
 // whose device takes turns (runtime/cluster_hooks.h), starting at
 // "crossover".
 inline constexpr char kDeviceSharingKnob[] = "device.sharing";
+// Built in: how a stanza FC worker batches its conv workers' activations,
+// "gathered" or "arrival" (core/util/fc_batching.h); declared by every FC
+// worker whose head can take it (not one whose MoE experts are split over
+// several FC workers: their exchanges pair one batch per FC worker).
+inline constexpr char kFcBatchingKnob[] = "fc.batching";
 
 struct KnobSpec {
   std::string name;

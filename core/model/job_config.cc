@@ -11,6 +11,7 @@
 #include "core/model/layer_registry.h"
 #include "core/status.h"
 #include "core/util/batch_shares.h"
+#include "core/util/fc_batching.h"
 #include "core/util/json_reader.h"
 
 namespace strata {
@@ -193,6 +194,11 @@ absl::Status ParseCluster(const json& j, ClusterConfig* c) {
       return absl::InvalidArgumentError(
           absl::StrCat("cluster.batch_shares: ", shares.status().message()));
     }
+  }
+  STRATA_RETURN_IF_ERROR(r.Optional("fc_batching", &c->fc_batching));
+  if (absl::StatusOr<FcBatching> batching = ParseFcBatching(c->fc_batching); !batching.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster.fc_batching: ", batching.status().message()));
   }
   if (c->mode != "single" && c->mode != "ps" && c->mode != "stanza") {
     return absl::InvalidArgumentError(

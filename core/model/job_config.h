@@ -116,6 +116,10 @@ struct ClusterConfig {
   // or a weight per conv worker ("3:1", core/util/batch_shares.h); the
   // batch.shares knob changes it while the job runs.
   std::string batch_shares = "even";
+  // How a stanza FC worker batches its conv workers' activations at start:
+  // "gathered" or "arrival" (core/util/fc_batching.h); the fc.batching knob
+  // changes it while the job runs.
+  std::string fc_batching = "gathered";
 };
 
 struct JobConfig {

@@ -50,7 +50,8 @@ std::string JobIdentity(const JobConfig& config) {
                            {"epochs", config.training.epochs},
                            {"max_steps", config.training.max_steps}}},
                          {"wire_format", config.cluster.wire_format},
-                         {"batch_shares", config.cluster.batch_shares}};
+                         {"batch_shares", config.cluster.batch_shares},
+                         {"fc_batching", config.cluster.fc_batching}};
   return identity.dump();  // nlohmann::json keeps object keys sorted
 }
 

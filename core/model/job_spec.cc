@@ -29,7 +29,8 @@ std::string JobSpecText(const JobConfig& config, const std::string& mode) {
                   {"conv_workers", c.conv_workers},
                   {"fc_workers", c.fc_workers},
                   {"wire_format", c.wire_format},
-                  {"batch_shares", c.batch_shares}};
+                  {"batch_shares", c.batch_shares},
+                  {"fc_batching", c.fc_batching}};
   return Json{{"config", j}, {"mode", mode}}.dump();
 }
 

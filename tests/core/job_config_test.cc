@@ -177,6 +177,21 @@ TEST(JobConfigTest, AConvolutionAlgorithmIsCheckedAndLeftOutOfTheIdentity) {
   EXPECT_EQ(JobIdentity(*plain), JobIdentity(*direct));
 }
 
+TEST(JobConfigTest, FcBatchingIsGatheredByDefaultAndCheckedWhenGiven) {
+  auto plain = LoadJobConfig(testing::kConfig);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->cluster.fc_batching, "gathered");
+  const std::string from = R"("fc_workers": 1})";
+  auto arrival = ParseJobConfig(Edited(from, R"("fc_workers": 1, "fc_batching": "arrival"})"),
+                                "arrival");
+  ASSERT_TRUE(arrival.ok()) << arrival.status();
+  EXPECT_EQ(arrival->cluster.fc_batching, "arrival");
+  EXPECT_NE(JobIdentity(*plain), JobIdentity(*arrival));
+  EXPECT_EQ(ErrorOf(Edited(from, R"("fc_workers": 1, "fc_batching": "each"})")),
+            "job.json: cluster.fc_batching: unknown FC batching \"each\" (use gathered or "
+            "arrival)");
+}
+
 TEST(JobConfigTest, UnknownLayerType) {
   EXPECT_EQ(ErrorOf(Edited(R"("type": "relu", "name": "relu2")", R"("type": "gelu")")),
             "job.json: model.layers[4].type: unknown layer type \"gelu\" (known: avgpool2d, "

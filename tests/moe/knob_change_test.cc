@@ -82,7 +82,7 @@ TEST_F(KnobChangeTest, PipelineChunksChangeAtOneIterationEverywhereAndLeaveTheMa
   EXPECT_EQ(unknown_code, 1);
   EXPECT_EQ(unknown_out,
             "strata_ctl: unknown knob \"moe.chunks\" (known: batch.shares, device.sharing, "
-            "moe.parallelism, moe.pipeline_chunks, wire.format)\n");
+            "fc.batching, moe.parallelism, moe.pipeline_chunks, wire.format)\n");
   const auto [early_code, early_out] =
       Ctl(coordinator, "set moe.pipeline_chunks=2 --from-iteration 3");
   EXPECT_EQ(early_code, 1);

@@ -686,8 +686,8 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
             "knob-lease from tool; server 0 takes it only from the job's workers");
   EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.chunks", "4", 0}})}),
-            "unknown knob \"moe.chunks\" (known: batch.shares, device.sharing, moe.parallelism, "
-            "moe.pipeline_chunks, wire.format)");
+            "unknown knob \"moe.chunks\" (known: batch.shares, device.sharing, fc.batching, "
+            "moe.parallelism, moe.pipeline_chunks, wire.format)");
   EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.pipeline_chunks", "4", 0}})}),
             "no process of this job applies knob moe.pipeline_chunks (the job's knobs: none yet)");
@@ -697,7 +697,7 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
   EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
                                           {{"bogus", "1", 0}})}),
             "worker 0 declares knob bogus, which the coordinator does not know (batch.shares, "
-            "device.sharing, moe.parallelism, moe.pipeline_chunks, wire.format)");
+            "device.sharing, fc.batching, moe.parallelism, moe.pipeline_chunks, wire.format)");
   EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
                                           {{"moe.pipeline_chunks", "1", 0}})}),
             "<not an error>");

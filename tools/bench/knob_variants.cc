@@ -23,6 +23,7 @@ const std::vector<StartField>& StartableKnobs() {
   static const std::vector<StartField> knobs = {
       {kWireFormatKnob, false, "wire_format"},
       {kBatchSharesKnob, false, "batch_shares"},
+      {kFcBatchingKnob, false, "fc_batching"},
       {moe::kPipelineChunksKnob, true, "pipeline_chunks"},
       {moe::kParallelismKnob, true, "parallelism"},
   };

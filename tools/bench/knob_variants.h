@@ -5,6 +5,7 @@
 // job config says it:
 //   wire.format          cluster.wire_format
 //   batch.shares         cluster.batch_shares
+//   fc.batching          cluster.fc_batching
 //   moe.pipeline_chunks  every MoE layer's pipeline_chunks
 //   moe.parallelism      every MoE layer's parallelism
 #ifndef STRATA_TOOLS_BENCH_KNOB_VARIANTS_H_
