@@ -480,8 +480,7 @@ class FcProgram final : public StepProgram {
         shared_head_(shared_head),
         expert_parallel_(expert_parallel),
         batching_(batching),
-        p_(parts),
-        head_(parts.model.parameters(parts.split, -1)) {}
+        p_(parts) {}
 
   // From the next iteration on (the fc.batching knob's applier).
   void set_batching(FcBatching batching) { batching_ = batching; }
@@ -609,15 +608,21 @@ class FcProgram final : public StepProgram {
   }
 
   // After the backward of arrival n of `arrivals`: the head's gradients
-  // (each backward overwrites them) added up in sums_; after the last, the
-  // total is in the parameters' gradients.
+  // summed over the arrivals so far, in place where its layers add to their
+  // gradients, in sums_ for the parameters of those that overwrite them;
+  // after the last, the total is in every parameter's gradient and the
+  // layers overwrite again.
   void SumHeadGradients(int n, int arrivals) {
     if (arrivals == 1) return;
-    sums_.resize(head_.size());
-    for (size_t j = 0; j < head_.size(); ++j) {
-      const Tensor& grad = head_[j]->grad;
+    if (n == 0) overwritten_ = p_.model.SetAccumulateGradients(true, p_.split, -1);
+    if (n == arrivals - 1) p_.model.SetAccumulateGradients(false, p_.split, -1);
+    sums_.resize(overwritten_.size());
+    for (size_t j = 0; j < overwritten_.size(); ++j) {
+      const Tensor& grad = overwritten_[j]->grad;
       if (n == 0) {
-        if (!sums_[j].defined()) sums_[j] = Tensor::Empty(grad.shape());
+        if (!sums_[j].defined() || sums_[j].numel() != grad.numel()) {
+          sums_[j] = Tensor::Empty(grad.shape());
+        }
         sums_[j].CopyFrom(grad);
       } else if (n < arrivals - 1) {
         Axpy(1.0f, grad.data(), sums_[j].data(), grad.numel());
@@ -635,14 +640,15 @@ class FcProgram final : public StepProgram {
   bool expert_parallel_;
   FcBatching batching_;
   Parts p_;
-  std::vector<Parameter*> head_;  // the head's parameters
   // Gathered: the batch and its loss, from forward to backward.
   Tensor x_;
   std::vector<int32_t> labels_;
   LossResult loss_;
-  // Arrival: the conv worker whose rows come next; the head's gradients
-  // summed over the arrivals so far.
+  // Arrival: the conv worker whose rows come next; the parameters whose
+  // layers cannot add to their gradients, and their gradients summed over
+  // the arrivals so far.
   int next_ = -1;
+  std::vector<Parameter*> overwritten_;
   std::vector<Tensor> sums_;
 };
 

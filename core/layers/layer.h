@@ -7,7 +7,8 @@
 //    created on first use and cached, never rebuilt per step.
 //  * Forward(x, training) returns the output and keeps what Backward needs.
 //  * Backward(dy, need_input_grad) must follow a training Forward. It
-//    overwrites (not accumulates) every parameter's `grad`, and returns dL/dx,
+//    overwrites (not accumulates) every parameter's `grad` (unless told to
+//    add to it: SetAccumulateGradients), and returns dL/dx,
 //    or an undefined Tensor when `need_input_grad` is false (the first layer
 //    of a model skips that work).
 //  * Not thread-safe: one thread drives a layer at a time.
@@ -76,6 +77,11 @@ class Layer {
   // (core/layers/fusion.h). Returns false, changing nothing, when the layer
   // cannot. Call before the first Forward.
   virtual bool AbsorbFollowingRelu() { return false; }
+  // While `on`, Backward adds each parameter's gradient to its `grad`
+  // instead of overwriting it, so the gradients of several batches sum in
+  // place. Returns false, changing nothing, when the layer cannot (a layer
+  // without parameters trivially can); turning it off always succeeds.
+  virtual bool SetAccumulateGradients(bool on) { return !on || parameters().empty(); }
 
  protected:
   // Batch input shape {N, input_shape...}.

@@ -27,6 +27,10 @@ class Linear final : public Layer {
   Tensor Forward(const Tensor& input, bool training) override;
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
+  bool SetAccumulateGradients(bool on) override {
+    accumulate_ = on;
+    return true;
+  }
   void InitParameters(Rng& rng) override;
   int64_t ForwardFlopsPerSample() const override { return 2 * in_features_ * out_features_; }
 
@@ -37,6 +41,7 @@ class Linear final : public Layer {
   int64_t out_features_;
   Parameter weight_;
   Parameter bias_;
+  bool accumulate_ = false;  // Backward adds to the gradients
   Tensor input_;
 };
 

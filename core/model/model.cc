@@ -68,6 +68,15 @@ Tensor Model::Backward(const Tensor& grad_output, int begin, int end, bool need_
   return g;
 }
 
+std::vector<Parameter*> Model::SetAccumulateGradients(bool on, int begin, int end) {
+  std::vector<Parameter*> overwritten;
+  for (int i = begin; i < End(end); ++i) {
+    if (layers_[i]->SetAccumulateGradients(on)) continue;
+    for (Parameter* p : layers_[i]->parameters()) overwritten.push_back(p);
+  }
+  return overwritten;
+}
+
 std::vector<Parameter*> Model::parameters(int begin, int end) {
   std::vector<Parameter*> out;
   for (int i = begin; i < End(end); ++i) {

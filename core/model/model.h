@@ -59,6 +59,11 @@ class Model {
                   bool need_input_grad = false,
                   const std::function<void(int)>& after_layer = nullptr);
 
+  // Layer::SetAccumulateGradients(on) for layers [begin, end); returns the
+  // parameters of those that cannot, whose Backward keeps overwriting their
+  // gradients.
+  std::vector<Parameter*> SetAccumulateGradients(bool on, int begin = 0, int end = -1);
+
   // Parameters of layers [begin, end), in order. Defaults: all of them.
   std::vector<Parameter*> parameters(int begin = 0, int end = -1);
   std::vector<StateBuffer*> state_buffers();

@@ -279,6 +279,48 @@ TEST(LinearTest, ForwardMatchesReferenceAndGradientsMatch) {
   ExpectGradientsMatch(**fc, x);
 }
 
+// Gradients accumulated over two batches equal the gradient of the two
+// batches as one (the rows' gradients sum); turned off, Backward
+// overwrites again.
+TEST(LinearTest, AccumulatedGradientsOfTwoBatchesAreTheGradientOfBoth) {
+  auto fc = Linear::Create("fc", {13}, 7);
+  ASSERT_TRUE(fc.ok());
+  InitRandom(**fc, 12);
+  Linear& layer = **fc;
+  Tensor x = RandomTensor({9, 13}, 13);
+  Tensor dy = RandomTensor({9, 7}, 14);
+  layer.Forward(x, true);
+  layer.Backward(dy, false);
+  std::vector<std::vector<float>> whole;
+  for (Parameter* p : layer.parameters()) whole.push_back(p->grad.ToVector());
+
+  layer.Forward(x.Slice(0, 4), true);
+  layer.Backward(dy.Slice(0, 4), false);
+  ASSERT_TRUE(layer.SetAccumulateGradients(true));
+  layer.Forward(x.Slice(4, 9), true);
+  layer.Backward(dy.Slice(4, 9), false);
+  for (size_t j = 0; j < whole.size(); ++j) {
+    const std::vector<float> summed = layer.parameters()[j]->grad.ToVector();
+    for (size_t i = 0; i < summed.size(); ++i) EXPECT_NEAR(summed[i], whole[j][i], 1e-5f) << j;
+  }
+  ASSERT_TRUE(layer.SetAccumulateGradients(false));
+  layer.Forward(x, true);
+  layer.Backward(dy, false);
+  for (size_t j = 0; j < whole.size(); ++j) {
+    const std::vector<float> again = layer.parameters()[j]->grad.ToVector();
+    for (size_t i = 0; i < again.size(); ++i) EXPECT_NEAR(again[i], whole[j][i], 1e-5f) << j;
+  }
+}
+
+TEST(LayerTest, OnlyLayersThatCanAddToTheirGradientsAgreeToAccumulate) {
+  auto conv = Conv2d::Create("conv", {6, 6, 2}, Conv2dOptions{3, 3, 1, 1});
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  EXPECT_FALSE((*conv)->SetAccumulateGradients(true));
+  EXPECT_TRUE((*conv)->SetAccumulateGradients(false));
+  Relu relu("relu", {8});  // no parameters: nothing to overwrite
+  EXPECT_TRUE(relu.SetAccumulateGradients(true));
+}
+
 TEST(LinearTest, RejectsImageInput) {
   auto fc = Linear::Create("fc", {7, 7, 64}, 10);
   EXPECT_EQ(fc.status().code(), absl::StatusCode::kInvalidArgument);
