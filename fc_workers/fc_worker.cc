@@ -4,7 +4,6 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <optional>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -13,12 +12,8 @@
 #include "core/data/training_data.h"
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
-#include "core/net/admission.h"
-#include "core/net/fc_link.h"
-#include "core/net/wire_format.h"
 #include "core/net/message_endpoint.h"
 #include "core/net/traffic.h"
-#include "core/net/transport.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/ops/cpu/elementwise.h"
 #include "core/optim/parameter_optimizer.h"
@@ -31,6 +26,7 @@
 #include "core/util/fc_batching.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
+#include "fc_workers/fc_server.h"
 #include "fc_workers/head_expert_group.h"
 #include "runtime/cluster_hooks.h"
 #include "runtime/parameter_sync.h"
@@ -39,338 +35,6 @@
 
 namespace strata {
 namespace {
-
-// What one conv worker sent for the iteration being gathered, and what we
-// answered last (kept to answer a resent request again).
-struct ConvPeer {
-  std::string identity;
-  int64_t rows = 0;  // of the global batch, from the batch shares in force
-  bool arrived = false;  // its activations for the iteration being gathered are in
-  bool taken = false;    // handed to the program on their own (NextArrival)
-  uint64_t request_id = 0;
-  Tensor activations;  // this peer's rows of the batch being gathered
-  std::vector<int32_t> labels;
-  // What its activations came as; their gradients go back as the same.
-  wire::DataType data_type = wire::DataType::F32;
-  int64_t answered_iteration = -1;
-  uint64_t answered_request = 0;
-  Tensor answered_grads;  // as sent (in answered_type), for repeats
-  wire::DataType answered_type = wire::DataType::F32;
-  bool done = false;  // said DONE: it has the last gradients
-  // Its activations for the next iteration, come while this one is still
-  // being gathered (answered on arrival, it may run ahead under SSP or
-  // ASP); taken in when that iteration begins.
-  std::optional<IncomingMessage> early;
-};
-
-class FcServer {
- public:
-  // `boundary`: the shape of one sample's activations.
-  FcServer(MessageEndpoint& endpoint, const WireLimits& limits, const std::vector<int>& conv_ranks,
-           Shape boundary, int64_t classes, const JobCredentials& credentials, int rank)
-      : endpoint_(endpoint),
-        limits_(limits),
-        admission_(absl::StrCat("fc worker ", rank), credentials),
-        boundary_(std::move(boundary)),
-        classes_(classes),
-        job_id_(credentials.job_id),
-        rank_(rank) {
-    for (int r : conv_ranks) peers_[r] = ConvPeer();
-  }
-
-  // From the next Gather on, conv worker r sends rows[r] rows (every conv
-  // worker's, in rank order).
-  void TakeRows(const std::vector<int64_t>& rows) {
-    for (auto& [r, p] : peers_) p.rows = rows[r];
-  }
-
-  // Starts gathering `iteration`: the conv workers' rows of it laid out in
-  // one batch tensor, in conv-rank order, and any activations for it that
-  // came early taken in.
-  void Begin(int64_t iteration) {
-    int64_t total = 0;
-    for (const auto& [r, p] : peers_) total += p.rows;
-    std::vector<int64_t> dims = {total};
-    for (int64_t d : boundary_.dims()) dims.push_back(d);
-    batch_ = Tensor::Empty(Shape(dims));
-    int64_t row = 0;
-    for (auto& [r, p] : peers_) {
-      p.activations = batch_.Slice(row, row + p.rows);
-      p.arrived = false;
-      p.taken = false;
-      row += p.rows;
-    }
-    for (auto& [r, p] : peers_) {
-      if (!p.early.has_value()) continue;
-      IncomingMessage m = std::move(*p.early);
-      p.early.reset();
-      absl::Status s = Accept(m, iteration);
-      if (!s.ok()) Refuse(m.identity(), m.header().getRequestId(), s);
-    }
-  }
-
-  // Begin, then receives until every conv worker's activations for
-  // `iteration` are in (Batch() then holds them all).
-  absl::Status Gather(int64_t iteration, absl::Duration timeout) {
-    Begin(iteration);
-    return ReceiveUntil([this] { return AllArrived(); }, iteration, timeout);
-  }
-
-  // After Begin: receives until a conv worker's activations for `iteration`
-  // are in that were not handed out yet, and hands them out: the conv
-  // worker's rank (its rows: Rows(rank)).
-  absl::StatusOr<int> NextArrival(int64_t iteration, absl::Duration timeout) {
-    auto untaken = [this]() -> int {
-      for (const auto& [r, p] : peers_) {
-        if (p.arrived && !p.taken) return r;
-      }
-      return -1;
-    };
-    STRATA_RETURN_IF_ERROR(
-        ReceiveUntil([&untaken] { return untaken() >= 0; }, iteration, timeout));
-    const int rank = untaken();
-    peers_[rank].taken = true;
-    return rank;
-  }
-
-  // The gathered batch, in conv-rank order.
-  std::pair<Tensor, std::vector<int32_t>> Batch() const {
-    std::vector<int32_t> labels;
-    for (const auto& [r, p] : peers_) labels.insert(labels.end(), p.labels.begin(), p.labels.end());
-    return {batch_, labels};
-  }
-  // Conv worker `rank`'s rows of the batch being gathered.
-  std::pair<Tensor, std::vector<int32_t>> Rows(int rank) const {
-    const ConvPeer& p = peers_.at(rank);
-    return {p.activations, p.labels};
-  }
-  // The rows of every conv worker served, summed.
-  int64_t total_rows() const { return batch_.dim(0); }
-  int conv_workers() const { return static_cast<int>(peers_.size()); }
-
-  // Sends conv worker `rank` the gradients of its rows, `grads` (kept to
-  // answer a resent request again).
-  void AnswerOne(int rank, int64_t iteration, const Tensor& grads) {
-    ConvPeer& p = peers_.at(rank);
-    p.answered_grads = EncodeFloats(grads, p.data_type);
-    p.answered_type = p.data_type;
-    p.answered_iteration = iteration;
-    p.answered_request = p.request_id;
-    Send(p);
-  }
-
-  // Sends each conv worker its slice of `grads`, the gradients of Batch().
-  void Answer(int64_t iteration, const Tensor& grads) {
-    int64_t row = 0;
-    for (auto& [r, p] : peers_) {
-      AnswerOne(r, iteration, grads.Slice(row, row + p.rows).Clone());
-      row += p.rows;
-    }
-  }
-
-  // After the last iteration: answers repeated requests for the last
-  // gradients until every conv worker has said DONE (or `timeout` passes:
-  // a conv worker whose DONE was lost for good has its gradients anyway).
-  void ServeUntilDone(int64_t iterations, absl::Duration timeout) {
-    const absl::Time deadline = MonotonicNow() + timeout;
-    MessageEndpoint* endpoints[] = {&endpoint_};
-    while (!AllDone()) {
-      const absl::Time now = MonotonicNow();
-      if (now >= deadline) {
-        LogInfo("not every conv worker said it is done within %s; leaving",
-                absl::FormatDuration(timeout).c_str());
-        return;
-      }
-      absl::StatusOr<EndpointEvents> events =
-          PollEndpoints(endpoints, deadline - now, kMaxMessagesPerPoll);
-      if (!events.ok()) return;
-      for (RawMessage& raw : events->messages) {
-        const std::string identity = raw.identity;
-        const uint64_t request_id = PeekRequestId(raw, limits_);
-        absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
-        absl::Status s = message.ok() ? Handle(*message, iterations) : message.status();
-        if (!s.ok()) Refuse(identity, request_id, s);
-      }
-    }
-  }
-
-  uint64_t refused() const { return refused_; }
-  // Told while Gather waits for activations (null: none).
-  void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
-  uint64_t bytes_sent() const { return endpoint_.bytes_sent(); }
-  uint64_t bytes_received() const { return endpoint_.bytes_received(); }
-
- private:
-  // Conv workers' messages read per poll; the rest wait for the next.
-  static constexpr int kMaxMessagesPerPoll = 64;
-
-  // Receives and handles conv workers' messages until `done()` (checked
-  // before every poll); DeadlineExceeded naming the conv workers whose
-  // activations for `iteration` are not in after `timeout`.
-  absl::Status ReceiveUntil(const std::function<bool()>& done, int64_t iteration,
-                            absl::Duration timeout) {
-    if (done()) return absl::OkStatus();  // no wait: the device stays held
-    const absl::Time deadline = MonotonicNow() + timeout;
-    ScopedWait wait(wait_observer_);
-    while (!done()) {
-      const absl::Time now = MonotonicNow();
-      if (now >= deadline) {
-        std::vector<int> missing;
-        for (const auto& [r, p] : peers_) {
-          if (!p.arrived) missing.push_back(r);
-        }
-        return absl::DeadlineExceededError(
-            absl::StrCat("no activations from conv worker(s) ", absl::StrJoin(missing, ", "),
-                         " for iteration ", iteration, " within ", absl::FormatDuration(timeout)));
-      }
-      MessageEndpoint* endpoints[] = {&endpoint_};
-      STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
-                              PollEndpoints(endpoints, deadline - now, kMaxMessagesPerPoll));
-      for (RawMessage& raw : events.messages) {
-        const std::string identity = raw.identity;
-        const uint64_t request_id = PeekRequestId(raw, limits_);
-        absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
-        absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
-        if (!s.ok()) Refuse(identity, request_id, s);
-      }
-      for (const auto& [identity, status] : events.refused) Refuse(identity, 0, status);
-    }
-    return absl::OkStatus();
-  }
-
-  // Answers a request that failed with an error reply naming why.
-  void Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why) {
-    ++refused_;
-    LogWarning("refused a request: %s", std::string(why.message()).c_str());
-    OutgoingMessage reply(wire::Kind::ERROR);
-    reply.header().setJobId(job_id_);
-    reply.header().setRequestId(request_id);
-    FillError(reply.header(), why);
-    (void)endpoint_.Send(identity, reply);
-  }
-
-  bool AllDone() const {
-    for (const auto& [r, p] : peers_) {
-      if (!p.done) return false;
-    }
-    return true;
-  }
-
-  bool AllArrived() const {
-    for (const auto& [r, p] : peers_) {
-      if (!p.arrived) return false;
-    }
-    return true;
-  }
-
-  void Send(const ConvPeer& p) {
-    OutgoingMessage reply(wire::Kind::ACTIVATION_GRADS);
-    auto h = reply.header();
-    h.setJobId(job_id_);
-    h.setIteration(p.answered_iteration);
-    h.setRequestId(p.answered_request);
-    h.setSenderRole(wire::Role::FC_WORKER);
-    h.setSenderRank(rank_);
-    auto shape = h.initShape(static_cast<unsigned>(p.answered_grads.rank()));
-    for (int i = 0; i < p.answered_grads.rank(); ++i) {
-      shape.set(static_cast<unsigned>(i), p.answered_grads.dim(i));
-    }
-    h.setDataType(p.answered_type);
-    reply.AddFrame(p.answered_grads);
-    (void)endpoint_.Send(p.identity, reply);
-  }
-
-  // A HELLO registers a conv worker's connection; anything else must come
-  // on a registered one.
-  absl::Status Handle(IncomingMessage& m, int64_t iteration) {
-    if (m.header().getKind() != wire::Kind::HELLO) {
-      STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
-      return Accept(m, iteration);
-    }
-    STRATA_RETURN_IF_ERROR(admission_
-                               .Admit(m,
-                                      [this](const Peer& peer) {
-                                        if (peer.role == wire::Role::CONV_WORKER &&
-                                            peers_.count(peer.rank) != 0) {
-                                          return absl::OkStatus();
-                                        }
-                                        return absl::PermissionDeniedError(absl::StrCat(
-                                            DescribePeer(peer.role, peer.rank),
-                                            " is not a conv worker served by fc worker ", rank_));
-                                      })
-                               .status());
-    OutgoingMessage ack(wire::Kind::HELLO_ACK);
-    ack.header().setJobId(job_id_);
-    ack.header().setRequestId(m.header().getRequestId());
-    return endpoint_.Send(m.identity(), ack).status();
-  }
-
-  absl::Status Accept(IncomingMessage& m, int64_t iteration) {
-    const auto h = m.header();
-    if (h.getKind() == wire::Kind::DONE) {
-      auto it = peers_.find(h.getSenderRank());
-      if (it == peers_.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("done from conv worker ", h.getSenderRank(), ", which we do not serve"));
-      }
-      it->second.done = true;
-      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);  // answered every time: the ack may be lost
-      ack.header().setJobId(job_id_);
-      ack.header().setRequestId(h.getRequestId());
-      return endpoint_.Send(m.identity(), ack).status();
-    }
-    const int sender = h.getSenderRank();
-    auto it = peers_.find(sender);
-    if (it == peers_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("activations from conv worker ", sender,
-                                                     ", which is not served by FC worker ", rank_));
-    }
-    ConvPeer& peer = it->second;
-    if (h.getIteration() == iteration + 1 && peer.answered_iteration == iteration) {
-      // Answered on arrival and ahead of the others: its rows may change
-      // with the next iteration's batch shares, so it is checked then.
-      if (peer.early.has_value()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("conv worker ", sender, " sent activations for iteration ",
-                         h.getIteration(), " twice before it began"));
-      }
-      peer.early = std::move(m);
-      return absl::OkStatus();
-    }
-    std::vector<int64_t> expected = {peer.rows};
-    for (int64_t d : boundary_.dims()) expected.push_back(d);
-    STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> labels,
-                            ReadActivations(m, Shape(expected), classes_));
-    if (h.getIteration() == peer.answered_iteration && h.getIteration() >= iteration - 1) {
-      peer.identity = m.identity();  // a resent request: answer it again
-      Send(peer);
-      return absl::OkStatus();
-    }
-    if (h.getIteration() != iteration) {
-      return absl::InvalidArgumentError(absl::StrCat("activations for iteration ", h.getIteration(),
-                                                     ", expected iteration ", iteration));
-    }
-    peer.identity = m.identity();
-    peer.request_id = h.getRequestId();
-    peer.data_type = h.getDataType();
-    DecodeFloats(m, 0, peer.data_type, peer.activations.data(), peer.activations.numel());
-    peer.labels = std::move(labels);
-    peer.arrived = true;
-    return absl::OkStatus();
-  }
-
-  MessageEndpoint& endpoint_;
-  const WireLimits limits_;
-  Admission admission_;
-  Shape boundary_;  // one sample's activations
-  int64_t classes_;
-  uint64_t job_id_;
-  int rank_;
-  std::map<int, ConvPeer> peers_;  // by conv rank
-  Tensor batch_;                   // the activations of the iteration being gathered
-  uint64_t refused_ = 0;
-  WaitObserver* wait_observer_ = nullptr;
-};
 
 // Pulls the trunk (parameters and state) at version `iteration` so the
 // whole model can be evaluated or written.
@@ -386,8 +50,7 @@ absl::Status PullTrunk(ParameterSync& sync, int64_t iteration) {
 // no part, and reports each epoch as written once it gets there.
 class FcCheckpoints {
  public:
-  FcCheckpoints(std::string dir, int64_t every, int rank, Model& model,
-                ParameterOptimizer* update)
+  FcCheckpoints(std::string dir, int64_t every, int rank, Model& model, ParameterOptimizer* update)
       : dir_(std::move(dir)),
         every_(every),
         part_(CheckpointPartName("fc_worker", rank)),
@@ -412,8 +75,7 @@ class FcCheckpoints {
   absl::StatusOr<int64_t> Restore() {
     const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(dir_);
     if (!epoch.has_value()) {
-      return absl::NotFoundError(
-          absl::StrCat("--restore: no complete checkpoint epoch in ", dir_));
+      return absl::NotFoundError(absl::StrCat("--restore: no complete checkpoint epoch in ", dir_));
     }
     if (update_ == nullptr) return epoch->iteration;
     if (epoch->part_bytes.count(part_) == 0) {
@@ -754,23 +416,23 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   }
   std::unique_ptr<FcCheckpoints> checkpoints;
   if (!fc_options.checkpoint_dir.empty()) {
-    checkpoints = std::make_unique<FcCheckpoints>(fc_options.checkpoint_dir,
-                                                  fc_options.checkpoint_every, rank, *model,
-                                                  local_update.get());
+    checkpoints = std::make_unique<FcCheckpoints>(
+        fc_options.checkpoint_dir, fc_options.checkpoint_every, rank, *model, local_update.get());
   }
   // Where we start: the restored epoch, which the servers' shared head (if
   // any) must be at too; else the beginning.
   int64_t first_iteration = 0;
   if (fc_options.restore) {
-    if (checkpoints == nullptr) return absl::InvalidArgumentError("--restore needs --checkpoint-dir");
+    if (checkpoints == nullptr)
+      return absl::InvalidArgumentError("--restore needs --checkpoint-dir");
     STRATA_ASSIGN_OR_RETURN(first_iteration, checkpoints->Restore());
   }
   if (shared_head && servers_version != first_iteration) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the servers' head is at iteration ", servers_version, ", we start at iteration ",
-        first_iteration,
-        fc_options.restore ? " (restore every role from the same checkpoint epoch)"
-                           : "; start the job afresh, or every role with --restore"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the servers' head is at iteration ", servers_version,
+                     ", we start at iteration ", first_iteration,
+                     fc_options.restore ? " (restore every role from the same checkpoint epoch)"
+                                        : "; start the job afresh, or every role with --restore"));
   }
 
   STRATA_ASSIGN_OR_RETURN(MetricsWriter metrics,
@@ -780,8 +442,9 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
                             absl::StrCat("[fc worker ", rank, "] "),
                             options.run.progress && rank == 0, &metrics);
   RunSummary summary = NewRunSummary("stanza", config, *model);
-  FcProgram::Parts parts{*model,   split, server, *client, sync, experts.get(), local_update.get(),
-                         reporter, *data,  checkpoints.get()};
+  FcProgram::Parts parts{
+      *model,   split, server,           *client, sync, experts.get(), local_update.get(),
+      reporter, *data, checkpoints.get()};
   STRATA_ASSIGN_OR_RETURN(const FcBatching batching, ParseFcBatching(config.cluster.fc_batching));
   if (expert_parallel && batching != FcBatching::kGathered) {
     return absl::InvalidArgumentError(absl::StrCat(

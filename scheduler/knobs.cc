@@ -60,9 +60,7 @@ KnobCatalog& KnobCatalog::Global() {
     // The head's gradients are summed in another order, and a layer whose
     // output depends on its batch (an MoE layer's capacity) sees smaller ones.
     fc_batching.alters_math = true;
-    fc_batching.validate = [](const std::string& value) {
-      return ParseFcBatching(value).status();
-    };
+    fc_batching.validate = [](const std::string& value) { return ParseFcBatching(value).status(); };
     (void)c->Register(std::move(fc_batching));
     return c;
   }();

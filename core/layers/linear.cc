@@ -60,8 +60,7 @@ Tensor Linear::Backward(const Tensor& grad_output, bool need_input_grad) {
   const int64_t batch = input_.dim(0);
   // dW = dY^T X ; db = column sums of dY ; dX = dY W.
   Sgemm('T', 'N', out_features_, in_features_, batch, 1.0f, grad_output.data(), out_features_,
-        input_.data(), in_features_, accumulate_ ? 1.0f : 0.0f, weight_.grad.data(),
-        in_features_);
+        input_.data(), in_features_, accumulate_ ? 1.0f : 0.0f, weight_.grad.data(), in_features_);
   if (accumulate_) {  // the layer computes on the host (Create)
     SumRows(grad_output.data(), bias_.grad.data(), batch, out_features_, /*accumulate=*/true);
   } else {

@@ -118,8 +118,8 @@ TEST(Conv2dTest, WinogradMatchesTheReferenceAndFiniteDifferences) {
   InitRandom(**conv, 21);
   EXPECT_EQ((*conv)->AlgorithmFor(2), ConvAlgorithm::kWinograd);
   Tensor x = RandomTensor({2, 8, 8, 64}, 22);
-  Tensor want = reference::Conv2d(x, (*conv)->parameters()[0]->value,
-                                  (*conv)->parameters()[1]->value, 1, 1);
+  Tensor want =
+      reference::Conv2d(x, (*conv)->parameters()[0]->value, (*conv)->parameters()[1]->value, 1, 1);
   EXPECT_LT(MaxAbsDiff((*conv)->Forward(x, false), want), 1e-4f * MaxAbs(want));
   GradientCheckOptions go;
   go.samples_per_tensor = 20;
@@ -157,14 +157,14 @@ TEST(Conv2dTest, WinogradAndDirectAgreeWhereAutoPicksWinograd) {
 TEST(Conv2dTest, WinogradPaysOnlyForTiledThreeByThreeConvolutionsWithEnoughTiles) {
   const Conv2dOptions c64 = Conv3x3(64, ConvAlgorithm::kAuto);
   const Conv2dOptions c512 = Conv3x3(512, ConvAlgorithm::kAuto);
-  EXPECT_TRUE(WinogradPays(64, {8, 8, 64}, c64));     // 256 tiles, 64 channels
-  EXPECT_FALSE(WinogradPays(32, {8, 8, 64}, c64));    // 128 tiles are too few at 64
-  EXPECT_TRUE(WinogradPays(64, {4, 4, 512}, c512));   // 64 tiles at 512 channels
-  EXPECT_FALSE(WinogradPays(16, {4, 4, 512}, c512));  // 16 tiles
+  EXPECT_TRUE(WinogradPays(64, {8, 8, 64}, c64));       // 256 tiles, 64 channels
+  EXPECT_FALSE(WinogradPays(32, {8, 8, 64}, c64));      // 128 tiles are too few at 64
+  EXPECT_TRUE(WinogradPays(64, {4, 4, 512}, c512));     // 64 tiles at 512 channels
+  EXPECT_FALSE(WinogradPays(16, {4, 4, 512}, c512));    // 16 tiles
   EXPECT_FALSE(WinogradPays(64, {14, 14, 512}, c512));  // 14 is no multiple of 4
   EXPECT_FALSE(WinogradPays(64, {2, 2, 512}, c512));    // a 2x2 output in a 4x4 tile
   EXPECT_FALSE(WinogradPays(64, {32, 32, 32}, Conv3x3(32, ConvAlgorithm::kAuto)));
-  EXPECT_FALSE(WinogradPays(64, {32, 32, 3}, c64));   // the first layer's 3 channels
+  EXPECT_FALSE(WinogradPays(64, {32, 32, 3}, c64));  // the first layer's 3 channels
   Conv2dOptions strided = c64;
   strided.stride = 2;
   EXPECT_FALSE(WinogradPays(64, {16, 16, 64}, strided));
@@ -175,8 +175,7 @@ TEST(Conv2dTest, AWinogradRequestWithoutAKernelIsRefusedByName) {
   o.algorithm = ConvAlgorithm::kWinograd;
   auto conv = Conv2d::Create("conv", {8, 8, 16}, o);
   EXPECT_EQ(conv.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(conv.status().message().find("no Winograd kernel"), std::string::npos)
-      << conv.status();
+  EXPECT_NE(conv.status().message().find("no Winograd kernel"), std::string::npos) << conv.status();
   EXPECT_NE(conv.status().message().find("kernel 1"), std::string::npos) << conv.status();
 }
 

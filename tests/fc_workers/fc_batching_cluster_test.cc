@@ -38,10 +38,9 @@ class FcBatchingClusterTest : public testing::ClusterTest {
   // The plain-SGD config starting with `batching` and `shares`.
   std::string Config(const std::string& batching, const std::string& shares) const {
     const std::string path = dir_ + "/" + batching + "_" + shares + ".json";
-    std::ofstream(path) << testing::EditedConfig(
-        config_, R"("fc_workers": 1})",
-        R"("fc_workers": 1, "fc_batching": ")" + batching + R"(", "batch_shares": ")" + shares +
-            R"("})");
+    std::ofstream(path) << testing::EditedConfig(config_, R"("fc_workers": 1})",
+                                                 R"("fc_workers": 1, "fc_batching": ")" + batching +
+                                                     R"(", "batch_shares": ")" + shares + R"("})");
     return path;
   }
   std::string Launch(const std::string& config, const std::string& cluster,
@@ -104,8 +103,8 @@ TEST_F(FcBatchingClusterTest, BatchingChangedWhileTheJobRunsTakesEffectAtOneIter
               dir_ + "/run.log");
   const std::string coordinator = run.WaitForReady(dir_ + "/launch.ready");
   ASSERT_FALSE(coordinator.empty()) << run.log();
-  const std::string ctl = kBin + "strata_ctl --coordinator " + coordinator +
-                          " --job-token-file " + dir_ + "/token ";
+  const std::string ctl =
+      kBin + "strata_ctl --coordinator " + coordinator + " --job-token-file " + dir_ + "/token ";
   const std::pair<int, std::string> answer =
       SetWhenDeclared(ctl + "set fc.batching=arrival --from-iteration " + std::to_string(kFrom));
   ASSERT_EQ(answer.first, 0) << answer.second;
@@ -131,9 +130,9 @@ TEST_F(FcBatchingClusterTest, BatchingChangedWhileTheJobRunsTakesEffectAtOneIter
 // activations while the FC worker still waits for the other's: they are
 // kept for that iteration, not refused.
 TEST_F(FcBatchingClusterTest, ConvWorkersRunningAheadUnderAspAreServed) {
-  const auto [code, out] = RunCommand(
-      Launch(Config("arrival", "3:1"), "--servers 1 --fc-workers 1 --conv-workers 2",
-             "--consistency asp --records-dir " + dir_ + "/records"));
+  const auto [code, out] =
+      RunCommand(Launch(Config("arrival", "3:1"), "--servers 1 --fc-workers 1 --conv-workers 2",
+                        "--consistency asp --records-dir " + dir_ + "/records"));
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("finished (0 requests refused)"), std::string::npos) << out;
   EXPECT_EQ(FcRecords().size(), static_cast<size_t>(kSteps));

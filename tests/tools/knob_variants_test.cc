@@ -28,8 +28,9 @@ TEST_F(KnobVariantsTest, RefusesWhatNoJobCanStartWith) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"wire.format", "use NAME=V1,V2"},
       {"speed=fast",
-       "unknown knob \"speed\" (a job can start with wire.format, batch.shares, "
+       "unknown knob \"speed\" (a job can start with wire.format, batch.shares, fc.batching, "
        "moe.pipeline_chunks, moe.parallelism)"},
+      {"fc.batching=gathered,each", "fc.batching=each"},
       {"batch.shares=3:1,3:x", "batch.shares=3:x"},
       {"wire.format=", "lists no value"},
       {"wire.format=fp32,fp8", "fp8"},
@@ -58,6 +59,10 @@ TEST_F(KnobVariantsTest, EachKnobStartsWhereTheConfigSaysIt) {
   absl::StatusOr<nlohmann::json> shares = ConfigStartingWith(config, "batch.shares", "3:1");
   ASSERT_TRUE(shares.ok()) << shares.status();
   EXPECT_EQ((*shares)["cluster"]["batch_shares"], "3:1");
+
+  absl::StatusOr<nlohmann::json> arrival = ConfigStartingWith(config, "fc.batching", "arrival");
+  ASSERT_TRUE(arrival.ok()) << arrival.status();
+  EXPECT_EQ((*arrival)["cluster"]["fc_batching"], "arrival");
 
   absl::StatusOr<nlohmann::json> d4 = ConfigStartingWith(config, "moe.pipeline_chunks", "4");
   ASSERT_TRUE(d4.ok()) << d4.status();
