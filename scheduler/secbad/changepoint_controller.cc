@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<ChangepointController>> ChangepointController::Cr
   STRATA_ASSIGN_OR_RETURN(SegmentPrior prior,
                           SegmentPrior::ConstantHazard(1.0 / options.mean_segment_iterations));
   STRATA_ASSIGN_OR_RETURN(NormalGammaModel observations,
-                          NormalGammaModel::Create(context->Priors()));
+                          NormalGammaModel::Create(context->Priors(), context->outliers()));
   RunLengthPosterior inference(std::move(prior),
                                std::make_unique<NormalGammaModel>(std::move(observations)),
                                options.window);
@@ -49,9 +49,9 @@ std::optional<std::string> ChangepointController::Decide(const ContextObservatio
   if (run < options_.settle) return std::nullopt;
   const std::string best = context_->Best(believed_);
   if (best == target) return std::nullopt;
-  const double gain = context_->IterationSeconds(target, believed_) /
-                          context_->IterationSeconds(best, believed_) -
-                      1;
+  const double gain =
+      context_->IterationSeconds(target, believed_) / context_->IterationSeconds(best, believed_) -
+      1;
   if (gain < options_.min_gain) return std::nullopt;
   Record(seen.iteration, "proposal",
          absl::StrFormat("%s=%s (predicted %.0f%% faster than %s; %s)", context_->knob(), best,

@@ -85,6 +85,9 @@ class KnobContext {
   // How far one iteration's observation strays from its segment's context
   // (standard deviation, the observations' units).
   virtual double observation_noise() const = 0;
+  // How often an observation has nothing to do with its segment's context,
+  // and the range it then lies in (the observations' units); rate 0: never.
+  virtual OutlierModel outliers() const { return {}; }
   // "link about 0.1 Gbit/s", for logs.
   virtual std::string Describe(const std::vector<double>& context) const = 0;
   // The cost model file (KnobContextFromJson reads it back).
@@ -99,8 +102,8 @@ class KnobContext {
 // Reads a cost model file of either kind ("context" names it; files without
 // one are link-rate, as strata_bench wrote them first). InvalidArgument
 // naming the field that is missing or wrong.
-absl::StatusOr<std::shared_ptr<const KnobContext>> KnobContextFromJson(
-    const nlohmann::json& json, const std::string& source);
+absl::StatusOr<std::shared_ptr<const KnobContext>> KnobContextFromJson(const nlohmann::json& json,
+                                                                       const std::string& source);
 
 }  // namespace strata::secbad
 

@@ -34,9 +34,10 @@ KnobPolicy::KnobPolicy(std::shared_ptr<const KnobContext> context, KnobPolicySpe
 }
 
 absl::StatusOr<SegmentPrior> KnobPolicy::Segments() const {
-  if (spec_.belief == "constant-hazard") return SegmentPrior::ConstantHazard(1.0 / spec_.segment_mean);
-  return SegmentPrior::TruncatedNormal(spec_.segment_mean, spec_.segment_stddev,
-                                       spec_.segment_min);
+  if (spec_.belief == "constant-hazard") {
+    return SegmentPrior::ConstantHazard(1.0 / spec_.segment_mean);
+  }
+  return SegmentPrior::TruncatedNormal(spec_.segment_mean, spec_.segment_stddev, spec_.segment_min);
 }
 
 absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Create(
@@ -61,7 +62,8 @@ absl::StatusOr<std::unique_ptr<KnobPolicy>> KnobPolicy::Create(
       ActorCritic::Create({inputs, static_cast<int>(context->values().size()), spec.hidden}, seed));
   std::unique_ptr<KnobPolicy> policy(new KnobPolicy(std::move(context), spec, std::move(net)));
   STRATA_RETURN_IF_ERROR(policy->Segments().status());
-  STRATA_RETURN_IF_ERROR(NormalGammaModel::Create(policy->CentredPriors()).status());
+  STRATA_RETURN_IF_ERROR(
+      NormalGammaModel::Create(policy->CentredPriors(), policy->CentredOutliers()).status());
   return policy;
 }
 
@@ -75,9 +77,8 @@ nlohmann::json KnobPolicy::AboutTheKnob() const {
 absl::Status KnobPolicy::Save(const std::string& path) const {
   nlohmann::json about = AboutTheKnob();
   about["belief"] = spec_.belief;
-  about["segment"] = {{"mean", spec_.segment_mean},
-                      {"stddev", spec_.segment_stddev},
-                      {"min", spec_.segment_min}};
+  about["segment"] = {
+      {"mean", spec_.segment_mean}, {"stddev", spec_.segment_stddev}, {"min", spec_.segment_min}};
   about["window"] = spec_.window;
   about["episode_iterations"] = spec_.episode_iterations;
   about["hidden"] = spec_.hidden;
@@ -120,13 +121,23 @@ std::vector<NormalGammaPrior> KnobPolicy::CentredPriors() const {
   return centred;
 }
 
+OutlierModel KnobPolicy::CentredOutliers() const {
+  OutlierModel centred = context_->outliers();
+  for (size_t d = 0; d < centred.low.size() && d < prior_means_.size(); ++d) {
+    centred.low[d] -= prior_means_[d];
+    centred.high[d] -= prior_means_[d];
+  }
+  return centred;
+}
+
 std::unique_ptr<ContextTracker> KnobPolicy::NewTracker() const {
   const std::string& belief = spec_.belief;
   if (belief == "plain") return NoContext();
   if (belief == "oracle") return OracleContext(context_->dims());
   // The priors and the segment prior were checked by Create.
   auto model = [&] {
-    return std::make_unique<NormalGammaModel>(*NormalGammaModel::Create(CentredPriors()));
+    return std::make_unique<NormalGammaModel>(
+        *NormalGammaModel::Create(CentredPriors(), CentredOutliers()));
   };
   if (belief == "whole-history") return WholeHistoryContext(model(), spec_.episode_iterations);
   return SegmentContext(*Segments(), model(), spec_.window);
@@ -151,8 +162,8 @@ void KnobPolicy::WriteState(const ContextTracker& tracker, int in_force, float* 
 }
 
 std::vector<double> KnobPolicy::Probabilities(const float* state) {
-  const Tensor states = Tensor::FromVector(
-      {1, inputs()}, std::vector<float>(state, state + inputs()));
+  const Tensor states =
+      Tensor::FromVector({1, inputs()}, std::vector<float>(state, state + inputs()));
   const ActorCritic::Output out = net_->Forward(states, /*training=*/false);
   const float* logits = out.logits.data();
   const int actions = net_->shape().actions;

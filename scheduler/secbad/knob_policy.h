@@ -43,8 +43,8 @@ struct KnobPolicySpec {
   double segment_mean = 100;  // iterations
   double segment_stddev = 25;
   int segment_min = 10;
-  int window = 200;               // run lengths the posterior keeps
-  int episode_iterations = 400;   // the whole history's reach
+  int window = 200;              // run lengths the posterior keeps
+  int episode_iterations = 400;  // the whole history's reach
   int hidden = 64;
   // How far another value must lead the one held before the policy asks
   // for it (KnobDecision below): in [0, kMaxDecisionMargin]; 0 for the
@@ -119,6 +119,8 @@ class KnobPolicy {
   // The context's observation priors, each centred on 0 (the state's
   // observations are centred on the priors' means).
   std::vector<NormalGammaPrior> CentredPriors() const;
+  // The context's outliers, their ranges centred likewise.
+  OutlierModel CentredOutliers() const;
 
   std::shared_ptr<const KnobContext> context_;
   KnobPolicySpec spec_;

@@ -54,11 +54,14 @@ absl::StatusOr<std::shared_ptr<const LinkRateContext>> LinkRateContext::FromJson
       STRATA_RETURN_IF_ERROR(r.Optional("min_rate_gbit", &trace.min_rate_gbit));
       STRATA_RETURN_IF_ERROR(r.Optional("max_rate_gbit", &trace.max_rate_gbit));
       STRATA_RETURN_IF_ERROR(r.Optional("noise", &trace.noise));
+      STRATA_RETURN_IF_ERROR(r.Optional("outliers", &trace.outliers));
       STRATA_RETURN_IF_ERROR(r.Finish());
       if (!(trace.min_rate_gbit > 0) || !(trace.max_rate_gbit >= trace.min_rate_gbit) ||
-          !(trace.noise > 0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            source, ": trace: rates must be > 0 with min <= max, and the noise > 0"));
+          !(trace.noise > 0) || !(trace.outliers >= 0 && trace.outliers < 1)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(source,
+                         ": trace: rates must be > 0 with min <= max, the noise > 0, and the "
+                         "outliers in [0, 1)"));
       }
       costs.erase("trace");
     }
@@ -84,6 +87,13 @@ std::vector<NormalGammaPrior> LinkRateContext::Priors() const {
   return {NormalGammaPrior::For(0.0, 0.3, 3.0)};
 }
 
+OutlierModel LinkRateContext::outliers() const {
+  if (trace_.outliers == 0) return {};
+  return {trace_.outliers,
+          {std::log(KnobCostModel::kSlowestRateGbit)},
+          {std::log(KnobCostModel::kFastestRateGbit)}};
+}
+
 std::vector<double> LinkRateContext::SampleContext(Rng& rng) const {
   const double lo = std::log(trace_.min_rate_gbit), hi = std::log(trace_.max_rate_gbit);
   return {lo + (hi - lo) * rng.Uniform()};
@@ -98,7 +108,8 @@ nlohmann::json LinkRateContext::ToJson() const {
   j["context"] = kKind;
   j["trace"] = {{"min_rate_gbit", trace_.min_rate_gbit},
                 {"max_rate_gbit", trace_.max_rate_gbit},
-                {"noise", trace_.noise}};
+                {"noise", trace_.noise},
+                {"outliers", trace_.outliers}};
   return j;
 }
 

@@ -6,9 +6,12 @@
 // knob value in force.
 //
 // The cost model file may say how the runtime environment draws segments'
-// rates (log-uniform over [min_rate_gbit, max_rate_gbit]) and how noisy one
-// iteration's reading is ("trace": {"min_rate_gbit", "max_rate_gbit",
-// "noise"}; defaults 0.1, 10 and 0.2).
+// rates (log-uniform over [min_rate_gbit, max_rate_gbit]), how noisy one
+// iteration's reading is, and how often a reading is an outlier, anywhere
+// between the slowest and the fastest rate the cost model reads
+// (KnobCostModel::kSlowestRateGbit and kFastestRateGbit): "trace":
+// {"min_rate_gbit", "max_rate_gbit", "noise", "outliers"}; defaults 0.1,
+// 10, 0.2 and 0. The inference expects outliers at that rate too.
 #ifndef STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_
 #define STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_
 
@@ -23,15 +26,16 @@ namespace strata::secbad {
 struct LinkRateTrace {
   double min_rate_gbit = 0.1;
   double max_rate_gbit = 10;
-  double noise = 0.2;  // of ln(rate)
+  double noise = 0.2;     // of ln(rate)
+  double outliers = 0.0;  // the share of readings that are outliers
 };
 
 class LinkRateContext final : public KnobContext {
  public:
   explicit LinkRateContext(KnobCostModel model, LinkRateTrace trace = {});
   // The cost model file, with an optional "trace" object (above).
-  static absl::StatusOr<std::shared_ptr<const LinkRateContext>> FromJson(
-      const nlohmann::json& json, const std::string& source);
+  static absl::StatusOr<std::shared_ptr<const LinkRateContext>> FromJson(const nlohmann::json& json,
+                                                                         const std::string& source);
 
   const std::string& kind() const override;
   const std::string& knob() const override { return model_.knob(); }
@@ -45,6 +49,7 @@ class LinkRateContext final : public KnobContext {
   std::vector<NormalGammaPrior> Priors() const override;
   std::vector<double> SampleContext(Rng& rng) const override;
   double observation_noise() const override { return trace_.noise; }
+  OutlierModel outliers() const override;
   std::string Describe(const std::vector<double>& context) const override;
   nlohmann::json ToJson() const override;
 

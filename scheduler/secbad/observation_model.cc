@@ -1,5 +1,6 @@
 #include "scheduler/secbad/observation_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -17,20 +18,37 @@ NormalGammaPrior NormalGammaPrior::For(double mean, double noise, double spread)
   return p;
 }
 
-absl::StatusOr<NormalGammaModel> NormalGammaModel::Create(std::vector<NormalGammaPrior> priors) {
+absl::StatusOr<NormalGammaModel> NormalGammaModel::Create(std::vector<NormalGammaPrior> priors,
+                                                          OutlierModel outliers) {
   if (priors.empty()) {
     return absl::InvalidArgumentError("Normal-Gamma observation model: no dimension given");
   }
   for (size_t d = 0; d < priors.size(); ++d) {
     const NormalGammaPrior& p = priors[d];
     if (!(p.strength > 0) || !(p.shape > 1) || !(p.rate > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Normal-Gamma observation model: dimension ", d, " has strength ", p.strength,
-          ", shape ", p.shape, " and rate ", p.rate,
-          " (strength and rate must be positive, the shape above 1)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Normal-Gamma observation model: dimension ", d, " has strength ",
+                       p.strength, ", shape ", p.shape, " and rate ", p.rate,
+                       " (strength and rate must be positive, the shape above 1)"));
     }
   }
-  return NormalGammaModel(std::move(priors));
+  if (!(outliers.rate >= 0 && outliers.rate < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Normal-Gamma observation model: the outlier rate must be in [0, 1), got ", outliers.rate));
+  }
+  if (outliers.rate > 0) {
+    bool ranges = outliers.low.size() == priors.size() && outliers.high.size() == priors.size();
+    for (size_t d = 0; ranges && d < priors.size(); ++d) {
+      ranges = outliers.low[d] < outliers.high[d];
+    }
+    if (!ranges) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Normal-Gamma observation model: outliers need a range low < high for "
+                       "each of the ",
+                       priors.size(), " dimensions"));
+    }
+  }
+  return NormalGammaModel(std::move(priors), std::move(outliers));
 }
 
 void NormalGammaModel::Reset(int window) {
@@ -64,41 +82,77 @@ NormalGammaModel::Posterior NormalGammaModel::PosteriorOf(int slot, int d) const
           p.rate + scatter / 2 + p.strength * n * shift * shift / (2 * strength)};
 }
 
+double NormalGammaModel::StudentLogDensity(int slot, const double* x) const {
+  const size_t dims = priors_.size();
+  double log_density = 0;
+  for (size_t d = 0; d < dims; ++d) {
+    if (std::isnan(x[d])) continue;  // not observed this step
+    // Student-t with 2 alpha degrees of freedom, location mu, squared
+    // scale beta (kappa + 1) / (alpha kappa).
+    const Posterior q = PosteriorOf(slot, static_cast<int>(d));
+    const double nu = 2 * q.shape;
+    const double scale2 = q.rate * (q.strength + 1) / (q.shape * q.strength);
+    const double z = x[d] - q.mean;
+    // The normalising term, from the table where the count is whole (no
+    // observation of the slot was weighed as a possible outlier).
+    const double count = count_[static_cast<size_t>(slot) * dims + d];
+    const double normaliser =
+        count == std::floor(count) && count <= window_
+            ? constant_[static_cast<size_t>(count) * dims + d]
+            : std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * M_PI);
+    log_density +=
+        normaliser - 0.5 * std::log(scale2) - (nu + 1) / 2 * std::log1p(z * z / (nu * scale2));
+  }
+  return log_density;
+}
+
+double NormalGammaModel::LogStrayDensity(const double* x) const {
+  double log_density = std::log(outliers_.rate);
+  for (int d = 0; d < dims(); ++d) {
+    if (!std::isnan(x[d])) log_density -= std::log(outliers_.high[d] - outliers_.low[d]);
+  }
+  return log_density;
+}
+
 void NormalGammaModel::LogPredictive(const double* x, double* out) const {
-  const int dims = this->dims();
-  for (int s = 0; s <= window_; ++s) {
-    double log_density = 0;
-    for (int d = 0; d < dims; ++d) {
-      if (std::isnan(x[d])) continue;  // not observed this step
-      // Student-t with 2 alpha degrees of freedom, location mu, squared
-      // scale beta (kappa + 1) / (alpha kappa).
-      const Posterior q = PosteriorOf(s, d);
-      const double nu = 2 * q.shape;
-      const double scale2 = q.rate * (q.strength + 1) / (q.shape * q.strength);
-      const double z = x[d] - q.mean;
-      const size_t count = static_cast<size_t>(count_[static_cast<size_t>(s) * dims + d]);
-      log_density += constant_[count * dims + d] - 0.5 * std::log(scale2) -
-                     (nu + 1) / 2 * std::log1p(z * z / (nu * scale2));
+  if (outliers_.rate == 0) {
+    for (int s = 0; s <= window_; ++s) out[s] = StudentLogDensity(s, x);
+  } else {
+    // log((1 - rate) t + rate u).
+    const double stray = LogStrayDensity(x);
+    const double log_kept = std::log1p(-outliers_.rate);
+    for (int s = 0; s <= window_; ++s) {
+      const double kept = log_kept + StudentLogDensity(s, x);
+      const double top = std::max(kept, stray);
+      out[s] = top + std::log(std::exp(kept - top) + std::exp(stray - top));
     }
-    out[s] = log_density;
   }
   last_work_ = window_ + 1;
 }
 
 void NormalGammaModel::Observe(const double* x) {
   const size_t dims = priors_.size();
+  const double stray = outliers_.rate > 0 ? LogStrayDensity(x) : 0.0;
+  const double log_kept = outliers_.rate > 0 ? std::log1p(-outliers_.rate) : 0.0;
   // Slot s takes slot s - 1's observations and x: the last s observations.
+  // With outliers, x counts in slot s as much as it is not an outlier to
+  // slot s - 1's segment (its responsibility under the mixture), so a
+  // stray reading does not widen the belief of a segment it does not fit.
   for (int s = window_; s >= 1; --s) {
+    double weight = 1;
+    if (outliers_.rate > 0) {
+      weight = 1 / (1 + std::exp(stray - (log_kept + StudentLogDensity(s - 1, x))));
+    }
     for (size_t d = 0; d < dims; ++d) {
       const size_t to = static_cast<size_t>(s) * dims + d;
       const size_t from = to - dims;
-      const bool seen = !std::isnan(x[d]);
-      count_[to] = count_[from] + (seen ? 1 : 0);
-      sum_[to] = sum_[from] + (seen ? x[d] : 0.0);
-      sum_squares_[to] = sum_squares_[from] + (seen ? x[d] * x[d] : 0.0);
+      const double w = std::isnan(x[d]) ? 0.0 : weight;
+      count_[to] = count_[from] + w;
+      sum_[to] = sum_[from] + (w > 0 ? w * x[d] : 0.0);
+      sum_squares_[to] = sum_squares_[from] + (w > 0 ? w * x[d] * x[d] : 0.0);
     }
   }
-  last_work_ += window_;
+  last_work_ += outliers_.rate > 0 ? 2 * window_ : window_;
 }
 
 ContextBelief NormalGammaModel::BeliefOf(int slot) const {
@@ -157,8 +211,8 @@ absl::StatusOr<GridContextModel> GridContextModel::Create(std::vector<GridDimens
     double mass = 0;
     for (double p : dim.prior) mass += p >= 0 ? p : -1e300;
     if (dim.prior.size() != grid || !(mass > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "the prior must be ", grid, " non-negative values with a positive sum"));
+      return absl::InvalidArgumentError(absl::StrCat(where, "the prior must be ", grid,
+                                                     " non-negative values with a positive sum"));
     }
     for (double& p : dim.prior) p /= mass;
   }

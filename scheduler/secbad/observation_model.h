@@ -70,15 +70,32 @@ struct NormalGammaPrior {
   static NormalGammaPrior For(double mean, double noise, double spread);
 };
 
+// Readings that now and then have nothing to do with the context (an
+// iteration stalled by a hiccup on a shared machine): with probability
+// `rate` an observation lies anywhere in [low[d], high[d]] per dimension d,
+// uniformly, instead of near its segment's context. Rate 0: never.
+struct OutlierModel {
+  double rate = 0;
+  std::vector<double> low, high;
+};
+
 // Each dimension an independent Gaussian of unknown mean (the context) and
 // precision, with a Normal-Gamma prior: predictives are Student-t, and a
 // slot is three sums (count, sum, sum of squares), so a step is a few array
-// updates per slot.
+// updates per slot. With outliers (OutlierModel), each predictive is the
+// mixture (1 - rate) Student-t + rate uniform: one stray reading then no
+// longer rules out every segment that began before it, and a change takes
+// a second reading or more to be believed. A reading joins each slot's
+// sums weighted by how likely it is not an outlier to that slot's
+// segment (so counts may be fractional).
 class NormalGammaModel final : public ObservationModel {
  public:
   // One prior per dimension. InvalidArgument for none, a strength <= 0, a
-  // shape <= 1 or a rate <= 0, naming the dimension.
-  static absl::StatusOr<NormalGammaModel> Create(std::vector<NormalGammaPrior> priors);
+  // shape <= 1 or a rate <= 0, naming the dimension; for outliers at a
+  // rate outside [0, 1), or (rate above 0) without one range per dimension
+  // with low < high.
+  static absl::StatusOr<NormalGammaModel> Create(std::vector<NormalGammaPrior> priors,
+                                                 OutlierModel outliers = {});
 
   int dims() const override { return static_cast<int>(priors_.size()); }
   void Reset(int window) override;
@@ -88,16 +105,23 @@ class NormalGammaModel final : public ObservationModel {
   int64_t last_work() const override { return last_work_; }
 
  private:
-  explicit NormalGammaModel(std::vector<NormalGammaPrior> priors) : priors_(std::move(priors)) {}
+  NormalGammaModel(std::vector<NormalGammaPrior> priors, OutlierModel outliers)
+      : priors_(std::move(priors)), outliers_(std::move(outliers)) {}
   // The posterior parameters of slot `s`, dimension `d`.
   struct Posterior {
     double mean, strength, shape, rate;
   };
   Posterior PosteriorOf(int slot, int d) const;
+  // log of slot `slot`'s Student-t predictive of x (over the dimensions seen).
+  double StudentLogDensity(int slot, const double* x) const;
+  // log(rate * the outliers' uniform density of x over the dimensions seen).
+  double LogStrayDensity(const double* x) const;
 
   std::vector<NormalGammaPrior> priors_;
+  OutlierModel outliers_;
   int window_ = 0;
-  // Per slot s (0..W) and dimension d, at s * dims + d.
+  // Per slot s (0..W) and dimension d, at s * dims + d (each reading
+  // weighted by how likely it is not an outlier: 1 without outliers).
   std::vector<double> count_, sum_, sum_squares_;
   // Per count c (0..W) and dimension d, at c * dims + d: the predictive's
   // log normalising terms, lgamma((nu+1)/2) - lgamma(nu/2) - log(nu pi)/2

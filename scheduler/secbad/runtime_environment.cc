@@ -31,9 +31,8 @@ absl::StatusOr<std::unique_ptr<RuntimeEnvironment>> RuntimeEnvironment::Create(
         "must be >= 0");
   }
   STRATA_ASSIGN_OR_RETURN(SegmentPrior segments,
-                          SegmentPrior::TruncatedNormal(options.segment_mean,
-                                                        options.segment_stddev,
-                                                        options.segment_min));
+                          SegmentPrior::TruncatedNormal(
+                              options.segment_mean, options.segment_stddev, options.segment_min));
   return std::unique_ptr<RuntimeEnvironment>(
       new RuntimeEnvironment(std::move(context), options, std::move(segments), seed));
 }
@@ -81,7 +80,14 @@ RuntimeEnvironment::Outcome RuntimeEnvironment::Step(int wanted) {
                 (in_force_ != before ? 1 + options_.change_cost : 1.0);
   out.efficiency = knob_->IterationSeconds(knob_->Best(context_), context_) / out.seconds;
   out.seen = context_;
-  for (double& v : out.seen) v += knob_->observation_noise() * noise_rng_.Normal();
+  const OutlierModel outliers = knob_->outliers();
+  if (outliers.rate > 0 && noise_rng_.Uniform() < outliers.rate) {
+    for (size_t d = 0; d < out.seen.size(); ++d) {
+      out.seen[d] = outliers.low[d] + (outliers.high[d] - outliers.low[d]) * noise_rng_.Uniform();
+    }
+  } else {
+    for (double& v : out.seen) v += knob_->observation_noise() * noise_rng_.Normal();
+  }
   ++iteration_;
   out.done = iteration_ >= options_.episode_iterations;
   if (!out.done && iteration_ >= segment_end_) {
@@ -116,8 +122,7 @@ absl::StatusOr<RuntimeRun> RuntimeExperiment::Run(const std::string& contender, 
   return RunLearned(contender, seed);
 }
 
-absl::StatusOr<RuntimeRun> RuntimeExperiment::RunLearned(const std::string& belief,
-                                                         uint64_t seed) {
+absl::StatusOr<RuntimeRun> RuntimeExperiment::RunLearned(const std::string& belief, uint64_t seed) {
   KnobPolicySpec spec = options_.policy;
   spec.belief = belief;
   spec.segment_mean = options_.env.segment_mean;
@@ -197,8 +202,7 @@ absl::StatusOr<RuntimeRun> RuntimeExperiment::RunLearned(const std::string& beli
     KnobDecision decision(spec.decision_margin);
     for (bool done = false; !done;) {
       policy->WriteState(*a.tracker, a.env->in_force(), state.data());
-      const int wanted =
-          decision.Next(policy->Probabilities(state.data()), a.env->requested());
+      const int wanted = decision.Next(policy->Probabilities(state.data()), a.env->requested());
       done = step(a, wanted).done;
     }
     total += a.efficiency / steps;

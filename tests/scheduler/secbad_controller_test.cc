@@ -5,14 +5,15 @@
 // iteration it takes effect at.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/util/rng.h"
 #include "scheduler/secbad/changepoint_controller.h"
-#include "scheduler/secbad/link_rate_context.h"
 #include "scheduler/secbad/knob_cost_model.h"
+#include "scheduler/secbad/link_rate_context.h"
 
 namespace strata::secbad {
 namespace {
@@ -116,6 +117,10 @@ struct SimulatedJob {
   int lag = 3;
   double noise = 0.1;
   uint64_t seed = 1;
+  // Iterations stalled by a hiccup: their communication takes `stall`
+  // times as long, whatever the link.
+  std::vector<int64_t> stalled;
+  double stall = 8;
 
   struct Outcome {
     std::vector<std::string> in_force;  // per iteration
@@ -140,6 +145,9 @@ struct SimulatedJob {
       const ValueCost& cost = value == "fp32" ? kFp32 : kBf16;
       record.communication_seconds =
           Communication(cost, rates[i]) * std::max(0.2, 1 + noise * rng.Normal());
+      if (std::find(stalled.begin(), stalled.end(), i) != stalled.end()) {
+        record.communication_seconds *= stall;
+      }
       for (const KnobProposal& p : controller.Observe(record)) {
         EXPECT_EQ(p.name, "wire.format");
         scheduled.push_back({i + lag, p.value});
@@ -205,6 +213,37 @@ TEST(ChangepointControllerTest, AStableLinkGetsNoProposalAndFewFalseAlarms) {
   for (const ControllerEvent& e : out.events) false_alarms += e.kind == "change point";
   // The switch itself changes what is observed only through the model.
   EXPECT_LE(false_alarms, 5);
+}
+
+// Stalls of single iterations (30 times as long) on a fast link: under a
+// cost model that expects no outliers, the inference takes each for a
+// change of the link; under one that expects 2% of readings to be
+// outliers, it takes none for one, and the controller still re-tunes
+// within five iterations when the link does slow down.
+TEST(ChangepointControllerTest, ACostModelThatExpectsOutliersRidesOutStallsButNotAChange) {
+  SimulatedJob job;
+  job.rates = Phases({{10, 300}, {0.1, 60}});
+  for (int64_t i = 20; i < 300; i += 23) job.stalled.push_back(i);
+  job.stall = 30;
+  auto change_points_before = [](const SimulatedJob::Outcome& out, int64_t iteration) {
+    int n = 0;
+    for (const ControllerEvent& e : out.events) {
+      n += e.kind == "change point" && e.iteration < iteration;
+    }
+    return n;
+  };
+  LinkRateTrace trace;
+  trace.outliers = 0.02;
+  auto expecting =
+      *ChangepointController::Create(std::make_shared<LinkRateContext>(TrueModel(), trace));
+  const SimulatedJob::Outcome out = job.Run(*expecting);
+  EXPECT_EQ(change_points_before(out, 300), 0);
+  ASSERT_EQ(out.proposals_at.size(), 1u);
+  EXPECT_EQ(FirstRunning(out.in_force, 0, "bf16"), FirstRunning(out.in_force, 300, "bf16"));
+  EXPECT_LE(FirstRunning(out.in_force, 300, "bf16") - 300, 5);
+
+  auto gaussian = *ChangepointController::Create(TrueContext());
+  EXPECT_GE(change_points_before(job.Run(*gaussian), 300), static_cast<int>(job.stalled.size()));
 }
 
 TEST(ChangepointControllerTest, AGainBelowTheThresholdIsNotWorthAChange) {

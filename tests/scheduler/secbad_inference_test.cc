@@ -109,9 +109,10 @@ Signal MakeSignal(uint64_t seed, int length, double jump) {
   for (int t = 0; t < length; ++t) {
     if (t == next_change) {
       const double step = jump + rng.Uniform();
-      level = level + step > 6 ? level - step : level - step < -6 ? level + step
-                                              : rng.Uniform() < 0.5 ? level - step
-                                                                    : level + step;
+      level = level + step > 6      ? level - step
+              : level - step < -6   ? level + step
+              : rng.Uniform() < 0.5 ? level - step
+                                    : level + step;
       if (t > 0) s.changes.push_back(t);
       next_change = t + std::max(10, static_cast<int>(std::lround(80 + 20 * rng.Normal())));
     }
@@ -120,10 +121,10 @@ Signal MakeSignal(uint64_t seed, int length, double jump) {
   return s;
 }
 
-RunLengthPosterior MakeInference(int window) {
+RunLengthPosterior MakeInference(int window, OutlierModel outliers = {}) {
   return RunLengthPosterior(*SegmentPrior::TruncatedNormal(80, 20, 10),
                             std::make_unique<NormalGammaModel>(*NormalGammaModel::Create(
-                                {NormalGammaPrior::For(0, 1, 4)})),
+                                {NormalGammaPrior::For(0, 1, 4)}, std::move(outliers))),
                             window);
 }
 
@@ -149,8 +150,7 @@ TEST(RunLengthPosteriorTest, ChangesOfTwoNoiseDeviationsAreFoundWithinThreeSteps
       // a false alarm.
       const int placed = t - inference.map_run_length() + 1;
       const auto near = [placed](int change) { return std::abs(placed - change) <= 3; };
-      if (next < signal.changes.size() && t >= signal.changes[next] &&
-          near(signal.changes[next])) {
+      if (next < signal.changes.size() && t >= signal.changes[next] && near(signal.changes[next])) {
         delays.push_back(t - signal.changes[next]);
         ++next;
       } else if (std::none_of(signal.changes.begin(), signal.changes.end(), near)) {
@@ -212,6 +212,47 @@ TEST(RunLengthPosteriorTest, TheMapSegmentsBeliefIsTheLevelOfTheCurrentSegment) 
   inference.Reset();
   EXPECT_EQ(inference.map_run_length(), 0);
   EXPECT_TRUE(inference.posterior().empty());
+}
+
+// One stray reading, 8 noise deviations off, inside a segment: a model
+// that expects no outliers believes a new segment began there; one that
+// expects them (5%, anywhere in [-10, 10]) keeps the segment. A real
+// change of 3 deviations is still found by both, the outlier model a step
+// or two later.
+TEST(RunLengthPosteriorTest, AModelThatExpectsOutliersIsNotFooledByOneButFindsARealChange) {
+  const OutlierModel outliers{0.05, {-10}, {10}};
+  Rng rng(5);
+  std::vector<double> values;
+  for (int t = 0; t < 140; ++t) values.push_back(0.5 * rng.Normal());
+  values[60] = 4.0;                                  // the stray reading
+  for (int t = 100; t < 140; ++t) values[t] += 1.5;  // a real change at 100
+  RunLengthPosterior gaussian = MakeInference(200);
+  RunLengthPosterior robust = MakeInference(200, outliers);
+  auto found_at = [&values](RunLengthPosterior& inference, int from, int to) {
+    for (int t = from; t < to; ++t) {
+      inference.Observe(&values[t]);
+      if (inference.change_detected()) return t;
+    }
+    return -1;
+  };
+  EXPECT_EQ(found_at(gaussian, 0, 61), 60);
+  EXPECT_EQ(found_at(robust, 0, 100), -1);
+  EXPECT_EQ(robust.map_run_length(), 100);
+  const int found = found_at(robust, 100, 140);
+  EXPECT_GE(found, 100);
+  EXPECT_LE(found, 104);
+  for (int t = found + 1; t < 140; ++t) robust.Observe(&values[t]);
+  EXPECT_NEAR(robust.MapBelief().mean[0], 1.5, 0.3);
+
+  EXPECT_EQ(NormalGammaModel::Create({NormalGammaPrior::For(0, 1, 4)}, {1.0, {-1}, {1}})
+                .status()
+                .message(),
+            "Normal-Gamma observation model: the outlier rate must be in [0, 1), got 1");
+  EXPECT_EQ(NormalGammaModel::Create({NormalGammaPrior::For(0, 1, 4)}, {0.1, {1}, {1}})
+                .status()
+                .message(),
+            "Normal-Gamma observation model: outliers need a range low < high for each of the 1 "
+            "dimensions");
 }
 
 }  // namespace

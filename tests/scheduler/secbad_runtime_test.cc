@@ -101,8 +101,7 @@ TEST(WorkerSpeedContextTest, BadFilesAndSamplesAreRefusedByName) {
             "shares.json.context: unknown kind \"weather\" (link-rate or worker-speed)");
   j = FittedShares()->ToJson();
   j["trace"]["spread"] = 0.5;
-  EXPECT_NE(KnobContextFromJson(j, "shares.json").status().message().find(
-                "the spread in [1, 10]"),
+  EXPECT_NE(KnobContextFromJson(j, "shares.json").status().message().find("the spread in [1, 10]"),
             std::string::npos);
   std::map<std::string, std::vector<std::vector<SpeedSample>>> one = {
       {"1:1", {Iterations("1:1", 1.0, 10, 1)}}};
@@ -203,6 +202,48 @@ TEST(RuntimeEnvironmentTest, TracesFollowTheSeedAndARequestTakesForceAfterTheLag
   EXPECT_EQ(a->in_force(), best_index);
 }
 
+// A link-rate cost model whose trace says 5% of readings are outliers:
+// the file keeps it, the runtime environment draws that share of readings
+// from anywhere in the range the cost model reads, and a share out of
+// [0, 1) is refused by name.
+TEST(RuntimeEnvironmentTest, ALinkRateTraceWithOutliersDrawsThemAndKeepsThemInItsFile) {
+  nlohmann::json file = {
+      {"context", "link-rate"},
+      {"knob", "wire.format"},
+      {"mode", "ps"},
+      {"trace",
+       {{"min_rate_gbit", 0.5}, {"max_rate_gbit", 2.0}, {"noise", 0.05}, {"outliers", 0.05}}},
+      {"values",
+       {{"fp32",
+         {{"local_seconds", 0.05}, {"fixed_seconds", 0.005}, {"transfer_seconds_at_1gbit", 0.2}}},
+        {"bf16",
+         {{"local_seconds", 0.05}, {"fixed_seconds", 0.03}, {"transfer_seconds_at_1gbit", 0.1}}}}}};
+  absl::StatusOr<std::shared_ptr<const KnobContext>> context = KnobContextFromJson(file, "c.json");
+  ASSERT_TRUE(context.ok()) << context.status();
+  EXPECT_EQ((*context)->ToJson()["trace"]["outliers"], 0.05);
+  const OutlierModel outliers = (*context)->outliers();
+  EXPECT_EQ(outliers.rate, 0.05);
+  EXPECT_NEAR(outliers.low[0], std::log(KnobCostModel::kSlowestRateGbit), 1e-12);
+  EXPECT_NEAR(outliers.high[0], std::log(KnobCostModel::kFastestRateGbit), 1e-12);
+
+  RuntimeEnvironmentOptions o;
+  o.episode_iterations = 20000;
+  auto env = *RuntimeEnvironment::Create(*context, o, 3);
+  int far = 0;
+  for (int t = 0; t < 20000; ++t) {
+    const double truth = env->context()[0];
+    // Normal readings stay within 6 noise deviations; a uniform one over
+    // [ln 0.001, ln 1000] lands that far from the truth 97% of the time.
+    far += std::abs(env->Step(-1).seen[0] - truth) > 0.3;
+  }
+  EXPECT_NEAR(far / 20000.0, 0.05 * 0.97, 0.006);
+
+  file["trace"]["outliers"] = 1.0;
+  EXPECT_EQ(KnobContextFromJson(file, "c.json").status().message(),
+            "c.json: trace: rates must be > 0 with min <= max, the noise > 0, and the outliers "
+            "in [0, 1)");
+}
+
 // A job of two conv workers, conv worker 1 slowed by `slowdown[i]` at
 // iteration i, whose records a controller reads (conv worker 1's one
 // iteration late, as the coordinator relays them), and whose coordinator
@@ -287,8 +328,8 @@ TEST(KnobPolicyTest, APolicyFileReadsBackAndOneForAnotherKnobIsRefusedByName) {
             "--policy-file " + dir +
                 "/p.bin: trained for values [\"1:1\",\"1:3\",\"3:1\"]; this job's is "
                 "[\"1:1\",\"3:1\"]");
-  KnobCostModel wire = *KnobCostModel::Fit(
-      "wire.format", "ps", {{"fp32", 1, 0.01, 0.1}, {"bf16", 1, 0.01, 0.05}});
+  KnobCostModel wire =
+      *KnobCostModel::Fit("wire.format", "ps", {{"fp32", 1, 0.01, 0.1}, {"bf16", 1, 0.01, 0.05}});
   EXPECT_NE(KnobPolicy::Load(dir + "/p.bin", std::make_shared<LinkRateContext>(wire))
                 .status()
                 .message()
@@ -296,18 +337,19 @@ TEST(KnobPolicyTest, APolicyFileReadsBackAndOneForAnotherKnobIsRefusedByName) {
             std::string::npos);
   // A corrupt file, and one that is no policy.
   std::ofstream(dir + "/corrupt.bin") << "STRATA-CKPT garbage";
-  EXPECT_NE(KnobPolicy::Load(dir + "/corrupt.bin", FittedShares()).status().message().find(
-                "--policy-file " + dir + "/corrupt.bin"),
+  EXPECT_NE(KnobPolicy::Load(dir + "/corrupt.bin", FittedShares())
+                .status()
+                .message()
+                .find("--policy-file " + dir + "/corrupt.bin"),
             std::string::npos);
   EXPECT_EQ(KnobPolicy::Load(dir + "/missing.bin", FittedShares()).status().code(),
             absl::StatusCode::kNotFound);
   // The oracle's policy needs the true context: no live job can run it.
   KnobPolicySpec oracle;
   oracle.belief = "oracle";
-  EXPECT_EQ(SecbadController::Create(*KnobPolicy::Create(FittedShares(), oracle, 1))
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      SecbadController::Create(*KnobPolicy::Create(FittedShares(), oracle, 1)).status().code(),
+      absl::StatusCode::kInvalidArgument);
   std::filesystem::remove_all(dir);
 }
 
