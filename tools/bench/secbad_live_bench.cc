@@ -272,11 +272,16 @@ std::optional<int64_t> IterationsUntil(const Run& run, double at, double until,
   return std::nullopt;
 }
 
-// How many times the knob's value in force changed during `run`.
+// How many times the knob's value in force changed during `run` (the
+// first iterations, before the process learned the job's knobs, record
+// none: that is no change).
 int64_t ChangesInForce(const Run& run) {
   int64_t changes = 0;
-  for (size_t i = 1; i < run.iterations.size(); ++i) {
-    if (run.iterations[i].value != run.iterations[i - 1].value) ++changes;
+  const std::string* last = nullptr;
+  for (const auto& it : run.iterations) {
+    if (it.value.empty()) continue;
+    if (last != nullptr && it.value != *last) ++changes;
+    last = &it.value;
   }
   return changes;
 }
@@ -467,8 +472,6 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   // Per phase, the static values about as fast as the best (ties within
   // run-to-run noise): what a controller should have in force there.
   std::vector<std::set<std::string>> good(phases.size());
-  std::printf("best static values per phase (within %.0f%% of the fastest):",
-              100 * (1 - kAsGoodAsTheBest));
   for (size_t p = 0; p < phases.size(); ++p) {
     for (size_t c = 0; c < contenders.size(); ++c) {
       if (contenders[c].controller.empty() &&
@@ -476,10 +479,16 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
         good[p].insert(contenders[c].value);
       }
     }
-    std::printf(" [%s]", absl::StrJoin(good[p], " ").c_str());
     phases_json[p]["as_good_as_the_best"] = good[p];
   }
-  std::printf("\n");
+  if (have_static) {
+    std::printf("best static values per phase (within %.0f%% of the fastest):",
+                100 * (1 - kAsGoodAsTheBest));
+    for (const std::set<std::string>& values : good) {
+      std::printf(" [%s]", absl::StrJoin(values, " ").c_str());
+    }
+    std::printf("\n");
+  }
 
   // The controllers: how often each asked for a change; with a static
   // value measured, each phase against its best static value, the whole
