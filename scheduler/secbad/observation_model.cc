@@ -93,13 +93,17 @@ double NormalGammaModel::StudentLogDensity(int slot, const double* x) const {
     const double nu = 2 * q.shape;
     const double scale2 = q.rate * (q.strength + 1) / (q.shape * q.strength);
     const double z = x[d] - q.mean;
-    // The normalising term, from the table where the count is whole (no
-    // observation of the slot was weighed as a possible outlier).
-    const double count = count_[static_cast<size_t>(slot) * dims + d];
-    const double normaliser =
-        count == std::floor(count) && count <= window_
-            ? constant_[static_cast<size_t>(count) * dims + d]
-            : std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * M_PI);
+    // The normalising term from the table of whole counts, interpolated
+    // where readings weighed as possible outliers left a fraction (the
+    // term is smooth in the count; lgamma per slot would cost far more).
+    const double count = std::min(count_[static_cast<size_t>(slot) * dims + d],
+                                  static_cast<double>(window_));
+    const size_t whole = static_cast<size_t>(count);
+    const double fraction = count - static_cast<double>(whole);
+    double normaliser = constant_[whole * dims + d];
+    if (fraction > 0) {
+      normaliser += fraction * (constant_[(whole + 1) * dims + d] - normaliser);
+    }
     log_density +=
         normaliser - 0.5 * std::log(scale2) - (nu + 1) / 2 * std::log1p(z * z / (nu * scale2));
   }
@@ -118,11 +122,15 @@ void NormalGammaModel::LogPredictive(const double* x, double* out) const {
   if (outliers_.rate == 0) {
     for (int s = 0; s <= window_; ++s) out[s] = StudentLogDensity(s, x);
   } else {
-    // log((1 - rate) t + rate u).
+    // log((1 - rate) t + rate u); each slot's log((1 - rate) t) kept for
+    // the Observe of the same x.
     const double stray = LogStrayDensity(x);
     const double log_kept = std::log1p(-outliers_.rate);
+    kept_.resize(static_cast<size_t>(window_) + 1);
+    kept_for_.assign(x, x + dims());
     for (int s = 0; s <= window_; ++s) {
       const double kept = log_kept + StudentLogDensity(s, x);
+      kept_[s] = kept;
       const double top = std::max(kept, stray);
       out[s] = top + std::log(std::exp(kept - top) + std::exp(stray - top));
     }
@@ -132,16 +140,22 @@ void NormalGammaModel::LogPredictive(const double* x, double* out) const {
 
 void NormalGammaModel::Observe(const double* x) {
   const size_t dims = priors_.size();
-  const double stray = outliers_.rate > 0 ? LogStrayDensity(x) : 0.0;
-  const double log_kept = outliers_.rate > 0 ? std::log1p(-outliers_.rate) : 0.0;
+  const bool weigh = outliers_.rate > 0;
+  const double stray = weigh ? LogStrayDensity(x) : 0.0;
+  const double log_kept = weigh ? std::log1p(-outliers_.rate) : 0.0;
+  // The slots' log((1 - rate) t) of x, as LogPredictive left them when it
+  // was asked about this x (NaN compares unequal: recomputed then).
+  const bool known = weigh && kept_for_.size() == priors_.size() &&
+                     std::equal(kept_for_.begin(), kept_for_.end(), x);
   // Slot s takes slot s - 1's observations and x: the last s observations.
   // With outliers, x counts in slot s as much as it is not an outlier to
   // slot s - 1's segment (its responsibility under the mixture), so a
   // stray reading does not widen the belief of a segment it does not fit.
   for (int s = window_; s >= 1; --s) {
     double weight = 1;
-    if (outliers_.rate > 0) {
-      weight = 1 / (1 + std::exp(stray - (log_kept + StudentLogDensity(s - 1, x))));
+    if (weigh) {
+      const double kept = known ? kept_[s - 1] : log_kept + StudentLogDensity(s - 1, x);
+      weight = 1 / (1 + std::exp(stray - kept));
     }
     for (size_t d = 0; d < dims; ++d) {
       const size_t to = static_cast<size_t>(s) * dims + d;
@@ -152,7 +166,8 @@ void NormalGammaModel::Observe(const double* x) {
       sum_squares_[to] = sum_squares_[from] + (w > 0 ? w * x[d] * x[d] : 0.0);
     }
   }
-  last_work_ += outliers_.rate > 0 ? 2 * window_ : window_;
+  kept_for_.clear();
+  last_work_ += weigh && !known ? 2 * window_ : window_;
 }
 
 ContextBelief NormalGammaModel::BeliefOf(int slot) const {

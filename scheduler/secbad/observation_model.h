@@ -127,6 +127,9 @@ class NormalGammaModel final : public ObservationModel {
   // log normalising terms, lgamma((nu+1)/2) - lgamma(nu/2) - log(nu pi)/2
   // for nu = 2 shape + c.
   std::vector<double> constant_;
+  // With outliers: per slot, log((1 - rate) t) of the x LogPredictive was
+  // last asked about (kept_for_), for Observe to reuse.
+  mutable std::vector<double> kept_, kept_for_;
   mutable int64_t last_work_ = 0;
 };
 
