@@ -1,9 +1,13 @@
 // The FC worker of stanza mode: it owns the model's head (the layers after
 // model.split_after), serves the conv workers assigned to it (conv worker i
 // goes to FC worker i mod F), and per iteration
-//   1. gathers the boundary activations and labels of all its conv workers,
-//   2. concatenates them into one batch (bigger GEMMs: why few FC workers
-//      keep up with many conv workers), runs head forward, loss, backward,
+//   1. gathers the boundary activations and labels of all its conv workers
+//      (fc_workers/fc_server.h),
+//   2. runs head forward, loss and backward over them as one batch (bigger
+//      GEMMs: why few FC workers keep up with many conv workers; the
+//      fc.batching knob's "gathered"), or over each conv worker's rows as
+//      they arrive, summing the head's gradients ("arrival": the head
+//      computes while the rest are on the wire; core/util/fc_batching.h),
 //   3. returns each conv worker its slice of the activation gradients,
 //      scaled so that the conv worker's trunk gradient is the mean over its
 //      own samples (the servers then average over conv workers, exactly as

@@ -5,7 +5,6 @@
 // conv workers that run ahead under ASP are served; where the knob cannot
 // apply, the job is refused before it trains.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -31,8 +30,7 @@ class FcBatchingClusterTest : public testing::ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    std::ofstream(dir_ + "/token") << "fc-batching-test-token\n";
-    ::chmod((dir_ + "/token").c_str(), 0600);
+    WriteJobToken("fc-batching-test-token");
     config_ = PlainSgdConfig();
   }
   // The plain-SGD config starting with `batching` and `shares`.

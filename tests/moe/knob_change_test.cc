@@ -4,7 +4,6 @@
 // never changes the math. Refusals name what was wrong and leave the job
 // running.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -41,8 +40,7 @@ class KnobChangeTest : public strata::testing::ClusterTest {
   }
   void SetUp() override {
     ClusterTest::SetUp();
-    std::ofstream(dir_ + "/token") << "knob-change-test-token\n";
-    ::chmod((dir_ + "/token").c_str(), 0600);
+    WriteJobToken("knob-change-test-token");
   }
   std::string CtlCommand(const std::string& coordinator) const {
     return kBin + "strata_ctl --coordinator " + coordinator + " --job-token-file " + dir_ +

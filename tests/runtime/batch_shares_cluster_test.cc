@@ -5,7 +5,6 @@
 // gather uneven batches and reduce the head through the servers), and each
 // records the rows it took.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -31,8 +30,7 @@ class BatchSharesClusterTest : public testing::ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    std::ofstream(dir_ + "/token") << "batch-shares-test-token\n";
-    ::chmod((dir_ + "/token").c_str(), 0600);
+    WriteJobToken("batch-shares-test-token");
     config_ = PlainSgdConfig();
   }
   // `config` with cluster.batch_shares set to `shares`.

@@ -6,7 +6,6 @@
 // trains to its end.
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -202,8 +201,7 @@ TEST_F(MultiJobClusterTest, UnderCrossoverWeightsSplitTheContestedDeviceTime) {
 // agreed iteration on, job 2 computes whenever it likes (naive) and never
 // waits for the device; job 1, now alone in the turns, waits no more either.
 TEST_F(MultiJobClusterTest, AJobSetToNaiveSharingStopsWaitingForTheDevice) {
-  std::ofstream(dir_ + "/token") << "device-sharing-test-token\n";
-  ::chmod((dir_ + "/token").c_str(), 0600);
+  WriteJobToken("device-sharing-test-token");
   const std::string records = dir_ + "/records";
   Process run({"/bin/sh", "-c",
                kBin + "strata_launch --jobs " + kConfig + "," + kBatchNormConfig +

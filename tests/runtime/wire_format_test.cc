@@ -3,7 +3,6 @@
 // agrees, in every process at once, at half the bytes; and a job that
 // starts in bf16 (cluster.wire_format) moves half the bytes of one in fp32.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -30,8 +29,7 @@ class WireFormatTest : public testing::ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    std::ofstream(dir_ + "/token") << "wire-format-test-token\n";
-    ::chmod((dir_ + "/token").c_str(), 0600);
+    WriteJobToken("wire-format-test-token");
   }
   // A stanza job whose pushes and pulls take the sockets (no shared
   // memory: lanes carry fp32 whatever the format).

@@ -5,6 +5,7 @@
 #include "core/util/ready_file.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -212,6 +213,11 @@ void ClusterTest::SetUp() {
 }
 
 void ClusterTest::TearDown() { std::filesystem::remove_all(dir_); }
+
+void ClusterTest::WriteJobToken(const std::string& token) const {
+  std::ofstream(dir_ + "/token") << token << "\n";
+  ::chmod((dir_ + "/token").c_str(), 0600);
+}
 
 std::string ClusterTest::PlainSgdConfig(const std::string& base) {
   std::string text = ReadFile(base);

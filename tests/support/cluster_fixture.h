@@ -112,6 +112,9 @@ class ClusterTest : public ::testing::Test {
   // `base` (default: the default config) with plain SGD and a constant
   // learning rate, written to the scratch directory.
   std::string PlainSgdConfig(const std::string& base = kConfig);
+  // Writes `token` to dir_/token, readable by the owner alone, for the
+  // processes' --job-token-file.
+  void WriteJobToken(const std::string& token) const;
   // Parameters by name from a checkpoint file.
   static std::map<std::string, std::vector<float>> Parameters(const std::string& path);
   // Largest element difference between two parameter files (same names).
