@@ -107,13 +107,7 @@ void FcServer::ServeUntilDone(int64_t iterations, absl::Duration timeout) {
     absl::StatusOr<EndpointEvents> events =
         PollEndpoints(endpoints, deadline - now, kMaxMessagesPerPoll);
     if (!events.ok()) return;
-    for (RawMessage& raw : events->messages) {
-      const std::string identity = raw.identity;
-      const uint64_t request_id = PeekRequestId(raw, limits_);
-      absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
-      absl::Status s = message.ok() ? Handle(*message, iterations) : message.status();
-      if (!s.ok()) Refuse(identity, request_id, s);
-    }
+    HandleAll(*events, iterations);
   }
 }
 
@@ -136,16 +130,20 @@ absl::Status FcServer::ReceiveUntil(const std::function<bool()>& done, int64_t i
     MessageEndpoint* endpoints[] = {&endpoint_};
     STRATA_ASSIGN_OR_RETURN(EndpointEvents events,
                             PollEndpoints(endpoints, deadline - now, kMaxMessagesPerPoll));
-    for (RawMessage& raw : events.messages) {
-      const std::string identity = raw.identity;
-      const uint64_t request_id = PeekRequestId(raw, limits_);
-      absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
-      absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
-      if (!s.ok()) Refuse(identity, request_id, s);
-    }
-    for (const auto& [identity, status] : events.refused) Refuse(identity, 0, status);
+    HandleAll(events, iteration);
   }
   return absl::OkStatus();
+}
+
+void FcServer::HandleAll(EndpointEvents& events, int64_t iteration) {
+  for (RawMessage& raw : events.messages) {
+    const std::string identity = raw.identity;
+    const uint64_t request_id = PeekRequestId(raw, limits_);
+    absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), limits_);
+    absl::Status s = message.ok() ? Handle(*message, iteration) : message.status();
+    if (!s.ok()) Refuse(identity, request_id, s);
+  }
+  for (const auto& [identity, status] : events.refused) Refuse(identity, 0, status);
 }
 
 void FcServer::Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why) {

@@ -127,6 +127,9 @@ class FcServer {
   // activations for `iteration` are not in after `timeout`.
   absl::Status ReceiveUntil(const std::function<bool()>& done, int64_t iteration,
                             absl::Duration timeout);
+  // Handles every message polled as of `iteration`; each bad one, and each
+  // the endpoint refused, gets an error reply naming why.
+  void HandleAll(EndpointEvents& events, int64_t iteration);
   // Answers a request that failed with an error reply naming why.
   void Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why);
   bool AllDone() const;
