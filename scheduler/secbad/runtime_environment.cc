@@ -41,6 +41,7 @@ RuntimeEnvironment::RuntimeEnvironment(std::shared_ptr<const KnobContext> contex
                                        const RuntimeEnvironmentOptions& options,
                                        SegmentPrior segments, uint64_t seed)
     : knob_(std::move(context)),
+      outliers_(knob_->outliers()),
       options_(options),
       segments_(std::move(segments)),
       trace_rng_(DeriveSeed(seed, 1)),
@@ -80,10 +81,10 @@ RuntimeEnvironment::Outcome RuntimeEnvironment::Step(int wanted) {
                 (in_force_ != before ? 1 + options_.change_cost : 1.0);
   out.efficiency = knob_->IterationSeconds(knob_->Best(context_), context_) / out.seconds;
   out.seen = context_;
-  const OutlierModel outliers = knob_->outliers();
-  if (outliers.rate > 0 && noise_rng_.Uniform() < outliers.rate) {
+  if (outliers_.rate > 0 && noise_rng_.Uniform() < outliers_.rate) {
     for (size_t d = 0; d < out.seen.size(); ++d) {
-      out.seen[d] = outliers.low[d] + (outliers.high[d] - outliers.low[d]) * noise_rng_.Uniform();
+      out.seen[d] =
+          outliers_.low[d] + (outliers_.high[d] - outliers_.low[d]) * noise_rng_.Uniform();
     }
   } else {
     for (double& v : out.seen) v += knob_->observation_noise() * noise_rng_.Normal();

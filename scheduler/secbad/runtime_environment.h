@@ -92,6 +92,7 @@ class RuntimeEnvironment {
   void NewSegment();
 
   std::shared_ptr<const KnobContext> knob_;
+  OutlierModel outliers_;  // the knob's, read once: Step is the training's inner loop
   RuntimeEnvironmentOptions options_;
   SegmentPrior segments_;
   // The trace and the readings' noise draw from streams of their own, so
