@@ -1,5 +1,6 @@
 #include "scheduler/secbad/segment_prior.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -10,8 +11,9 @@ namespace strata::secbad {
 
 namespace {
 
-double NormalCdf(double x, double mean, double stddev) {
-  return 0.5 * std::erfc(-(x - mean) / (stddev * std::sqrt(2.0)));
+// P(X >= x) for X ~ N(mean, stddev), to full relative precision in the tail.
+double NormalUpperTail(double x, double mean, double stddev) {
+  return 0.5 * std::erfc((x - mean) / (stddev * std::sqrt(2.0)));
 }
 
 }  // namespace
@@ -36,22 +38,37 @@ SegmentPrior SegmentPrior::FromProbabilities(std::vector<double> probability,
 
 absl::StatusOr<SegmentPrior> SegmentPrior::TruncatedNormal(double mean, double stddev,
                                                            int min_length, int longest) {
-  if (!(stddev > 0) || min_length < 1 || longest < min_length || !(mean + 4 * stddev >= min_length)) {
+  const bool sound = stddev > 0 && std::isfinite(mean) && min_length >= 1 &&
+                     mean + 4 * stddev >= min_length && mean + 10 * stddev <= kLongestSegment;
+  if (sound && longest == 0) {
+    longest = std::max(min_length, static_cast<int>(std::ceil(mean + 10 * stddev)));
+  }
+  if (!sound || longest < min_length || longest > kLongestSegment) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "truncated-normal segment prior: mean %g, sd %g, at least %d, at most %d: the sd must be "
-        "positive, the shortest segment at least 1 and the normal's bulk above it",
-        mean, stddev, min_length, longest));
+        "positive, the shortest segment at least 1, the normal's bulk above it and its tail "
+        "within %d",
+        mean, stddev, min_length, longest, kLongestSegment));
   }
-  // L = max(round(X), m): P(L = m) = P(X < m + 1/2); P(L = r) for r > m is
-  // the normal's mass on [r - 1/2, r + 1/2).
-  std::vector<double> probability(static_cast<size_t>(longest), 0.0);
-  probability[min_length - 1] = NormalCdf(min_length + 0.5, mean, stddev);
-  for (int r = min_length + 1; r <= longest; ++r) {
-    probability[r - 1] = NormalCdf(r + 0.5, mean, stddev) - NormalCdf(r - 0.5, mean, stddev);
+  // L = max(round(X), m): P(L >= r) is 1 for r <= m and P(X >= r - 1/2)
+  // above. The hazard 1 - P(L >= r + 1) / P(L >= r) comes from the
+  // normal's upper tail itself, which keeps its precision far out, where
+  // 1 minus a sum of probabilities would be rounding noise.
+  const auto at_least = [&](int r) {
+    return r <= min_length ? 1.0 : NormalUpperTail(r - 0.5, mean, stddev);
+  };
+  SegmentPrior prior;
+  prior.probability_.assign(static_cast<size_t>(longest), 0.0);
+  prior.hazard_.assign(static_cast<size_t>(longest), 1.0);
+  for (int r = 1; r < longest; ++r) {
+    const double here = at_least(r), next = at_least(r + 1);
+    prior.probability_[r - 1] = here - next;
+    if (here > 0) prior.hazard_[r - 1] = 1.0 - next / here;
   }
-  return FromProbabilities(std::move(probability),
-                           absl::StrFormat("truncated normal (mean %g, sd %g, at least %d)", mean,
-                                           stddev, min_length));
+  prior.probability_[longest - 1] = at_least(longest);  // the tail ends at `longest`
+  prior.description_ = absl::StrFormat("truncated normal (mean %g, sd %g, at least %d)", mean,
+                                       stddev, min_length);
+  return prior;
 }
 
 absl::StatusOr<SegmentPrior> SegmentPrior::ConstantHazard(double hazard) {

@@ -28,12 +28,17 @@ namespace strata::secbad {
 
 class SegmentPrior {
  public:
-  // L = max(round(X), min_length) for X ~ N(mean, stddev), truncated at
-  // `longest` (past it the tail mass is negligible for the parameters
-  // used; hazards reach 1 there). InvalidArgument for a stddev <= 0, a
-  // min_length < 1 or a mean the truncation makes meaningless.
+  // The longest segment a truncated-normal prior may reach (its tables
+  // hold a hazard per length).
+  static constexpr int kLongestSegment = 1'000'000;
+
+  // L = max(round(X), min_length) for X ~ N(mean, stddev), ending at
+  // `longest` (the hazard is 1 there); 0 for mean + 10 stddev, past which
+  // the normal leaves under 1e-23 of its mass. InvalidArgument for a
+  // stddev <= 0, a min_length < 1, a mean the truncation makes
+  // meaningless or segments past kLongestSegment.
   static absl::StatusOr<SegmentPrior> TruncatedNormal(double mean, double stddev, int min_length,
-                                                      int longest = 1000);
+                                                      int longest = 0);
   // H(r) = hazard for every r: segment lengths are geometric with mean
   // 1 / hazard. InvalidArgument unless 0 < hazard <= 1.
   static absl::StatusOr<SegmentPrior> ConstantHazard(double hazard);

@@ -40,6 +40,24 @@ TEST(SegmentPriorTest, TheTruncatedNormalIsSeCbadsSegmentLengthLaw) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SegmentPriorTest, ALongTruncatedNormalKeepsItsTailHazards) {
+  // Segments of 1000 +- 600 iterations: nothing cuts them off at a fixed
+  // length, and the hazard far out follows the normal's tail, (r - mean) /
+  // sd^2 to first order, instead of rounding noise.
+  const SegmentPrior prior = *SegmentPrior::TruncatedNormal(1000, 600, 20);
+  EXPECT_NEAR(prior.Hazard(1000), 0.00133, 0.00001);
+  EXPECT_NEAR(prior.Hazard(2000), 0.00346, 0.00001);
+  EXPECT_NEAR(prior.MeanLength(), 1012.9, 0.1);  // the clamp at 20 lifts it
+  const SegmentPrior short_one = *SegmentPrior::TruncatedNormal(300, 100, 20);
+  // 8 sd out: h = 1 - Q(8.005) / Q(7.995) for the normal's upper tail Q.
+  EXPECT_NEAR(short_one.Hazard(1100), 0.0780, 0.0001);
+  EXPECT_LT(short_one.Hazard(1100), short_one.Hazard(1200));
+  EXPECT_LT(short_one.Hazard(1200), 1.0);
+  EXPECT_EQ(short_one.Hazard(1301), 1.0);  // past mean + 10 sd every segment has ended
+  EXPECT_EQ(SegmentPrior::TruncatedNormal(1e6, 1e5, 20).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SegmentPriorTest, ConstantAndEmpiricalHazards) {
   const SegmentPrior constant = *SegmentPrior::ConstantHazard(0.05);
   EXPECT_EQ(constant.Hazard(1), 0.05);

@@ -132,6 +132,17 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   EXPECT_NE(margin_code, 0);
   EXPECT_NE(margin_out.find("--decision-margin 11 is not in [0, 10]"), std::string::npos)
       << margin_out;
+  const auto [mean_code, mean_out] = testing::RunCommand(
+      testing::kBin + "strata_bench secbad runtime --segment-mean 10 --cost-model none.json");
+  EXPECT_NE(mean_code, 0);
+  EXPECT_NE(mean_out.find("--segment-mean 10 is not in [20, 100000] iterations"),
+            std::string::npos)
+      << mean_out;
+  const auto [sd_code, sd_out] = testing::RunCommand(
+      testing::kBin + "strata_bench secbad runtime --segment-stddev 0 --cost-model none.json");
+  EXPECT_NE(sd_code, 0);
+  EXPECT_NE(sd_out.find("--segment-stddev 0 is not in (0, --segment-mean]"), std::string::npos)
+      << sd_out;
 }
 
 }  // namespace

@@ -291,6 +291,8 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
 }
 
 absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
+  STRATA_ASSIGN_OR_RETURN(secbad::RuntimeExperimentOptions eo,
+                          SecbadRuntimeOptions(o.segment_mean, o.segment_stddev));
   if (o.cost_model.empty()) {
     return absl::InvalidArgumentError(
         "secbad runtime needs --cost-model FILE (strata_bench train --knob ... --cost-model-out "
@@ -308,7 +310,6 @@ absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
                                                      absl::StrJoin(known, ", "), ")"));
     }
   }
-  secbad::RuntimeExperimentOptions eo = SecbadRuntimeOptions();
   eo.training_steps = o.training_steps;
   eo.env.lag = o.lag;
   eo.policy.decision_margin = o.decision_margin;
@@ -319,6 +320,10 @@ absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
               eo.env.segment_stddev, eo.env.episode_iterations, eo.policy.decision_margin);
   json["cost_model"] = model;
   json["lag"] = eo.env.lag;
+  json["segments"] = {{"mean", eo.env.segment_mean},
+                      {"stddev", eo.env.segment_stddev},
+                      {"episode_iterations", eo.env.episode_iterations},
+                      {"window", eo.policy.window}};
   json["decision_margin"] = eo.policy.decision_margin;
   std::map<std::string, std::vector<double>> requests;  // per 1000 iterations, per seed
   STRATA_RETURN_IF_ERROR(RunContenderTable(
@@ -343,14 +348,24 @@ absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
 
 }  // namespace
 
-secbad::RuntimeExperimentOptions SecbadRuntimeOptions() {
+absl::StatusOr<secbad::RuntimeExperimentOptions> SecbadRuntimeOptions(double segment_mean,
+                                                                      double segment_stddev) {
+  constexpr int kShortestSegment = 20;
+  if (!(segment_mean >= kShortestSegment && segment_mean <= 100'000)) {
+    return absl::InvalidArgumentError(absl::StrCat("--segment-mean ", segment_mean,
+                                                   " is not in [", kShortestSegment,
+                                                   ", 100000] iterations"));
+  }
+  if (!(segment_stddev > 0 && segment_stddev <= segment_mean)) {
+    return absl::InvalidArgumentError(absl::StrCat("--segment-stddev ", segment_stddev,
+                                                   " is not in (0, --segment-mean]"));
+  }
   secbad::RuntimeExperimentOptions o;
-  // A job's contexts hold for hundreds of iterations (tens of seconds).
-  o.env.episode_iterations = 1200;
-  o.env.segment_mean = 300;
-  o.env.segment_stddev = 100;
-  o.env.segment_min = 20;
-  o.policy.window = 600;
+  o.env.segment_mean = segment_mean;
+  o.env.segment_stddev = segment_stddev;
+  o.env.segment_min = kShortestSegment;
+  o.env.episode_iterations = static_cast<int>(std::lround(4 * segment_mean));
+  o.policy.window = static_cast<int>(std::lround(2 * segment_mean));
   o.policy.decision_margin = kSecbadDecisionMargin;
   return o;
 }

@@ -4,8 +4,8 @@
 //       [--observation-model grid|normal-gamma] [--json out.json] [--plot posterior.png]
 //       [--policy-dir DIR]
 //   strata_bench secbad runtime --cost-model cost.json --seeds 5 [--training-steps N]
-//       [--contenders a,b] [--lag 4] [--decision-margin M] [--json out.json]
-//       [--policy-dir DIR]
+//       [--contenders a,b] [--lag 4] [--decision-margin M] [--segment-mean 300]
+//       [--segment-stddev 100] [--json out.json] [--policy-dir DIR]
 //   strata_bench secbad live ...   (tools/bench/secbad_live_bench.h)
 //
 // gridworld: every contender (scheduler/secbad/gridworld_experiment.h)
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "scheduler/secbad/gridworld_experiment.h"
 #include "scheduler/secbad/runtime_environment.h"
 
@@ -39,6 +40,11 @@ namespace strata::bench {
 // The decision margin (scheduler/secbad/knob_policy.h) of the policies
 // `secbad runtime` and `secbad live` train for a running job.
 inline constexpr double kSecbadDecisionMargin = 0.5;
+
+// How long a running job's contexts hold, in iterations, by default: the
+// segment prior `secbad runtime` and `secbad live` train under.
+inline constexpr double kSecbadSegmentMean = 300;
+inline constexpr double kSecbadSegmentStddev = 100;
 
 struct SecbadBenchOptions {
   std::string experiment = "gridworld";  // gridworld, runtime
@@ -62,14 +68,21 @@ struct SecbadBenchOptions {
   int lag = 4;
   // runtime: the trained policies' decision margin (KnobPolicySpec).
   double decision_margin = kSecbadDecisionMargin;
+  // runtime: how long contexts hold (SecbadRuntimeOptions).
+  double segment_mean = kSecbadSegmentMean;
+  double segment_stddev = kSecbadSegmentStddev;
 };
 
 absl::Status RunSecbadBench(const SecbadBenchOptions& options);
 
-// The runtime environment's shape for a running job (episodes of 1200
-// iterations, contexts holding about 300, a posterior window of 600): what
-// `secbad runtime` trains in and `secbad live` trains its policy in.
-secbad::RuntimeExperimentOptions SecbadRuntimeOptions();
+// The runtime environment's shape for a running job whose contexts hold
+// for segment_mean +- segment_stddev iterations (a truncated normal, at
+// least 20): episodes of four mean segments, a posterior window of two.
+// What `secbad runtime` trains in and `secbad live` trains its policy in.
+// InvalidArgument, naming the flags, for a mean under 20 iterations or
+// over 100000, or a stddev not positive.
+absl::StatusOr<secbad::RuntimeExperimentOptions> SecbadRuntimeOptions(double segment_mean,
+                                                                      double segment_stddev);
 
 }  // namespace strata::bench
 

@@ -337,6 +337,9 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   if (!(o.seconds > o.warmup) || o.warmup < 0 || o.repeat < 1) {
     return absl::InvalidArgumentError("secbad live: --seconds must exceed --warmup, --repeat >= 1");
   }
+  // The runtime environment SeCBAD's policy trains in, when none is given.
+  STRATA_ASSIGN_OR_RETURN(secbad::RuntimeExperimentOptions training,
+                          SecbadRuntimeOptions(o.segment_mean, o.segment_stddev));
   STRATA_ASSIGN_OR_RETURN(const nlohmann::json model_json, ReadJsonFile(o.cost_model));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const secbad::KnobContext> context,
                           secbad::KnobContextFromJson(model_json, o.cost_model));
@@ -377,17 +380,16 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
                   [](const Contender& c) { return c.controller == "secbad"; });
   if (learned && policy.empty()) {
     // SeCBAD's policy, trained in the cost model's runtime environment.
-    secbad::RuntimeExperimentOptions eo = SecbadRuntimeOptions();
-    eo.training_steps = o.training_steps;
-    eo.policy.decision_margin = o.decision_margin;
-    eo.env.lag = o.knob_lead + 2;  // the lease, and the records' relay
+    training.training_steps = o.training_steps;
+    training.policy.decision_margin = o.decision_margin;
+    training.env.lag = o.knob_lead + 2;  // the lease, and the records' relay
     policy = scratch + "/secbad.bin";
-    eo.policy_out = policy;
-    eo.progress = [](int64_t, double) { return !Interrupted(); };
+    training.policy_out = policy;
+    training.progress = [](int64_t, double) { return !Interrupted(); };
     std::printf("training SeCBAD's policy: %lld steps in the runtime environment of %s\n",
                 static_cast<long long>(o.training_steps), o.cost_model.c_str());
     std::fflush(stdout);
-    secbad::RuntimeExperiment experiment(context, eo);
+    secbad::RuntimeExperiment experiment(context, training);
     SetCpuThreads(1);  // small networks: a second thread only waits at every layer
     STRATA_ASSIGN_OR_RETURN(const secbad::RuntimeRun trained, experiment.Run("secbad", 1));
     std::printf("trained: mean efficiency %.3f on evaluation episodes\n", trained.efficiency);

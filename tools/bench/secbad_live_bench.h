@@ -53,6 +53,8 @@ struct SecbadLiveOptions {
   std::string policy_file;               // "" = train one first
   int64_t training_steps = 3'000'000;    // when training one
   double decision_margin = kSecbadDecisionMargin;  // of the policy trained
+  double segment_mean = kSecbadSegmentMean;        // the prior it trains under
+  double segment_stddev = kSecbadSegmentStddev;
   std::string cpu_schedule;              // strata_launch --cpu-schedule
   std::string cpu_pin;                   // strata_launch --cpu-pin
   std::string bandwidth_schedule;        // strata_launch --bandwidth-schedule

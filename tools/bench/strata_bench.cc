@@ -76,6 +76,12 @@ ABSL_FLAG(double, decision_margin, strata::bench::kSecbadDecisionMargin,
           "secbad runtime and live: how far another value must lead the one in force or asked "
           "for before a trained policy asks for it: its leads in the policy's probabilities, "
           "added up over consecutive observations; in [0, 10], saved with the policy");
+ABSL_FLAG(double, segment_mean, strata::bench::kSecbadSegmentMean,
+          "secbad runtime and live (the policy it trains): iterations a context holds on average "
+          "in the runtime environment, the segment prior the policies train under; episodes are "
+          "4 and the posterior's window 2 mean segments");
+ABSL_FLAG(double, segment_stddev, strata::bench::kSecbadSegmentStddev,
+          "secbad runtime and live: the standard deviation of a context's iterations");
 ABSL_FLAG(int32_t, lag, 4,
           "secbad runtime: iterations from a controller's request to its value in force");
 ABSL_FLAG(std::string, observation_model, strata::bench::SecbadBenchOptions{}.observation_model,
@@ -180,11 +186,12 @@ int main(int argc, char** argv) {
       "                     [--json f]\n"
       "                     [--plot posterior.png] [--policy-dir DIR]\n"
       "  strata_bench secbad runtime --cost-model cost.json [--seeds 5] [--training-steps N]\n"
-      "                     [--contenders a,b] [--lag 4] [--decision-margin M] [--json f]\n"
+      "                     [--contenders a,b] [--lag 4] [--decision-margin M]\n"
+      "                     [--segment-mean 300] [--segment-stddev 100] [--json f]\n"
       "                     [--policy-dir DIR]\n"
       "  strata_bench secbad live --config JOB.json [--mode ps] [--conv-workers N]\n"
       "                     --cost-model cost.json [--policy-file p.bin | --training-steps N\n"
-      "                     [--decision-margin M]]\n"
+      "                     [--decision-margin M] [--segment-mean 300] [--segment-stddev 100]]\n"
       "                     --cpu-schedule S [--bandwidth-schedule S] [--cpu-pin conv0=0,...]\n"
       "                     [--live-seconds 125] [--warmup 5] [--repeat 3] [--knob-lead 2]\n"
       "                     [--contenders static,changepoint,secbad] [--json f] [--plot p.png]\n"
@@ -347,6 +354,8 @@ int main(int argc, char** argv) {
     o.policy_file = strata::ControllerFromFlags().policy_file;
     o.training_steps = absl::GetFlag(FLAGS_training_steps);
     o.decision_margin = absl::GetFlag(FLAGS_decision_margin);
+    o.segment_mean = absl::GetFlag(FLAGS_segment_mean);
+    o.segment_stddev = absl::GetFlag(FLAGS_segment_stddev);
     const strata::ConditionFlags conditions = strata::ConditionsFromFlags();
     o.cpu_schedule = conditions.cpu_schedule;
     o.cpu_pin = conditions.cpu_pin;
@@ -384,6 +393,8 @@ int main(int argc, char** argv) {
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.lag = absl::GetFlag(FLAGS_lag);
     o.decision_margin = absl::GetFlag(FLAGS_decision_margin);
+    o.segment_mean = absl::GetFlag(FLAGS_segment_mean);
+    o.segment_stddev = absl::GetFlag(FLAGS_segment_stddev);
     status = strata::bench::RunSecbadBench(o);
   } else if (command == "link") {
     status = strata::bench::RunLinkBench(
