@@ -222,15 +222,17 @@ class FcProgram final : public StepProgram {
   // share of the global batch against an even share's, so the gradients
   // summed over every FC worker's rows (the shared head's, averaged over
   // FC workers; or ours, summed over arrivals) are the mean over the whole
-  // global batch.
+  // global batch. The head's own losses (MoE load balancing) are weighted
+  // alike in the Backward that follows.
   absl::StatusOr<LossResult> WeightedLoss(const Tensor& logits,
-                                          const std::vector<int32_t>& labels) const {
+                                          const std::vector<int32_t>& labels) {
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, labels, true));
     const double global = static_cast<double>(options_.config.training.batch_size);
     const double weight = static_cast<double>(logits.dim(0)) * fc_workers_ / global;
     if (weight != 1.0) {
       Scale(static_cast<float>(weight), loss.grad_logits.data(), loss.grad_logits.numel());
     }
+    p_.model.SetLossWeight(static_cast<float>(weight), p_.split, -1);
     return loss;
   }
 

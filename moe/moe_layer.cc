@@ -202,8 +202,8 @@ void MoeLayer::GateBackward(const float* grad_gate, float* grad_logits) const {
   const int64_t tokens = routing_.tokens;
   const int experts = options_.experts;
   const int k = routing_.k;
-  const float aux_scale =
-      options_.aux_loss_weight * static_cast<float>(experts) / static_cast<float>(tokens);
+  const float aux_scale = loss_weight_ * options_.aux_loss_weight * static_cast<float>(experts) /
+                          static_cast<float>(tokens);
   // The load-balancing loss's gradient, the same for every token (the top-1
   // fractions are constants).
   std::vector<float> aux_grad(experts);

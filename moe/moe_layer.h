@@ -18,8 +18,9 @@
 //
 // The GShard load-balancing loss  aux = E * sum_e mean_t(p[t,e]) *
 // frac_t(top1(t) = e)  is reported by aux_loss() and its gradient, times
-// `aux_loss_weight`, is added to the gate's in Backward (so the model's loss
-// is cross-entropy + weight * aux without the trainer knowing).
+// `aux_loss_weight` and the loss weight (SetLossWeight), is added to the
+// gate's in Backward (so the model's loss is cross-entropy + weight * aux
+// without the trainer knowing).
 #ifndef STRATA_MOE_MOE_LAYER_H_
 #define STRATA_MOE_MOE_LAYER_H_
 
@@ -70,6 +71,7 @@ class MoeLayer final : public Layer {
   // The experts' parameters (w1, b1, w2, b2): in a group, the owned share.
   std::vector<Parameter*> expert_parameters();
   void InitParameters(Rng& rng) override;
+  void SetLossWeight(float weight) override { loss_weight_ = weight; }
   int64_t ForwardFlopsPerSample() const override;
 
   // k for the following calls (the runtime may change it per iteration; in
@@ -131,6 +133,7 @@ class MoeLayer final : public Layer {
   Tensor expert_out_;                 // {E, C, D}
   std::vector<float> top1_fraction_;  // {E}
   float aux_loss_ = 0.0f;
+  float loss_weight_ = 1.0f;  // SetLossWeight's
 };
 
 }  // namespace strata::moe

@@ -82,6 +82,12 @@ class Layer {
   // place. Returns false, changing nothing, when the layer cannot (a layer
   // without parameters trivially can); turning it off always succeeds.
   virtual bool SetAccumulateGradients(bool on) { return !on || parameters().empty(); }
+  // The weight the caller gives the loss of the batch in the following
+  // Backwards (1 unless set): a layer that adds a loss of its own (the MoE
+  // layer's load-balancing loss) weights its gradient alike, so the two
+  // stay in proportion when a batch's loss is one weighted share of a
+  // larger one. Others ignore it.
+  virtual void SetLossWeight(float /*weight*/) {}
 
  protected:
   // Batch input shape {N, input_shape...}.

@@ -77,6 +77,10 @@ std::vector<Parameter*> Model::SetAccumulateGradients(bool on, int begin, int en
   return overwritten;
 }
 
+void Model::SetLossWeight(float weight, int begin, int end) {
+  for (int i = begin; i < End(end); ++i) layers_[i]->SetLossWeight(weight);
+}
+
 std::vector<Parameter*> Model::parameters(int begin, int end) {
   std::vector<Parameter*> out;
   for (int i = begin; i < End(end); ++i) {

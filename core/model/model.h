@@ -63,6 +63,8 @@ class Model {
   // parameters of those that cannot, whose Backward keeps overwriting their
   // gradients.
   std::vector<Parameter*> SetAccumulateGradients(bool on, int begin = 0, int end = -1);
+  // Layer::SetLossWeight(weight) for layers [begin, end).
+  void SetLossWeight(float weight, int begin = 0, int end = -1);
 
   // Parameters of layers [begin, end), in order. Defaults: all of them.
   std::vector<Parameter*> parameters(int begin = 0, int end = -1);

@@ -136,6 +136,30 @@ TEST_F(FcBatchingClusterTest, ConvWorkersRunningAheadUnderAspAreServed) {
   EXPECT_EQ(FcRecords().size(), static_cast<size_t>(kSteps));
 }
 
+TEST_F(FcBatchingClusterTest, AnMoeHeadOnOneFcWorkerComputesWhatGatheredBatchingDoes) {
+  // The MoE layer overwrites its gradients, so the program sums them over
+  // the arrivals. Dropless routing and no load-balancing loss make the
+  // experts' work per token independent of which rows share a batch.
+  const std::string moe = PlainSgdConfig(testing::kMoeConfig);
+  for (const std::string batching : {"gathered", "arrival"}) {
+    const std::string path = dir_ + "/moe_" + batching + ".json";
+    std::ofstream(path) << testing::EditedConfig(
+        moe, {{R"("capacity_factor": 1.25)", R"("capacity_factor": 0)"},
+              {R"("aux_loss_weight": 0.01)", R"("aux_loss_weight": 0)"},
+              {R"("fc_workers": 1})",
+               R"("fc_workers": 1, "fc_batching": ")" + batching + R"("})"}});
+    const auto [code, out] =
+        RunCommand(Launch(path, "--servers 1 --fc-workers 1 --conv-workers 2",
+                          "--parameters-out " + dir_ + "/moe_" + batching +
+                              ".ckpt --records-dir " + dir_ + "/records"));
+    ASSERT_EQ(code, 0) << batching << "\n" << out;
+  }
+  EXPECT_LE(MaxDifference(dir_ + "/moe_gathered.ckpt", dir_ + "/moe_arrival.ckpt"), 1e-5f);
+  const std::vector<nlohmann::json> records = FcRecords();
+  ASSERT_EQ(records.size(), static_cast<size_t>(kSteps));
+  EXPECT_EQ(records.back()["knobs"].value("fc.batching", ""), "arrival");
+}
+
 TEST_F(FcBatchingClusterTest, ArrivalBatchingIsRefusedWhereTheExpertsAreSplit) {
   const std::string moe = PlainSgdConfig(testing::kMoeConfig);
   const std::string path = dir_ + "/moe_arrival.json";

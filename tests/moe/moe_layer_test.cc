@@ -262,6 +262,27 @@ TEST(MoeLayerTest, LoadBalancingLossGradientReachesTheGate) {
   }
 }
 
+TEST(MoeLayerTest, TheLoadBalancingGradientCarriesTheLossWeight) {
+  // A batch whose loss is a quarter of the step's: its load-balancing
+  // gradient is a quarter of the unweighted one, like its cross-entropy's.
+  auto layer = MakeLayer(2, 0.0, /*aux_weight=*/1.0f);
+  const Tensor x = RandomTensor({kTokens, kDim}, 19);
+  Parameter* gate = layer->parameters()[0];
+  layer->Forward(x, true);
+  layer->Backward(Tensor::Zeros({kTokens, kDim}), false);
+  const std::vector<float> whole(gate->grad.data(), gate->grad.data() + gate->grad.numel());
+  layer->SetLossWeight(0.25f);
+  layer->Forward(x, true);
+  layer->Backward(Tensor::Zeros({kTokens, kDim}), false);
+  float largest = 0;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_NEAR(gate->grad.data()[i], 0.25f * whole[i], 1e-7f + 1e-5f * std::abs(whole[i]))
+        << "gate element " << i;
+    largest = std::max(largest, std::abs(whole[i]));
+  }
+  EXPECT_GT(largest, 1e-3f);  // there was a gradient to weight
+}
+
 TEST(MoeLayerTest, TopKCanChangeBetweenCalls) {
   auto layer = MakeLayer(1, 1.25);
   const Tensor x = RandomTensor({kTokens, kDim}, 11);

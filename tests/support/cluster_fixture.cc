@@ -38,10 +38,18 @@ std::string ReadFile(const std::string& path) {
 }
 
 std::string EditedConfig(const std::string& path, const std::string& from, const std::string& to) {
+  return EditedConfig(path, {{from, to}});
+}
+
+std::string EditedConfig(const std::string& path,
+                         const std::vector<std::pair<std::string, std::string>>& edits) {
   std::string text = ReadFile(path);
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+  for (const auto& [from, to] : edits) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  }
+  return text;
 }
 
 std::string ConfigError(const std::string& text) {

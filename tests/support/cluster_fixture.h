@@ -32,6 +32,9 @@ std::string DefaultJobIdentity(int64_t max_steps);
 
 // The config at `path` with `from` replaced by `to` (which must occur).
 std::string EditedConfig(const std::string& path, const std::string& from, const std::string& to);
+// The same for each {from, to} of `edits`, in order.
+std::string EditedConfig(const std::string& path,
+                         const std::vector<std::pair<std::string, std::string>>& edits);
 // The error of parsing `text` as a job config ("job.json") and building its
 // model, or "" when both succeed.
 std::string ConfigError(const std::string& text);
