@@ -1,5 +1,6 @@
 #include "scheduler/secbad/link_rate_context.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -37,6 +38,46 @@ class LinkRateReader final : public ContextReader {
 };
 
 }  // namespace
+
+absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
+                                               const std::vector<LinkRateRun>& runs) {
+  const auto median = [](std::vector<double> v) {
+    const size_t mid = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+    return v[mid];
+  };
+  std::vector<double> noises;  // each run's
+  size_t readings = 0, far = 0;
+  for (const LinkRateRun& run : runs) {
+    if (!model.Knows(run.value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fitting the link-rate trace: the cost model of ", model.knob(),
+          " has no value \"", run.value, "\""));
+    }
+    if (run.communication_seconds.empty()) continue;
+    std::vector<double> deviations;  // |reading - the run's median|
+    for (double seconds : run.communication_seconds) {
+      deviations.push_back(std::log(model.InferRate(run.value, seconds)));
+    }
+    const double centre = median(deviations);
+    for (double& d : deviations) d = std::abs(d - centre);
+    const double noise = std::max(kLeastReadingNoise, 1.4826 * median(deviations));
+    noises.push_back(noise);
+    readings += deviations.size();
+    far += static_cast<size_t>(std::count_if(deviations.begin(), deviations.end(), [&](double d) {
+      return d > kOutlierDeviations * noise;
+    }));
+  }
+  if (readings < static_cast<size_t>(kLeastReadings)) {
+    return absl::InvalidArgumentError(absl::StrCat("fitting the link-rate trace: ", readings,
+                                                   " readings of iterations, fewer than ",
+                                                   kLeastReadings));
+  }
+  LinkRateTrace trace;
+  trace.noise = median(noises);
+  trace.outliers = static_cast<double>(far) / static_cast<double>(readings);
+  return trace;
+}
 
 LinkRateContext::LinkRateContext(KnobCostModel model, LinkRateTrace trace)
     : model_(std::move(model)), trace_(trace) {

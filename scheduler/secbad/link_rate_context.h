@@ -30,6 +30,31 @@ struct LinkRateTrace {
   double outliers = 0.0;  // the share of readings that are outliers
 };
 
+// One run whose link rate held throughout: the knob value in force and the
+// communication seconds of each iteration of the process a controller
+// reads (start-up left out).
+struct LinkRateRun {
+  std::string value;
+  std::vector<double> communication_seconds;
+};
+
+// A trace's noise and outlier share fitted to such runs, as a controller
+// would read them under `model`: each iteration's ln(rate) against its
+// run's median. A run's noise is 1.4826 times its median absolute
+// deviation (a Gaussian's standard deviation, which the outliers do not
+// move), at least kLeastReadingNoise; the trace's is the median over the
+// runs (readings are noisier where the link is fast, since communication
+// then hardly depends on the rate). The outliers are the share of
+// readings further than kOutlierDeviations of their run's noises from its
+// median. The rates' range keeps LinkRateTrace's defaults.
+// InvalidArgument for a value `model` does not know or fewer than
+// kLeastReadings readings.
+inline constexpr double kOutlierDeviations = 4;
+inline constexpr double kLeastReadingNoise = 0.01;
+inline constexpr int kLeastReadings = 20;
+absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
+                                               const std::vector<LinkRateRun>& runs);
+
 class LinkRateContext final : public KnobContext {
  public:
   explicit LinkRateContext(KnobCostModel model, LinkRateTrace trace = {});

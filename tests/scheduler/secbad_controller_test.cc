@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/util/rng.h"
@@ -107,6 +108,43 @@ TEST(KnobCostModelTest, BadSamplesAndFilesAreRefusedByName) {
   extra["colour"] = "blue";
   EXPECT_NE(KnobCostModel::FromJson(extra, "cost.json").status().message().find("colour"),
             std::string::npos);
+}
+
+TEST(LinkRateTraceTest, TheFitFindsTheReadingNoiseAndTheShareOfStalls) {
+  // Three runs at rates that held, 3% of iterations stalled (reading a
+  // link 8 times slower), the readings otherwise off by 0.1 in ln(rate),
+  // and by 0.3 in the third run (a fast link, where they stray more).
+  const KnobCostModel model = TrueModel();
+  Rng rng(5);
+  std::vector<LinkRateRun> runs;
+  int stalls = 0, readings = 0;
+  for (const auto& [value, cost, rate, noise] :
+       {std::tuple{"fp32", kFp32, 1.0, 0.1}, std::tuple{"bf16", kBf16, 0.3, 0.1},
+        std::tuple{"fp32", kFp32, 8.0, 0.3}}) {
+    LinkRateRun run{value, {}};
+    for (int i = 0; i < 1000; ++i) {
+      double seen = rate * std::exp(noise * rng.Normal());
+      if (rng.Uniform() < 0.03) {
+        seen /= 8;
+        ++stalls;
+      }
+      run.communication_seconds.push_back(Communication(cost, seen));
+      ++readings;
+    }
+    runs.push_back(std::move(run));
+  }
+  const LinkRateTrace trace = *FitLinkRateTrace(model, runs);
+  EXPECT_NEAR(trace.noise, 0.1, 0.01);  // the median run's
+  // Every stall (ln 8 = 2.1: 7 noises out even in the noisy run) and a
+  // Gaussian's share past 4 noises.
+  EXPECT_NEAR(trace.outliers, static_cast<double>(stalls) / readings, 0.002);
+  EXPECT_GT(stalls, 40);
+  EXPECT_EQ(trace.min_rate_gbit, LinkRateTrace{}.min_rate_gbit);
+
+  EXPECT_EQ(FitLinkRateTrace(model, {{"int8", {0.1}}}).status().message(),
+            "fitting the link-rate trace: the cost model of wire.format has no value \"int8\"");
+  EXPECT_EQ(FitLinkRateTrace(model, {{"fp32", {0.1, 0.2}}}).status().message(),
+            "fitting the link-rate trace: 2 readings of iterations, fewer than 20");
 }
 
 // A job whose conv worker sees `rates[i]` during iteration i, with the

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cluster_fixture.h"
+#include "scheduler/secbad/knob_context.h"
 #include "tools/netem/bandwidth_schedule.h"
 #include "tools/netem/link_probe.h"
 
@@ -417,6 +418,34 @@ TEST_F(EmulatedClusterTest, TheChangepointControllerRetunesTheWireFormatWhenTheL
   EXPECT_EQ(proposals, 1);
   EXPECT_NE(launcher.log().find("controller: change point"), std::string::npos);
   EXPECT_TRUE(EmulatedNetwork::ExistingNamespaces().empty());
+}
+
+TEST_F(EmulatedClusterTest, TheTrainBenchFitsALinkRateCostModelAndItsReadingNoise) {
+  STRATA_SKIP_WITHOUT_NAMESPACES();
+  const std::string model = dir_ + "/fc_batching.json";
+  const auto [code, out] = RunCommand(
+      testing::kBin + "strata_bench train --config " + testing::kConfig +
+      " --modes stanza --conv-workers 2 --fc-workers 1 --servers 1"
+      " --knob fc.batching=gathered,arrival --sweep bandwidth=300mbit,3gbit --steps 24"
+      " --repeat 1 --cost-model-out " + model);
+  ASSERT_EQ(code, 0) << out;
+  // 2 values at 2 rates, 22 steady iterations each.
+  EXPECT_NE(out.find("readings of ln(rate): noise "), std::string::npos) << out;
+  EXPECT_NE(out.find("88 iterations of 4 runs"), std::string::npos) << out;
+  const nlohmann::json fitted = nlohmann::json::parse(testing::ReadFile(model));
+  EXPECT_EQ(fitted["context"], "link-rate");
+  EXPECT_EQ(fitted["knob"], "fc.batching");
+  EXPECT_TRUE(fitted["values"].contains("gathered") && fitted["values"].contains("arrival"));
+  // Fitted, not the defaults (0.2 and 0): a spread of real iterations.
+  const double noise = fitted["trace"]["noise"].get<double>();
+  EXPECT_GE(noise, 0.01);
+  EXPECT_LT(noise, 1.0);
+  EXPECT_NE(noise, 0.2);
+  const double outliers = fitted["trace"]["outliers"].get<double>();
+  EXPECT_GE(outliers, 0.0);
+  EXPECT_LT(outliers, 0.2);
+  // A cost model the runtime reads back.
+  EXPECT_TRUE(secbad::KnobContextFromJson(fitted, model).ok());
 }
 
 TEST_F(EmulatedClusterTest, ABadControllerOrCostModelIsRefusedBeforeAnythingStarts) {

@@ -68,9 +68,11 @@ struct RunResult {
   double images_per_sec = 0;
   double bytes_per_iteration = 0;
   std::map<std::string, double> seconds_per_iteration;
-  // Every steady iteration's compute and rows of each conv worker (when the
-  // runner was asked for them: a worker-speed cost model).
+  // When the runner was asked for records (a cost model is fitted): every
+  // steady iteration's compute and rows of each conv worker, and conv
+  // worker 0's communication seconds.
   std::vector<secbad::SpeedSample> speed_samples;
+  std::vector<double> communication_seconds;
 };
 
 // Iterations a run's start-up takes (connections, first pulls, kernels
@@ -106,6 +108,22 @@ absl::StatusOr<std::vector<secbad::SpeedSample>> SpeedSamplesOf(const std::strin
   return samples;
 }
 
+// Conv worker 0's communication seconds in each steady iteration of a run,
+// from its records: what a link-rate controller reads the rate from.
+absl::StatusOr<std::vector<double>> CommunicationSecondsOf(const std::string& records_dir) {
+  STRATA_ASSIGN_OR_RETURN(const std::vector<nlohmann::json> records,
+                          ReadIterationRecords(records_dir + "/conv_worker_0.jsonl"));
+  std::vector<double> seconds;
+  for (const nlohmann::json& record : records) {
+    if (record.value("iteration", int64_t{-1}) < kStartupIterations ||
+        !record.value("completed", false)) {
+      continue;
+    }
+    seconds.push_back(record.value("communication", 0.0));
+  }
+  return seconds;
+}
+
 // A free TCP port on 127.0.0.1 (for the DDP rendezvous on loopback).
 absl::StatusOr<int> FreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -125,7 +143,7 @@ absl::StatusOr<int> FreeLoopbackPort() {
 class Runner {
  public:
   // `records_wanted`: keep every Strata run's conv worker iterations
-  // (RunResult::speed_samples).
+  // (RunResult::speed_samples and communication_seconds).
   Runner(const TrainBenchOptions& o, int64_t batch, std::string scratch, bool records_wanted)
       : o_(o), batch_(batch), scratch_(std::move(scratch)), records_wanted_(records_wanted) {}
 
@@ -207,6 +225,7 @@ class Runner {
     }
     if (records_wanted_ && c.mode != "single") {
       STRATA_ASSIGN_OR_RETURN(r.speed_samples, SpeedSamplesOf(Path("records"), o_.conv_workers));
+      STRATA_ASSIGN_OR_RETURN(r.communication_seconds, CommunicationSecondsOf(Path("records")));
     }
     return r;
   }
@@ -408,11 +427,14 @@ nlohmann::json PrintBestStatic(const SweepPoint& point, const std::vector<Conten
 }
 
 // The knob's cost model for `mode`, fitted to every knob value's mean
-// iteration at every point (each at its link rate), printed and written to
-// `path`.
+// iteration at every point (each at its link rate), with the trace's
+// reading noise and outliers fitted to every run's iterations
+// (`link_runs`), printed and written to `path`.
 absl::Status WriteCostModel(const TrainReport& report, const std::vector<double>& rates_gbit,
-                            const std::vector<Contender>& contenders, const std::string& knob,
-                            const std::string& mode, const std::string& path) {
+                            const std::vector<Contender>& contenders,
+                            const std::vector<secbad::LinkRateRun>& link_runs,
+                            const std::string& knob, const std::string& mode,
+                            const std::string& path) {
   std::vector<secbad::CostSample> samples;
   for (size_t p = 0; p < report.points.size(); ++p) {
     for (size_t i = 0; i < contenders.size(); ++i) {
@@ -435,7 +457,15 @@ absl::Status WriteCostModel(const TrainReport& report, const std::vector<double>
     std::printf("  %-10s local %.4fs  fixed %.4fs  transfer %.4fs\n", value.c_str(),
                 cost.local_seconds, cost.fixed_seconds, cost.transfer_seconds_at_1gbit);
   }
-  STRATA_RETURN_IF_ERROR(WriteJsonFile(path, secbad::LinkRateContext(model).ToJson()));
+  STRATA_ASSIGN_OR_RETURN(const secbad::LinkRateTrace trace,
+                          secbad::FitLinkRateTrace(model, link_runs));
+  size_t readings = 0;
+  for (const secbad::LinkRateRun& run : link_runs) readings += run.communication_seconds.size();
+  std::printf("  readings of ln(rate): noise %.3f, outliers %.1f%% (over %.0fx the noise from "
+              "their run's median; %zu iterations of %zu runs)\n",
+              trace.noise, 100 * trace.outliers, secbad::kOutlierDeviations, readings,
+              link_runs.size());
+  STRATA_RETURN_IF_ERROR(WriteJsonFile(path, secbad::LinkRateContext(model, trace).ToJson()));
   std::printf("cost model: %s\n", path.c_str());
   return absl::OkStatus();
 }
@@ -600,9 +630,11 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::vector<std::string> values = sweep.values;
   if (values.empty()) values.push_back("");
 
-  Runner runner(o, batch, scratch, worker_speed_model);
-  // Every run of each knob value (for a worker-speed cost model).
+  Runner runner(o, batch, scratch, /*records_wanted=*/!o.cost_model_out.empty());
+  // Every run of each knob value (for a worker-speed cost model), and every
+  // run's readings (for a link-rate one).
   std::map<std::string, std::vector<std::vector<secbad::SpeedSample>>> speed_runs;
+  std::vector<secbad::LinkRateRun> link_runs;
   ProgressBar progress(static_cast<int>(values.size() * contenders.size()) * o.repeat);
   nlohmann::json ratios = nlohmann::json::object();
   nlohmann::json best_static = nlohmann::json::object();
@@ -638,6 +670,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
         c.images_per_sec.push_back(r->images_per_sec);
         if (!r->speed_samples.empty()) {
           speed_runs[contenders[i].knob_value].push_back(std::move(r->speed_samples));
+        }
+        if (!r->communication_seconds.empty() && !contenders[i].knob_value.empty()) {
+          link_runs.push_back({contenders[i].knob_value, std::move(r->communication_seconds)});
         }
         if (r->bytes_per_iteration > 0) c.bytes_per_iteration = r->bytes_per_iteration;
         if (!r->seconds_per_iteration.empty()) {
@@ -681,8 +716,8 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
       STRATA_RETURN_IF_ERROR(
           WriteWorkerSpeedModel(speed_runs, mode, batch, o.conv_workers, o.cost_model_out));
     } else {
-      STRATA_RETURN_IF_ERROR(
-          WriteCostModel(report, rates_gbit, contenders, knob->name, mode, o.cost_model_out));
+      STRATA_RETURN_IF_ERROR(WriteCostModel(report, rates_gbit, contenders, link_runs, knob->name,
+                                            mode, o.cost_model_out));
     }
   }
   if (!o.csv_out.empty()) {
