@@ -154,7 +154,11 @@ TEST_F(FcBatchingClusterTest, AnMoeHeadOnOneFcWorkerComputesWhatGatheredBatching
                               ".ckpt --records-dir " + dir_ + "/records"));
     ASSERT_EQ(code, 0) << batching << "\n" << out;
   }
-  EXPECT_LE(MaxDifference(dir_ + "/moe_gathered.ckpt", dir_ + "/moe_arrival.ckpt"), 1e-5f);
+  // Looser than the dense heads' 1e-5: the arrival order follows timing,
+  // so float sums run in another order, and a token whose two best experts
+  // are all but tied may go to another one (about 1e-4 after 24 steps).
+  // Slices whose expert gradients were not summed leave about 1e-2.
+  EXPECT_LE(MaxDifference(dir_ + "/moe_gathered.ckpt", dir_ + "/moe_arrival.ckpt"), 1e-3f);
   const std::vector<nlohmann::json> records = FcRecords();
   ASSERT_EQ(records.size(), static_cast<size_t>(kSteps));
   EXPECT_EQ(records.back()["knobs"].value("fc.batching", ""), "arrival");
