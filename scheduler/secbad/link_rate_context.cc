@@ -47,7 +47,7 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
     return v[mid];
   };
   std::vector<double> noises;  // each run's
-  size_t readings = 0, far = 0;
+  size_t all_readings = 0, far = 0;
   for (const LinkRateRun& run : runs) {
     if (!model.Knows(run.value)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -55,27 +55,28 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
           " has no value \"", run.value, "\""));
     }
     if (run.communication_seconds.empty()) continue;
-    std::vector<double> deviations;  // |reading - the run's median|
+    std::vector<double> readings;  // ln(rate), one per iteration
     for (double seconds : run.communication_seconds) {
-      deviations.push_back(std::log(model.InferRate(run.value, seconds)));
+      readings.push_back(std::log(model.InferRate(run.value, seconds)));
     }
-    const double centre = median(deviations);
-    for (double& d : deviations) d = std::abs(d - centre);
+    const double centre = median(readings);
+    std::vector<double> deviations;  // from the run's median
+    for (double r : readings) deviations.push_back(std::abs(r - centre));
     const double noise = std::max(kLeastReadingNoise, 1.4826 * median(deviations));
     noises.push_back(noise);
-    readings += deviations.size();
+    all_readings += readings.size();
     far += static_cast<size_t>(std::count_if(deviations.begin(), deviations.end(), [&](double d) {
       return d > kOutlierDeviations * noise;
     }));
   }
-  if (readings < static_cast<size_t>(kLeastReadings)) {
-    return absl::InvalidArgumentError(absl::StrCat("fitting the link-rate trace: ", readings,
+  if (all_readings < static_cast<size_t>(kLeastReadings)) {
+    return absl::InvalidArgumentError(absl::StrCat("fitting the link-rate trace: ", all_readings,
                                                    " readings of iterations, fewer than ",
                                                    kLeastReadings));
   }
   LinkRateTrace trace;
   trace.noise = median(noises);
-  trace.outliers = static_cast<double>(far) / static_cast<double>(readings);
+  trace.outliers = static_cast<double>(far) / static_cast<double>(all_readings);
   return trace;
 }
 
