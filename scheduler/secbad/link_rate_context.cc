@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "core/util/json_reader.h"
+#include "core/util/statistics.h"
 
 namespace strata::secbad {
 namespace {
@@ -41,11 +42,6 @@ class LinkRateReader final : public ContextReader {
 
 absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
                                                const std::vector<LinkRateRun>& runs) {
-  const auto median = [](std::vector<double> v) {
-    const size_t mid = v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-    return v[mid];
-  };
   std::vector<double> noises;  // each run's
   size_t all_readings = 0, far = 0;
   for (const LinkRateRun& run : runs) {
@@ -59,10 +55,10 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
     for (double seconds : run.communication_seconds) {
       readings.push_back(std::log(model.InferRate(run.value, seconds)));
     }
-    const double centre = median(readings);
+    const double centre = Median(readings);
     std::vector<double> deviations;  // from the run's median
     for (double r : readings) deviations.push_back(std::abs(r - centre));
-    const double noise = std::max(kLeastReadingNoise, 1.4826 * median(deviations));
+    const double noise = std::max(kLeastReadingNoise, 1.4826 * Median(deviations));
     noises.push_back(noise);
     all_readings += readings.size();
     far += static_cast<size_t>(std::count_if(deviations.begin(), deviations.end(), [&](double d) {
@@ -75,7 +71,7 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
                                                    kLeastReadings));
   }
   LinkRateTrace trace;
-  trace.noise = median(noises);
+  trace.noise = Median(noises);
   trace.outliers = static_cast<double>(far) / static_cast<double>(all_readings);
   return trace;
 }

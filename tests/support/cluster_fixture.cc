@@ -228,14 +228,9 @@ void ClusterTest::WriteJobToken(const std::string& token) const {
 }
 
 std::string ClusterTest::PlainSgdConfig(const std::string& base) {
-  std::string text = ReadFile(base);
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {R"("momentum": 0.9)", R"("momentum": 0.0)"},
-           {R"("schedule": {"type": "cosine"})", R"("schedule": {"type": "constant"})"}}) {
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) text.replace(at, from.size(), to);
-  }
+  std::string text = EditedConfig(
+      base, {{R"("momentum": 0.9)", R"("momentum": 0.0)"},
+             {R"("schedule": {"type": "cosine"})", R"("schedule": {"type": "constant"})"}});
   // Where the config has them: Nesterov needs momentum, and no weight decay.
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {R"("nesterov": true)", R"("nesterov": false)"},

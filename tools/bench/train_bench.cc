@@ -69,8 +69,8 @@ struct RunResult {
   double bytes_per_iteration = 0;
   std::map<std::string, double> seconds_per_iteration;
   // When the runner was asked for records (a cost model is fitted): every
-  // steady iteration's compute and rows of each conv worker, and conv
-  // worker 0's communication seconds.
+  // steady iteration's compute and rows of each conv worker (worker speed),
+  // or conv worker 0's communication seconds (link rate).
   std::vector<secbad::SpeedSample> speed_samples;
   std::vector<double> communication_seconds;
 };
@@ -139,12 +139,16 @@ absl::StatusOr<int> FreeLoopbackPort() {
   return ntohs(a.sin_port);
 }
 
+// What a Strata run's records are read for: the cost model being fitted.
+enum class RecordsWanted { kNone, kWorkerSpeed, kLinkRate };
+
 // Runs contenders; owns the scratch directory of their logs and results.
 class Runner {
  public:
   // `records_wanted`: keep every Strata run's conv worker iterations
-  // (RunResult::speed_samples and communication_seconds).
-  Runner(const TrainBenchOptions& o, int64_t batch, std::string scratch, bool records_wanted)
+  // (RunResult::speed_samples, or communication_seconds).
+  Runner(const TrainBenchOptions& o, int64_t batch, std::string scratch,
+         RecordsWanted records_wanted)
       : o_(o), batch_(batch), scratch_(std::move(scratch)), records_wanted_(records_wanted) {}
 
   absl::StatusOr<RunResult> Run(const Contender& c, const NetworkSetting& net) {
@@ -200,7 +204,7 @@ class Runner {
         spec.argv.insert(spec.argv.end(), {"--cpu-schedule", net.cpu_schedule});
       }
       if (!o_.cpu_pin.empty()) spec.argv.insert(spec.argv.end(), {"--cpu-pin", o_.cpu_pin});
-      if (records_wanted_) spec.argv.insert(spec.argv.end(), {"--records-dir", Path("records")});
+      if (records_wanted_ != RecordsWanted::kNone) spec.argv.insert(spec.argv.end(), {"--records-dir", Path("records")});
     }
     spec.unset_env = UnsetForBenchmarks();
     spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
@@ -223,8 +227,9 @@ class Runner {
     if (j.contains("seconds_per_iteration")) {
       r.seconds_per_iteration = j["seconds_per_iteration"].get<std::map<std::string, double>>();
     }
-    if (records_wanted_ && c.mode != "single") {
+    if (records_wanted_ == RecordsWanted::kWorkerSpeed && c.mode != "single") {
       STRATA_ASSIGN_OR_RETURN(r.speed_samples, SpeedSamplesOf(Path("records"), o_.conv_workers));
+    } else if (records_wanted_ == RecordsWanted::kLinkRate && c.mode != "single") {
       STRATA_ASSIGN_OR_RETURN(r.communication_seconds, CommunicationSecondsOf(Path("records")));
     }
     return r;
@@ -318,7 +323,7 @@ class Runner {
   const TrainBenchOptions& o_;
   const int64_t batch_;
   const std::string scratch_;
-  const bool records_wanted_;
+  const RecordsWanted records_wanted_;
   int runs_ = 0;
   bool warned_ = false;
 };
@@ -630,7 +635,10 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::vector<std::string> values = sweep.values;
   if (values.empty()) values.push_back("");
 
-  Runner runner(o, batch, scratch, /*records_wanted=*/!o.cost_model_out.empty());
+  Runner runner(o, batch, scratch,
+                o.cost_model_out.empty() ? RecordsWanted::kNone
+                : worker_speed_model     ? RecordsWanted::kWorkerSpeed
+                                         : RecordsWanted::kLinkRate);
   // Every run of each knob value (for a worker-speed cost model), and every
   // run's readings (for a link-rate one).
   std::map<std::string, std::vector<std::vector<secbad::SpeedSample>>> speed_runs;
