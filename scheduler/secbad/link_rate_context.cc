@@ -38,17 +38,42 @@ class LinkRateReader final : public ContextReader {
   bool started_ = false;
 };
 
+// The least-squares line through the points (x[i], y[i]); it passes
+// through their centre (the means). x holds two values or more.
+struct Line {
+  double centre_x = 0, centre_y = 0, slope = 0;
+};
+Line LeastSquaresLine(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  Line line;
+  for (size_t i = 0; i < x.size(); ++i) {
+    line.centre_x += x[i] / n;
+    line.centre_y += y[i] / n;
+  }
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - line.centre_x) * (y[i] - line.centre_y);
+    sxx += (x[i] - line.centre_x) * (x[i] - line.centre_x);
+  }
+  line.slope = sxy / sxx;
+  return line;
+}
+
 }  // namespace
+
+double LinkRateTrace::NoiseAt(double ln_rate) const {
+  return std::max(kLeastReadingNoise, noise * std::exp(noise_slope * ln_rate));
+}
 
 absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
                                                const std::vector<LinkRateRun>& runs) {
-  std::vector<double> noises;  // each run's
+  std::vector<double> noises, rates;  // each run's noise and median, ln(rate)
   size_t all_readings = 0, far = 0;
   for (const LinkRateRun& run : runs) {
     if (!model.Knows(run.value)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "fitting the link-rate trace: the cost model of ", model.knob(),
-          " has no value \"", run.value, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("fitting the link-rate trace: the cost model of ", model.knob(),
+                       " has no value \"", run.value, "\""));
     }
     if (run.communication_seconds.empty()) continue;
     std::vector<double> readings;  // ln(rate), one per iteration
@@ -60,6 +85,7 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
     for (double r : readings) deviations.push_back(std::abs(r - centre));
     const double noise = std::max(kLeastReadingNoise, 1.4826 * Median(deviations));
     noises.push_back(noise);
+    rates.push_back(centre);
     all_readings += readings.size();
     far += static_cast<size_t>(std::count_if(deviations.begin(), deviations.end(), [&](double d) {
       return d > kOutlierDeviations * noise;
@@ -71,7 +97,18 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
                                                    kLeastReadings));
   }
   LinkRateTrace trace;
-  trace.noise = Median(noises);
+  if (*std::max_element(rates.begin(), rates.end()) -
+          *std::min_element(rates.begin(), rates.end()) <
+      kLeastRateSpan) {
+    trace.noise = Median(noises);
+  } else {
+    std::vector<double> ln_noises;
+    for (double noise : noises) ln_noises.push_back(std::log(noise));
+    const Line line = LeastSquaresLine(rates, ln_noises);
+    // A clamped slope turns the line about its centre, where the runs are.
+    trace.noise_slope = std::clamp(line.slope, -kSteepestNoiseSlope, kSteepestNoiseSlope);
+    trace.noise = std::exp(line.centre_y - trace.noise_slope * line.centre_x);
+  }
   trace.outliers = static_cast<double>(far) / static_cast<double>(all_readings);
   return trace;
 }
@@ -92,14 +129,15 @@ absl::StatusOr<std::shared_ptr<const LinkRateContext>> LinkRateContext::FromJson
       STRATA_RETURN_IF_ERROR(r.Optional("min_rate_gbit", &trace.min_rate_gbit));
       STRATA_RETURN_IF_ERROR(r.Optional("max_rate_gbit", &trace.max_rate_gbit));
       STRATA_RETURN_IF_ERROR(r.Optional("noise", &trace.noise));
+      STRATA_RETURN_IF_ERROR(r.Optional("noise_slope", &trace.noise_slope));
       STRATA_RETURN_IF_ERROR(r.Optional("outliers", &trace.outliers));
       STRATA_RETURN_IF_ERROR(r.Finish());
       if (!(trace.min_rate_gbit > 0) || !(trace.max_rate_gbit >= trace.min_rate_gbit) ||
-          !(trace.noise > 0) || !(trace.outliers >= 0 && trace.outliers < 1)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(source,
-                         ": trace: rates must be > 0 with min <= max, the noise > 0, and the "
-                         "outliers in [0, 1)"));
+          !(trace.noise > 0) || !(std::abs(trace.noise_slope) <= kSteepestNoiseSlope) ||
+          !(trace.outliers >= 0 && trace.outliers < 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ": trace: rates must be > 0 with min <= max, the noise > 0, its slope in [-",
+            kSteepestNoiseSlope, ", ", kSteepestNoiseSlope, "], and the outliers in [0, 1)"));
       }
       costs.erase("trace");
     }
@@ -147,6 +185,7 @@ nlohmann::json LinkRateContext::ToJson() const {
   j["trace"] = {{"min_rate_gbit", trace_.min_rate_gbit},
                 {"max_rate_gbit", trace_.max_rate_gbit},
                 {"noise", trace_.noise},
+                {"noise_slope", trace_.noise_slope},
                 {"outliers", trace_.outliers}};
   return j;
 }

@@ -7,11 +7,13 @@
 //
 // The cost model file may say how the runtime environment draws segments'
 // rates (log-uniform over [min_rate_gbit, max_rate_gbit]), how noisy one
-// iteration's reading is, and how often a reading is an outlier, anywhere
+// iteration's reading is at 1 Gbit/s and how that noise grows with the
+// rate (a power of it), and how often a reading is an outlier, anywhere
 // between the slowest and the fastest rate the cost model reads
 // (KnobCostModel::kSlowestRateGbit and kFastestRateGbit): "trace":
-// {"min_rate_gbit", "max_rate_gbit", "noise", "outliers"}; defaults 0.1,
-// 10, 0.2 and 0. The inference expects outliers at that rate too.
+// {"min_rate_gbit", "max_rate_gbit", "noise", "noise_slope", "outliers"};
+// defaults 0.1, 10, 0.2, 0 and 0. The inference expects outliers at that
+// rate too.
 #ifndef STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_
 #define STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_
 
@@ -26,8 +28,14 @@ namespace strata::secbad {
 struct LinkRateTrace {
   double min_rate_gbit = 0.1;
   double max_rate_gbit = 10;
-  double noise = 0.2;     // of ln(rate)
-  double outliers = 0.0;  // the share of readings that are outliers
+  double noise = 0.2;        // of a reading of ln(rate), on a link of 1 Gbit/s
+  double noise_slope = 0.0;  // d ln(noise) / d ln(rate)
+  double outliers = 0.0;     // the share of readings that are outliers
+
+  // The standard deviation of a reading of ln(rate) on a link of
+  // exp(`ln_rate`) Gbit/s: noise x rate^noise_slope, at least
+  // kLeastReadingNoise.
+  double NoiseAt(double ln_rate) const;
 };
 
 // One run whose link rate held throughout: the knob value in force and the
@@ -42,16 +50,21 @@ struct LinkRateRun {
 // would read them under `model`: each iteration's ln(rate) against its
 // run's median. A run's noise is 1.4826 times its median absolute
 // deviation (a Gaussian's standard deviation, which the outliers do not
-// move), at least kLeastReadingNoise; the trace's is the median over the
-// runs (readings are noisier where the link is fast, since communication
-// then hardly depends on the rate). The outliers are the share of
-// readings further than kOutlierDeviations of their run's noises from its
-// median. The rates' range keeps LinkRateTrace's defaults.
-// InvalidArgument for a value `model` does not know or fewer than
-// kLeastReadings readings.
+// move), at least kLeastReadingNoise. Readings are noisier where the link
+// is fast, since communication then hardly depends on the rate: the
+// trace's ln(noise) is the least-squares line through the runs' ln(noise)
+// against their median ln(rate), its slope clamped to
+// [-kSteepestNoiseSlope, kSteepestNoiseSlope]. Where the runs' median
+// rates span less than kLeastRateSpan (in ln), the slope is 0 and the
+// noise the median run's. The outliers are the share of readings further
+// than kOutlierDeviations of their run's noises from its median. The
+// rates' range keeps LinkRateTrace's defaults. InvalidArgument for a value
+// `model` does not know or fewer than kLeastReadings readings.
 inline constexpr double kOutlierDeviations = 4;
 inline constexpr double kLeastReadingNoise = 0.01;
 inline constexpr int kLeastReadings = 20;
+inline constexpr double kLeastRateSpan = 0.5;
+inline constexpr double kSteepestNoiseSlope = 2;
 absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
                                                const std::vector<LinkRateRun>& runs);
 
@@ -73,7 +86,9 @@ class LinkRateContext final : public KnobContext {
                           const std::vector<double>& context) const override;
   std::vector<NormalGammaPrior> Priors() const override;
   std::vector<double> SampleContext(Rng& rng) const override;
-  double observation_noise() const override { return trace_.noise; }
+  double ObservationNoise(const std::vector<double>& context) const override {
+    return trace_.NoiseAt(context[0]);
+  }
   OutlierModel outliers() const override;
   std::string Describe(const std::vector<double>& context) const override;
   nlohmann::json ToJson() const override;

@@ -87,7 +87,8 @@ RuntimeEnvironment::Outcome RuntimeEnvironment::Step(int wanted) {
           outliers_.low[d] + (outliers_.high[d] - outliers_.low[d]) * noise_rng_.Uniform();
     }
   } else {
-    for (double& v : out.seen) v += knob_->observation_noise() * noise_rng_.Normal();
+    const double noise = knob_->ObservationNoise(context_);
+    for (double& v : out.seen) v += noise * noise_rng_.Normal();
   }
   ++iteration_;
   out.done = iteration_ >= options_.episode_iterations;

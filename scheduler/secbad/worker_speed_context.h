@@ -89,11 +89,16 @@ class WorkerSpeedContext final : public KnobContext {
                           const std::vector<double>& context) const override;
   std::vector<NormalGammaPrior> Priors() const override;
   std::vector<double> SampleContext(Rng& rng) const override;
-  double observation_noise() const override { return noise_; }
+  // noise(), in every context.
+  double ObservationNoise(const std::vector<double>& context) const override {
+    (void)context;
+    return noise_;
+  }
   std::string Describe(const std::vector<double>& context) const override;
   nlohmann::json ToJson() const override;
 
   int64_t global_batch() const { return global_batch_; }
+  double noise() const { return noise_; }
   double seconds_per_row() const { return seconds_per_row_; }
   double overhead_seconds(const std::string& value) const { return overhead_.at(value); }
   // The rows `value` gives each conv worker.

@@ -112,15 +112,16 @@ TEST(KnobCostModelTest, BadSamplesAndFilesAreRefusedByName) {
 
 TEST(LinkRateTraceTest, TheFitFindsTheReadingNoiseAndTheShareOfStalls) {
   // Three runs at rates that held, 3% of iterations stalled (reading a
-  // link 8 times slower), the readings otherwise off by 0.1 in ln(rate),
-  // and by 0.3 in the third run (a fast link, where they stray more).
+  // link 8 times slower), the readings otherwise off in ln(rate) by 0.1 x
+  // rate^0.5 (0.055 at 0.3 Gbit/s, 0.28 at 8: a fast link's stray more).
   const KnobCostModel model = TrueModel();
   Rng rng(5);
   std::vector<LinkRateRun> runs;
   int stalls = 0, readings = 0;
-  for (const auto& [value, cost, rate, noise] :
-       {std::tuple{"fp32", kFp32, 1.0, 0.1}, std::tuple{"bf16", kBf16, 0.3, 0.1},
-        std::tuple{"fp32", kFp32, 8.0, 0.3}}) {
+  for (const auto& [value, cost, rate] :
+       {std::tuple{"fp32", kFp32, 1.0}, std::tuple{"bf16", kBf16, 0.3},
+        std::tuple{"fp32", kFp32, 8.0}}) {
+    const double noise = 0.1 * std::sqrt(rate);
     LinkRateRun run{value, {}};
     for (int i = 0; i < 1000; ++i) {
       double seen = rate * std::exp(noise * rng.Normal());
@@ -134,12 +135,19 @@ TEST(LinkRateTraceTest, TheFitFindsTheReadingNoiseAndTheShareOfStalls) {
     runs.push_back(std::move(run));
   }
   const LinkRateTrace trace = *FitLinkRateTrace(model, runs);
-  EXPECT_NEAR(trace.noise, 0.1, 0.01);  // the median run's
+  EXPECT_NEAR(trace.noise, 0.1, 0.01);  // at 1 Gbit/s
+  EXPECT_NEAR(trace.noise_slope, 0.5, 0.05);
+  EXPECT_NEAR(trace.NoiseAt(std::log(8.0)), 0.28, 0.02);
   // Every stall (ln 8 = 2.1: 7 noises out even in the noisy run) and a
   // Gaussian's share past 4 noises.
   EXPECT_NEAR(trace.outliers, static_cast<double>(stalls) / readings, 0.002);
   EXPECT_GT(stalls, 40);
   EXPECT_EQ(trace.min_rate_gbit, LinkRateTrace{}.min_rate_gbit);
+
+  // Runs at one rate say nothing of a slope: the median run's noise.
+  const LinkRateTrace flat = *FitLinkRateTrace(model, {runs[0], runs[0]});
+  EXPECT_EQ(flat.noise_slope, 0.0);
+  EXPECT_NEAR(flat.noise, 0.1, 0.01);
 
   EXPECT_EQ(FitLinkRateTrace(model, {{"int8", {0.1}}}).status().message(),
             "fitting the link-rate trace: the cost model of wire.format has no value \"int8\"");

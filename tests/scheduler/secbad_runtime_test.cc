@@ -65,7 +65,7 @@ TEST(WorkerSpeedContextTest, TheFitRecoversSpeedOverheadAndNoiseAndPicksTheShare
   EXPECT_NEAR(c->overhead_seconds("1:1"), 0.003, 1e-9);
   // The lower quartile of every reading: the unslowed workers' speed.
   EXPECT_NEAR(c->seconds_per_row(), 0.0005, 0.0001);
-  EXPECT_NEAR(c->observation_noise(), 0.1, 0.03);
+  EXPECT_NEAR(c->noise(), 0.1, 0.03);
   EXPECT_EQ(c->values(), (std::vector<std::string>{"1:1", "1:3", "3:1"}));
   EXPECT_EQ(c->rows("3:1"), (std::vector<int64_t>{48, 16}));
   const double normal = std::log(0.0005);
@@ -240,8 +240,56 @@ TEST(RuntimeEnvironmentTest, ALinkRateTraceWithOutliersDrawsThemAndKeepsThemInIt
 
   file["trace"]["outliers"] = 1.0;
   EXPECT_EQ(KnobContextFromJson(file, "c.json").status().message(),
-            "c.json: trace: rates must be > 0 with min <= max, the noise > 0, and the outliers "
-            "in [0, 1)");
+            "c.json: trace: rates must be > 0 with min <= max, the noise > 0, its slope in [-2, "
+            "2], and the outliers in [0, 1)");
+}
+
+// Readings of a fast link stray more (its communication hardly depends on
+// the rate): a trace whose noise grows with the rate as rate^0.5 draws
+// each reading with the noise of its segment's rate, keeps the slope in
+// its file, and refuses a slope steeper than 2 by name.
+TEST(RuntimeEnvironmentTest, ALinkRateTraceWhoseNoiseGrowsWithTheRateDrawsReadingsThatNoisy) {
+  nlohmann::json file = {
+      {"context", "link-rate"},
+      {"knob", "wire.format"},
+      {"mode", "ps"},
+      {"trace",
+       {{"min_rate_gbit", 0.1}, {"max_rate_gbit", 10.0}, {"noise", 0.1}, {"noise_slope", 0.5}}},
+      {"values",
+       {{"fp32",
+         {{"local_seconds", 0.05}, {"fixed_seconds", 0.005}, {"transfer_seconds_at_1gbit", 0.2}}},
+        {"bf16",
+         {{"local_seconds", 0.05}, {"fixed_seconds", 0.03}, {"transfer_seconds_at_1gbit", 0.1}}}}}};
+  absl::StatusOr<std::shared_ptr<const KnobContext>> context = KnobContextFromJson(file, "c.json");
+  ASSERT_TRUE(context.ok()) << context.status();
+  EXPECT_EQ((*context)->ToJson()["trace"]["noise_slope"], 0.5);
+  EXPECT_NEAR((*context)->ObservationNoise({std::log(4.0)}), 0.2, 1e-12);
+  EXPECT_NEAR((*context)->ObservationNoise({std::log(0.25)}), 0.05, 1e-12);
+
+  RuntimeEnvironmentOptions o;
+  o.episode_iterations = 40000;
+  auto env = *RuntimeEnvironment::Create(*context, o, 3);
+  // Each reading's error over the noise at its rate, and its error alone
+  // on links under 0.3 Gbit/s and over 3 Gbit/s.
+  double scaled = 0, slow = 0, fast = 0;
+  int slow_n = 0, fast_n = 0;
+  for (int t = 0; t < o.episode_iterations; ++t) {
+    const double truth = env->context()[0];
+    const double error = env->Step(-1).seen[0] - truth;
+    scaled += std::pow(error / (0.1 * std::exp(0.5 * truth)), 2);
+    if (truth < std::log(0.3)) slow += error * error, ++slow_n;
+    if (truth > std::log(3.0)) fast += error * error, ++fast_n;
+  }
+  EXPECT_NEAR(std::sqrt(scaled / o.episode_iterations), 1.0, 0.03);
+  ASSERT_GT(slow_n, 1000);
+  ASSERT_GT(fast_n, 1000);
+  // About 0.04 against 0.24; one noise for every rate gives a ratio of 1.
+  EXPECT_GT(std::sqrt(fast / fast_n) / std::sqrt(slow / slow_n), 4.0);
+
+  file["trace"]["noise_slope"] = 2.5;
+  EXPECT_EQ(KnobContextFromJson(file, "c.json").status().message(),
+            "c.json: trace: rates must be > 0 with min <= max, the noise > 0, its slope in [-2, "
+            "2], and the outliers in [0, 1)");
 }
 
 // A job of two conv workers, conv worker 1 slowed by `slowdown[i]` at

@@ -445,6 +445,9 @@ TEST_F(EmulatedClusterTest, TheTrainBenchFitsALinkRateCostModelAndItsReadingNois
   EXPECT_TRUE(std::isfinite(noise));
   EXPECT_GE(noise, secbad::kLeastReadingNoise);
   EXPECT_NE(noise, 0.2);
+  // 100 and 300 Mbit/s are far enough apart to fit how the noise grows.
+  const double slope = fitted["trace"]["noise_slope"].get<double>();
+  EXPECT_LE(std::abs(slope), secbad::kSteepestNoiseSlope);
   const double outliers = fitted["trace"]["outliers"].get<double>();
   EXPECT_GE(outliers, 0.0);
   EXPECT_LT(outliers, 1.0);

@@ -466,10 +466,11 @@ absl::Status WriteCostModel(const TrainReport& report, const std::vector<double>
                           secbad::FitLinkRateTrace(model, link_runs));
   size_t readings = 0;
   for (const secbad::LinkRateRun& run : link_runs) readings += run.communication_seconds.size();
-  std::printf("  readings of ln(rate): noise %.3f, outliers %.1f%% (over %.0fx the noise from "
-              "their run's median; %zu iterations of %zu runs)\n",
-              trace.noise, 100 * trace.outliers, secbad::kOutlierDeviations, readings,
-              link_runs.size());
+  std::printf("  readings of ln(rate): noise %.3f at 1 Gbit/s x (rate in Gbit/s)^%.2f, "
+              "outliers %.1f%% (over %.0fx the noise from their run's median; %zu iterations "
+              "of %zu runs)\n",
+              trace.noise, trace.noise_slope, 100 * trace.outliers, secbad::kOutlierDeviations,
+              readings, link_runs.size());
   STRATA_RETURN_IF_ERROR(WriteJsonFile(path, secbad::LinkRateContext(model, trace).ToJson()));
   std::printf("cost model: %s\n", path.c_str());
   return absl::OkStatus();
@@ -485,7 +486,7 @@ absl::Status WriteWorkerSpeedModel(
   std::printf(
       "cost model of batch.shares (%s), iteration = the slowest conv worker's rows x its "
       "seconds per row + overhead: usual %.3g ms per row, reading noise %.2f (ln)\n",
-      mode.c_str(), 1000 * model->seconds_per_row(), model->observation_noise());
+      mode.c_str(), 1000 * model->seconds_per_row(), model->noise());
   for (const std::string& value : model->values()) {
     std::printf("  %-10s overhead %.4fs\n", value.c_str(), model->overhead_seconds(value));
   }
