@@ -66,7 +66,9 @@ double LinkRateTrace::NoiseAt(double ln_rate) const {
 }
 
 absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
-                                               const std::vector<LinkRateRun>& runs) {
+                                               const std::vector<LinkRateRun>& runs,
+                                               std::vector<LinkRateRunReadings>* read) {
+  if (read != nullptr) read->clear();
   std::vector<double> noises, rates;  // each run's noise and median, ln(rate)
   size_t all_readings = 0, far = 0;
   for (const LinkRateRun& run : runs) {
@@ -86,6 +88,7 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
     const double noise = std::max(kLeastReadingNoise, 1.4826 * Median(deviations));
     noises.push_back(noise);
     rates.push_back(centre);
+    if (read != nullptr) read->push_back({run.value, std::exp(centre), noise, readings.size()});
     all_readings += readings.size();
     far += static_cast<size_t>(std::count_if(deviations.begin(), deviations.end(), [&](double d) {
       return d > kOutlierDeviations * noise;

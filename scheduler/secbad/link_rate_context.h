@@ -59,14 +59,22 @@ struct LinkRateRun {
 // noise the median run's. The outliers are the share of readings further
 // than kOutlierDeviations of their run's noises from its median. The
 // rates' range keeps LinkRateTrace's defaults. InvalidArgument for a value
-// `model` does not know or fewer than kLeastReadings readings.
+// `model` does not know or fewer than kLeastReadings readings. With
+// `read`, each run with readings leaves its own figures there, in order.
+struct LinkRateRunReadings {
+  std::string value;
+  double median_rate_gbit = 0;
+  double noise = 0;  // of ln(rate)
+  size_t readings = 0;
+};
 inline constexpr double kOutlierDeviations = 4;
 inline constexpr double kLeastReadingNoise = 0.01;
 inline constexpr int kLeastReadings = 20;
 inline constexpr double kLeastRateSpan = 0.5;
 inline constexpr double kSteepestNoiseSlope = 2;
 absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
-                                               const std::vector<LinkRateRun>& runs);
+                                               const std::vector<LinkRateRun>& runs,
+                                               std::vector<LinkRateRunReadings>* read = nullptr);
 
 class LinkRateContext final : public KnobContext {
  public:

@@ -134,7 +134,13 @@ TEST(LinkRateTraceTest, TheFitFindsTheReadingNoiseAndTheShareOfStalls) {
     }
     runs.push_back(std::move(run));
   }
-  const LinkRateTrace trace = *FitLinkRateTrace(model, runs);
+  std::vector<LinkRateRunReadings> read;
+  const LinkRateTrace trace = *FitLinkRateTrace(model, runs, &read);
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(read[1].value, "bf16");
+  EXPECT_NEAR(read[1].median_rate_gbit, 0.3, 0.01);
+  EXPECT_NEAR(read[1].noise, 0.1 * std::sqrt(0.3), 0.005);
+  EXPECT_EQ(read[1].readings, 1000u);
   EXPECT_NEAR(trace.noise, 0.1, 0.01);  // at 1 Gbit/s
   EXPECT_NEAR(trace.noise_slope, 0.5, 0.05);
   EXPECT_NEAR(trace.NoiseAt(std::log(8.0)), 0.28, 0.02);

@@ -82,7 +82,7 @@ constexpr int64_t kStartupIterations = 2;
 // The conv workers' iterations of a run, from its records: each conv
 // worker's compute and rows, conv worker 0's wall seconds.
 absl::StatusOr<std::vector<secbad::SpeedSample>> SpeedSamplesOf(const std::string& records_dir,
-                                                                 int conv_workers) {
+                                                                int conv_workers) {
   std::map<int64_t, secbad::SpeedSample> by_iteration;
   for (int r = 0; r < conv_workers; ++r) {
     STRATA_ASSIGN_OR_RETURN(
@@ -204,7 +204,8 @@ class Runner {
         spec.argv.insert(spec.argv.end(), {"--cpu-schedule", net.cpu_schedule});
       }
       if (!o_.cpu_pin.empty()) spec.argv.insert(spec.argv.end(), {"--cpu-pin", o_.cpu_pin});
-      if (records_wanted_ != RecordsWanted::kNone) spec.argv.insert(spec.argv.end(), {"--records-dir", Path("records")});
+      if (records_wanted_ != RecordsWanted::kNone)
+        spec.argv.insert(spec.argv.end(), {"--records-dir", Path("records")});
     }
     spec.unset_env = UnsetForBenchmarks();
     spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
@@ -462,15 +463,21 @@ absl::Status WriteCostModel(const TrainReport& report, const std::vector<double>
     std::printf("  %-10s local %.4fs  fixed %.4fs  transfer %.4fs\n", value.c_str(),
                 cost.local_seconds, cost.fixed_seconds, cost.transfer_seconds_at_1gbit);
   }
+  std::vector<secbad::LinkRateRunReadings> read;
   STRATA_ASSIGN_OR_RETURN(const secbad::LinkRateTrace trace,
-                          secbad::FitLinkRateTrace(model, link_runs));
+                          secbad::FitLinkRateTrace(model, link_runs, &read));
   size_t readings = 0;
-  for (const secbad::LinkRateRun& run : link_runs) readings += run.communication_seconds.size();
-  std::printf("  readings of ln(rate): noise %.3f at 1 Gbit/s x (rate in Gbit/s)^%.2f, "
-              "outliers %.1f%% (over %.0fx the noise from their run's median; %zu iterations "
-              "of %zu runs)\n",
-              trace.noise, trace.noise_slope, 100 * trace.outliers, secbad::kOutlierDeviations,
-              readings, link_runs.size());
+  for (const secbad::LinkRateRunReadings& run : read) {
+    std::printf("  run of %-10s read %.3g Gbit/s (median), noise %.3f of ln(rate), %zu readings\n",
+                run.value.c_str(), run.median_rate_gbit, run.noise, run.readings);
+    readings += run.readings;
+  }
+  std::printf(
+      "  readings of ln(rate): noise %.3f at 1 Gbit/s x (rate in Gbit/s)^%.2f, "
+      "outliers %.1f%% (over %.0fx the noise from their run's median; %zu iterations "
+      "of %zu runs)\n",
+      trace.noise, trace.noise_slope, 100 * trace.outliers, secbad::kOutlierDeviations, readings,
+      link_runs.size());
   STRATA_RETURN_IF_ERROR(WriteJsonFile(path, secbad::LinkRateContext(model, trace).ToJson()));
   std::printf("cost model: %s\n", path.c_str());
   return absl::OkStatus();
