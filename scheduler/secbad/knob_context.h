@@ -83,9 +83,10 @@ class KnobContext {
   // A segment's context as the traces of the runtime environment draw it.
   virtual std::vector<double> SampleContext(Rng& rng) const = 0;
   // How far one iteration's observation strays from its segment's
-  // context when that is `context` (standard deviation, the observations'
-  // units).
-  virtual double ObservationNoise(const std::vector<double>& context) const = 0;
+  // context when that is `context` and `value` (one of values()) is in
+  // force (standard deviation, the observations' units).
+  virtual double ObservationNoise(const std::string& value,
+                                  const std::vector<double>& context) const = 0;
   // How often an observation has nothing to do with its segment's context,
   // and the range it then lies in (the observations' units); rate 0: never.
   virtual OutlierModel outliers() const { return {}; }

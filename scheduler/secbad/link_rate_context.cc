@@ -38,38 +38,75 @@ class LinkRateReader final : public ContextReader {
   bool started_ = false;
 };
 
-// The least-squares line through the points (x[i], y[i]); it passes
-// through their centre (the means). x holds two values or more.
-struct Line {
-  double centre_x = 0, centre_y = 0, slope = 0;
+// One run's noise of ln(rate) at its median ln(rate), under `value`.
+struct RunNoise {
+  std::string value;
+  double ln_rate = 0;
+  double noise = 0;
 };
-Line LeastSquaresLine(const std::vector<double>& x, const std::vector<double>& y) {
-  const double n = static_cast<double>(x.size());
-  Line line;
-  for (size_t i = 0; i < x.size(); ++i) {
-    line.centre_x += x[i] / n;
-    line.centre_y += y[i] / n;
-  }
+
+// Sets trace->noise_slope, value_noise and noise from the runs' noises
+// (FitLinkRateTrace's contract): the least-squares fit of ln(noise) =
+// height[value] + slope x ln(rate), whose slope is the pooled one within
+// the values' runs and each height its value's mean residual.
+void FitNoise(const std::vector<RunNoise>& runs, LinkRateTrace* trace) {
+  std::map<std::string, std::vector<const RunNoise*>> by_value;
+  for (const RunNoise& run : runs) by_value[run.value].push_back(&run);
+  struct Centre {
+    double ln_rate = 0, ln_noise = 0;
+  };
+  std::map<std::string, Centre> centres;
   double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    sxy += (x[i] - line.centre_x) * (y[i] - line.centre_y);
-    sxx += (x[i] - line.centre_x) * (x[i] - line.centre_x);
+  bool spans = false;
+  for (const auto& [value, mine] : by_value) {
+    Centre& c = centres[value];
+    const double n = static_cast<double>(mine.size());
+    double lowest = mine[0]->ln_rate, highest = lowest;
+    for (const RunNoise* run : mine) {
+      c.ln_rate += run->ln_rate / n;
+      c.ln_noise += std::log(run->noise) / n;
+      lowest = std::min(lowest, run->ln_rate);
+      highest = std::max(highest, run->ln_rate);
+    }
+    spans = spans || highest - lowest >= kLeastRateSpan;
+    for (const RunNoise* run : mine) {
+      sxy += (run->ln_rate - c.ln_rate) * (std::log(run->noise) - c.ln_noise);
+      sxx += (run->ln_rate - c.ln_rate) * (run->ln_rate - c.ln_rate);
+    }
   }
-  line.slope = sxy / sxx;
-  return line;
+  trace->value_noise.clear();
+  trace->noise_slope = spans ? std::clamp(sxy / sxx, -kSteepestNoiseSlope, kSteepestNoiseSlope) : 0;
+  for (const auto& [value, mine] : by_value) {
+    if (spans) {
+      // A clamped slope turns the value's line about its centre.
+      trace->value_noise[value] =
+          std::exp(centres[value].ln_noise - trace->noise_slope * centres[value].ln_rate);
+    } else {
+      std::vector<double> noises;
+      for (const RunNoise* run : mine) noises.push_back(run->noise);
+      trace->value_noise[value] = Median(noises);
+    }
+  }
+  std::vector<double> at_1gbit;
+  for (const RunNoise& run : runs) {
+    at_1gbit.push_back(run.noise * std::exp(-trace->noise_slope * run.ln_rate));
+  }
+  trace->noise = Median(at_1gbit);
 }
 
 }  // namespace
 
-double LinkRateTrace::NoiseAt(double ln_rate) const {
-  return std::max(kLeastReadingNoise, noise * std::exp(noise_slope * ln_rate));
+double LinkRateTrace::NoiseAt(const std::string& value, double ln_rate) const {
+  const auto it = value_noise.find(value);
+  const double at_1gbit = it == value_noise.end() ? noise : it->second;
+  return std::max(kLeastReadingNoise, at_1gbit * std::exp(noise_slope * ln_rate));
 }
 
 absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
                                                const std::vector<LinkRateRun>& runs,
                                                std::vector<LinkRateRunReadings>* read) {
   if (read != nullptr) read->clear();
-  std::vector<double> noises, rates;  // each run's noise and median, ln(rate)
+  std::vector<RunNoise> noises;  // each run's
   size_t all_readings = 0, far = 0;
   for (const LinkRateRun& run : runs) {
     if (!model.Knows(run.value)) {
@@ -86,8 +123,7 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
     std::vector<double> deviations;  // from the run's median
     for (double r : readings) deviations.push_back(std::abs(r - centre));
     const double noise = std::max(kLeastReadingNoise, 1.4826 * Median(deviations));
-    noises.push_back(noise);
-    rates.push_back(centre);
+    noises.push_back({run.value, centre, noise});
     if (read != nullptr) read->push_back({run.value, std::exp(centre), noise, readings.size()});
     all_readings += readings.size();
     far += static_cast<size_t>(std::count_if(deviations.begin(), deviations.end(), [&](double d) {
@@ -100,18 +136,7 @@ absl::StatusOr<LinkRateTrace> FitLinkRateTrace(const KnobCostModel& model,
                                                    kLeastReadings));
   }
   LinkRateTrace trace;
-  if (*std::max_element(rates.begin(), rates.end()) -
-          *std::min_element(rates.begin(), rates.end()) <
-      kLeastRateSpan) {
-    trace.noise = Median(noises);
-  } else {
-    std::vector<double> ln_noises;
-    for (double noise : noises) ln_noises.push_back(std::log(noise));
-    const Line line = LeastSquaresLine(rates, ln_noises);
-    // A clamped slope turns the line about its centre, where the runs are.
-    trace.noise_slope = std::clamp(line.slope, -kSteepestNoiseSlope, kSteepestNoiseSlope);
-    trace.noise = std::exp(line.centre_y - trace.noise_slope * line.centre_x);
-  }
+  FitNoise(noises, &trace);
   trace.outliers = static_cast<double>(far) / static_cast<double>(all_readings);
   return trace;
 }
@@ -134,6 +159,16 @@ absl::StatusOr<std::shared_ptr<const LinkRateContext>> LinkRateContext::FromJson
       STRATA_RETURN_IF_ERROR(r.Optional("noise", &trace.noise));
       STRATA_RETURN_IF_ERROR(r.Optional("noise_slope", &trace.noise_slope));
       STRATA_RETURN_IF_ERROR(r.Optional("outliers", &trace.outliers));
+      if (r.Has("value_noise")) {
+        STRATA_ASSIGN_OR_RETURN(const nlohmann::json* by_value, r.Child("value_noise"));
+        JsonObjectReader values(*by_value, r.ChildPath("value_noise"));
+        if (by_value->is_object()) {
+          for (const auto& [value, noise] : by_value->items()) {
+            STRATA_RETURN_IF_ERROR(values.Required(value, &trace.value_noise[value]));
+          }
+        }
+        STRATA_RETURN_IF_ERROR(values.Finish());
+      }
       STRATA_RETURN_IF_ERROR(r.Finish());
       if (!(trace.min_rate_gbit > 0) || !(trace.max_rate_gbit >= trace.min_rate_gbit) ||
           !(trace.noise > 0) || !(std::abs(trace.noise_slope) <= kSteepestNoiseSlope) ||
@@ -146,6 +181,17 @@ absl::StatusOr<std::shared_ptr<const LinkRateContext>> LinkRateContext::FromJson
     }
   }
   STRATA_ASSIGN_OR_RETURN(KnobCostModel model, KnobCostModel::FromJson(costs, source));
+  for (const auto& [value, noise] : trace.value_noise) {
+    if (!model.Knows(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": trace.value_noise: the cost model of ", model.knob(),
+                       " has no value \"", value, "\""));
+    }
+    if (!(noise > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": trace.value_noise: ", value, "'s noise must be > 0"));
+    }
+  }
   return std::make_shared<const LinkRateContext>(std::move(model), trace);
 }
 
@@ -189,6 +235,7 @@ nlohmann::json LinkRateContext::ToJson() const {
                 {"max_rate_gbit", trace_.max_rate_gbit},
                 {"noise", trace_.noise},
                 {"noise_slope", trace_.noise_slope},
+                {"value_noise", trace_.value_noise},
                 {"outliers", trace_.outliers}};
   return j;
 }

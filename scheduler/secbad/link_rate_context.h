@@ -7,16 +7,17 @@
 //
 // The cost model file may say how the runtime environment draws segments'
 // rates (log-uniform over [min_rate_gbit, max_rate_gbit]), how noisy one
-// iteration's reading is at 1 Gbit/s and how that noise grows with the
-// rate (a power of it), and how often a reading is an outlier, anywhere
-// between the slowest and the fastest rate the cost model reads
-// (KnobCostModel::kSlowestRateGbit and kFastestRateGbit): "trace":
-// {"min_rate_gbit", "max_rate_gbit", "noise", "noise_slope", "outliers"};
-// defaults 0.1, 10, 0.2, 0 and 0. The inference expects outliers at that
-// rate too.
+// iteration's reading is at 1 Gbit/s (under each value, or under every
+// value) and how that noise grows with the rate (a power of it), and how
+// often a reading is an outlier, anywhere between the slowest and the
+// fastest rate the cost model reads (KnobCostModel::kSlowestRateGbit and
+// kFastestRateGbit): "trace": {"min_rate_gbit", "max_rate_gbit", "noise",
+// "value_noise": {value: noise}, "noise_slope", "outliers"}; defaults 0.1,
+// 10, 0.2, none, 0 and 0. The inference expects outliers at that rate too.
 #ifndef STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_
 #define STRATA_SCHEDULER_SECBAD_LINK_RATE_CONTEXT_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,14 +29,17 @@ namespace strata::secbad {
 struct LinkRateTrace {
   double min_rate_gbit = 0.1;
   double max_rate_gbit = 10;
-  double noise = 0.2;        // of a reading of ln(rate), on a link of 1 Gbit/s
+  // The standard deviation of a reading of ln(rate) on a link of 1 Gbit/s,
+  // under each value value_noise names and under every other.
+  std::map<std::string, double> value_noise;
+  double noise = 0.2;
   double noise_slope = 0.0;  // d ln(noise) / d ln(rate)
   double outliers = 0.0;     // the share of readings that are outliers
 
-  // The standard deviation of a reading of ln(rate) on a link of
-  // exp(`ln_rate`) Gbit/s: noise x rate^noise_slope, at least
-  // kLeastReadingNoise.
-  double NoiseAt(double ln_rate) const;
+  // The standard deviation of a reading of ln(rate) under `value` on a
+  // link of exp(`ln_rate`) Gbit/s: its noise at 1 Gbit/s x
+  // rate^noise_slope, at least kLeastReadingNoise.
+  double NoiseAt(const std::string& value, double ln_rate) const;
 };
 
 // One run whose link rate held throughout: the knob value in force and the
@@ -51,15 +55,17 @@ struct LinkRateRun {
 // run's median. A run's noise is 1.4826 times its median absolute
 // deviation (a Gaussian's standard deviation, which the outliers do not
 // move), at least kLeastReadingNoise. Readings are noisier where the link
-// is fast, since communication then hardly depends on the rate: the
-// trace's ln(noise) is the least-squares line through the runs' ln(noise)
-// against their median ln(rate), its slope clamped to
-// [-kSteepestNoiseSlope, kSteepestNoiseSlope]. Where the runs' median
-// rates span less than kLeastRateSpan (in ln), the slope is 0 and the
-// noise the median run's. The outliers are the share of readings further
-// than kOutlierDeviations of their run's noises from its median. The
-// rates' range keeps LinkRateTrace's defaults. InvalidArgument for a value
-// `model` does not know or fewer than kLeastReadings readings. With
+// is fast, since communication then hardly depends on the rate, and under
+// one value than another (what else a value's communication waits for):
+// ln(noise) is fitted by least squares as a line in the median ln(rate) of
+// the run, one slope for every value (clamped to [-kSteepestNoiseSlope,
+// kSteepestNoiseSlope]) and a height per value (value_noise). Where no
+// value's runs span kLeastRateSpan of ln(rate), the slope is 0 and each
+// value's noise its median run's. The noise for values without runs is
+// the median run's at 1 Gbit/s. The outliers are the share of readings
+// further than kOutlierDeviations of their run's noises from its median.
+// The rates' range keeps LinkRateTrace's defaults. InvalidArgument for a
+// value `model` does not know or fewer than kLeastReadings readings. With
 // `read`, each run with readings leaves its own figures there, in order.
 struct LinkRateRunReadings {
   std::string value;
@@ -94,8 +100,9 @@ class LinkRateContext final : public KnobContext {
                           const std::vector<double>& context) const override;
   std::vector<NormalGammaPrior> Priors() const override;
   std::vector<double> SampleContext(Rng& rng) const override;
-  double ObservationNoise(const std::vector<double>& context) const override {
-    return trace_.NoiseAt(context[0]);
+  double ObservationNoise(const std::string& value,
+                          const std::vector<double>& context) const override {
+    return trace_.NoiseAt(value, context[0]);
   }
   OutlierModel outliers() const override;
   std::string Describe(const std::vector<double>& context) const override;

@@ -87,7 +87,7 @@ RuntimeEnvironment::Outcome RuntimeEnvironment::Step(int wanted) {
           outliers_.low[d] + (outliers_.high[d] - outliers_.low[d]) * noise_rng_.Uniform();
     }
   } else {
-    const double noise = knob_->ObservationNoise(context_);
+    const double noise = knob_->ObservationNoise(values[in_force_], context_);
     for (double& v : out.seen) v += noise * noise_rng_.Normal();
   }
   ++iteration_;

@@ -89,8 +89,10 @@ class WorkerSpeedContext final : public KnobContext {
                           const std::vector<double>& context) const override;
   std::vector<NormalGammaPrior> Priors() const override;
   std::vector<double> SampleContext(Rng& rng) const override;
-  // noise(), in every context.
-  double ObservationNoise(const std::vector<double>& context) const override {
+  // noise(), in every context and under every value.
+  double ObservationNoise(const std::string& value,
+                          const std::vector<double>& context) const override {
+    (void)value;
     (void)context;
     return noise_;
   }

@@ -111,17 +111,18 @@ TEST(KnobCostModelTest, BadSamplesAndFilesAreRefusedByName) {
 }
 
 TEST(LinkRateTraceTest, TheFitFindsTheReadingNoiseAndTheShareOfStalls) {
-  // Three runs at rates that held, 3% of iterations stalled (reading a
-  // link 8 times slower), the readings otherwise off in ln(rate) by 0.1 x
-  // rate^0.5 (0.055 at 0.3 Gbit/s, 0.28 at 8: a fast link's stray more).
+  // Four runs at rates that held, 3% of iterations stalled (reading a
+  // link 8 times slower), the readings otherwise off in ln(rate) by
+  // height x rate^0.5: a fast link's stray more (fp32: 0.1 at 1 Gbit/s,
+  // 0.28 at 8), and bf16's more than fp32's (height 0.25 against 0.1).
   const KnobCostModel model = TrueModel();
   Rng rng(5);
   std::vector<LinkRateRun> runs;
   int stalls = 0, readings = 0;
-  for (const auto& [value, cost, rate] :
-       {std::tuple{"fp32", kFp32, 1.0}, std::tuple{"bf16", kBf16, 0.3},
-        std::tuple{"fp32", kFp32, 8.0}}) {
-    const double noise = 0.1 * std::sqrt(rate);
+  for (const auto& [value, cost, rate, height] :
+       {std::tuple{"fp32", kFp32, 1.0, 0.1}, std::tuple{"bf16", kBf16, 0.3, 0.25},
+        std::tuple{"fp32", kFp32, 8.0, 0.1}, std::tuple{"bf16", kBf16, 2.0, 0.25}}) {
+    const double noise = height * std::sqrt(rate);
     LinkRateRun run{value, {}};
     for (int i = 0; i < 1000; ++i) {
       double seen = rate * std::exp(noise * rng.Normal());
@@ -136,24 +137,31 @@ TEST(LinkRateTraceTest, TheFitFindsTheReadingNoiseAndTheShareOfStalls) {
   }
   std::vector<LinkRateRunReadings> read;
   const LinkRateTrace trace = *FitLinkRateTrace(model, runs, &read);
-  ASSERT_EQ(read.size(), 3u);
+  ASSERT_EQ(read.size(), 4u);
   EXPECT_EQ(read[1].value, "bf16");
   EXPECT_NEAR(read[1].median_rate_gbit, 0.3, 0.01);
-  EXPECT_NEAR(read[1].noise, 0.1 * std::sqrt(0.3), 0.005);
+  EXPECT_NEAR(read[1].noise, 0.25 * std::sqrt(0.3), 0.01);
   EXPECT_EQ(read[1].readings, 1000u);
-  EXPECT_NEAR(trace.noise, 0.1, 0.01);  // at 1 Gbit/s
+  // One slope, a height per value (one line through all four runs would
+  // give a slope of 0.2 and one height).
   EXPECT_NEAR(trace.noise_slope, 0.5, 0.05);
-  EXPECT_NEAR(trace.NoiseAt(std::log(8.0)), 0.28, 0.02);
-  // Every stall (ln 8 = 2.1: 7 noises out even in the noisy run) and a
+  EXPECT_NEAR(trace.value_noise.at("fp32"), 0.1, 0.01);  // at 1 Gbit/s
+  EXPECT_NEAR(trace.value_noise.at("bf16"), 0.25, 0.025);
+  EXPECT_NEAR(trace.NoiseAt("fp32", std::log(8.0)), 0.28, 0.02);
+  // A value without runs: the median run's noise at 1 Gbit/s.
+  EXPECT_NEAR(trace.NoiseAt("int8", 0), 0.175, 0.02);
+  // Every stall (ln 8 = 2.1: 6 noises out even in the noisiest run) and a
   // Gaussian's share past 4 noises.
   EXPECT_NEAR(trace.outliers, static_cast<double>(stalls) / readings, 0.002);
   EXPECT_GT(stalls, 40);
   EXPECT_EQ(trace.min_rate_gbit, LinkRateTrace{}.min_rate_gbit);
 
-  // Runs at one rate say nothing of a slope: the median run's noise.
-  const LinkRateTrace flat = *FitLinkRateTrace(model, {runs[0], runs[0]});
+  // Each value's runs at one rate say nothing of a slope: each value's
+  // noise is its median run's.
+  const LinkRateTrace flat = *FitLinkRateTrace(model, {runs[0], runs[1], runs[0]});
   EXPECT_EQ(flat.noise_slope, 0.0);
-  EXPECT_NEAR(flat.noise, 0.1, 0.01);
+  EXPECT_NEAR(flat.value_noise.at("fp32"), 0.1, 0.01);
+  EXPECT_NEAR(flat.value_noise.at("bf16"), 0.25 * std::sqrt(0.3), 0.01);
 
   EXPECT_EQ(FitLinkRateTrace(model, {{"int8", {0.1}}}).status().message(),
             "fitting the link-rate trace: the cost model of wire.format has no value \"int8\"");

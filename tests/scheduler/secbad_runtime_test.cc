@@ -245,16 +245,22 @@ TEST(RuntimeEnvironmentTest, ALinkRateTraceWithOutliersDrawsThemAndKeepsThemInIt
 }
 
 // Readings of a fast link stray more (its communication hardly depends on
-// the rate): a trace whose noise grows with the rate as rate^0.5 draws
-// each reading with the noise of its segment's rate, keeps the slope in
-// its file, and refuses a slope steeper than 2 by name.
+// the rate), and under one value more than another: a trace whose noise
+// grows with the rate as rate^0.5, from 0.1 at 1 Gbit/s under fp32 and 0.3
+// under bf16, draws each reading with the noise of its segment's rate and
+// the value in force, keeps both in its file, and refuses a slope steeper
+// than 2 and a noise for a value the cost model lacks by name.
 TEST(RuntimeEnvironmentTest, ALinkRateTraceWhoseNoiseGrowsWithTheRateDrawsReadingsThatNoisy) {
   nlohmann::json file = {
       {"context", "link-rate"},
       {"knob", "wire.format"},
       {"mode", "ps"},
       {"trace",
-       {{"min_rate_gbit", 0.1}, {"max_rate_gbit", 10.0}, {"noise", 0.1}, {"noise_slope", 0.5}}},
+       {{"min_rate_gbit", 0.1},
+        {"max_rate_gbit", 10.0},
+        {"noise", 0.1},
+        {"value_noise", {{"bf16", 0.3}}},
+        {"noise_slope", 0.5}}},
       {"values",
        {{"fp32",
          {{"local_seconds", 0.05}, {"fixed_seconds", 0.005}, {"transfer_seconds_at_1gbit", 0.2}}},
@@ -263,28 +269,46 @@ TEST(RuntimeEnvironmentTest, ALinkRateTraceWhoseNoiseGrowsWithTheRateDrawsReadin
   absl::StatusOr<std::shared_ptr<const KnobContext>> context = KnobContextFromJson(file, "c.json");
   ASSERT_TRUE(context.ok()) << context.status();
   EXPECT_EQ((*context)->ToJson()["trace"]["noise_slope"], 0.5);
-  EXPECT_NEAR((*context)->ObservationNoise({std::log(4.0)}), 0.2, 1e-12);
-  EXPECT_NEAR((*context)->ObservationNoise({std::log(0.25)}), 0.05, 1e-12);
+  EXPECT_NEAR((*context)->ObservationNoise("fp32", {std::log(4.0)}), 0.2, 1e-12);
+  EXPECT_NEAR((*context)->ObservationNoise("fp32", {std::log(0.25)}), 0.05, 1e-12);
+  EXPECT_NEAR((*context)->ObservationNoise("bf16", {std::log(4.0)}), 0.6, 1e-12);
+  EXPECT_EQ((*context)->ToJson()["trace"]["value_noise"]["bf16"], 0.3);
 
   RuntimeEnvironmentOptions o;
   o.episode_iterations = 40000;
   auto env = *RuntimeEnvironment::Create(*context, o, 3);
-  // Each reading's error over the noise at its rate, and its error alone
-  // on links under 0.3 Gbit/s and over 3 Gbit/s.
+  // Each reading's error over the noise at its rate under the value in
+  // force (fp32 and bf16 by turns), and its error alone under fp32 on
+  // links under 0.3 Gbit/s and over 3 Gbit/s.
   double scaled = 0, slow = 0, fast = 0;
-  int slow_n = 0, fast_n = 0;
+  int slow_n = 0, fast_n = 0, bf16_n = 0;
   for (int t = 0; t < o.episode_iterations; ++t) {
     const double truth = env->context()[0];
-    const double error = env->Step(-1).seen[0] - truth;
-    scaled += std::pow(error / (0.1 * std::exp(0.5 * truth)), 2);
+    const double error = env->Step((t / 1000) % 2).seen[0] - truth;
+    const bool bf16 = (*context)->values()[env->in_force()] == "bf16";
+    bf16_n += bf16;
+    scaled += std::pow(error / ((bf16 ? 0.3 : 0.1) * std::exp(0.5 * truth)), 2);
+    if (bf16) continue;
     if (truth < std::log(0.3)) slow += error * error, ++slow_n;
     if (truth > std::log(3.0)) fast += error * error, ++fast_n;
   }
   EXPECT_NEAR(std::sqrt(scaled / o.episode_iterations), 1.0, 0.03);
-  ASSERT_GT(slow_n, 1000);
-  ASSERT_GT(fast_n, 1000);
+  EXPECT_NEAR(bf16_n, o.episode_iterations / 2, 10);
+  ASSERT_GT(slow_n, 500);
+  ASSERT_GT(fast_n, 500);
   // About 0.04 against 0.24; one noise for every rate gives a ratio of 1.
   EXPECT_GT(std::sqrt(fast / fast_n) / std::sqrt(slow / slow_n), 4.0);
+
+  file["trace"]["value_noise"] = {{"int8", 0.3}};
+  EXPECT_EQ(KnobContextFromJson(file, "c.json").status().message(),
+            "c.json: trace.value_noise: the cost model of wire.format has no value \"int8\"");
+  file["trace"]["value_noise"] = {{"bf16", 0}};
+  EXPECT_EQ(KnobContextFromJson(file, "c.json").status().message(),
+            "c.json: trace.value_noise: bf16's noise must be > 0");
+  file["trace"]["value_noise"] = 0.3;
+  EXPECT_NE(KnobContextFromJson(file, "c.json").status().message().find("trace.value_noise"),
+            std::string::npos);
+  file["trace"].erase("value_noise");
 
   file["trace"]["noise_slope"] = 2.5;
   EXPECT_EQ(KnobContextFromJson(file, "c.json").status().message(),
