@@ -202,22 +202,27 @@ TEST(RuntimeEnvironmentTest, TracesFollowTheSeedAndARequestTakesForceAfterTheLag
   EXPECT_EQ(a->in_force(), best_index);
 }
 
-// A link-rate cost model whose trace says 5% of readings are outliers:
-// the file keeps it, the runtime environment draws that share of readings
-// from anywhere in the range the cost model reads, and a share out of
-// [0, 1) is refused by name.
-TEST(RuntimeEnvironmentTest, ALinkRateTraceWithOutliersDrawsThemAndKeepsThemInItsFile) {
-  nlohmann::json file = {
+// A link-rate cost model file of wire.format (fp32 and bf16) with `trace`.
+nlohmann::json WireFormatCostModel(const nlohmann::json& trace) {
+  return {
       {"context", "link-rate"},
       {"knob", "wire.format"},
       {"mode", "ps"},
-      {"trace",
-       {{"min_rate_gbit", 0.5}, {"max_rate_gbit", 2.0}, {"noise", 0.05}, {"outliers", 0.05}}},
+      {"trace", trace},
       {"values",
        {{"fp32",
          {{"local_seconds", 0.05}, {"fixed_seconds", 0.005}, {"transfer_seconds_at_1gbit", 0.2}}},
         {"bf16",
          {{"local_seconds", 0.05}, {"fixed_seconds", 0.03}, {"transfer_seconds_at_1gbit", 0.1}}}}}};
+}
+
+// A link-rate cost model whose trace says 5% of readings are outliers:
+// the file keeps it, the runtime environment draws that share of readings
+// from anywhere in the range the cost model reads, and a share out of
+// [0, 1) is refused by name.
+TEST(RuntimeEnvironmentTest, ALinkRateTraceWithOutliersDrawsThemAndKeepsThemInItsFile) {
+  nlohmann::json file = WireFormatCostModel(
+      {{"min_rate_gbit", 0.5}, {"max_rate_gbit", 2.0}, {"noise", 0.05}, {"outliers", 0.05}});
   absl::StatusOr<std::shared_ptr<const KnobContext>> context = KnobContextFromJson(file, "c.json");
   ASSERT_TRUE(context.ok()) << context.status();
   EXPECT_EQ((*context)->ToJson()["trace"]["outliers"], 0.05);
@@ -251,21 +256,11 @@ TEST(RuntimeEnvironmentTest, ALinkRateTraceWithOutliersDrawsThemAndKeepsThemInIt
 // the value in force, keeps both in its file, and refuses a slope steeper
 // than 2 and a noise for a value the cost model lacks by name.
 TEST(RuntimeEnvironmentTest, ALinkRateTraceWhoseNoiseGrowsWithTheRateDrawsReadingsThatNoisy) {
-  nlohmann::json file = {
-      {"context", "link-rate"},
-      {"knob", "wire.format"},
-      {"mode", "ps"},
-      {"trace",
-       {{"min_rate_gbit", 0.1},
-        {"max_rate_gbit", 10.0},
-        {"noise", 0.1},
-        {"value_noise", {{"bf16", 0.3}}},
-        {"noise_slope", 0.5}}},
-      {"values",
-       {{"fp32",
-         {{"local_seconds", 0.05}, {"fixed_seconds", 0.005}, {"transfer_seconds_at_1gbit", 0.2}}},
-        {"bf16",
-         {{"local_seconds", 0.05}, {"fixed_seconds", 0.03}, {"transfer_seconds_at_1gbit", 0.1}}}}}};
+  nlohmann::json file = WireFormatCostModel({{"min_rate_gbit", 0.1},
+                                             {"max_rate_gbit", 10.0},
+                                             {"noise", 0.1},
+                                             {"value_noise", {{"bf16", 0.3}}},
+                                             {"noise_slope", 0.5}});
   absl::StatusOr<std::shared_ptr<const KnobContext>> context = KnobContextFromJson(file, "c.json");
   ASSERT_TRUE(context.ok()) << context.status();
   EXPECT_EQ((*context)->ToJson()["trace"]["noise_slope"], 0.5);
