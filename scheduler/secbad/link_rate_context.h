@@ -29,8 +29,8 @@ namespace strata::secbad {
 struct LinkRateTrace {
   double min_rate_gbit = 0.1;
   double max_rate_gbit = 10;
-  // The standard deviation of a reading of ln(rate) on a link of 1 Gbit/s,
-  // under each value value_noise names and under every other.
+  // The standard deviation of a reading of ln(rate) on a link of 1 Gbit/s:
+  // under each value value_noise names, its own; under any other, noise.
   std::map<std::string, double> value_noise;
   double noise = 0.2;
   double noise_slope = 0.0;  // d ln(noise) / d ln(rate)
@@ -50,6 +50,14 @@ struct LinkRateRun {
   std::vector<double> communication_seconds;
 };
 
+// What FitLinkRateTrace read of one run.
+struct LinkRateRunReadings {
+  std::string value;
+  double median_rate_gbit = 0;
+  double noise = 0;  // of ln(rate)
+  size_t readings = 0;
+};
+
 // A trace's noise and outlier share fitted to such runs, as a controller
 // would read them under `model`: each iteration's ln(rate) against its
 // run's median. A run's noise is 1.4826 times its median absolute
@@ -67,12 +75,6 @@ struct LinkRateRun {
 // The rates' range keeps LinkRateTrace's defaults. InvalidArgument for a
 // value `model` does not know or fewer than kLeastReadings readings. With
 // `read`, each run with readings leaves its own figures there, in order.
-struct LinkRateRunReadings {
-  std::string value;
-  double median_rate_gbit = 0;
-  double noise = 0;  // of ln(rate)
-  size_t readings = 0;
-};
 inline constexpr double kOutlierDeviations = 4;
 inline constexpr double kLeastReadingNoise = 0.01;
 inline constexpr int kLeastReadings = 20;

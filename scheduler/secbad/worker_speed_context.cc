@@ -23,20 +23,25 @@ const std::string kKnobName = kBatchSharesKnob;
 // ln(seconds per row) of every conv worker, an observation once all have
 // reported an iteration (their records may come in any order, relayed a
 // few iterations late).
+constexpr int64_t kStartupIterations = 2;
+
 class WorkerSpeedReader final : public ContextReader {
  public:
   explicit WorkerSpeedReader(int conv_workers)
-      : conv_workers_(conv_workers), last_rows_(conv_workers, -1) {}
+      : conv_workers_(conv_workers), last_rows_(conv_workers, -1), taken_(conv_workers, 0) {}
 
   std::optional<ContextObservation> Take(const IterationRecord& record) override {
     int rank = -1;
     if (!record.completed || !ParseRank(record.process, &rank) || rank >= conv_workers_) {
       return std::nullopt;
     }
-    // Start-up, and the first iteration at a new batch size, make kernels:
-    // not the worker's speed.
-    const bool settled = last_rows_[rank] == record.rows;
+    // Start-up (a process's first kStartupIterations: its first touches of
+    // memory, its peers starting beside it on the cores), and the first
+    // iteration at a new batch size (kernels made for it): not the
+    // worker's speed.
+    const bool settled = taken_[rank] >= kStartupIterations && last_rows_[rank] == record.rows;
     last_rows_[rank] = record.rows;
+    ++taken_[rank];
     if (!settled || record.rows <= 0 || !(record.compute_seconds > 0) ||
         record.iteration <= completed_) {
       return std::nullopt;
@@ -73,6 +78,7 @@ class WorkerSpeedReader final : public ContextReader {
 
   int conv_workers_;
   std::vector<int64_t> last_rows_;
+  std::vector<int64_t> taken_;  // completed records of each conv worker
   int64_t completed_ = -1;
   std::map<int64_t, Partial> partial_;
 };
@@ -114,9 +120,10 @@ absl::Status WorkerSpeedContext::Complete(const std::string& source) {
   if (!(trace_.slow_probability >= 0 && trace_.slow_probability <= 1) ||
       !(trace_.min_slowdown >= 1) || !(trace_.max_slowdown >= trace_.min_slowdown) ||
       !(trace_.spread >= 1 && trace_.spread <= 10)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": trace: slow_probability must be in [0, 1], 1 <= min_slowdown <= "
-                "max_slowdown, and the spread in [1, 10]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source,
+                     ": trace: slow_probability must be in [0, 1], 1 <= min_slowdown <= "
+                     "max_slowdown, and the spread in [1, 10]"));
   }
   return absl::OkStatus();
 }
@@ -154,9 +161,11 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
       for (const SpeedSample& s : run) {
         if (s.compute_seconds.size() != static_cast<size_t>(conv_workers) ||
             s.rows.size() != static_cast<size_t>(conv_workers)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "cost model: batch.shares=", value, ": an iteration without one compute time and "
-              "row count per conv worker (", conv_workers, ")"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("cost model: batch.shares=", value,
+                           ": an iteration without one compute time and "
+                           "row count per conv worker (",
+                           conv_workers, ")"));
         }
         overheads.push_back(std::max(
             0.0, s.wall_seconds -
@@ -225,8 +234,8 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fr
   }
   STRATA_RETURN_IF_ERROR(top.Finish());
   if (knob != kKnobName || context != kKind) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": a worker-speed cost model is for ",
-                                                   kKnobName, ", not ", knob));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": a worker-speed cost model is for ", kKnobName, ", not ", knob));
   }
   if (conv_workers < 1 || conv_workers > 4096) {
     return absl::InvalidArgumentError(

@@ -11,8 +11,9 @@
 // with rows_r(v) the rows value v gives conv worker r of the global batch
 // (core/util/batch_shares.h) and overhead_v the rest of an iteration beyond
 // its slowest conv worker's compute, fitted to measured iterations. A conv
-// worker's first iteration, and its first after its rows changed, are not
-// read (start-up; kernels made for a new batch size).
+// worker's first two iterations, and its first after its rows changed, are
+// not read (start-up, whose second iteration still runs up to twice as
+// slow; kernels made for a new batch size).
 //
 // File:
 //   {"knob": "batch.shares", "mode": "ps", "context": "worker-speed",

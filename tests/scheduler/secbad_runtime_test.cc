@@ -149,27 +149,29 @@ IterationRecord Record(int rank, int64_t iteration, double compute, int64_t rows
 
 TEST(WorkerSpeedContextTest, TheReaderWaitsForEveryConvWorkerAndSkipsNewBatchSizes) {
   auto reader = FittedShares()->NewReader();
-  // Each worker's first iteration is start-up.
-  EXPECT_FALSE(reader->Take(Record(0, 0, 0.016, 32, "1:1")).has_value());
-  EXPECT_FALSE(reader->Take(Record(1, 0, 0.016, 32)).has_value());
-  // Iteration 1: conv worker 1's record comes later (relayed).
-  EXPECT_FALSE(reader->Take(Record(0, 1, 0.016, 32, "1:1")).has_value());
+  // Each worker's first two iterations are start-up.
+  for (int64_t i : {0, 1}) {
+    EXPECT_FALSE(reader->Take(Record(0, i, 0.032, 32, "1:1")).has_value());
+    EXPECT_FALSE(reader->Take(Record(1, i, 0.032, 32)).has_value());
+  }
+  // Iteration 2: conv worker 1's record comes later (relayed).
   EXPECT_FALSE(reader->Take(Record(0, 2, 0.016, 32, "1:1")).has_value());
-  auto seen = reader->Take(Record(1, 1, 0.064, 32));
+  EXPECT_FALSE(reader->Take(Record(0, 3, 0.016, 32, "1:1")).has_value());
+  auto seen = reader->Take(Record(1, 2, 0.064, 32));
   ASSERT_TRUE(seen.has_value());
-  EXPECT_EQ(seen->iteration, 1);
+  EXPECT_EQ(seen->iteration, 2);
   EXPECT_EQ(seen->in_force, "1:1");
   EXPECT_NEAR(seen->values[0], std::log(0.0005), 1e-12);
   EXPECT_NEAR(seen->values[1], std::log(0.002), 1e-12);
-  // A worker whose rows changed (3:1 from iteration 3) is not read that once.
-  EXPECT_TRUE(reader->Take(Record(1, 2, 0.064, 32)).has_value());
-  EXPECT_FALSE(reader->Take(Record(0, 3, 0.024, 48, "3:1")).has_value());
-  EXPECT_FALSE(reader->Take(Record(1, 3, 0.032, 16)).has_value());
+  // A worker whose rows changed (3:1 from iteration 4) is not read that once.
+  EXPECT_TRUE(reader->Take(Record(1, 3, 0.064, 32)).has_value());
   EXPECT_FALSE(reader->Take(Record(0, 4, 0.024, 48, "3:1")).has_value());
-  EXPECT_TRUE(reader->Take(Record(1, 4, 0.032, 16)).has_value());
-  // A record for an iteration already read, and another process's, are not.
   EXPECT_FALSE(reader->Take(Record(1, 4, 0.032, 16)).has_value());
-  IterationRecord fc = Record(0, 5, 0.01, 64);
+  EXPECT_FALSE(reader->Take(Record(0, 5, 0.024, 48, "3:1")).has_value());
+  EXPECT_TRUE(reader->Take(Record(1, 5, 0.032, 16)).has_value());
+  // A record for an iteration already read, and another process's, are not.
+  EXPECT_FALSE(reader->Take(Record(1, 5, 0.032, 16)).has_value());
+  IterationRecord fc = Record(0, 6, 0.01, 64);
   fc.process = "fc worker 0";
   EXPECT_FALSE(reader->Take(fc).has_value());
 }

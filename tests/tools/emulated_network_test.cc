@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/support/cluster_fixture.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/link_rate_context.h"
+#include "tests/support/cluster_fixture.h"
 #include "tools/netem/bandwidth_schedule.h"
 #include "tools/netem/link_probe.h"
 
@@ -425,11 +425,12 @@ TEST_F(EmulatedClusterTest, TheChangepointControllerRetunesTheWireFormatWhenTheL
 TEST_F(EmulatedClusterTest, TheTrainBenchFitsALinkRateCostModelAndItsReadingNoise) {
   STRATA_SKIP_WITHOUT_NAMESPACES();
   const std::string model = dir_ + "/fc_batching.json";
-  const auto [code, out] = RunCommand(
-      testing::kBin + "strata_bench train --config " + testing::kConfig +
-      " --modes stanza --conv-workers 2 --fc-workers 1 --servers 1"
-      " --knob fc.batching=gathered,arrival --sweep bandwidth=100mbit,300mbit --steps 24"
-      " --repeat 1 --cost-model-out " + model);
+  const auto [code, out] =
+      RunCommand(testing::kBin + "strata_bench train --config " + testing::kConfig +
+                 " --modes stanza --conv-workers 2 --fc-workers 1 --servers 1"
+                 " --knob fc.batching=gathered,arrival --sweep bandwidth=100mbit,300mbit --steps 24"
+                 " --repeat 1 --cost-model-out " +
+                 model);
   ASSERT_EQ(code, 0) << out;
   // 2 values at 2 rates, 22 steady iterations each.
   EXPECT_NE(out.find("readings of ln(rate): noise "), std::string::npos) << out;
@@ -445,9 +446,14 @@ TEST_F(EmulatedClusterTest, TheTrainBenchFitsALinkRateCostModelAndItsReadingNois
   EXPECT_TRUE(std::isfinite(noise));
   EXPECT_GE(noise, secbad::kLeastReadingNoise);
   EXPECT_NE(noise, 0.2);
-  // 100 and 300 Mbit/s are far enough apart to fit how the noise grows.
+  // 100 and 300 Mbit/s are far enough apart to fit how the noise grows,
+  // and each value has runs of its own.
   const double slope = fitted["trace"]["noise_slope"].get<double>();
   EXPECT_LE(std::abs(slope), secbad::kSteepestNoiseSlope);
+  for (const char* value : {"gathered", "arrival"}) {
+    EXPECT_GE(fitted["trace"]["value_noise"][value].get<double>(), secbad::kLeastReadingNoise)
+        << value;
+  }
   const double outliers = fitted["trace"]["outliers"].get<double>();
   EXPECT_GE(outliers, 0.0);
   EXPECT_LT(outliers, 1.0);
@@ -460,8 +466,9 @@ TEST_F(EmulatedClusterTest, ABadControllerOrCostModelIsRefusedBeforeAnythingStar
                              " --mode ps --summary-out " + dir_ + "/s.json ";
   const auto [unknown, unknown_out] = RunCommand(launch + "--controller oracle");
   EXPECT_NE(unknown, 0);
-  EXPECT_NE(unknown_out.find("--controller oracle: unknown (use none, static, changepoint or secbad)"),
-            std::string::npos)
+  EXPECT_NE(
+      unknown_out.find("--controller oracle: unknown (use none, static, changepoint or secbad)"),
+      std::string::npos)
       << unknown_out;
   const auto [single, single_out] =
       RunCommand(testing::kBin + "strata_launch --config " + testing::kConfig +

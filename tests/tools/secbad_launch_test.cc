@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_join.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/knob_policy.h"
@@ -23,9 +24,9 @@
 namespace strata {
 namespace {
 
+using testing::JsonLines;
 using testing::kBin;
 using testing::kConfig;
-using testing::JsonLines;
 using testing::RunCommand;
 
 // batch.shares over two conv workers of the default job, at about this
@@ -86,11 +87,11 @@ TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
     GTEST_SKIP() << "the cost model describes an uninstrumented build's iterations";
   }
   const std::string policy = TrainPolicy();
-  const auto [code, out] = RunCommand(Launch(
-      "--cpu-pin conv0=0,conv1=1 --cpu-schedule conv1=25%@4s --max-steps 400 --controller "
-      "secbad --cost-model " + cost_model_ + " --policy-file " + policy +
-      " --knob-lead 2 --records-dir " + dir_ + "/records --summary-out " + dir_ +
-      "/summary.json"));
+  const auto [code, out] = RunCommand(
+      Launch("--cpu-pin conv0=0,conv1=1 --cpu-schedule conv1=25%@4s --max-steps 400 --controller "
+             "secbad --cost-model " +
+             cost_model_ + " --policy-file " + policy + " --knob-lead 2 --records-dir " + dir_ +
+             "/records --summary-out " + dir_ + "/summary.json"));
   ASSERT_EQ(code, 0) << out;
   // When the limit came, on the records' clock.
   double limited_at = 0;
@@ -116,8 +117,16 @@ TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
   ASSERT_GT(first_limited, 20) << "the limit came too early to see the job settle";
   ASSERT_LT(first_limited, 380) << "the job ended before the limit had a chance";
   // Even shares while both conv workers run alike; 3:1 soon after conv
-  // worker 1 slowed down, to the end.
-  for (int64_t i = 2; i < first_limited; ++i) EXPECT_EQ(shares[i], "1:1") << "iteration " << i;
+  // worker 1 slowed down, to the end. The processes share this machine's
+  // cores with each other and with whatever else runs, so a conv worker
+  // may stall for an iteration or two and the shares follow it once: at
+  // most 3 iterations off even shares before the limit (a controller that
+  // moves on each reading's noise is off in most of them).
+  std::vector<int64_t> uneven;
+  for (int64_t i = 2; i < first_limited; ++i) {
+    if (shares[i] != "1:1") uneven.push_back(i);
+  }
+  EXPECT_LE(uneven.size(), 3u) << "iterations " << absl::StrJoin(uneven, ", ");
   const int64_t moved =
       std::find(shares.begin() + first_limited, shares.end(), "3:1") - shares.begin();
   EXPECT_LE(moved - first_limited, 8) << "limited from " << first_limited;
@@ -146,15 +155,15 @@ TEST_F(SecbadLaunchTest, EachOfSeveralJobsOnTheSameWorkersHasAControllerOfItsOwn
   // 4 s on, which slows both jobs' shares of it.
   const auto [code, out] = RunCommand(LaunchTwoJobs(
       "--cpu-pin conv0=0,conv1=1 --cpu-schedule conv1=25%@4s --max-steps 300 --controller "
-      "changepoint --cost-model " + cost_model_ + "," + cost_model_ +
-      " --knob-lead 2 --records-dir " + dir_ + "/records --summary-out " + dir_ + "/summary.json"));
+      "changepoint --cost-model " +
+      cost_model_ + "," + cost_model_ + " --knob-lead 2 --records-dir " + dir_ +
+      "/records --summary-out " + dir_ + "/summary.json"));
   ASSERT_EQ(code, 0) << out;
   for (int job : {1, 2}) {
     const std::string tag = ".job" + std::to_string(job);
     std::vector<std::string> shares;
     int own_events = 0;
-    for (const nlohmann::json& r :
-         JsonLines(dir_ + "/records/conv_worker_0" + tag + ".jsonl")) {
+    for (const nlohmann::json& r : JsonLines(dir_ + "/records/conv_worker_0" + tag + ".jsonl")) {
       if (r["event"] == "controller") {
         ++own_events;
       } else {

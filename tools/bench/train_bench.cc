@@ -472,12 +472,16 @@ absl::Status WriteCostModel(const TrainReport& report, const std::vector<double>
                 run.value.c_str(), run.median_rate_gbit, run.noise, run.readings);
     readings += run.readings;
   }
+  std::string at_1gbit;
+  for (const auto& [value, noise] : trace.value_noise) {
+    at_1gbit += absl::StrFormat("%s %.3f, ", value, noise);
+  }
   std::printf(
-      "  readings of ln(rate): noise %.3f at 1 Gbit/s x (rate in Gbit/s)^%.2f, "
-      "outliers %.1f%% (over %.0fx the noise from their run's median; %zu iterations "
-      "of %zu runs)\n",
-      trace.noise, trace.noise_slope, 100 * trace.outliers, secbad::kOutlierDeviations, readings,
-      link_runs.size());
+      "  readings of ln(rate): noise at 1 Gbit/s %sany other value %.3f; x (rate in Gbit/s)^%.2f; "
+      "outliers %.1f%% (over %.0fx the noise from their run's median; %zu iterations of %zu "
+      "runs)\n",
+      at_1gbit.c_str(), trace.noise, trace.noise_slope, 100 * trace.outliers,
+      secbad::kOutlierDeviations, readings, link_runs.size());
   STRATA_RETURN_IF_ERROR(WriteJsonFile(path, secbad::LinkRateContext(model, trace).ToJson()));
   std::printf("cost model: %s\n", path.c_str());
   return absl::OkStatus();
