@@ -12,8 +12,8 @@
 // (core/util/batch_shares.h) and overhead_v the rest of an iteration beyond
 // its slowest conv worker's compute, fitted to measured iterations. A conv
 // worker's first two iterations, and its first after its rows changed, are
-// not read (start-up, whose second iteration still runs up to twice as
-// slow; kernels made for a new batch size).
+// not read (start-up, whose second iteration is still slow too; kernels
+// made for a new batch size).
 //
 // File:
 //   {"knob": "batch.shares", "mode": "ps", "context": "worker-speed",
