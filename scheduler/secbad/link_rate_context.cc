@@ -55,7 +55,7 @@ void FitNoise(const std::vector<RunNoise>& runs, LinkRateTrace* trace) {
   struct Centre {
     double ln_rate = 0, ln_noise = 0;
   };
-  std::map<std::string, Centre> centres;
+  std::map<std::string, Centre> centres;  // each value's runs' means
   double sxy = 0, sxx = 0;
   bool spans = false;
   for (const auto& [value, mine] : by_value) {

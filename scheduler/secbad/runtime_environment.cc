@@ -51,6 +51,10 @@ RuntimeEnvironment::RuntimeEnvironment(std::shared_ptr<const KnobContext> contex
 
 void RuntimeEnvironment::NewSegment() {
   context_ = knob_->SampleContext(trace_rng_);
+  noise_.clear();
+  for (const std::string& value : knob_->values()) {
+    noise_.push_back(knob_->ObservationNoise(value, context_));
+  }
   segment_end_ = iteration_ + segments_.Sample(trace_rng_);
 }
 
@@ -87,8 +91,7 @@ RuntimeEnvironment::Outcome RuntimeEnvironment::Step(int wanted) {
           outliers_.low[d] + (outliers_.high[d] - outliers_.low[d]) * noise_rng_.Uniform();
     }
   } else {
-    const double noise = knob_->ObservationNoise(values[in_force_], context_);
-    for (double& v : out.seen) v += noise * noise_rng_.Normal();
+    for (double& v : out.seen) v += noise_[in_force_] * noise_rng_.Normal();
   }
   ++iteration_;
   out.done = iteration_ >= options_.episode_iterations;

@@ -99,6 +99,8 @@ class RuntimeEnvironment {
   // every controller meets the same contexts at the same iterations.
   Rng trace_rng_, noise_rng_;
   std::vector<double> context_;
+  // The readings' noise in context_ under each value, read once a segment.
+  std::vector<double> noise_;
   int iteration_ = 0;
   int segment_end_ = 0;
   int in_force_ = 0;
