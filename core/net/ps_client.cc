@@ -35,8 +35,14 @@ PsClient::~PsClient() {
   if (io_thread_.joinable()) io_thread_.join();
   if (replies_event_fd_ >= 0) ::close(replies_event_fd_);
   if (requests_resent_.load() > 0) {
-    LogInfo("sent %llu unanswered requests to the servers again",
-            static_cast<unsigned long long>(requests_resent_.load()));
+    LogInfo("sent %llu unanswered requests to the servers again (%llu of them pulls)",
+            static_cast<unsigned long long>(requests_resent_.load()),
+            static_cast<unsigned long long>(pulls_resent_.load()));
+  }
+  if (answers_repeated_.load() > 0) {
+    LogInfo("%llu answers came to requests already answered (%llu bytes received twice)",
+            static_cast<unsigned long long>(answers_repeated_.load()),
+            static_cast<unsigned long long>(answer_bytes_repeated_.load()));
   }
 }
 
@@ -695,6 +701,8 @@ void PsClient::FlushBacklog(int server) {
 }
 
 void PsClient::HandleReply(int server, RawMessage raw) {
+  uint64_t bytes = 0;
+  for (const zmq::message_t& frame : raw.frames) bytes += frame.size();
   absl::StatusOr<IncomingMessage> message = Decode(std::move(raw), options_.limits);
   if (!message.ok()) {
     LogWarning("dropped a malformed reply from server %d: %s", server,
@@ -704,7 +712,11 @@ void PsClient::HandleReply(int server, RawMessage raw) {
   const absl::Time now = MonotonicNow();
   last_answer_[server] = now;
   auto it = inflight_.find(message->header().getRequestId());
-  if (it == inflight_.end()) return;  // a reply to a resent request, already answered
+  if (it == inflight_.end()) {  // a reply to a resent request, already answered
+    answers_repeated_.fetch_add(1);
+    answer_bytes_repeated_.fetch_add(bytes);
+    return;
+  }
   // Answer times of requests sent once (Karn's rule); not of pulls, whose
   // answers wait for other workers' pushes, not for the network.
   if (it->second.sends == 1 && it->second.kind != wire::Kind::PULL) {
@@ -742,6 +754,7 @@ void PsClient::ResendOverdueLocked() {
     if (now - quiet_since < round_trips_[server].TimeoutAfter(r.sends)) continue;
     SendRequest(r);
     ++resent[server];
+    if (r.kind == wire::Kind::PULL) pulls_resent_.fetch_add(1);
   }
   for (size_t server = 0; server < resent.size(); ++server) {
     if (resent[server] == 0) continue;

@@ -32,12 +32,12 @@
 // timeout (core/net/round_trip.h: adaptive, from the answer times seen,
 // doubling with each send, pulls included: a repeated pull that the server
 // is not holding is answered with the whole slice again) is sent again.
-// Silence is measured from the server's last answer of any kind, so a slow link that keeps delivering
-// answers is not flooded with copies of what is still crossing it. Servers
-// drop a pull that repeats one they hold, answer a repeated push without
-// applying it twice, and the client ignores a second answer. (Requests in
-// flight on a lane that closes go again over the socket; a lane is memory
-// on one host and loses nothing.)
+// Silence is measured from the server's last answer of any kind, so a slow
+// link that keeps delivering answers is not flooded with copies of what is
+// still crossing it. Servers drop a pull that repeats one they hold, answer
+// a repeated push without applying it twice, and the client ignores (and
+// counts) a second answer. (Requests in flight on a lane that closes go
+// again over the socket; a lane is memory on one host and loses nothing.)
 //
 // With a server on the same host and network namespace, the client also
 // opens a shared-memory lane to it (core/net/shared_memory_lane.h): a push,
@@ -226,6 +226,14 @@ class PsClient {
   // Requests sent again because they went unanswered (not counting those
   // sent again after a reconnect).
   uint64_t requests_resent() const { return requests_resent_.load(); }
+  // Of those, pulls: a pull the server holds for other workers' pushes is
+  // asked for again while it waits, and answered once.
+  uint64_t pulls_resent() const { return pulls_resent_.load(); }
+  // Answers that came to a request already answered, and their bytes: what
+  // crossed the link twice because a request was sent again while its first
+  // answer was on its way (or because the network repeated one).
+  uint64_t answers_repeated() const { return answers_repeated_.load(); }
+  uint64_t answer_bytes_repeated() const { return answer_bytes_repeated_.load(); }
 
  private:
   explicit PsClient(const PsClientOptions& options);
@@ -341,6 +349,9 @@ class PsClient {
   std::vector<absl::Time> last_answer_ ABSL_GUARDED_BY(socket_mu_);
   absl::Time next_resend_check_ ABSL_GUARDED_BY(socket_mu_);
   std::atomic<uint64_t> requests_resent_{0};
+  std::atomic<uint64_t> pulls_resent_{0};
+  std::atomic<uint64_t> answers_repeated_{0};
+  std::atomic<uint64_t> answer_bytes_repeated_{0};
   std::atomic<wire::DataType> wire_format_{wire::DataType::F32};
   std::atomic<int64_t> checkpointed_{-1};
   std::atomic<int64_t> last_reply_ns_{0};  // any server's, read by waiting callers

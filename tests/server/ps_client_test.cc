@@ -236,7 +236,7 @@ class PushSizeChannel final : public ForwardingChannel {
 TEST_F(PsClientTest, Bf16PushesAndPullsCarryHalfTheBytesAndTheServerComputesInFp32) {
   StartServer("1024", 1);
   PsClientOptions o = Options(0);
-  o.shared_memory = false;  // lanes carry fp32 whatever the format
+  o.shared_memory = false;         // lanes carry fp32 whatever the format
   std::vector<size_t> push_bytes;  // each push message as sent
   o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) {
     return std::unique_ptr<MessageChannel>(
@@ -415,6 +415,8 @@ TEST_F(PsClientTest, ARequestWhoseAnswerIsLostIsSentAgainAndAppliedOnce) {
   ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
   EXPECT_EQ(counts.lost.load(), 3);
   EXPECT_EQ(c.requests_resent(), 3u);
+  EXPECT_EQ(c.pulls_resent(), 1u);
+  EXPECT_EQ(c.answers_repeated(), 0u);  // each lost answer came once, to the request sent again
   // Plain SGD at the key-value mode's rate 0.01, once: 1 - 0.01 * 2 (0.96
   // had the repeated push been applied again).
   EXPECT_FLOAT_EQ(value.data()[0], 0.98f);
@@ -460,9 +462,41 @@ TEST_F(PsClientTest, APullTheServerHoldsIsAnsweredOnceHoweverOftenItIsAsked) {
   // Any second answer would have arrived by now.
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ(counts.pull_replies.load(), 1);
+  EXPECT_EQ(c.pulls_resent(), c.requests_resent());
+  EXPECT_EQ(c.answers_repeated(), 0u);
+  EXPECT_EQ(c.answer_bytes_repeated(), 0u);
   EXPECT_FLOAT_EQ(value.data()[0], 1.0f - 0.01f * 3.0f);  // the mean of 2 and 4
   ASSERT_TRUE(c.Done().ok());
   ASSERT_TRUE(second->Done().ok());
+  ASSERT_EQ(server_->Wait(), 0) << server_->log();
+}
+
+// A push the network delivers twice is applied once and acknowledged twice:
+// the second acknowledgement is counted as an answer that came again, with
+// its bytes, and nothing was sent again by the client.
+TEST_F(PsClientTest, AnAnswerThatComesTwiceIsCountedWithItsBytes) {
+  StartServer("1024", 1);
+  LossyChannel::Counts counts;
+  PsClientOptions o = Options(0);
+  o.shared_memory = false;
+  o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) {
+    return std::unique_ptr<MessageChannel>(std::make_unique<LossyChannel>(
+        std::move(inner), std::set<wire::Kind>{}, wire::Kind::PUSH, &counts));
+  };
+  auto client = PsClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  PsClient& c = **client;
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
+  Tensor value = Tensor::Zeros({1024});
+  ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
+  EXPECT_FLOAT_EQ(value.data()[0], 0.98f);  // applied once
+  EXPECT_EQ(c.requests_resent(), 0u);
+  EXPECT_EQ(c.answers_repeated(), 1u);
+  EXPECT_GT(c.answer_bytes_repeated(), 0u);
+  EXPECT_LT(c.answer_bytes_repeated(), 1024u);  // an acknowledgement: a header, no floats
+  ASSERT_TRUE(c.Done().ok());
   ASSERT_EQ(server_->Wait(), 0) << server_->log();
 }
 
