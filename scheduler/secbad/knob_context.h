@@ -54,6 +54,10 @@ class ContextReader {
   virtual std::optional<ContextObservation> Take(const IterationRecord& record) = 0;
 };
 
+// Fits of a context's outlier share count a reading as an outlier when it
+// lies further than this many of its run's noises from the run's centre.
+inline constexpr double kOutlierDeviations = 4;
+
 class KnobContext {
  public:
   virtual ~KnobContext() = default;

@@ -75,7 +75,6 @@ struct LinkRateRunReadings {
 // The rates' range keeps LinkRateTrace's defaults. InvalidArgument for a
 // value `model` does not know or fewer than kLeastReadings readings. With
 // `read`, each run with readings leaves its own figures there, in order.
-inline constexpr double kOutlierDeviations = 4;
 inline constexpr double kLeastReadingNoise = 0.01;
 inline constexpr int kLeastReadings = 20;
 inline constexpr double kLeastRateSpan = 0.5;

@@ -119,11 +119,12 @@ absl::Status WorkerSpeedContext::Complete(const std::string& source) {
   }
   if (!(trace_.slow_probability >= 0 && trace_.slow_probability <= 1) ||
       !(trace_.min_slowdown >= 1) || !(trace_.max_slowdown >= trace_.min_slowdown) ||
-      !(trace_.spread >= 1 && trace_.spread <= 10)) {
+      !(trace_.spread >= 1 && trace_.spread <= 10) ||
+      !(trace_.outliers >= 0 && trace_.outliers < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat(source,
                      ": trace: slow_probability must be in [0, 1], 1 <= min_slowdown <= "
-                     "max_slowdown, and the spread in [1, 10]"));
+                     "max_slowdown, the spread in [1, 10], and the outliers in [0, 1)"));
   }
   return absl::OkStatus();
 }
@@ -154,11 +155,16 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
   c->conv_workers_ = conv_workers;
   c->trace_ = trace;
   std::vector<double> per_row, deviations;
+  // Per iteration, its conv workers' largest squared deviation from their
+  // run's mean: an iteration is an outlier when one worker's is.
+  std::vector<double> widest;
   for (const auto& [value, of_value] : runs) {
     std::vector<double> overheads;
     for (const std::vector<SpeedSample>& run : of_value) {
-      std::vector<std::vector<double>> readings(conv_workers);  // ln(seconds per row)
-      for (const SpeedSample& s : run) {
+      std::vector<std::vector<double>> readings(conv_workers);      // ln(seconds per row)
+      std::vector<std::vector<size_t>> iteration_of(conv_workers);  // each reading's
+      for (size_t i = 0; i < run.size(); ++i) {
+        const SpeedSample& s = run[i];
         if (s.compute_seconds.size() != static_cast<size_t>(conv_workers) ||
             s.rows.size() != static_cast<size_t>(conv_workers)) {
           return absl::InvalidArgumentError(
@@ -175,13 +181,22 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
           const double t = s.compute_seconds[r] / static_cast<double>(s.rows[r]);
           per_row.push_back(t);
           readings[r].push_back(std::log(t));
+          iteration_of[r].push_back(i);
         }
       }
       // How far one worker's readings stray from its run's mean.
-      for (const std::vector<double>& of_worker : readings) {
+      const size_t first = widest.size();
+      widest.resize(first + run.size(), 0.0);
+      for (int r = 0; r < conv_workers; ++r) {
+        const std::vector<double>& of_worker = readings[r];
         double mean = 0;
         for (double x : of_worker) mean += x / static_cast<double>(of_worker.size());
-        for (double x : of_worker) deviations.push_back((x - mean) * (x - mean));
+        for (size_t k = 0; k < of_worker.size(); ++k) {
+          const double squared = (of_worker[k] - mean) * (of_worker[k] - mean);
+          deviations.push_back(squared);
+          double& w = widest[first + iteration_of[r][k]];
+          w = std::max(w, squared);
+        }
       }
     }
     if (overheads.empty()) {
@@ -205,6 +220,12 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
   for (double d : deviations) squares += d;
   c->noise_ = std::max(
       0.05, deviations.empty() ? 0.1 : std::sqrt(squares / static_cast<double>(deviations.size())));
+  const double far = kOutlierDeviations * c->noise_;
+  c->trace_.outliers =
+      widest.empty() ? 0.0
+                     : static_cast<double>(std::count_if(widest.begin(), widest.end(),
+                                                         [&](double w) { return w > far * far; })) /
+                           static_cast<double>(widest.size());
   STRATA_RETURN_IF_ERROR(c->Complete("cost model"));
   return std::shared_ptr<const WorkerSpeedContext>(std::move(c));
 }
@@ -230,6 +251,7 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fr
     STRATA_RETURN_IF_ERROR(r.Optional("min_slowdown", &c->trace_.min_slowdown));
     STRATA_RETURN_IF_ERROR(r.Optional("max_slowdown", &c->trace_.max_slowdown));
     STRATA_RETURN_IF_ERROR(r.Optional("spread", &c->trace_.spread));
+    STRATA_RETURN_IF_ERROR(r.Optional("outliers", &c->trace_.outliers));
     STRATA_RETURN_IF_ERROR(r.Finish());
   }
   STRATA_RETURN_IF_ERROR(top.Finish());
@@ -288,6 +310,13 @@ std::vector<double> WorkerSpeedContext::SampleContext(Rng& rng) const {
   return context;
 }
 
+OutlierModel WorkerSpeedContext::outliers() const {
+  if (trace_.outliers == 0) return {};
+  const double usual = std::log(seconds_per_row_);
+  return {trace_.outliers, std::vector<double>(conv_workers_, usual - kOutlierSpread),
+          std::vector<double>(conv_workers_, usual + kOutlierSpread)};
+}
+
 std::string WorkerSpeedContext::Describe(const std::vector<double>& context) const {
   std::vector<std::string> ms;
   for (double c : context) ms.push_back(absl::StrFormat("%.3g", 1000 * std::exp(c)));
@@ -309,7 +338,8 @@ nlohmann::json WorkerSpeedContext::ToJson() const {
            {{"slow_probability", trace_.slow_probability},
             {"min_slowdown", trace_.min_slowdown},
             {"max_slowdown", trace_.max_slowdown},
-            {"spread", trace_.spread}}}};
+            {"spread", trace_.spread},
+            {"outliers", trace_.outliers}}}};
 }
 
 }  // namespace strata::secbad

@@ -21,13 +21,18 @@
 //    "seconds_per_row": 0.0006, "noise": 0.1,
 //    "values": {"1:1": {"overhead_seconds": 0.004}, "3:1": {...}, ...},
 //    "trace": {"slow_probability": 0.5, "min_slowdown": 1.5, "max_slowdown": 6,
-//              "spread": 1.25}}
+//              "spread": 1.25, "outliers": 0.01}}
 // seconds_per_row: a conv worker's usual speed; noise: the standard
 // deviation of one iteration's ln(seconds per row) about its segment's;
 // trace: how the runtime environment draws a segment (every conv worker's
 // speed within a factor `spread` of the usual, log-uniform; then with
 // probability slow_probability one conv worker, chosen at random, slowed
-// by a factor log-uniform in [min_slowdown, max_slowdown]; else none).
+// by a factor log-uniform in [min_slowdown, max_slowdown]; else none) and
+// how often an iteration's readings are an outlier (a hiccup of a shared
+// machine: one iteration of a conv worker far slower or faster, with
+// nothing changed), anywhere within kOutlierSpread (ln) of the usual
+// speed. The inference expects outliers at that share too, so one stray
+// iteration does not move the rows. Files without "outliers": none.
 #ifndef STRATA_SCHEDULER_SECBAD_WORKER_SPEED_CONTEXT_H_
 #define STRATA_SCHEDULER_SECBAD_WORKER_SPEED_CONTEXT_H_
 
@@ -51,7 +56,13 @@ struct WorkerSpeedTrace {
   // cores with); a policy that never met such a segment has no answer
   // for it.
   double spread = 1.25;
+  // The share of iterations whose readings are outliers, in [0, 1).
+  double outliers = 0.0;
 };
+
+// An outlier's reading lies anywhere within this of ln(the usual seconds
+// per row), either way: a factor of e^3 (20).
+inline constexpr double kOutlierSpread = 3.0;
 
 // One measured iteration of a run: each conv worker's compute seconds and
 // rows, and the iteration's wall seconds (conv worker 0's).
@@ -68,7 +79,9 @@ class WorkerSpeedContext final : public KnobContext {
   // wall - max compute over v's iterations, seconds_per_row the lower
   // quartile of every conv worker's seconds per row, the noise the standard
   // deviation of each conv worker's ln(seconds per row) about its run's
-  // mean. InvalidArgument
+  // mean, and the outliers the share of iterations with a conv worker's
+  // reading further than kOutlierDeviations noises from that mean (the
+  // trace given is kept, its outliers replaced). InvalidArgument
   // for fewer than two values, a value that does not give every conv
   // worker rows, or samples that do not have one entry per conv worker.
   static absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> Fit(
@@ -97,12 +110,14 @@ class WorkerSpeedContext final : public KnobContext {
     (void)context;
     return noise_;
   }
+  OutlierModel outliers() const override;
   std::string Describe(const std::vector<double>& context) const override;
   nlohmann::json ToJson() const override;
 
   int64_t global_batch() const { return global_batch_; }
   double noise() const { return noise_; }
   double seconds_per_row() const { return seconds_per_row_; }
+  const WorkerSpeedTrace& trace() const { return trace_; }
   double overhead_seconds(const std::string& value) const { return overhead_.at(value); }
   // The rows `value` gives each conv worker.
   const std::vector<int64_t>& rows(const std::string& value) const { return rows_.at(value); }

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/ops/cpu/dnnl_runtime.h"
@@ -81,6 +83,34 @@ TEST(WorkerSpeedContextTest, TheFitRecoversSpeedOverheadAndNoiseAndPicksTheShare
   EXPECT_EQ((*again)->ToJson(), c->ToJson());
 }
 
+// Iterations in which one conv worker hiccuped (five times as long, once)
+// are the outliers the fit counts, and the file keeps their share; runs
+// without any have none.
+TEST(WorkerSpeedContextTest, TheFitCountsIterationsWithAHiccupAsOutliers) {
+  EXPECT_EQ(FittedShares()->trace().outliers, 0.0);
+  EXPECT_EQ(FittedShares()->outliers().rate, 0.0);
+  std::map<std::string, std::vector<std::vector<SpeedSample>>> runs;
+  uint64_t seed = 1;
+  for (const std::string value : {"1:1", "3:1", "1:3"}) {
+    runs[value].push_back(Iterations(value, 1.0, 60, seed++));
+    runs[value].push_back(Iterations(value, 4.0, 60, seed++));
+  }
+  for (auto [value, run, iteration, worker] :
+       {std::tuple{"1:1", 0, 10, 1}, {"1:1", 1, 40, 0}, {"3:1", 0, 25, 0}}) {
+    runs[value][run][iteration].compute_seconds[worker] *= 5;
+  }
+  auto c = *WorkerSpeedContext::Fit("ps", 64, 2, runs);
+  EXPECT_DOUBLE_EQ(c->trace().outliers, 3.0 / 360);  // 3 of 6 runs x 60 iterations
+  const OutlierModel outliers = c->outliers();
+  EXPECT_DOUBLE_EQ(outliers.rate, 3.0 / 360);
+  const double usual = std::log(c->seconds_per_row());
+  EXPECT_EQ(outliers.low, std::vector<double>(2, usual - kOutlierSpread));
+  EXPECT_EQ(outliers.high, std::vector<double>(2, usual + kOutlierSpread));
+  auto again = KnobContextFromJson(c->ToJson(), "shares.json");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_DOUBLE_EQ((*again)->outliers().rate, 3.0 / 360);
+}
+
 TEST(WorkerSpeedContextTest, BadFilesAndSamplesAreRefusedByName) {
   nlohmann::json j = FittedShares()->ToJson();
   j["values"]["1:1:1"] = {{"overhead_seconds", 0.003}};
@@ -103,6 +133,11 @@ TEST(WorkerSpeedContextTest, BadFilesAndSamplesAreRefusedByName) {
   j["trace"]["spread"] = 0.5;
   EXPECT_NE(KnobContextFromJson(j, "shares.json").status().message().find("the spread in [1, 10]"),
             std::string::npos);
+  j = FittedShares()->ToJson();
+  j["trace"]["outliers"] = 1;
+  EXPECT_EQ(KnobContextFromJson(j, "shares.json").status().message(),
+            "shares.json: trace: slow_probability must be in [0, 1], 1 <= min_slowdown <= "
+            "max_slowdown, the spread in [1, 10], and the outliers in [0, 1)");
   std::map<std::string, std::vector<std::vector<SpeedSample>>> one = {
       {"1:1", {Iterations("1:1", 1.0, 10, 1)}}};
   EXPECT_NE(WorkerSpeedContext::Fit("ps", 64, 2, one).status().message().find("two or more"),
@@ -370,6 +405,44 @@ TEST(ChangepointControllerTest, AStragglerGetsASmallerShareAndItsShareBackWhenIt
     EXPECT_LE(FirstRunning(history, 200, "1:1") - 200, 7) << "seed " << seed;
     EXPECT_EQ(history.back(), "1:1");
   }
+}
+
+// A conv worker that hiccups now and then (one iteration five times as
+// long) on a machine shared with others: under a cost model that expects
+// 2% of iterations to be outliers, the inference finds no change at any
+// hiccup, the shares stay even, and they still move within 7 iterations
+// when the worker really slows down; under one that expects none, every
+// hiccup is taken for a change of the worker's speed.
+TEST(ChangepointControllerTest, ACostModelThatExpectsOutliersRidesOutHiccupsButNotAStraggler) {
+  std::vector<double> slowdown = Slowdowns({{1, 200}, {4, 60}});
+  const std::vector<int64_t> hiccups = {30, 77, 130, 171};
+  for (int64_t i : hiccups) slowdown[i] = 5;
+  // Hiccups followed by a change point within the iterations it takes to
+  // read them (conv worker 1's records come an iteration late).
+  auto hiccups_taken_for_changes = [&](const Controller& controller) {
+    int n = 0;
+    for (int64_t h : hiccups) {
+      n += std::any_of(
+          controller.events().begin(), controller.events().end(), [&](const ControllerEvent& e) {
+            return e.kind == "change point" && e.iteration >= h && e.iteration <= h + 3;
+          });
+    }
+    return n;
+  };
+  nlohmann::json file = FittedShares()->ToJson();
+  file["trace"]["outliers"] = 0.02;
+  const auto expecting_outliers = *KnobContextFromJson(file, "shares.json");
+  for (uint64_t seed : {1, 2, 3}) {
+    auto controller = *ChangepointController::Create(expecting_outliers);
+    const auto history = RunJob(*controller, slowdown, 2, seed);
+    EXPECT_EQ(hiccups_taken_for_changes(*controller), 0) << "seed " << seed;
+    for (int64_t i = 0; i < 200; ++i) EXPECT_EQ(history[i], "1:1") << "seed " << seed << " " << i;
+    EXPECT_LE(FirstRunning(history, 200, "3:1") - 200, 7) << "seed " << seed;
+    EXPECT_EQ(history.back(), "3:1");
+  }
+  auto gaussian = *ChangepointController::Create(FittedShares());
+  RunJob(*gaussian, slowdown, 2, 1);
+  EXPECT_EQ(hiccups_taken_for_changes(*gaussian), static_cast<int>(hiccups.size()));
 }
 
 TEST(KnobPolicyTest, APolicyFileReadsBackAndOneForAnotherKnobIsRefusedByName) {

@@ -496,8 +496,10 @@ absl::Status WriteWorkerSpeedModel(
                           secbad::WorkerSpeedContext::Fit(mode, batch, conv_workers, runs));
   std::printf(
       "cost model of batch.shares (%s), iteration = the slowest conv worker's rows x its "
-      "seconds per row + overhead: usual %.3g ms per row, reading noise %.2f (ln)\n",
-      mode.c_str(), 1000 * model->seconds_per_row(), model->noise());
+      "seconds per row + overhead: usual %.3g ms per row, reading noise %.2f (ln); outliers "
+      "%.1f%% of iterations (a conv worker's reading over %.0fx the noise from its run's mean)\n",
+      mode.c_str(), 1000 * model->seconds_per_row(), model->noise(), 100 * model->trace().outliers,
+      secbad::kOutlierDeviations);
   for (const std::string& value : model->values()) {
     std::printf("  %-10s overhead %.4fs\n", value.c_str(), model->overhead_seconds(value));
   }
