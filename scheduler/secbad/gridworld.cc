@@ -26,6 +26,13 @@ double WindyGridworld::PushProbability(double wind, int push) {
   return push == along ? std::abs(wind) : 0.0;
 }
 
+bool WindyGridworld::Pushes(const GridworldOptions& options, int action, int axis) {
+  if (!IsMove(action)) return false;
+  if (!options.push_along_move_only) return true;
+  const int along = action == 2 || action == 4 ? 0 : 1;  // right, left: x
+  return axis == along;
+}
+
 WindyGridworld::Landing WindyGridworld::Land(const GridworldOptions& options, int x, int y,
                                              int action, int push_x, int push_y) {
   Landing landing;
@@ -35,6 +42,8 @@ WindyGridworld::Landing WindyGridworld::Land(const GridworldOptions& options, in
     return landing;
   }
   // The move's own cell, then the pushes, clamped to the grid.
+  if (!Pushes(options, action, 0)) push_x = 0;
+  if (!Pushes(options, action, 1)) push_y = 0;
   const int wanted_x = x + (action == 2 ? 1 : action == 4 ? -1 : 0) + push_x;
   const int wanted_y = y + (action == 1 ? 1 : action == 3 ? -1 : 0) + push_y;
   landing.x = std::clamp(wanted_x, 0, options.size - 1);
@@ -59,16 +68,17 @@ WindyGridworld::Outcome WindyGridworld::Act(int action) {
       push[axis] = push_rng_.Uniform() < std::abs(w) ? (w > 0 ? 1 : -1) : 0;
     }
     const Landing landing = Land(options_, x_, y_, action, push[0], push[1]);
-    // Only a move that stayed inside the grid shows the push whole.
+    // Only a pushed axis of a move that stayed inside the grid shows the
+    // push whole.
     for (int axis = 0; axis < 2; ++axis) {
-      if (landing.whole[axis]) out.pushed[axis] = push[axis];
+      if (landing.whole[axis] && Pushes(options_, action, axis)) out.pushed[axis] = push[axis];
     }
     x_ = landing.x;
     y_ = landing.y;
   }
   if (x_ == options_.goal_x && y_ == options_.goal_y) {
     out.reward = options_.goal_reward;
-    x_ = y_ = 0;
+    if (!options_.goal_holds) x_ = y_ = 0;
   } else {
     out.reward = -options_.step_cost;
   }

@@ -14,9 +14,16 @@
 // episode: the best move from a cell depends on where the wind will carry
 // the agent, so no one policy does well in every wind.
 //
+// SeCBAD's public code plays two rules differently (GridworldOptions::
+// SecbadCodeRules): the wind pushes a move only along the move's own
+// axis, and the goal holds the agent (each step on it earns +1 again, and
+// staying there is never pushed), so the wind matters until the goal is
+// reached, and again only if the agent leaves it.
+//
 // What the agent sees of the wind: after a move, per axis, how far the
 // wind pushed it (0 or +-1: its mean is that axis's wind), NaN for an axis
-// where the grid's edge stopped it, and for both after a stay.
+// where the grid's edge stopped it or (pushes along the move only) the
+// move does not go, and for both after a stay.
 //
 // Deterministic for a seed: the winds and segment lengths depend on the
 // seed alone, not on what the agent does. Not thread-safe.
@@ -40,6 +47,20 @@ struct GridworldOptions {
   double max_wind = 0.9;
   double goal_reward = 1.0;
   double step_cost = 0.1;
+  // Whether the wind pushes a move only along the move's own axis (else
+  // along both axes).
+  bool push_along_move_only = false;
+  // Whether landing on the goal leaves the agent there (else it goes back
+  // to the start).
+  bool goal_holds = false;
+
+  // The rules of SeCBAD's public code: both of the above.
+  static GridworldOptions SecbadCodeRules() {
+    GridworldOptions o;
+    o.push_along_move_only = true;
+    o.goal_holds = true;
+    return o;
+  }
 };
 
 class WindyGridworld {
@@ -62,10 +83,14 @@ class WindyGridworld {
 
   // Whether `action` moves (every action but stay).
   static bool IsMove(int action) { return action >= 1 && action < kActions; }
+  // Whether the wind along `axis` (0: x, 1: y) pushes `action` under
+  // `options`' rules.
+  static bool Pushes(const GridworldOptions& options, int action, int axis);
 
   // The world's rule for where `action` from (x, y) lands when the wind
   // pushes it by (push_x, push_y) cells (each -1, 0 or +1; a stay is never
-  // pushed), and per axis whether the grid's edge left the push whole.
+  // pushed, nor an axis Pushes says is not), and per axis whether the
+  // grid's edge left the push whole.
   struct Landing {
     int x = 0, y = 0;
     std::array<bool, 2> whole = {false, false};
@@ -73,8 +98,9 @@ class WindyGridworld {
   static Landing Land(const GridworldOptions& options, int x, int y, int action, int push_x,
                       int push_y);
 
-  // The world's rule for what a move shows of one axis's wind w: the
-  // probability that it is pushed by `push` cells (-1, 0 or +1).
+  // The world's rule for what a move shows of one axis's wind w, when the
+  // axis is pushed at all: the probability that it is pushed by `push`
+  // cells (-1, 0 or +1).
   static double PushProbability(double wind, int push);
 
   int x() const { return x_; }

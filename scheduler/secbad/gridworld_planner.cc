@@ -51,21 +51,28 @@ void GridworldPlanner::Solve(int wind_x, int wind_y, double gamma) {
       if (p > 0) pushes[axis].push_back({push, p});
     }
   }
+  const std::vector<Push> unpushed = {{0, 1.0}};
   const auto cell = [size](int x, int y) { return static_cast<size_t>(x) * size + y; };
   std::vector<double> value(static_cast<size_t>(size) * size, 0.0), next(value.size());
   std::vector<uint8_t> best(value.size(), 0);
   // The action's expected reward plus the discounted value of where it
-  // lands: a landing on the goal pays and restarts at (0, 0).
+  // lands: a landing on the goal pays, and restarts at (0, 0) unless the
+  // goal holds the agent.
+  const size_t restart = world_.goal_holds ? cell(world_.goal_x, world_.goal_y) : cell(0, 0);
   const auto after = [&](int x, int y) {
     const bool goal = x == world_.goal_x && y == world_.goal_y;
-    return goal ? world_.goal_reward + gamma * value[cell(0, 0)]
+    return goal ? world_.goal_reward + gamma * value[restart]
                 : -world_.step_cost + gamma * value[cell(x, y)];
   };
   const auto q = [&](int x, int y, int action) {
     if (!WindyGridworld::IsMove(action)) return after(x, y);  // a stay is never pushed
+    const std::vector<Push>& along_x =
+        WindyGridworld::Pushes(world_, action, 0) ? pushes[0] : unpushed;
+    const std::vector<Push>& along_y =
+        WindyGridworld::Pushes(world_, action, 1) ? pushes[1] : unpushed;
     double total = 0;
-    for (const Push& px : pushes[0]) {
-      for (const Push& py : pushes[1]) {
+    for (const Push& px : along_x) {
+      for (const Push& py : along_y) {
         const WindyGridworld::Landing l =
             WindyGridworld::Land(world_, x, y, action, px.cells, py.cells);
         total += px.probability * py.probability * after(l.x, l.y);

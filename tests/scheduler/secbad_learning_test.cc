@@ -110,6 +110,47 @@ TEST(GridworldTest, ALandingIsClampedToTheGridAndSaysWhichPushesStayedWhole) {
   EXPECT_FALSE(l.whole[0]);
 }
 
+// SeCBAD's public code's rules: a move is pushed along its own axis only
+// (the other axis shows nothing), and the goal holds the agent, paying for
+// every step it stays.
+TEST(GridworldTest, UnderSecbadCodeRulesMovesArePushedAlongTheirAxisAndTheGoalHolds) {
+  const GridworldOptions rules = GridworldOptions::SecbadCodeRules();
+  WindyGridworld::Landing l = WindyGridworld::Land(rules, 1, 1, /*up=*/1, 1, 1);
+  EXPECT_EQ(l.x, 1);  // the push right is not applied to a move up
+  EXPECT_EQ(l.y, 3);
+  EXPECT_TRUE(WindyGridworld::Pushes(rules, /*right=*/2, 0));
+  EXPECT_FALSE(WindyGridworld::Pushes(rules, /*right=*/2, 1));
+  EXPECT_FALSE(WindyGridworld::Pushes(rules, /*stay=*/0, 0));
+  EXPECT_TRUE(WindyGridworld::Pushes(GridworldOptions{}, /*right=*/2, 1));
+
+  WindyGridworld windy(rules, Prior(), 9);
+  for (int t = 0; t < 20; ++t) {
+    const WindyGridworld::Outcome o = windy.Act(t % 2 == 0 ? 1 : 3);  // up, down
+    EXPECT_TRUE(std::isnan(o.pushed[0])) << t;
+  }
+  GridworldOptions calm = rules;
+  calm.max_wind = 0;
+  WindyGridworld world(calm, Prior(), 1);
+  for (int a : {2, 2, 2, 1, 1}) world.Act(a);
+  WindyGridworld::Outcome o = world.Act(1);  // onto (3, 3)
+  EXPECT_DOUBLE_EQ(o.reward, 1.0);
+  EXPECT_EQ(world.x(), 3);
+  EXPECT_EQ(world.y(), 3);
+  o = world.Act(0);  // staying pays again
+  EXPECT_DOUBLE_EQ(o.reward, 1.0);
+  o = world.Act(2);  // leaving costs
+  EXPECT_DOUBLE_EQ(o.reward, -0.1);
+  // The planner stays on the goal whatever the wind.
+  auto planner = *GridworldPlanner::Create(rules, 0.95, 3);
+  for (double wx : {-0.9, 0.0, 0.9}) {
+    for (double wy : {-0.9, 0.0, 0.9}) EXPECT_EQ(planner.Act(3, 3, wx, wy), 0) << wx << " " << wy;
+  }
+  // And the wind changes the plan on the way: from (0, 2), calm, up; blown
+  // hard right, right (carried two cells nine times in ten).
+  EXPECT_EQ(planner.Act(0, 2, 0.0, 0.0), 1);
+  EXPECT_EQ(planner.Act(0, 2, 0.9, 0.0), 2);
+}
+
 TEST(GridworldPlannerTest, InCalmAirItTakesTheShortestPathEveryTime) {
   GridworldOptions calm;
   calm.max_wind = 0;
@@ -310,7 +351,7 @@ TEST(ContextTrackerTest, DistributionFeaturesAreEachAxisGridPosterior) {
   EXPECT_NEAR(sum_x, 1.0, 1e-5);
   EXPECT_NEAR(sum_y, 1.0, 1e-5);
   EXPECT_GT(mean_x, 0.8);
-  EXPECT_GT(f[19 + 9], 0.5f);           // calm on y
+  EXPECT_GT(f[19 + 9], 0.5f);            // calm on y
   EXPECT_LT(f[0] + f[1] + f[2], 1e-6f);  // no mass on winds blowing left
   // A Gaussian model has no grid.
   options.observation_model = "normal-gamma";
@@ -382,7 +423,8 @@ TEST(PpoTest, LearnsAContextualBandit) {
     last = reward_sum / (16 * 8);
   }
   EXPECT_GT(last, 0.9);  // from 1/3 at random
-  const Ppo::Actions greedy = ppo.Act(Tensor::FromVector({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}), true);
+  const Ppo::Actions greedy =
+      ppo.Act(Tensor::FromVector({3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}), true);
   EXPECT_EQ(greedy.action, std::vector<int>({0, 1, 2}));
 }
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
-#include <memory>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -44,8 +44,8 @@ Summary Summarise(std::vector<double> values) {
   s.mean /= static_cast<double>(s.per_seed.size());
   double squares = 0;
   for (double v : s.per_seed) squares += (v - s.mean) * (v - s.mean);
-  s.std = s.per_seed.size() > 1 ? std::sqrt(squares / static_cast<double>(s.per_seed.size() - 1))
-                                : 0.0;
+  s.std =
+      s.per_seed.size() > 1 ? std::sqrt(squares / static_cast<double>(s.per_seed.size() - 1)) : 0.0;
   return s;
 }
 
@@ -228,6 +228,12 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   const std::vector<std::string> contenders =
       o.contenders.empty() ? secbad::GridworldContenders() : o.contenders;
   secbad::GridworldExperimentOptions eo;
+  if (o.gridworld_rules == "secbad-code") {
+    eo.world = secbad::GridworldOptions::SecbadCodeRules();
+  } else if (o.gridworld_rules != "strata") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--gridworld-rules: unknown rules \"", o.gridworld_rules, "\" (strata or secbad-code)"));
+  }
   eo.training_steps = o.training_steps;
   eo.observation_model = o.observation_model;
   eo.belief_features = o.belief_features;
@@ -235,6 +241,7 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   eo.ppo.learning_rate = static_cast<float>(o.learning_rate);
   secbad::GridworldExperiment experiment(eo);
   for (const std::string& c : contenders) STRATA_RETURN_IF_ERROR(experiment.TrackerFor(c).status());
+  json["gridworld_rules"] = o.gridworld_rules;
   json["observation_model"] = o.observation_model;
   json["belief_features"] = o.belief_features;
   json["evaluation_episodes"] = o.evaluation_episodes;
@@ -264,8 +271,8 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   // episodes: what each belief is worth with no learning in the way.
   STRATA_ASSIGN_OR_RETURN(const auto planned, PlanScores(experiment, contenders, o.seeds));
   const std::map<std::string, Summary> summary = ReportScores(
-      "The value-iteration planner acting on each contender's belief means as the wind:",
-      "planned", contenders, planned, json);
+      "The value-iteration planner acting on each contender's belief means as the wind:", "planned",
+      contenders, planned, json);
   // What knowing each segment's wind sooner is worth: the planner on the
   // known-segments belief until the segment has shown N moves, then on the
   // true wind (means only: beliefs given as distributions leave it out).
@@ -306,18 +313,19 @@ absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
   const std::vector<std::string>& known = secbad::RuntimeContenders();
   for (const std::string& c : contenders) {
     if (std::find(known.begin(), known.end(), c) == known.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown contender \"", c, "\" (use ",
-                                                     absl::StrJoin(known, ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown contender \"", c, "\" (use ", absl::StrJoin(known, ", "), ")"));
     }
   }
   eo.training_steps = o.training_steps;
   eo.env.lag = o.lag;
   eo.policy.decision_margin = o.decision_margin;
-  std::printf("strata_bench secbad runtime: %s over %s (%s), values %s; lag %d, segments of "
-              "%.0f iterations (sd %.0f), episodes of %d, decision margin %.2f\n",
-              context->knob().c_str(), context->kind().c_str(), o.cost_model.c_str(),
-              absl::StrJoin(context->values(), ", ").c_str(), eo.env.lag, eo.env.segment_mean,
-              eo.env.segment_stddev, eo.env.episode_iterations, eo.policy.decision_margin);
+  std::printf(
+      "strata_bench secbad runtime: %s over %s (%s), values %s; lag %d, segments of "
+      "%.0f iterations (sd %.0f), episodes of %d, decision margin %.2f\n",
+      context->knob().c_str(), context->kind().c_str(), o.cost_model.c_str(),
+      absl::StrJoin(context->values(), ", ").c_str(), eo.env.lag, eo.env.segment_mean,
+      eo.env.segment_stddev, eo.env.episode_iterations, eo.policy.decision_margin);
   json["cost_model"] = model;
   json["lag"] = eo.env.lag;
   json["segments"] = {{"mean", eo.env.segment_mean},
@@ -352,13 +360,12 @@ absl::StatusOr<secbad::RuntimeExperimentOptions> SecbadRuntimeOptions(double seg
                                                                       double segment_stddev) {
   constexpr int kShortestSegment = 20;
   if (!(segment_mean >= kShortestSegment && segment_mean <= 100'000)) {
-    return absl::InvalidArgumentError(absl::StrCat("--segment-mean ", segment_mean,
-                                                   " is not in [", kShortestSegment,
-                                                   ", 100000] iterations"));
+    return absl::InvalidArgumentError(absl::StrCat("--segment-mean ", segment_mean, " is not in [",
+                                                   kShortestSegment, ", 100000] iterations"));
   }
   if (!(segment_stddev > 0 && segment_stddev <= segment_mean)) {
-    return absl::InvalidArgumentError(absl::StrCat("--segment-stddev ", segment_stddev,
-                                                   " is not in (0, --segment-mean]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--segment-stddev ", segment_stddev, " is not in (0, --segment-mean]"));
   }
   secbad::RuntimeExperimentOptions o;
   o.env.segment_mean = segment_mean;

@@ -59,6 +59,9 @@ struct SecbadBenchOptions {
   // learning rate (PpoOptions' 1e-3, kept a double so the JSON says 0.001).
   std::string observation_model = secbad::GridworldExperimentOptions{}.observation_model;
   std::string belief_features = secbad::GridworldExperimentOptions{}.belief_features;
+  // gridworld: "strata" (GridworldOptions' defaults) or "secbad-code"
+  // (GridworldOptions::SecbadCodeRules).
+  std::string gridworld_rules = "strata";
   int evaluation_episodes = secbad::GridworldExperimentOptions{}.evaluation_episodes;
   double learning_rate = 1e-3;
   bool learn = true;  // false: the planner's table alone, nothing trained

@@ -91,6 +91,11 @@ ABSL_FLAG(std::string, belief_features, strata::bench::SecbadBenchOptions{}.beli
           "secbad gridworld: what a belief contender's state holds of its belief per axis: mean, "
           "mean-spread (the mean and standard deviation), or distribution (the probability of "
           "every grid wind; needs --observation-model grid)");
+ABSL_FLAG(std::string, gridworld_rules, strata::bench::SecbadBenchOptions{}.gridworld_rules,
+          "secbad gridworld: strata (the wind pushes a move along both axes; the goal sends the "
+          "agent back to the start) or secbad-code (the rules of SeCBAD's public code: the wind "
+          "pushes a move along its own axis only; the goal holds the agent, each step on it "
+          "earning its reward)");
 ABSL_FLAG(bool, learn, true,
           "secbad gridworld: train and score every contender's policy; false: only score each "
           "contender's belief with the planner (no training)");
@@ -341,8 +346,7 @@ int main(int argc, char** argv) {
     o.threads = absl::GetFlag(FLAGS_threads);
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunReferenceCheck(o);
-  } else if (command == "secbad" && positional.size() > 2 &&
-             std::string(positional[2]) == "live") {
+  } else if (command == "secbad" && positional.size() > 2 && std::string(positional[2]) == "live") {
     strata::bench::SecbadLiveOptions o;
     o.config = absl::GetFlag(FLAGS_config);
     o.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
@@ -387,6 +391,7 @@ int main(int argc, char** argv) {
     o.policy_dir = absl::GetFlag(FLAGS_policy_dir);
     o.observation_model = absl::GetFlag(FLAGS_observation_model);
     o.belief_features = absl::GetFlag(FLAGS_belief_features);
+    o.gridworld_rules = absl::GetFlag(FLAGS_gridworld_rules);
     o.evaluation_episodes = absl::GetFlag(FLAGS_evaluation_episodes);
     o.learn = absl::GetFlag(FLAGS_learn);
     o.learning_rate = absl::GetFlag(FLAGS_learning_rate);
