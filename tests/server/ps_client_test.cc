@@ -392,27 +392,41 @@ class LossyChannel final : public ForwardingChannel {
   Counts* counts_;
 };
 
+// `o` over sockets only, through a LossyChannel that loses answers of the
+// kinds in `lose` and sends requests of kind `repeat` twice.
+PsClientOptions ThroughLossyChannel(PsClientOptions o, std::set<wire::Kind> lose,
+                                    std::optional<wire::Kind> repeat,
+                                    LossyChannel::Counts* counts) {
+  o.shared_memory = false;
+  o.decorate_channel = [lose, repeat, counts](std::unique_ptr<MessageChannel> inner) {
+    return std::unique_ptr<MessageChannel>(
+        std::make_unique<LossyChannel>(std::move(inner), lose, repeat, counts));
+  };
+  return o;
+}
+
+// One parameter of 1024 floats set to 1, a push of 2 at iteration 0, and
+// the pull of iteration 1 into `value`.
+void InitPushAndPull(PsClient& c, Tensor& value) {
+  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
+  value = Tensor::Zeros({1024});
+  ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
+}
+
 // A request whose answer is lost while the connection stays up is sent
 // again after the resend timeout, and a repeated push is not applied twice.
 TEST_F(PsClientTest, ARequestWhoseAnswerIsLostIsSentAgainAndAppliedOnce) {
   StartServer("1024", 1);
   LossyChannel::Counts counts;
-  PsClientOptions o = Options(0);
-  o.shared_memory = false;
-  o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) {
-    return std::unique_ptr<MessageChannel>(std::make_unique<LossyChannel>(
-        std::move(inner),
-        std::set<wire::Kind>{wire::Kind::INIT_ACK, wire::Kind::PUSH_ACK, wire::Kind::PULL_REPLY},
-        std::nullopt, &counts));
-  };
-  auto client = PsClient::Connect(o);
+  auto client = PsClient::Connect(ThroughLossyChannel(
+      Options(0), {wire::Kind::INIT_ACK, wire::Kind::PUSH_ACK, wire::Kind::PULL_REPLY},
+      std::nullopt, &counts));
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
-  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
-  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
-  Tensor value = Tensor::Zeros({1024});
-  ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
+  Tensor value;
+  ASSERT_NO_FATAL_FAILURE(InitPushAndPull(c, value));
   EXPECT_EQ(counts.lost.load(), 3);
   EXPECT_EQ(c.requests_resent(), 3u);
   EXPECT_EQ(c.pulls_resent(), 1u);
@@ -436,13 +450,7 @@ TEST_F(PsClientTest, APullTheServerHoldsIsAnsweredOnceHoweverOftenItIsAsked) {
     auto c = PsClient::Connect(Options(1));
     if (c.ok()) second = *std::move(c);
   });
-  PsClientOptions o = Options(0);
-  o.shared_memory = false;
-  o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) {
-    return std::unique_ptr<MessageChannel>(std::make_unique<LossyChannel>(
-        std::move(inner), std::set<wire::Kind>{}, wire::Kind::PULL, &counts));
-  };
-  auto first = PsClient::Connect(o);
+  auto first = PsClient::Connect(ThroughLossyChannel(Options(0), {}, wire::Kind::PULL, &counts));
   connect_second.join();
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_NE(second, nullptr);
@@ -477,20 +485,11 @@ TEST_F(PsClientTest, APullTheServerHoldsIsAnsweredOnceHoweverOftenItIsAsked) {
 TEST_F(PsClientTest, AnAnswerThatComesTwiceIsCountedWithItsBytes) {
   StartServer("1024", 1);
   LossyChannel::Counts counts;
-  PsClientOptions o = Options(0);
-  o.shared_memory = false;
-  o.decorate_channel = [&](std::unique_ptr<MessageChannel> inner) {
-    return std::unique_ptr<MessageChannel>(std::make_unique<LossyChannel>(
-        std::move(inner), std::set<wire::Kind>{}, wire::Kind::PUSH, &counts));
-  };
-  auto client = PsClient::Connect(o);
+  auto client = PsClient::Connect(ThroughLossyChannel(Options(0), {}, wire::Kind::PUSH, &counts));
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
-  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
-  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
-  Tensor value = Tensor::Zeros({1024});
-  ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
+  Tensor value;
+  ASSERT_NO_FATAL_FAILURE(InitPushAndPull(c, value));
   EXPECT_FLOAT_EQ(value.data()[0], 0.98f);  // applied once
   EXPECT_EQ(c.requests_resent(), 0u);
   EXPECT_EQ(c.answers_repeated(), 1u);
