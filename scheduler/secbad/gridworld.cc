@@ -48,7 +48,8 @@ WindyGridworld::Landing WindyGridworld::Land(const GridworldOptions& options, in
   const int wanted_y = y + (action == 1 ? 1 : action == 3 ? -1 : 0) + push_y;
   landing.x = std::clamp(wanted_x, 0, options.size - 1);
   landing.y = std::clamp(wanted_y, 0, options.size - 1);
-  landing.whole = {landing.x == wanted_x, landing.y == wanted_y};
+  landing.whole = {landing.x == wanted_x && Pushes(options, action, 0),
+                   landing.y == wanted_y && Pushes(options, action, 1)};
   return landing;
 }
 
@@ -71,7 +72,7 @@ WindyGridworld::Outcome WindyGridworld::Act(int action) {
     // Only a pushed axis of a move that stayed inside the grid shows the
     // push whole.
     for (int axis = 0; axis < 2; ++axis) {
-      if (landing.whole[axis] && Pushes(options_, action, axis)) out.pushed[axis] = push[axis];
+      if (landing.whole[axis]) out.pushed[axis] = push[axis];
     }
     x_ = landing.x;
     y_ = landing.y;

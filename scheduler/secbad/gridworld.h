@@ -89,8 +89,8 @@ class WindyGridworld {
 
   // The world's rule for where `action` from (x, y) lands when the wind
   // pushes it by (push_x, push_y) cells (each -1, 0 or +1; a stay is never
-  // pushed, nor an axis Pushes says is not), and per axis whether the
-  // grid's edge left the push whole.
+  // pushed, nor an axis Pushes says is not), and per axis whether it was
+  // pushed and the grid's edge left the push whole.
   struct Landing {
     int x = 0, y = 0;
     std::array<bool, 2> whole = {false, false};

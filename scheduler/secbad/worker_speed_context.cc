@@ -161,8 +161,10 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
   for (const auto& [value, of_value] : runs) {
     std::vector<double> overheads;
     for (const std::vector<SpeedSample>& run : of_value) {
-      std::vector<std::vector<double>> readings(conv_workers);      // ln(seconds per row)
-      std::vector<std::vector<size_t>> iteration_of(conv_workers);  // each reading's
+      // readings[r][i]: conv worker r's ln(seconds per row) in iteration i,
+      // NaN where it computed no rows.
+      std::vector<std::vector<double>> readings(conv_workers,
+                                                std::vector<double>(run.size(), std::nan("")));
       for (size_t i = 0; i < run.size(); ++i) {
         const SpeedSample& s = run[i];
         if (s.compute_seconds.size() != static_cast<size_t>(conv_workers) ||
@@ -180,23 +182,29 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fi
           if (s.rows[r] <= 0 || !(s.compute_seconds[r] > 0)) continue;
           const double t = s.compute_seconds[r] / static_cast<double>(s.rows[r]);
           per_row.push_back(t);
-          readings[r].push_back(std::log(t));
-          iteration_of[r].push_back(i);
+          readings[r][i] = std::log(t);
         }
       }
-      // How far one worker's readings stray from its run's mean.
-      const size_t first = widest.size();
-      widest.resize(first + run.size(), 0.0);
+      // How far each reading strays from its worker's mean over the run.
+      std::vector<double> mean(conv_workers, 0.0);
       for (int r = 0; r < conv_workers; ++r) {
-        const std::vector<double>& of_worker = readings[r];
-        double mean = 0;
-        for (double x : of_worker) mean += x / static_cast<double>(of_worker.size());
-        for (size_t k = 0; k < of_worker.size(); ++k) {
-          const double squared = (of_worker[k] - mean) * (of_worker[k] - mean);
+        double n = 0;
+        for (double x : readings[r]) {
+          if (std::isnan(x)) continue;
+          mean[r] += x;
+          n += 1;
+        }
+        if (n > 0) mean[r] /= n;
+      }
+      for (size_t i = 0; i < run.size(); ++i) {
+        double w = 0;
+        for (int r = 0; r < conv_workers; ++r) {
+          if (std::isnan(readings[r][i])) continue;
+          const double squared = (readings[r][i] - mean[r]) * (readings[r][i] - mean[r]);
           deviations.push_back(squared);
-          double& w = widest[first + iteration_of[r][k]];
           w = std::max(w, squared);
         }
+        widest.push_back(w);
       }
     }
     if (overheads.empty()) {
