@@ -8,17 +8,21 @@
 // axis whose wind blows, in the wind's direction, with probability |w| of
 // that axis (clamped to the grid). Staying is never pushed. Landing on the
 // goal earns +1 and puts the agent back at the start; every other step
-// costs 0.1. An episode is 200 steps; the wind is drawn anew at the start
-// and after every segment, whose length comes from the segment prior
-// (SeCBAD's: max(N(80, 20), 10)). Knowing the wind pays throughout the
-// episode: the best move from a cell depends on where the wind will carry
-// the agent, so no one policy does well in every wind.
+// earns nothing, so an episode's return counts its arrivals at the goal.
+// (A step cost may be set: over episodes of a fixed length it moves the
+// return's zero and scale, not which policy is best.) An episode is 200
+// steps; the wind is drawn anew at the start and after every segment,
+// whose length comes from the segment prior (SeCBAD's: max(N(80, 20),
+// 10)). Knowing the wind pays throughout the episode: the best move from a
+// cell depends on where the wind will carry the agent, so no one policy
+// does well in every wind.
 //
-// SeCBAD's public code plays two rules differently (GridworldOptions::
+// SeCBAD's public code plays the rules differently (GridworldOptions::
 // SecbadCodeRules): the wind pushes a move only along the move's own
-// axis, and the goal holds the agent (each step on it earns +1 again, and
-// staying there is never pushed), so the wind matters until the goal is
-// reached, and again only if the agent leaves it.
+// axis; the goal holds the agent (each step on it earns +1 again, and
+// staying there is never pushed); every other step costs 0.1. So the wind
+// matters until the goal is reached, and again only if the agent leaves
+// it.
 //
 // What the agent sees of the wind: after a move, per axis, how far the
 // wind pushed it (0 or +-1: its mean is that axis's wind), NaN for an axis
@@ -46,7 +50,7 @@ struct GridworldOptions {
   int episode_steps = 200;
   double max_wind = 0.9;
   double goal_reward = 1.0;
-  double step_cost = 0.1;
+  double step_cost = 0;  // what each step that does not land on the goal costs
   // Whether the wind pushes a move only along the move's own axis (else
   // along both axes).
   bool push_along_move_only = false;
@@ -54,11 +58,13 @@ struct GridworldOptions {
   // to the start).
   bool goal_holds = false;
 
-  // The rules of SeCBAD's public code: both of the above.
+  // The rules of SeCBAD's public code: both of the above, and its step
+  // cost of 0.1.
   static GridworldOptions SecbadCodeRules() {
     GridworldOptions o;
     o.push_along_move_only = true;
     o.goal_holds = true;
+    o.step_cost = 0.1;
     return o;
   }
 };

@@ -80,7 +80,8 @@ void GridworldPlanner::Solve(int wind_x, int wind_y, double gamma) {
     }
     return total;
   };
-  // Iterates until no value moves by more than a millionth of a step's cost.
+  // Iterates until no value moves by more than a millionth of a step's cost
+  // (a billionth of the goal's reward where steps are free).
   const double tolerance = 1e-6 * std::max(world_.step_cost, 1e-3);
   for (int sweep = 0; sweep < 100000; ++sweep) {
     double change = 0;

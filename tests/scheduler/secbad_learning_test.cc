@@ -57,9 +57,9 @@ TEST(GridworldTest, MovesArePushedOnBothAxesAndTheGoalPaysAndSendsTheAgentBack) 
   EXPECT_EQ(world.y(), 0);
   EXPECT_EQ(o.pushed[0], 0.0);
   EXPECT_EQ(o.pushed[1], 0.0);
-  EXPECT_DOUBLE_EQ(o.reward, -0.1);
-  o = world.Act(4);  // left, back to 0
-  o = world.Act(4);  // left against the edge: the x push is not seen
+  EXPECT_DOUBLE_EQ(o.reward, 0.0);  // a step off the goal earns nothing
+  o = world.Act(4);                 // left, back to 0
+  o = world.Act(4);                 // left against the edge: the x push is not seen
   EXPECT_EQ(world.x(), 0);
   EXPECT_TRUE(std::isnan(o.pushed[0]));
   EXPECT_EQ(o.pushed[1], 0.0);
@@ -152,22 +152,25 @@ TEST(GridworldTest, UnderSecbadCodeRulesMovesArePushedAlongTheirAxisAndTheGoalHo
 }
 
 TEST(GridworldPlannerTest, InCalmAirItTakesTheShortestPathEveryTime) {
-  GridworldOptions calm;
-  calm.max_wind = 0;
-  auto planner = GridworldPlanner::Create(calm, 0.99, 2);
-  ASSERT_TRUE(planner.ok()) << planner.status();
-  WindyGridworld world(calm, Prior(), 3);
-  double total = 0;
-  int first_goal = -1;
-  for (int t = 0; t < calm.episode_steps; ++t) {
-    const WindyGridworld::Outcome o = world.Act(planner->Act(world.x(), world.y(), 0.0, 0.0));
-    total += o.reward;
-    if (o.reward > 0 && first_goal < 0) first_goal = t + 1;
+  for (double cost : {0.0, 0.1}) {
+    GridworldOptions calm;
+    calm.max_wind = 0;
+    calm.step_cost = cost;
+    auto planner = GridworldPlanner::Create(calm, 0.99, 2);
+    ASSERT_TRUE(planner.ok()) << planner.status();
+    WindyGridworld world(calm, Prior(), 3);
+    double total = 0;
+    int first_goal = -1;
+    for (int t = 0; t < calm.episode_steps; ++t) {
+      const WindyGridworld::Outcome o = world.Act(planner->Act(world.x(), world.y(), 0.0, 0.0));
+      total += o.reward;
+      if (o.reward > 0 && first_goal < 0) first_goal = t + 1;
+    }
+    // (0, 0) to (3, 3) is 6 moves: 33 round trips of 5 steps off the goal
+    // and one onto it, then 2 more moves.
+    EXPECT_EQ(first_goal, 6) << cost;
+    EXPECT_NEAR(total, 33 * (1.0 - 5 * cost) - 2 * cost, 1e-9) << cost;
   }
-  // (0, 0) to (3, 3) is 6 moves: 33 round trips of 5 costs and a goal,
-  // then 2 more moves.
-  EXPECT_EQ(first_goal, 6);
-  EXPECT_NEAR(total, 33 * (1.0 - 5 * 0.1) - 2 * 0.1, 1e-9);
 }
 
 TEST(GridworldPlannerTest, TheWindChangesThePlanAndBadSettingsAreRefused) {

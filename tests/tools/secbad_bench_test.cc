@@ -34,9 +34,9 @@ TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparati
     ASSERT_TRUE(j["greedy"].contains(c)) << j["greedy"];
     EXPECT_EQ(j["greedy"][c]["per_seed"].size(), 2u) << c;
   }
-  EXPECT_DOUBLE_EQ(j["greedy_secbad_over_oracle"].get<double>(),
-                   j["greedy"]["secbad"]["mean"].get<double>() /
-                       j["greedy"]["oracle"]["mean"].get<double>());
+  EXPECT_DOUBLE_EQ(
+      j["greedy_secbad_over_oracle"].get<double>(),
+      j["greedy"]["secbad"]["mean"].get<double>() / j["greedy"]["oracle"]["mean"].get<double>());
   EXPECT_FALSE(j["results"].contains("whole-history"));
   // The planner told the true wind does far better than told nothing, and
   // SeCBAD's belief lies between.
@@ -79,9 +79,8 @@ TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
                                "--evaluation-episodes 64 " +
                                flags + " --json " + dir_ + "/" + name);
   };
-  const auto [code, out] =
-      plan_only("--belief-features distribution --contenders secbad,known-segments,oracle",
-                "planned.json");
+  const auto [code, out] = plan_only(
+      "--belief-features distribution --contenders secbad,known-segments,oracle", "planned.json");
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json j = Summary(dir_ + "/planned.json");
   EXPECT_EQ(j["learned"], false);
@@ -107,6 +106,29 @@ TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
                 0.05)
         << c;
   }
+  // Unless told, a step off the goal costs nothing and the return counts
+  // the arrivals at the goal; over 200-step episodes a cost of 0.1 makes it
+  // 1.1 arrivals - 20, and the best acts are the same under either (up to
+  // moves worth the same under the believed wind, whose tie may break
+  // differently: then the episodes part ways, so the match is not exact).
+  const auto [cost_code, cost_out] =
+      plan_only("--step-cost 0.1 --contenders secbad,known-segments", "costed.json");
+  ASSERT_EQ(cost_code, 0) << cost_out;
+  const nlohmann::json costed = Summary(dir_ + "/costed.json");
+  EXPECT_DOUBLE_EQ(means["step_cost"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(costed["step_cost"].get<double>(), 0.1);
+  for (const char* c : {"secbad", "known-segments"}) {
+    const double arrivals = means["planned"][c]["mean"].get<double>();
+    EXPECT_GT(arrivals, 10) << c;
+    EXPECT_NEAR(costed["planned"][c]["mean"].get<double>(), 1.1 * arrivals - 20, 0.25) << c;
+  }
+  // The rules of SeCBAD's code bring their own step cost.
+  const auto [code_code, code_out] =
+      plan_only("--gridworld-rules secbad-code --contenders oracle", "code.json");
+  ASSERT_EQ(code_code, 0) << code_out;
+  const nlohmann::json code_rules = Summary(dir_ + "/code.json");
+  EXPECT_EQ(code_rules["gridworld_rules"], "secbad-code");
+  EXPECT_DOUBLE_EQ(code_rules["step_cost"].get<double>(), 0.1);
 }
 
 TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
@@ -119,6 +141,7 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   };
   refused("--evaluation-episodes 0", "--evaluation-episodes must be at least 1");
   refused("--learning-rate 0", "--learning-rate 0 is not in (0, 1)");
+  refused("--step-cost -0.1", "--step-cost -0.1 is not in [0, 1] (the goal earns 1)");
   refused("--contenders secbad,random", "unknown contender \"random\"");
   refused("--belief-features variance", "unknown belief features \"variance\"");
   refused("--belief-features distribution --observation-model normal-gamma",
@@ -127,6 +150,10 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
       testing::kBin + "strata_bench secbad runtime --learn=false --cost-model none.json");
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("--learn=false is for secbad gridworld"), std::string::npos) << out;
+  const auto [cost_code, cost_out] = testing::RunCommand(
+      testing::kBin + "strata_bench secbad runtime --step-cost 0 --cost-model none.json");
+  EXPECT_NE(cost_code, 0);
+  EXPECT_NE(cost_out.find("--step-cost is for secbad gridworld"), std::string::npos) << cost_out;
   const auto [margin_code, margin_out] = testing::RunCommand(
       testing::kBin + "strata_bench secbad runtime --decision-margin 11 --cost-model none.json");
   EXPECT_NE(margin_code, 0);
@@ -135,8 +162,7 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   const auto [mean_code, mean_out] = testing::RunCommand(
       testing::kBin + "strata_bench secbad runtime --segment-mean 10 --cost-model none.json");
   EXPECT_NE(mean_code, 0);
-  EXPECT_NE(mean_out.find("--segment-mean 10 is not in [20, 100000] iterations"),
-            std::string::npos)
+  EXPECT_NE(mean_out.find("--segment-mean 10 is not in [20, 100000] iterations"), std::string::npos)
       << mean_out;
   const auto [sd_code, sd_out] = testing::RunCommand(
       testing::kBin + "strata_bench secbad runtime --segment-stddev 0 --cost-model none.json");

@@ -234,6 +234,7 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--gridworld-rules: unknown rules \"", o.gridworld_rules, "\" (strata or secbad-code)"));
   }
+  if (o.step_cost) eo.world.step_cost = *o.step_cost;
   eo.training_steps = o.training_steps;
   eo.observation_model = o.observation_model;
   eo.belief_features = o.belief_features;
@@ -242,6 +243,7 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   secbad::GridworldExperiment experiment(eo);
   for (const std::string& c : contenders) STRATA_RETURN_IF_ERROR(experiment.TrackerFor(c).status());
   json["gridworld_rules"] = o.gridworld_rules;
+  json["step_cost"] = eo.world.step_cost;
   json["observation_model"] = o.observation_model;
   json["belief_features"] = o.belief_features;
   json["evaluation_episodes"] = o.evaluation_episodes;
@@ -387,6 +389,9 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
     return absl::InvalidArgumentError(
         "--learn=false is for secbad gridworld (its planner scores beliefs without training)");
   }
+  if (o.step_cost && o.experiment != "gridworld") {
+    return absl::InvalidArgumentError("--step-cost is for secbad gridworld (a step off its goal)");
+  }
   if (!(o.decision_margin >= 0 && o.decision_margin <= secbad::kMaxDecisionMargin)) {
     return absl::InvalidArgumentError(absl::StrCat("--decision-margin ", o.decision_margin,
                                                    " is not in [0, ", secbad::kMaxDecisionMargin,
@@ -394,6 +399,10 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
   }
   if (o.evaluation_episodes < 1) {
     return absl::InvalidArgumentError("--evaluation-episodes must be at least 1");
+  }
+  if (o.step_cost && !(*o.step_cost >= 0 && *o.step_cost <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--step-cost ", *o.step_cost, " is not in [0, 1] (the goal earns 1)"));
   }
   if (!(o.learning_rate > 0 && o.learning_rate < 1)) {
     return absl::InvalidArgumentError(

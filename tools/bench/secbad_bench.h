@@ -27,6 +27,7 @@
 #define STRATA_TOOLS_BENCH_SECBAD_BENCH_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,10 @@ struct SecbadBenchOptions {
   // gridworld: "strata" (GridworldOptions' defaults) or "secbad-code"
   // (GridworldOptions::SecbadCodeRules).
   std::string gridworld_rules = "strata";
+  // gridworld: what each step that does not land on the goal costs (the
+  // goal earns 1); unset, the rules' own (Strata's: none, so a return
+  // counts arrivals at the goal; SeCBAD's code's: 0.1).
+  std::optional<double> step_cost;
   int evaluation_episodes = secbad::GridworldExperimentOptions{}.evaluation_episodes;
   double learning_rate = 1e-3;
   bool learn = true;  // false: the planner's table alone, nothing trained

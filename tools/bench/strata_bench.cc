@@ -6,6 +6,7 @@
 // Every figure is measured side by side with its peer in one run (contenders
 // alternate), reported as medians and ratios, next to the machine's limit.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,10 @@ ABSL_FLAG(std::string, gridworld_rules, strata::bench::SecbadBenchOptions{}.grid
           "agent back to the start) or secbad-code (the rules of SeCBAD's public code: the wind "
           "pushes a move along its own axis only; the goal holds the agent, each step on it "
           "earning its reward)");
+ABSL_FLAG(std::optional<double>, step_cost, std::nullopt,
+          "secbad gridworld: what each step that does not land on the goal costs (the goal "
+          "earns 1); unset, the rules' own: none under strata (a return counts arrivals at the "
+          "goal), 0.1 under secbad-code");
 ABSL_FLAG(bool, learn, true,
           "secbad gridworld: train and score every contender's policy; false: only score each "
           "contender's belief with the planner (no training)");
@@ -188,6 +193,7 @@ int main(int argc, char** argv) {
       "                     [--observation-model grid|normal-gamma]\n"
       "                     [--belief-features mean|mean-spread|distribution]\n"
       "                     [--learning-rate 0.001] [--evaluation-episodes 2000] [--learn=false]\n"
+      "                     [--gridworld-rules strata|secbad-code] [--step-cost C]\n"
       "                     [--json f]\n"
       "                     [--plot posterior.png] [--policy-dir DIR]\n"
       "  strata_bench secbad runtime --cost-model cost.json [--seeds 5] [--training-steps N]\n"
@@ -392,6 +398,7 @@ int main(int argc, char** argv) {
     o.observation_model = absl::GetFlag(FLAGS_observation_model);
     o.belief_features = absl::GetFlag(FLAGS_belief_features);
     o.gridworld_rules = absl::GetFlag(FLAGS_gridworld_rules);
+    o.step_cost = absl::GetFlag(FLAGS_step_cost);
     o.evaluation_episodes = absl::GetFlag(FLAGS_evaluation_episodes);
     o.learn = absl::GetFlag(FLAGS_learn);
     o.learning_rate = absl::GetFlag(FLAGS_learning_rate);
