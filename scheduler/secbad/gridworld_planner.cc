@@ -81,8 +81,9 @@ void GridworldPlanner::Solve(int wind_x, int wind_y, double gamma) {
     return total;
   };
   // Iterates until no value moves by more than a millionth of a step's cost
-  // (a billionth of the goal's reward where steps are free).
-  const double tolerance = 1e-6 * std::max(world_.step_cost, 1e-3);
+  // or a billionth of the goal's reward, whichever is larger (steps may be
+  // free).
+  const double tolerance = std::max(1e-6 * world_.step_cost, 1e-9 * world_.goal_reward);
   for (int sweep = 0; sweep < 100000; ++sweep) {
     double change = 0;
     for (int x = 0; x < size; ++x) {
