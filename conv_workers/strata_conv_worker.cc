@@ -41,7 +41,7 @@ namespace strata {
 namespace {
 
 absl::Status Run(const std::vector<std::string>& job_configs) {
-  STRATA_RETURN_IF_ERROR(InstallCurveFromFlags());
+  STRATA_RETURN_IF_ERROR(InstallConnectionSecurityFromFlags());
   const std::string mode = absl::GetFlag(FLAGS_mode);
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));

@@ -148,7 +148,7 @@ void FcServer::HandleAll(EndpointEvents& events, int64_t iteration) {
 
 void FcServer::Refuse(const std::string& identity, uint64_t request_id, const absl::Status& why) {
   ++refused_;
-  LogWarning("refused a request: %s", std::string(why.message()).c_str());
+  LogRefusal("refused a request: %s", std::string(why.message()).c_str());
   OutgoingMessage reply(wire::Kind::ERROR);
   reply.header().setJobId(job_id_);
   reply.header().setRequestId(request_id);

@@ -32,7 +32,7 @@ namespace strata {
 namespace {
 
 absl::Status Run(const std::vector<std::string>& job_configs) {
-  STRATA_RETURN_IF_ERROR(InstallCurveFromFlags());
+  STRATA_RETURN_IF_ERROR(InstallConnectionSecurityFromFlags());
   STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, "stanza"));
   for (JobRun& job : jobs) job.options.client.rank = absl::GetFlag(FLAGS_rank);
   STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());

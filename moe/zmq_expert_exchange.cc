@@ -259,7 +259,7 @@ void ZmqExpertExchange::Refuse(const std::string& what, const absl::Status& why)
     ++refused_;
     last_refusal_ = absl::StrCat(what, ": ", why.message());
   }
-  LogWarning("refused %s: %s", what.c_str(), std::string(why.message()).c_str());
+  LogRefusal("refused %s: %s", what.c_str(), std::string(why.message()).c_str());
 }
 
 void ZmqExpertExchange::Courier() {

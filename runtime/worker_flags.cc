@@ -49,7 +49,7 @@ absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode, 
   ApplyTrainingFlags(&tc);
   if (absl::GetFlag(FLAGS_threads) > 0) tc.threads = absl::GetFlag(FLAGS_threads);
   tc.evaluate = absl::GetFlag(FLAGS_evaluate);
-  const JobAddressFlags address = JobAddressFromFlags();
+  STRATA_ASSIGN_OR_RETURN(const JobAddressFlags address, JobAddressFromFlags());
   o->client.coordinator = address.coordinator;
   JobCredentials& job = o->client.credentials;
   job.job_id = address.job_id;

@@ -90,10 +90,15 @@ absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer
       return endpoint_->Send(message.identity(), reply).status();
     }
     case wire::Kind::KNOB_SET: {
-      if (!worker && peer.role != wire::Role::TOOL && peer.role != wire::Role::LAUNCHER) {
+      // From outside the job, an admin; from inside, the job's controller,
+      // which runs on conv worker 0 (runtime/controller_choice.h).
+      const bool tool = peer.role == wire::Role::TOOL || peer.role == wire::Role::LAUNCHER;
+      if (tool && !peer.admin) return NeedsAdmin(peer, "the coordinator", "knob-set");
+      if (!tool && !(peer.role == wire::Role::CONV_WORKER && peer.rank == 0)) {
         return absl::PermissionDeniedError(
             absl::StrCat("knob-set from the ", DescribePeer(peer.role, peer.rank),
-                         "; knobs are changed by a tool, the launcher or a worker"));
+                         "; knobs are changed by a tool with the admin token, or by the job's "
+                         "controller on worker 0"));
       }
       STRATA_ASSIGN_OR_RETURN(std::vector<KnobChange> scheduled,
                               knobs_.Set(KnobProposalsOf(h), h.getIteration()));

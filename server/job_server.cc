@@ -45,7 +45,8 @@ JobServer::JobServer(const ServerOptions& options, const ServingEndpoints* endpo
       context_(context),
       admission_(absl::StrCat("server ", options.rank),
                  JobCredentials{options.job_id, options.job_token,
-                                options.kv_sizes.empty() ? JobIdentity(options.config) : "", ""}),
+                                options.kv_sizes.empty() ? JobIdentity(options.config) : "", "",
+                                options.admin_token}),
       rejoined_(options.workers, false) {
   for (int w = 0; w < options.workers; ++w) {
     workers_.push_back(WorkerState{Peer{wire::Role::CONV_WORKER, w}, false, false, ""});
@@ -200,7 +201,7 @@ void JobServer::ForgetPeer(const std::string& identity) {
 void JobServer::SendError(const std::string& identity, uint64_t request_id,
                           const absl::Status& status) {
   ++errors_sent_;
-  LogWarning("refused a request: %s", std::string(status.message()).c_str());
+  LogRefusal("refused a request: %s", std::string(status.message()).c_str());
   OutgoingMessage reply(wire::Kind::ERROR);
   reply.header().setRequestId(request_id);
   FillError(reply.header(), status);
@@ -287,6 +288,9 @@ absl::Status JobServer::CheckAllowed(const Peer& peer, wire::Kind kind,
       break;
     case wire::Kind::SHUTDOWN:
       allowed = peer.role == wire::Role::LAUNCHER || peer.role == wire::Role::TOOL;
+      if (allowed && !peer.admin) {
+        return NeedsAdmin(peer, absl::StrCat("server ", options_.rank), KindName(kind));
+      }
       break;
     default:
       return absl::InvalidArgumentError(

@@ -73,6 +73,9 @@ struct ServerOptions {
   uint64_t job_id = 1;
   // The job token every connection must present ("" = an open cluster).
   std::string job_token;
+  // The admin token a tool presents to shut the job down or change its
+  // knobs ("" = none: then only an open cluster takes those from tools).
+  std::string admin_token;
   Consistency consistency = Consistency::kBsp;
   int staleness = 2;
   int64_t chunk_elements = kDefaultChunkElements;

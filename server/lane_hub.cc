@@ -4,7 +4,9 @@
 
 #include <cstdio>
 
-#include "absl/strings/match.h"
+#include <sodium.h>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/log.h"
@@ -12,31 +14,40 @@
 namespace strata {
 namespace {
 
-// A zero byte, then "lane:N". ZeroMQ refuses routing ids that peers choose
-// with a leading zero byte and makes its own 5 bytes long, so no ZeroMQ
-// peer can pass for a lane.
-const std::string& LanePrefix() {
-  static const std::string prefix("\0lane:", 6);
-  return prefix;
+// "lane:N" as an identity of the lane kind (core/net/message_endpoint.h),
+// which only this hub delivers.
+std::string LaneIdentity(uint64_t lane) {
+  return EndpointIdentity(EndpointKind::kLane, absl::StrCat("lane:", lane));
 }
 
-// The identity without its zero byte, for log lines.
+// The identity without its kind, for log lines.
 std::string Printable(const std::string& identity) { return identity.substr(1); }
 
 }  // namespace
 
+std::string LaneHub::NameFor(const std::string& server_address, const std::string& job_token) {
+  // BLAKE2b of the secret, then the address: without the token, nobody can
+  // tell the name from the address.
+  const std::string input = absl::StrCat(job_token, std::string(1, '\0'), server_address);
+  unsigned char digest[16];
+  (void)sodium_init();  // idempotent; picks the fastest BLAKE2b
+  crypto_generichash(digest, sizeof(digest), reinterpret_cast<const unsigned char*>(input.data()),
+                     input.size(), nullptr, 0);
+  return absl::StrCat("strata-lane-",
+                      absl::BytesToHexString(absl::string_view(
+                          reinterpret_cast<const char*>(digest), sizeof(digest))));
+}
+
 absl::StatusOr<std::unique_ptr<LaneHub>> LaneHub::Listen(std::string owner,
-                                                         const std::string& server_address) {
-  // FNV-1a: the same on every build, unlike std::hash.
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : server_address) hash = (hash ^ c) * 1099511628211ull;
+                                                         const std::string& server_address,
+                                                         const std::string& job_token) {
   STRATA_ASSIGN_OR_RETURN(auto listener,
-                          LaneListener::Listen(absl::StrCat("strata-lane-", absl::Hex(hash))));
+                          LaneListener::Listen(NameFor(server_address, job_token)));
   return std::unique_ptr<LaneHub>(new LaneHub(std::move(owner), std::move(listener)));
 }
 
 bool LaneHub::IsLane(const std::string& identity) {
-  return absl::StartsWith(identity, LanePrefix());
+  return IsIdentityOf(EndpointKind::kLane, identity);
 }
 
 void LaneHub::AddPollItems(std::vector<zmq::pollitem_t>& items) {
@@ -63,13 +74,13 @@ void LaneHub::Collect(const zmq::pollitem_t* items, int max_messages, EndpointEv
       // is: only processes of the server's own user may open a lane.
       const absl::StatusOr<uid_t> uid = (*accepted)->PeerUid();
       if (!uid.ok() || *uid != ::geteuid()) {
-        LogWarning("refused a lane from %s: the server runs as uid %u",
+        LogRefusal("refused a lane from %s: the server runs as uid %u",
                    uid.ok() ? absl::StrCat("uid ", *uid).c_str()
                             : std::string(uid.status().message()).c_str(),
                    static_cast<unsigned>(::geteuid()));
         continue;
       }
-      lanes_[absl::StrCat(LanePrefix(), next_lane_++)] = *std::move(accepted);
+      lanes_[LaneIdentity(next_lane_++)] = *std::move(accepted);
     }
   }
   for (size_t i = 0; i < polled.size(); ++i) {

@@ -4,9 +4,14 @@
 // The hub is a MessageEndpoint (core/net/message_endpoint.h) beside the
 // server's ROUTER socket: it listens on an abstract-namespace name
 // (announced to workers in the cluster map), accepts lanes, and delivers
-// their requests as RawMessages whose identity is the lane's ("\0lane:N",
-// never a ZeroMQ routing id), so the server handles them like any other
-// request and answers through the endpoint that serves the identity.
+// their requests as RawMessages whose identity is the lane's ("lane:N" of
+// the lane kind, EndpointKind::kLane, which no ZeroMQ peer can present), so
+// the server handles them like any other request and answers through the
+// endpoint that serves the identity.
+//
+// Only processes of the server's own user are served (a lane's peer
+// credentials say who connected), and the worker checks the server's alike
+// (LaneSocket::Connect).
 //
 // A lane closes when its worker closes it, or when a reply cannot be
 // delivered (the worker is gone or not reading): the worker then resends
@@ -32,14 +37,20 @@ namespace strata {
 
 class LaneHub final : public MessageEndpoint {
  public:
-  // Listens at a name derived from `server_address` (the server's ZeroMQ
-  // endpoint), so that a server restarted at the same address listens at
-  // the same lane address and its workers can reopen their lanes. `owner`
-  // names the server in log lines ("server 0").
+  // Listens at NameFor(server_address, job_token) (the server's ZeroMQ
+  // endpoint, its job token), so that a server restarted at the same
+  // address listens at the same lane address and its workers can reopen
+  // their lanes. `owner` names the server in log lines ("server 0").
   static absl::StatusOr<std::unique_ptr<LaneHub>> Listen(std::string owner,
-                                                         const std::string& server_address);
+                                                         const std::string& server_address,
+                                                         const std::string& job_token);
+  // The abstract name a server at `server_address` listens at: a hash of
+  // the address and the job token, which another user of the host cannot
+  // work out without the token (and so cannot take before the server
+  // does). Without a token it follows from the address alone.
+  static std::string NameFor(const std::string& server_address, const std::string& job_token);
 
-  // Whether `identity` names a lane (else it is a ZeroMQ routing id).
+  // Whether `identity` is a lane's (one this hub delivered).
   static bool IsLane(const std::string& identity);
 
   // The address workers connect to.

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/model/job_identity.h"
-#include "core/net/curve.h"
+#include "core/net/connection_security.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/json_difference.h"
@@ -86,9 +86,10 @@ absl::StatusOr<std::unique_ptr<ServerNode>> ServerNode::Create(ServerNodeOptions
   // Lanes bypass the socket: with CURVE every message takes the encrypted,
   // keyed connection instead.
   absl::StatusOr<std::unique_ptr<LaneHub>> lanes =
-      ProcessCurve() != nullptr
+      ProcessMechanism() == Mechanism::kCurve
           ? absl::FailedPreconditionError("with CURVE every message takes the encrypted socket")
-          : LaneHub::Listen(absl::StrCat("server ", self.rank), node->socket_->address());
+          : LaneHub::Listen(absl::StrCat("server ", self.rank), node->socket_->address(),
+                            self.job_token);
   if (lanes.ok()) {
     node->lanes_ = Decorated(*std::move(lanes), self.decorate_endpoint);
     node->endpoints_.all.push_back(node->lanes_.get());
@@ -153,7 +154,7 @@ void ServerNode::Refuse(const std::string& identity, uint64_t request_id, uint64
     jobs_[0]->Refuse(identity, request_id, bytes, why);
     return;
   }
-  LogWarning("refused a request: %s", std::string(why.message()).c_str());
+  LogRefusal("refused a request: %s", std::string(why.message()).c_str());
   OutgoingMessage reply(wire::Kind::ERROR);
   reply.header().setRequestId(request_id);
   reply.header().setSenderRole(wire::Role::SERVER);

@@ -28,9 +28,17 @@ absl::Status SharedMemoryPeers::Attach(const IncomingMessage& message) {
         "shared memory of ", slots, " slots of ", slot_bytes, " bytes: a region has 1 to ",
         kMaxSlots, " slots of 4 bytes to ", kMaxSlotBytes, " bytes (a multiple of 4)"));
   }
-  STRATA_ASSIGN_OR_RETURN(
-      std::unique_ptr<ShmRegion> region,
-      ShmRegion::Open(h.getShmRegion().cStr(), slots, slot_bytes, h.getShmToken()));
+  if (message.descriptor() < 0) {
+    return absl::FailedPreconditionError(
+        "no shared memory: a region comes as a descriptor on a shared memory lane (protocol "
+        "2.5), and this offer brought none");
+  }
+  if (regions_.count(message.identity()) != 0) {
+    return absl::AlreadyExistsError(
+        "this connection has attached a shared memory region already; it keeps that one");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ShmRegion> region,
+                          ShmRegion::Map(message.descriptor(), slots, slot_bytes));
   regions_[message.identity()] = std::move(region);
   return absl::OkStatus();
 }

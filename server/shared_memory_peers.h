@@ -20,10 +20,12 @@ namespace strata {
 
 class SharedMemoryPeers {
  public:
-  // Maps the region a shmAttach message announces, for its sender's
-  // connection. FailedPrecondition when the sender is on another host or
-  // network namespace, or the region is not the announced one;
-  // InvalidArgument for a layout past the limits.
+  // Maps the region a shmAttach message brings (its descriptor, passed on
+  // a lane), for its sender's connection. FailedPrecondition when the
+  // sender is on another host or network namespace, or brought no
+  // descriptor, or the region is not the announced one or not sealed
+  // against shrinking; InvalidArgument for a layout past the limits;
+  // AlreadyExists when the connection attached one before (it keeps it).
   absl::Status Attach(const IncomingMessage& message);
 
   // Where each chunk's floats lie for `message`: in the slots it names, or

@@ -62,7 +62,7 @@ ABSL_FLAG(std::string, kv_sizes, "",
 ABSL_FLAG(double, kv_lr, 0.01, "learning rate of the plain key-value mode");
 ABSL_FLAG(int32_t, threads, 1,
           "CPU threads for the optimizer; 1 leaves the other cores to the network");
-ABSL_FLAG(int64_t, max_message_mb, 1024, "largest message accepted (MiB)");
+ABSL_FLAG(int64_t, max_message_mb, 1024, "largest message accepted (MiB, 1 to 4096)");
 ABSL_FLAG(bool, learn_jobs, false,
           "also serve jobs this process was not given, learned from their workers' hellos "
           "(implied when no --config, --job or --kv-sizes is given)");
@@ -78,7 +78,7 @@ namespace {
 // rules, checkpoints, timeouts and limits.
 absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   ServerOptions o;
-  const JobAddressFlags address = JobAddressFromFlags();
+  STRATA_ASSIGN_OR_RETURN(const JobAddressFlags address, JobAddressFromFlags());
   const ConsistencyFlags consistency = ConsistencyFromFlags();
   o.rank = absl::GetFlag(FLAGS_rank);
   o.coordinator = address.coordinator;
@@ -87,6 +87,7 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults, &InjectedFaults());
   o.job_id = address.job_id;
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
+  STRATA_ASSIGN_OR_RETURN(o.admin_token, AdminTokenFromFlags());
   STRATA_ASSIGN_OR_RETURN(o.consistency, ParseConsistency(consistency.consistency));
   o.staleness = consistency.staleness;
   o.chunk_elements = address.chunk_elements;
@@ -100,7 +101,12 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   o.dead_after = absl::Seconds(absl::GetFlag(FLAGS_dead_timeout));
   o.lost_nodes_out = absl::GetFlag(FLAGS_lost_nodes_out);
   STRATA_ASSIGN_OR_RETURN(o.knob_lead, KnobLeadFromFlags());
-  o.limits.max_message_bytes = static_cast<uint64_t>(absl::GetFlag(FLAGS_max_message_mb)) << 20;
+  const int64_t max_message_mb = absl::GetFlag(FLAGS_max_message_mb);
+  if (max_message_mb < 1 || max_message_mb > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-message-mb ", max_message_mb, ": give a size from 1 to 4096 MiB"));
+  }
+  o.limits.max_message_bytes = static_cast<uint64_t>(max_message_mb) << 20;
   if (!o.checkpoint_path.empty() && !o.checkpoint_dir.empty()) {
     return absl::InvalidArgumentError(
         "give --checkpoint (this shard alone) or --checkpoint-dir (coordinated epochs), not both");
@@ -176,7 +182,7 @@ std::atomic<bool> stop_requested{false};
 void RequestStop(int) { stop_requested.store(true); }
 
 absl::Status Run(const std::vector<std::string>& job_configs) {
-  STRATA_RETURN_IF_ERROR(InstallCurveFromFlags());
+  STRATA_RETURN_IF_ERROR(InstallConnectionSecurityFromFlags());
   ServerNodeOptions node;
   STRATA_ASSIGN_OR_RETURN(node.process, ProcessOptionsFromFlags());
   const bool given_one =

@@ -15,7 +15,7 @@ packages=(
   # oneDNN's CMake config (dnnl-config.cmake) calls find_package(OpenCL);
   # libdnnl-dev only recommends the package that provides it.
   libdnnl-dev ocl-icd-opencl-dev libopenblas-dev zlib1g-dev
-  libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+  libzmq3-dev cppzmq-dev capnproto libcapnp-dev libsodium-dev
   libabsl-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist

@@ -1,4 +1,5 @@
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "core/flags/cluster_flags.h"
 #include "core/net/partition_plan.h"
 
@@ -10,9 +11,16 @@ ABSL_FLAG(int64_t, chunk_elements, strata::kDefaultChunkElements,
 
 namespace strata {
 
-JobAddressFlags JobAddressFromFlags() {
-  return {absl::GetFlag(FLAGS_coordinator), absl::GetFlag(FLAGS_job_id),
-          absl::GetFlag(FLAGS_chunk_elements)};
+absl::StatusOr<JobAddressFlags> JobAddressFromFlags() {
+  // A chunk travels as one message (and fills one shared-memory slot):
+  // 2^28 floats is the 1 GiB message limit.
+  constexpr int64_t kMaxChunkElements = int64_t{1} << 28;
+  const int64_t chunk = absl::GetFlag(FLAGS_chunk_elements);
+  if (chunk < 1 || chunk > kMaxChunkElements) {
+    return absl::InvalidArgumentError(absl::StrCat("--chunk-elements ", chunk,
+                                                   ": give a count from 1 to ", kMaxChunkElements));
+  }
+  return JobAddressFlags{absl::GetFlag(FLAGS_coordinator), absl::GetFlag(FLAGS_job_id), chunk};
 }
 
 }  // namespace strata

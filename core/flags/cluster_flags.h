@@ -5,6 +5,8 @@
 //
 //   address      --coordinator --job-id --chunk-elements (servers, workers, strata_ctl)
 //   token        --job-token-file (servers, workers, strata_ctl, strata_launch)
+//   admin token  --admin-token-file (servers, strata_ctl, strata_launch; never
+//                workers)
 //   timeout      --timeout (workers, strata_ctl, strata_launch, strata_moe_member)
 //   layout       --servers --conv-workers --fc-workers: 0 takes the job
 //                config's cluster block (servers, strata_launch, strata_bench)
@@ -12,8 +14,9 @@
 //   ready        --ready-file (servers and FC workers; core/util/ready_file.h)
 //   serving      --bind --advertise --bind-interface (servers and FC workers;
 //                core/net/serving_address.h)
-//   curve        --curve-keys --curve-client (every process that opens a
-//                socket, strata_launch; core/net/curve.h)
+//   security     --curve-keys --curve-client --insecure, with the token group
+//                (every process that opens a socket, strata_launch;
+//                core/net/connection_security.h)
 //   faults       --inject-faults (servers and workers; core/net/fault_injection.h)
 //   checkpoint   --checkpoint-dir --checkpoint-every --keep-checkpoints --restore
 //                (servers, FC workers, strata_launch; core/train/checkpoint_epochs.h)
@@ -39,7 +42,8 @@ struct JobAddressFlags {
   uint64_t job_id = 1;
   int64_t chunk_elements = 0;
 };
-JobAddressFlags JobAddressFromFlags();
+// InvalidArgument for a --chunk-elements below 1 or above 2^28.
+absl::StatusOr<JobAddressFlags> JobAddressFromFlags();
 std::string JobTokenFileFromFlags();
 absl::Duration TimeoutFromFlags();
 
@@ -63,12 +67,19 @@ std::string ReadyFileFromFlags();
 // --bind-interface.
 ServingAddress ServingAddressFromFlags();
 
-// With --curve-keys: loads the keys and installs them for every socket of
-// this process (InstallProcessCurve); errors name the flag and the file.
-// Call before opening any socket.
-absl::Status InstallCurveFromFlags();
-// --curve-keys ("" = plain text), for launchers to hand on.
+// Installs how every socket of this process proves itself
+// (InstallConnectionSecurity): the job token (--job-token-file or
+// $STRATA_JOB_TOKEN), the CURVE keys of --curve-keys, and --insecure.
+// Errors name the flag and the file. Call before opening any socket.
+absl::Status InstallConnectionSecurityFromFlags();
+// --curve-keys ("" = plain text) and --insecure, for launchers to hand on.
 std::string CurveKeysDirFromFlags();
+bool InsecureFromFlags();
+
+// The admin token (--admin-token-file, else $STRATA_ADMIN_TOKEN; "" for
+// none), and the flag as given, for launchers to hand on.
+absl::StatusOr<std::string> AdminTokenFromFlags();
+std::string AdminTokenFileFromFlags();
 
 // --inject-faults, parsed (no fault when not given); errors name the flag.
 // With faults, the process logs what was injected into it when it exits

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/net/curve.h"
+#include "core/net/connection_security.h"
 #include "core/net/round_trip.h"
 #include "core/status.h"
 #include "core/util/clock.h"
@@ -29,14 +29,6 @@ constexpr size_t kMaxPeers = 4096;
 // Longer identities or tokens are refused before they are compared.
 constexpr size_t kMaxIdentityBytes = 1 << 16;
 constexpr size_t kMaxTokenBytes = 256;
-
-// Compares in time independent of where equal-length strings differ.
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.empty() || a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 absl::Status CheckTokenText(const std::string& token, const std::string& where) {
   if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(where, " is empty"));
@@ -76,7 +68,7 @@ Admission::Admission(std::string owner, JobCredentials credentials)
 
 absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
   const auto h = hello.header();
-  const Peer peer{h.getSenderRole(), h.getSenderRank()};
+  Peer peer{h.getSenderRole(), h.getSenderRank()};
   const std::string who = DescribePeer(peer.role, peer.rank);
   if (h.getJobId() != credentials_.job_id) {
     return absl::PermissionDeniedError(absl::StrCat(who, " says hello for job ", h.getJobId(), "; ",
@@ -92,14 +84,18 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
   // A tool or launcher computes nothing: it may come without an identity
   // (the token still decides).
   const bool computes = peer.role != wire::Role::TOOL && peer.role != wire::Role::LAUNCHER;
-  const std::string difference =
+  const std::string field =
       !computes && identity.size() == 0
           ? std::string()
-          : FirstDifference(credentials_.identity, std::string(identity.cStr(), identity.size()));
-  if (!difference.empty()) {
+          : FirstDifferingField(credentials_.identity,
+                                std::string(identity.cStr(), identity.size()));
+  if (!field.empty()) {
     return absl::FailedPreconditionError(
-        absl::StrCat(who, " runs another job config than ", owner_, ": ", difference,
-                     " (every process of a job needs the same config and overrides)"));
+        absl::StrCat(who, " runs another job config than ", owner_, ": ", field,
+                     " differs (every process of a job needs the same config and overrides)"));
+  }
+  if (!computes) {
+    STRATA_ASSIGN_OR_RETURN(peer.admin, CheckAdminToken(hello, who));
   }
   auto known = peers_.find(hello.identity());
   if (known != peers_.end()) {
@@ -123,7 +119,7 @@ absl::Status Admission::CheckCurveKey(const IncomingMessage& hello,
                                       const std::string& who) const {
   const uint64_t job = hello.header().getJobId();
   if (hello.curve_user().empty()) {
-    if (ProcessCurve() == nullptr) return absl::OkStatus();
+    if (ProcessMechanism() != Mechanism::kCurve) return absl::OkStatus();
     return absl::PermissionDeniedError(absl::StrCat(
         who, " says hello for job ", job, " without a CURVE key; ", owner_,
         " takes only encrypted, keyed connections"));
@@ -155,6 +151,23 @@ absl::Status Admission::CheckToken(const IncomingMessage& hello) const {
                                                     " of job ", credentials_.job_id, ")"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Admission::CheckAdminToken(const IncomingMessage& hello,
+                                                const std::string& who) const {
+  const auto presented = hello.header().getAdminToken();
+  if (presented.size() == 0) return open() && credentials_.admin_token.empty();
+  if (credentials_.admin_token.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        who, " presented an admin token, but ", owner_, " of job ", credentials_.job_id,
+        " was given none (--admin-token-file or $", kAdminTokenEnv, ")"));
+  }
+  if (presented.size() > kMaxTokenBytes ||
+      !SameSecret(credentials_.admin_token, std::string(presented.cStr(), presented.size()))) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        who, " presented a wrong admin token (", owner_, " of job ", credentials_.job_id, ")"));
+  }
+  return true;
 }
 
 absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello,
@@ -209,6 +222,8 @@ void FillHello(wire::Header::Builder h, const JobCredentials& credentials, wire:
   h.setSenderRole(role);
   h.setSenderRank(rank);
   h.setJobToken(credentials.token);
+  const bool tool = role == wire::Role::TOOL || role == wire::Role::LAUNCHER;
+  if (tool && !credentials.admin_token.empty()) h.setAdminToken(credentials.admin_token);
   h.setJobIdentity(credentials.identity);
   if (!credentials.spec.empty()) h.setJobSpec(credentials.spec);
 }
@@ -259,33 +274,55 @@ bool IsNotRegistered(wire::Header::Reader error_reply) {
          error_reply.getErrorCode() == static_cast<uint32_t>(absl::StatusCode::kUnauthenticated);
 }
 
-absl::StatusOr<std::string> LoadJobToken(const std::string& token_file) {
+namespace {
+
+// A token: the first line of `token_file` when given (which must not be
+// readable by others), else $`env`, else "". `what` names it in errors
+// ("job token").
+absl::StatusOr<std::string> LoadToken(const std::string& token_file, const char* env_name,
+                                      const std::string& what) {
   if (token_file.empty()) {
-    const char* env = std::getenv(kJobTokenEnv);
+    const char* env = std::getenv(env_name);
     if (env == nullptr || *env == '\0') return std::string();
     const std::string token = env;
-    if (absl::Status s = CheckTokenText(token, absl::StrCat("$", kJobTokenEnv)); !s.ok()) return s;
+    if (absl::Status s = CheckTokenText(token, absl::StrCat("$", env_name)); !s.ok()) return s;
     return token;
   }
   struct stat st;
   if (::stat(token_file.c_str(), &st) != 0) {
     return absl::NotFoundError(
-        absl::StrCat("job token file ", token_file, ": ", std::strerror(errno)));
+        absl::StrCat(what, " file ", token_file, ": ", std::strerror(errno)));
   }
   if ((st.st_mode & 077) != 0) {
     return absl::PermissionDeniedError(
-        absl::StrFormat("job token file %s is readable by others (mode %04o); chmod 600 it",
+        absl::StrFormat("%s file %s is readable by others (mode %04o); chmod 600 it", what,
                         token_file, st.st_mode & 0777));
   }
   std::ifstream in(token_file);
   std::string line;
   std::getline(in, line);
   const std::string token(absl::StripAsciiWhitespace(line));
-  if (absl::Status s = CheckTokenText(token, absl::StrCat("job token file ", token_file));
-      !s.ok()) {
+  if (absl::Status s = CheckTokenText(token, absl::StrCat(what, " file ", token_file)); !s.ok()) {
     return s;
   }
   return token;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> LoadJobToken(const std::string& token_file) {
+  return LoadToken(token_file, kJobTokenEnv, "job token");
+}
+
+absl::StatusOr<std::string> LoadAdminToken(const std::string& token_file) {
+  return LoadToken(token_file, kAdminTokenEnv, "admin token");
+}
+
+absl::Status NeedsAdmin(const Peer& peer, const std::string& owner, const std::string& what) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      what, " from the ", DescribePeer(peer.role, peer.rank), " without the admin token; ", owner,
+      " takes it only from a tool that presents the admin token its servers were given "
+      "(--admin-token-file or $", kAdminTokenEnv, ")"));
 }
 
 std::string NewJobToken() {

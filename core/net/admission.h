@@ -12,7 +12,11 @@
 // routing id is new) says HELLO again before it resends anything.
 //
 // A tool or launcher (strata_ctl) may present no identity: it computes
-// nothing, and the token alone admits it.
+// nothing, and the token alone admits it. What changes a job from outside
+// (shutdown, knob changes) also takes the admin token, which only servers
+// and their operators hold: a tool that presents it is bound as an admin
+// (Peer::admin). Workers are never given it. An open process (no job
+// token) without an admin token takes every tool as an admin.
 //
 // Without a token (an open cluster) any HELLO with the right job id and
 // identity is admitted, and the serving process warns that the cluster is
@@ -39,8 +43,10 @@
 
 namespace strata {
 
-// The environment variable a launcher hands the job token in.
+// The environment variables a launcher hands the job token (every process)
+// and the admin token (servers only) in.
 inline constexpr char kJobTokenEnv[] = "STRATA_JOB_TOKEN";
+inline constexpr char kAdminTokenEnv[] = "STRATA_ADMIN_TOKEN";
 
 struct JobCredentials {
   uint64_t job_id = 1;
@@ -49,12 +55,18 @@ struct JobCredentials {
   // The job's config and mode (core/model/job_spec.h), offered in the hello
   // to servers that learn jobs; "" = not offered.
   std::string spec;
+  // A serving process: the admin token it takes ("" = none). A tool: the
+  // one it presents. Workers have none.
+  std::string admin_token;
 };
 
 // Who sent a request, as its connection registered.
 struct Peer {
   wire::Role role = wire::Role::CONV_WORKER;
   int rank = -1;
+  // A tool or launcher that presented the admin token (or any, in an open
+  // process without one): it may shut the job down and change its knobs.
+  bool admin = false;
 };
 
 // "worker 3", "fc worker 0", "server 1", "launcher", "tool".
@@ -70,8 +82,9 @@ class Admission {
 
   // Checks a HELLO and binds its connection to the sender it names.
   // Errors name the sender and what is wrong: PermissionDenied for another
-  // job id or a missing or wrong token, FailedPrecondition for a job
-  // identity that differs (with the first differing field). A hello said
+  // job id or a missing or wrong token (the admin token included, when a
+  // tool presents one), FailedPrecondition for a job identity that differs
+  // (naming the first differing field, never this process's value). A hello said
   // again on a connection keeps a rank assigned to it since (AssignRank).
   // At most 4096 connections stay registered; a new one then replaces the
   // oldest, whose client (if it is still there) is asked to say hello
@@ -97,6 +110,9 @@ class Admission {
  private:
   // With CURVE: the hello's key must be listed for the job it names.
   absl::Status CheckCurveKey(const IncomingMessage& hello, const std::string& who) const;
+  // Whether a tool's hello makes it an admin; PermissionDenied for a wrong
+  // admin token.
+  absl::StatusOr<bool> CheckAdminToken(const IncomingMessage& hello, const std::string& who) const;
 
   std::string owner_;
   JobCredentials credentials_;
@@ -133,6 +149,12 @@ bool IsNotRegistered(wire::Header::Reader error_reply);
 // be readable by others), else $STRATA_JOB_TOKEN, else "" (an open
 // cluster). Errors name the file and what is wrong with it.
 absl::StatusOr<std::string> LoadJobToken(const std::string& token_file);
+// The admin token alike, from `token_file` or $STRATA_ADMIN_TOKEN ("" for
+// none).
+absl::StatusOr<std::string> LoadAdminToken(const std::string& token_file);
+// The refusal of a shutdown or knob change from `peer`, a tool or launcher
+// that is not an admin, by `owner` ("server 0"); `what` names the request.
+absl::Status NeedsAdmin(const Peer& peer, const std::string& owner, const std::string& what);
 // A fresh random token (64 hex digits).
 std::string NewJobToken();
 

@@ -1,16 +1,14 @@
 #include "core/net/curve.h"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <mutex>
-#include <thread>
+
+#include <zmq.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -21,16 +19,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/status.h"
-#include "core/util/log.h"
 
 namespace strata {
 namespace {
 
-constexpr char kZapEndpoint[] = "inproc://zeromq.zap.01";
 constexpr size_t kZ85KeyLength = 40;
-
-std::mutex g_mutex;
-std::shared_ptr<const CurveKeys> g_keys;
 
 bool IsZ85Key(const std::string& key) {
   if (key.size() != kZ85KeyLength) return false;
@@ -51,76 +44,6 @@ absl::Status CheckPrivate(const std::string& path) {
 }
 
 std::string JobList(const std::vector<uint64_t>& jobs) { return absl::StrJoin(jobs, ","); }
-
-// One ZAP request (RFC 27): version, request id, domain, address, routing
-// id, mechanism, then the mechanism's credentials (CURVE: the client's
-// 32-byte public key). The reply admits listed keys with their jobs as the
-// user id.
-std::vector<std::string> AnswerZap(const std::vector<zmq::message_t>& request,
-                                   const CurveKeys& keys) {
-  auto frame = [&](size_t i) { return i < request.size() ? request[i].to_string() : ""; };
-  auto reply = [&](const char* code, const std::string& text, const std::string& user) {
-    return std::vector<std::string>{"1.0", frame(1), code, text, user, ""};
-  };
-  if (request.size() < 7 || frame(5) != "CURVE" || request[6].size() != 32) {
-    return reply("400", "a CURVE key is required", "");
-  }
-  char z85[kZ85KeyLength + 1] = {};
-  zmq_z85_encode(z85, static_cast<const uint8_t*>(request[6].data()), 32);
-  for (const AuthorizedKey& key : keys.authorized) {
-    if (key.public_key == z85) {
-      return reply("200", "OK", absl::StrCat("jobs=", JobList(key.jobs), " name=", key.name));
-    }
-  }
-  LogWarning("refused a connection from %s: CURVE key %s is not in %s/authorized_keys",
-             frame(3).c_str(), z85, keys.dir.c_str());
-  return reply("400", "key not authorized", "");
-}
-
-// Runs a ZeroMQ call again when a signal interrupts it.
-template <typename F>
-auto RetryOnInterrupt(F&& f) {
-  while (true) {
-    try {
-      return f();
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
-  }
-}
-
-// The ZAP handler of one context: answers until the context terminates.
-// Signals go to the process's other threads.
-void ServeZap(zmq::socket_t socket, std::shared_ptr<const CurveKeys> keys) {
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
-  try {
-    while (true) {
-      std::vector<zmq::message_t> request;
-      bool more = true;
-      while (more) {
-        zmq::message_t frame;
-        RetryOnInterrupt([&] { return socket.recv(frame, zmq::recv_flags::none); });
-        more = frame.more();
-        request.push_back(std::move(frame));
-      }
-      const std::vector<std::string> reply = AnswerZap(request, *keys);
-      for (size_t i = 0; i < reply.size(); ++i) {
-        const auto flags = i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
-        RetryOnInterrupt([&] { return socket.send(zmq::buffer(reply[i]), flags); });
-      }
-    }
-  } catch (const zmq::error_t& e) {
-    // ETERM: the context is closing, so let it. Anything else leaves the
-    // context without a handler: every CURVE handshake is then refused.
-    if (e.num() != ETERM) {
-      LogError("the CURVE admission (ZAP) handler stopped: %s; no new connection is admitted",
-               e.what());
-    }
-  }
-  socket.close();
-}
 
 }  // namespace
 
@@ -262,49 +185,14 @@ absl::StatusOr<CurveKeys> LoadCurveKeys(const std::string& dir, const std::strin
   return keys;
 }
 
-void InstallProcessCurve(std::shared_ptr<const CurveKeys> keys) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_keys = std::move(keys);
-}
-
-std::shared_ptr<const CurveKeys> ProcessCurve() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_keys;
-}
-
-absl::Status MakeCurveServer(zmq::context_t& context, zmq::socket_t& socket,
-                             std::shared_ptr<const CurveKeys> keys) {
-  if (!keys->server.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this process serves, but ", keys->dir, " has no server.key (strata_keygen makes it)"));
-  }
-  if (keys->authorized.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this process serves, but ", keys->dir,
-        "/authorized_keys lists no client key (strata_keygen adds them)"));
-  }
-  // One ZAP handler per context: binding its endpoint fails when the
-  // context has one already.
-  zmq::socket_t zap(context, zmq::socket_type::rep);
-  zap.set(zmq::sockopt::linger, 0);
-  try {
-    zap.bind(kZapEndpoint);
-    std::thread(ServeZap, std::move(zap), keys).detach();
-  } catch (const zmq::error_t& e) {
-    if (e.num() != EADDRINUSE) {
-      return absl::UnavailableError(absl::StrCat("cannot start the ZAP handler: ", e.what()));
+std::optional<std::string> AdmittedCurveUser(const CurveKeys& keys,
+                                             const std::string& public_key) {
+  for (const AuthorizedKey& key : keys.authorized) {
+    if (key.public_key == public_key) {
+      return absl::StrCat("jobs=", JobList(key.jobs), " name=", key.name);
     }
   }
-  socket.set(zmq::sockopt::curve_server, 1);
-  socket.set(zmq::sockopt::curve_secretkey, keys->server->secret_key);
-  socket.set(zmq::sockopt::zap_domain, "strata");
-  return absl::OkStatus();
-}
-
-void MakeCurveClient(zmq::socket_t& socket, const CurveKeys& keys) {
-  socket.set(zmq::sockopt::curve_serverkey, keys.server_public);
-  socket.set(zmq::sockopt::curve_publickey, keys.client.public_key);
-  socket.set(zmq::sockopt::curve_secretkey, keys.client.secret_key);
+  return std::nullopt;
 }
 
 std::optional<CurvePeer> ParseCurveUserId(const std::string& user_id) {
@@ -322,20 +210,6 @@ std::optional<CurvePeer> ParseCurveUserId(const std::string& user_id) {
   }
   if (!has_jobs) return std::nullopt;
   return peer;
-}
-
-std::string DescribeHandshakeFailure(uint16_t event, int32_t value) {
-  if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) {
-    if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
-      return "the peer does not use CURVE (no keys)";
-    }
-    if (value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) {
-      return "the peer's CURVE handshake does not decrypt (another cluster's server key?)";
-    }
-    return absl::StrFormat("protocol error 0x%x in the handshake", value);
-  }
-  return absl::StrFormat("the CURVE handshake failed (%s): a peer without this cluster's keys?",
-                         zmq_strerror(value));
 }
 
 }  // namespace strata

@@ -15,12 +15,12 @@
 // Key files are "public = <Z85>" and "secret = <Z85>" lines (40 characters
 // each) and must not be readable by others.
 //
-// Once InstallProcessCurve has run (at start, before any socket opens),
-// every Socket::Bind is a CURVE server whose context's ZAP handler admits
+// Installed for a process (core/net/connection_security.h), the keys make
+// every Socket::Bind a CURVE server whose context's ZAP handler admits
 // only listed client keys (an unlisted one is refused, and the refusal
-// logged with the peer's address and key), and every Socket::Connect is a
+// logged with the peer's address and key), and every Socket::Connect a
 // CURVE client. A message a serving socket receives carries the jobs of the
-// key that sent it (RawMessage::curve_jobs), and Admission refuses a hello
+// key that sent it (RawMessage::curve_user), and Admission refuses a hello
 // for a job that key is not listed for, so a key of job A cannot speak for
 // job B on a server of both.
 #ifndef STRATA_CORE_NET_CURVE_H_
@@ -31,8 +31,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <zmq.hpp>
 
 #include "absl/status/statusor.h"
 
@@ -80,20 +78,10 @@ absl::Status AppendAuthorizedKey(const std::string& path, const AuthorizedKey& k
 absl::StatusOr<CurveKeys> LoadCurveKeys(const std::string& dir,
                                         const std::string& client_name = "client");
 
-// Every socket this process opens from now on uses `keys`; nullptr: plain
-// text (the default). Not thread-safe against sockets being opened.
-void InstallProcessCurve(std::shared_ptr<const CurveKeys> keys);
-// The installed keys, or nullptr.
-std::shared_ptr<const CurveKeys> ProcessCurve();
-
-// Socket set-up, for the transport (core/net/transport.cc). Before bind:
-// a CURVE server with `keys.server`, and this context's ZAP handler
-// started if it has none (FailedPrecondition when `keys` has no
-// server.key or no authorized_keys); the handler keeps the keys it was
-// started with for the context's life. Before connect: a CURVE client.
-absl::Status MakeCurveServer(zmq::context_t& context, zmq::socket_t& socket,
-                             std::shared_ptr<const CurveKeys> keys);
-void MakeCurveClient(zmq::socket_t& socket, const CurveKeys& keys);
+// The ZAP user id of `public_key` (Z85) when authorized_keys lists it
+// ("jobs=1,2 name=job1"), else nothing.
+std::optional<std::string> AdmittedCurveUser(const CurveKeys& keys,
+                                             const std::string& public_key);
 
 // The ZAP user id the handler gives an admitted key ("jobs=1,2 name=job1")
 // and what it says.
@@ -102,10 +90,6 @@ struct CurvePeer {
   std::string name;
 };
 std::optional<CurvePeer> ParseCurveUserId(const std::string& user_id);
-
-// A socket monitor's handshake-failure event, as a log line's reason
-// ("the peer does not use CURVE", ...).
-std::string DescribeHandshakeFailure(uint16_t event, int32_t value);
 
 }  // namespace strata
 

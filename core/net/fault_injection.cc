@@ -26,6 +26,7 @@ RawMessage Copy(const RawMessage& m) {
   out.curve_user = m.curve_user;
   out.dropped_bytes = m.dropped_bytes;
   out.dropped_frames = m.dropped_frames;
+  out.descriptor = m.descriptor;
   for (const zmq::message_t& frame : m.frames) out.frames.emplace_back(frame.data(), frame.size());
   return out;
 }

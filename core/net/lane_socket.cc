@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/status.h"
 #include "core/net/shm_region.h"
 
 namespace strata {
@@ -76,7 +78,16 @@ absl::StatusOr<std::unique_ptr<LaneSocket>> LaneSocket::Connect(const std::strin
     ::close(fd);
     return absl::UnavailableError(absl::StrCat("cannot connect to the lane ", address, ": ", why));
   }
-  return std::unique_ptr<LaneSocket>(new LaneSocket(fd));
+  std::unique_ptr<LaneSocket> lane(new LaneSocket(fd));
+  // An abstract name is anyone's to take: only a listener of our own user
+  // is the server (it checks us the same way).
+  STRATA_ASSIGN_OR_RETURN(const uid_t server, lane->PeerUid());
+  if (server != ::geteuid()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the lane ", address, " is served by uid ", server, ", not by this process's uid ",
+        ::geteuid(), ": another user's process holds the name"));
+  }
+  return lane;
 }
 
 absl::StatusOr<size_t> LaneSocket::Send(OutgoingMessage& message) {
@@ -92,10 +103,28 @@ absl::StatusOr<size_t> LaneSocket::Send(OutgoingMessage& message) {
                                                    "-byte header exceeds the lane's limit of ",
                                                    kMaxLanePacketBytes, " bytes"));
   }
-  // A packet socket sends a packet whole or not at all.
-  if (::send(fd_, bytes.begin(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
-    return bytes.size();
+  // A packet socket sends a packet whole or not at all, with its
+  // descriptor if it has one.
+  ssize_t sent = 0;
+  const int descriptor = message.passed_descriptor();
+  if (descriptor < 0) {
+    sent = ::send(fd_, bytes.begin(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  } else {
+    iovec data{const_cast<kj::byte*>(bytes.begin()), bytes.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr packet{};
+    packet.msg_iov = &data;
+    packet.msg_iovlen = 1;
+    packet.msg_control = control;
+    packet.msg_controllen = sizeof(control);
+    cmsghdr* rights = CMSG_FIRSTHDR(&packet);
+    rights->cmsg_level = SOL_SOCKET;
+    rights->cmsg_type = SCM_RIGHTS;
+    rights->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(rights), &descriptor, sizeof(int));
+    sent = ::sendmsg(fd_, &packet, MSG_DONTWAIT | MSG_NOSIGNAL);
   }
+  if (sent >= 0) return bytes.size();
   if (errno == EAGAIN || errno == EWOULDBLOCK) {
     return absl::UnavailableError("the lane's peer is not reading (its buffer is full)");
   }
@@ -105,8 +134,30 @@ absl::StatusOr<size_t> LaneSocket::Send(OutgoingMessage& message) {
 }
 
 absl::StatusOr<std::optional<RawMessage>> LaneSocket::ReceiveNow() {
-  const ssize_t n = ::recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT | MSG_TRUNC);
+  iovec data{buffer_.data(), buffer_.size()};
+  // Room for more descriptors than a packet may bring, so that extra ones
+  // are received (and closed) rather than left to the kernel's truncation.
+  constexpr int kRoom = 4;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kRoom)];
+  msghdr packet{};
+  packet.msg_iov = &data;
+  packet.msg_iovlen = 1;
+  packet.msg_control = control;
+  packet.msg_controllen = sizeof(control);
+  const ssize_t n = ::recvmsg(fd_, &packet, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
+  std::vector<std::shared_ptr<const PassedDescriptor>> descriptors;  // closed unless kept
+  if (n >= 0) {
+    for (cmsghdr* c = CMSG_FIRSTHDR(&packet); c != nullptr; c = CMSG_NXTHDR(&packet, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int fd = -1;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        descriptors.push_back(std::make_shared<const PassedDescriptor>(fd));
+      }
+    }
+  }
   // A peer that died with packets unread resets the connection. (An empty
   // packet also reads as 0 bytes: a peer that sends one closes its own lane.)
   if (n == 0 || (n < 0 && errno == ECONNRESET))
@@ -117,8 +168,13 @@ absl::StatusOr<std::optional<RawMessage>> LaneSocket::ReceiveNow() {
                                                    "-byte lane packet exceeds the limit of ",
                                                    kMaxLanePacketBytes, " bytes (discarded)"));
   }
+  if (descriptors.size() > 1 || (packet.msg_flags & MSG_CTRUNC) != 0) {
+    return absl::InvalidArgumentError(
+        "a lane packet came with several descriptors; it carries one at most (discarded)");
+  }
   RawMessage raw;
   raw.frames.emplace_back(buffer_.data(), static_cast<size_t>(n));
+  if (!descriptors.empty()) raw.descriptor = std::move(descriptors[0]);
   return raw;
 }
 

@@ -40,7 +40,8 @@ class LaneSocket {
  public:
   // Connects to a LaneListener's address. FailedPrecondition when the
   // address belongs to another host or network namespace; Unavailable when
-  // nothing listens there.
+  // nothing listens there; PermissionDenied when a process of another user
+  // listens there.
   static absl::StatusOr<std::unique_ptr<LaneSocket>> Connect(const std::string& address);
   ~LaneSocket();
   LaneSocket(const LaneSocket&) = delete;
@@ -50,14 +51,17 @@ class LaneSocket {
   // The user id of the process at the other end (SO_PEERCRED).
   absl::StatusOr<uid_t> PeerUid() const;
 
-  // Sends a header-only message without blocking; returns the bytes sent.
-  // InvalidArgument for a message with data frames or over
+  // Sends a header-only message without blocking, with the descriptor it
+  // passes (OutgoingMessage::PassDescriptor) if any; returns the bytes
+  // sent. InvalidArgument for a message with data frames or over
   // kMaxLanePacketBytes; Unavailable when the peer is gone or its buffer is
   // full (it is not reading).
   absl::StatusOr<size_t> Send(OutgoingMessage& message);
-  // The next packet as a one-frame RawMessage, without blocking: nullopt
-  // when none is queued; Unavailable once the peer has closed; InvalidArgument
-  // for a packet over kMaxLanePacketBytes (discarded; the lane stays usable).
+  // The next packet as a one-frame RawMessage (with the descriptor that came
+  // with it), without blocking: nullopt when none is queued; Unavailable
+  // once the peer has closed; InvalidArgument for a packet over
+  // kMaxLanePacketBytes or with several descriptors (discarded, descriptors
+  // closed; the lane stays usable).
   absl::StatusOr<std::optional<RawMessage>> ReceiveNow();
   // Waits up to `timeout` until a packet (or the peer's close) is readable.
   bool WaitReadable(absl::Duration timeout) const;

@@ -7,11 +7,21 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "core/net/curve.h"
+#include "core/net/connection_security.h"
 #include "core/status.h"
 #include "core/util/log.h"
 
 namespace strata {
+
+std::string EndpointIdentity(EndpointKind kind, absl::string_view local) {
+  std::string identity(1, static_cast<char>(kind));
+  identity.append(local.data(), local.size());
+  return identity;
+}
+
+bool IsIdentityOf(EndpointKind kind, absl::string_view identity) {
+  return !identity.empty() && identity.front() == static_cast<char>(kind);
+}
 
 std::unique_ptr<MessageEndpoint> Decorated(std::unique_ptr<MessageEndpoint> endpoint,
                                            const EndpointDecorator& decorate) {
@@ -49,7 +59,7 @@ absl::StatusOr<std::unique_ptr<ZmqEndpoint>> ZmqEndpoint::Bind(zmq::context_t& c
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Socket> socket,
                           Socket::Bind(context, SocketKind::kRouter, serving, limits));
   std::unique_ptr<ZmqEndpoint> endpoint(new ZmqEndpoint(std::move(socket)));
-  if (endpoint->socket_->curve()) endpoint->WatchHandshakes(context);
+  if (endpoint->socket_->mechanism() != Mechanism::kOpen) endpoint->WatchHandshakes(context);
   return endpoint;
 }
 
@@ -59,7 +69,7 @@ void ZmqEndpoint::WatchHandshakes(zmq::context_t& context) {
   if (zmq_socket_monitor(socket_->raw().handle(), address.c_str(),
                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                              ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0) {
-    LogWarning("cannot watch CURVE handshakes on %s: %s", socket_->address().c_str(),
+    LogWarning("cannot watch the handshakes on %s: %s", socket_->address().c_str(),
                zmq_strerror(zmq_errno()));
     return;
   }
@@ -82,14 +92,18 @@ void ZmqEndpoint::LogHandshakeFailures() {
     int32_t value = 0;
     std::memcpy(&id, event.data(), sizeof(id));
     std::memcpy(&value, static_cast<const char*>(event.data()) + sizeof(id), sizeof(value));
-    LogWarning("refused a connection to %s: %s", socket_->address().c_str(),
-               DescribeHandshakeFailure(id, value).c_str());
+    LogRefusal("refused a connection to %s: %s", socket_->address().c_str(),
+               DescribeHandshakeFailure(socket_->mechanism(), /*serving=*/true, id, value).c_str());
   }
 }
 
 absl::StatusOr<size_t> ZmqEndpoint::Send(const std::string& peer, OutgoingMessage& message) {
+  if (!Serves(peer)) {
+    return absl::UnavailableError(
+        absl::StrCat("not a peer of the socket ", socket_->address()));
+  }
   const uint64_t before = socket_->counters().bytes_sent;
-  STRATA_RETURN_IF_ERROR(socket_->Send(message, peer));
+  STRATA_RETURN_IF_ERROR(socket_->Send(message, absl::string_view(peer).substr(1)));
   return socket_->counters().bytes_sent - before;
 }
 
@@ -106,6 +120,7 @@ void ZmqEndpoint::Collect(const zmq::pollitem_t* items, int max_messages, Endpoi
   for (int n = 0; n < max_messages; ++n) {
     absl::StatusOr<RawMessage> raw = socket_->ReceiveNow();
     if (!raw.ok()) break;
+    raw->identity = EndpointIdentity(EndpointKind::kZeroMq, raw->identity);
     events.messages.push_back(*std::move(raw));
   }
 }

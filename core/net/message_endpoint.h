@@ -9,6 +9,12 @@
 // either path. It is the serving twin of MessageChannel
 // (core/net/message_channel.h), which carries one client connection.
 //
+// Identities: each kind of endpoint delivers identities of its own, marked
+// by their first byte (EndpointKind), which the endpoint sets and no peer
+// can: a ZeroMQ peer chooses its routing id freely ("\0lane:1" included),
+// so a routing id is only ever the rest of a ZeroMQ identity, and no peer
+// of one transport can pass for a peer of another.
+//
 // Contract: Send never blocks; an endpoint is driven by one thread (its
 // owner's event loop). Polling is split in two so that one poll waits on
 // every endpoint of a process: AddPollItems appends this endpoint's items,
@@ -27,11 +33,22 @@
 #include <zmq.hpp>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/net/transport.h"
 
 namespace strata {
+
+// The first byte of every identity an endpoint of that kind delivers.
+enum class EndpointKind : char {
+  kZeroMq = 'z',  // a ROUTER socket's peer: the routing id follows
+  kLane = 'l',    // a shared-memory lane (server/lane_hub.h)
+};
+// `local` (a routing id, a lane's name) as an identity of `kind`.
+std::string EndpointIdentity(EndpointKind kind, absl::string_view local);
+// Whether `identity` was delivered by an endpoint of `kind`.
+bool IsIdentityOf(EndpointKind kind, absl::string_view identity);
 
 // What one or more endpoints delivered after a poll.
 struct EndpointEvents {
@@ -86,9 +103,10 @@ std::unique_ptr<MessageEndpoint> Decorated(std::unique_ptr<MessageEndpoint> endp
 absl::StatusOr<EndpointEvents> PollEndpoints(absl::Span<MessageEndpoint* const> endpoints,
                                              absl::Duration timeout, int max_messages);
 
-// A ZeroMQ ROUTER socket as an endpoint: it serves every identity (ZeroMQ
-// routes replies to whichever peer holds one; a peer that has gone makes
-// Send fail with Unavailable). Its peers' connections never report closed.
+// A ZeroMQ ROUTER socket as an endpoint: it serves the identities of kind
+// kZeroMq (ZeroMQ routes replies to whichever peer holds the routing id; a
+// peer that has gone makes Send fail with Unavailable). Its peers'
+// connections never report closed.
 class ZmqEndpoint final : public MessageEndpoint {
  public:
   // Binds a ROUTER where `serving` says (Socket::Bind).
@@ -96,7 +114,9 @@ class ZmqEndpoint final : public MessageEndpoint {
                                                            const ServingAddress& serving,
                                                            const WireLimits& limits);
   const std::string& address() const override { return socket_->address(); }
-  bool Serves(const std::string&) const override { return true; }
+  bool Serves(const std::string& peer) const override {
+    return IsIdentityOf(EndpointKind::kZeroMq, peer);
+  }
   absl::StatusOr<size_t> Send(const std::string& peer, OutgoingMessage& message) override;
   void AddPollItems(std::vector<zmq::pollitem_t>& items) override;
   void Collect(const zmq::pollitem_t* items, int max_messages, EndpointEvents& events) override;
@@ -105,13 +125,14 @@ class ZmqEndpoint final : public MessageEndpoint {
 
  private:
   explicit ZmqEndpoint(std::unique_ptr<Socket> socket) : socket_(std::move(socket)) {}
-  // With CURVE: logs each connection that fails the handshake (a peer
-  // without the cluster's keys), read from the socket's monitor.
+  // With a token or CURVE: logs each connection that fails the handshake
+  // (a peer without the job token or the cluster's keys), read from the
+  // socket's monitor.
   void WatchHandshakes(zmq::context_t& context);
   void LogHandshakeFailures();
 
   std::unique_ptr<Socket> socket_;
-  std::unique_ptr<zmq::socket_t> monitor_;  // null in plain text
+  std::unique_ptr<zmq::socket_t> monitor_;  // null when open
 };
 
 }  // namespace strata

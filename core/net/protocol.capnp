@@ -11,7 +11,8 @@ $Cxx.namespace("strata::wire");
 
 # Major 2: every connection registers with a hello before anything else.
 const protocolMajor :UInt16 = 2;
-const protocolMinor :UInt16 = 4;  # 1: leave; 2: jobSpec, newJob; 3: dataType; 4: reports
+const protocolMinor :UInt16 = 5;  # 1: leave; 2: jobSpec, newJob; 3: dataType; 4: reports;
+                                  # 5: adminToken, shared memory as a sealed descriptor
 
 enum Kind {
   error @0;           # reply: errorCode + errorMessage
@@ -119,8 +120,8 @@ struct Header {
   exchangeTag @17 :ExchangeTag; # expertBlock
   counts @18 :List(Int64);    # expertBlock: rows per expert (or sizes), summing to shape[0]
   # Shared memory between a worker and a server on one host (core/net/shm_region.h).
-  shmRegion @19 :Text;        # shmAttach: the region's name
-  shmToken @20 :UInt64;       # shmAttach: the token written in the region's header
+  shmRegion @19 :Text;        # unused since 2.5 (regions were named; now their descriptor comes
+  shmToken @20 :UInt64;       # with the shmAttach packet on its lane)
   shmSlotCount @21 :UInt32;   # shmAttach: slots in the region
   shmSlotBytes @22 :UInt64;   # shmAttach: bytes per slot
   shmHost @23 :Text;          # shmAttach: the sender's host and network namespace
@@ -140,6 +141,8 @@ struct Header {
   wantsReports @31 :Bool;     # knobLease: the sender runs a controller that reads every process's
                               # iterations; knobLeaseReply: some process of the job does, so renew
                               # the lease (and report) every iteration
+  adminToken @32 :Text;       # hello from a tool or launcher: the admin token, which shutdown and
+                              # knob changes take ("" = none presented)
 }
 
 # What one process did in one iteration, as a controller reads it

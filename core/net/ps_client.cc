@@ -123,6 +123,9 @@ absl::Status PsClient::Bootstrap() {
     const absl::Time retry = std::min(deadline, MonotonicNow() + options_.heartbeat_every);
     while (MonotonicNow() < retry) {
       absl::StatusOr<RawMessage> raw = coordinator_->Receive(retry - MonotonicNow());
+      if (absl::IsPermissionDenied(raw.status())) {
+        return WithContext(raw.status(), "registering with the coordinator");
+      }
       if (!raw.ok()) break;
       STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), options_.limits));
       const auto r = reply.header();

@@ -38,9 +38,7 @@ absl::StatusOr<std::unique_ptr<SharedMemoryLane>> SharedMemoryLane::Open(
   if (options.decorate_channel) channel = options.decorate_channel(std::move(channel));
   std::unique_ptr<SharedMemoryLane> lane(
       new SharedMemoryLane(std::move(options), std::move(channel), std::move(region)));
-  const absl::Status attached = lane->Attach();
-  lane->region_->Unlink();  // mapped by both, or not needed: the name can go
-  STRATA_RETURN_IF_ERROR(attached);
+  STRATA_RETURN_IF_ERROR(lane->Attach());
   return lane;
 }
 
@@ -54,8 +52,7 @@ absl::Status SharedMemoryLane::Attach() {
   h.setJobId(options_.sender.job_id);
   h.setSenderRole(options_.sender.role);
   h.setSenderRank(options_.sender.rank);
-  h.setShmRegion(region_->name());
-  h.setShmToken(region_->token());
+  offer.PassDescriptor(region_->fd());  // the region itself: only the server gets it
   h.setShmSlotCount(region_->slots());
   h.setShmSlotBytes(region_->slot_bytes());
   h.setShmHost(ColocationId());

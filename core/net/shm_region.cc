@@ -5,10 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 
@@ -17,10 +15,11 @@ namespace {
 
 constexpr uint64_t kMagic = 0x53545241544153ull;  // "STRATAS"
 constexpr size_t kHeaderBytes = 4096;
+// What a region's creator seals: its size (both ways), and the seals.
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 struct Header {
   uint64_t magic;
-  uint64_t token;
   uint64_t slots;
   uint64_t slot_bytes;
 };
@@ -34,88 +33,65 @@ std::string Errno() { return std::strerror(errno); }
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(uint32_t slots, uint64_t slot_bytes) {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device random;
-  const uint64_t token = (static_cast<uint64_t>(random()) << 32) ^ random() ^ 1;
-  const std::string name =
-      absl::StrCat("/strata-", ::getpid(), "-", counter.fetch_add(1), "-", token % 100000);
-  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  const int fd = ::memfd_create("strata-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot create shared memory ", name, ": ", Errno()));
+    return absl::UnavailableError(absl::StrCat("cannot create shared memory: ", Errno()));
   }
   const size_t bytes = RegionBytes(slots, slot_bytes);
   void* base = MAP_FAILED;
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0 && ::fcntl(fd, F_ADD_SEALS, kSeals) == 0) {
     base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   }
-  const std::string error = Errno();
-  ::close(fd);
   if (base == MAP_FAILED) {
-    ::shm_unlink(name.c_str());
+    const std::string error = Errno();
+    ::close(fd);
     return absl::UnavailableError(
-        absl::StrCat("cannot map ", bytes, " bytes of shared memory ", name, ": ", error));
+        absl::StrCat("cannot make ", bytes, " bytes of sealed shared memory: ", error));
   }
-  auto* header = static_cast<Header*>(base);
-  *header = Header{kMagic, token, slots, slot_bytes};
-  return std::unique_ptr<ShmRegion>(
-      new ShmRegion(name, token, slots, slot_bytes, base, /*linked=*/true));
+  *static_cast<Header*>(base) = Header{kMagic, slots, slot_bytes};
+  return std::unique_ptr<ShmRegion>(new ShmRegion(fd, slots, slot_bytes, base));
 }
 
-absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Open(const std::string& name, uint32_t slots,
-                                                           uint64_t slot_bytes, uint64_t token) {
-  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("\"", name, "\" is not a shared memory name"));
-  }
-  const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
-  if (fd < 0) {
+absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Map(int fd, uint32_t slots,
+                                                          uint64_t slot_bytes) {
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot open shared memory ", name, ": ", Errno()));
+        seals < 0 ? absl::StrCat("the shared memory offered is not a sealable memory file (",
+                                 Errno(), ")")
+                  : "the shared memory offered is not sealed against shrinking");
   }
   const size_t bytes = RegionBytes(slots, slot_bytes);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
-    ::close(fd);
-    return absl::FailedPreconditionError(absl::StrCat("shared memory ", name, " holds ", st.st_size,
-                                                      " bytes, not the announced ", bytes));
+    return absl::FailedPreconditionError(absl::StrCat("the shared memory offered holds ",
+                                                      st.st_size, " bytes, not the announced ",
+                                                      bytes));
   }
-  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
+  const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return absl::UnavailableError(absl::StrCat("cannot keep shared memory: ", Errno()));
+  void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, own, 0);
   if (base == MAP_FAILED) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot map shared memory ", name, ": ", Errno()));
+    const std::string error = Errno();
+    ::close(own);
+    return absl::FailedPreconditionError(absl::StrCat("cannot map the shared memory: ", error));
   }
   const Header header = *static_cast<const Header*>(base);
-  if (header.magic != kMagic || header.token != token || header.slots != slots ||
-      header.slot_bytes != slot_bytes) {
+  if (header.magic != kMagic || header.slots != slots || header.slot_bytes != slot_bytes) {
     ::munmap(base, bytes);
+    ::close(own);
     return absl::FailedPreconditionError(
-        absl::StrCat("shared memory ", name,
-                     " is not the announced region (token or layout "
-                     "differs)"));
+        "the shared memory offered is not the announced region (its layout differs)");
   }
-  return std::unique_ptr<ShmRegion>(
-      new ShmRegion(name, token, slots, slot_bytes, base, /*linked=*/false));
+  return std::unique_ptr<ShmRegion>(new ShmRegion(own, slots, slot_bytes, base));
 }
 
-ShmRegion::ShmRegion(std::string name, uint64_t token, uint32_t slots, uint64_t slot_bytes,
-                     void* base, bool linked)
-    : name_(std::move(name)),
-      token_(token),
-      slots_(slots),
-      slot_bytes_(slot_bytes),
-      base_(base),
-      linked_(linked) {}
+ShmRegion::ShmRegion(int fd, uint32_t slots, uint64_t slot_bytes, void* base)
+    : fd_(fd), slots_(slots), slot_bytes_(slot_bytes), base_(base) {}
 
 ShmRegion::~ShmRegion() {
-  Unlink();
   ::munmap(base_, RegionBytes(slots_, slot_bytes_));
-}
-
-void ShmRegion::Unlink() {
-  if (!linked_) return;
-  ::shm_unlink(name_.c_str());
-  linked_ = false;
+  ::close(fd_);
 }
 
 float* ShmRegion::slot(uint32_t i) const {

@@ -1,11 +1,16 @@
-// ShmRegion: a POSIX shared-memory region of fixed-size slots that carries
+// ShmRegion: a shared-memory region of fixed-size slots that carries
 // tensor chunks between a worker and a server on the same host instead of
-// their socket (the socket still carries every header). The worker creates
-// it, the server opens it by name after checking a random token written in
-// its header page, and the worker then removes the name: the memory lives
-// while either maps it, and nothing is left in /dev/shm after a crash.
+// their socket (the socket or lane still carries every header).
 //
-// Layout: one 4 KiB header page (magic, token, slot count, slot bytes), then
+// The worker creates it as an anonymous memory file (memfd) sealed against
+// shrinking and growing, and hands the server its descriptor over the
+// lane (core/net/lane_socket.h), so no name exists that another process
+// could open or guess, nothing is left behind after a crash, and the
+// server maps only memory that cannot shrink under it (a mapping whose
+// file shrinks faults on access: SIGBUS). Map() checks the seals, the size
+// and the layout before mapping.
+//
+// Layout: one 4 KiB header page (magic, slot count, slot bytes), then
 // `slots` slots of `slot_bytes` bytes each.
 //
 // "Co-located" is decided by ColocationId(): the host name and the network
@@ -26,36 +31,30 @@ namespace strata {
 
 class ShmRegion {
  public:
-  // Creates a region with a fresh name and a random token. Unavailable when
-  // shared memory cannot be had (no /dev/shm, no space).
+  // Creates a sealed region. Unavailable when memory cannot be had.
   static absl::StatusOr<std::unique_ptr<ShmRegion>> Create(uint32_t slots, uint64_t slot_bytes);
-  // Maps the region `name`. FailedPrecondition, naming the problem, when it
-  // does not exist here, or its size or token differs from what was announced.
-  static absl::StatusOr<std::unique_ptr<ShmRegion>> Open(const std::string& name, uint32_t slots,
-                                                         uint64_t slot_bytes, uint64_t token);
+  // Maps the region behind `fd` (a duplicate is kept open while mapped).
+  // FailedPrecondition, naming the problem, when it is not sealed against
+  // shrinking, or its size or layout differs from what was announced.
+  static absl::StatusOr<std::unique_ptr<ShmRegion>> Map(int fd, uint32_t slots,
+                                                        uint64_t slot_bytes);
   ~ShmRegion();
   ShmRegion(const ShmRegion&) = delete;
   ShmRegion& operator=(const ShmRegion&) = delete;
 
-  // Removes the name (the creator, once the peer has it mapped). Idempotent.
-  void Unlink();
-
-  const std::string& name() const { return name_; }
-  uint64_t token() const { return token_; }
+  // The region's descriptor, to pass to the peer.
+  int fd() const { return fd_; }
   uint32_t slots() const { return slots_; }
   uint64_t slot_bytes() const { return slot_bytes_; }
   float* slot(uint32_t i) const;
 
  private:
-  ShmRegion(std::string name, uint64_t token, uint32_t slots, uint64_t slot_bytes, void* base,
-            bool linked);
+  ShmRegion(int fd, uint32_t slots, uint64_t slot_bytes, void* base);
 
-  std::string name_;
-  uint64_t token_;
+  int fd_;
   uint32_t slots_;
   uint64_t slot_bytes_;
   void* base_;
-  bool linked_;
 };
 
 // The slots of a worker's region, handed out for requests in flight.

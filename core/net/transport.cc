@@ -1,9 +1,13 @@
 #include "core/net/transport.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "core/net/curve.h"
+#include "core/util/clock.h"
 #include "core/status.h"
 #include "core/util/thread_sanitizer.h"
 #include "core/util/log.h"
@@ -102,6 +106,8 @@ OutgoingMessage::OutgoingMessage(wire::Kind kind) : header_(builder_.initRoot<wi
   header_.setKind(kind);
 }
 
+PassedDescriptor::~PassedDescriptor() { ::close(fd_); }
+
 void OutgoingMessage::AddFrame(const Tensor& tensor) { frames_.push_back({tensor, {}}); }
 
 void OutgoingMessage::AddFrame(std::string bytes) {
@@ -139,6 +145,7 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
   IncomingMessage msg;
   msg.identity_ = std::move(raw.identity);
   msg.curve_user_ = std::move(raw.curve_user);
+  msg.descriptor_ = std::move(raw.descriptor);
   msg.header_words_ = kj::heapArray<capnp::word>(head.size() / sizeof(capnp::word));
   std::memcpy(msg.header_words_.begin(), head.data(), head.size());
   capnp::ReaderOptions options;
@@ -233,11 +240,7 @@ absl::StatusOr<std::unique_ptr<Socket>> Socket::Bind(zmq::context_t& context, So
                                                      const WireLimits& limits) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> candidates, BindCandidates(serving));
   std::unique_ptr<Socket> s(new Socket(context, kind, limits));
-  if (std::shared_ptr<const CurveKeys> keys = ProcessCurve()) {
-    STRATA_RETURN_IF_ERROR_CTX(MakeCurveServer(context, s->socket_, keys),
-                               absl::StrCat("serving ", serving.bind, " with CURVE"));
-    s->curve_ = true;
-  }
+  STRATA_ASSIGN_OR_RETURN(s->mechanism_, SecureServerSocket(context, s->socket_, candidates[0]));
   for (const std::string& address : candidates) {
     try {
       AllowIpv6For(s->socket_, address);
@@ -264,10 +267,8 @@ absl::StatusOr<std::unique_ptr<Socket>> Socket::Connect(zmq::context_t& context,
   try {
     s->socket_.set(zmq::sockopt::reconnect_ivl, 100);
     s->socket_.set(zmq::sockopt::reconnect_ivl_max, 1000);
-    if (std::shared_ptr<const CurveKeys> keys = ProcessCurve()) {
-      MakeCurveClient(s->socket_, *keys);
-      s->curve_ = true;
-    }
+    s->mechanism_ = SecureClientSocket(s->socket_);
+    s->WatchHandshakes(context);
     AllowIpv6For(s->socket_, address);
     s->socket_.connect(address);
     s->address_ = address;
@@ -286,7 +287,12 @@ kj::Array<capnp::word> OutgoingMessage::EncodeHeader() {
   return capnp::messageToFlatArray(builder_);
 }
 
-absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity) {
+absl::Status Socket::Send(OutgoingMessage& message, absl::string_view identity) {
+  if (message.passed_descriptor() >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(KindName(message.header().getKind()),
+                     " passes a descriptor, which only a shared memory lane carries"));
+  }
   kj::Array<capnp::word> words = message.EncodeHeader();
   auto bytes = words.asBytes();
   uint64_t total = bytes.size();
@@ -298,12 +304,14 @@ absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity)
     return absl::ResourceExhaustedError(absl::StrCat(
         "the send queue to ", kind_ == SocketKind::kRouter ? "a peer of " : "", address_,
         " is full (", limits_.queue_messages, " messages): the peer is not reading",
-        curve_ ? ", or no connection to it is up (a refused CURVE handshake?)" : ""));
+        mechanism_ != Mechanism::kOpen
+            ? ", or no connection to it is up (a refused handshake: another job token or key?)"
+            : ""));
   };
   try {
     const bool has_frames = !message.frames_.empty();
     if (kind_ == SocketKind::kRouter) {
-      if (!socket_.send(zmq::buffer(identity), kMore)) return full();
+      if (!socket_.send(zmq::buffer(identity.data(), identity.size()), kMore)) return full();
     }
     if (!socket_.send(zmq::buffer(bytes.begin(), bytes.size()), has_frames ? kMore : kLast)) {
       return full();
@@ -334,21 +342,83 @@ absl::Status Socket::Send(OutgoingMessage& message, const std::string& identity)
   return absl::OkStatus();
 }
 
+void Socket::WatchHandshakes(zmq::context_t& context) {
+  static std::atomic<uint64_t> next{0};
+  const std::string endpoint = absl::StrCat("inproc://strata-client-handshakes-", next++);
+  if (zmq_socket_monitor(socket_.handle(), endpoint.c_str(),
+                         ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0) {
+    return;  // no watch: a refusal then shows as silence, as in plain text
+  }
+  handshakes_ = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
+  handshakes_->set(zmq::sockopt::linger, 0);
+  handshakes_->connect(endpoint);
+}
+
+absl::Status Socket::HandshakeRefusal() {
+  while (handshakes_ != nullptr) {
+    zmq::message_t event, endpoint;
+    try {
+      if (!handshakes_->recv(event, zmq::recv_flags::dontwait)) break;
+      if (event.more()) (void)handshakes_->recv(endpoint, zmq::recv_flags::none);
+    } catch (const zmq::error_t&) {
+      break;
+    }
+    if (event.size() < 6) continue;
+    uint16_t id = 0;
+    int32_t value = 0;
+    std::memcpy(&id, event.data(), sizeof(id));
+    std::memcpy(&value, static_cast<const char*>(event.data()) + sizeof(id), sizeof(value));
+    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+      refused_ = absl::OkStatus();
+      broken_handshakes_ = 0;
+      continue;
+    }
+    // A refusal (authentication, a protocol mismatch) is final; a handshake
+    // that broke off may be a peer restarting, unless it keeps happening.
+    const bool refusal =
+        id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL;
+    const bool broke_off = id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+    if (broke_off) ++broken_handshakes_;
+    if (refusal || (broke_off && broken_handshakes_ >= kBrokenHandshakesToRefusal)) {
+      refused_ = absl::PermissionDeniedError(
+          absl::StrCat(address_, " refused the connection: ",
+                       DescribeHandshakeFailure(mechanism_, /*serving=*/false, id, value)));
+    }
+  }
+  return refused_;
+}
+
 absl::StatusOr<RawMessage> Socket::Receive(absl::Duration timeout) {
-  zmq::pollitem_t item{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0};
-  const long ms = timeout == absl::InfiniteDuration() ? -1 : absl::ToInt64Milliseconds(timeout);
-  int ready = 0;
-  try {
-    ready = zmq::poll(&item, 1, std::chrono::milliseconds(ms));
-  } catch (const zmq::error_t& e) {
-    return absl::UnavailableError(absl::StrCat("poll failed: ", e.what()));
+  // A blocking wait also watches the handshakes, so that a refused
+  // connection ends it at once.
+  const bool watch = handshakes_ != nullptr && timeout != absl::ZeroDuration();
+  zmq::pollitem_t items[2] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0},
+                              {watch ? static_cast<void*>(*handshakes_) : nullptr, 0, ZMQ_POLLIN, 0}};
+  const absl::Time deadline =
+      timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : MonotonicNow() + timeout;
+  while (true) {
+    const absl::Duration left = deadline - MonotonicNow();
+    const long ms = deadline == absl::InfiniteFuture()
+                        ? -1
+                        : absl::ToInt64Milliseconds(std::max(left, absl::ZeroDuration()));
+    int ready = 0;
+    try {
+      ready = zmq::poll(items, watch ? 2 : 1, std::chrono::milliseconds(ms));
+    } catch (const zmq::error_t& e) {
+      return absl::UnavailableError(absl::StrCat("poll failed: ", e.what()));
+    }
+    if (items[0].revents & ZMQ_POLLIN) return ReadMultipart();
+    if (watch && (items[1].revents & ZMQ_POLLIN)) {
+      STRATA_RETURN_IF_ERROR(HandshakeRefusal());
+      if (MonotonicNow() < deadline) continue;
+    }
+    if (ready == 0 || MonotonicNow() >= deadline) break;
   }
-  if (ready == 0) {
-    if (timeout == absl::ZeroDuration()) return absl::UnavailableError("no message queued");
-    return absl::DeadlineExceededError(
-        absl::StrCat("no message from ", address_, " within ", absl::FormatDuration(timeout)));
-  }
-  return ReadMultipart();
+  if (timeout == absl::ZeroDuration()) return absl::UnavailableError("no message queued");
+  return absl::DeadlineExceededError(
+      absl::StrCat("no message from ", address_, " within ", absl::FormatDuration(timeout)));
 }
 
 absl::StatusOr<RawMessage> Socket::ReadMultipart() {
@@ -366,7 +436,7 @@ absl::StatusOr<RawMessage> Socket::ReadMultipart() {
     }
     const bool more = frame.more();
     const bool header = kind_ == SocketKind::kRouter ? !first && raw.frames.empty() : first;
-    if (header && curve_) {
+    if (header && mechanism_ == Mechanism::kCurve) {
       // The key's jobs, as the ZAP handler admitted it (the frames a peer
       // sent carry its connection's metadata; a ROUTER's routing-id frame
       // does not).

@@ -31,7 +31,9 @@
 #include <zmq.hpp>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/net/connection_security.h"
 #include "core/net/protocol.capnp.h"
 #include "core/net/serving_address.h"
 #include "core/tensor/tensor.h"
@@ -63,6 +65,21 @@ struct TrafficCounters {
   std::atomic<uint64_t> messages_received{0};
 };
 
+// A file descriptor that came with a message (only a shared-memory lane
+// carries one: a worker's memory region, core/net/shm_region.h). Closed
+// when the last holder lets it go.
+class PassedDescriptor {
+ public:
+  explicit PassedDescriptor(int fd) : fd_(fd) {}
+  ~PassedDescriptor();
+  PassedDescriptor(const PassedDescriptor&) = delete;
+  PassedDescriptor& operator=(const PassedDescriptor&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  const int fd_;
+};
+
 class OutgoingMessage {
  public:
   // A header with the protocol version and `kind` set.
@@ -73,6 +90,11 @@ class OutgoingMessage {
   void AddFrame(const Tensor& tensor);
   // Appends a copy of `bytes` as a data frame.
   void AddFrame(std::string bytes);
+  // Sends a duplicate of `fd` with the message, which the caller keeps open
+  // until the message is sent. Only a lane (core/net/lane_socket.h) carries
+  // one; a ZeroMQ socket refuses such a message.
+  void PassDescriptor(int fd) { descriptor_ = fd; }
+  int passed_descriptor() const { return descriptor_; }  // -1: none
   // The encoded header frame as it would be sent (frameBytes as set by the
   // caller); for tests that craft malformed messages.
   std::string SerializedHeaderForTest();
@@ -89,6 +111,7 @@ class OutgoingMessage {
     std::string bytes;  // owned copy
   };
   std::vector<Frame> frames_;
+  int descriptor_ = -1;
 };
 
 // The frames of one received message, undecoded.
@@ -102,6 +125,8 @@ struct RawMessage {
   // frame limit (Decode refuses it).
   uint64_t dropped_bytes = 0;
   size_t dropped_frames = 0;
+  // The descriptor that came with it (lanes only); null when none did.
+  std::shared_ptr<const PassedDescriptor> descriptor;
 };
 
 // A decoded, structurally checked message.
@@ -120,11 +145,15 @@ class IncomingMessage {
   size_t frame_size(size_t i) const { return frames_[i].size(); }
   // Copies frame i (whose size must equal dst.nbytes()) into `dst`.
   void CopyFrameTo(size_t i, float* dst) const;
+  // The descriptor that came with the message (lanes only), or -1; it
+  // stays open while the message lives.
+  int descriptor() const { return descriptor_ != nullptr ? descriptor_->fd() : -1; }
 
  private:
   friend absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits);
   std::string identity_;
   std::string curve_user_;
+  std::shared_ptr<const PassedDescriptor> descriptor_;
   kj::Array<capnp::word> header_words_;
   std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
   std::vector<zmq::message_t> frames_;  // data frames only
@@ -153,6 +182,13 @@ class Socket {
   // advertised host with the bound port). Unavailable when no port of the
   // range is free, naming the range. With the process's CURVE keys
   // installed (core/net/curve.h), a CURVE server; Connect, a CURVE client.
+  // The process's connection security (core/net/connection_security.h)
+  // decides how connections prove themselves: Bind refuses to serve a
+  // non-loopback address openly (FailedPrecondition, naming the flags), and
+  // a client watches its handshakes, so that a blocking Receive fails at
+  // once (PermissionDenied, naming why) when the server refuses the
+  // connection (another job token, no token, unlisted keys). A caller that installs a socket monitor
+  // of its own (zmq_socket_monitor) replaces that watch.
   static absl::StatusOr<std::unique_ptr<Socket>> Bind(zmq::context_t& context, SocketKind kind,
                                                       const ServingAddress& serving,
                                                       const WireLimits& limits = {});
@@ -166,25 +202,40 @@ class Socket {
   // Sends `message` (to `identity` on a ROUTER). Never blocks: a full send
   // queue fails with ResourceExhausted naming the peer (IsQueueFull), a
   // ROUTER peer that is gone with Unavailable; either way nothing is queued.
-  absl::Status Send(OutgoingMessage& message, const std::string& identity = "");
-  // Waits up to `timeout` for a message; DeadlineExceeded when none came.
+  // InvalidArgument for a message that passes a descriptor.
+  absl::Status Send(OutgoingMessage& message, absl::string_view identity = "");
+  // Waits up to `timeout` for a message; DeadlineExceeded when none came,
+  // PermissionDenied when the server refused this client's connection.
   absl::StatusOr<RawMessage> Receive(absl::Duration timeout);
   // Receives without waiting; Unavailable when nothing is queued.
   absl::StatusOr<RawMessage> ReceiveNow() { return Receive(absl::ZeroDuration()); }
 
   zmq::socket_t& raw() { return socket_; }
+  // How this socket's connections prove themselves.
+  Mechanism mechanism() const { return mechanism_; }
   // Whether this socket encrypts and authenticates (CURVE).
-  bool curve() const { return curve_; }
+  bool curve() const { return mechanism_ == Mechanism::kCurve; }
   TrafficCounters& counters() { return counters_; }
 
  private:
   Socket(zmq::context_t& context, SocketKind kind, const WireLimits& limits);
   absl::StatusOr<RawMessage> ReadMultipart();
+  // A client's: watches its handshakes from now on.
+  void WatchHandshakes(zmq::context_t& context);
+  // The refusal of this client's connection that the handshake watch has
+  // seen, if any (OK otherwise, or once a later handshake succeeded).
+  absl::Status HandshakeRefusal();
 
   zmq::socket_t socket_;
   SocketKind kind_;
   WireLimits limits_;
-  bool curve_ = false;
+  Mechanism mechanism_ = Mechanism::kOpen;
+  std::unique_ptr<zmq::socket_t> handshakes_;  // a client's monitor
+  absl::Status refused_;
+  // Handshakes in a row that broke off (the peer hung up), and how many
+  // make a refusal.
+  int broken_handshakes_ = 0;
+  static constexpr int kBrokenHandshakesToRefusal = 3;
   std::string address_;
   TrafficCounters counters_;
 };

@@ -36,48 +36,67 @@ std::string Join(const std::string& path, const std::string& key) {
   return path.empty() ? key : absl::StrCat(path, ".", key);
 }
 
-// The first difference below `path`, or "".
-std::string Difference(const Json& here, const Json& there, const std::string& path) {
+// Where two documents first differ: the field's path, and the sentence
+// that says how (both values).
+struct Found {
+  std::string path;
+  std::string text;
+  bool empty() const { return text.empty(); }
+};
+
+Found At(const std::string& path, const std::string& how) {
+  const std::string where = path.empty() ? "(the whole document)" : path;
+  return {where, absl::StrCat(where, ": ", how)};
+}
+
+// The first difference below `path`, or nothing.
+Found Difference(const Json& here, const Json& there, const std::string& path) {
   if (here.is_object() && there.is_object()) {
     for (const auto& [key, value] : here.items()) {
-      if (!there.contains(key)) return absl::StrCat(Join(path, key), ": set here, absent there");
-      std::string d = Difference(value, there[key], Join(path, key));
+      if (!there.contains(key)) return At(Join(path, key), "set here, absent there");
+      Found d = Difference(value, there[key], Join(path, key));
       if (!d.empty()) return d;
     }
     for (const auto& [key, value] : there.items()) {
-      if (!here.contains(key)) return absl::StrCat(Join(path, key), ": absent here, set there");
+      if (!here.contains(key)) return At(Join(path, key), "absent here, set there");
     }
-    return "";
+    return {};
   }
   if (here.is_array() && there.is_array()) {
     for (size_t i = 0; i < here.size() && i < there.size(); ++i) {
-      std::string d = Difference(here[i], there[i], absl::StrCat(path, "[", i, "]"));
+      Found d = Difference(here[i], there[i], absl::StrCat(path, "[", i, "]"));
       if (!d.empty()) return d;
     }
     if (here.size() != there.size()) {
-      return absl::StrCat(path, ": ", here.size(), " entries here, ", there.size(), " there");
+      return At(path, absl::StrCat(here.size(), " entries here, ", there.size(), " there"));
     }
-    return "";
+    return {};
   }
-  if (here == there) return "";
-  return absl::StrCat(path.empty() ? "(the whole document)" : path, ": ", Compact(here), " here, ",
-                      Compact(there), " there");
+  if (here == there) return {};
+  return At(path, absl::StrCat(Compact(here), " here, ", Compact(there), " there"));
 }
 
-}  // namespace
-
-std::string FirstDifference(const std::string& here, const std::string& there) {
-  if (here == there) return "";
+Found FindDifference(const std::string& here, const std::string& there) {
+  if (here == there) return {};
   const Json a = ParseShallow(here);
   const Json b = ParseShallow(there);
   if (a.is_discarded() || b.is_discarded()) {
     auto describe = [](const std::string& text, const Json& j) {
       return text.empty() ? "empty" : j.is_discarded() ? "not JSON" : "JSON";
     };
-    return absl::StrCat("(the whole document): ", describe(here, a), " here, ", describe(there, b),
-                        " there");
+    return At("", absl::StrCat(describe(here, a), " here, ", describe(there, b), " there"));
   }
   return Difference(a, b, "");
+}
+
+}  // namespace
+
+std::string FirstDifference(const std::string& here, const std::string& there) {
+  return FindDifference(here, there).text;
+}
+
+std::string FirstDifferingField(const std::string& here, const std::string& there) {
+  return FindDifference(here, there).path;
 }
 
 }  // namespace strata

@@ -16,6 +16,11 @@ namespace strata {
 // document cannot drive any recursion deep.
 std::string FirstDifference(const std::string& here, const std::string& there);
 
+// The path alone ("training.batch_size", "(the whole document)"; "" when
+// equal): for a refusal sent to a peer, which must not learn this side's
+// values.
+std::string FirstDifferingField(const std::string& here, const std::string& there);
+
 }  // namespace strata
 
 #endif  // STRATA_CORE_UTIL_JSON_DIFFERENCE_H_

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/util/clock.h"
 
 namespace strata {
 namespace {
@@ -69,6 +70,28 @@ void SetLogThreadSuffix(std::string suffix) {
   thread.suffix = std::move(suffix);
   absl::MutexLock lock(&ProcessMutex());
   thread.name = ProcessName();
+}
+
+bool RefusalBudget::Take(absl::Time now, uint64_t* held_back) {
+  absl::MutexLock lock(&mu_);
+  if (now - period_start_ >= kPeriod) {
+    period_start_ = now;
+    written_ = 0;
+  }
+  if (written_ >= kLinesPerPeriod) {
+    ++skipped_;
+    return false;
+  }
+  ++written_;
+  *held_back = skipped_;
+  skipped_ = 0;
+  return true;
+}
+
+bool TakeRefusalLine(uint64_t* held_back) {
+  static RefusalBudget* budget = new RefusalBudget();
+  // The monotonic clock: a stepped wall clock neither floods nor silences.
+  return budget->Take(MonotonicNow(), held_back);
 }
 
 void SetLogLevel(LogLevel level) { Threshold().store(static_cast<int>(level)); }

@@ -18,10 +18,13 @@
 #ifndef STRATA_CORE_UTIL_LOG_H_
 #define STRATA_CORE_UTIL_LOG_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace strata {
 
@@ -59,6 +62,42 @@ template <typename... Args>
 void LogWarning(const absl::FormatSpec<Args...>& format, const Args&... args) {
   if (LogEnabled(LogLevel::kWarning)) LogLine(LogLevel::kWarning, absl::StrFormat(format, args...));
 }
+// A refusal of what a peer sent (a connection, a request, a lane). Peers
+// can send junk as fast as the network carries it, so refusals are logged
+// as warnings at a bounded rate: at most RefusalBudget::kLinesPerPeriod
+// lines per RefusalBudget::kPeriod in the whole process. The refusals held
+// back are counted, and the next refusal line written says how many ("(and
+// 1234 more refused since the last such line)").
+//
+// RefusalBudget is that rule on a clock the caller reads (LogRefusal's is
+// the process's, on the monotonic clock). Thread-safe.
+class RefusalBudget {
+ public:
+  static constexpr int kLinesPerPeriod = 20;
+  static constexpr absl::Duration kPeriod = absl::Seconds(10);
+  // Whether a line may be written at `now`; if so, `held_back` is set to
+  // the refusals not logged since the last line that was.
+  bool Take(absl::Time now, uint64_t* held_back);
+
+ private:
+  absl::Mutex mu_;
+  absl::Time period_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int written_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t skipped_ ABSL_GUARDED_BY(mu_) = 0;
+};
+// The process's budget, on the monotonic clock.
+bool TakeRefusalLine(uint64_t* held_back);
+template <typename... Args>
+void LogRefusal(const absl::FormatSpec<Args...>& format, const Args&... args) {
+  uint64_t held_back = 0;
+  if (!LogEnabled(LogLevel::kWarning) || !TakeRefusalLine(&held_back)) return;
+  std::string line = absl::StrFormat(format, args...);
+  if (held_back > 0) {
+    absl::StrAppendFormat(&line, " (and %d more refused since the last such line)", held_back);
+  }
+  LogLine(LogLevel::kWarning, line);
+}
+
 template <typename... Args>
 void LogError(const absl::FormatSpec<Args...>& format, const Args&... args) {
   if (LogEnabled(LogLevel::kError)) LogLine(LogLevel::kError, absl::StrFormat(format, args...));

@@ -112,10 +112,12 @@ TEST_F(AdmissionTest, AdmitsTheRightCredentialsAndRefusesTheRestByName) {
             "fc worker 0 presented a wrong job token (server 0 of job 3)");
   JobCredentials other_config = mine_;
   other_config.identity = R"({"training":{"batch_size":32}})";
+  // The refusal names the field, never this side's value (the identity
+  // could otherwise be rebuilt field by field).
   EXPECT_EQ(
       admission.Admit(Hello(other_config, wire::Role::CONV_WORKER, 1, "a")).status().message(),
-      "worker 1 runs another job config than server 0: training.batch_size: 64 here, 32 there "
-      "(every process of a job needs the same config and overrides)");
+      "worker 1 runs another job config than server 0: training.batch_size differs (every "
+      "process of a job needs the same config and overrides)");
   // Nothing refused was bound.
   EXPECT_TRUE(IsNotRegistered(admission.Check(Push(wire::Role::CONV_WORKER, 1, "a")).status()));
 
@@ -134,6 +136,54 @@ TEST_F(AdmissionTest, AdmitsTheRightCredentialsAndRefusesTheRestByName) {
             "registers first)");
   admission.Forget("a");
   EXPECT_TRUE(IsNotRegistered(admission.Check(Push(wire::Role::CONV_WORKER, 1, "a")).status()));
+}
+
+// Shutting a job down and changing its knobs take the admin token, which a
+// tool presents beside the job token; workers are never admins.
+TEST_F(AdmissionTest, OnlyAToolWithTheAdminTokenIsAnAdmin) {
+  JobCredentials server = mine_;
+  server.admin_token = "admin-3";
+  Admission admission("server 0", server);
+  JobCredentials tool = mine_;
+  tool.identity = "";
+  auto plain = admission.Admit(Hello(tool, wire::Role::TOOL, -1, "t1"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->admin);
+  tool.admin_token = "guess";
+  auto wrong = admission.Admit(Hello(tool, wire::Role::TOOL, -1, "t2"));
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(wrong.status().message(), "tool presented a wrong admin token (server 0 of job 3)");
+  tool.admin_token = "admin-3";
+  auto admin = admission.Admit(Hello(tool, wire::Role::LAUNCHER, -1, "t3"));
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  EXPECT_TRUE(admin->admin);
+  EXPECT_TRUE(admission.Check(Push(wire::Role::LAUNCHER, -1, "t3"))->admin);
+  // A worker that presents it (FillHello never does) stays a worker.
+  OutgoingMessage hello(wire::Kind::HELLO);
+  FillHello(hello.header(), mine_, wire::Role::CONV_WORKER, 0);
+  hello.header().setAdminToken("admin-3");
+  auto worker = admission.Admit(Receive(hello, "w0"));
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_FALSE(worker->admin);
+  EXPECT_EQ(NeedsAdmin(*plain, "server 0", "shutdown").message(),
+            "shutdown from the tool without the admin token; server 0 takes it only from a tool "
+            "that presents the admin token its servers were given (--admin-token-file or "
+            "$STRATA_ADMIN_TOKEN)");
+
+  // With a job token but no admin token, no tool is an admin, and one that
+  // presents an admin token is told there is none; an open process without
+  // one takes every tool as an admin.
+  Admission no_admin("server 0", mine_);
+  EXPECT_EQ(no_admin.Admit(Hello(tool, wire::Role::TOOL, -1, "t")).status().message(),
+            "tool presented an admin token, but server 0 of job 3 was given none "
+            "(--admin-token-file or $STRATA_ADMIN_TOKEN)");
+  tool.admin_token = "";
+  EXPECT_FALSE(no_admin.Admit(Hello(tool, wire::Role::TOOL, -1, "t"))->admin);
+  JobCredentials open = mine_;
+  open.token = "";
+  Admission open_admission("server 0", open);
+  tool.token = "";
+  EXPECT_TRUE(open_admission.Admit(Hello(tool, wire::Role::TOOL, -1, "t"))->admin);
 }
 
 TEST_F(AdmissionTest, AnOpenClusterTakesAnyTokenAndAssignedRanksBind) {
@@ -183,6 +233,17 @@ TEST_F(JobTokenTest, RefusesFilesOthersCanReadAndMalformedTokens) {
   ::setenv(kJobTokenEnv, "two words", 1);
   EXPECT_EQ(LoadJobToken("").status().message(),
             "$STRATA_JOB_TOKEN has a space or a non-printable character");
+}
+
+TEST_F(JobTokenTest, TheAdminTokenComesFromItsOwnFileOrVariable) {
+  ::setenv(kJobTokenEnv, "the-job-token", 1);
+  EXPECT_EQ(*LoadAdminToken(""), "");
+  ::setenv(kAdminTokenEnv, "the-admin-token", 1);
+  EXPECT_EQ(*LoadAdminToken(""), "the-admin-token");
+  const std::string shared = Write("admin", "abc\n", 0640);
+  EXPECT_EQ(LoadAdminToken(shared).status().message(),
+            "admin token file " + shared + " is readable by others (mode 0640); chmod 600 it");
+  ::unsetenv(kAdminTokenEnv);
 }
 
 TEST(NewJobTokenTest, IsFreshEachTime) {

@@ -11,10 +11,18 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/net/connection_security.h"
 #include "core/net/transport.h"
 
 namespace strata {
 namespace {
+
+// Every socket of this process uses `keys` from now on (none: open).
+void InstallKeys(std::shared_ptr<const CurveKeys> keys) {
+  ConnectionSecurity security;
+  security.curve = std::move(keys);
+  InstallConnectionSecurity(security);
+}
 
 class CurveTest : public ::testing::Test {
  protected:
@@ -23,7 +31,7 @@ class CurveTest : public ::testing::Test {
     dir_ = mkdtemp(tmpl);
   }
   void TearDown() override {
-    InstallProcessCurve(nullptr);
+    InstallKeys(nullptr);
     std::filesystem::remove_all(dir_);
   }
   // A key directory: server.key/.pub and client.key admitted for `jobs`.
@@ -77,14 +85,14 @@ TEST_F(CurveTest, OnlyAListedKeyReachesACurveServerAndItsJobsComeWithEveryMessag
   auto keys = LoadCurveKeys(dir_);
   ASSERT_TRUE(keys.ok()) << keys.status();
   auto installed = std::make_shared<const CurveKeys>(*keys);
-  InstallProcessCurve(installed);
+  InstallKeys(installed);
   zmq::context_t server_context(1);
   auto server = Socket::Bind(server_context, SocketKind::kRouter, "tcp://127.0.0.1:0");
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE((*server)->curve());
 
   auto send_from = [&](std::shared_ptr<const CurveKeys> client_keys) {
-    InstallProcessCurve(client_keys);
+    InstallKeys(client_keys);
     zmq::context_t context(1);
     auto client = Socket::Connect(context, SocketKind::kDealer, (*server)->address());
     EXPECT_TRUE(client.ok());

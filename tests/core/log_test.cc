@@ -75,6 +75,33 @@ TEST(LogTest, AThreadWithALogNameOfItsOwnNamesOnlyItsLines) {
   SetLogProcess("");
 }
 
+// Junk traffic cannot flood the log: refusals pass at a bounded rate, and
+// the first line of a new period says how many were held back.
+TEST(LogTest, RefusalsPassAtABoundedRateAndCountWhatWasHeldBack) {
+  RefusalBudget budget;
+  const absl::Time start = absl::UnixEpoch() + absl::Hours(1);
+  uint64_t held_back = 99;
+  int written = 0;
+  for (int i = 0; i < 1000; ++i) written += budget.Take(start + absl::Milliseconds(i), &held_back);
+  EXPECT_EQ(written, RefusalBudget::kLinesPerPeriod);
+  EXPECT_EQ(held_back, 0u);
+  ASSERT_TRUE(budget.Take(start + RefusalBudget::kPeriod, &held_back));
+  EXPECT_EQ(held_back, 1000u - RefusalBudget::kLinesPerPeriod);
+  ASSERT_TRUE(budget.Take(start + RefusalBudget::kPeriod, &held_back));
+  EXPECT_EQ(held_back, 0u);
+
+  // The process's own budget, through LogRefusal.
+  const std::string out = CaptureStderr([] {
+    for (int i = 0; i < 500; ++i) LogRefusal("refused a request: junk %d", i);
+  });
+  size_t lines = 0;
+  for (size_t at = out.find("refused a request: junk"); at != std::string::npos;
+       at = out.find("refused a request: junk", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, static_cast<size_t>(RefusalBudget::kLinesPerPeriod)) << out;
+}
+
 TEST(LogTest, OtherOutputIsNotALogLine) {
   EXPECT_FALSE(IsLogLine("[traffic] {\"process\":\"server 0\"}"));
   EXPECT_FALSE(IsLogLine("final: mode=ps test_accuracy=0.9 images_per_sec=100"));

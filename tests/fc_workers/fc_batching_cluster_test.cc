@@ -30,7 +30,7 @@ class FcBatchingClusterTest : public testing::ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    WriteJobToken("fc-batching-test-token");
+    WriteTokens("fc-batching-test-token");
     config_ = PlainSgdConfig();
   }
   // The plain-SGD config starting with `batching` and `shares`.
@@ -45,7 +45,7 @@ class FcBatchingClusterTest : public testing::ClusterTest {
                      const std::string& extra) const {
     return kBin + "strata_launch --config " + config + " --mode stanza " + cluster +
            " --batch-size 64 --max-steps " + std::to_string(kSteps) +
-           " --evaluate=false --progress=false --job-token-file " + dir_ + "/token " + extra;
+           " --evaluate=false --progress=false " + TokenFlags() + extra;
   }
   std::vector<nlohmann::json> FcRecords() const {
     return JsonLines(dir_ + "/records/fc_worker_0.jsonl", "iteration");
@@ -102,7 +102,7 @@ TEST_F(FcBatchingClusterTest, BatchingChangedWhileTheJobRunsTakesEffectAtOneIter
   const std::string coordinator = run.WaitForReady(dir_ + "/launch.ready");
   ASSERT_FALSE(coordinator.empty()) << run.log();
   const std::string ctl =
-      kBin + "strata_ctl --coordinator " + coordinator + " --job-token-file " + dir_ + "/token ";
+      kBin + "strata_ctl --coordinator " + coordinator + " " + TokenFlags();
   const std::pair<int, std::string> answer =
       SetWhenDeclared(ctl + "set fc.batching=arrival --from-iteration " + std::to_string(kFrom));
   ASSERT_EQ(answer.first, 0) << answer.second;

@@ -35,16 +35,14 @@ class KnobChangeTest : public strata::testing::ClusterTest {
   std::string Launch(const std::string& extra) const {
     return kBin + "strata_launch --config " + kMoeConfig +
            " --mode stanza --conv-workers 2 --fc-workers 2 --transport tcp --max-steps " +
-           std::to_string(kSteps) + " --evaluate=false --progress=false --job-token-file " + dir_ +
-           "/token " + extra;
+           std::to_string(kSteps) + " --evaluate=false --progress=false " + TokenFlags() + extra;
   }
   void SetUp() override {
     ClusterTest::SetUp();
-    WriteJobToken("knob-change-test-token");
+    WriteTokens("knob-change-test-token");
   }
   std::string CtlCommand(const std::string& coordinator) const {
-    return kBin + "strata_ctl --coordinator " + coordinator + " --job-token-file " + dir_ +
-           "/token ";
+    return kBin + "strata_ctl --coordinator " + coordinator + " " + TokenFlags();
   }
   std::pair<int, std::string> Ctl(const std::string& coordinator, const std::string& args) const {
     return RunCommand(CtlCommand(coordinator) + args);
@@ -76,6 +74,18 @@ TEST_F(KnobChangeTest, PipelineChunksChangeAtOneIterationEverywhereAndLeaveTheMa
   EXPECT_EQ(bad_out,
             "strata_ctl: moe.pipeline_chunks=0: the pipelining degree must be an integer in "
             "[1, 64], got \"0\"\n");
+  // A holder of the job token alone may look at the knobs, not change them.
+  const std::string job_token_only =
+      kBin + "strata_ctl --coordinator " + coordinator + " --job-token-file " + dir_ + "/token ";
+  const auto [look_code, look_out] = RunCommand(job_token_only + "get");
+  EXPECT_EQ(look_code, 0) << look_out;
+  EXPECT_NE(look_out.find("moe.pipeline_chunks="), std::string::npos) << look_out;
+  const auto [set_code, set_out] = RunCommand(job_token_only + "set moe.pipeline_chunks=2");
+  EXPECT_EQ(set_code, 1);
+  EXPECT_EQ(set_out,
+            "strata_ctl: knob-set from the tool without the admin token; the coordinator takes "
+            "it only from a tool that presents the admin token its servers were given "
+            "(--admin-token-file or $STRATA_ADMIN_TOKEN)\n");
   const auto [unknown_code, unknown_out] = Ctl(coordinator, "set moe.chunks=4");
   EXPECT_EQ(unknown_code, 1);
   EXPECT_EQ(unknown_out,

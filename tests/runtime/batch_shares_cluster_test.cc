@@ -30,7 +30,7 @@ class BatchSharesClusterTest : public testing::ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    WriteJobToken("batch-shares-test-token");
+    WriteTokens("batch-shares-test-token");
     config_ = PlainSgdConfig();
   }
   // `config` with cluster.batch_shares set to `shares`.
@@ -50,7 +50,7 @@ class BatchSharesClusterTest : public testing::ClusterTest {
                                                      : "--mode stanza --servers 2 --fc-workers 2";
     return kBin + "strata_launch --config " + config + " " + cluster +
            " --conv-workers 2 --batch-size 64 --max-steps " + std::to_string(kSteps) +
-           " --evaluate=false --progress=false --job-token-file " + dir_ + "/token " + extra;
+           " --evaluate=false --progress=false " + TokenFlags() + extra;
   }
   std::vector<nlohmann::json> Records(const std::string& process) const {
     return JsonLines(dir_ + "/records/" + process + ".jsonl", "iteration");
@@ -97,7 +97,7 @@ TEST_F(BatchSharesClusterTest, SharesChangedWhileTheJobRunsTakeEffectEverywhereA
   const std::string coordinator = run.WaitForReady(dir_ + "/launch.ready");
   ASSERT_FALSE(coordinator.empty()) << run.log();
   const std::string ctl = kBin + "strata_ctl --coordinator " + coordinator +
-                          " --job-token-file " + dir_ + "/token ";
+                          " " + TokenFlags();
   const std::string set = "set batch.shares=1:3 --from-iteration " + std::to_string(kFrom);
   const std::pair<int, std::string> answer = SetWhenDeclared(ctl + set);
   ASSERT_EQ(answer.first, 0) << answer.second;

@@ -201,19 +201,18 @@ TEST_F(MultiJobClusterTest, UnderCrossoverWeightsSplitTheContestedDeviceTime) {
 // agreed iteration on, job 2 computes whenever it likes (naive) and never
 // waits for the device; job 1, now alone in the turns, waits no more either.
 TEST_F(MultiJobClusterTest, AJobSetToNaiveSharingStopsWaitingForTheDevice) {
-  WriteJobToken("device-sharing-test-token");
+  WriteTokens("device-sharing-test-token");
   const std::string records = dir_ + "/records";
   Process run({"/bin/sh", "-c",
                kBin + "strata_launch --jobs " + kConfig + "," + kBatchNormConfig +
                    " --mode ps --conv-workers 1 --threads 2 --max-steps 120 --evaluate=false "
-                   "--progress=false --policy crossover --job-token-file " + dir_ +
-                   "/token --records-dir " + records + " --ready-file " + dir_ + "/launch.ready"},
+                   "--progress=false --policy crossover " + TokenFlags() + "--records-dir " + records + " --ready-file " + dir_ + "/launch.ready"},
               dir_ + "/run.log");
   const std::string coordinator = run.WaitForReady(dir_ + "/launch.ready");
   ASSERT_FALSE(coordinator.empty()) << run.log();
   const std::pair<int, std::string> answer =
       testing::SetWhenDeclared(kBin + "strata_ctl --coordinator " + coordinator +
-                               " --job-token-file " + dir_ + "/token --job-id 2 set "
+                               " " + TokenFlags() + "--job-id 2 set "
                                "device.sharing=naive --from-iteration 40");
   ASSERT_EQ(answer.first, 0) << answer.second;
   EXPECT_EQ(answer.second, "device.sharing=naive from iteration 40\n");

@@ -29,7 +29,7 @@ class WireFormatTest : public testing::ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    WriteJobToken("wire-format-test-token");
+    WriteTokens("wire-format-test-token");
   }
   // A stanza job whose pushes and pulls take the sockets (no shared
   // memory: lanes carry fp32 whatever the format).
@@ -37,8 +37,7 @@ class WireFormatTest : public testing::ClusterTest {
     return kBin + "strata_launch --config " + config +
            " --mode stanza --servers 1 --conv-workers 2 --fc-workers 1 --transport tcp "
            "--shared-memory=false --max-steps " +
-           std::to_string(kSteps) + " --evaluate=false --progress=false --job-token-file " + dir_ +
-           "/token " + extra;
+           std::to_string(kSteps) + " --evaluate=false --progress=false " + TokenFlags() + extra;
   }
   std::vector<nlohmann::json> Records(const std::string& process) const {
     return JsonLines(dir_ + "/records/" + process + ".jsonl");
@@ -53,7 +52,7 @@ TEST_F(WireFormatTest, TheKnobHalvesEveryProcesssBytesFromTheAgreedIteration) {
   const std::string coordinator = run.WaitForReady(dir_ + "/launch.ready");
   ASSERT_FALSE(coordinator.empty()) << run.log();
   const std::string ctl = kBin + "strata_ctl --coordinator " + coordinator +
-                          " --job-token-file " + dir_ + "/token ";
+                          " " + TokenFlags();
   const std::string set = "set wire.format=bf16 --from-iteration " + std::to_string(kFrom);
   const std::pair<int, std::string> answer = SetWhenDeclared(ctl + set);
   ASSERT_EQ(answer.first, 0) << answer.second;

@@ -3,9 +3,13 @@
 // identities, replies, closed lanes reported once).
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <signal.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -155,13 +159,16 @@ EndpointEvents Serve(LaneHub& hub, const std::function<bool(const EndpointEvents
   return all;
 }
 
+// The job token the hubs' lane names derive from.
+constexpr char kToken[] = "lane-test-token";
+
 // A server address of this test process alone (the lane name derives from it).
 std::string TestServerAddress(const std::string& test) {
   return absl::StrCat("ipc:///tmp/lane-test-", ::getpid(), "-", test);
 }
 
 TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
-  auto hub = LaneHub::Listen("server 0", TestServerAddress("routes"));
+  auto hub = LaneHub::Listen("server 0", TestServerAddress("routes"), kToken);
   ASSERT_TRUE(hub.ok()) << hub.status();
   auto a = LaneSocket::Connect((*hub)->address());
   auto b = LaneSocket::Connect((*hub)->address());
@@ -180,9 +187,10 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
   }
   ASSERT_EQ(identity_of.size(), 2u);
   EXPECT_NE(identity_of[1], identity_of[2]);
-  // ZeroMQ routing ids, its own and one a peer may choose, are never lanes.
-  EXPECT_FALSE(LaneHub::IsLane(std::string("\0\x80\0\0\x29", 5)));
-  EXPECT_FALSE(LaneHub::IsLane("lane:1"));
+  // ZeroMQ identities are never lanes, whatever routing id a peer chose.
+  EXPECT_FALSE(LaneHub::IsLane(
+      EndpointIdentity(EndpointKind::kZeroMq, std::string("\0\x80\0\0\x29", 5))));
+  EXPECT_FALSE(LaneHub::IsLane(EndpointIdentity(EndpointKind::kZeroMq, identity_of[1])));
 
   OutgoingMessage reply(wire::Kind::PULL_REPLY);
   reply.header().setIteration(2);
@@ -211,16 +219,26 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
 // lane from a process of another user is closed unread.
 TEST(LaneHubTest, ALaneFromAnotherUserIsRefused) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another user";
-  auto hub = LaneHub::Listen("server 0", TestServerAddress("uid"));
+  auto hub = LaneHub::Listen("server 0", TestServerAddress("uid"), kToken);
   ASSERT_TRUE(hub.ok()) << hub.status();
   const std::string address = (*hub)->address();
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     if (::setuid(65534) != 0) ::_exit(2);  // nobody
-    auto lane = LaneSocket::Connect(address);
-    if (!lane.ok()) ::_exit(1);
-    (void)SendPull(**lane, 7);  // the hub may have closed the lane already
+    // LaneSocket::Connect would refuse a server of another user itself: a
+    // hostile client connects by hand.
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un target{};
+    target.sun_family = AF_UNIX;
+    const std::string name = address.substr(address.rfind('#') + 1);
+    std::memcpy(target.sun_path + 1, name.data(), name.size());
+    const socklen_t length =
+        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&target), length) != 0) ::_exit(1);
+    OutgoingMessage pull(wire::Kind::PULL);
+    const std::string packet = pull.SerializedHeaderForTest();
+    (void)!::send(fd, packet.data(), packet.size(), MSG_NOSIGNAL);  // the hub may have closed it
     ::usleep(500000);
     ::_exit(0);
   }
@@ -240,25 +258,111 @@ TEST(LaneHubTest, ALaneFromAnotherUserIsRefused) {
 TEST(LaneHubTest, TheLaneAddressFollowsTheServerAddress) {
   std::string first_address;
   {
-    auto first = LaneHub::Listen("server 0", TestServerAddress("same"));
+    auto first = LaneHub::Listen("server 0", TestServerAddress("same"), kToken);
     ASSERT_TRUE(first.ok()) << first.status();
     first_address = (*first)->address();
     // Taken while the first listens.
-    auto twin = LaneHub::Listen("server 0", TestServerAddress("same"));
+    auto twin = LaneHub::Listen("server 0", TestServerAddress("same"), kToken);
     EXPECT_EQ(twin.status().code(), absl::StatusCode::kUnavailable);
-    auto other = LaneHub::Listen("server 1", TestServerAddress("other"));
+    auto other = LaneHub::Listen("server 1", TestServerAddress("other"), kToken);
     ASSERT_TRUE(other.ok()) << other.status();
     EXPECT_NE((*other)->address(), first_address);
   }
   // A server restarted at the same address listens at the same lane address.
-  auto again = LaneHub::Listen("server 0", TestServerAddress("same"));
+  auto again = LaneHub::Listen("server 0", TestServerAddress("same"), kToken);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->address(), first_address);
   EXPECT_TRUE(LaneSocket::Connect(first_address).ok());
+  // The name needs the token: another user of the host knows the server's
+  // address, but cannot tell its lane's name, nor take it first.
+  const std::string address = TestServerAddress("same");
+  EXPECT_NE(LaneHub::NameFor(address, kToken), LaneHub::NameFor(address, "another-token"));
+  EXPECT_NE(LaneHub::NameFor(address, kToken), LaneHub::NameFor(address, ""));
+  EXPECT_EQ(first_address.substr(first_address.rfind('#') + 1), LaneHub::NameFor(address, kToken));
+  EXPECT_EQ(LaneHub::NameFor(address, kToken).find(std::to_string(::getpid())), std::string::npos);
+}
+
+// A worker connects only to a lane its own user serves: a name another
+// user's process took first is refused, naming its uid.
+TEST(LaneSocketTest, ALaneServedByAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to listen as another user";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(ready[0]);
+    if (::setuid(65534) != 0) ::_exit(2);  // nobody
+    auto squatter = LaneListener::Listen(absl::StrCat("lane-test-squatter-", ::getppid()));
+    if (!squatter.ok()) ::_exit(1);
+    const std::string address = (*squatter)->address();
+    (void)!::write(ready[1], address.data(), address.size());
+    ::close(ready[1]);
+    ::sleep(5);
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char buffer[256];
+  const ssize_t n = ::read(ready[0], buffer, sizeof(buffer));
+  ::close(ready[0]);
+  ASSERT_GT(n, 0);
+  const std::string address(buffer, static_cast<size_t>(n));
+  absl::StatusOr<std::unique_ptr<LaneSocket>> lane = LaneSocket::Connect(address);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(lane.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(lane.status().message(), absl::StrCat("the lane ", address,
+                                                  " is served by uid 65534, not by this "
+                                                  "process's uid 0: another user's process "
+                                                  "holds the name"));
+}
+
+// A ZeroMQ peer chooses its routing id: one that spells a lane's identity
+// (ZeroMQ takes a leading zero byte from a peer) is delivered as a ZeroMQ
+// identity all the same, which no lane hub serves, and answers reach it.
+TEST(LaneHubTest, AZeroMqPeerCannotPassForALane) {
+  auto hub = LaneHub::Listen("server 0", TestServerAddress("spoof"), kToken);
+  ASSERT_TRUE(hub.ok()) << hub.status();
+  auto lane = LaneSocket::Connect((*hub)->address());
+  ASSERT_TRUE(lane.ok()) << lane.status();
+  ASSERT_TRUE(SendPull(**lane, 1).ok());
+  EndpointEvents from_lane = Serve(**hub, [](const auto& e) { return !e.messages.empty(); });
+  ASSERT_EQ(from_lane.messages.size(), 1u);
+  const std::string lane_identity = from_lane.messages[0].identity;
+
+  zmq::context_t context(1);
+  auto socket = ZmqEndpoint::Bind(context, ServingAddress(), WireLimits());
+  ASSERT_TRUE(socket.ok()) << socket.status();
+  for (const std::string& chosen : {std::string("\0lane:1", 7), lane_identity}) {
+    zmq::socket_t spoofer(context, zmq::socket_type::dealer);
+    spoofer.set(zmq::sockopt::linger, 0);
+    spoofer.set(zmq::sockopt::routing_id, zmq::buffer(chosen));
+    spoofer.connect((*socket)->address());
+    OutgoingMessage pull(wire::Kind::PULL);
+    const std::string header = pull.SerializedHeaderForTest();
+    ASSERT_TRUE(spoofer.send(zmq::buffer(header), zmq::send_flags::none));
+    MessageEndpoint* endpoints[] = {hub->get(), socket->get()};
+    std::vector<RawMessage> got;
+    for (int i = 0; i < 100 && got.empty(); ++i) {
+      absl::StatusOr<EndpointEvents> events = PollEndpoints(endpoints, absl::Milliseconds(20), 8);
+      ASSERT_TRUE(events.ok()) << events.status();
+      got = std::move(events->messages);
+    }
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].identity, EndpointIdentity(EndpointKind::kZeroMq, chosen));
+    EXPECT_FALSE(LaneHub::IsLane(got[0].identity));
+    EXPECT_FALSE((*hub)->Serves(got[0].identity));
+    EXPECT_TRUE((*socket)->Serves(got[0].identity));
+    EXPECT_FALSE((*socket)->Serves(lane_identity));
+    OutgoingMessage reply(wire::Kind::PULL_REPLY);
+    ASSERT_TRUE((*socket)->Send(got[0].identity, reply).ok());
+    zmq::pollitem_t item{static_cast<void*>(spoofer), 0, ZMQ_POLLIN, 0};
+    EXPECT_EQ(zmq::poll(&item, 1, std::chrono::seconds(5)), 1);
+  }
 }
 
 TEST(LaneHubTest, AnOversizePacketIsRefusedForItsLane) {
-  auto hub = LaneHub::Listen("server 0", TestServerAddress("oversize"));
+  auto hub = LaneHub::Listen("server 0", TestServerAddress("oversize"), kToken);
   ASSERT_TRUE(hub.ok()) << hub.status();
   auto client = LaneSocket::Connect((*hub)->address());
   ASSERT_TRUE(client.ok());

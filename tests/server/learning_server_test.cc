@@ -174,7 +174,9 @@ TEST_F(LearningServerTest, AHelloItCannotServeIsRefusedByNameAndTheJobItServesTr
   // A stranger without the token starts no job.
   auto stranger = Worker(coordinator, kConfig, 1, "stranger", {"--job-token-file", wrong_token});
   EXPECT_EQ(stranger->Wait(), 1);
-  EXPECT_NE(stranger->log().find("wrong job token"), std::string::npos) << stranger->log();
+  EXPECT_NE(stranger->log().find("does not take the job token this process presents"),
+            std::string::npos)
+      << stranger->log();
   // A job laid out for two servers does not fit a group of one.
   const std::string two = WithServers(kConfig, 2, "two.json");
   auto misfit = Worker(coordinator, two, 1, "misfit", {"--job-token-file", token});

@@ -3,6 +3,7 @@
 // and bad input from a raw ZeroMQ client while honest workers train.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -480,14 +481,17 @@ TEST_F(PsClusterTest, WorkersWithWrongCredentialsAreRefusedByName) {
     std::vector<std::string> flags;
     std::string error;
   };
+  // A wrong token or none is refused at the connection, before the worker
+  // can send anything; it hears why at once.
   const std::vector<Refusal> refusals = {
       {{"--job-token-file", TokenFile(dir_, "wrong.token", "guess")},
-       "worker 0 presented a wrong job token (server 0 of job 1)"},
-      {{}, "worker 0 presented no job token; server 0 requires one"},
+       "registering with the coordinator: " + address +
+           " refused the connection: it does not take the job token this process presents"},
+      {{}, "it takes only connections that present the job token"},
       {{"--job-token-file", TokenFile(dir_, "open.token", "s3cret-of-this-run", 0644)},
        "is readable by others (mode 0644); chmod 600 it"},
       {{"--job-token-file", good, "--batch-size", "32"},
-       "worker 0 runs another job config than server 0: training.batch_size: 64 here, 32 there"},
+       "worker 0 runs another job config than server 0: training.batch_size differs"},
   };
   for (size_t i = 0; i < refusals.size(); ++i) {
     Process refused(worker(refusals[i].flags), dir_ + "/refused" + std::to_string(i) + ".log");
@@ -498,8 +502,11 @@ TEST_F(PsClusterTest, WorkersWithWrongCredentialsAreRefusedByName) {
   ASSERT_EQ(honest.Wait(), 0) << honest.log();
   ASSERT_EQ(server.Wait(), 0) << server.log();
   EXPECT_NE(server.log().find("worker clocks [20]"), std::string::npos) << server.log();
-  EXPECT_NE(server.log().find("refused a request: worker 0 presented a wrong job token"),
+  EXPECT_NE(server.log().find("refused a connection from 127.0.0.1: it did not present the job "
+                              "token"),
             std::string::npos)
+      << server.log();
+  EXPECT_NE(server.log().find("refused a connection to " + address + ": "), std::string::npos)
       << server.log();
 }
 
@@ -550,12 +557,25 @@ class RawLaneClient {
     EXPECT_TRUE(socket.ok()) << socket.status();
     if (socket.ok()) socket_ = *std::move(socket);
   }
-  // Sends one packet; returns the error message of the server's reply, as
-  // RawClient::Exchange does.
-  std::string Exchange(const std::string& packet) {
+  // Sends one packet (with descriptor `fd` when it is not -1); returns the
+  // error message of the server's reply, as RawClient::Exchange does.
+  std::string Exchange(const std::string& packet, int fd = -1) {
     if (socket_ == nullptr) return "<not connected>";
-    if (::send(socket_->fd(), packet.data(), packet.size(), 0) !=
-        static_cast<ssize_t>(packet.size())) {
+    iovec data{const_cast<char*>(packet.data()), packet.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr message{};
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    if (fd >= 0) {
+      message.msg_control = control;
+      message.msg_controllen = sizeof(control);
+      cmsghdr* rights = CMSG_FIRSTHDR(&message);
+      rights->cmsg_level = SOL_SOCKET;
+      rights->cmsg_type = SCM_RIGHTS;
+      rights->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(rights), &fd, sizeof(int));
+    }
+    if (::sendmsg(socket_->fd(), &message, 0) != static_cast<ssize_t>(packet.size())) {
       return "<send failed>";
     }
     if (!socket_->WaitReadable(absl::Seconds(10))) return "<no reply>";
@@ -587,14 +607,12 @@ void FromWorker0(wire::Header::Builder h) {
   h.setSenderRank(0);
 }
 
-// An offer of shared memory region `name`.
-std::string AttachHeader(const std::string& name, uint64_t token, uint32_t slots,
-                         uint64_t slot_bytes, const std::string& host) {
+// An offer of a shared memory region (whose descriptor comes with it on a
+// lane).
+std::string AttachHeader(uint32_t slots, uint64_t slot_bytes, const std::string& host) {
   OutgoingMessage m(wire::Kind::SHM_ATTACH);
   auto h = m.header();
   FromWorker0(h);
-  h.setShmRegion(name);
-  h.setShmToken(token);
   h.setShmSlotCount(slots);
   h.setShmSlotBytes(slot_bytes);
   h.setShmHost(host);
@@ -778,8 +796,8 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   RawClient attacker(address);
   const std::string identity = testing::DefaultJobIdentity(30);
   EXPECT_EQ(attacker.Exchange({HelloHeader(0, "")}),
-            "worker 0 runs another job config than server 0: (the whole document): JSON here, "
-            "empty there (every process of a job needs the same config and overrides)");
+            "worker 0 runs another job config than server 0: (the whole document) differs (every "
+            "process of a job needs the same config and overrides)");
   EXPECT_EQ(attacker.Exchange({HelloHeader(0, identity)}), "<not an error>");
   EXPECT_EQ(attacker.Exchange({Header(shutdown)}),
             "shutdown claiming to come from launcher on the connection of worker 0");
@@ -821,32 +839,16 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   const std::string oversize =
       attacker.Exchange({PushHeader(2, 0, 1 << 20, 10 << 20), std::string(10 << 20, 'x')});
   EXPECT_NE(oversize.find("exceeds the limit of 8388608 bytes"), std::string::npos) << oversize;
-  // Shared memory: slots without a region, offers that do not hold, slots
-  // outside the region or too small for the chunk.
+  // Shared memory: slots without a region; an offer from elsewhere, or
+  // over the socket (a region comes as a descriptor on a lane, below).
   EXPECT_EQ(attacker.Exchange({SharedPullHeader(0)}),
             "pull names shared memory slots, but its sender attached none");
-  EXPECT_EQ(attacker.Exchange({AttachHeader("/strata-x", 1, 4, 64, "elsewhere/net:[1]")}),
+  EXPECT_EQ(attacker.Exchange({AttachHeader(4, 64, "elsewhere/net:[1]")}),
             "no shared memory: the sender runs on elsewhere/net:[1], this server on " +
                 ColocationId() + " (another host or network namespace)");
-  EXPECT_EQ(attacker.Exchange({AttachHeader("/strata-none", 1, 4, 64, ColocationId())}),
-            "cannot open shared memory /strata-none: No such file or directory");
-  auto region = ShmRegion::Create(4, 64);
-  ASSERT_TRUE(region.ok()) << region.status();
-  EXPECT_EQ(attacker.Exchange(
-                {AttachHeader((*region)->name(), (*region)->token() + 1, 4, 64, ColocationId())}),
-            "shared memory " + (*region)->name() +
-                " is not the announced region (token or layout differs)");
-  EXPECT_EQ(attacker.Exchange(
-                {AttachHeader((*region)->name(), (*region)->token(), 0, 64, ColocationId())}),
-            "shared memory of 0 slots of 64 bytes: a region has 1 to 4096 slots of 4 bytes to "
-            "67108864 bytes (a multiple of 4)");
-  EXPECT_EQ(attacker.Exchange(
-                {AttachHeader((*region)->name(), (*region)->token(), 4, 64, ColocationId())}),
-            "<not an error>");  // attached
-  EXPECT_EQ(attacker.Exchange({SharedPullHeader(999)}),
-            "pull: shared memory slot 999 is outside [0, 4)");
-  EXPECT_EQ(attacker.Exchange({SharedPullHeader(1)}),
-            "pull of key 0: 1152 bytes do not fit a shared memory slot of 64");
+  EXPECT_EQ(attacker.Exchange({AttachHeader(4, 64, ColocationId())}),
+            "no shared memory: a region comes as a descriptor on a shared memory lane (protocol "
+            "2.5), and this offer brought none");
 
   // The server's shared memory lane checks what it carries the same way.
   const std::string lane_address =
@@ -866,10 +868,38 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
             "push header declares 1 data frames, 0 arrived");
   EXPECT_EQ(lane.Exchange(SharedPullHeader(0)),
             "pull names shared memory slots, but its sender attached none");
-  EXPECT_EQ(
-      lane.Exchange(AttachHeader((*region)->name(), (*region)->token(), 4, 64, ColocationId())),
-      "<not an error>");  // attached to the lane too
-  EXPECT_EQ(lane.Exchange(SharedPullHeader(7)), "pull: shared memory slot 7 is outside [0, 4)");
+  // Offers that do not hold: a layout past the limits, a region of another
+  // size, memory that could shrink under the server (which would fault on
+  // its next access: SIGBUS), a descriptor that is no memory file.
+  auto region = ShmRegion::Create(4, 64);
+  ASSERT_TRUE(region.ok()) << region.status();
+  const std::string here = ColocationId();
+  EXPECT_EQ(lane.Exchange(AttachHeader(0, 64, here), (*region)->fd()),
+            "shared memory of 0 slots of 64 bytes: a region has 1 to 4096 slots of 4 bytes to "
+            "67108864 bytes (a multiple of 4)");
+  EXPECT_EQ(lane.Exchange(AttachHeader(8, 64, here), (*region)->fd()),
+            "the shared memory offered holds 4352 bytes, not the announced 4608");
+  const int unsealed = ::memfd_create("unsealed", MFD_CLOEXEC);
+  ASSERT_GE(unsealed, 0);
+  ASSERT_EQ(::ftruncate(unsealed, 4352), 0);
+  EXPECT_EQ(lane.Exchange(AttachHeader(4, 64, here), unsealed),
+            "the shared memory offered is not sealed against shrinking");
+  ::close(unsealed);
+  EXPECT_NE(lane.Exchange(AttachHeader(4, 64, here), STDERR_FILENO)
+                .find("the shared memory offered is not a sealable memory file"),
+            std::string::npos);
+  EXPECT_EQ(lane.Exchange(AttachHeader(4, 64, here), (*region)->fd()), "<not an error>");
+  // The owner cannot shrink what the server mapped, nor replace it.
+  EXPECT_EQ(::ftruncate((*region)->fd(), 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  auto another = ShmRegion::Create(4, 64);
+  ASSERT_TRUE(another.ok()) << another.status();
+  EXPECT_EQ(lane.Exchange(AttachHeader(4, 64, here), (*another)->fd()),
+            "this connection has attached a shared memory region already; it keeps that one");
+  EXPECT_EQ(lane.Exchange(SharedPullHeader(999)),
+            "pull: shared memory slot 999 is outside [0, 4)");
+  EXPECT_EQ(lane.Exchange(SharedPullHeader(1)),
+            "pull of key 0: 1152 bytes do not fit a shared memory slot of 64");
 
   // Now the honest worker trains while the attacker keeps sending garbage.
   Process worker({kBin + "strata_conv_worker", "--mode", "ps", "--coordinator", address, "--config",

@@ -222,9 +222,16 @@ void ClusterTest::SetUp() {
 
 void ClusterTest::TearDown() { std::filesystem::remove_all(dir_); }
 
-void ClusterTest::WriteJobToken(const std::string& token) const {
-  std::ofstream(dir_ + "/token") << token << "\n";
-  ::chmod((dir_ + "/token").c_str(), 0600);
+void ClusterTest::WriteTokens(const std::string& token) const {
+  for (const auto& [file, text] : {std::pair<std::string, std::string>{"/token", token},
+                                   {"/admin_token", token + "-admin"}}) {
+    std::ofstream(dir_ + file) << text << "\n";
+    ::chmod((dir_ + file).c_str(), 0600);
+  }
+}
+
+std::string ClusterTest::TokenFlags() const {
+  return "--job-token-file " + dir_ + "/token --admin-token-file " + dir_ + "/admin_token ";
 }
 
 std::string ClusterTest::PlainSgdConfig(const std::string& base) {

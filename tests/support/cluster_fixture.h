@@ -115,9 +115,12 @@ class ClusterTest : public ::testing::Test {
   // `base` (default: the default config) with plain SGD and a constant
   // learning rate, written to the scratch directory.
   std::string PlainSgdConfig(const std::string& base = kConfig);
-  // Writes `token` to dir_/token, readable by the owner alone, for the
-  // processes' --job-token-file.
-  void WriteJobToken(const std::string& token) const;
+  // Writes `token` to dir_/token, and an admin token made from it to
+  // dir_/admin_token, each readable by the owner alone.
+  void WriteTokens(const std::string& token) const;
+  // "--job-token-file DIR/token --admin-token-file DIR/admin_token ": what
+  // a launcher, and strata_ctl changing knobs, are given after WriteTokens.
+  std::string TokenFlags() const;
   // Parameters by name from a checkpoint file.
   static std::map<std::string, std::vector<float>> Parameters(const std::string& path);
   // Largest element difference between two parameter files (same names).

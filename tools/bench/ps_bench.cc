@@ -1,6 +1,7 @@
 #include "tools/bench/ps_bench.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/admission.h"
+#include "core/net/connection_security.h"
 #include "core/net/curve.h"
 #include "core/net/ps_client.h"
 #include "core/net/transport.h"
@@ -31,65 +34,99 @@
 namespace strata::bench {
 namespace {
 
-// The run's CURVE keys (core/net/curve.h), made once in a scratch
-// directory: the server presents them with --curve-keys, this process's
-// clients once installed. Discard() removes the directory.
-class BenchKeys {
+// The run's secrets, made once in a scratch directory: a job token, which
+// every connection presents (as strata_launch gives every process of a
+// cluster one), and CURVE keys for the "curve" transport. The server reads
+// them from their files, this process's clients once installed. Discard()
+// removes the directory.
+class BenchSecrets {
  public:
   static void Discard() {
-    BenchKeys& keys = Instance();
-    if (!keys.dir_.empty()) std::filesystem::remove_all(keys.dir_);
-    keys.dir_.clear();
-    keys.loaded_.reset();
+    BenchSecrets& secrets = Instance();
+    if (!secrets.dir_.empty()) std::filesystem::remove_all(secrets.dir_);
+    secrets.dir_.clear();
+    secrets.keys_.reset();
   }
-  static absl::StatusOr<std::shared_ptr<const CurveKeys>> Get() {
-    BenchKeys* keys = &Instance();
-    if (keys->loaded_ == nullptr) {
-      char tmpl[] = "/tmp/strata_ps_bench_keys_XXXXXX";
-      if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a key directory");
-      keys->dir_ = tmpl;
+  static absl::StatusOr<const BenchSecrets*> Get() {
+    BenchSecrets* secrets = &Instance();
+    if (secrets->dir_.empty()) {
+      char tmpl[] = "/tmp/strata_ps_bench_secrets_XXXXXX";
+      if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a secrets directory");
+      secrets->dir_ = tmpl;
+      secrets->token_ = NewJobToken();
+      std::ofstream(secrets->token_file()) << secrets->token_ << "\n";
+      ::chmod(secrets->token_file().c_str(), 0600);
+    }
+    return secrets;
+  }
+  static absl::StatusOr<std::shared_ptr<const CurveKeys>> Keys() {
+    STRATA_ASSIGN_OR_RETURN(const BenchSecrets* secrets, Get());
+    BenchSecrets& s = Instance();
+    if (s.keys_ == nullptr) {
+      const std::string dir = secrets->dir_;
       STRATA_ASSIGN_OR_RETURN(const CurveKeyPair server, NewCurveKeyPair());
       STRATA_ASSIGN_OR_RETURN(const CurveKeyPair client, NewCurveKeyPair());
-      STRATA_RETURN_IF_ERROR(WriteKeyFile(keys->dir_ + "/server.key", server, true));
-      STRATA_RETURN_IF_ERROR(WriteKeyFile(keys->dir_ + "/server.pub", server, false));
-      STRATA_RETURN_IF_ERROR(WriteKeyFile(keys->dir_ + "/client.key", client, true));
-      STRATA_RETURN_IF_ERROR(AppendAuthorizedKey(keys->dir_ + "/authorized_keys",
-                                                 {{1}, client.public_key, "bench"}));
-      STRATA_ASSIGN_OR_RETURN(CurveKeys loaded, LoadCurveKeys(keys->dir_));
-      keys->loaded_ = std::make_shared<const CurveKeys>(std::move(loaded));
+      STRATA_RETURN_IF_ERROR(WriteKeyFile(dir + "/server.key", server, true));
+      STRATA_RETURN_IF_ERROR(WriteKeyFile(dir + "/server.pub", server, false));
+      STRATA_RETURN_IF_ERROR(WriteKeyFile(dir + "/client.key", client, true));
+      STRATA_RETURN_IF_ERROR(
+          AppendAuthorizedKey(dir + "/authorized_keys", {{1}, client.public_key, "bench"}));
+      STRATA_ASSIGN_OR_RETURN(CurveKeys loaded, LoadCurveKeys(dir));
+      s.keys_ = std::make_shared<const CurveKeys>(std::move(loaded));
     }
-    return keys->loaded_;
+    return s.keys_;
   }
+  const std::string& dir() const { return dir_; }
+  const std::string& token() const { return token_; }
+  std::string token_file() const { return dir_ + "/token"; }
 
  private:
-  static BenchKeys& Instance() {
-    static BenchKeys* keys = new BenchKeys();
-    return *keys;
+  static BenchSecrets& Instance() {
+    static BenchSecrets* secrets = new BenchSecrets();
+    return *secrets;
   }
-  std::string dir_;
-  std::shared_ptr<const CurveKeys> loaded_;
+  std::string dir_, token_;
+  std::shared_ptr<const CurveKeys> keys_;
 };
 
-// This process's sockets encrypt while one lives (`transport` "curve").
+// This process's sockets present the run's token (and, for `transport`
+// "curve", its keys) while one lives.
 class ClientSecurity {
  public:
   static absl::StatusOr<ClientSecurity> For(const std::string& transport) {
-    if (transport != "curve") return ClientSecurity(false);
-    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CurveKeys> keys, BenchKeys::Get());
-    InstallProcessCurve(keys);
+    STRATA_ASSIGN_OR_RETURN(const BenchSecrets* secrets, BenchSecrets::Get());
+    ConnectionSecurity security;
+    security.token = secrets->token();
+    if (transport == "curve") {
+      STRATA_ASSIGN_OR_RETURN(security.curve, BenchSecrets::Keys());
+    }
+    InstallConnectionSecurity(security);
     return ClientSecurity(true);
   }
   ClientSecurity(ClientSecurity&& other) noexcept : installed_(other.installed_) {
     other.installed_ = false;
   }
   ~ClientSecurity() {
-    if (installed_) InstallProcessCurve(nullptr);
+    if (installed_) InstallConnectionSecurity({});
   }
 
  private:
   explicit ClientSecurity(bool installed) : installed_(installed) {}
   bool installed_;
 };
+
+// A client of the run's server: `rank`, over `transport`.
+absl::StatusOr<std::unique_ptr<PsClient>> ConnectClient(const std::string& address,
+                                                        const std::string& transport, int rank) {
+  STRATA_ASSIGN_OR_RETURN(const BenchSecrets* secrets, BenchSecrets::Get());
+  PsClientOptions o;
+  o.coordinator = address;
+  o.shared_memory = transport == "shm";
+  o.rank = rank;
+  o.timeout = absl::Seconds(120);
+  o.credentials.token = secrets->token();
+  return PsClient::Connect(o);
+}
 
 // A strata_server in plain key-value mode: one tensor of `elements`
 // floats, `workers` clients, over `transport`.
@@ -100,8 +137,10 @@ absl::StatusOr<std::unique_ptr<BenchServer>> StartKvServer(const std::string& tr
       transport == "tcp" || transport == "curve" ? "tcp://127.0.0.1:0" : "ipc://*",
       "--kv-sizes", std::to_string(elements), "--conv-workers", std::to_string(workers),
       "--max-message-mb", "2048"};
+  STRATA_ASSIGN_OR_RETURN(const BenchSecrets* secrets, BenchSecrets::Get());
+  flags.insert(flags.end(), {"--job-token-file", secrets->token_file()});
   if (transport == "curve") {
-    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CurveKeys> keys, BenchKeys::Get());
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const CurveKeys> keys, BenchSecrets::Keys());
     flags.insert(flags.end(), {"--curve-keys", keys->dir});
   }
   return BenchServer::Start(flags);
@@ -129,12 +168,7 @@ absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, 
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
-      PsClientOptions o;
-      o.coordinator = server->address();
-      o.shared_memory = transport == "shm";
-      o.rank = w;
-      o.timeout = absl::Seconds(120);
-      auto client = PsClient::Connect(o);
+      auto client = ConnectClient(server->address(), transport, w);
       if (!client.ok()) {
         errors[w] = client.status();
         return;
@@ -190,10 +224,7 @@ class PullLatency {
     STRATA_ASSIGN_OR_RETURN(p->server_, StartKvServer(transport, kElements, 1));
     STRATA_ASSIGN_OR_RETURN(ClientSecurity security, ClientSecurity::For(transport));
     p->security_ = std::make_unique<ClientSecurity>(std::move(security));
-    PsClientOptions o;
-    o.coordinator = p->server_->address();
-    o.shared_memory = transport == "shm";
-    STRATA_ASSIGN_OR_RETURN(p->client_, PsClient::Connect(o));
+    STRATA_ASSIGN_OR_RETURN(p->client_, ConnectClient(p->server_->address(), transport, -1));
     STRATA_RETURN_IF_ERROR(p->client_->SetPlan(PartitionPlan::Build({kElements}, 1)));
     p->value_ = Tensor::Zeros({kElements});
     STRATA_RETURN_IF_ERROR(p->client_->Wait(p->client_->Init(0, p->value_)));
@@ -348,10 +379,10 @@ double MeasureMemcpyGBps(size_t bytes) {
 }
 
 absl::Status RunPsBench(const PsBenchOptions& o) {
-  // The run's keys go with it, however it ends.
-  struct KeysOfThisRun {
-    ~KeysOfThisRun() { BenchKeys::Discard(); }
-  } keys_of_this_run;
+  // The run's secrets go with it, however it ends.
+  struct SecretsOfThisRun {
+    ~SecretsOfThisRun() { BenchSecrets::Discard(); }
+  } secrets_of_this_run;
   for (const std::string& transport : o.transports) {
     if (transport != "tcp" && transport != "ipc" && transport != "shm" && transport != "curve") {
       return absl::InvalidArgumentError(

@@ -8,9 +8,11 @@
 //              [--from-iteration N]
 //
 // The job token comes from --job-token-file or $STRATA_JOB_TOKEN, as for
-// every other process of the job. Exit status 0 on success; 1 with the
-// coordinator's reason on a refusal (unknown knob, a value it does not
-// accept, a knob no process of the job applies); 2 on a usage error.
+// every other process of the job; `set` also takes the admin token the
+// servers were given (--admin-token-file or $STRATA_ADMIN_TOKEN). Exit
+// status 0 on success; 1 with the coordinator's reason on a refusal
+// (unknown knob, a value it does not accept, a knob no process of the job
+// applies, no admin token); 2 on a usage error.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "absl/time/time.h"
 #include "core/flags/cluster_flags.h"
 #include "core/net/admission.h"
+#include "core/net/connection_security.h"
 #include "core/net/knob_messages.h"
 #include "core/net/transport.h"
 #include "core/status.h"
@@ -72,8 +75,12 @@ absl::StatusOr<std::vector<KnobProposal>> ParseAssignments(const std::vector<cha
 }
 
 int Run(const std::vector<char*>& args) {
-  const JobAddressFlags job = JobAddressFromFlags();
-  const std::string address = job.coordinator;
+  const absl::StatusOr<JobAddressFlags> job = JobAddressFromFlags();
+  if (!job.ok()) {
+    std::fprintf(stderr, "strata_ctl: %s\n", std::string(job.status().message()).c_str());
+    return 2;
+  }
+  const std::string address = job->coordinator;
   const std::string command = args.size() > 1 ? args[1] : "";
   if (address.empty() || (command != "get" && command != "set")) {
     std::fprintf(stderr,
@@ -96,11 +103,14 @@ int Run(const std::vector<char*>& args) {
     return 1;
   };
   JobCredentials credentials;
-  credentials.job_id = job.job_id;
-  if (absl::Status curve = InstallCurveFromFlags(); !curve.ok()) return fail(curve);
-  absl::StatusOr<std::string> token = LoadJobToken(JobTokenFileFromFlags());
-  if (!token.ok()) return fail(token.status());
-  credentials.token = *token;
+  credentials.job_id = job->job_id;
+  if (absl::Status security = InstallConnectionSecurityFromFlags(); !security.ok()) {
+    return fail(security);
+  }
+  credentials.token = ProcessConnectionSecurity().token;
+  absl::StatusOr<std::string> admin = AdminTokenFromFlags();
+  if (!admin.ok()) return fail(admin.status());
+  credentials.admin_token = *admin;
   zmq::context_t context(1);
   absl::StatusOr<std::unique_ptr<Socket>> socket =
       Socket::Connect(context, SocketKind::kDealer, address, WireLimits());

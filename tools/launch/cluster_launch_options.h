@@ -95,6 +95,9 @@ struct ClusterLaunchOptions {
   // The secret every process presents (handed to them in their
   // environment, never on a command line); "" = an open cluster.
   std::string job_token;
+  // The secret a tool presents to shut the job down or change its knobs:
+  // handed to the servers alone, likewise ("" = none: no tool may).
+  std::string admin_token;
   // Config overrides (--epochs, --max-steps, --batch-size, --seed) that
   // every process must apply alike.
   std::vector<std::string> override_flags;

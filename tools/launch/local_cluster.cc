@@ -58,14 +58,15 @@ struct Child {
 };
 
 // Starts `argv`, the process of `role` `rank`, with its output on a pipe,
-// tied to our life, with `token` (when set) as the job token in its
-// environment; inside the network namespace at `netns` when it is not empty.
+// tied to our life, with the job token of `o` (when set) in its
+// environment, and the admin token only if it is a server; inside the
+// network namespace at `netns` when it is not empty.
 // Its TMPDIR is `scratch`, where ZeroMQ makes the socket of an `ipc://*`
 // binding, so a process killed with its sockets open leaves nothing behind
 // once the launcher removes the scratch directory. On `cpus` only, when
 // given (--cpu-pin).
 absl::StatusOr<Child> Spawn(const std::string& role, int rank, const std::vector<std::string>& argv,
-                            const std::string& netns, const std::string& token,
+                            const std::string& netns, const ClusterLaunchOptions& o,
                             const std::string& scratch, const std::vector<int>& cpus) {
   ProcessSpec spec;
   spec.argv = argv;
@@ -74,11 +75,16 @@ absl::StatusOr<Child> Spawn(const std::string& role, int rank, const std::vector
   spec.output_to_pipe = true;
   spec.die_with_parent = true;  // never outlive the launcher
   spec.set_env = {{"TMPDIR", scratch}};
-  if (token.empty()) {
-    spec.unset_env = {kJobTokenEnv};
-  } else {
-    spec.set_env.push_back({kJobTokenEnv, token});
-  }
+  // Secrets travel in the environment, never on a command line.
+  auto hand_on = [&spec](const char* name, const std::string& secret) {
+    if (secret.empty()) {
+      spec.unset_env.push_back(name);
+    } else {
+      spec.set_env.push_back({name, secret});
+    }
+  };
+  hand_on(kJobTokenEnv, o.job_token);
+  hand_on(kAdminTokenEnv, role == "server" ? o.admin_token : "");
   Child c;
   c.label = absl::StrCat(role == "server"      ? "server"
                          : role == "fc_worker" ? "fc worker"
@@ -424,7 +430,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     std::vector<std::string> argv0 = ServerCommand(o, 0, coordinator_hint);
     for (const std::string& flag : serving_flags(p0)) argv0.push_back(flag);
     argv0.insert(argv0.end(), {"--ready-file", ready, "--lost-nodes-out", lost_nodes});
-    STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o.job_token, scratch,
+    STRATA_ASSIGN_OR_RETURN(Child s0, Spawn("server", 0, argv0, p0.netns, o, scratch,
                           cpus_of("server", 0)));
     children.push_back(std::move(s0));  // the first of this start's: children is empty
     Child& first = children[0];
@@ -443,7 +449,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       const Placement p = place();
       std::vector<std::string> argv = ServerCommand(o, r, coordinator);
       for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
-      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("server", r, argv, p.netns, o.job_token, scratch,
+      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("server", r, argv, p.netns, o, scratch,
                           cpus_of("server", r)));
       children.push_back(std::move(c));
     }
@@ -462,7 +468,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       std::vector<std::string> argv = FcWorkerCommand(o, f, coordinator, summary_path);
       for (const std::string& flag : serving_flags(p)) argv.push_back(flag);
       add_records_flag(argv, absl::StrCat("fc_worker_", f));
-      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("fc_worker", f, argv, p.netns, o.job_token, scratch,
+      STRATA_ASSIGN_OR_RETURN(Child c, Spawn("fc_worker", f, argv, p.netns, o, scratch,
                           cpus_of("fc_worker", f)));
       children.push_back(std::move(c));
     }
@@ -471,7 +477,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
       std::vector<std::string> argv = ConvWorkerCommand(o, w, coordinator, summary_path);
       add_records_flag(argv, absl::StrCat("conv_worker_", w));
       STRATA_ASSIGN_OR_RETURN(Child c,
-                              Spawn("conv_worker", w, argv, p.netns, o.job_token, scratch,
+                              Spawn("conv_worker", w, argv, p.netns, o, scratch,
                           cpus_of("conv_worker", w)));
       children.push_back(std::move(c));
     }

@@ -206,6 +206,12 @@ absl::Status RunSlurmTask(const ClusterLaunchOptions& o, const SlurmLaunchOption
     }
   }
   if (!o.job_token.empty()) ::setenv(kJobTokenEnv, o.job_token.c_str(), 1);
+  // The admin token goes to servers alone, whatever the task was given.
+  if (role.kind == "server" && !o.admin_token.empty()) {
+    ::setenv(kAdminTokenEnv, o.admin_token.c_str(), 1);
+  } else if (role.kind != "server") {
+    ::unsetenv(kAdminTokenEnv);
+  }
   std::string where = "srun's output";
   if (!slurm.log_dir.empty()) {
     std::error_code error;

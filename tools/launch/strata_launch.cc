@@ -236,6 +236,7 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   }
   STRATA_ASSIGN_OR_RETURN(o.knob_lead, KnobLeadFromFlags());
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
+  STRATA_ASSIGN_OR_RETURN(o.admin_token, AdminTokenFromFlags());
   if (const std::string keys = CurveKeysDirFromFlags(); !keys.empty()) {
     STRATA_RETURN_IF_ERROR(WithContext(LoadCurveKeys(keys).status(), "--curve-keys"));
     o.every_process_flags = {"--curve-keys", std::filesystem::absolute(keys).string()};
