@@ -59,8 +59,8 @@ std::string ConfigError(const std::string& text) {
   return model.ok() ? "" : std::string(model.status().message());
 }
 
-std::string DefaultJobIdentity(int64_t max_steps) {
-  auto config = LoadJobConfig(kConfig);
+std::string DefaultJobIdentity(int64_t max_steps, const std::string& path) {
+  auto config = LoadJobConfig(path);
   EXPECT_TRUE(config.ok()) << config.status();
   if (!config.ok()) return "";
   config->training.max_steps = max_steps;
@@ -212,6 +212,8 @@ int Process::Wait() {
   const int status = process_->wait_status();
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+bool Process::Exited() { return process_->Poll().has_value(); }
 
 std::string Process::log() const { return ReadFile(log_); }
 

@@ -26,9 +26,10 @@ extern const std::string kBatchNormConfig;  // configs/fashion_mnist_bn.json: Ba
 
 std::string ReadFile(const std::string& path);
 
-// The job identity (core/model/job_identity.h) of the default config run
-// for `max_steps` steps: what a hand-made HELLO to its processes presents.
-std::string DefaultJobIdentity(int64_t max_steps);
+// The job identity (core/model/job_identity.h) of the config at `config`
+// (the default config unless given) run for `max_steps` steps: what a
+// hand-made HELLO to its processes presents.
+std::string DefaultJobIdentity(int64_t max_steps, const std::string& config = kConfig);
 
 // The config at `path` with `from` replaced by `to` (which must occur).
 std::string EditedConfig(const std::string& path, const std::string& from, const std::string& to);
@@ -100,6 +101,8 @@ class Process {
   pid_t pid() const;
   // Waits for exit; returns the exit status (-1 if killed by a signal).
   int Wait();
+  // Whether it has exited, without waiting (Wait then returns at once).
+  bool Exited();
   std::string log() const;
 
  private:
