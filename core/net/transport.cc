@@ -349,7 +349,7 @@ void Socket::WatchHandshakes(zmq::context_t& context) {
                          ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
                              ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                              ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0) {
-    return;  // no watch: a refusal then shows as silence, as in plain text
+    return;  // no watch: a refusal then shows as a wait that times out
   }
   handshakes_ = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
   handshakes_->set(zmq::sockopt::linger, 0);
@@ -392,17 +392,20 @@ absl::Status Socket::HandshakeRefusal() {
 
 absl::StatusOr<RawMessage> Socket::Receive(absl::Duration timeout) {
   // A blocking wait also watches the handshakes, so that a refused
-  // connection ends it at once.
-  const bool watch = handshakes_ != nullptr && timeout != absl::ZeroDuration();
+  // connection ends it at once; a look without waiting (the data path's)
+  // polls the socket alone.
+  const bool waits = timeout != absl::ZeroDuration();
+  const bool forever = timeout == absl::InfiniteDuration();
+  const bool watch = waits && handshakes_ != nullptr;
   zmq::pollitem_t items[2] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0},
                               {watch ? static_cast<void*>(*handshakes_) : nullptr, 0, ZMQ_POLLIN, 0}};
   const absl::Time deadline =
-      timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : MonotonicNow() + timeout;
+      waits && !forever ? MonotonicNow() + timeout : absl::InfiniteFuture();
   while (true) {
-    const absl::Duration left = deadline - MonotonicNow();
-    const long ms = deadline == absl::InfiniteFuture()
-                        ? -1
-                        : absl::ToInt64Milliseconds(std::max(left, absl::ZeroDuration()));
+    const long ms = !waits    ? 0
+                    : forever ? -1
+                              : absl::ToInt64Milliseconds(
+                                    std::max(deadline - MonotonicNow(), absl::ZeroDuration()));
     int ready = 0;
     try {
       ready = zmq::poll(items, watch ? 2 : 1, std::chrono::milliseconds(ms));
@@ -410,11 +413,8 @@ absl::StatusOr<RawMessage> Socket::Receive(absl::Duration timeout) {
       return absl::UnavailableError(absl::StrCat("poll failed: ", e.what()));
     }
     if (items[0].revents & ZMQ_POLLIN) return ReadMultipart();
-    if (watch && (items[1].revents & ZMQ_POLLIN)) {
-      STRATA_RETURN_IF_ERROR(HandshakeRefusal());
-      if (MonotonicNow() < deadline) continue;
-    }
-    if (ready == 0 || MonotonicNow() >= deadline) break;
+    if (ready == 0) break;  // the time is up
+    STRATA_RETURN_IF_ERROR(HandshakeRefusal());  // the watch's news, not a refusal yet
   }
   if (timeout == absl::ZeroDuration()) return absl::UnavailableError("no message queued");
   return absl::DeadlineExceededError(
