@@ -94,6 +94,7 @@ absl::Status RunGroupMember(const GroupMemberOptions& o) {
   eo.rank = o.rank;
   eo.size = o.size;
   eo.credentials.job_id = o.seed;  // members started with another seed are not of this group
+  eo.credentials.token = o.job_token;
   eo.timeout = o.timeout;
   eo.peer_name = "member";
   if (static_cast<int>(o.addresses.size()) != o.size) {

@@ -39,6 +39,10 @@ struct GroupMemberOptions {
   int threads = 1;
   std::string dump_dir;  // "" = no dumps
   absl::Duration timeout = absl::Seconds(60);
+  // The group's secret, which every member's hello presents ("" = an open
+  // group); the connections prove it as the process's connection security
+  // says (core/net/connection_security.h).
+  std::string job_token;
 };
 
 absl::Status RunGroupMember(const GroupMemberOptions& options);

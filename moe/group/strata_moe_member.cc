@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/flags/cluster_flags.h"
+#include "core/net/connection_security.h"
 #include "core/status.h"
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
@@ -60,6 +61,11 @@ absl::StatusOr<moe::GroupMemberOptions> OptionsFromFlags() {
   o.seed = absl::GetFlag(FLAGS_seed);
   o.dump_dir = absl::GetFlag(FLAGS_dump_dir);
   o.timeout = strata::TimeoutFromFlags();
+  // A group on hosts of a network serves beyond loopback: the job token
+  // ($STRATA_JOB_TOKEN, which strata_bench hands every member) proves each
+  // connection.
+  STRATA_RETURN_IF_ERROR(strata::InstallConnectionSecurityFromFlags());
+  o.job_token = strata::ProcessConnectionSecurity().token;
   if (o.tokens < 1 || o.dim < 1 || o.repeat < 0 || o.threads < 1) {
     return absl::InvalidArgumentError("--tokens, --dim and --threads must be > 0, --repeat >= 0");
   }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/admission.h"
 #include "core/status.h"
 #include "core/util/subprocess.h"
 #include "moe/group/group_member.h"
@@ -77,6 +78,7 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
     }
     std::vector<ProcessSpec> members;
     std::vector<std::string> logs;
+    const std::string token = NewJobToken();  // the group's; members on emulated hosts serve tcp
     for (int r = 0; r < group; ++r) {
       moe::GroupMemberOptions member;
       member.rank = r;
@@ -95,6 +97,7 @@ absl::StatusOr<nlohmann::json> RunExpertParallelSweep(const MoeBenchOptions& o,
           moe::MemberCommandLine(BinaryDir() + "/strata_moe_member", member, kChunks,
                                  {moe::ExpertParallelism::kData, moe::ExpertParallelism::kExpert});
       spec.unset_env = UnsetForBenchmarks();
+      spec.set_env.push_back({kJobTokenEnv, token});
       spec.output_path = absl::StrCat(scratch, "/member", group, "_", r, ".log");
       if (network != nullptr) spec.network_namespace = network->namespace_path(r);
       logs.push_back(spec.output_path);
