@@ -196,15 +196,17 @@ absl::StatusOr<Mechanism> SecureServerSocket(zmq::context_t& context, zmq::socke
   if (!ServesThisHostOnly(endpoint)) {
     if (mechanism == Mechanism::kOpen && !security.insecure) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "serving ", endpoint, " without a job token would let anyone who reaches it join "
+          "serving ", endpoint,
+          " without a job token would let anyone who reaches it join "
           "the job: give the job token (--job-token-file FILE or $STRATA_JOB_TOKEN), or "
           "--insecure to serve openly all the same"));
     }
     static std::atomic<bool> warned{false};
     if (mechanism == Mechanism::kToken && !warned.exchange(true)) {
-      LogWarning("serving %s without CURVE: the job token and every message cross the network "
-                 "in plain text (--curve-keys encrypts them)",
-                 endpoint.c_str());
+      LogWarning(
+          "serving %s without CURVE: the job token and every message cross the network "
+          "in plain text (--curve-keys encrypts them)",
+          endpoint.c_str());
     }
   }
   if (mechanism == Mechanism::kOpen) return mechanism;
@@ -224,8 +226,8 @@ absl::StatusOr<Mechanism> SecureServerSocket(zmq::context_t& context, zmq::socke
   socket.set(zmq::sockopt::zap_domain, kZapDomain);
   const int enforce = 1;
   if (zmq_setsockopt(socket.handle(), kZapEnforceDomain, &enforce, sizeof(enforce)) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "this libzmq cannot enforce connection admission: ", zmq_strerror(zmq_errno())));
+    return absl::UnavailableError(absl::StrCat("this libzmq cannot enforce connection admission: ",
+                                               zmq_strerror(zmq_errno())));
   }
   if (mechanism == Mechanism::kCurve) {
     socket.set(zmq::sockopt::curve_server, 1);

@@ -64,9 +64,8 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Map(int fd, uint32_t slots
   const size_t bytes = RegionBytes(slots, slot_bytes);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
-    return absl::FailedPreconditionError(absl::StrCat("the shared memory offered holds ",
-                                                      st.st_size, " bytes, not the announced ",
-                                                      bytes));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the shared memory offered holds ", st.st_size, " bytes, not the announced ", bytes));
   }
   const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (own < 0) return absl::UnavailableError(absl::StrCat("cannot keep shared memory: ", Errno()));

@@ -64,10 +64,22 @@ class SecurityClusterTest : public testing::ClusterTest {
   // strata_launch of a ps job of `steps` steps on plain SGD, 1 server and 2
   // conv workers, with the tokens, then `extra`.
   std::vector<std::string> Launch(int steps, const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {kBin + "strata_launch", "--config", PlainSgdConfig(), "--mode",
-                                     "ps", "--servers", "1", "--conv-workers", "2", "--max-steps",
-                                     std::to_string(steps), "--evaluate=false", "--progress=false",
-                                     "--job-token-file", dir_ + "/token", "--admin-token-file",
+    std::vector<std::string> argv = {kBin + "strata_launch",
+                                     "--config",
+                                     PlainSgdConfig(),
+                                     "--mode",
+                                     "ps",
+                                     "--servers",
+                                     "1",
+                                     "--conv-workers",
+                                     "2",
+                                     "--max-steps",
+                                     std::to_string(steps),
+                                     "--evaluate=false",
+                                     "--progress=false",
+                                     "--job-token-file",
+                                     dir_ + "/token",
+                                     "--admin-token-file",
                                      dir_ + "/admin_token"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
@@ -91,9 +103,9 @@ void FromWorker(wire::Header::Builder h, int rank) {
 void SendRaw(zmq::socket_t& socket, OutgoingMessage& message,
              const std::vector<std::string>& frames = {}) {
   const std::string header = message.SerializedHeaderForTest();
-  socket.send(zmq::buffer(header),
-              frames.empty() ? zmq::send_flags::dontwait
-                             : zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+  socket.send(zmq::buffer(header), frames.empty()
+                                       ? zmq::send_flags::dontwait
+                                       : zmq::send_flags::sndmore | zmq::send_flags::dontwait);
   for (size_t i = 0; i < frames.size(); ++i) {
     socket.send(zmq::buffer(frames[i]), i + 1 < frames.size()
                                             ? zmq::send_flags::sndmore | zmq::send_flags::dontwait
@@ -239,13 +251,15 @@ TEST_F(SecurityClusterTest, AStrangersHugeMessageIsNeverBuffered) {
         while (!done.load() && !sent.load()) {
           // Sent only once a connection is up (never, when the handshake
           // is refused); the frames reference one buffer.
-          zmq::message_t first(bytes.data(), bytes.size(), [](void*, void*) {}, nullptr);
+          zmq::message_t first(
+              bytes.data(), bytes.size(), [](void*, void*) {}, nullptr);
           if (!socket.send(first, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
             continue;
           }
           for (int i = 1; i < 24; ++i) {
-            zmq::message_t frame(bytes.data(), bytes.size(), [](void*, void*) {}, nullptr);
+            zmq::message_t frame(
+                bytes.data(), bytes.size(), [](void*, void*) {}, nullptr);
             socket.send(frame, i + 1 < 24 ? zmq::send_flags::sndmore : zmq::send_flags::none);
           }
           sent.store(true);
@@ -259,8 +273,7 @@ TEST_F(SecurityClusterTest, AStrangersHugeMessageIsNeverBuffered) {
     if (stranger.joinable()) stranger.join();
     if (attack) {
       EXPECT_FALSE(sent.load()) << "the stranger's connection came up";
-      EXPECT_NE(run.log().find("refused a connection to " + coordinator + ": "),
-                std::string::npos)
+      EXPECT_NE(run.log().find("refused a connection to " + coordinator + ": "), std::string::npos)
           << run.log();
     }
     return peak;
@@ -302,16 +315,25 @@ TEST_F(SecurityClusterTest, NoRoleServesBeyondLoopbackWithoutATokenUnlessToldSo)
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"--insecure"},
         std::vector<std::string>{"--job-token-file", dir_ + "/token"}}) {
-    std::vector<std::string> argv = {kBin + "strata_server", "--rank", "0", "--coordinator",
-                                     "tcp://0.0.0.0:0", "--kv-sizes", "4", "--conv-workers", "1",
-                                     "--ready-file", dir_ + "/server.ready"};
+    std::vector<std::string> argv = {kBin + "strata_server",
+                                     "--rank",
+                                     "0",
+                                     "--coordinator",
+                                     "tcp://0.0.0.0:0",
+                                     "--kv-sizes",
+                                     "4",
+                                     "--conv-workers",
+                                     "1",
+                                     "--ready-file",
+                                     dir_ + "/server.ready"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     ::unlink((dir_ + "/server.ready").c_str());
     ::unsetenv(kJobTokenEnv);
     Process server(argv, dir_ + "/server.log");
     EXPECT_FALSE(server.WaitForReady(dir_ + "/server.ready").empty()) << server.log();
-    const std::string warning = "without CURVE: the job token and every message cross the "
-                                "network in plain text (--curve-keys encrypts them)";
+    const std::string warning =
+        "without CURVE: the job token and every message cross the "
+        "network in plain text (--curve-keys encrypts them)";
     const std::string log = server.log();
     const size_t first = log.find(warning);
     EXPECT_EQ(first != std::string::npos, flags[0] != "--insecure") << log;
@@ -319,12 +341,12 @@ TEST_F(SecurityClusterTest, NoRoleServesBeyondLoopbackWithoutATokenUnlessToldSo)
     server.Kill9();
   }
 
-  const auto [size_code, size_out] = RunCommand(
-      kBin + "strata_server --rank 0 --coordinator tcp://127.0.0.1:0 --kv-sizes 4 "
-             "--max-message-mb -1");
+  const auto [size_code, size_out] =
+      RunCommand(kBin +
+                 "strata_server --rank 0 --coordinator tcp://127.0.0.1:0 --kv-sizes 4 "
+                 "--max-message-mb -1");
   EXPECT_EQ(size_code, 1);
-  EXPECT_NE(size_out.find("--max-message-mb -1: give a size from 1 to 4096 MiB"),
-            std::string::npos)
+  EXPECT_NE(size_out.find("--max-message-mb -1: give a size from 1 to 4096 MiB"), std::string::npos)
       << size_out;
   const auto [chunk_code, chunk_out] =
       RunCommand(kBin + "strata_conv_worker --coordinator tcp://127.0.0.1:1 --config " +
@@ -392,10 +414,10 @@ TEST_F(SecurityClusterTest, ControlTakesTheAdminTokenWhichNoWorkerIsGiven) {
   auto knob = knob_set.header().initKnobs(1)[0];
   knob.setName("wire.format");
   knob.setValue("bf16");
-  EXPECT_EQ(ask(wire::Role::CONV_WORKER, 1, testing::DefaultJobIdentity(400, PlainSgdConfig()),
-                knob_set),
-            "knob-set from the worker 1; knobs are changed by a tool with the admin token, or by "
-            "the job's controller on worker 0");
+  EXPECT_EQ(
+      ask(wire::Role::CONV_WORKER, 1, testing::DefaultJobIdentity(400, PlainSgdConfig()), knob_set),
+      "knob-set from the worker 1; knobs are changed by a tool with the admin token, or by "
+      "the job's controller on worker 0");
   std::ofstream(dir_ + "/wrong_admin") << "guess\n";
   ::chmod((dir_ + "/wrong_admin").c_str(), 0600);
   const auto [wrong_code, wrong_out] =
