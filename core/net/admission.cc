@@ -99,8 +99,12 @@ absl::StatusOr<Peer> Admission::Admit(const IncomingMessage& hello) {
   }
   auto known = peers_.find(hello.identity());
   if (known != peers_.end()) {
-    // A hello said again on a connection: a rank assigned since stays.
-    if (peer.rank < 0 && known->second.role == peer.role) return known->second;
+    // A hello said again on a connection: a rank assigned since stays; what
+    // the hello proves (the admin token) is what it proves now.
+    if (peer.rank < 0 && known->second.role == peer.role) {
+      known->second.admin = peer.admin;
+      return known->second;
+    }
     known->second = peer;
     return peer;
   }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -131,7 +132,11 @@ absl::Status StartZapHandler(zmq::context_t& context, const ConnectionSecurity& 
     if (e.num() == EADDRINUSE) return absl::OkStatus();
     return absl::UnavailableError(absl::StrCat("cannot start the ZAP handler: ", e.what()));
   }
-  std::thread(ServeZap, std::move(zap), security).detach();
+  try {
+    std::thread(ServeZap, std::move(zap), security).detach();
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot start the ZAP handler: ", e.what()));
+  }
   return absl::OkStatus();
 }
 
@@ -223,17 +228,22 @@ absl::StatusOr<Mechanism> SecureServerSocket(zmq::context_t& context, zmq::socke
     }
   }
   STRATA_RETURN_IF_ERROR(StartZapHandler(context, security));
-  socket.set(zmq::sockopt::zap_domain, kZapDomain);
   const int enforce = 1;
   if (zmq_setsockopt(socket.handle(), kZapEnforceDomain, &enforce, sizeof(enforce)) != 0) {
     return absl::UnavailableError(absl::StrCat("this libzmq cannot enforce connection admission: ",
                                                zmq_strerror(zmq_errno())));
   }
-  if (mechanism == Mechanism::kCurve) {
-    socket.set(zmq::sockopt::curve_server, 1);
-    socket.set(zmq::sockopt::curve_secretkey, security.curve->server->secret_key);
-  } else {
-    socket.set(zmq::sockopt::plain_server, 1);
+  try {
+    socket.set(zmq::sockopt::zap_domain, kZapDomain);
+    if (mechanism == Mechanism::kCurve) {
+      socket.set(zmq::sockopt::curve_server, 1);
+      socket.set(zmq::sockopt::curve_secretkey, security.curve->server->secret_key);
+    } else {
+      socket.set(zmq::sockopt::plain_server, 1);
+    }
+  } catch (const zmq::error_t& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot make a ", MechanismName(mechanism), " server: ", e.what()));
   }
   return mechanism;
 }

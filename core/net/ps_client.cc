@@ -168,7 +168,9 @@ absl::Status PsClient::Bootstrap() {
                                                     server_addresses_[server], options_.limits));
     STRATA_RETURN_IF_ERROR(Introduce(*s, options_.credentials, options_.role, rank_,
                                      ServerName(static_cast<int>(server)), options_.timeout));
-    // ZeroMQ's connection events, watched by the I/O thread.
+    // ZeroMQ's connection events, watched by the I/O thread (instead of the
+    // socket's own handshake watch, which the hello needed).
+    s->StopWatchingHandshakes();
     const std::string endpoint = absl::StrCat("inproc://strata-client-monitor-",
                                               reinterpret_cast<uintptr_t>(this), "-", server);
     if (zmq_socket_monitor(s->raw().handle(), endpoint.c_str(),

@@ -356,6 +356,12 @@ void Socket::WatchHandshakes(zmq::context_t& context) {
   handshakes_->connect(endpoint);
 }
 
+void Socket::StopWatchingHandshakes() {
+  if (handshakes_ == nullptr) return;
+  (void)zmq_socket_monitor(socket_.handle(), nullptr, 0);
+  handshakes_.reset();
+}
+
 absl::Status Socket::HandshakeRefusal() {
   while (handshakes_ != nullptr) {
     zmq::message_t event, endpoint;

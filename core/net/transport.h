@@ -180,15 +180,13 @@ class Socket {
   // (core/net/serving_address.h): the first free port of a range, port 0 any
   // free port. address() then returns the address peers dial (the
   // advertised host with the bound port). Unavailable when no port of the
-  // range is free, naming the range. With the process's CURVE keys
-  // installed (core/net/curve.h), a CURVE server; Connect, a CURVE client.
-  // The process's connection security (core/net/connection_security.h)
-  // decides how connections prove themselves: Bind refuses to serve a
+  // range is free, naming the range. The process's connection security
+  // (core/net/connection_security.h) decides how connections prove
+  // themselves (open, the job token, CURVE keys): Bind refuses to serve a
   // non-loopback address openly (FailedPrecondition, naming the flags), and
   // a client watches its handshakes, so that a blocking Receive fails at
   // once (PermissionDenied, naming why) when the server refuses the
-  // connection (another job token, no token, unlisted keys). A caller that installs a socket monitor
-  // of its own (zmq_socket_monitor) replaces that watch.
+  // connection (another job token, none, an unlisted key).
   static absl::StatusOr<std::unique_ptr<Socket>> Bind(zmq::context_t& context, SocketKind kind,
                                                       const ServingAddress& serving,
                                                       const WireLimits& limits = {});
@@ -211,6 +209,10 @@ class Socket {
   absl::StatusOr<RawMessage> ReceiveNow() { return Receive(absl::ZeroDuration()); }
 
   zmq::socket_t& raw() { return socket_; }
+  // Ends the client's handshake watch, for a caller that installs a socket
+  // monitor of its own (which would replace it): Receive then no longer
+  // fails fast on a refused connection.
+  void StopWatchingHandshakes();
   // How this socket's connections prove themselves.
   Mechanism mechanism() const { return mechanism_; }
   // Whether this socket encrypts and authenticates (CURVE).

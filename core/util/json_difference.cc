@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace strata {
@@ -32,8 +33,13 @@ Json ParseShallow(const std::string& text) {
   return Json::parse(text, keep, /*allow_exceptions=*/false);
 }
 
+// A key as a path names it: escaped (a key comes from either document,
+// and a path goes into log lines and error replies) and cut to 60
+// characters.
 std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : absl::StrCat(path, ".", key);
+  std::string name = absl::CHexEscape(key);
+  if (name.size() > 60) name = name.substr(0, 57) + "...";
+  return path.empty() ? name : absl::StrCat(path, ".", name);
 }
 
 // Where two documents first differ: the field's path, and the sentence

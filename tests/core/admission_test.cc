@@ -63,6 +63,11 @@ TEST(JobIdentityTest, UntrustedTextIsComparedSafely) {
   EXPECT_EQ(FirstDifference(mine, deep),
             "data: an object of 6 fields here, an array of 1 entry there");
   EXPECT_EQ(FirstDifference(R"({"a": 1})", R"({"a": 1, "z": 2})"), "z: absent here, set there");
+  // A key the other side chose cannot forge a line of a log it lands in.
+  EXPECT_EQ(FirstDifferingField(R"({"a": 1})", R"({"a": 1, "x\n2026-01-01 W forged": 2})"),
+            "x\\n2026-01-01 W forged");
+  EXPECT_EQ(FirstDifferingField(R"({"a": 1})", R"({"a": 2})"), "a");
+  EXPECT_EQ(FirstDifferingField(R"({"a": 1})", R"({"a": 1})"), "");
 }
 
 // A HELLO (or another request) as decoded on a serving socket.

@@ -108,9 +108,11 @@ int Run(const std::vector<char*>& args) {
     return fail(security);
   }
   credentials.token = ProcessConnectionSecurity().token;
-  absl::StatusOr<std::string> admin = AdminTokenFromFlags();
-  if (!admin.ok()) return fail(admin.status());
-  credentials.admin_token = *admin;
+  if (command == "set") {  // looking at the knobs takes the job token alone
+    absl::StatusOr<std::string> admin = AdminTokenFromFlags();
+    if (!admin.ok()) return fail(admin.status());
+    credentials.admin_token = *admin;
+  }
   zmq::context_t context(1);
   absl::StatusOr<std::unique_ptr<Socket>> socket =
       Socket::Connect(context, SocketKind::kDealer, address, WireLimits());

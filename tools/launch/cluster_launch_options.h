@@ -96,7 +96,8 @@ struct ClusterLaunchOptions {
   // environment, never on a command line); "" = an open cluster.
   std::string job_token;
   // The secret a tool presents to shut the job down or change its knobs:
-  // handed to the servers alone, likewise ("" = none: no tool may).
+  // handed to a local cluster's servers alone, likewise ("" = none: no tool
+  // may). Under Slurm each server task reads it itself (slurm_task.h).
   std::string admin_token;
   // Config overrides (--epochs, --max-steps, --batch-size, --seed) that
   // every process must apply alike.

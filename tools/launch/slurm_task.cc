@@ -206,10 +206,11 @@ absl::Status RunSlurmTask(const ClusterLaunchOptions& o, const SlurmLaunchOption
     }
   }
   if (!o.job_token.empty()) ::setenv(kJobTokenEnv, o.job_token.c_str(), 1);
-  // The admin token goes to servers alone, whatever the task was given.
-  if (role.kind == "server" && !o.admin_token.empty()) {
-    ::setenv(kAdminTokenEnv, o.admin_token.c_str(), 1);
-  } else if (role.kind != "server") {
+  // The admin token goes to servers alone: a worker task never reads it.
+  if (role.kind == "server") {
+    STRATA_ASSIGN_OR_RETURN(const std::string admin, LoadAdminToken(slurm.admin_token_file));
+    if (!admin.empty()) ::setenv(kAdminTokenEnv, admin.c_str(), 1);
+  } else {
     ::unsetenv(kAdminTokenEnv);
   }
   std::string where = "srun's output";

@@ -54,6 +54,9 @@ struct SlurmLaunchOptions {
   int port_base = 29500;   // the coordinator's port; tasks bind above it
   int ports_per_task = 4;  // a server or FC worker binds up to two
   std::string log_dir;     // each role's output in LOG_DIR/<role>-<rank>.log; "" = srun's
+  // The admin token's file ("" = $STRATA_ADMIN_TOKEN), read by server
+  // tasks alone: a worker task neither reads it nor hands it on.
+  std::string admin_token_file;
 };
 
 // What task `procid` of `ntasks` is.

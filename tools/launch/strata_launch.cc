@@ -236,7 +236,10 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   }
   STRATA_ASSIGN_OR_RETURN(o.knob_lead, KnobLeadFromFlags());
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));
-  STRATA_ASSIGN_OR_RETURN(o.admin_token, AdminTokenFromFlags());
+  // Under Slurm, server tasks read it themselves (slurm_task.h).
+  if (!absl::GetFlag(FLAGS_slurm)) {
+    STRATA_ASSIGN_OR_RETURN(o.admin_token, AdminTokenFromFlags());
+  }
   if (const std::string keys = CurveKeysDirFromFlags(); !keys.empty()) {
     STRATA_RETURN_IF_ERROR(WithContext(LoadCurveKeys(keys).status(), "--curve-keys"));
     o.every_process_flags = {"--curve-keys", std::filesystem::absolute(keys).string()};
@@ -322,6 +325,7 @@ absl::Status Run() {
     SlurmLaunchOptions slurm;
     slurm.port_base = static_cast<int>(absl::GetFlag(FLAGS_port_base));
     slurm.log_dir = absl::GetFlag(FLAGS_log_dir);
+    slurm.admin_token_file = AdminTokenFileFromFlags();
     return RunSlurmTask(o, slurm);  // returns only when it could not become its role
   }
   if (config.cluster.mode == "ps" || config.cluster.mode == "stanza") return RunCluster(config);
