@@ -375,8 +375,13 @@ TEST_F(SecurityClusterTest, ControlTakesTheAdminTokenWhichNoWorkerIsGiven) {
   ASSERT_GT(server, 0);
   EXPECT_NE(environment(server).find("STRATA_ADMIN_TOKEN=" + admin_token), std::string::npos);
   for (int w = 0; w < 2; ++w) {
-    const pid_t worker = testing::FindStrataChild(run.pid(), "strata_conv_worker", w);
-    ASSERT_GT(worker, 0);
+    // The launcher starts the workers after its ready file.
+    pid_t worker = 0;
+    for (int i = 0; i < 100 * testing::ScaledSeconds(10) && worker <= 0; ++i) {
+      worker = testing::FindStrataChild(run.pid(), "strata_conv_worker", w);
+      if (worker <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_GT(worker, 0) << w;
     EXPECT_EQ(environment(worker).find("STRATA_ADMIN_TOKEN"), std::string::npos) << w;
     EXPECT_EQ(ReadFile("/proc/" + std::to_string(worker) + "/cmdline").find("admin"),
               std::string::npos)
