@@ -79,21 +79,11 @@ void ZmqEndpoint::WatchHandshakes(zmq::context_t& context) {
 }
 
 void ZmqEndpoint::LogHandshakeFailures() {
-  while (true) {
-    zmq::message_t event, endpoint;
-    try {
-      if (!monitor_->recv(event, zmq::recv_flags::dontwait)) return;
-      if (event.more()) (void)monitor_->recv(endpoint, zmq::recv_flags::none);
-    } catch (const zmq::error_t&) {
-      return;
-    }
-    if (event.size() < 6) continue;
-    uint16_t id = 0;
-    int32_t value = 0;
-    std::memcpy(&id, event.data(), sizeof(id));
-    std::memcpy(&value, static_cast<const char*>(event.data()) + sizeof(id), sizeof(value));
+  while (const std::optional<MonitorEvent> event = NextMonitorEvent(*monitor_)) {
     LogRefusal("refused a connection to %s: %s", socket_->address().c_str(),
-               DescribeHandshakeFailure(socket_->mechanism(), /*serving=*/true, id, value).c_str());
+               DescribeHandshakeFailure(socket_->mechanism(), /*serving=*/true, event->id,
+                                        event->value)
+                   .c_str());
   }
 }
 

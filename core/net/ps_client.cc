@@ -771,11 +771,8 @@ void PsClient::ResendOverdueLocked() {
 }
 
 void PsClient::HandleConnectionEvents(int server) {
-  zmq::message_t event, endpoint;
-  while (monitors_[server]->recv(event, zmq::recv_flags::dontwait)) {
-    if (!monitors_[server]->recv(endpoint, zmq::recv_flags::none) || event.size() < 2) continue;
-    uint16_t id = 0;
-    std::memcpy(&id, event.data(), sizeof(id));
+  while (const std::optional<MonitorEvent> event = NextMonitorEvent(*monitors_[server])) {
+    const uint16_t id = event->id;
     absl::MutexLock lock(&socket_mu_);
     if (id == ZMQ_EVENT_DISCONNECTED) {
       disconnected_[server] = true;

@@ -363,19 +363,9 @@ void Socket::StopWatchingHandshakes() {
 }
 
 absl::Status Socket::HandshakeRefusal() {
-  while (handshakes_ != nullptr) {
-    zmq::message_t event, endpoint;
-    try {
-      if (!handshakes_->recv(event, zmq::recv_flags::dontwait)) break;
-      if (event.more()) (void)handshakes_->recv(endpoint, zmq::recv_flags::none);
-    } catch (const zmq::error_t&) {
-      break;
-    }
-    if (event.size() < 6) continue;
-    uint16_t id = 0;
-    int32_t value = 0;
-    std::memcpy(&id, event.data(), sizeof(id));
-    std::memcpy(&value, static_cast<const char*>(event.data()) + sizeof(id), sizeof(value));
+  if (handshakes_ == nullptr) return refused_;
+  while (const std::optional<MonitorEvent> event = NextMonitorEvent(*handshakes_)) {
+    const auto [id, value] = *event;
     if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
       refused_ = absl::OkStatus();
       broken_handshakes_ = 0;
@@ -470,6 +460,23 @@ absl::StatusOr<RawMessage> Socket::ReadMultipart() {
   counters_.bytes_received += total;
   counters_.messages_received++;
   return raw;
+}
+
+std::optional<MonitorEvent> NextMonitorEvent(zmq::socket_t& monitor) {
+  while (true) {
+    zmq::message_t event, endpoint;
+    try {
+      if (!monitor.recv(event, zmq::recv_flags::dontwait)) return std::nullopt;
+      if (event.more()) (void)monitor.recv(endpoint, zmq::recv_flags::none);
+    } catch (const zmq::error_t&) {
+      return std::nullopt;
+    }
+    if (event.size() < sizeof(uint16_t) + sizeof(int32_t)) continue;  // not an event
+    MonitorEvent e;
+    std::memcpy(&e.id, event.data(), sizeof(e.id));
+    std::memcpy(&e.value, static_cast<const char*>(event.data()) + sizeof(e.id), sizeof(e.value));
+    return e;
+  }
 }
 
 bool IsQueueFull(const absl::Status& status) { return absl::IsResourceExhausted(status); }

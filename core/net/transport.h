@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -241,6 +242,16 @@ class Socket {
   std::string address_;
   TrafficCounters counters_;
 };
+
+// One event of a socket monitor (zmq_socket_monitor): ZMQ_EVENT_* and its
+// value (an errno, a protocol error, a ZAP status code).
+struct MonitorEvent {
+  uint16_t id = 0;
+  int32_t value = 0;
+};
+// The next event `monitor` (the PAIR socket connected to a monitor's
+// endpoint) holds, without waiting; nothing when none is queued.
+std::optional<MonitorEvent> NextMonitorEvent(zmq::socket_t& monitor);
 
 // True for the error of a Send whose queue is full (the peer is not reading
 // fast enough): sending the same message again later may succeed.
