@@ -557,27 +557,25 @@ class RawLaneClient {
     EXPECT_TRUE(socket.ok()) << socket.status();
     if (socket.ok()) socket_ = *std::move(socket);
   }
-  // Sends one packet (with descriptor `fd` when it is not -1); returns the
-  // error message of the server's reply, as RawClient::Exchange does.
-  std::string Exchange(const std::string& packet, int fd = -1) {
+  // Sends one packet as it is; returns the error message of the server's
+  // reply, as RawClient::Exchange does.
+  std::string Exchange(const std::string& packet) {
     if (socket_ == nullptr) return "<not connected>";
-    iovec data{const_cast<char*>(packet.data()), packet.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr message{};
-    message.msg_iov = &data;
-    message.msg_iovlen = 1;
-    if (fd >= 0) {
-      message.msg_control = control;
-      message.msg_controllen = sizeof(control);
-      cmsghdr* rights = CMSG_FIRSTHDR(&message);
-      rights->cmsg_level = SOL_SOCKET;
-      rights->cmsg_type = SCM_RIGHTS;
-      rights->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(rights), &fd, sizeof(int));
-    }
-    if (::sendmsg(socket_->fd(), &message, 0) != static_cast<ssize_t>(packet.size())) {
+    if (::send(socket_->fd(), packet.data(), packet.size(), 0) !=
+        static_cast<ssize_t>(packet.size())) {
       return "<send failed>";
     }
+    return Reply();
+  }
+  // Sends `message` (with the descriptor it passes); the same answer.
+  std::string Exchange(OutgoingMessage& message) {
+    if (socket_ == nullptr) return "<not connected>";
+    if (!socket_->Send(message).ok()) return "<send failed>";
+    return Reply();
+  }
+
+ private:
+  std::string Reply() {
     if (!socket_->WaitReadable(absl::Seconds(10))) return "<no reply>";
     auto reply = socket_->ReceiveNow();
     if (!reply.ok() || !reply->has_value()) return "<no reply>";
@@ -587,7 +585,6 @@ class RawLaneClient {
     return msg->header().getErrorMessage().cStr();
   }
 
- private:
   std::unique_ptr<LaneSocket> socket_;
 };
 
@@ -607,16 +604,29 @@ void FromWorker0(wire::Header::Builder h) {
   h.setSenderRank(0);
 }
 
-// An offer of a shared memory region (whose descriptor comes with it on a
-// lane).
-std::string AttachHeader(uint32_t slots, uint64_t slot_bytes, const std::string& host) {
-  OutgoingMessage m(wire::Kind::SHM_ATTACH);
+// Fills `m`, an offer of a shared memory region (whose descriptor comes
+// with it on a lane).
+void FillAttach(OutgoingMessage& m, uint32_t slots, uint64_t slot_bytes, const std::string& host) {
   auto h = m.header();
   FromWorker0(h);
   h.setShmSlotCount(slots);
   h.setShmSlotBytes(slot_bytes);
   h.setShmHost(host);
+}
+
+// The offer's header, as a ZeroMQ peer sends it (without a region).
+std::string AttachHeader(uint32_t slots, uint64_t slot_bytes, const std::string& host) {
+  OutgoingMessage m(wire::Kind::SHM_ATTACH);
+  FillAttach(m, slots, slot_bytes, host);
   return m.SerializedHeaderForTest();
+}
+
+// On a lane: the offer with the region behind `fd`.
+std::string OfferRegion(RawLaneClient& lane, uint32_t slots, uint64_t slot_bytes, int fd) {
+  OutgoingMessage m(wire::Kind::SHM_ATTACH);
+  FillAttach(m, slots, slot_bytes, ColocationId());
+  m.PassDescriptor(fd);
+  return lane.Exchange(m);
 }
 
 // A pull of key 0's first chunk (288 floats) into shared memory slot `slot`.
@@ -873,28 +883,27 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   // its next access: SIGBUS), a descriptor that is no memory file.
   auto region = ShmRegion::Create(4, 64);
   ASSERT_TRUE(region.ok()) << region.status();
-  const std::string here = ColocationId();
-  EXPECT_EQ(lane.Exchange(AttachHeader(0, 64, here), (*region)->fd()),
+  EXPECT_EQ(OfferRegion(lane, 0, 64, (*region)->fd()),
             "shared memory of 0 slots of 64 bytes: a region has 1 to 4096 slots of 4 bytes to "
             "67108864 bytes (a multiple of 4)");
-  EXPECT_EQ(lane.Exchange(AttachHeader(8, 64, here), (*region)->fd()),
+  EXPECT_EQ(OfferRegion(lane, 8, 64, (*region)->fd()),
             "the shared memory offered holds 4352 bytes, not the announced 4608");
   const int unsealed = ::memfd_create("unsealed", MFD_CLOEXEC);
   ASSERT_GE(unsealed, 0);
   ASSERT_EQ(::ftruncate(unsealed, 4352), 0);
-  EXPECT_EQ(lane.Exchange(AttachHeader(4, 64, here), unsealed),
+  EXPECT_EQ(OfferRegion(lane, 4, 64, unsealed),
             "the shared memory offered is not sealed against shrinking");
   ::close(unsealed);
-  EXPECT_NE(lane.Exchange(AttachHeader(4, 64, here), STDERR_FILENO)
+  EXPECT_NE(OfferRegion(lane, 4, 64, STDERR_FILENO)
                 .find("the shared memory offered is not a sealable memory file"),
             std::string::npos);
-  EXPECT_EQ(lane.Exchange(AttachHeader(4, 64, here), (*region)->fd()), "<not an error>");
+  EXPECT_EQ(OfferRegion(lane, 4, 64, (*region)->fd()), "<not an error>");
   // The owner cannot shrink what the server mapped, nor replace it.
   EXPECT_EQ(::ftruncate((*region)->fd(), 0), -1);
   EXPECT_EQ(errno, EPERM);
   auto another = ShmRegion::Create(4, 64);
   ASSERT_TRUE(another.ok()) << another.status();
-  EXPECT_EQ(lane.Exchange(AttachHeader(4, 64, here), (*another)->fd()),
+  EXPECT_EQ(OfferRegion(lane, 4, 64, (*another)->fd()),
             "this connection has attached a shared memory region already; it keeps that one");
   EXPECT_EQ(lane.Exchange(SharedPullHeader(999)),
             "pull: shared memory slot 999 is outside [0, 4)");
