@@ -58,7 +58,8 @@ class FcCheckpoints {
         update_(update) {}
 
   // After iteration done - 1: our part of epoch `done` when it is one,
-  // and the newest part written to the coordinator (with our heartbeats).
+  // and the newest part written, and any that failed, to the coordinator
+  // (with our heartbeats).
   void AtBoundary(int64_t done, PsClient& client) {
     if (every_ > 0 && done % every_ == 0) {
       if (update_ != nullptr) {
@@ -68,32 +69,44 @@ class FcCheckpoints {
         no_part_until_ = done;
       }
     }
-    client.ReportCheckpointed(std::max(writer_.last_written(), no_part_until_));
+    Report(client);
   }
 
-  // Restores our part of the newest complete epoch; returns its iteration.
-  absl::StatusOr<int64_t> Restore() {
-    const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(dir_);
-    if (!epoch.has_value()) {
-      return absl::NotFoundError(absl::StrCat("--restore: no complete checkpoint epoch in ", dir_));
+  // Restores our part of `epoch`, the one the coordinator chose for every
+  // process (its cluster map says; -1: none); returns its iteration.
+  absl::StatusOr<int64_t> Restore(int64_t epoch) {
+    if (epoch < 0) {
+      return absl::FailedPreconditionError(
+          "--restore: the coordinator restores no checkpoint epoch (give --restore to every "
+          "role, or to none)");
     }
-    if (update_ == nullptr) return epoch->iteration;
-    if (epoch->part_bytes.count(part_) == 0) {
-      return absl::NotFoundError(absl::StrCat("--restore: checkpoint epoch ", epoch->iteration,
-                                              " in ", dir_, " has no part ", part_));
-    }
-    const std::string path = epoch->PartPath(dir_, part_);
-    STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(path));
-    STRATA_RETURN_IF_ERROR_CTX(RestoreTrainingState(checkpoint, model_, *update_).status(),
-                               absl::StrCat("restoring ", path));
-    LogInfo("restored %s at iteration %lld", path.c_str(),
-            static_cast<long long>(epoch->iteration));
-    return epoch->iteration;
+    if (update_ == nullptr) return epoch;
+    const std::string path = EpochPartPath(dir_, epoch, part_);
+    absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(path);
+    absl::StatusOr<int64_t> restored =
+        checkpoint.ok() ? RestoreTrainingState(*checkpoint, model_, *update_) : checkpoint.status();
+    STRATA_RETURN_IF_ERROR_CTX(restored.status(),
+                               absl::StrCat("restoring checkpoint epoch ", epoch,
+                                            ", which the coordinator chose, from ", path));
+    LogInfo("restored %s at iteration %lld", path.c_str(), static_cast<long long>(epoch));
+    return epoch;
   }
 
-  void Flush() { writer_.Flush(); }
+  // Writes what is queued and reports it: the coordinator completes the
+  // final epoch with what our DONE says.
+  void Flush(PsClient& client) {
+    writer_.Flush();
+    Report(client);
+  }
 
  private:
+  void Report(PsClient& client) {
+    client.ReportCheckpointed(std::max(writer_.last_written(), no_part_until_));
+    for (const auto& [iteration, why] : writer_.TakeFailures()) {
+      client.ReportCheckpointFailure(iteration, std::string(why.message()));
+    }
+  }
+
   std::string dir_;
   int64_t every_;
   std::string part_;
@@ -427,7 +440,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   if (fc_options.restore) {
     if (checkpoints == nullptr)
       return absl::InvalidArgumentError("--restore needs --checkpoint-dir");
-    STRATA_ASSIGN_OR_RETURN(first_iteration, checkpoints->Restore());
+    STRATA_ASSIGN_OR_RETURN(first_iteration, checkpoints->Restore(client->checkpoint_epoch()));
   }
   if (shared_head && servers_version != first_iteration) {
     return absl::FailedPreconditionError(
@@ -489,7 +502,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   if (experts != nullptr) experts->set_wait_observer(nullptr);
 
   server.ServeUntilDone(total_steps, options.client.timeout);
-  if (checkpoints != nullptr) checkpoints->Flush();
+  if (checkpoints != nullptr) checkpoints->Flush(*client);
   reporter.Finish(total_steps, &summary);
   if (expert_parallel) {  // every expert back in every FC worker, to write the model
     STRATA_RETURN_IF_ERROR_CTX(experts->Leave(), "gathering the MoE experts");

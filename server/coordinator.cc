@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/net/knob_messages.h"
+#include "core/net/membership.h"
 #include "core/status.h"
 #include "core/train/lost_nodes.h"
 #include "core/util/clock.h"
@@ -52,6 +54,46 @@ int64_t Coordinator::AgreedCheckpoint(int64_t own) const {
     }
   }
   return agreed;
+}
+
+std::vector<std::string> Coordinator::NodesYetToReport(int64_t iteration) const {
+  std::vector<std::string> short_of;
+  for (const auto& [role, table, count] :
+       {std::make_tuple(wire::Role::SERVER, &servers_, options_.servers),
+        std::make_tuple(wire::Role::FC_WORKER, &fc_workers_, options_.fc_workers)}) {
+    for (int rank = role == wire::Role::SERVER ? 1 : 0; rank < count; ++rank) {
+      auto it = table->find(rank);
+      const std::string who = DescribePeer(role, rank);
+      if ((it == table->end() || it->second.checkpointed < iteration) &&
+          checkpoint_failures_.count({iteration, who}) == 0) {
+        short_of.push_back(who);
+      }
+    }
+  }
+  return short_of;
+}
+
+void Coordinator::RecordCheckpointed(const Peer& peer, int64_t iteration) {
+  auto& table = TableFor(peer.role);
+  auto it = table.find(peer.rank);
+  if (it != table.end()) it->second.checkpointed = std::max(it->second.checkpointed, iteration);
+}
+
+void Coordinator::RecordCheckpointFailure(const std::string& who, int64_t iteration,
+                                          const std::string& why) {
+  if (!checkpoint_failures_.emplace(std::make_pair(iteration, who), why).second) return;
+  LogError("coordinator: checkpoint epoch %lld will not be complete: %s could not write its "
+           "part: %s",
+           static_cast<long long>(iteration), who.c_str(), why.c_str());
+}
+
+std::vector<std::string> Coordinator::CheckpointFailures(int64_t only) const {
+  std::vector<std::string> failures;
+  for (const auto& [key, why] : checkpoint_failures_) {
+    if (only >= 0 && key.first != only) continue;
+    failures.push_back(absl::StrCat("epoch ", key.first, ": ", key.second, ": ", why));
+  }
+  return failures;
 }
 
 std::string Coordinator::Registered() const {
@@ -144,7 +186,11 @@ absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& pee
       auto it = table.find(rank);
       if (it != table.end()) {
         it->second.last_seen = MonotonicNow();
-        it->second.checkpointed = std::max(it->second.checkpointed, h.getIteration());
+        const CheckpointReport report = CheckpointReportOf(h);
+        it->second.checkpointed = std::max(it->second.checkpointed, report.written);
+        if (report.failed >= 0) {
+          RecordCheckpointFailure(Describe(it->second), report.failed, report.why);
+        }
         // Death is final: the servers have failed what waited for the node
         // and refuse it from then on.
         if (it->second.dead && !it->second.late_heartbeat_logged) {
@@ -249,6 +295,7 @@ void Coordinator::SendMap(const Node& node) {
       ++i;
     }
   }
+  h.setCheckpointEpoch(options_.checkpoint_epoch);
   auto expected = h.initExpectedNodes(3);
   expected.set(0, static_cast<uint32_t>(options_.servers));
   expected.set(1, static_cast<uint32_t>(options_.workers));

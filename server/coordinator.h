@@ -51,6 +51,9 @@ struct CoordinatorOptions {
   // Each node declared dead is added here (core/train/lost_nodes.h) before
   // anyone is told; "" = nowhere.
   std::string lost_nodes_out;
+  // The checkpoint epoch every restoring process restores (the cluster
+  // map says it); -1 when the job starts afresh.
+  int64_t checkpoint_epoch = -1;
 };
 
 class Coordinator {
@@ -78,6 +81,20 @@ class Coordinator {
   // has written its part, `own` being server 0's; -1 while any of them
   // has not registered or written one.
   int64_t AgreedCheckpoint(int64_t own) const;
+  // The servers (but server 0) and FC workers that have said nothing yet
+  // of their part of epoch `iteration`: neither a part of it or later
+  // (heartbeats; an FC worker's DONE) nor that they could not write it.
+  // "server 1", "fc worker 0"; empty when none.
+  std::vector<std::string> NodesYetToReport(int64_t iteration) const;
+  // `peer` reported its newest part (its DONE says, at the end).
+  void RecordCheckpointed(const Peer& peer, int64_t iteration);
+  // `who` could not write its part of epoch `iteration`: logged as an
+  // error once per epoch and process, and kept for the job's end
+  // (CheckpointFailures).
+  void RecordCheckpointFailure(const std::string& who, int64_t iteration, const std::string& why);
+  // The parts that could not be written: "epoch 200: server 1: ...", by
+  // epoch; those of epoch `only` alone when it is not -1.
+  std::vector<std::string> CheckpointFailures(int64_t only = -1) const;
 
  private:
   struct Node {
@@ -110,6 +127,8 @@ class Coordinator {
   bool map_sent_ = false;
   KnobBoard knobs_;
   ReportRelay reports_;  // iterations relayed to the job's controller
+  // (epoch, who) -> why, of the parts that could not be written
+  std::map<std::pair<int64_t, std::string>, std::string> checkpoint_failures_;
   // barrier name -> identities waiting, with their request ids
   std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> barriers_;
 };

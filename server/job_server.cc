@@ -91,27 +91,23 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
   so.schedule = options.config.schedule;
   so.total_steps = total_steps;
   STRATA_ASSIGN_OR_RETURN(node->store_, ParameterStore::Create(node->plan_, options.rank, so));
-  if (options.restore) {
-    std::string path = options.checkpoint_path;
-    if (!options.checkpoint_dir.empty()) {
-      const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(options.checkpoint_dir);
-      if (!epoch.has_value()) {
-        return absl::NotFoundError(
-            absl::StrCat("--restore: no complete checkpoint epoch in ", options.checkpoint_dir));
-      }
-      path = epoch->PartPath(options.checkpoint_dir, CheckpointPartName("server", options.rank));
-      node->last_complete_epoch_ = epoch->iteration;
-    }
-    STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(path));
-    STRATA_RETURN_IF_ERROR_CTX(node->store_->Restore(checkpoint), absl::StrCat("restoring ", path));
-    int64_t version = 0;
-    for (const Chunk& c : node->plan_.chunks_of_server(options.rank)) {
-      version = std::max(version, node->store_->version(c));
-    }
-    node->last_checkpoint_version_ = version;
-    node->restored_ = true;
-    node->restored_version_ = version;
-    LogInfo("restored %s at iteration %lld", path.c_str(), static_cast<long long>(version));
+  const std::string& dir = options.checkpoint_dir;
+  const std::string own_part = CheckpointPartName("server", options.rank);
+  if (options.rank == 0 && !dir.empty()) {
+    // This start's generation: a newer start elsewhere makes us a writer of
+    // nothing (core/train/checkpoint_epochs.h).
+    absl::StatusOr<RunStamp> stamp = BeginGeneration(dir, options.restore);
+    STRATA_RETURN_IF_ERROR_CTX(stamp.status(), options.restore ? "--restore" : "--checkpoint-dir");
+    node->stamp_ = *stamp;
+  }
+  if (options.restore && dir.empty()) {
+    STRATA_RETURN_IF_ERROR(node->RestoreShard(options.checkpoint_path, -1));
+  } else if (options.restore && options.rank == 0) {
+    absl::StatusOr<CheckpointEpoch> epoch = ChooseRestoreEpoch(dir);
+    STRATA_RETURN_IF_ERROR_CTX(epoch.status(), "--restore");
+    node->restore_epoch_ = epoch->iteration;
+    node->last_complete_epoch_ = epoch->iteration;
+    STRATA_RETURN_IF_ERROR(node->RestoreShard(epoch->PartPath(dir, own_part), epoch->iteration));
   }
   if ((!options.checkpoint_dir.empty() || !options.checkpoint_path.empty()) &&
       options.checkpoint_every > 0) {
@@ -128,10 +124,28 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
     co.dead_after = options.dead_after;
     co.knob_lead = options.knob_lead;
     co.lost_nodes_out = options.lost_nodes_out;
+    co.checkpoint_epoch = node->restore_epoch_;
     node->coordinator_ = std::make_unique<Coordinator>(endpoints->socket, &node->admission_, co,
                                                        address, lane_address);
   } else {
-    STRATA_RETURN_IF_ERROR(node->Register(options.await_registration));
+    // A server restoring an epoch learns which from the coordinator's
+    // answer to its hello: one epoch for every process, whatever this one
+    // sees of the manifests.
+    const bool restores_epoch = options.restore && !dir.empty();
+    STRATA_ASSIGN_OR_RETURN(const HelloAnswer answer,
+                            node->Register(options.await_registration || restores_epoch));
+    if (restores_epoch) {
+      if (answer.checkpoint_epoch < 0) {
+        return absl::FailedPreconditionError(
+            "--restore: the coordinator restores no checkpoint epoch (give --restore to every "
+            "server, or to none)");
+      }
+      STRATA_RETURN_IF_ERROR_CTX(
+          node->RestoreShard(EpochPartPath(dir, answer.checkpoint_epoch, own_part),
+                             answer.checkpoint_epoch),
+          absl::StrCat("restoring checkpoint epoch ", answer.checkpoint_epoch,
+                       ", which the coordinator chose"));
+    }
   }
   if (node->admission_.open()) {
     LogWarning(
@@ -147,7 +161,24 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
   return node;
 }
 
-absl::Status JobServer::Register(bool wait_for_hello) {
+absl::Status JobServer::RestoreShard(const std::string& path, int64_t epoch) {
+  STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(path));
+  STRATA_RETURN_IF_ERROR_CTX(store_->Restore(checkpoint), absl::StrCat("restoring ", path));
+  int64_t version = 0;
+  for (const Chunk& c : plan_.chunks_of_server(options_.rank)) {
+    version = std::max(version, store_->version(c));
+  }
+  if (epoch >= 0 && version != epoch) {
+    return absl::DataLossError(absl::StrCat(path, " holds iteration ", version, ", not ", epoch));
+  }
+  last_checkpoint_version_ = version;
+  restored_ = true;
+  restored_version_ = version;
+  LogInfo("restored %s at iteration %lld", path.c_str(), static_cast<long long>(version));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<HelloAnswer> JobServer::Register(bool wait_for_hello) {
   if (coordinator_link_ == nullptr) {
     STRATA_ASSIGN_OR_RETURN(
         coordinator_link_,
@@ -156,10 +187,11 @@ absl::Status JobServer::Register(bool wait_for_hello) {
   last_registration_ = MonotonicNow();
   // One connection, in order: the hello comes before the register.
   const std::string coordinator = absl::StrCat("the coordinator ", options_.coordinator);
+  HelloAnswer answer;
   if (wait_for_hello) {
-    STRATA_RETURN_IF_ERROR(Introduce(*coordinator_link_, admission_.credentials(),
-                                     wire::Role::SERVER, options_.rank, coordinator,
-                                     options_.register_timeout));
+    STRATA_ASSIGN_OR_RETURN(answer, Introduce(*coordinator_link_, admission_.credentials(),
+                                              wire::Role::SERVER, options_.rank, coordinator,
+                                              options_.register_timeout));
   } else {
     STRATA_RETURN_IF_ERROR(
         SayHello(*coordinator_link_, admission_.credentials(), wire::Role::SERVER, options_.rank));
@@ -168,7 +200,8 @@ absl::Status JobServer::Register(bool wait_for_hello) {
                        endpoints_->lanes != nullptr ? endpoints_->lanes->address() : ""};
   OutgoingMessage m(wire::Kind::REGISTER);
   FillRegister(m.header(), options_.job_id, self);
-  return coordinator_link_->Send(m);
+  STRATA_RETURN_IF_ERROR(coordinator_link_->Send(m));
+  return answer;
 }
 
 absl::Status JobServer::Reply(const std::string& identity, OutgoingMessage& reply) {
@@ -248,6 +281,7 @@ absl::Status JobServer::HandleHello(const IncomingMessage& message) {
           .status());
   OutgoingMessage ack(wire::Kind::HELLO_ACK);
   ack.header().setRequestId(message.header().getRequestId());
+  if (coordinator_ != nullptr) ack.header().setCheckpointEpoch(restore_epoch_);
   return Reply(message.identity(), ack);
 }
 
@@ -572,17 +606,107 @@ void JobServer::MaybeCompleteEpoch() {
     return;
   }
   const int64_t agreed = coordinator_->AgreedCheckpoint(checkpoints_->last_written());
-  if (agreed <= last_complete_epoch_) return;
-  absl::StatusOr<CheckpointEpoch> epoch = CompleteEpoch(options_.checkpoint_dir, agreed);
-  if (!epoch.ok()) {
-    LogWarning("%s", std::string(epoch.status().message()).c_str());
+  if (agreed > last_complete_epoch_) CompleteEpochsUpTo(agreed);
+}
+
+bool JobServer::CompleteEpochsUpTo(int64_t last) {
+  if (taken_over_) return false;
+  const std::string& dir = options_.checkpoint_dir;
+  // A newer start of the job owns the directory: write nothing there.
+  auto taken_over = [&](const absl::Status& s) {
+    if (!absl::IsFailedPrecondition(s)) return false;
+    taken_over_ = true;
+    LogError("checkpoints: %s; this process writes no manifest and prunes nothing from now on",
+             std::string(s.message()).c_str());
+    return true;
+  };
+  absl::StatusOr<CheckpointEpoch> newest = CompleteEpoch(dir, last, stamp_);
+  if (!newest.ok()) {
+    if (!taken_over(newest.status())) {
+      LogWarning("%s", std::string(newest.status().message()).c_str());
+    }
+    return false;
+  }
+  // Every owner writes its parts in order, so the epochs between the last
+  // complete one and `last` are written too, unless a part failed (its
+  // epoch then lacks it and never counts).
+  std::set<std::string> parts;
+  for (const auto& [part, bytes] : newest->part_bytes) parts.insert(part);
+  const int64_t every = options_.checkpoint_every;
+  std::vector<int64_t> completed;
+  for (int64_t e = (std::max<int64_t>(last_complete_epoch_, 0) / every + 1) * every; e < last;
+       e += every) {
+    absl::StatusOr<CheckpointEpoch> epoch = CompleteEpoch(dir, e, stamp_, &parts);
+    if (epoch.ok()) completed.push_back(e);
+  }
+  completed.push_back(last);
+  last_complete_epoch_ = last;
+  const absl::StatusOr<int> removed = PruneEpochs(dir, options_.keep_checkpoints, stamp_);
+  if (!removed.ok() && !taken_over(removed.status())) {
+    LogWarning("%s", std::string(removed.status().message()).c_str());
+  }
+  LogInfo("checkpoint epoch%s %s complete (%zu parts each, in %s)%s",
+          completed.size() > 1 ? "s" : "", absl::StrJoin(completed, ", ").c_str(), parts.size(),
+          dir.c_str(),
+          removed.ok() && *removed > 0 ? absl::StrCat("; removed ", *removed, " older").c_str()
+                                       : "");
+  return true;
+}
+
+void JobServer::ReportCheckpointFailures() {
+  if (checkpoints_ == nullptr) return;
+  for (const auto& [iteration, why] : checkpoints_->TakeFailures()) {
+    if (coordinator_ != nullptr) {
+      coordinator_->RecordCheckpointFailure(DescribePeer(wire::Role::SERVER, 0), iteration,
+                                            std::string(why.message()));
+    } else {
+      failure_to_report_ = CheckpointReport{-1, iteration, std::string(why.message())};
+    }
+  }
+}
+
+bool JobServer::AllWorkersDone() const {
+  return std::all_of(workers_.begin(), workers_.end(),
+                     [](const WorkerState& w) { return w.done; });
+}
+
+void JobServer::SettleFinalEpoch(absl::Time now) {
+  if (final_epoch_.has_value() || !AllWorkersDone()) return;
+  const int64_t every = options_.checkpoint_every;
+  const int64_t last = store_->min_version(plan_.chunks_of_server(options_.rank));
+  if (checkpoints_ == nullptr || options_.checkpoint_dir.empty() || every <= 0 || last <= 0 ||
+      last % every != 0 || last <= last_complete_epoch_) {
+    final_epoch_ = absl::OkStatus();  // no final epoch to wait for
     return;
   }
-  last_complete_epoch_ = agreed;
-  const int removed = PruneEpochs(options_.checkpoint_dir, options_.keep_checkpoints);
-  LogInfo("checkpoint epoch %lld complete (%zu parts in %s)%s", static_cast<long long>(agreed),
-          epoch->part_bytes.size(), EpochDirectory(options_.checkpoint_dir, agreed).c_str(),
-          removed > 0 ? absl::StrCat("; removed ", removed, " older").c_str() : "");
+  if (all_done_at_ == absl::InfiniteFuture()) {
+    all_done_at_ = now;
+    checkpoints_->Flush();  // our own part; the others report theirs
+    ReportCheckpointFailures();
+  }
+  // Every server reports its part in its last heartbeat, an FC worker in
+  // its DONE (each after writing it, or with why it could not): wait for
+  // every word, then complete what they allow.
+  const std::vector<std::string> silent = coordinator_->NodesYetToReport(last);
+  if (!silent.empty() && now - all_done_at_ < options_.dead_after) return;
+  MaybeCompleteEpoch();
+  const std::vector<std::string> failed = coordinator_->CheckpointFailures(last);
+  if (!failed.empty()) {
+    final_epoch_ = absl::DataLossError(absl::StrCat(
+        "the final checkpoint epoch cannot be complete: ", absl::StrJoin(failed, "; "),
+        "; a --restore resumes from epoch ", last_complete_epoch_));
+  } else if (!silent.empty()) {
+    final_epoch_ = absl::DataLossError(absl::StrCat(
+        "the final checkpoint epoch ", last, " is not complete after ",
+        absl::FormatDuration(options_.dead_after), ": no part reported by ",
+        absl::StrJoin(silent, ", "), "; a --restore resumes from epoch ", last_complete_epoch_));
+  } else if (last_complete_epoch_ == last || CompleteEpochsUpTo(last)) {
+    final_epoch_ = absl::OkStatus();
+  } else {
+    final_epoch_ = absl::DataLossError(absl::StrCat(
+        "the final checkpoint epoch ", last, " could not be completed (the log says why); a "
+        "--restore resumes from epoch ", last_complete_epoch_));
+  }
 }
 
 absl::Status JobServer::ForgetAndAcknowledge(const IncomingMessage& message) {
@@ -635,6 +759,15 @@ absl::Status JobServer::Handle(const IncomingMessage& message) {
             absl::StrCat("done from ", DescribePeer(peer.role, peer.rank), ", not in this job"));
       }
       worker->done = true;
+      // Its last word on its checkpoint parts: the final epoch may wait for it.
+      if (coordinator_ != nullptr) {
+        coordinator_->RecordCheckpointed(peer, h.getIteration());
+        if (h.getFailedCheckpoint() >= 0) {
+          coordinator_->RecordCheckpointFailure(DescribePeer(peer.role, peer.rank),
+                                                h.getFailedCheckpoint(),
+                                                h.getErrorMessage().cStr());
+        }
+      }
       return ForgetAndAcknowledge(message);
     }
     case wire::Kind::LEAVE:
@@ -734,7 +867,7 @@ absl::Status JobServer::ServeCoordinatorLink() {
   }
   if (register_again && MonotonicNow() - last_registration_ >= options_.heartbeat_every) {
     LogInfo("registering again with the coordinator %s", options_.coordinator.c_str());
-    STRATA_RETURN_IF_ERROR(Register(/*wait_for_hello=*/false));
+    STRATA_RETURN_IF_ERROR(Register(/*wait_for_hello=*/false).status());
   }
   return absl::OkStatus();
 }
@@ -751,14 +884,20 @@ absl::Status JobServer::Tick(absl::Time now) {
     for (const Peer& dead : coordinator_->CheckLiveness(now)) {
       OnWorkerStopped(dead, "stopped sending heartbeats");
     }
+    ReportCheckpointFailures();
     MaybeCompleteEpoch();
+    SettleFinalEpoch(now);
   }
   if (coordinator_link_ != nullptr) {
     STRATA_RETURN_IF_ERROR(ServeCoordinatorLink());
-    if (now >= next_heartbeat_) {
+    const int64_t reported_failure = failure_to_report_.failed;
+    ReportCheckpointFailures();
+    // A part that failed is news at once: its epoch will never count.
+    if (now >= next_heartbeat_ || failure_to_report_.failed != reported_failure) {
+      CheckpointReport report = failure_to_report_;
+      report.written = checkpoints_ != nullptr ? checkpoints_->last_written() : -1;
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank,
-                    checkpoints_ != nullptr ? checkpoints_->last_written() : -1);
+      FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank, report);
       (void)coordinator_link_->Send(beat);
       next_heartbeat_ = now + options_.heartbeat_every;
     }
@@ -774,7 +913,15 @@ absl::StatusOr<bool> JobServer::Finished() const {
     if (!w.stopped) return false;
     unfinished.push_back(absl::StrCat(DescribePeer(w.peer.role, w.peer.rank), " ", w.why_stopped));
   }
-  if (unfinished.empty()) return true;
+  if (unfinished.empty()) {
+    // Rank 0 with coordinated checkpoints: done once the final epoch settled.
+    const bool settles = coordinator_ != nullptr && checkpoints_ != nullptr &&
+                         !options_.checkpoint_dir.empty();
+    if (!settles) return true;
+    if (!final_epoch_.has_value()) return false;
+    STRATA_RETURN_IF_ERROR(*final_epoch_);
+    return true;
+  }
   return absl::UnavailableError(
       absl::StrCat("server ", options_.rank, ": every worker that had not finished has stopped (",
                    absl::StrJoin(unfinished, "; "), "); the job cannot complete"));
@@ -814,9 +961,25 @@ absl::Status JobServer::Finish() {
   if (checkpoints_ != nullptr) {
     checkpoints_->Flush();
     MaybeCompleteEpoch();
+    ReportCheckpointFailures();
+    if (coordinator_link_ != nullptr) {
+      // The coordinator settles the final epoch with our last word: given a
+      // second to leave before the socket closes.
+      CheckpointReport report = failure_to_report_;
+      report.written = checkpoints_->last_written();
+      OutgoingMessage beat(wire::Kind::HEARTBEAT);
+      FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank, report);
+      coordinator_link_->raw().set(zmq::sockopt::linger, 1000);
+      (void)coordinator_link_->Send(beat);
+    }
   }
   if (!options_.checkpoint_path.empty()) {
     STRATA_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, store_->Capture()));
+  }
+  if (coordinator_ != nullptr) {
+    for (const std::string& failure : coordinator_->CheckpointFailures()) {
+      LogWarning("checkpoint part not written (its epoch never counted): %s", failure.c_str());
+    }
   }
   LogUpdateCount();
   traffic_.process = absl::StrCat("server ", options_.rank);

@@ -29,6 +29,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "absl/time/time.h"
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
+#include "core/net/membership.h"
 #include "core/net/message_endpoint.h"
 #include "core/net/partition_plan.h"
 #include "core/net/traffic.h"
@@ -90,8 +92,11 @@ struct ServerOptions {
   int keep_checkpoints = 3;
   std::string checkpoint_path;
   int64_t checkpoint_every = 0;
-  // Start from the newest complete epoch in checkpoint_dir, or from
-  // checkpoint_path.
+  // Start from checkpoint_path, or from a coordinated epoch in
+  // checkpoint_dir: rank 0 chooses the newest that every part of verifies
+  // (core/train/checkpoint_epochs.h), every other server restores its part
+  // of that one, as the coordinator's answer to its hello says, or fails
+  // naming the part.
   bool restore = false;
   absl::Duration dead_after = absl::Seconds(10);
   // Rank 0: iterations a knob lease reaches ahead (server/knob_board.h): a
@@ -151,11 +156,14 @@ class JobServer {
   // A peer connection that closed (a lane): its region and its pulls still
   // waiting go.
   void ForgetPeer(const std::string& identity);
-  // The job's work between polls: dead nodes (rank 0), the coordinator link
-  // and heartbeats (other ranks).
+  // The job's work between polls: dead nodes and checkpoint epochs (rank
+  // 0), the coordinator link and heartbeats (other ranks).
   absl::Status Tick(absl::Time now);
-  // Whether the job is over here: every worker sent DONE, or a SHUTDOWN
-  // came. Unavailable when every unfinished worker is dead.
+  // Whether the job is over here: every worker sent DONE (and, on rank 0
+  // with coordinated checkpoints, the epoch of the last iteration, when it
+  // is one, is complete), or a SHUTDOWN came. Unavailable when every
+  // unfinished worker is dead; DataLoss when the final epoch could not be
+  // completed in time, naming the parts missing.
   absl::StatusOr<bool> Finished() const;
   // The final checkpoint (with checkpointing on), the traffic report and the
   // finished line.
@@ -175,7 +183,16 @@ class JobServer {
             zmq::context_t& context);
   // HELLO and REGISTER to the coordinator (ranks > 0); the first time,
   // waiting for the hello's answer, so a refusal fails Create.
-  absl::Status Register(bool wait_for_hello);
+  absl::StatusOr<HelloAnswer> Register(bool wait_for_hello);
+  // Loads the shard of `path` (a checkpoint taken at iteration `epoch`
+  // when known, else -1).
+  absl::Status RestoreShard(const std::string& path, int64_t epoch);
+  bool AllWorkersDone() const;
+  // Rank 0, once every worker is done: completes the epoch of the last
+  // iteration when it is one (every server's part on disk, every FC
+  // worker's reported), or gives up naming what is missing once
+  // `dead_after` has passed.
+  void SettleFinalEpoch(absl::Time now);
   absl::Status Handle(const IncomingMessage& message);
   absl::Status HandleHello(const IncomingMessage& message);
   // Whether `peer` may send `kind` (on `identity`).
@@ -222,6 +239,14 @@ class JobServer {
   void MaybeCheckpoint();
   // Rank 0: completes the newest epoch every part of which is written.
   void MaybeCompleteEpoch();
+  // Rank 0: writes the manifest of `last` and of every epoch since the last
+  // complete one whose parts are all there, then prunes; false (logged)
+  // when `last`'s could not be written, or this process's generation has
+  // been taken over.
+  bool CompleteEpochsUpTo(int64_t last);
+  // The writer's failed parts, to the coordinator (rank 0) or in the
+  // heartbeats (other ranks).
+  void ReportCheckpointFailures();
   // BSP: logs whether every chunk took exactly one update per iteration
   // since the start (or the restored iteration).
   void LogUpdateCount() const;
@@ -258,6 +283,17 @@ class JobServer {
   int64_t last_checkpoint_version_ = 0;
   std::unique_ptr<CheckpointWriter> checkpoints_;    // null: no checkpoints
   int64_t last_complete_epoch_ = -1;                 // rank 0
+  // Rank 0 with checkpoint_dir: this start's generation of the directory,
+  // and whether a newer start has taken it over (then no manifest is
+  // written and nothing pruned).
+  RunStamp stamp_;
+  bool taken_over_ = false;
+  int64_t restore_epoch_ = -1;  // rank 0: the epoch every process restores; -1: none
+  // Rank 0: the final epoch: when the last worker finished, and how it
+  // settled (unset: not yet).
+  absl::Time all_done_at_ = absl::InfiniteFuture();
+  std::optional<absl::Status> final_epoch_;
+  CheckpointReport failure_to_report_;  // ranks > 0: the latest part that failed
   std::map<int64_t, int64_t> updates_by_iteration_;  // chunk updates applied
   uint64_t errors_sent_ = 0;
   uint64_t replies_dropped_ = 0;  // to peers gone or not reading

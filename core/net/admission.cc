@@ -240,8 +240,9 @@ absl::Status SayHello(Socket& socket, const JobCredentials& credentials, wire::R
   return socket.Send(hello);
 }
 
-absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
-                       const std::string& peer, absl::Duration timeout) {
+absl::StatusOr<HelloAnswer> Introduce(Socket& socket, const JobCredentials& credentials,
+                                      wire::Role role, int rank, const std::string& peer,
+                                      absl::Duration timeout) {
   const absl::Time deadline = MonotonicNow() + timeout;
   // Said again, less and less often, while unanswered: a hello or its
   // answer can be lost. A peer answers every hello.
@@ -267,7 +268,7 @@ absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::
     if (!reply.ok()) continue;
     const auto h = reply->header();
     if (IsRefusal(h)) return WithContext(ErrorFromHeader(h), absl::StrCat(peer, " refused us"));
-    if (h.getKind() == wire::Kind::HELLO_ACK) return absl::OkStatus();
+    if (h.getKind() == wire::Kind::HELLO_ACK) return HelloAnswer{h.getCheckpointEpoch()};
   }
 }
 

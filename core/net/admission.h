@@ -130,13 +130,22 @@ void FillHello(wire::Header::Builder header, const JobCredentials& credentials, 
 absl::Status SayHello(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
                       uint64_t request_id = 0);
 
+// What an answer to our hello says beyond admitting us.
+struct HelloAnswer {
+  // From a job's coordinator: the checkpoint epoch every restoring process
+  // of the job restores (core/train/checkpoint_epochs.h); -1 when the job
+  // starts afresh.
+  int64_t checkpoint_epoch = -1;
+};
+
 // Client side: says HELLO on a fresh `socket` and waits up to `timeout` for
 // the answer (other messages are dropped meanwhile), saying it again after
 // a resend timeout that doubles each time (core/net/round_trip.h). Fails with the
 // refusal, in the context of `peer` ("server 1 (tcp://...)"), or with
 // DeadlineExceeded.
-absl::Status Introduce(Socket& socket, const JobCredentials& credentials, wire::Role role, int rank,
-                       const std::string& peer, absl::Duration timeout);
+absl::StatusOr<HelloAnswer> Introduce(Socket& socket, const JobCredentials& credentials,
+                                      wire::Role role, int rank, const std::string& peer,
+                                      absl::Duration timeout);
 
 // True for the error a request on an unregistered connection gets: the
 // sender should say HELLO and send it again (at most kMaxHellosPerRequest

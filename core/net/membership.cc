@@ -14,11 +14,23 @@ void FillRegister(wire::Header::Builder h, uint64_t job_id, const NodeDescriptio
 }
 
 void FillHeartbeat(wire::Header::Builder h, uint64_t job_id, wire::Role role, int rank,
-                   int64_t checkpointed) {
+                   const CheckpointReport& checkpoints) {
   h.setJobId(job_id);
-  h.setIteration(checkpointed);
+  h.setIteration(checkpoints.written);
   h.setSenderRole(role);
   h.setSenderRank(rank);
+  if (checkpoints.failed >= 0) {
+    h.setFailedCheckpoint(checkpoints.failed);
+    h.setErrorMessage(checkpoints.why);
+  }
+}
+
+CheckpointReport CheckpointReportOf(wire::Header::Reader h) {
+  CheckpointReport report;
+  report.written = h.getIteration();
+  report.failed = h.getFailedCheckpoint();
+  if (report.failed >= 0) report.why = h.getErrorMessage().cStr();
+  return report;
 }
 
 }  // namespace strata

@@ -20,13 +20,22 @@ struct NodeDescription {
   std::string peer_address;  // servers: their lane; FC workers: their expert exchange
 };
 
+// What a heartbeat says of the sender's coordinated checkpoint parts
+// (core/train/checkpoint_epochs.h).
+struct CheckpointReport {
+  int64_t written = -1;  // the newest part written; -1: none
+  // An epoch whose part could not be written (-1: none), and why.
+  int64_t failed = -1;
+  std::string why;
+};
+
 // Fill the header of a REGISTER and of a HEARTBEAT (messages made with
-// those kinds). A heartbeat's iteration is the newest coordinated
-// checkpoint part the sender has written (core/train/checkpoint_epochs.h),
-// -1 when none.
+// those kinds).
 void FillRegister(wire::Header::Builder header, uint64_t job_id, const NodeDescription& node);
 void FillHeartbeat(wire::Header::Builder header, uint64_t job_id, wire::Role role, int rank,
-                   int64_t checkpointed = -1);
+                   const CheckpointReport& checkpoints = {});
+// What a heartbeat's header says of the sender's parts.
+CheckpointReport CheckpointReportOf(wire::Header::Reader heartbeat);
 
 }  // namespace strata
 

@@ -12,7 +12,8 @@ $Cxx.namespace("strata::wire");
 # Major 2: every connection registers with a hello before anything else.
 const protocolMajor :UInt16 = 2;
 const protocolMinor :UInt16 = 5;  # 1: leave; 2: jobSpec, newJob; 3: dataType; 4: reports;
-                                  # 5: adminToken, shared memory as a sealed descriptor
+                                  # 5: adminToken, shared memory as a sealed descriptor,
+                                  #    checkpointEpoch, failedCheckpoint
 
 enum Kind {
   error @0;           # reply: errorCode + errorMessage
@@ -143,6 +144,10 @@ struct Header {
                               # the lease (and report) every iteration
   adminToken @32 :Text;       # hello from a tool or launcher: the admin token, which shutdown and
                               # knob changes take ("" = none presented)
+  checkpointEpoch @33 :Int64 = -1; # helloAck from a job's coordinator, clusterMap: the checkpoint
+                              # epoch every restoring process restores (-1: the job starts afresh)
+  failedCheckpoint @34 :Int64 = -1; # heartbeat: an epoch whose checkpoint part the sender could not
+                              # write (errorMessage says why); -1: none
 }
 
 # What one process did in one iteration, as a controller reads it

@@ -137,6 +137,7 @@ absl::Status PsClient::Bootstrap() {
       }
       if (r.getKind() != wire::Kind::CLUSTER_MAP) continue;
       rank_ = r.getSenderRank();
+      checkpoint_epoch_ = r.getCheckpointEpoch();
       const auto expected = r.getExpectedNodes();
       num_workers_ = expected.size() >= 2 ? static_cast<int>(expected[1]) : 0;
       num_fc_workers_ = expected.size() >= 3 ? static_cast<int>(expected[2]) : 0;
@@ -167,7 +168,8 @@ absl::Status PsClient::Bootstrap() {
     STRATA_ASSIGN_OR_RETURN(auto s, Socket::Connect(context_, SocketKind::kDealer,
                                                     server_addresses_[server], options_.limits));
     STRATA_RETURN_IF_ERROR(Introduce(*s, options_.credentials, options_.role, rank_,
-                                     ServerName(static_cast<int>(server)), options_.timeout));
+                                     ServerName(static_cast<int>(server)), options_.timeout)
+                               .status());
     // ZeroMQ's connection events, watched by the I/O thread (instead of the
     // socket's own handshake watch, which the hello needed).
     s->StopWatchingHandshakes();
@@ -509,16 +511,24 @@ Ticket PsClient::Pull(int64_t iteration, uint32_t key, const Tensor& destination
   return Submit(wire::Kind::PULL, iteration, key, destination);
 }
 
-Ticket PsClient::SubmitToAll(wire::Kind kind, std::string reason) {
-  auto op = std::make_shared<Operation>(KindName(kind));
+void PsClient::ReportCheckpointFailure(int64_t iteration, const std::string& why) {
+  absl::MutexLock lock(&failure_mu_);
+  failure_.failed = iteration;
+  failure_.why = why;
+}
+
+Ticket PsClient::SubmitToAll(const PsRequest& like) {
+  auto op = std::make_shared<Operation>(KindName(like.kind));
   std::vector<PsRequest> requests;
   std::vector<int> servers;
   for (int s = 0; s < num_servers(); ++s) {
     PsRequest r;
     r.server = s;
-    r.kind = kind;
+    r.kind = like.kind;
     r.op = op;
-    r.reason = reason;
+    r.reason = like.reason;
+    r.iteration = like.iteration;
+    r.failed_checkpoint = like.failed_checkpoint;
     servers.push_back(s);
     requests.push_back(std::move(r));
   }
@@ -554,7 +564,18 @@ absl::Status PsClient::Done() {
   // The lanes first: a server that has every worker's DONE exits, and its
   // lanes' closing is then no news.
   FinishLanes();
-  return Wait(SubmitToAll(wire::Kind::DONE));
+  // A DONE carries the newest checkpoint part written, and a part that
+  // could not be: the coordinator may be waiting for them to settle the
+  // final epoch.
+  PsRequest done;
+  done.kind = wire::Kind::DONE;
+  done.iteration = checkpointed_.load();
+  {
+    absl::MutexLock lock(&failure_mu_);
+    done.failed_checkpoint = failure_.failed;
+    done.reason = failure_.why;
+  }
+  return Wait(SubmitToAll(done));
 }
 
 void PsClient::FinishLanes() {
@@ -565,7 +586,10 @@ void PsClient::FinishLanes() {
 
 void PsClient::Leave(const absl::Status& why) {
   FinishLanes();
-  const Ticket left = SubmitToAll(wire::Kind::LEAVE, std::string(why.message()));
+  PsRequest leave;
+  leave.kind = wire::Kind::LEAVE;
+  leave.reason = std::string(why.message());
+  const Ticket left = SubmitToAll(leave);
   absl::Status s = WaitWhileAnswered(left, MonotonicNow(), std::min(options_.timeout, kLeaveWait));
   if (!s.ok())
     LogWarning("telling the servers why this worker stops: %s", std::string(s.message()).c_str());
@@ -877,8 +901,13 @@ void PsClient::IoLoop() {
     const absl::Time now = MonotonicNow();
     if (now >= next_heartbeat) {
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      FillHeartbeat(beat.header(), options_.credentials.job_id, options_.role, rank_,
-                    checkpointed_.load());
+      CheckpointReport report;
+      {
+        absl::MutexLock lock(&failure_mu_);
+        report = failure_;
+      }
+      report.written = checkpointed_.load();
+      FillHeartbeat(beat.header(), options_.credentials.job_id, options_.role, rank_, report);
       (void)coordinator_->Send(beat);
       next_heartbeat = now + options_.heartbeat_every;
     }

@@ -78,6 +78,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/net/admission.h"
+#include "core/net/membership.h"
 #include "core/net/message_channel.h"
 #include "core/net/partition_plan.h"
 #include "core/net/ps_request.h"
@@ -208,9 +209,16 @@ class PsClient {
   void ProposeKnobs(const std::vector<KnobProposal>& proposals);
 
   // The newest coordinated checkpoint part this process has written; the
-  // heartbeats tell the coordinator, which completes an epoch once every
-  // part is in (core/train/checkpoint_epochs.h).
+  // heartbeats (and, at the end, DONE) tell the coordinator, which
+  // completes an epoch once every part is in
+  // (core/train/checkpoint_epochs.h).
   void ReportCheckpointed(int64_t iteration) { checkpointed_.store(iteration); }
+  // A part this process could not write: the heartbeats tell the
+  // coordinator, which reports that the epoch will not be complete.
+  void ReportCheckpointFailure(int64_t iteration, const std::string& why);
+  // The checkpoint epoch the coordinator chose for every restoring process
+  // (its cluster map says); -1 when the job starts afresh.
+  int64_t checkpoint_epoch() const { return checkpoint_epoch_; }
 
   // Told of every Wait/WaitAll that blocks (null: none). Set before the
   // first wait; called on the waiting thread.
@@ -260,7 +268,9 @@ class PsClient {
   // added).
   std::vector<PsRequest> ChunkRequests(wire::Kind kind, int64_t iteration, uint32_t key,
                                        const Tensor& tensor, const Ticket& op) const;
-  Ticket SubmitToAll(wire::Kind kind, std::string reason = "");
+  // One request like `like` (its kind, iteration, reason, failed
+  // checkpoint) to every server.
+  Ticket SubmitToAll(const PsRequest& like);
   // Closes every lane; what follows goes over the sockets.
   void FinishLanes();
   // One request without data to one server.
@@ -354,6 +364,9 @@ class PsClient {
   std::atomic<uint64_t> answer_bytes_repeated_{0};
   std::atomic<wire::DataType> wire_format_{wire::DataType::F32};
   std::atomic<int64_t> checkpointed_{-1};
+  absl::Mutex failure_mu_;
+  CheckpointReport failure_ ABSL_GUARDED_BY(failure_mu_);  // failed, why: the latest
+  int64_t checkpoint_epoch_ = -1;                          // set by Bootstrap
   std::atomic<int64_t> last_reply_ns_{0};  // any server's, read by waiting callers
   absl::Time last_registration_;           // I/O thread: the coordinator's last REGISTER
 

@@ -99,6 +99,7 @@ void FillRequest(const PsRequest& r, const RequestSender& sender, ShmRegion* reg
   h.setSenderRank(sender.rank);
   h.setRequestId(r.id);
   if (!r.reason.empty()) h.setErrorMessage(r.reason);
+  if (r.failed_checkpoint >= 0) h.setFailedCheckpoint(r.failed_checkpoint);
   const bool carries_data = r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT;
   const Tensor flat = r.tensor.defined() ? r.tensor.View({r.tensor.numel()}) : Tensor();
   const wire::DataType type =

@@ -86,6 +86,9 @@ struct PsRequest {
   int sends = 0;       // times sent over the socket (0: still in a backlog)
   absl::Time sent_at;  // its last send (monotonic clock)
   std::string reason;  // a LEAVE's: why the worker stops
+  // A DONE's: an epoch whose checkpoint part could not be written (-1:
+  // none); `reason` says why.
+  int64_t failed_checkpoint = -1;
 };
 
 // Who sends: stamped on every request.

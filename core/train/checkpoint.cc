@@ -4,10 +4,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -113,6 +115,44 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoi
   if (dir_fd >= 0) {
     ::fsync(dir_fd);
     ::close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyCheckpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open checkpoint"));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0);
+  constexpr std::streamoff kHead = sizeof(kMagic) + sizeof(uint32_t);
+  char head[kHead];
+  if (size < kHead + 4 || !in.read(head, kHead) || std::memcmp(head, kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a Strata checkpoint (bad magic)"));
+  }
+  uint32_t version = 0;
+  std::memcpy(&version, head + sizeof(kMagic), sizeof(version));
+  if (version != kCheckpointVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": checkpoint format version ", version,
+                                                      ", this build reads version ",
+                                                      kCheckpointVersion));
+  }
+  uLong crc = crc32(0, reinterpret_cast<const Bytef*>(head), kHead);
+  std::vector<char> buffer(size_t{1} << 20);
+  for (std::streamoff left = size - kHead - 4; left > 0;) {
+    const std::streamoff n = std::min<std::streamoff>(left, buffer.size());
+    if (!in.read(buffer.data(), n)) {
+      return absl::DataLossError(absl::StrCat(path, ": checkpoint truncated while verifying"));
+    }
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(n));
+    left -= n;
+  }
+  uint32_t stored_crc = 0;
+  if (!in.read(reinterpret_cast<char*>(&stored_crc), sizeof(stored_crc))) {
+    return absl::DataLossError(absl::StrCat(path, ": checkpoint truncated while verifying"));
+  }
+  if (static_cast<uint32_t>(crc) != stored_crc) {
+    return absl::DataLossError(absl::StrCat(path, ": checkpoint CRC mismatch (file corrupt)"));
   }
   return absl::OkStatus();
 }

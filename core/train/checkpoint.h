@@ -38,6 +38,10 @@ struct Checkpoint {
 
 absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint);
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
+// Checks the file's magic, version and CRC as ReadCheckpoint does, reading
+// it in pieces (nothing the size of the file is held), with the same
+// errors; decodes nothing.
+absl::Status VerifyCheckpoint(const std::string& path);
 
 // The training state of one process: parameters, state buffers, optimizer
 // state ("<param>.optimizer_state") and the step in the metadata.

@@ -1,5 +1,6 @@
 #include "core/util/json_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,16 +15,28 @@ namespace strata {
 
 namespace {
 
-absl::Status WriteWhole(const std::string& path, const std::string& text) {
+// Writes `text` to `path` and, when `durable`, flushes it to the disk.
+absl::Status WriteWhole(const std::string& path, const std::string& text, bool durable) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
   }
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (durable) ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   if (std::fclose(f) != 0 || !ok) {
     return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+// Flushes the directory of `path` (a rename in it) to the disk.
+void SyncDirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
 }
 
 }  // namespace
@@ -33,9 +46,11 @@ absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value)
   // A device, pipe or socket (--json /dev/null, a FIFO a tool reads) is
   // written in place: renaming over it would replace the device node.
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return WriteWhole(path, text);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return WriteWhole(path, text, /*durable=*/false);
+  }
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  if (absl::Status s = WriteWhole(tmp, text); !s.ok()) {
+  if (absl::Status s = WriteWhole(tmp, text, /*durable=*/true); !s.ok()) {
     std::remove(tmp.c_str());
     return s;
   }
@@ -44,6 +59,7 @@ absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value)
     return absl::InternalError(
         absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
   }
+  SyncDirectoryOf(path);
   return absl::OkStatus();
 }
 

@@ -1,4 +1,5 @@
 // JSON files written whole or not at all (readers never see half a file),
+// and durably,
 // and read with errors that name the file.
 #ifndef STRATA_CORE_UTIL_JSON_FILE_H_
 #define STRATA_CORE_UTIL_JSON_FILE_H_
@@ -13,8 +14,11 @@
 
 namespace strata {
 
-// Writes `value` (pretty-printed) to `path` atomically (temp file + rename).
-// A path that names a device, pipe or socket (/dev/null) is written in place.
+// Writes `value` (pretty-printed) to `path` atomically and durably (a temp
+// file flushed to the disk, renamed over `path`, the directory flushed), so
+// a crash leaves the old file or the new one, and a finished write
+// survives a power loss. A path that names a device, pipe or socket
+// (/dev/null) is written in place.
 absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value);
 
 // The JSON document in `path`: NotFound when it cannot be read,

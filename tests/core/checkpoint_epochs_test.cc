@@ -43,53 +43,119 @@ TEST_F(CheckpointEpochsTest, PathsNameTheIterationAndThePart) {
 }
 
 TEST_F(CheckpointEpochsTest, AnEpochCountsOnlyOnceItsManifestIsWritten) {
-  EXPECT_FALSE(NewestCompleteEpoch(dir_).has_value());
-  EXPECT_FALSE(NewestCompleteEpoch(dir_ + "/missing").has_value());
+  EXPECT_EQ(ChooseRestoreEpoch(dir_).status().code(), absl::StatusCode::kNotFound);  // no run
+  EXPECT_EQ(BeginGeneration(dir_, /*restore=*/true).status().message(),
+            dir_ + " holds no checkpoints to restore (no RUN.json)");
+  const absl::StatusOr<RunStamp> stamp = BeginGeneration(dir_, /*restore=*/false);
+  ASSERT_TRUE(stamp.ok()) << stamp.status();
+  EXPECT_EQ(stamp->generation, 1);
+  EXPECT_EQ(stamp->run.size(), 16u);
+  EXPECT_EQ(ChooseRestoreEpoch(dir_).status().message(),
+            "no checkpoint epoch of run " + stamp->run + " in " + dir_ +
+                " can be restored (none is complete)");
   WritePart(10, "server-0", 1);
   WritePart(10, "server-1", 2);
-  EXPECT_FALSE(NewestCompleteEpoch(dir_).has_value());  // parts, no manifest
-  absl::StatusOr<CheckpointEpoch> done = CompleteEpoch(dir_, 10);
+  EXPECT_FALSE(ChooseRestoreEpoch(dir_).ok());  // parts, no manifest
+  absl::StatusOr<CheckpointEpoch> done = CompleteEpoch(dir_, 10, *stamp);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->part_bytes.size(), 2u);
-  std::optional<CheckpointEpoch> newest = NewestCompleteEpoch(dir_);
-  ASSERT_TRUE(newest.has_value());
-  EXPECT_EQ(newest->iteration, 10);
-  EXPECT_EQ(newest->part_bytes.count("server-1"), 1u);
-  EXPECT_EQ(newest->PartPath(dir_, "server-1"), EpochPartPath(dir_, 10, "server-1"));
+  absl::StatusOr<CheckpointEpoch> chosen = ChooseRestoreEpoch(dir_);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(chosen->iteration, 10);
+  EXPECT_EQ(chosen->stamp, *stamp);
+  EXPECT_EQ(chosen->part_bytes.count("server-1"), 1u);
+  EXPECT_EQ(chosen->PartPath(dir_, "server-1"), EpochPartPath(dir_, 10, "server-1"));
   // A newer epoch still being written does not replace it.
   WritePart(20, "server-0", 3);
-  EXPECT_EQ(NewestCompleteEpoch(dir_)->iteration, 10);
-  EXPECT_EQ(CompleteEpoch(dir_, 30).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ChooseRestoreEpoch(dir_)->iteration, 10);
+  EXPECT_EQ(CompleteEpoch(dir_, 30, *stamp).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(CheckpointEpochsTest, AnEpochWhosePartChangedSizeIsSkippedForTheOneBefore) {
-  WritePart(10, "server-0", 1);
-  ASSERT_TRUE(CompleteEpoch(dir_, 10).ok());
-  WritePart(20, "server-0", 2);
-  ASSERT_TRUE(CompleteEpoch(dir_, 20).ok());
-  // Epoch 20's part torn after its manifest (a disk that lost a write).
+// A damaged file is never a different model: an epoch whose part is torn
+// or fails its CRC is passed over, naming the part and why, for the newest
+// one that verifies; when none does, the error names each.
+TEST_F(CheckpointEpochsTest, AnEpochWithADamagedPartIsPassedOverForTheNewestThatVerifies) {
+  const RunStamp stamp = *BeginGeneration(dir_, false);
+  for (int64_t it : {10, 20, 30}) {
+    WritePart(it, "server-0", static_cast<float>(it));
+    WritePart(it, "server-1", static_cast<float>(it));
+    ASSERT_TRUE(CompleteEpoch(dir_, it, stamp).ok());
+  }
+  // Epoch 30: one flipped byte in a part (its size unchanged).
+  const std::string flipped = EpochPartPath(dir_, 30, "server-1");
+  {
+    std::fstream f(flipped, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x5a');
+  }
+  absl::StatusOr<CheckpointEpoch> chosen = ChooseRestoreEpoch(dir_);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(chosen->iteration, 20);
+  // Epoch 20 torn after its manifest (a disk that lost a write).
   fs::resize_file(EpochPartPath(dir_, 20, "server-0"), 10);
-  EXPECT_EQ(NewestCompleteEpoch(dir_)->iteration, 10);
-  // And a manifest that is not JSON.
+  EXPECT_EQ(ChooseRestoreEpoch(dir_)->iteration, 10);
+  // And a manifest that is not JSON: nothing is left.
   std::ofstream(EpochDirectory(dir_, 10) + "/MANIFEST.json") << "{not json";
-  EXPECT_FALSE(NewestCompleteEpoch(dir_).has_value());
+  EXPECT_EQ(ChooseRestoreEpoch(dir_).status().message(),
+            "no checkpoint epoch of run " + stamp.run + " in " + dir_ + " can be restored: epoch 30: " +
+                flipped + ": checkpoint CRC mismatch (file corrupt); epoch 20: " +
+                EpochPartPath(dir_, 20, "server-0") + " has 10 bytes, the manifest says " +
+                std::to_string(fs::file_size(EpochPartPath(dir_, 20, "server-1"))) +
+                "; epoch 10: " + EpochDirectory(dir_, 10) +
+                "/MANIFEST.json is not a manifest of iteration 10");
+}
+
+// Every start of a job's coordinator begins a generation; one that a newer
+// start took the directory from writes no manifest and prunes nothing, and
+// another run's epochs are neither restored nor pruned.
+TEST_F(CheckpointEpochsTest, AProcessOfAnOlderGenerationWritesNoManifestAndPrunesNothing) {
+  const RunStamp first = *BeginGeneration(dir_, false);
+  WritePart(10, "server-0", 1);
+  ASSERT_TRUE(CompleteEpoch(dir_, 10, first).ok());
+  const RunStamp second = *BeginGeneration(dir_, /*restore=*/true);
+  EXPECT_EQ(second.run, first.run);
+  EXPECT_EQ(second.generation, 2);
+  EXPECT_EQ(CheckGeneration(dir_, second).code(), absl::StatusCode::kOk);
+  WritePart(20, "server-0", 2);
+  const absl::Status stale = CompleteEpoch(dir_, 20, first).status();
+  EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stale.message(), dir_ + " belongs to " + DescribeStamp(second) +
+                                 " now, not to this process's " + DescribeStamp(first) +
+                                 " (a newer start of the job took it over)");
+  EXPECT_FALSE(fs::exists(EpochDirectory(dir_, 20) + "/MANIFEST.json"));
+  EXPECT_EQ(PruneEpochs(dir_, 1, first).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(CompleteEpoch(dir_, 20, second).ok());
+  EXPECT_EQ(ChooseRestoreEpoch(dir_)->iteration, 20);
+
+  // A fresh start is another run: the old run's epochs stay where they are,
+  // but are not this run's to restore or to prune.
+  const RunStamp fresh = *BeginGeneration(dir_, /*restore=*/false);
+  EXPECT_NE(fresh.run, first.run);
+  EXPECT_EQ(fresh.generation, 1);
+  EXPECT_FALSE(ChooseRestoreEpoch(dir_).ok());
+  WritePart(5, "server-0", 3);
+  ASSERT_TRUE(CompleteEpoch(dir_, 5, fresh).ok());
+  EXPECT_EQ(*PruneEpochs(dir_, 1, fresh), 0);
+  EXPECT_TRUE(fs::exists(EpochDirectory(dir_, 10)));
+  EXPECT_EQ(ChooseRestoreEpoch(dir_)->iteration, 5);
 }
 
 TEST_F(CheckpointEpochsTest, PruningKeepsTheNewestCompleteEpochsAndAnyNewerOneBeingWritten) {
+  const RunStamp stamp = *BeginGeneration(dir_, false);
   for (int64_t it : {10, 20, 30, 40}) {
     WritePart(it, "server-0", static_cast<float>(it));
-    ASSERT_TRUE(CompleteEpoch(dir_, it).ok());
+    ASSERT_TRUE(CompleteEpoch(dir_, it, stamp).ok());
   }
   WritePart(25, "server-0", 0);  // abandoned: older than the newest complete
   WritePart(50, "server-0", 0);  // being written
-  EXPECT_EQ(PruneEpochs(dir_, 2), 3);  // 10, 20 and 25
+  EXPECT_EQ(*PruneEpochs(dir_, 2, stamp), 3);  // 10, 20 and 25
   EXPECT_FALSE(fs::exists(EpochDirectory(dir_, 10)));
   EXPECT_FALSE(fs::exists(EpochDirectory(dir_, 20)));
   EXPECT_FALSE(fs::exists(EpochDirectory(dir_, 25)));
   EXPECT_TRUE(fs::exists(EpochDirectory(dir_, 30)));
   EXPECT_TRUE(fs::exists(EpochDirectory(dir_, 40)));
   EXPECT_TRUE(fs::exists(EpochDirectory(dir_, 50)));
-  EXPECT_EQ(PruneEpochs(dir_, 2), 0);
+  EXPECT_EQ(*PruneEpochs(dir_, 2, stamp), 0);
 }
 
 TEST_F(CheckpointEpochsTest, TheWriterWritesInOrderOffTheCallersThreadAndReportsTheNewest) {
@@ -113,6 +179,14 @@ TEST_F(CheckpointEpochsTest, TheWriterWritesInOrderOffTheCallersThreadAndReports
   writer.Flush();
   EXPECT_EQ(writer.last_written(), 10);
   EXPECT_FALSE(writer.first_error().ok());
+  // ... and handed to its owner to report, once.
+  const std::vector<std::pair<int64_t, absl::Status>> failures = writer.TakeFailures();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].first, 15);
+  EXPECT_NE(failures[0].second.message().find("/proc/strata_cannot_write/x.ckpt"),
+            std::string::npos)
+      << failures[0].second;
+  EXPECT_TRUE(writer.TakeFailures().empty());
 }
 
 }  // namespace

@@ -167,7 +167,8 @@ std::string SendActivations(const std::string& address, int sender, int64_t iter
     const absl::Status said =
         Introduce(**socket, JobCredentials{1, "", testing::DefaultJobIdentity(300), ""},
                   wire::Role::CONV_WORKER, sender, "fc",
-                  absl::Seconds(testing::ScaledSeconds(10)));
+                  absl::Seconds(testing::ScaledSeconds(10)))
+            .status();
     if (!said.ok()) return std::string(said.message());
   }
   OutgoingMessage m(wire::Kind::ACTIVATIONS);

@@ -396,7 +396,7 @@ TEST_F(SecurityClusterTest, ControlTakesTheAdminTokenWhichNoWorkerIsGiven) {
     if (!socket.ok()) return std::string(socket.status().message());
     JobCredentials credentials{1, Token(), identity, ""};
     const absl::Status hello =
-        Introduce(**socket, credentials, role, rank, "server 0", absl::Seconds(10));
+        Introduce(**socket, credentials, role, rank, "server 0", absl::Seconds(10)).status();
     if (!hello.ok()) return std::string(hello.message());
     if (!(*socket)->Send(request).ok()) return "<send failed>";
     absl::StatusOr<RawMessage> raw = (*socket)->Receive(absl::Seconds(10));
@@ -457,7 +457,8 @@ TEST_F(SecurityClusterTest, RefusalsTellNoValueAndJunkCannotFloodTheLog) {
   ASSERT_NE(batch, std::string::npos) << other;
   other.replace(batch, 15, "\"batch_size\":32");
   const absl::Status refused = Introduce(**socket, JobCredentials{1, Token(), other, ""},
-                                         wire::Role::CONV_WORKER, 0, "server 0", absl::Seconds(10));
+                                         wire::Role::CONV_WORKER, 0, "server 0", absl::Seconds(10))
+                                   .status();
   EXPECT_EQ(refused.message(),
             "server 0 refused us: worker 0 runs another job config than server 0: "
             "training.batch_size differs (every process of a job needs the same config and "

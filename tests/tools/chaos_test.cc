@@ -155,8 +155,8 @@ TEST_P(ChaosTest, TheJobCompletesWithTheUndisturbedParametersAndLeavesNothingBeh
   // socket directory behind unless it was made in the launcher's scratch.
   EXPECT_EQ(EntriesOfCurrentDirectory(), entries_before);
   // The checkpoints left behind load.
-  const std::optional<CheckpointEpoch> newest = NewestCompleteEpoch(checkpoints);
-  ASSERT_TRUE(newest.has_value()) << log;
+  const absl::StatusOr<CheckpointEpoch> newest = ChooseRestoreEpoch(checkpoints);
+  ASSERT_TRUE(newest.ok()) << newest.status() << "\n" << log;
   for (const auto& [part, bytes] : newest->part_bytes) {
     EXPECT_TRUE(ReadCheckpoint(newest->PartPath(checkpoints, part)).ok()) << part;
   }

@@ -118,7 +118,8 @@ int Run(const std::vector<char*>& args) {
       Socket::Connect(context, SocketKind::kDealer, address, WireLimits());
   if (!socket.ok()) return fail(socket.status());
   absl::Status hello = Introduce(**socket, credentials, wire::Role::TOOL, -1,
-                                 absl::StrCat("the coordinator ", address), timeout);
+                                 absl::StrCat("the coordinator ", address), timeout)
+                           .status();
   if (!hello.ok()) return fail(hello);
 
   OutgoingMessage request(command == "get" ? wire::Kind::KNOB_GET : wire::Kind::KNOB_SET);

@@ -589,11 +589,13 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     StopAll(children);
     children.clear();
     std::filesystem::remove(summary_path);
-    const std::optional<CheckpointEpoch> epoch = NewestCompleteEpoch(o.checkpoint_dir);
-    attempt.restore = epoch.has_value();
-    const std::string from = epoch.has_value() ? absl::StrCat("checkpoint epoch ", epoch->iteration,
-                                                              " in ", o.checkpoint_dir)
-                                               : "the beginning (no complete checkpoint epoch yet)";
+    // The coordinator of the restart chooses the same epoch (the newest
+    // that verifies), and every process restores that one.
+    const absl::StatusOr<CheckpointEpoch> epoch = ChooseRestoreEpoch(o.checkpoint_dir);
+    attempt.restore = epoch.ok();
+    const std::string from =
+        epoch.ok() ? absl::StrCat("checkpoint epoch ", epoch->iteration, " in ", o.checkpoint_dir)
+                   : absl::StrCat("the beginning (", epoch.status().message(), ")");
     LogWarning("%s", std::string(run.message()).c_str());
     if (shrink) {
       LogWarning("continuing without conv %s: %d conv workers split every batch from %s",
