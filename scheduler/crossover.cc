@@ -107,6 +107,11 @@ std::vector<DeviceArbiter::Usage> DeviceArbiter::usage() const {
   return out;
 }
 
+bool DeviceArbiter::Waiting(int job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_[job].waiting;
+}
+
 bool DeviceArbiter::MayTake(int job) const {
   switch (policy_) {
     case SharingPolicy::kNaive:

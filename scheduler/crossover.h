@@ -107,6 +107,9 @@ class DeviceArbiter {
     int64_t grants = 0;       // times the job was given the device
   };
   std::vector<Usage> usage() const;
+  // Whether job `job` is blocked in Acquire now, waiting for the device:
+  // the state a test or a diagnostic observes instead of guessing from time.
+  bool Waiting(int job) const;
 
  private:
   class JobDevice;

@@ -9,6 +9,7 @@
 #include "core/net/message_channel.h"
 #include "core/net/partition_plan.h"
 #include "core/net/transport.h"
+#include "tests/support/cluster_fixture.h"
 
 namespace strata {
 namespace {
@@ -163,7 +164,7 @@ TEST(SocketQueueTest, ASendToAPeerThatDoesNotReadFailsOnceTheQueueIsFull) {
     failed = (*client)->Send(m);
     if (!failed.ok()) break;
     ++sent;
-    absl::SleepFor(absl::Milliseconds(2));  // let ZeroMQ move what it can
+    testing::SleepScaled(absl::Milliseconds(2));  // let ZeroMQ move what it can
   }
   EXPECT_TRUE(IsQueueFull(failed)) << failed;
   EXPECT_EQ(failed.message(),
@@ -191,7 +192,7 @@ std::vector<std::string> ReceiveAcrossAClose(bool watch, std::string* address) {
   if (!got.ok()) return {"nothing reached the server"};
   OutgoingMessage answer(wire::Kind::HELLO_ACK);
   if (!(*server)->Send(answer, got->identity).ok()) return {"answer failed"};
-  absl::SleepFor(absl::Milliseconds(50));  // the answer is on its way
+  testing::SleepScaled(absl::Milliseconds(50));  // the answer is on its way
   server->reset();                         // the peer closes
   std::vector<std::string> seen;
   for (int polls = 0; polls < 10;) {

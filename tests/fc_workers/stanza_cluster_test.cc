@@ -225,7 +225,7 @@ TEST_F(StanzaTest, BadActivationsGetErrorsAndTheOthersKeepTraining) {
 TEST_F(StanzaTest, ADeadFcWorkerStopsItsConvWorkersWithAClearError) {
   StartCluster(/*max_steps=*/100000, /*timeout=*/3);
   ASSERT_FALSE(fc_address_.empty());
-  usleep(1000000);  // training is under way
+  testing::SleepScaled(absl::Seconds(1));  // training is under way
   fc_->Kill9();
   const auto start = std::chrono::steady_clock::now();
   // Each conv worker either saw the connection close in its own exchange,

@@ -299,7 +299,7 @@ TEST_F(MultiJobClusterTest, AJobThatDiesMidRunLeavesTheOtherTraining) {
   auto both = worker(0, {"--job", short_job, "--job", long_job}, "both");
   auto short_1 = worker(1, {"--config", short_job, "--job-id", "1"}, "short_1");
   auto long_1 = worker(1, {"--config", long_job, "--job-id", "2"}, "long_1");
-  ::sleep(3);  // job 2 is training (it runs for minutes)
+  testing::SleepScaled(absl::Seconds(3));  // job 2 is training (it runs for minutes)
   long_1->Kill9();
   EXPECT_EQ(short_1->Wait(), 0) << short_1->log();
   EXPECT_EQ(both->Wait(), 1) << both->log();

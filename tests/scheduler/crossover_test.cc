@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/cluster_fixture.h"
+
 namespace strata {
 namespace {
 
@@ -29,6 +31,20 @@ class TestClock {
 
 using namespace std::chrono_literals;
 
+// Whether `job` blocks in Acquire within a few seconds: that a thread
+// waits for the device is observed, not assumed after a sleep.
+::testing::AssertionResult BlocksInAcquire(const DeviceArbiter& arbiter, int job) {
+  for (int i = 0; i < 1000 * testing::ScaledSeconds(1); ++i) {
+    if (arbiter.Waiting(job)) return ::testing::AssertionSuccess();
+    std::this_thread::sleep_for(5ms);
+  }
+  return ::testing::AssertionFailure() << "job " << job << " never waited for the device";
+}
+
+// A pause long enough for a woken thread to act on a wrong grant (for
+// checks that something did not happen), scaled for slow builds.
+void Settle() { std::this_thread::sleep_for(50ms * testing::ScaledSeconds(1)); }
+
 // Calls `acquire` on a thread and says when it returned.
 class Acquirer {
  public:
@@ -41,7 +57,9 @@ class Acquirer {
   bool got() const { return got_; }
   // Waits up to a few seconds for the Acquire to return.
   bool WaitGot() const {
-    for (int i = 0; i < 500 && !got_; ++i) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < 500 * testing::ScaledSeconds(1) && !got_; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
     return got_;
   }
 
@@ -69,15 +87,13 @@ TEST(CrossoverTest, AJobWaitsWhileAnotherComputesAndTakesTheTokenAtItsWait) {
   a->Acquire();  // a computes
   {
     Acquirer b_wants(*b);
-    std::this_thread::sleep_for(100ms);
-    EXPECT_FALSE(b_wants.got()) << "b computed while a held the device";
+    ASSERT_TRUE(BlocksInAcquire(arbiter, 1)) << "b computed while a held the device";
     a->Release();  // a waits on its peers: b computes
     EXPECT_TRUE(b_wants.WaitGot());
   }
   {
     Acquirer a_wants(*a);  // a's wait is over; b still computes
-    std::this_thread::sleep_for(100ms);
-    EXPECT_FALSE(a_wants.got());
+    ASSERT_TRUE(BlocksInAcquire(arbiter, 0));
     b->Release();
     EXPECT_TRUE(a_wants.WaitGot());
   }
@@ -92,13 +108,12 @@ TEST(CrossoverTest, TheLongestWaitingJobTakesTheToken) {
   auto a = arbiter.ForJob(0), b = arbiter.ForJob(1), c = arbiter.ForJob(2);
   a->Acquire();
   auto b_wants = std::make_unique<Acquirer>(*b);
-  std::this_thread::sleep_for(100ms);  // b waits first
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 1));  // b waits first
   auto c_wants = std::make_unique<Acquirer>(*c);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 2));
   a->Release();
   ASSERT_TRUE(b_wants->WaitGot());
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(c_wants->got()) << "c took the token though b waited longer";
+  EXPECT_TRUE(arbiter.Waiting(2)) << "c took the token though b waited longer";
   b->Release();
   EXPECT_TRUE(c_wants->WaitGot());
   c->Release();
@@ -125,25 +140,24 @@ TEST(CrossoverTest, WeightsShareDeviceTimeInProportion) {
   auto heavy = arbiter.ForJob(0), light = arbiter.ForJob(1), gate = arbiter.ForJob(2);
   heavy->Acquire();
   auto light_first = std::make_unique<Acquirer>(*light);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 1));
   now.Advance(2);
   heavy->Release();
   ASSERT_TRUE(light_first->WaitGot());
   auto heavy_then = std::make_unique<Acquirer>(*heavy);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 0));
   now.Advance(1);
   light->Release();
   ASSERT_TRUE(heavy_then->WaitGot());
   heavy->Release();  // no time passed: nothing more counted
   gate->Acquire();
   auto light_wants = std::make_unique<Acquirer>(*light);
-  std::this_thread::sleep_for(100ms);  // light waits first
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 1));  // light waits first
   auto heavy_wants = std::make_unique<Acquirer>(*heavy);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 0));
   gate->Release();
   ASSERT_TRUE(heavy_wants->WaitGot());
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(light_wants->got());
+  EXPECT_TRUE(arbiter.Waiting(1));
   now.Advance(2);  // heavy: 4 s contested, 1.33 per weight: light's turn
   heavy->Release();
   EXPECT_TRUE(light_wants->WaitGot());
@@ -166,7 +180,7 @@ TEST(CrossoverTest, DeviceTimeNobodyElseWantedIsNotCharged) {
   // charged from then on. Heavy holds; light asks.
   heavy->Acquire();
   auto light_wants = std::make_unique<Acquirer>(*light);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 1));
   now.Advance(0.2);  // heavy: 0.2 s contested, 0.067 per weight; light: 0
   EXPECT_TRUE(heavy->ShouldYield());
   heavy->Release();
@@ -182,13 +196,13 @@ TEST(CrossoverTest, AHolderAheadOfItsShareYieldsToAWaitingJobBehindIt) {
   auto heavy = arbiter.ForJob(0), light = arbiter.ForJob(1);
   light->Acquire();
   auto heavy_wants = std::make_unique<Acquirer>(*heavy);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 0));
   now.Advance(1);  // light: 1 s contested, 1 per weight
   light->Release();
   ASSERT_TRUE(heavy_wants->WaitGot());
   EXPECT_FALSE(heavy->ShouldYield());  // nobody waits
   auto light_wants = std::make_unique<Acquirer>(*light);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 1));
   now.Advance(2.9);  // heavy: 0.97 per weight, still behind
   EXPECT_FALSE(heavy->ShouldYield());
   EXPECT_FALSE(light->ShouldYield());  // not the holder
@@ -202,7 +216,7 @@ TEST(CrossoverTest, AHolderAheadOfItsShareYieldsToAWaitingJobBehindIt) {
   auto a = equal.ForJob(0), b = equal.ForJob(1);
   a->Acquire();
   auto b_wants = std::make_unique<Acquirer>(*b);
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(BlocksInAcquire(equal, 1));
   now.Advance(100);
   EXPECT_FALSE(a->ShouldYield());
   a->Release();
@@ -245,7 +259,7 @@ TEST(ExclusiveTest, JobsTakeTurnsByWholeIterationsInJobOrder) {
   {
     auto a = arbiter.ForJob(0), b = arbiter.ForJob(1);
     std::thread tb(RunIterations, std::ref(*b), "b", 3, std::ref(log));  // b starts first
-    std::this_thread::sleep_for(50ms);
+    ASSERT_TRUE(BlocksInAcquire(arbiter, 1));  // and waits for a's turn
     std::thread ta(RunIterations, std::ref(*a), "a", 3, std::ref(log));
     ta.join();
     tb.join();
@@ -336,8 +350,7 @@ TEST(CrossoverTest, AJobThatLeavesWhileHoldingTheTokenLetsTheOthersOn) {
   auto a = arbiter.ForJob(0), b = arbiter.ForJob(1);
   a->Acquire();
   Acquirer b_wants(*b);
-  std::this_thread::sleep_for(50ms);
-  EXPECT_FALSE(b_wants.got());
+  ASSERT_TRUE(BlocksInAcquire(arbiter, 1));
   a.reset();  // a failed mid-phase
   EXPECT_TRUE(b_wants.WaitGot());
   b->Release();
@@ -353,11 +366,10 @@ TEST(CrossoverTest, AJobOutOfTheTurnsComputesAtOnceAndTheOthersStillTakeTurns) {
     Acquirer c_wants(*c);
     EXPECT_TRUE(c_wants.WaitGot()) << "c waited for a though it left the turns";
     Acquirer b_wants(*b);  // b still takes turns: a holds the token
-    std::this_thread::sleep_for(100ms);
-    EXPECT_FALSE(b_wants.got()) << "b computed while a held the token";
+    ASSERT_TRUE(BlocksInAcquire(arbiter, 1)) << "b computed while a held the token";
     c->Release();  // c's release hands nothing on
-    std::this_thread::sleep_for(50ms);
-    EXPECT_FALSE(b_wants.got());
+    Settle();
+    EXPECT_TRUE(arbiter.Waiting(1));
     a->Release();
     EXPECT_TRUE(b_wants.WaitGot());
   }
@@ -365,8 +377,7 @@ TEST(CrossoverTest, AJobOutOfTheTurnsComputesAtOnceAndTheOthersStillTakeTurns) {
   c->SetTakesTurns(true);
   {
     Acquirer c_wants(*c);
-    std::this_thread::sleep_for(100ms);
-    EXPECT_FALSE(c_wants.got()) << "c computed while b held the token";
+    ASSERT_TRUE(BlocksInAcquire(arbiter, 2)) << "c computed while b held the token";
     b->Release();
     EXPECT_TRUE(c_wants.WaitGot());
   }

@@ -18,6 +18,7 @@
 #include "core/net/lane_socket.h"
 #include "core/net/shm_region.h"
 #include "server/lane_hub.h"
+#include "tests/support/cluster_fixture.h"
 
 namespace strata {
 namespace {
@@ -239,7 +240,7 @@ TEST(LaneHubTest, ALaneFromAnotherUserIsRefused) {
     OutgoingMessage pull(wire::Kind::PULL);
     const std::string packet = pull.SerializedHeaderForTest();
     (void)!::send(fd, packet.data(), packet.size(), MSG_NOSIGNAL);  // the hub may have closed it
-    ::usleep(500000);
+    testing::SleepScaled(absl::Milliseconds(500));
     ::_exit(0);
   }
   EndpointEvents events = Serve(**hub, [](const auto& e) { return !e.messages.empty(); });

@@ -295,7 +295,7 @@ TEST_F(PsClientTest, CancelAllEndsPullsTheServerHoldsBack) {
     absl::Status s = c.Wait(waiting);
     EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
   });
-  absl::SleepFor(absl::Milliseconds(200));
+  testing::SleepScaled(absl::Milliseconds(200));
   EXPECT_FALSE(waiting->done());
   c.CancelAll();
   waiter.join();
@@ -320,7 +320,7 @@ TEST_F(PsClientTest, AWorkerThatLeavesFailsThePullsWaitingForItNamingWhy) {
   // stops on an error instead, and says so.
   Tensor pulled = Tensor::Full({1024}, -5.0f);
   Ticket waiting = c.Pull(1, 0, pulled);
-  absl::SleepFor(absl::Milliseconds(200));
+  testing::SleepScaled(absl::Milliseconds(200));
   ASSERT_FALSE(waiting->done());
   leaver->Leave(absl::DataLossError("iteration 0: the disk is full"));
   const absl::Status s = c.Wait(waiting);
@@ -462,13 +462,13 @@ TEST_F(PsClientTest, APullTheServerHoldsIsAnsweredOnceHoweverOftenItIsAsked) {
   Tensor value = Tensor::Zeros({1024});
   Ticket pull = c.Pull(1, 0, value);
   // Long enough for the resend timer to ask again (at least 1 s of silence).
-  absl::SleepFor(absl::Milliseconds(2500));
+  testing::SleepScaled(absl::Milliseconds(2500));
   EXPECT_FALSE(pull->done());
   EXPECT_GE(c.requests_resent(), 1u);
   ASSERT_TRUE(second->Wait(second->Push(0, 0, Tensor::Full({1024}, 4.0f))).ok());
   ASSERT_TRUE(c.Wait(pull).ok());
   // Any second answer would have arrived by now.
-  absl::SleepFor(absl::Milliseconds(300));
+  testing::SleepScaled(absl::Milliseconds(300));
   EXPECT_EQ(counts.pull_replies.load(), 1);
   EXPECT_EQ(c.pulls_resent(), c.requests_resent());
   EXPECT_EQ(c.answers_repeated(), 0u);

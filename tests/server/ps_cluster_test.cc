@@ -152,7 +152,7 @@ class HandStartedCluster {
     for (int r = 0; r < servers; ++r) {
       started_ = started_ && !servers_[r]->WaitFor("shares memory with worker 1").empty();
     }
-    usleep(300000);
+    testing::SleepScaled(absl::Milliseconds(300));
   }
 
   bool started() const { return started_ && !coordinator_.empty(); }
@@ -172,7 +172,7 @@ TEST_F(PsClusterTest, SspLetsAWorkerRunExactlySIterationsAheadOfAStalledOne) {
   HandStartedCluster cluster(dir_, 2, {"--consistency", "ssp", "--staleness", "2"}, 300);
   ASSERT_TRUE(cluster.started()) << cluster.server(0).log();
   cluster.worker(1).Pause();
-  usleep(1500000);
+  testing::SleepScaled(absl::Milliseconds(1500));
   cluster.worker(1).Resume();
   for (int w = 0; w < 2; ++w) ASSERT_EQ(cluster.worker(w).Wait(), 0) << cluster.worker(w).log();
   for (int r = 0; r < 2; ++r) {
@@ -189,7 +189,7 @@ TEST_F(PsClusterTest, AspLetsAWorkerRunFarAheadOfAStalledOne) {
   HandStartedCluster cluster(dir_, 1, {"--consistency", "asp"}, 600);
   ASSERT_TRUE(cluster.started()) << cluster.server(0).log();
   cluster.worker(1).Pause();
-  usleep(3000000);
+  testing::SleepScaled(absl::Seconds(3));
   cluster.worker(1).Resume();
   for (int w = 0; w < 2; ++w) ASSERT_EQ(cluster.worker(w).Wait(), 0) << cluster.worker(w).log();
   ASSERT_EQ(cluster.server(0).Wait(), 0) << cluster.server(0).log();
@@ -335,7 +335,7 @@ TEST_F(PsClusterTest, WorkersStopWithAClearErrorWhenTheServerNeverReturns) {
                   "--evaluate=false", "--progress=false"},
                  dir_ + "/worker.log");
   ASSERT_FALSE(server.WaitFor("registered").empty());
-  usleep(500000);  // let training start
+  testing::SleepScaled(absl::Milliseconds(500));  // let training start
   server.Kill9();
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(worker.Wait(), 1);

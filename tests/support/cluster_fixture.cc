@@ -1,5 +1,7 @@
 #include "tests/support/cluster_fixture.h"
 
+#include "absl/time/clock.h"
+
 #include "tools/netem/cpu_schedule.h"
 
 #include "core/util/ready_file.h"
@@ -168,6 +170,8 @@ double TimeScale() {
 int ScaledSeconds(int seconds) {
   return static_cast<int>(std::ceil(static_cast<double>(seconds) * TimeScale()));
 }
+
+void SleepScaled(absl::Duration d) { absl::SleepFor(d * TimeScale()); }
 
 std::string Process::WaitForReady(const std::string& path, int seconds) {
   seconds = ScaledSeconds(seconds);

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/time/time.h"
 #include "core/util/subprocess.h"
 
 namespace strata::testing {
@@ -75,6 +76,9 @@ const std::string& WhyNoCpuLimits();
 // `seconds` times TimeScale(), rounded up: for the waits and timeouts a
 // test gives the processes it starts.
 int ScaledSeconds(int seconds);
+// Sleeps `d` times TimeScale(): for a test that gives what it started time
+// to get somewhere (prefer waiting for what can be observed).
+void SleepScaled(absl::Duration d);
 
 // A background process (core/util/subprocess.h) whose output goes to a log
 // file; killed (SIGKILL, with its process group) when destroyed unless it

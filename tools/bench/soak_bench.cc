@@ -53,11 +53,6 @@ struct Round {
   double seconds;  // its latency
 };
 
-struct MemorySample {
-  double at;
-  std::vector<int64_t> rss;  // per server
-};
-
 absl::Status DrawSoak(const nlohmann::json& windows, const std::string& png) {
   char tmpl[] = "/tmp/strata_soak_plot_XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
@@ -225,7 +220,8 @@ absl::Status RunSoak(const SoakOptions& o) {
                 absl::StrJoin(rss_text, " / ").c_str());
     windows.push_back(w);
   }
-  // RSS growth per server: from the first sample after the warm-up to the last.
+  // RSS growth per server, from the first sample after the warm-up to the
+  // last: as a share, and per round.
   std::vector<double> growth(servers.size(), 0.0);
   const auto after_warmup = std::find_if(memory.begin(), memory.end(),
                                          [&](const MemorySample& m) { return m.at >= warmup_end; });
@@ -236,16 +232,27 @@ absl::Status RunSoak(const SoakOptions& o) {
       growth[s] = from > 0 ? (to - from) / from : 0.0;
     }
   }
+  std::vector<double> round_ends;
+  for (const Round& r : rounds) round_ends.push_back(r.at);
+  std::vector<double> per_round;
+  const absl::Status leak =
+      JudgeMemory(memory, round_ends, warmup_end, o.max_bytes_per_round, &per_round);
   std::vector<std::string> growth_text;
   for (double g : growth) growth_text.push_back(absl::StrFormat("%+.2f%%", g * 100));
-  std::printf("rounds: %zu; errors: %zu; server RSS growth after the warm-up (%.0f s): %s\n",
-              rounds.size(), errors.size(), warmup_end, absl::StrJoin(growth_text, ", ").c_str());
+  std::vector<std::string> per_round_text;
+  for (double b : per_round) per_round_text.push_back(absl::StrFormat("%.0f", b));
+  std::printf(
+      "rounds: %zu; errors: %zu; server RSS growth after the warm-up (%.0f s): %s (bytes per "
+      "round: %s)\n",
+      rounds.size(), errors.size(), warmup_end, absl::StrJoin(growth_text, ", ").c_str(),
+      absl::StrJoin(per_round_text, ", ").c_str());
   for (const std::string& e : errors) std::printf("  error: %s\n", e.c_str());
   nlohmann::json report = {{"clients", o.clients},     {"servers", o.servers},
                            {"keys", o.keys},           {"key_elements", o.key_elements},
                            {"minutes", o.minutes},     {"warmup_seconds", warmup_end},
                            {"rounds", rounds.size()},  {"errors", errors},
-                           {"rss_growth", growth},     {"windows", windows}};
+                           {"rss_growth", growth},     {"rss_bytes_per_round", per_round},
+                           {"windows", windows}};
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
   if (!o.plot.empty()) {
     STRATA_RETURN_IF_ERROR(DrawSoak(windows, o.plot));
@@ -255,11 +262,31 @@ absl::Status RunSoak(const SoakOptions& o) {
     return absl::InternalError(absl::StrCat(errors.size(), " clients failed; the first: ",
                                             errors.front()));
   }
-  for (size_t s = 0; s < growth.size(); ++s) {
-    if (growth[s] >= o.max_rss_growth) {
+  return leak;
+}
+
+absl::Status JudgeMemory(const std::vector<MemorySample>& memory,
+                         const std::vector<double>& round_ends, double warmup_end,
+                         double max_bytes_per_round, std::vector<double>* per_round) {
+  per_round->clear();
+  const auto first = std::find_if(memory.begin(), memory.end(),
+                                  [&](const MemorySample& m) { return m.at >= warmup_end; });
+  if (first == memory.end()) return absl::OkStatus();
+  const MemorySample& last = memory.back();
+  const int64_t rounds = std::count_if(round_ends.begin(), round_ends.end(), [&](double at) {
+    return at >= first->at && at <= last.at;
+  });
+  for (size_t s = 0; s < last.rss.size(); ++s) {
+    const double grew = static_cast<double>(last.rss[s] - first->rss[s]);
+    per_round->push_back(rounds > 0 ? grew / static_cast<double>(rounds) : 0.0);
+  }
+  for (size_t s = 0; s < per_round->size(); ++s) {
+    if ((*per_round)[s] > max_bytes_per_round) {
       return absl::FailedPreconditionError(absl::StrFormat(
-          "server %zu's RSS grew by %.2f%% after the warm-up (limit %.0f%%)", s, growth[s] * 100,
-          o.max_rss_growth * 100));
+          "server %zu kept %.0f bytes per round after the warm-up (%.1f MiB over %lld rounds; the "
+          "limit is %.0f): a leak",
+          s, (*per_round)[s], (last.rss[s] - first->rss[s]) / 1048576.0,
+          static_cast<long long>(rounds), max_bytes_per_round));
     }
   }
   return absl::OkStatus();
