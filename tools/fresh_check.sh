@@ -153,7 +153,8 @@ step_times=()
 # address besides loopback, and Slurm's srun resolves nothing without one
 # (getaddrinfo with AI_ADDRCONFIG). OPENBLAS_* settings pass
 # through: they describe this machine's CPU, and tests and CI run with them
-# as they are. It execs unshare, so a step's pid is unshare's and killing it
+# as they are. So does STRATA_TEST_REQUIRE (what a test may not skip for).
+# It execs unshare, so a step's pid is unshare's and killing it
 # kills everything the step started (--kill-child).
 in_root() {
   local network=()
@@ -165,7 +166,7 @@ in_root() {
   fi
   local passed=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
   local v
-  for v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE http_proxy https_proxy no_proxy; do
+  for v in OPENBLAS_CORETYPE OPENBLAS_L2_SIZE STRATA_TEST_REQUIRE http_proxy https_proxy no_proxy; do
     [[ -n "${!v:-}" ]] && passed+=("$v=${!v}")
   done
   # The inner script expands its own arguments ($1, $root): single quotes on purpose.

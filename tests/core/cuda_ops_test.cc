@@ -7,6 +7,7 @@
 #include "core/optim/optimizer.h"
 #include "tests/core/gradient_check.h"
 #include "tests/support/cuda_tensors.h"
+#include "tests/support/requirements.h"
 
 namespace strata {
 namespace {
@@ -17,7 +18,7 @@ using strata::testing::ToHost;
 class CudaOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
+    if (CudaDeviceCount() == 0) STRATA_SKIP_WITHOUT("cuda") << "no CUDA device visible";
     ASSERT_TRUE(RegisterCudaAllocator().ok());
   }
 };

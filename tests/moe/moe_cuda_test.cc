@@ -7,6 +7,7 @@
 #include "moe/dispatch.h"
 #include "tests/core/gradient_check.h"
 #include "tests/support/cuda_tensors.h"
+#include "tests/support/requirements.h"
 
 namespace strata::moe {
 namespace {
@@ -20,7 +21,7 @@ constexpr int kExperts = 6, kK = 2;
 class MoeCudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
+    if (CudaDeviceCount() == 0) STRATA_SKIP_WITHOUT("cuda") << "no CUDA device visible";
     ASSERT_TRUE(RegisterCudaAllocator().ok());
     const Tensor logits = strata::testing::RandomTensor({kTokens, kExperts}, 5);
     const GateOutput gate = TopKGate(logits.data(), kTokens, kExperts, kK, true);

@@ -19,6 +19,7 @@
 #include "core/net/shm_region.h"
 #include "server/lane_hub.h"
 #include "tests/support/cluster_fixture.h"
+#include "tests/support/requirements.h"
 
 namespace strata {
 namespace {
@@ -219,7 +220,7 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
 // The region token proves possession of a region, not who the peer is: a
 // lane from a process of another user is closed unread.
 TEST(LaneHubTest, ALaneFromAnotherUserIsRefused) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another user";
+  if (::geteuid() != 0) STRATA_SKIP_WITHOUT("root") << "needs root to connect as another user";
   auto hub = LaneHub::Listen("server 0", TestServerAddress("uid"), kToken);
   ASSERT_TRUE(hub.ok()) << hub.status();
   const std::string address = (*hub)->address();

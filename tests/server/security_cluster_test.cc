@@ -37,6 +37,7 @@
 #include "core/net/transport.h"
 #include "core/util/log.h"
 #include "tests/support/cluster_fixture.h"
+#include "tests/support/requirements.h"
 
 namespace strata {
 namespace {
@@ -337,7 +338,9 @@ TEST_F(SecurityClusterTest, NoRoleServesBeyondLoopbackWithoutATokenUnlessToldSo)
     const std::string log = server.log();
     const size_t first = log.find(warning);
     EXPECT_EQ(first != std::string::npos, flags[0] != "--insecure") << log;
-    if (first != std::string::npos) EXPECT_EQ(log.find(warning, first + 1), std::string::npos);
+    if (first != std::string::npos) {
+      EXPECT_EQ(log.find(warning, first + 1), std::string::npos);
+    }
     server.Kill9();
   }
 
@@ -394,7 +397,7 @@ TEST_F(SecurityClusterTest, ControlTakesTheAdminTokenWhichNoWorkerIsGiven) {
                  OutgoingMessage& request) -> std::string {
     auto socket = Socket::Connect(context, SocketKind::kDealer, coordinator);
     if (!socket.ok()) return std::string(socket.status().message());
-    JobCredentials credentials{1, Token(), identity, ""};
+    JobCredentials credentials{1, Token(), identity, "", ""};
     const absl::Status hello =
         Introduce(**socket, credentials, role, rank, "server 0", absl::Seconds(10)).status();
     if (!hello.ok()) return std::string(hello.message());
@@ -456,7 +459,7 @@ TEST_F(SecurityClusterTest, RefusalsTellNoValueAndJunkCannotFloodTheLog) {
   const size_t batch = other.find("\"batch_size\":64");
   ASSERT_NE(batch, std::string::npos) << other;
   other.replace(batch, 15, "\"batch_size\":32");
-  const absl::Status refused = Introduce(**socket, JobCredentials{1, Token(), other, ""},
+  const absl::Status refused = Introduce(**socket, JobCredentials{1, Token(), other, "", ""},
                                          wire::Role::CONV_WORKER, 0, "server 0", absl::Seconds(10))
                                    .status();
   EXPECT_EQ(refused.message(),
@@ -495,7 +498,7 @@ TEST_F(SecurityClusterTest, RefusalsTellNoValueAndJunkCannotFloodTheLog) {
   // It serves on: a tool is admitted.
   auto tool = Socket::Connect(context, SocketKind::kDealer, address);
   ASSERT_TRUE(tool.ok());
-  EXPECT_TRUE(Introduce(**tool, JobCredentials{1, Token(), "", ""}, wire::Role::TOOL, -1,
+  EXPECT_TRUE(Introduce(**tool, JobCredentials{1, Token(), "", "", ""}, wire::Role::TOOL, -1,
                         "server 0", absl::Seconds(10))
                   .ok());
   server.Kill9();
@@ -506,7 +509,7 @@ TEST_F(SecurityClusterTest, RefusalsTellNoValueAndJunkCannotFloodTheLog) {
 // takes a lane's name (while its server restarts, say) gets no worker's
 // memory, and the worker is told who holds the name.
 TEST_F(SecurityClusterTest, AWorkerSharesNoMemoryWithAnotherUsersLane) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to listen as another user";
+  if (::geteuid() != 0) STRATA_SKIP_WITHOUT("root") << "needs root to listen as another user";
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   const pid_t child = ::fork();

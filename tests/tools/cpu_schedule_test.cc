@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cluster_fixture.h"
+#include "tests/support/requirements.h"
 
 namespace strata {
 namespace {
@@ -26,9 +27,9 @@ namespace {
 using testing::JsonLines;
 using testing::RunCommand;
 
-#define STRATA_SKIP_WITHOUT_LIMITS()           \
+#define STRATA_SKIP_WITHOUT_LIMITS()      \
   if (!testing::WhyNoCpuLimits().empty()) \
-  GTEST_SKIP() << "no CPU limits here: " << testing::WhyNoCpuLimits()
+  STRATA_SKIP_WITHOUT("cpu-limits") << "no CPU limits here: " << testing::WhyNoCpuLimits()
 
 // CPU seconds process `pid` has used (user and system).
 double CpuSeconds(pid_t pid) {

@@ -21,6 +21,7 @@
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/link_rate_context.h"
 #include "tests/support/cluster_fixture.h"
+#include "tests/support/requirements.h"
 #include "tools/netem/bandwidth_schedule.h"
 #include "tools/netem/link_probe.h"
 
@@ -46,7 +47,7 @@ const std::string& WhyNoEmulation() {
 
 #define STRATA_SKIP_WITHOUT_NAMESPACES() \
   if (!WhyNoEmulation().empty())         \
-  GTEST_SKIP() << "network namespaces cannot be made here: " << WhyNoEmulation()
+  STRATA_SKIP_WITHOUT("netns") << "network namespaces cannot be made here: " << WhyNoEmulation()
 
 // Everything the root namespace shows of links and qdiscs: teardown must
 // leave it as it was.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/support/cluster_fixture.h"
+#include "tests/support/requirements.h"
 
 namespace strata::bench {
 namespace {
@@ -20,8 +21,9 @@ class PeerCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (RunCommand("/usr/bin/python3 -c 'import torch, torchvision'").first != 0) {
-      GTEST_SKIP() << "/usr/bin/python3 cannot import torch and torchvision (tools/setup.sh "
-                      "--bench installs them)";
+      STRATA_SKIP_WITHOUT("torch")
+          << "/usr/bin/python3 cannot import torch and torchvision (tools/setup.sh "
+             "--bench installs them)";
     }
   }
 };

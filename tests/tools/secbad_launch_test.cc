@@ -19,6 +19,7 @@
 #include "scheduler/secbad/knob_policy.h"
 #include "scheduler/secbad/runtime_environment.h"
 #include "tests/support/cluster_fixture.h"
+#include "tests/support/requirements.h"
 #include "tools/netem/cpu_schedule.h"
 
 namespace strata {
@@ -82,7 +83,7 @@ class SecbadLaunchTest : public testing::ClusterTest {
 
 TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
   if (!testing::WhyNoCpuLimits().empty()) {
-    GTEST_SKIP() << "no CPU limits here: " << testing::WhyNoCpuLimits();
+    STRATA_SKIP_WITHOUT("cpu-limits") << "no CPU limits here: " << testing::WhyNoCpuLimits();
   }
   if (testing::TimeScale() > 1) {
     GTEST_SKIP() << "the cost model describes an uninstrumented build's iterations";
@@ -153,7 +154,7 @@ TEST_F(SecbadLaunchTest, ThePolicyMovesRowsOffAConvWorkerWhoseCpuIsLimited) {
 
 TEST_F(SecbadLaunchTest, EachOfSeveralJobsOnTheSameWorkersHasAControllerOfItsOwn) {
   if (!testing::WhyNoCpuLimits().empty()) {
-    GTEST_SKIP() << "no CPU limits here: " << testing::WhyNoCpuLimits();
+    STRATA_SKIP_WITHOUT("cpu-limits") << "no CPU limits here: " << testing::WhyNoCpuLimits();
   }
   if (testing::TimeScale() > 1) {
     GTEST_SKIP() << "the cost model describes an uninstrumented build's iterations";

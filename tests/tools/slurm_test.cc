@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "tests/support/cluster_fixture.h"
+#include "tests/support/requirements.h"
 
 namespace strata {
 namespace {
@@ -27,7 +28,8 @@ class SlurmTest : public testing::ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
-    if (::geteuid() != 0) GTEST_SKIP() << "a local Slurm needs root (slurmd runs jobs as users)";
+    if (::geteuid() != 0)
+      STRATA_SKIP_WITHOUT("root") << "a local Slurm needs root (slurmd runs jobs as users)";
     const auto [code, out] = RunCommand(kSlurmDir + "/local_slurm.sh start " + dir_ + "/slurm");
     ASSERT_EQ(code, 0) << out;
     started_ = true;
