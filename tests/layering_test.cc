@@ -36,7 +36,8 @@ const std::vector<std::vector<std::string>>& TargetLayers() {
        "strata_netem", "strata_launch_roles"},
       {"strata_bench_lib", "strata_launch", "strata_ctl", "strata_keygen"},
       {"strata_bench"},
-      {"strata_test_support", "strata_test_main", "strata_fuzz_support"},
+      {"strata_test_support", "strata_fuzz_support"},
+      {"strata_test_main"},
   };
   return layers;
 }
