@@ -29,6 +29,7 @@
 #include "core/status.h"
 #include "core/util/flag_names.h"
 #include "core/util/log.h"
+#include "core/util/process_name.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
 #include "runtime/controller_choice.h"
@@ -46,7 +47,14 @@ absl::Status Run(const std::vector<std::string>& job_configs) {
   if (mode != "ps" && mode != "stanza") {
     return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": use ps or stanza"));
   }
-  STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, mode));
+  const int rank = absl::GetFlag(FLAGS_rank);
+  STRATA_ASSIGN_OR_RETURN(const FaultRates faults,
+                          FaultRatesFromFlags(ProcessName("conv_worker", rank)));
+  if (!faults.cuts.empty() && rank < 0) {
+    return absl::InvalidArgumentError(
+        "--inject-faults: cuts and silences name processes; give this conv worker its --rank");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, mode, faults));
   // The conv workers' count comes from the coordinator, later; the
   // launcher checked it.
   const ControllerFlags flags = ControllerFromFlags();

@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "core/util/flag_names.h"
 #include "core/util/log.h"
+#include "core/util/process_name.h"
 #include "core/util/process_setup.h"
 #include "fc_workers/fc_worker.h"
 #include "moe/moe_layer_type.h"
@@ -33,9 +34,10 @@ namespace {
 
 absl::Status Run(const std::vector<std::string>& job_configs) {
   STRATA_RETURN_IF_ERROR(InstallConnectionSecurityFromFlags());
-  STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, "stanza"));
+  STRATA_ASSIGN_OR_RETURN(const FaultRates faults,
+                          FaultRatesFromFlags(ProcessName("fc_worker", absl::GetFlag(FLAGS_rank))));
+  STRATA_ASSIGN_OR_RETURN(std::vector<JobRun> jobs, JobsFromFlags(job_configs, "stanza", faults));
   for (JobRun& job : jobs) job.options.client.rank = absl::GetFlag(FLAGS_rank);
-  STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
   STRATA_ASSIGN_OR_RETURN(const SharingPolicy policy, SharingPolicyFromFlags());
   const bool several = jobs.size() > 1;
   auto run = [several, faults](const WorkerOptions& worker) {

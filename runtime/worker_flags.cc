@@ -42,8 +42,9 @@ namespace strata {
 namespace {
 
 // Every option from the flags, for the job of the config at `path` run in
-// `mode`.
-absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode, WorkerOptions* o) {
+// `mode`, its client channels carrying `faults`.
+absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode,
+                              const FaultRates& faults, WorkerOptions* o) {
   STRATA_ASSIGN_OR_RETURN(o->config, LoadJobConfig(path));
   TrainingConfig& tc = o->config.training;
   ApplyTrainingFlags(&tc);
@@ -66,7 +67,6 @@ absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode, 
   o->run.records_out = absl::GetFlag(FLAGS_records_out);
   o->run.progress = absl::GetFlag(FLAGS_progress);
   o->parameters_out = absl::GetFlag(FLAGS_parameters_out);
-  STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
   if (faults.any()) o->client.decorate_channel = FaultyChannels(faults, &InjectedFaults());
   return absl::OkStatus();
 }
@@ -74,13 +74,14 @@ absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode, 
 }  // namespace
 
 absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>& job_configs,
-                                                  const std::string& mode) {
+                                                  const std::string& mode,
+                                                  const FaultRates& faults) {
   std::vector<JobRun> jobs;
   if (job_configs.empty()) {
     const std::string path = absl::GetFlag(FLAGS_config);
     if (path.empty()) return absl::InvalidArgumentError("--config is required");
     JobRun job;
-    STRATA_RETURN_IF_ERROR(WorkerOptionsFor(path, mode, &job.options));
+    STRATA_RETURN_IF_ERROR(WorkerOptionsFor(path, mode, faults, &job.options));
     jobs.push_back(std::move(job));
     return jobs;
   }
@@ -94,7 +95,7 @@ absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>
     JobRun job;
     job.weight = weights[i];
     WorkerOptions& o = job.options;
-    STRATA_RETURN_IF_ERROR_CTX(WorkerOptionsFor(job_configs[i], mode, &o),
+    STRATA_RETURN_IF_ERROR_CTX(WorkerOptionsFor(job_configs[i], mode, faults, &o),
                                absl::StrCat("--job ", job_configs[i]));
     o.client.credentials.job_id += i;
     if (several) {

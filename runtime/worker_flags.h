@@ -11,6 +11,7 @@
 #define STRATA_RUNTIME_WORKER_FLAGS_H_
 
 #include "absl/status/status.h"
+#include "core/net/fault_injection.h"
 #include "runtime/job_group.h"
 #include "runtime/worker_options.h"
 
@@ -23,9 +24,12 @@ namespace strata {
 // tagged with its job id (core/flags/cluster_flags.h: PathForJob) and only
 // the first job's progress line. Each job's options carry every override and
 // its spec (core/model/job_spec.h) for servers that learn jobs; all but the
-// rank are set. Fails when --config is missing or a config is invalid.
+// rank are set; the channels of each job's client carry `faults` (this
+// process's FaultRatesFromFlags). Fails when --config is missing or a
+// config is invalid.
 absl::StatusOr<std::vector<JobRun>> JobsFromFlags(const std::vector<std::string>& job_configs,
-                                                  const std::string& mode);
+                                                  const std::string& mode,
+                                                  const FaultRates& faults);
 // --policy.
 absl::StatusOr<SharingPolicy> SharingPolicyFromFlags();
 

@@ -30,7 +30,9 @@ std::string LaneHub::NameFor(const std::string& server_address, const std::strin
   // tell the name from the address.
   const std::string input = absl::StrCat(job_token, std::string(1, '\0'), server_address);
   unsigned char digest[16];
-  (void)sodium_init();  // idempotent; picks the fastest BLAKE2b
+  // Picks the fastest BLAKE2b once. It fails only where the system's random
+  // source cannot be opened, which hashing does not need.
+  [[maybe_unused]] static const int sodium_ready = sodium_init();
   crypto_generichash(digest, sizeof(digest), reinterpret_cast<const unsigned char*>(input.data()),
                      input.size(), nullptr, 0);
   return absl::StrCat("strata-lane-",

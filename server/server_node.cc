@@ -41,7 +41,7 @@ ServerNode::ServerNode(ServerNodeOptions options)
     : options_(std::move(options)),
       process_(options_.process),
       group_admission_(absl::StrCat("server ", options_.process.rank),
-                       JobCredentials{kServerGroupJobId, options_.process.job_token, "", ""}) {}
+                       JobCredentials{kServerGroupJobId, options_.process.job_token, "", "", ""}) {}
 
 ServerNode::~ServerNode() = default;
 

@@ -44,6 +44,7 @@
 #include "core/util/count_list.h"
 #include "core/util/flag_names.h"
 #include "core/util/log.h"
+#include "core/util/process_name.h"
 #include "core/util/process_setup.h"
 #include "moe/moe_layer_type.h"
 #include "server/server_node.h"
@@ -83,7 +84,8 @@ absl::StatusOr<ServerOptions> ProcessOptionsFromFlags() {
   o.rank = absl::GetFlag(FLAGS_rank);
   o.coordinator = address.coordinator;
   o.serving = ServingAddressFromFlags();
-  STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
+  STRATA_ASSIGN_OR_RETURN(const FaultRates faults,
+                          FaultRatesFromFlags(ProcessName("server", o.rank)));
   if (faults.any()) o.decorate_endpoint = FaultyEndpoints(faults, &InjectedFaults());
   o.job_id = address.job_id;
   STRATA_ASSIGN_OR_RETURN(o.job_token, LoadJobToken(JobTokenFileFromFlags()));

@@ -81,11 +81,18 @@ bool InsecureFromFlags();
 absl::StatusOr<std::string> AdminTokenFromFlags();
 std::string AdminTokenFileFromFlags();
 
-// --inject-faults, parsed (no fault when not given); errors name the flag.
-// With faults, the process logs what was injected into it when it exits
-// (the decorators count into InjectedFaults()).
-absl::StatusOr<FaultRates> FaultRatesFromFlags();
+// --inject-faults, parsed (no fault when not given), for the process
+// named `self` ("server0", core/util/process_name.h; "" for one without a
+// name, which no cut naming a receiver touches); errors name the flag.
+// Cuts are timed from the spec's origin_ms, else from this call. With
+// faults, the process logs what was injected into it when it exits (the
+// decorators count into InjectedFaults()).
+absl::StatusOr<FaultRates> FaultRatesFromFlags(const std::string& self);
 FaultCounts& InjectedFaults();
+// --inject-faults as a launcher hands it to the processes it starts: a
+// spec with cuts and no origin_ms gets this moment as its origin, so that
+// every process, and every restarted one, times the cuts from one moment.
+std::string FaultSpecToHandOn();
 
 struct CheckpointFlags {
   std::string dir;    // coordinated epochs ("" = none)

@@ -2,13 +2,17 @@
 #include <mutex>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/flags/cluster_flags.h"
 #include "core/status.h"
 #include "core/util/log.h"
 
 ABSL_FLAG(std::string, inject_faults, "",
           "fault injection on what this process receives, for tests and chaos runs: "
-          "drop=P,truncate=P,duplicate=P,delay=P,delay_ms=MS,reorder=P,seed=S "
+          "drop=P,truncate=P,duplicate=P,delay=P,delay_ms=MS,reorder=P,seed=S, and partitions "
+          "between named processes: cut=conv0:server1@3s+5s (both ways), "
+          "cut=server0>fc0@3s (one way, lasting), silence=fc0@2s+4s "
           "(core/net/fault_injection.h); \"\": none");
 
 namespace strata {
@@ -18,9 +22,11 @@ FaultCounts& InjectedFaults() {
   return *counts;
 }
 
-absl::StatusOr<FaultRates> FaultRatesFromFlags() {
+absl::StatusOr<FaultRates> FaultRatesFromFlags(const std::string& self) {
   absl::StatusOr<FaultRates> rates = ParseFaultRates(absl::GetFlag(FLAGS_inject_faults));
   if (!rates.ok()) return WithContext(rates.status(), "--inject-faults");
+  rates->self = self;
+  if (rates->origin == absl::InfinitePast()) rates->origin = absl::Now();
   if (rates->any()) {
     LogWarning("injecting faults into what this process receives: %s",
                absl::GetFlag(FLAGS_inject_faults).c_str());
@@ -35,6 +41,13 @@ absl::StatusOr<FaultRates> FaultRatesFromFlags() {
     });
   }
   return rates;
+}
+
+std::string FaultSpecToHandOn() {
+  const std::string spec = absl::GetFlag(FLAGS_inject_faults);
+  absl::StatusOr<FaultRates> rates = ParseFaultRates(spec);
+  if (!rates.ok() || rates->cuts.empty() || rates->origin != absl::InfinitePast()) return spec;
+  return absl::StrCat(spec, ",origin_ms=", absl::ToUnixMillis(absl::Now()));
 }
 
 }  // namespace strata

@@ -6,10 +6,13 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "core/net/transport.h"
+#include "core/util/process_name.h"
 #include "core/util/rng.h"
 
 namespace strata {
@@ -40,18 +43,44 @@ void Truncate(RawMessage& m) {
   last = std::move(half);
 }
 
+// The name of the process that sent `m`, as its header says; "" when the
+// header cannot be read or names no such process (a tool, the launcher).
+std::string SenderName(const RawMessage& m) {
+  const std::optional<HeaderGlance> h = PeekHeader(m, WireLimits{});
+  if (!h.has_value()) return "";
+  // A cluster map carries its recipient's rank in senderRank (that is how a
+  // node learns its rank); only the coordinator, server 0, sends one.
+  if (h->kind == wire::Kind::CLUSTER_MAP) return ProcessName("server", 0);
+  switch (h->sender_role) {
+    case wire::Role::SERVER:
+      return ProcessName("server", h->sender_rank);
+    case wire::Role::CONV_WORKER:
+      return ProcessName("conv_worker", h->sender_rank);
+    case wire::Role::FC_WORKER:
+      return ProcessName("fc_worker", h->sender_rank);
+    default:
+      return "";
+  }
+}
+
 // The faults of one decorated channel or endpoint: messages go in as they
-// are received and come out as they are to be delivered.
+// are received and come out as they are to be delivered. `origin` is when
+// the rates' cuts are timed from.
 class FaultyInbox {
  public:
-  FaultyInbox(const FaultRates& rates, uint64_t stream, FaultCounts* counts,
+  FaultyInbox(const FaultRates& rates, absl::Time origin, uint64_t stream, FaultCounts* counts,
               const FaultClock* clock)
       : rates_(rates),
+        origin_(origin),
         rng_(DeriveSeed(rates.seed, stream)),
         counts_(counts),
         clock_(clock != nullptr ? clock : &RealFaultClock()) {}
 
   void Take(RawMessage m) {
+    if (Cut(m)) {
+      Count(&FaultCounts::cut);
+      return;
+    }
     const double u = rng_.Uniform();
     double edge = rates_.drop;
     if (u < edge) {
@@ -113,11 +142,23 @@ class FaultyInbox {
     }
   }
 
+  // Whether a cut in force now takes `m`.
+  bool Cut(const RawMessage& m) const {
+    if (rates_.cuts.empty()) return false;
+    const absl::Duration since_origin = clock_->Now() - origin_;
+    const std::string sender = SenderName(m);
+    for (const MessageCut& cut : rates_.cuts) {
+      if (cut.Takes(sender, rates_.self, since_origin)) return true;
+    }
+    return false;
+  }
+
   void Count(std::atomic<uint64_t> FaultCounts::*field) {
     if (counts_ != nullptr) (counts_->*field)++;
   }
 
   const FaultRates rates_;
+  const absl::Time origin_;
   Rng rng_;
   FaultCounts* counts_;
   const FaultClock* clock_;
@@ -189,6 +230,76 @@ class FaultyEndpoint final : public MessageEndpoint {
 
 }  // namespace
 
+bool MessageCut::Takes(const std::string& sender, const std::string& receiver,
+                       absl::Duration since_origin) const {
+  if (since_origin < start || since_origin >= start + length) return false;
+  const auto names = [](const std::string& side, const std::string& process) {
+    return side == "*" || (!process.empty() && side == process);
+  };
+  return names(from, sender) && names(to, receiver);
+}
+
+namespace {
+
+// "A@START[+LENGTH]" (the value of a cut or silence after its processes):
+// the window into `cut`; an error saying what is wrong, else "".
+std::string ParseCutWindow(absl::string_view when, MessageCut& cut) {
+  const std::vector<absl::string_view> parts = absl::StrSplit(when, absl::MaxSplits('+', 1));
+  if (!absl::ParseDuration(parts[0], &cut.start) || cut.start < absl::ZeroDuration()) {
+    return absl::StrCat("\"", parts[0], "\" is not a start time such as 3s or 1500ms");
+  }
+  if (parts.size() > 1 &&
+      (!absl::ParseDuration(parts[1], &cut.length) || cut.length <= absl::ZeroDuration())) {
+    return absl::StrCat("\"", parts[1], "\" is not a length such as 5s or 800ms");
+  }
+  return "";
+}
+
+// `name` is a process name, or the error that says it is not.
+std::string CheckProcessName(absl::string_view name) {
+  if (ParseProcessName(name).has_value()) return "";
+  return absl::StrCat("\"", name, "\" is not a process (", kProcessNameForms, ")");
+}
+
+// The cuts of one "cut=" or "silence=" entry's value into `cuts`; an error
+// saying what is wrong, else "".
+std::string ParseCut(absl::string_view kind, absl::string_view value,
+                     std::vector<MessageCut>& cuts) {
+  const std::vector<absl::string_view> at = absl::StrSplit(value, absl::MaxSplits('@', 1));
+  if (at.size() != 2) {
+    return kind == "silence" ? "not silence=PROCESS@START[+LENGTH]"
+                             : "not cut=A:B@START[+LENGTH] or cut=A>B@START[+LENGTH]";
+  }
+  MessageCut cut;
+  if (const std::string why = ParseCutWindow(at[1], cut); !why.empty()) return why;
+  if (kind == "silence") {
+    if (const std::string why = CheckProcessName(at[0]); !why.empty()) return why;
+    cut.from = std::string(at[0]);
+    cut.to = "*";
+    cuts.push_back(cut);
+    std::swap(cut.from, cut.to);
+    cuts.push_back(cut);
+    return "";
+  }
+  const bool one_way = absl::StrContains(at[0], '>');
+  const std::vector<absl::string_view> ends = absl::StrSplit(at[0], one_way ? '>' : ':');
+  if (ends.size() != 2) return "not cut=A:B@START[+LENGTH] or cut=A>B@START[+LENGTH]";
+  for (absl::string_view end : ends) {
+    if (const std::string why = CheckProcessName(end); !why.empty()) return why;
+  }
+  if (ends[0] == ends[1]) return "a cut is between two different processes";
+  cut.from = std::string(ends[0]);
+  cut.to = std::string(ends[1]);
+  cuts.push_back(cut);
+  if (!one_way) {
+    std::swap(cut.from, cut.to);
+    cuts.push_back(cut);
+  }
+  return "";
+}
+
+}  // namespace
+
 absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
   FaultRates r;
   for (absl::string_view part : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
@@ -201,6 +312,18 @@ absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
     };
     if (name == "seed") {
       if (!absl::SimpleAtoi(value, &r.seed)) return bad("the seed is a whole number");
+      continue;
+    }
+    if (name == "cut" || name == "silence") {
+      if (const std::string why = ParseCut(name, value, r.cuts); !why.empty()) return bad(why);
+      continue;
+    }
+    if (name == "origin_ms") {
+      int64_t ms = 0;
+      if (!absl::SimpleAtoi(value, &ms) || ms < 0) {
+        return bad("the origin is milliseconds since the Unix epoch");
+      }
+      r.origin = absl::FromUnixMillis(ms);
       continue;
     }
     double number = 0;
@@ -217,7 +340,9 @@ absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
                    : name == "reorder"   ? &r.reorder
                                          : nullptr;
     if (rate == nullptr) {
-      return bad("unknown fault (drop, truncate, duplicate, delay, delay_ms, reorder, seed)");
+      return bad(
+          "unknown fault (drop, truncate, duplicate, delay, delay_ms, reorder, seed, cut, "
+          "silence, origin_ms)");
     }
     if (!(number >= 0 && number <= 1)) return bad("a probability is in [0, 1]");
     *rate = number;
@@ -231,9 +356,9 @@ absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
 
 std::string FaultCounts::Summary() const {
   return absl::StrFormat(
-      "delivered %d, dropped %d, truncated %d, duplicated %d, delayed %d, reordered %d",
+      "delivered %d, dropped %d, truncated %d, duplicated %d, delayed %d, reordered %d, cut %d",
       delivered.load(), dropped.load(), truncated.load(), duplicated.load(), delayed.load(),
-      reordered.load());
+      reordered.load(), cut.load());
 }
 
 const FaultClock& RealFaultClock() {
@@ -241,23 +366,35 @@ const FaultClock& RealFaultClock() {
   return *clock;
 }
 
+namespace {
+
+// When the cuts of decorators made now from `rates` are timed from.
+absl::Time OriginOf(const FaultRates& rates, const FaultClock* clock) {
+  if (rates.origin != absl::InfinitePast()) return rates.origin;
+  return (clock != nullptr ? clock : &RealFaultClock())->Now();
+}
+
+}  // namespace
+
 ChannelDecorator FaultyChannels(const FaultRates& rates, FaultCounts* counts,
                                 const FaultClock* clock) {
   auto wrapped = std::make_shared<std::atomic<uint64_t>>(0);
-  return [rates, counts, clock, wrapped](std::unique_ptr<MessageChannel> inner) {
+  const absl::Time origin = OriginOf(rates, clock);
+  return [rates, origin, counts, clock, wrapped](std::unique_ptr<MessageChannel> inner) {
     if (inner->same_host()) return inner;
     return std::unique_ptr<MessageChannel>(new FaultyChannel(
-        std::move(inner), FaultyInbox(rates, (*wrapped)++, counts, clock)));
+        std::move(inner), FaultyInbox(rates, origin, (*wrapped)++, counts, clock)));
   };
 }
 
 EndpointDecorator FaultyEndpoints(const FaultRates& rates, FaultCounts* counts,
                                   const FaultClock* clock) {
   auto wrapped = std::make_shared<std::atomic<uint64_t>>(0);
-  return [rates, counts, clock, wrapped](std::unique_ptr<MessageEndpoint> inner) {
+  const absl::Time origin = OriginOf(rates, clock);
+  return [rates, origin, counts, clock, wrapped](std::unique_ptr<MessageEndpoint> inner) {
     if (inner->same_host()) return inner;
     return std::unique_ptr<MessageEndpoint>(new FaultyEndpoint(
-        std::move(inner), FaultyInbox(rates, (*wrapped)++, counts, clock)));
+        std::move(inner), FaultyInbox(rates, origin, (*wrapped)++, counts, clock)));
   };
 }
 

@@ -17,6 +17,15 @@
 // host loses, repeats and reorders nothing, so a test that wants every
 // message exposed turns the lanes off (--shared-memory=false).
 //
+// Partitions (cuts) act before those rates: a message whose sender and
+// receiver a cut names, arriving while the cut lasts, vanishes (counted as
+// cut). Processes are named as on the command line ("server0", "conv1",
+// "fc0"; core/util/process_name.h); the sender is read from the message's
+// header, the receiver is this process (FaultRates::self). A cut is timed
+// from FaultRates::origin: one moment for every process of a job when the
+// launcher hands them its own (origin_ms), so that a cut is one window of
+// real time, restarted processes included.
+//
 //   FaultRates rates;
 //   STRATA_ASSIGN_OR_RETURN(rates, ParseFaultRates("drop=0.01,duplicate=0.01,seed=7"));
 //   options.decorate_channel = FaultyChannels(rates);
@@ -29,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -37,21 +47,48 @@
 
 namespace strata {
 
+// Every message from `from` to `to` vanishes from `start` after the
+// origin for `length`. "*" stands for every process (a silent peer: every
+// message to and from it vanishes while its sockets stay open).
+struct MessageCut {
+  std::string from;
+  std::string to;
+  absl::Duration start;
+  absl::Duration length = absl::InfiniteDuration();  // infinite: lasting
+  // Whether the cut takes a message from `sender` to `receiver` ("" where
+  // a message's sender or this process has no name) at `since_origin`.
+  bool Takes(const std::string& sender, const std::string& receiver,
+             absl::Duration since_origin) const;
+};
+
 struct FaultRates {
-  double drop = 0;       // each a probability per received message
+  double drop = 0;  // each a probability per received message
   double truncate = 0;
   double duplicate = 0;
   double delay = 0;
   double reorder = 0;
   absl::Duration delay_by = absl::Milliseconds(50);
   uint64_t seed = 1;
-  bool any() const { return drop + truncate + duplicate + delay + reorder > 0; }
+  std::vector<MessageCut> cuts;
+  // When cuts are timed from; InfinitePast: when the decorator is made.
+  absl::Time origin = absl::InfinitePast();
+  // This process's name ("server0"); "" where it has none (a cut naming a
+  // receiver then never applies here).
+  std::string self;
+  bool any() const { return drop + truncate + duplicate + delay + reorder > 0 || !cuts.empty(); }
 };
 
 // "drop=0.01,truncate=0.001,duplicate=0.01,delay=0.02,delay_ms=50,reorder=0.01,seed=7"
-// (any subset; "" is no fault). InvalidArgument naming the entry that is
-// not a known name, not a number, or a probability outside [0, 1], or when
-// the probabilities sum past 1.
+// and partitions, any number of each:
+//   cut=A:B@START[+LENGTH]   messages between A and B vanish, both ways
+//   cut=A>B@START[+LENGTH]   messages from A to B vanish (a one-way cut)
+//   silence=A@START[+LENGTH] every message to and from A vanishes
+//   origin_ms=MS             the origin, in milliseconds since the Unix epoch
+// with process names A, B and durations START, LENGTH ("3s", "1500ms"); no
+// LENGTH: lasting. Any subset; "" is no fault. InvalidArgument naming the
+// entry that is not a known name, not a number, a probability outside
+// [0, 1], not a process, or not a duration, or when the probabilities sum
+// past 1.
 absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec);
 
 // What the decorators of one process injected, counted as it happens.
@@ -62,7 +99,8 @@ struct FaultCounts {
   std::atomic<uint64_t> duplicated{0};
   std::atomic<uint64_t> delayed{0};
   std::atomic<uint64_t> reordered{0};
-  std::string Summary() const;  // "dropped 3, truncated 0, ..."
+  std::atomic<uint64_t> cut{0};  // vanished in a partition
+  std::string Summary() const;   // "dropped 3, truncated 0, ..."
 };
 
 // The time a decorator holds messages against; tests inject their own.

@@ -191,7 +191,7 @@ absl::Status PsClient::Bootstrap() {
     absl::MutexLock lock(&socket_mu_);
     disconnected_.assign(servers_.size(), false);
     backlog_.resize(servers_.size());
-    round_trips_.resize(servers_.size());
+    round_trips_.assign(servers_.size(), RoundTrip(GivingUpAfter(options_.timeout)));
     last_answer_.assign(servers_.size(), absl::InfinitePast());
     for (auto& s : servers_) server_fds_.push_back(s->wait_fd());
   }

@@ -30,8 +30,11 @@
 // (a bad network; --inject-faults): a request on the socket that has gone
 // unanswered while its server has been silent for that server's resend
 // timeout (core/net/round_trip.h: adaptive, from the answer times seen,
-// doubling with each send, pulls included: a repeated pull that the server
-// is not holding is answered with the whole slice again) is sent again.
+// doubling with each send up to a quarter of the client's timeout, pulls
+// included: a repeated pull that the server is not holding is answered
+// with the whole slice again) is sent again. So a server cut off for less
+// than the timeout is asked again soon after it can hear (a partition that
+// heals is ridden through).
 // Silence is measured from the server's last answer of any kind, so a slow
 // link that keeps delivering answers is not flooded with copies of what is
 // still crossing it. Servers drop a pull that repeats one they hold, answer

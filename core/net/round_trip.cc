@@ -21,13 +21,18 @@ void RoundTrip::TimedOut() {
   if (TimeoutAfter(1) < limits_.max) backoff_ *= 2;
 }
 
+RoundTripLimits GivingUpAfter(absl::Duration give_up, RoundTripLimits limits) {
+  limits.backoff_cap = std::max(limits.min, give_up / 4);
+  return limits;
+}
+
 absl::Duration RoundTrip::TimeoutAfter(int sends) const {
-  absl::Duration timeout =
+  const absl::Duration estimate =
       samples_ == 0 ? limits_.initial
                     : std::clamp(smoothed_ + 4 * deviation_, limits_.min, limits_.max);
-  timeout *= backoff_;
+  absl::Duration timeout = estimate * backoff_;
   for (int i = 1; i < sends && timeout < limits_.max; ++i) timeout *= 2;
-  return std::min(timeout, limits_.max);
+  return std::min({timeout, limits_.max, std::max(estimate, limits_.backoff_cap)});
 }
 
 }  // namespace strata

@@ -35,7 +35,17 @@ struct RoundTripLimits {
   absl::Duration initial = absl::Seconds(1);
   absl::Duration min = absl::Milliseconds(200);
   absl::Duration max = absl::Seconds(30);
+  // Back-off never stretches a wait past this, or past the estimate itself
+  // where that is longer. An owner that gives up after T sets about T/4, so
+  // that a request is asked again several times before T, and a peer cut
+  // off for a while (a partition that heals) is asked again soon after it
+  // can hear, not after a wait that has doubled past T.
+  absl::Duration backoff_cap = absl::InfiniteDuration();
 };
+
+// The limits for an owner that gives up on a silent peer after `give_up`:
+// `limits` with backoff_cap a quarter of it (never below `limits.min`).
+RoundTripLimits GivingUpAfter(absl::Duration give_up, RoundTripLimits limits = {});
 
 class RoundTrip {
  public:

@@ -193,20 +193,26 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
   return msg;
 }
 
-uint64_t PeekRequestId(const RawMessage& raw, const WireLimits& limits) {
-  if (raw.frames.empty()) return 0;
+std::optional<HeaderGlance> PeekHeader(const RawMessage& raw, const WireLimits& limits) {
+  if (raw.frames.empty()) return std::nullopt;
   const zmq::message_t& head = raw.frames[0];
-  if (head.size() == 0 || head.size() % sizeof(capnp::word) != 0) return 0;
+  if (head.size() == 0 || head.size() % sizeof(capnp::word) != 0) return std::nullopt;
   auto words = kj::heapArray<capnp::word>(head.size() / sizeof(capnp::word));
   std::memcpy(words.begin(), head.data(), head.size());
   capnp::ReaderOptions options;
   options.traversalLimitInWords = limits.traversal_limit_words;
   try {
     capnp::FlatArrayMessageReader reader(words, options);
-    return reader.getRoot<wire::Header>().getRequestId();
+    const wire::Header::Reader h = reader.getRoot<wire::Header>();
+    return HeaderGlance{h.getKind(), h.getSenderRole(), h.getSenderRank(), h.getRequestId()};
   } catch (const kj::Exception&) {
-    return 0;
+    return std::nullopt;
   }
+}
+
+uint64_t PeekRequestId(const RawMessage& raw, const WireLimits& limits) {
+  const std::optional<HeaderGlance> glance = PeekHeader(raw, limits);
+  return glance.has_value() ? glance->request_id : 0;
 }
 
 Socket::Socket(zmq::context_t& context, SocketKind kind, const WireLimits& limits)

@@ -169,6 +169,16 @@ class IncomingMessage {
 // (over the size limit), each naming the problem.
 absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits);
 
+// What the header of a raw message says, read without checking the rest
+// of the message; nullopt when the header cannot be read.
+struct HeaderGlance {
+  wire::Kind kind;
+  wire::Role sender_role;
+  int32_t sender_rank;
+  uint64_t request_id;
+};
+std::optional<HeaderGlance> PeekHeader(const RawMessage& raw, const WireLimits& limits);
+
 // The request id of a raw message if its header can be read, else 0 (used to
 // address an error reply to a message that failed to decode).
 uint64_t PeekRequestId(const RawMessage& raw, const WireLimits& limits);

@@ -95,7 +95,7 @@ class AdmissionTest : public ::testing::Test {
     m.header().setSenderRank(rank);
     return Receive(m, identity);
   }
-  const JobCredentials mine_{3, "token-3", R"({"training":{"batch_size":64}})", ""};
+  const JobCredentials mine_{3, "token-3", R"({"training":{"batch_size":64}})", "", ""};
 };
 
 TEST_F(AdmissionTest, AdmitsTheRightCredentialsAndRefusesTheRestByName) {

@@ -88,7 +88,7 @@ TEST_F(FaultInjectionTest, RatesParseAndBadOnesAreNamed) {
   EXPECT_FALSE(ParseFaultRates("")->any());
   EXPECT_EQ(ParseFaultRates("lose=0.1").status().message(),
             "fault \"lose=0.1\": unknown fault (drop, truncate, duplicate, delay, delay_ms, "
-            "reorder, seed)");
+            "reorder, seed, cut, silence, origin_ms)");
   EXPECT_EQ(ParseFaultRates("drop=lots").status().message(),
             "fault \"drop=lots\": not NAME=NUMBER");
   EXPECT_EQ(ParseFaultRates("drop=1.5").status().message(),
@@ -210,6 +210,141 @@ TEST_F(FaultInjectionTest, AnEndpointDropsAtItsRateAndPassesTheRestOn) {
   EXPECT_EQ(events.messages.size() + counts_.dropped.load(), 1000u);
   EXPECT_NEAR(static_cast<double>(counts_.dropped.load()), 500.0, 60.0);
   EXPECT_EQ(events.closed, std::vector<std::string>({"gone"}));  // not a message: untouched
+}
+
+// A message of `kind` whose header says `role` `rank` sent it.
+RawMessage MessageFrom(wire::Role role, int rank, wire::Kind kind = wire::Kind::PUSH) {
+  OutgoingMessage out(kind);
+  out.header().setSenderRole(role);
+  out.header().setSenderRank(rank);
+  return Message(out.SerializedHeaderForTest());
+}
+
+TEST_F(FaultInjectionTest, CutsParseAndBadOnesAreNamed) {
+  auto rates = ParseFaultRates("cut=conv0:server1@3s+5s,cut=server0>fc0@1500ms,silence=fc1@2s+1s");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  EXPECT_TRUE(rates->any());
+  ASSERT_EQ(rates->cuts.size(), 5u);
+  const auto is = [](const MessageCut& c, const char* from, const char* to, absl::Duration start,
+                     absl::Duration length) {
+    return c.from == from && c.to == to && c.start == start && c.length == length;
+  };
+  EXPECT_TRUE(is(rates->cuts[0], "conv0", "server1", absl::Seconds(3), absl::Seconds(5)));
+  EXPECT_TRUE(is(rates->cuts[1], "server1", "conv0", absl::Seconds(3), absl::Seconds(5)));
+  EXPECT_TRUE(
+      is(rates->cuts[2], "server0", "fc0", absl::Milliseconds(1500), absl::InfiniteDuration()));
+  EXPECT_TRUE(is(rates->cuts[3], "fc1", "*", absl::Seconds(2), absl::Seconds(1)));
+  EXPECT_TRUE(is(rates->cuts[4], "*", "fc1", absl::Seconds(2), absl::Seconds(1)));
+  EXPECT_EQ(ParseFaultRates("origin_ms=1700000000123")->origin,
+            absl::FromUnixMillis(1700000000123));
+  EXPECT_EQ(ParseFaultRates("cut=conv0-server1@3s").status().message(),
+            "fault \"cut=conv0-server1@3s\": not cut=A:B@START[+LENGTH] or "
+            "cut=A>B@START[+LENGTH]");
+  EXPECT_EQ(ParseFaultRates("cut=conv0:printer@1s").status().message(),
+            "fault \"cut=conv0:printer@1s\": \"printer\" is not a process (server<rank>, "
+            "conv<rank> or fc<rank>)");
+  EXPECT_EQ(ParseFaultRates("cut=conv0:server1@soon").status().message(),
+            "fault \"cut=conv0:server1@soon\": \"soon\" is not a start time such as 3s or 1500ms");
+  EXPECT_EQ(ParseFaultRates("silence=fc0@1s+0s").status().message(),
+            "fault \"silence=fc0@1s+0s\": \"0s\" is not a length such as 5s or 800ms");
+  EXPECT_EQ(ParseFaultRates("cut=conv0:conv0@1s").status().message(),
+            "fault \"cut=conv0:conv0@1s\": a cut is between two different processes");
+  EXPECT_EQ(ParseFaultRates("silence=fc0").status().message(),
+            "fault \"silence=fc0\": not silence=PROCESS@START[+LENGTH]");
+  EXPECT_EQ(ParseFaultRates("origin_ms=-3").status().message(),
+            "fault \"origin_ms=-3\": the origin is milliseconds since the Unix epoch");
+}
+
+TEST_F(FaultInjectionTest, ACutTakesTheMessagesOfItsSenderWhileItLastsAndNoOthers) {
+  auto rates = ParseFaultRates("cut=conv0>server1@2s+3s");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  rates->self = "server1";
+  auto channel = FaultyChannels(*rates, &counts_, &clock_)(std::make_unique<QueueChannel>(&queue_));
+  const auto receive = [&](RawMessage m) {
+    queue_.push_back(std::move(m));
+    auto got = channel->ReceiveNow();
+    return got.ok() && got->has_value();
+  };
+  // Before the window, and from other senders during it: delivered.
+  EXPECT_TRUE(receive(MessageFrom(wire::Role::CONV_WORKER, 0)));
+  clock_.Advance(absl::Seconds(2));
+  EXPECT_FALSE(receive(MessageFrom(wire::Role::CONV_WORKER, 0)));
+  EXPECT_TRUE(receive(MessageFrom(wire::Role::CONV_WORKER, 1)));
+  EXPECT_TRUE(receive(MessageFrom(wire::Role::FC_WORKER, 0)));
+  clock_.Advance(absl::Milliseconds(2999));
+  EXPECT_FALSE(receive(MessageFrom(wire::Role::CONV_WORKER, 0)));
+  clock_.Advance(absl::Milliseconds(1));  // the window is [2 s, 5 s)
+  EXPECT_TRUE(receive(MessageFrom(wire::Role::CONV_WORKER, 0)));
+  EXPECT_EQ(counts_.cut.load(), 2u);
+  EXPECT_EQ(counts_.delivered.load(), 4u);
+}
+
+TEST_F(FaultInjectionTest, AOneWayCutLeavesTheOtherDirectionAlone) {
+  auto rates = ParseFaultRates("cut=conv0>server1@0s");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  rates->self = "conv0";  // receives from server1: the cut is the other way
+  auto channel = FaultyChannels(*rates, &counts_, &clock_)(std::make_unique<QueueChannel>(&queue_));
+  queue_.push_back(MessageFrom(wire::Role::SERVER, 1));
+  EXPECT_EQ(Drain(*channel).size(), 1u);
+  EXPECT_EQ(counts_.cut.load(), 0u);
+}
+
+TEST_F(FaultInjectionTest, ASilentProcessHearsNothingAndIsHeardByNobody) {
+  auto rates = ParseFaultRates("silence=fc0@1s");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  // In fc0 itself: nothing arrives, not even a message whose header cannot
+  // be read or one from a tool.
+  rates->self = "fc0";
+  auto inside =
+      FaultyEndpoints(*rates, &counts_, &clock_)(std::make_unique<QueueEndpoint>(&queue_));
+  // In server0: fc0's messages vanish, the others' do not.
+  rates->self = "server0";
+  auto outside =
+      FaultyEndpoints(*rates, &counts_, &clock_)(std::make_unique<QueueEndpoint>(&queue_));
+  clock_.Advance(absl::Seconds(1));
+  const auto collected = [&](MessageEndpoint& endpoint, std::vector<RawMessage> messages) {
+    for (RawMessage& m : messages) queue_.push_back(std::move(m));
+    EndpointEvents events;
+    endpoint.Collect(nullptr, 100, events);
+    return events.messages.size();
+  };
+  std::vector<RawMessage> to_fc0;
+  to_fc0.push_back(MessageFrom(wire::Role::CONV_WORKER, 0, wire::Kind::ACTIVATIONS));
+  to_fc0.push_back(MessageFrom(wire::Role::TOOL, -1));
+  to_fc0.push_back(Message("not a header"));
+  EXPECT_EQ(collected(*inside, std::move(to_fc0)), 0u);
+  std::vector<RawMessage> to_server0;
+  to_server0.push_back(MessageFrom(wire::Role::FC_WORKER, 0));
+  to_server0.push_back(MessageFrom(wire::Role::FC_WORKER, 1));
+  to_server0.push_back(MessageFrom(wire::Role::CONV_WORKER, 0));
+  EXPECT_EQ(collected(*outside, std::move(to_server0)), 2u);
+  EXPECT_EQ(counts_.cut.load(), 4u);
+}
+
+TEST_F(FaultInjectionTest, AClusterMapIsTheCoordinatorsWhateverRankItCarries) {
+  // The coordinator puts the recipient's rank into a cluster map.
+  auto rates = ParseFaultRates("cut=server0>conv1@0s");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  rates->self = "conv1";
+  auto channel = FaultyChannels(*rates, &counts_, &clock_)(std::make_unique<QueueChannel>(&queue_));
+  queue_.push_back(MessageFrom(wire::Role::SERVER, 1, wire::Kind::CLUSTER_MAP));
+  queue_.push_back(MessageFrom(wire::Role::SERVER, 1, wire::Kind::PULL_REPLY));
+  EXPECT_EQ(Drain(*channel).size(), 1u);
+  EXPECT_EQ(counts_.cut.load(), 1u);
+}
+
+TEST_F(FaultInjectionTest, CutsAreTimedFromTheGivenOrigin) {
+  // A process (re)started 3 s after the job's origin is inside a cut from
+  // 2 s to 8 s at once; timed from its own start it would not be.
+  auto rates = ParseFaultRates("cut=conv0:server0@2s+6s");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  rates->self = "server0";
+  rates->origin = clock_.Now();
+  clock_.Advance(absl::Seconds(3));
+  auto channel = FaultyChannels(*rates, &counts_, &clock_)(std::make_unique<QueueChannel>(&queue_));
+  queue_.push_back(MessageFrom(wire::Role::CONV_WORKER, 0));
+  EXPECT_TRUE(Drain(*channel).empty());
+  EXPECT_EQ(counts_.cut.load(), 1u);
 }
 
 }  // namespace

@@ -66,6 +66,27 @@ TEST(RoundTripTest, TimeoutsDoubleTheEstimateUntilTheNextSample) {
   EXPECT_EQ(rtt.TimeoutAfter(1), Milliseconds(250));
 }
 
+TEST(RoundTripTest, BackOffStopsAtTheCapButASlowerEstimateStands) {
+  // An owner that gives up after 4 s: waits back off to 1 s at most.
+  RoundTrip rtt(
+      GivingUpAfter(Seconds(4), RoundTripLimits{Seconds(1), Milliseconds(1), Seconds(30)}));
+  rtt.Sample(Milliseconds(100));  // timeout 300 ms
+  EXPECT_EQ(rtt.TimeoutAfter(2), Milliseconds(600));
+  EXPECT_EQ(rtt.TimeoutAfter(3), Seconds(1));
+  for (int i = 0; i < 10; ++i) rtt.TimedOut();
+  EXPECT_EQ(rtt.TimeoutAfter(1), Seconds(1));
+  EXPECT_EQ(rtt.TimeoutAfter(9), Seconds(1));
+  // Answers that take 2 s: the estimate itself is longer than the cap, so a
+  // slow link is not asked again before its answers can have come.
+  RoundTrip slow(
+      GivingUpAfter(Seconds(4), RoundTripLimits{Seconds(1), Milliseconds(1), Seconds(30)}));
+  slow.Sample(Seconds(2));  // timeout 2 + 4 * 1 = 6 s
+  EXPECT_EQ(slow.TimeoutAfter(1), Seconds(6));
+  EXPECT_EQ(slow.TimeoutAfter(3), Seconds(6));
+  // Never below the floor.
+  EXPECT_EQ(GivingUpAfter(Milliseconds(100)).backoff_cap, Milliseconds(200));
+}
+
 TEST(RoundTripTest, ANegativeElapsedTimeCountsAsZero) {
   RoundTrip rtt(RoundTripLimits{Seconds(1), Milliseconds(0), Seconds(5)});
   rtt.Sample(Milliseconds(-5));

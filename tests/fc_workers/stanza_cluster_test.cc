@@ -165,7 +165,7 @@ std::string SendActivations(const std::string& address, int sender, int64_t iter
   if (!socket.ok()) return "<no socket>";
   if (hello) {
     const absl::Status said =
-        Introduce(**socket, JobCredentials{1, "", testing::DefaultJobIdentity(300), ""},
+        Introduce(**socket, JobCredentials{1, "", testing::DefaultJobIdentity(300), "", ""},
                   wire::Role::CONV_WORKER, sender, "fc",
                   absl::Seconds(testing::ScaledSeconds(10)))
             .status();

@@ -87,7 +87,7 @@ class ExpertExchangeTest : public ::testing::Test {
 
   void SendHello(uint64_t job, int sender) {
     OutgoingMessage m(wire::Kind::HELLO);
-    FillHello(m.header(), JobCredentials{job, "", "", ""}, wire::Role::FC_WORKER, sender);
+    FillHello(m.header(), JobCredentials{job, "", "", "", ""}, wire::Role::FC_WORKER, sender);
     ASSERT_TRUE(intruder_->Send(m).ok());
   }
 

@@ -593,7 +593,7 @@ std::string Header(OutgoingMessage& m) { return m.SerializedHeaderForTest(); }
 // A HELLO of conv worker `rank` of job 1 with `identity`.
 std::string HelloHeader(int rank, const std::string& identity) {
   OutgoingMessage m(wire::Kind::HELLO);
-  FillHello(m.header(), JobCredentials{1, "", identity, ""}, wire::Role::CONV_WORKER, rank);
+  FillHello(m.header(), JobCredentials{1, "", identity, "", ""}, wire::Role::CONV_WORKER, rank);
   return m.SerializedHeaderForTest();
 }
 
@@ -708,7 +708,7 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
 
   RawClient tool(address);
   OutgoingMessage hello(wire::Kind::HELLO);
-  FillHello(hello.header(), JobCredentials{1, "", "", ""}, wire::Role::TOOL, -1);
+  FillHello(hello.header(), JobCredentials{1, "", "", "", ""}, wire::Role::TOOL, -1);
   ASSERT_EQ(tool.Exchange({hello.SerializedHeaderForTest()}), "<not an error>");
   EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::TOOL, -1, {})}),
             "knob-lease from tool; server 0 takes it only from the job's workers");

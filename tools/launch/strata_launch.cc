@@ -43,7 +43,6 @@
 #include "tools/launch/local_cluster.h"
 #include "tools/launch/slurm_task.h"
 
-ABSL_DECLARE_FLAG(std::string, inject_faults);
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cluster.mode)");
@@ -244,10 +243,10 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
     STRATA_RETURN_IF_ERROR(WithContext(LoadCurveKeys(keys).status(), "--curve-keys"));
     o.every_process_flags = {"--curve-keys", std::filesystem::absolute(keys).string()};
   }
-  STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags());
+  STRATA_ASSIGN_OR_RETURN(const FaultRates faults, FaultRatesFromFlags(""));
   if (faults.any()) {
     o.every_process_flags.insert(o.every_process_flags.end(),
-                                 {"--inject-faults", absl::GetFlag(FLAGS_inject_faults)});
+                                 {"--inject-faults", FaultSpecToHandOn()});
   }
   const int threads = config.training.threads > 0 ? static_cast<int>(config.training.threads) : 2;
   o.threads_per_worker = std::max(1, threads / o.conv_workers);

@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "core/status.h"
 #include "core/util/log.h"
+#include "core/util/process_name.h"
 #include "tools/netem/bandwidth_schedule.h"
 
 namespace strata {
@@ -43,20 +44,6 @@ absl::Status WriteControl(const std::string& path, const std::string& value) {
   return absl::OkStatus();
 }
 
-// "conv1" -> ("conv_worker", 1).
-std::optional<std::pair<std::string, int>> ParseProcess(const std::string& text) {
-  for (const auto& [prefix, role] : {std::pair<const char*, const char*>{"server", "server"},
-                                     {"conv", "conv_worker"},
-                                     {"fc", "fc_worker"}}) {
-    if (!absl::StartsWith(text, prefix)) continue;
-    int rank = -1;
-    if (absl::SimpleAtoi(text.substr(std::strlen(prefix)), &rank) && rank >= 0) {
-      return std::make_pair(std::string(role), rank);
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 absl::StatusOr<CpuSchedule> ParseCpuSchedule(const std::string& text) {
@@ -74,12 +61,13 @@ absl::StatusOr<CpuSchedule> ParseCpuSchedule(const std::string& text) {
     if (limit.size() != 2) return refuse(absl::StrCat("entry \"", entry, "\" is not PROCESS=LIMIT@TIME"));
     CpuLimitChange change;
     change.process = limit[0];
-    const auto process = ParseProcess(limit[0]);
+    const std::optional<NamedProcess> process = ParseProcessName(limit[0]);
     if (!process.has_value()) {
       return refuse(absl::StrCat("entry \"", entry, "\": \"", limit[0],
-                                 "\" is not a process (server<rank>, conv<rank> or fc<rank>)"));
+                                 "\" is not a process (", kProcessNameForms, ")"));
     }
-    std::tie(change.role, change.rank) = *process;
+    change.role = process->role;
+    change.rank = process->rank;
     if (limit[1] != "none") {
       double percent = 0;
       if (!absl::EndsWith(limit[1], "%") ||
@@ -114,12 +102,12 @@ absl::StatusOr<std::vector<CpuPin>> ParseCpuPins(const std::string& text, int cp
   for (const std::string& entry : std::vector<std::string>(absl::StrSplit(text, ','))) {
     const std::vector<std::string> kv = absl::StrSplit(entry, '=');
     if (kv.size() != 2) return refuse(absl::StrCat("entry \"", entry, "\" is not PROCESS=CPUS"));
-    const auto process = ParseProcess(kv[0]);
+    const std::optional<NamedProcess> process = ParseProcessName(kv[0]);
     if (!process.has_value()) {
       return refuse(absl::StrCat("entry \"", entry, "\": \"", kv[0],
-                                 "\" is not a process (server<rank>, conv<rank> or fc<rank>)"));
+                                 "\" is not a process (", kProcessNameForms, ")"));
     }
-    CpuPin pin{kv[0], process->first, process->second, {}};
+    CpuPin pin{kv[0], process->role, process->rank, {}};
     for (const std::string& part : std::vector<std::string>(absl::StrSplit(kv[1], '+'))) {
       const std::vector<std::string> range = absl::StrSplit(part, '-');
       int first = -1, last = -1;
