@@ -23,6 +23,7 @@
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
 #include "core/util/clock.h"
+#include "core/util/crash_point.h"
 #include "core/util/fc_batching.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
@@ -83,6 +84,7 @@ class FcCheckpoints {
     if (update_ == nullptr) return epoch;
     const std::string path = EpochPartPath(dir_, epoch, part_);
     absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(path);
+    CrashPoint("restore");
     absl::StatusOr<int64_t> restored =
         checkpoint.ok() ? RestoreTrainingState(*checkpoint, model_, *update_) : checkpoint.status();
     STRATA_RETURN_IF_ERROR_CTX(restored.status(),

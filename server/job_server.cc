@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "core/train/checkpoint.h"
 #include "core/util/clock.h"
+#include "core/util/crash_point.h"
 #include "core/util/log.h"
 #include "server/lane_hub.h"
 
@@ -163,6 +164,7 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
 
 absl::Status JobServer::RestoreShard(const std::string& path, int64_t epoch) {
   STRATA_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpoint(path));
+  CrashPoint("restore");
   STRATA_RETURN_IF_ERROR_CTX(store_->Restore(checkpoint), absl::StrCat("restoring ", path));
   int64_t version = 0;
   for (const Chunk& c : plan_.chunks_of_server(options_.rank)) {

@@ -15,6 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "core/util/crash_point.h"
+#include "core/util/directory_sync.h"
 
 namespace strata {
 namespace {
@@ -86,16 +88,20 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoi
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return ErrnoError("cannot create checkpoint", tmp);
   size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      absl::Status s = ErrnoError("cannot write checkpoint", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
+  // Half the bytes, then the rest, with a crash point between them.
+  for (const size_t until : {out.size() / 2, out.size()}) {
+    while (done < until) {
+      const ssize_t n = ::write(fd, out.data() + done, until - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        absl::Status s = ErrnoError("cannot write checkpoint", tmp);
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return s;
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
+    if (done < out.size()) CrashPoint("part-write");
   }
   if (::fsync(fd) != 0) {
     absl::Status s = ErrnoError("cannot fsync checkpoint", tmp);
@@ -109,13 +115,7 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoi
     ::unlink(tmp.c_str());
     return s;
   }
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  SyncDirectoryOf(path);
   return absl::OkStatus();
 }
 

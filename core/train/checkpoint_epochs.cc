@@ -17,6 +17,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
+#include "core/util/crash_point.h"
+#include "core/util/directory_sync.h"
 #include "core/util/json_file.h"
 #include "core/util/log.h"
 
@@ -250,7 +252,13 @@ absl::StatusOr<int> PruneEpochs(const std::string& dir, int keep, const RunStamp
                            : (iteration < oldest_kept ||
                               (!is_complete && iteration < complete.back()));
     if (!stale) continue;
+    // The manifest first: an epoch whose removal stops halfway is
+    // incomplete, never complete with parts missing.
     std::error_code ec;
+    if (fs::remove(path / kManifest, ec)) {
+      SyncDirectoryOf((path / kManifest).string());
+      CrashPoint("prune");
+    }
     fs::remove_all(path, ec);
     if (ec) {
       LogWarning("could not remove %s: %s", path.string().c_str(), ec.message().c_str());

@@ -7,9 +7,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/crash_point.h"
+#include "core/util/directory_sync.h"
 
 namespace strata {
 
@@ -29,16 +32,6 @@ absl::Status WriteWhole(const std::string& path, const std::string& text, bool d
   return absl::OkStatus();
 }
 
-// Flushes the directory of `path` (a rename in it) to the disk.
-void SyncDirectoryOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
 }  // namespace
 
 absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value) {
@@ -54,6 +47,7 @@ absl::Status WriteJsonFile(const std::string& path, const nlohmann::json& value)
     std::remove(tmp.c_str());
     return s;
   }
+  CrashPoint(absl::StrCat("rename:", std::filesystem::path(path).filename().string()));
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     return absl::InternalError(

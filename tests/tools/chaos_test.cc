@@ -3,14 +3,18 @@
 // experts split over two FC workers), the fault (kill -9 of a role, SIGSTOP
 // of a role until the job gives up on it, or 1% of every process's messages
 // dropped, duplicated, delayed and reordered), the role and the moment
-// (after a checkpoint epoch is complete, plus a seeded delay). Every run
-// uses BSP, coordinated checkpoints and --restart-failed, so the math
-// allows exactness: the job must complete with the parameters of the same
-// job run undisturbed (max difference <= 1e-6), leave no process behind,
-// and leave checkpoints that load.
+// (after a checkpoint epoch is complete, plus a seeded delay). Seeds 10 to
+// 13 kill a role at a crash point of the checkpoints instead
+// (core/util/crash_point.h): while a server writes a part, while server 0
+// puts a manifest in place, halfway through a prune, and (after a kill of
+// a conv worker) while an FC worker restores. Every run uses BSP,
+// coordinated checkpoints and --restart-failed, so the math allows
+// exactness: the job must complete with the parameters of the same job run
+// undisturbed (max difference <= 1e-6), leave no process behind, and leave
+// checkpoints that load.
 //
-// Seeds 1..9 (every job with every fault) under ctest; run the binary with
-// STRATA_CHAOS_SEEDS=N for seeds 1..N.
+// Seeds 1..13 under ctest; run the binary with STRATA_CHAOS_SEEDS=N for
+// seeds 1..N (beyond 13, the first nine faults again with other draws).
 #include <signal.h>
 
 #include <cstdio>
@@ -30,16 +34,24 @@ namespace {
 
 using testing::kBin;
 
-enum class Fault { kKill, kStop, kMessages };
+enum class Fault { kKill, kStop, kMessages, kCrashPoint };
 
 struct Scenario {
   int seed;
   std::string job;  // ps, stanza, moe
   Fault fault;
-  std::string binary;  // the role hit (kKill, kStop)
+  std::string binary;  // the role hit (kKill, kStop, kCrashPoint)
   int rank = 0;
   int delay_ms = 0;  // after the first complete epoch
+  // kCrashPoint: the point (NAME[#N] of STRATA_CRASH_AT), and whether a
+  // conv worker is killed too, to make the job restore.
+  std::string crash_point;
+  bool kill_to_restore = false;
   std::string Describe() const {
+    if (fault == Fault::kCrashPoint) {
+      return absl::StrCat("seed ", seed, ": ", job, ", crash point ", crash_point, " of ", binary,
+                          kill_to_restore ? " after a kill -9 of conv worker 1" : "");
+    }
     const char* what = fault == Fault::kKill   ? "kill -9"
                        : fault == Fault::kStop ? "SIGSTOP"
                                                : "1% message faults";
@@ -49,7 +61,36 @@ struct Scenario {
   }
 };
 
+// Seeds 10 to 13: a crash in each step of the checkpoints' life. Server 0
+// alone writes manifests and prunes (the third complete epoch is kept, so
+// the fourth prunes).
+Scenario CrashPointScenario(int seed) {
+  Scenario s;
+  s.seed = seed;
+  s.job = std::vector<std::string>{"ps", "stanza", "moe"}[seed % 3];
+  s.fault = Fault::kCrashPoint;
+  s.binary = "strata_server";
+  switch (seed) {
+    case 10:
+      s.crash_point = "part-write#2";
+      break;
+    case 11:
+      s.crash_point = "rename:MANIFEST.json#2";
+      break;
+    case 12:
+      s.crash_point = "prune";
+      break;
+    default:
+      s.crash_point = "restore";
+      s.binary = "strata_fc_worker";
+      s.kill_to_restore = true;
+      break;
+  }
+  return s;
+}
+
 Scenario ScenarioOf(int seed) {
+  if (seed >= 10 && seed <= 13) return CrashPointScenario(seed);
   Rng rng(static_cast<uint64_t>(seed) * 7919);
   Scenario s;
   s.seed = seed;
@@ -68,7 +109,7 @@ Scenario ScenarioOf(int seed) {
 
 std::vector<std::string> JobFlags(const std::string& job) {
   std::vector<std::string> flags = {"--max-steps", "120", "--evaluate=false", "--progress=false",
-                                    "--servers",   "2",   "--conv-workers",     "2",
+                                    "--servers",   "2",   "--conv-workers",   "2",
                                     "--timeout",   "5"};
   if (job == "ps") {
     flags.insert(flags.end(), {"--config", testing::kConfig, "--mode", "ps"});
@@ -118,18 +159,33 @@ TEST_P(ChaosTest, TheJobCompletesWithTheUndisturbedParametersAndLeavesNothingBeh
                               s.seed)});
   }
   const std::set<std::string> entries_before = EntriesOfCurrentDirectory();
+  // The launcher and every process it starts inherit the crash point.
+  const std::string crash_marker = dir_ + "/crashed";
+  if (s.fault == Fault::kCrashPoint) {
+    ::setenv("STRATA_CRASH_AT",
+             absl::StrCat(s.crash_point, ":", s.binary, ":", crash_marker).c_str(), 1);
+  }
   testing::Process launcher(argv, dir_ + "/launch.log");
-  if (s.fault != Fault::kMessages) {
+  ::unsetenv("STRATA_CRASH_AT");
+  if (s.fault == Fault::kKill || s.fault == Fault::kStop || s.kill_to_restore) {
     ASSERT_FALSE(launcher.WaitFor(" complete (", 120).empty()) << launcher.log();
     std::this_thread::sleep_for(std::chrono::milliseconds(s.delay_ms));
-    const pid_t victim = testing::FindStrataChild(launcher.pid(), s.binary, s.rank);
+    const std::string binary = s.kill_to_restore ? "strata_conv_worker" : s.binary;
+    const int rank = s.kill_to_restore ? 1 : s.rank;
+    const pid_t victim = testing::FindStrataChild(launcher.pid(), binary, rank);
     ASSERT_GT(victim, 0) << launcher.log();
-    ASSERT_EQ(::kill(victim, s.fault == Fault::kKill ? SIGKILL : SIGSTOP), 0);
+    ASSERT_EQ(::kill(victim, s.fault == Fault::kStop ? SIGSTOP : SIGKILL), 0);
   }
   ASSERT_EQ(launcher.Wait(), 0) << launcher.log();
   const std::string log = launcher.log();
   if (s.fault == Fault::kMessages) {
     EXPECT_EQ(log.find("restarting the job"), std::string::npos) << log;
+  } else if (s.fault == Fault::kCrashPoint) {
+    // The crash happened (the marker is made just before it), and the job
+    // was restarted from it.
+    EXPECT_TRUE(std::filesystem::exists(crash_marker)) << log;
+    EXPECT_NE(log.find("killing this process (STRATA_CRASH_AT)"), std::string::npos) << log;
+    EXPECT_NE(log.find("restarting the job"), std::string::npos) << log;
   } else if (log.find("restarting the job") == std::string::npos) {
     // The job may end before the fault bites (a kill in its last moments
     // still fails it; a stop shorter than every timeout does not).
@@ -164,7 +220,7 @@ TEST_P(ChaosTest, TheJobCompletesWithTheUndisturbedParametersAndLeavesNothingBeh
 
 int Seeds() {
   const char* env = std::getenv("STRATA_CHAOS_SEEDS");
-  return env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 9;
+  return env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 13;
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ChaosTest, ::testing::Range(1, Seeds() + 1));
