@@ -608,7 +608,22 @@ void JobServer::MaybeCompleteEpoch() {
     return;
   }
   const int64_t agreed = coordinator_->AgreedCheckpoint(checkpoints_->last_written());
-  if (agreed > last_complete_epoch_) CompleteEpochsUpTo(agreed);
+  if (agreed <= last_agreed_epoch_ || agreed <= last_complete_epoch_) return;
+  last_agreed_epoch_ = agreed;
+  CompleteEpochsUpTo(agreed);
+}
+
+absl::StatusOr<CheckpointEpoch> JobServer::CompleteOneEpoch(int64_t epoch) {
+  // Every process writes its parts in order and says what failed before it
+  // says what it wrote after, so a failure is known here by the time a
+  // later epoch is agreed.
+  if (const std::vector<std::string> failed = coordinator_->CheckpointFailures(epoch);
+      !failed.empty()) {
+    return absl::DataLossError(absl::StrCat("checkpoint epoch ", epoch, " is not complete: ",
+                                            absl::StrJoin(failed, "; ")));
+  }
+  return CompleteEpoch(options_.checkpoint_dir, epoch, stamp_,
+                       epoch_parts_.empty() ? nullptr : &epoch_parts_);
 }
 
 bool JobServer::CompleteEpochsUpTo(int64_t last) {
@@ -622,7 +637,7 @@ bool JobServer::CompleteEpochsUpTo(int64_t last) {
              std::string(s.message()).c_str());
     return true;
   };
-  absl::StatusOr<CheckpointEpoch> newest = CompleteEpoch(dir, last, stamp_);
+  absl::StatusOr<CheckpointEpoch> newest = CompleteOneEpoch(last);
   if (!newest.ok()) {
     if (!taken_over(newest.status())) {
       LogWarning("%s", std::string(newest.status().message()).c_str());
@@ -632,14 +647,12 @@ bool JobServer::CompleteEpochsUpTo(int64_t last) {
   // Every owner writes its parts in order, so the epochs between the last
   // complete one and `last` are written too, unless a part failed (its
   // epoch then lacks it and never counts).
-  std::set<std::string> parts;
-  for (const auto& [part, bytes] : newest->part_bytes) parts.insert(part);
+  for (const auto& [part, bytes] : newest->part_bytes) epoch_parts_.insert(part);
   const int64_t every = options_.checkpoint_every;
   std::vector<int64_t> completed;
   for (int64_t e = (std::max<int64_t>(last_complete_epoch_, 0) / every + 1) * every; e < last;
        e += every) {
-    absl::StatusOr<CheckpointEpoch> epoch = CompleteEpoch(dir, e, stamp_, &parts);
-    if (epoch.ok()) completed.push_back(e);
+    if (CompleteOneEpoch(e).ok()) completed.push_back(e);
   }
   completed.push_back(last);
   last_complete_epoch_ = last;
@@ -648,7 +661,8 @@ bool JobServer::CompleteEpochsUpTo(int64_t last) {
     LogWarning("%s", std::string(removed.status().message()).c_str());
   }
   LogInfo("checkpoint epoch%s %s complete (%zu parts each, in %s)%s",
-          completed.size() > 1 ? "s" : "", absl::StrJoin(completed, ", ").c_str(), parts.size(),
+          completed.size() > 1 ? "s" : "", absl::StrJoin(completed, ", ").c_str(),
+          epoch_parts_.size(),
           dir.c_str(),
           removed.ok() && *removed > 0 ? absl::StrCat("; removed ", *removed, " older").c_str()
                                        : "");

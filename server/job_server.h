@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -244,6 +245,10 @@ class JobServer {
   // when `last`'s could not be written, or this process's generation has
   // been taken over.
   bool CompleteEpochsUpTo(int64_t last);
+  // Rank 0: writes the manifest of `epoch` unless a part of it was reported
+  // failed or a part a complete epoch had is missing (DataLoss, naming
+  // them), or the generation was taken over (FailedPrecondition).
+  absl::StatusOr<CheckpointEpoch> CompleteOneEpoch(int64_t epoch);
   // The writer's failed parts, to the coordinator (rank 0) or in the
   // heartbeats (other ranks).
   void ReportCheckpointFailures();
@@ -282,7 +287,12 @@ class JobServer {
   bool shutdown_ = false;
   int64_t last_checkpoint_version_ = 0;
   std::unique_ptr<CheckpointWriter> checkpoints_;    // null: no checkpoints
-  int64_t last_complete_epoch_ = -1;                 // rank 0
+  // Rank 0: the newest epoch completed, the newest every process had
+  // written when last asked (each is tried once), and the parts a
+  // complete epoch of this job has (empty until one completed).
+  int64_t last_complete_epoch_ = -1;
+  int64_t last_agreed_epoch_ = -1;
+  std::set<std::string> epoch_parts_;
   // Rank 0 with checkpoint_dir: this start's generation of the directory,
   // and whether a newer start has taken it over (then no manifest is
   // written and nothing pruned).
