@@ -56,6 +56,16 @@ int64_t Coordinator::AgreedCheckpoint(int64_t own) const {
   return agreed;
 }
 
+std::vector<std::string> Coordinator::ServersYetToSayLast() const {
+  std::vector<std::string> unheard;
+  for (int rank = 1; rank < options_.servers; ++rank) {
+    auto it = servers_.find(rank);
+    if (it != servers_.end() && (it->second.said_last || it->second.dead)) continue;
+    unheard.push_back(DescribePeer(wire::Role::SERVER, rank));
+  }
+  return unheard;
+}
+
 std::vector<std::string> Coordinator::NodesYetToReport(int64_t iteration) const {
   std::vector<std::string> short_of;
   for (const auto& [role, table, count] :
@@ -200,6 +210,15 @@ absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& pee
               Describe(it->second).c_str());
           it->second.late_heartbeat_logged = true;
         }
+      }
+      if (h.getRequestId() != 0) {  // a last report: its sender waits to be heard
+        if (it != table.end()) it->second.said_last = true;
+        OutgoingMessage heard(wire::Kind::HEARTBEAT);
+        heard.header().setJobId(options_.job_id);
+        heard.header().setSenderRole(wire::Role::SERVER);
+        heard.header().setSenderRank(0);
+        heard.header().setRequestId(h.getRequestId());
+        return endpoint_->Send(message.identity(), heard).status();
       }
       return absl::OkStatus();
     }

@@ -86,6 +86,10 @@ class Coordinator {
   // (heartbeats; an FC worker's DONE) nor that they could not write it.
   // "server 1", "fc worker 0"; empty when none.
   std::vector<std::string> NodesYetToReport(int64_t iteration) const;
+  // The other servers whose last report (the heartbeat a server sends, and
+  // repeats until it is answered, as it exits) has not arrived, dead ones
+  // aside: "server 1"; empty when none.
+  std::vector<std::string> ServersYetToSayLast() const;
   // `peer` reported its newest part (its DONE says, at the end).
   void RecordCheckpointed(const Peer& peer, int64_t iteration);
   // `who` could not write its part of epoch `iteration`: logged as an
@@ -107,6 +111,7 @@ class Coordinator {
     bool dead = false;
     bool late_heartbeat_logged = false;
     int64_t checkpointed = -1;  // its newest checkpoint part (heartbeats say)
+    bool said_last = false;     // a server's last report arrived
   };
   absl::Status Register(const IncomingMessage& message, const Peer& peer);
   absl::Status Barrier(const IncomingMessage& message);

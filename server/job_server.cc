@@ -10,6 +10,7 @@
 #include "core/model/job_identity.h"
 #include "core/model/model.h"
 #include "core/net/membership.h"
+#include "core/net/round_trip.h"
 #include "core/net/wire_format.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
@@ -688,11 +689,8 @@ bool JobServer::AllWorkersDone() const {
 
 void JobServer::SettleFinalEpoch(absl::Time now) {
   if (final_epoch_.has_value() || !AllWorkersDone()) return;
-  const int64_t every = options_.checkpoint_every;
-  const int64_t last = store_->min_version(plan_.chunks_of_server(options_.rank));
-  if (checkpoints_ == nullptr || options_.checkpoint_dir.empty() || every <= 0 || last <= 0 ||
-      last % every != 0 || last <= last_complete_epoch_) {
-    final_epoch_ = absl::OkStatus();  // no final epoch to wait for
+  if (checkpoints_ == nullptr || options_.checkpoint_dir.empty()) {
+    final_epoch_ = absl::OkStatus();  // no checkpoints to settle
     return;
   }
   if (all_done_at_ == absl::InfiniteFuture()) {
@@ -700,11 +698,23 @@ void JobServer::SettleFinalEpoch(absl::Time now) {
     checkpoints_->Flush();  // our own part; the others report theirs
     ReportCheckpointFailures();
   }
-  // Every server reports its part in its last heartbeat, an FC worker in
-  // its DONE (each after writing it, or with why it could not): wait for
-  // every word, then complete what they allow.
+  // Every other server says its last word as it exits (SendLastReport) and
+  // waits until it is heard: hear them all before exiting, so that none
+  // waits for a coordinator that has gone. A server that is not heard
+  // within dead_after is dead or cut off.
+  const bool waited_out = now - all_done_at_ >= options_.dead_after;
+  if (!coordinator_->ServersYetToSayLast().empty() && !waited_out) return;
+  const int64_t every = options_.checkpoint_every;
+  const int64_t last = store_->min_version(plan_.chunks_of_server(options_.rank));
+  if (every <= 0 || last <= 0 || last % every != 0 || last <= last_complete_epoch_) {
+    final_epoch_ = absl::OkStatus();  // no final epoch to wait for
+    return;
+  }
+  // Every server reports its part in its last report, an FC worker in its
+  // DONE (each after writing it, or with why it could not): wait for every
+  // word, then complete what they allow.
   const std::vector<std::string> silent = coordinator_->NodesYetToReport(last);
-  if (!silent.empty() && now - all_done_at_ < options_.dead_after) return;
+  if (!silent.empty() && !waited_out) return;
   MaybeCompleteEpoch();
   const std::vector<std::string> failed = coordinator_->CheckpointFailures(last);
   if (!failed.empty()) {
@@ -973,21 +983,41 @@ void JobServer::LogUpdateCount() const {
   }
 }
 
+void JobServer::SendLastReport() {
+  CheckpointReport report = failure_to_report_;
+  report.written = checkpoints_->last_written();
+  constexpr uint64_t kLastReport = 1;
+  // Asked again until the coordinator says it heard it (a lost message, a
+  // cut that heals), for as long as it waits for our report at most.
+  RoundTrip wait(GivingUpAfter(options_.dead_after, {absl::Milliseconds(200)}));
+  const absl::Time give_up = MonotonicNow() + options_.dead_after;
+  for (int sends = 1; MonotonicNow() < give_up; ++sends) {
+    OutgoingMessage beat(wire::Kind::HEARTBEAT);
+    FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank, report);
+    beat.header().setRequestId(kLastReport);
+    (void)coordinator_link_->Send(beat);
+    const absl::Time resend_at = std::min(give_up, MonotonicNow() + wait.TimeoutAfter(sends));
+    while (MonotonicNow() < resend_at) {
+      absl::StatusOr<RawMessage> raw = coordinator_link_->Receive(resend_at - MonotonicNow());
+      if (!raw.ok()) continue;
+      const std::optional<HeaderGlance> heard = PeekHeader(*raw, options_.limits);
+      if (heard.has_value() && heard->kind == wire::Kind::HEARTBEAT &&
+          heard->request_id == kLastReport) {
+        if (sends > 1) LogInfo("the coordinator heard our last report after %d sends", sends);
+        return;
+      }
+    }
+  }
+  LogWarning("the coordinator did not confirm our last checkpoint report within %s",
+             absl::FormatDuration(options_.dead_after).c_str());
+}
+
 absl::Status JobServer::Finish() {
   if (checkpoints_ != nullptr) {
     checkpoints_->Flush();
     MaybeCompleteEpoch();
     ReportCheckpointFailures();
-    if (coordinator_link_ != nullptr) {
-      // The coordinator settles the final epoch with our last word: given a
-      // second to leave before the socket closes.
-      CheckpointReport report = failure_to_report_;
-      report.written = checkpoints_->last_written();
-      OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank, report);
-      coordinator_link_->raw().set(zmq::sockopt::linger, 1000);
-      (void)coordinator_link_->Send(beat);
-    }
+    if (coordinator_link_ != nullptr && !options_.checkpoint_dir.empty()) SendLastReport();
   }
   if (!options_.checkpoint_path.empty()) {
     STRATA_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, store_->Capture()));

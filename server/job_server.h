@@ -252,6 +252,10 @@ class JobServer {
   // The writer's failed parts, to the coordinator (rank 0) or in the
   // heartbeats (other ranks).
   void ReportCheckpointFailures();
+  // Ranks > 0, on the way out: the newest part written (or failed), which
+  // the coordinator settles the final epoch with, said until the
+  // coordinator confirms it or its wait for it (dead_after) is over.
+  void SendLastReport();
   // BSP: logs whether every chunk took exactly one update per iteration
   // since the start (or the restored iteration).
   void LogUpdateCount() const;

@@ -21,7 +21,8 @@ enum Kind {
   clusterMap @2;      # coordinator -> node: every node, with the sender's rank
   barrier @3;         # node -> coordinator: barrierName, iteration as generation
   barrierRelease @4;  # coordinator -> node
-  heartbeat @5;       # node -> coordinator (no reply)
+  heartbeat @5;       # node -> coordinator; answered (a heartbeat echoing requestId) only when
+                      # requestId is not 0: a server's last report before it exits
   push @6;            # worker -> server: gradient slices for `iteration`
   pushAck @7;
   pull @8;            # worker -> server: slices wanted at version >= `iteration`

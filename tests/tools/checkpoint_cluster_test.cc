@@ -37,11 +37,27 @@ class CheckpointClusterTest : public testing::ClusterTest {
   // checkpointing every 20 iterations into `dir`, then `extra`.
   std::vector<std::string> Launch(int steps, const std::string& dir,
                                   const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {
-        kBin + "strata_launch", "--config",  kConfig, "--mode", "stanza", "--servers", "2",
-        "--conv-workers",       "2",         "--fc-workers", "1", "--max-steps",
-        std::to_string(steps),  "--evaluate=false", "--progress=false", "--checkpoint-dir", dir,
-        "--checkpoint-every",   "20",        "--keep-checkpoints", "10"};
+    std::vector<std::string> argv = {kBin + "strata_launch",
+                                     "--config",
+                                     kConfig,
+                                     "--mode",
+                                     "stanza",
+                                     "--servers",
+                                     "2",
+                                     "--conv-workers",
+                                     "2",
+                                     "--fc-workers",
+                                     "1",
+                                     "--max-steps",
+                                     std::to_string(steps),
+                                     "--evaluate=false",
+                                     "--progress=false",
+                                     "--checkpoint-dir",
+                                     dir,
+                                     "--checkpoint-every",
+                                     "20",
+                                     "--keep-checkpoints",
+                                     "10"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   }
@@ -122,8 +138,7 @@ TEST_F(CheckpointClusterTest, ADamagedPartFallsBackToTheNewestEpochThatVerifies)
   FlipByte(EpochPartPath(only, 40, "fc_worker-0"), 100);
   const auto [none, none_log] = Run(Launch(80, only, {"--restore"}));
   EXPECT_NE(none, 0);
-  EXPECT_NE(none_log.find("--restore: no checkpoint epoch of run "), std::string::npos)
-      << none_log;
+  EXPECT_NE(none_log.find("--restore: no checkpoint epoch of run "), std::string::npos) << none_log;
   EXPECT_NE(none_log.find("can be restored: epoch 40: " + EpochPartPath(only, 40, "fc_worker-0") +
                           ": checkpoint CRC mismatch (file corrupt)"),
             std::string::npos)
@@ -153,21 +168,26 @@ TEST_F(CheckpointClusterTest, ProcessesThatCannotSeeTheNewestManifestRestoreTheC
     for (const auto& part : parts) all.insert(all.end(), part.begin(), part.end());
     return all;
   };
-  Process server0(argv({{kBin + "strata_server", "--rank", "0", "--coordinator",
-                         "tcp://127.0.0.1:0", "--checkpoint-dir", shared, "--ready-file",
-                         dir_ + "/server.ready"},
-                        job, layout, restore}),
-                  dir_ + "/server0.log");
+  Process server0(
+      argv({{kBin + "strata_server", "--rank", "0", "--coordinator", "tcp://127.0.0.1:0",
+             "--checkpoint-dir", shared, "--ready-file", dir_ + "/server.ready"},
+            job,
+            layout,
+            restore}),
+      dir_ + "/server0.log");
   const std::string address = server0.WaitForReady(dir_ + "/server.ready");
   ASSERT_FALSE(address.empty()) << server0.log();
   Process server1(argv({{kBin + "strata_server", "--rank", "1", "--coordinator", address,
                          "--checkpoint-dir", stale},
-                        job, layout, restore}),
+                        job,
+                        layout,
+                        restore}),
                   dir_ + "/server1.log");
-  Process fc(argv({{kBin + "strata_fc_worker", "--rank", "0", "--coordinator", address,
-                    "--threads", "1", "--evaluate=false", "--checkpoint-dir", stale,
-                    "--parameters-out", dir_ + "/one_epoch.ckpt"},
-                   job, restore}),
+  Process fc(argv({{kBin + "strata_fc_worker", "--rank", "0", "--coordinator", address, "--threads",
+                    "1", "--evaluate=false", "--checkpoint-dir", stale, "--parameters-out",
+                    dir_ + "/one_epoch.ckpt"},
+                   job,
+                   restore}),
              dir_ + "/fc.log");
   std::vector<std::unique_ptr<Process>> workers;
   for (int w = 0; w < 2; ++w) {
@@ -188,9 +208,9 @@ TEST_F(CheckpointClusterTest, ProcessesThatCannotSeeTheNewestManifestRestoreTheC
             std::string::npos)
       << fc.log();
 
-  const auto [ref_code, ref_log] =
-      Run(Launch(80, reference, {"--restore", "--checkpoint-every", "1000", "--parameters-out",
-                                 dir_ + "/reference.ckpt"}));
+  const auto [ref_code, ref_log] = Run(Launch(
+      80, reference,
+      {"--restore", "--checkpoint-every", "1000", "--parameters-out", dir_ + "/reference.ckpt"}));
   ASSERT_EQ(ref_code, 0) << ref_log;
   EXPECT_LE(MaxDifference(dir_ + "/reference.ckpt", dir_ + "/one_epoch.ckpt"), 1e-6f);
 }
@@ -224,6 +244,24 @@ TEST_F(CheckpointClusterTest, APartThatCannotBeWrittenKeepsItsEpochOutAndIsRepor
             std::string::npos)
       << failed_out;
   EXPECT_FALSE(HasManifest(last, 60));
+}
+
+// A server's last report, which the coordinator settles the final epoch
+// with, is said until it is heard: with everything server 1 sends server 0
+// cut from a second in until the job is over, it arrives once the cut
+// heals and the final epoch is complete. (Said once, it was lost, and the
+// job failed naming server 1 after the dead timeout.)
+TEST_F(CheckpointClusterTest, AServersLastReportLostInACutIsSaidAgainUntilHeard) {
+  const std::string checkpoints = dir_ + "/checkpoints";
+  const std::string cut =
+      absl::StrCat("cut=server1>server0@", static_cast<int>(1000 * testing::TimeScale()), "ms+6s");
+  const auto [code, out] =
+      Run(Launch(60, checkpoints, {"--shared-memory=false", "--inject-faults", "'" + cut + "'"}));
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_GT(testing::InjectedFaultCount(out, "cut "), 0) << out;
+  EXPECT_NE(out.find("[server 1] the coordinator heard our last report after "), std::string::npos)
+      << out;
+  EXPECT_TRUE(HasManifest(checkpoints, 60)) << out;
 }
 
 }  // namespace
