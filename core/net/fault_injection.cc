@@ -241,8 +241,8 @@ bool MessageCut::Takes(const std::string& sender, const std::string& receiver,
 
 namespace {
 
-// "A@START[+LENGTH]" (the value of a cut or silence after its processes):
-// the window into `cut`; an error saying what is wrong, else "".
+// "START[+LENGTH]" (what follows the @ of a cut or silence): the window
+// into `cut`; an error saying what is wrong, else "".
 std::string ParseCutWindow(absl::string_view when, MessageCut& cut) {
   const std::vector<absl::string_view> parts = absl::StrSplit(when, absl::MaxSplits('+', 1));
   if (!absl::ParseDuration(parts[0], &cut.start) || cut.start < absl::ZeroDuration()) {

@@ -50,7 +50,7 @@ class PartitionClusterTest : public testing::ClusterTest {
                                      "--conv-workers",
                                      "2",
                                      "--max-steps",
-                                     "300",
+                                     "200",
                                      "--evaluate=false",
                                      "--progress=false",
                                      "--shared-memory=false",
