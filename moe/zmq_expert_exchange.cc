@@ -90,7 +90,8 @@ absl::Status ZmqExpertExchange::Connect(const std::vector<std::string>& addresse
     absl::MutexLock lock(&out_mu_);
     outboxes_.clear();
     outboxes_.resize(addresses.size());
-    round_trips_.assign(addresses.size(), RoundTrip(options_.resend));
+    round_trips_.assign(addresses.size(),
+                        RoundTrip(GivingUpAfter(options_.timeout, options_.resend)));
     for (int p = 0; p < size(); ++p) {
       if (p == rank()) continue;
       STRATA_ASSIGN_OR_RETURN(outboxes_[p], Socket::Connect(context_, SocketKind::kDealer,
@@ -268,7 +269,8 @@ void ZmqExpertExchange::Courier() {
   while (true) {
     const absl::Duration next_resend = ResendOverdue();
     if (stopping_.load()) {
-      if (give_up == absl::InfiniteFuture()) give_up = MonotonicNow() + absl::Milliseconds(kCloseLingerMs);
+      if (give_up == absl::InfiniteFuture())
+        give_up = MonotonicNow() + absl::Milliseconds(kCloseLingerMs);
       absl::MutexLock lock(&out_mu_);
       if (unacked_.empty() || MonotonicNow() >= give_up) return;
     }
@@ -393,12 +395,12 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
     for (auto other = arrived_.begin(); other != arrived_.end();) {
       const Key& key = other->first;
       const moe::ExchangeTag& t = key.second;
-      if (key.first == from && t.call == tag.call && t.layer == tag.layer &&
-          t.phase == tag.phase && t.chunks != tag.chunks) {
-        refusals.emplace_back(
-            Describe(key), absl::InvalidArgumentError(absl::StrCat(
-                               "the sender uses pipelining degree ", t.chunks, ", this process ",
-                               tag.chunks, " (the group must agree)")));
+      if (key.first == from && t.call == tag.call && t.layer == tag.layer && t.phase == tag.phase &&
+          t.chunks != tag.chunks) {
+        refusals.emplace_back(Describe(key),
+                              absl::InvalidArgumentError(absl::StrCat(
+                                  "the sender uses pipelining degree ", t.chunks, ", this process ",
+                                  tag.chunks, " (the group must agree)")));
         auto next = std::next(other);
         take(other);
         other = next;
@@ -433,13 +435,11 @@ absl::StatusOr<moe::ExchangeBlock> ZmqExpertExchange::Receive(int from, const mo
     }
     refuse_all();
     if (!wait.has_value()) wait.emplace(wait_observer_);
-    auto has_wanted = [this, &wanted]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return arrived_.count(wanted) > 0;
-    };
+    auto has_wanted = [this, &wanted]()
+                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return arrived_.count(wanted) > 0; };
     // The deadline is on the monotonic clock, the Mutex's on the wall clock.
     const absl::Duration left = deadline - MonotonicNow();
-    if (!mu_.AwaitWithTimeout(absl::Condition(&has_wanted), left) &&
-        arrived_.count(wanted) == 0) {
+    if (!mu_.AwaitWithTimeout(absl::Condition(&has_wanted), left) && arrived_.count(wanted) == 0) {
       return absl::DeadlineExceededError(absl::StrCat(
           "no ", Describe(wanted), " within ", absl::FormatDuration(options_.timeout),
           last_refusal_.empty()

@@ -67,7 +67,8 @@ struct ExpertExchangeOptions {
   JobCredentials credentials;  // job id, token and identity of our HELLO
   absl::Duration timeout = absl::Seconds(60);  // of silence from the awaited peer
   WireLimits limits;
-  // When an unacknowledged block is sent again (core/net/round_trip.h).
+  // When an unacknowledged block is sent again (core/net/round_trip.h);
+  // back-off stops at a quarter of `timeout` (GivingUpAfter).
   RoundTripLimits resend;
   std::string peer_name = "FC worker";  // how log lines and errors name a process
   // Wraps the inbox (core/net/message_endpoint.h); unset: none.

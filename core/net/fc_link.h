@@ -41,7 +41,9 @@ struct FcLinkOptions {
   absl::Duration timeout = absl::Seconds(60);
   // An answer waits for every conv worker of the FC worker and its head's
   // compute, so the first one (before any answer time is known) is given
-  // longer than a server's.
+  // longer than a server's. Back-off stops at a quarter of `timeout`
+  // (GivingUpAfter), so a lost answer is asked for again several times
+  // before the exchange gives up.
   RoundTripLimits resend{absl::Seconds(5), absl::Milliseconds(200), absl::Seconds(10)};
   WireLimits limits;
   // Wraps the link's channel (core/net/message_channel.h); unset: none.
@@ -80,7 +82,7 @@ class FcLink {
 
  private:
   explicit FcLink(const FcLinkOptions& options)
-      : options_(options), round_trip_(options.resend) {}
+      : options_(options), round_trip_(GivingUpAfter(options.timeout, options.resend)) {}
   // `frame`: the activations as they travel (in wire_format_).
   absl::Status Send(int64_t iteration, const Tensor& activations, const Tensor& frame,
                     const Tensor& labels);
