@@ -192,9 +192,9 @@ absl::StatusOr<HelloAnswer> JobServer::Register(bool wait_for_hello) {
   const std::string coordinator = absl::StrCat("the coordinator ", options_.coordinator);
   HelloAnswer answer;
   if (wait_for_hello) {
-    STRATA_ASSIGN_OR_RETURN(answer, Introduce(*coordinator_link_, admission_.credentials(),
-                                              wire::Role::SERVER, options_.rank, coordinator,
-                                              options_.register_timeout));
+    STRATA_ASSIGN_OR_RETURN(
+        answer, Introduce(*coordinator_link_, admission_.credentials(), wire::Role::SERVER,
+                          options_.rank, coordinator, options_.register_timeout));
   } else {
     STRATA_RETURN_IF_ERROR(
         SayHello(*coordinator_link_, admission_.credentials(), wire::Role::SERVER, options_.rank));
@@ -620,8 +620,8 @@ absl::StatusOr<CheckpointEpoch> JobServer::CompleteOneEpoch(int64_t epoch) {
   // later epoch is agreed.
   if (const std::vector<std::string> failed = coordinator_->CheckpointFailures(epoch);
       !failed.empty()) {
-    return absl::DataLossError(absl::StrCat("checkpoint epoch ", epoch, " is not complete: ",
-                                            absl::StrJoin(failed, "; ")));
+    return absl::DataLossError(absl::StrCat("checkpoint epoch ", epoch,
+                                            " is not complete: ", absl::StrJoin(failed, "; ")));
   }
   return CompleteEpoch(options_.checkpoint_dir, epoch, stamp_,
                        epoch_parts_.empty() ? nullptr : &epoch_parts_);
@@ -661,12 +661,10 @@ bool JobServer::CompleteEpochsUpTo(int64_t last) {
   if (!removed.ok() && !taken_over(removed.status())) {
     LogWarning("%s", std::string(removed.status().message()).c_str());
   }
-  LogInfo("checkpoint epoch%s %s complete (%zu parts each, in %s)%s",
-          completed.size() > 1 ? "s" : "", absl::StrJoin(completed, ", ").c_str(),
-          epoch_parts_.size(),
-          dir.c_str(),
-          removed.ok() && *removed > 0 ? absl::StrCat("; removed ", *removed, " older").c_str()
-                                       : "");
+  LogInfo(
+      "checkpoint epoch%s %s complete (%zu parts each, in %s)%s", completed.size() > 1 ? "s" : "",
+      absl::StrJoin(completed, ", ").c_str(), epoch_parts_.size(), dir.c_str(),
+      removed.ok() && *removed > 0 ? absl::StrCat("; removed ", *removed, " older").c_str() : "");
   return true;
 }
 
@@ -683,8 +681,7 @@ void JobServer::ReportCheckpointFailures() {
 }
 
 bool JobServer::AllWorkersDone() const {
-  return std::all_of(workers_.begin(), workers_.end(),
-                     [](const WorkerState& w) { return w.done; });
+  return std::all_of(workers_.begin(), workers_.end(), [](const WorkerState& w) { return w.done; });
 }
 
 void JobServer::SettleFinalEpoch(absl::Time now) {
@@ -718,9 +715,9 @@ void JobServer::SettleFinalEpoch(absl::Time now) {
   MaybeCompleteEpoch();
   const std::vector<std::string> failed = coordinator_->CheckpointFailures(last);
   if (!failed.empty()) {
-    final_epoch_ = absl::DataLossError(absl::StrCat(
-        "the final checkpoint epoch cannot be complete: ", absl::StrJoin(failed, "; "),
-        "; a --restore resumes from epoch ", last_complete_epoch_));
+    final_epoch_ = absl::DataLossError(
+        absl::StrCat("the final checkpoint epoch cannot be complete: ", absl::StrJoin(failed, "; "),
+                     "; a --restore resumes from epoch ", last_complete_epoch_));
   } else if (!silent.empty()) {
     final_epoch_ = absl::DataLossError(absl::StrCat(
         "the final checkpoint epoch ", last, " is not complete after ",
@@ -729,9 +726,10 @@ void JobServer::SettleFinalEpoch(absl::Time now) {
   } else if (last_complete_epoch_ == last || CompleteEpochsUpTo(last)) {
     final_epoch_ = absl::OkStatus();
   } else {
-    final_epoch_ = absl::DataLossError(absl::StrCat(
-        "the final checkpoint epoch ", last, " could not be completed (the log says why); a "
-        "--restore resumes from epoch ", last_complete_epoch_));
+    final_epoch_ = absl::DataLossError(absl::StrCat("the final checkpoint epoch ", last,
+                                                    " could not be completed (the log says why); a "
+                                                    "--restore resumes from epoch ",
+                                                    last_complete_epoch_));
   }
 }
 
@@ -920,10 +918,8 @@ absl::Status JobServer::Tick(absl::Time now) {
     ReportCheckpointFailures();
     // A part that failed is news at once: its epoch will never count.
     if (now >= next_heartbeat_ || failure_to_report_.failed != reported_failure) {
-      CheckpointReport report = failure_to_report_;
-      report.written = checkpoints_ != nullptr ? checkpoints_->last_written() : -1;
       OutgoingMessage beat(wire::Kind::HEARTBEAT);
-      FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank, report);
+      FillOwnHeartbeat(beat.header());
       (void)coordinator_link_->Send(beat);
       next_heartbeat_ = now + options_.heartbeat_every;
     }
@@ -941,8 +937,8 @@ absl::StatusOr<bool> JobServer::Finished() const {
   }
   if (unfinished.empty()) {
     // Rank 0 with coordinated checkpoints: done once the final epoch settled.
-    const bool settles = coordinator_ != nullptr && checkpoints_ != nullptr &&
-                         !options_.checkpoint_dir.empty();
+    const bool settles =
+        coordinator_ != nullptr && checkpoints_ != nullptr && !options_.checkpoint_dir.empty();
     if (!settles) return true;
     if (!final_epoch_.has_value()) return false;
     STRATA_RETURN_IF_ERROR(*final_epoch_);
@@ -983,9 +979,13 @@ void JobServer::LogUpdateCount() const {
   }
 }
 
-void JobServer::SendLastReport() {
+void JobServer::FillOwnHeartbeat(wire::Header::Builder h) const {
   CheckpointReport report = failure_to_report_;
-  report.written = checkpoints_->last_written();
+  report.written = checkpoints_ != nullptr ? checkpoints_->last_written() : -1;
+  FillHeartbeat(h, options_.job_id, wire::Role::SERVER, options_.rank, report);
+}
+
+void JobServer::SendLastReport() {
   constexpr uint64_t kLastReport = 1;
   // Asked again until the coordinator says it heard it (a lost message, a
   // cut that heals), for as long as it waits for our report at most.
@@ -993,7 +993,7 @@ void JobServer::SendLastReport() {
   const absl::Time give_up = MonotonicNow() + options_.dead_after;
   for (int sends = 1; MonotonicNow() < give_up; ++sends) {
     OutgoingMessage beat(wire::Kind::HEARTBEAT);
-    FillHeartbeat(beat.header(), options_.job_id, wire::Role::SERVER, options_.rank, report);
+    FillOwnHeartbeat(beat.header());
     beat.header().setRequestId(kLastReport);
     (void)coordinator_link_->Send(beat);
     const absl::Time resend_at = std::min(give_up, MonotonicNow() + wait.TimeoutAfter(sends));

@@ -252,6 +252,9 @@ class JobServer {
   // The writer's failed parts, to the coordinator (rank 0) or in the
   // heartbeats (other ranks).
   void ReportCheckpointFailures();
+  // Ranks > 0: a heartbeat saying our newest part written and the last
+  // part that failed.
+  void FillOwnHeartbeat(wire::Header::Builder h) const;
   // Ranks > 0, on the way out: the newest part written (or failed), which
   // the coordinator settles the final epoch with, said until the
   // coordinator confirms it or its wait for it (dead_after) is over.
@@ -290,7 +293,7 @@ class JobServer {
   std::vector<bool> rejoined_;
   bool shutdown_ = false;
   int64_t last_checkpoint_version_ = 0;
-  std::unique_ptr<CheckpointWriter> checkpoints_;    // null: no checkpoints
+  std::unique_ptr<CheckpointWriter> checkpoints_;  // null: no checkpoints
   // Rank 0: the newest epoch completed, the newest every process had
   // written when last asked (each is tried once), and the parts a
   // complete epoch of this job has (empty until one completed).
@@ -307,7 +310,7 @@ class JobServer {
   // settled (unset: not yet).
   absl::Time all_done_at_ = absl::InfiniteFuture();
   std::optional<absl::Status> final_epoch_;
-  CheckpointReport failure_to_report_;  // ranks > 0: the latest part that failed
+  CheckpointReport failure_to_report_;               // ranks > 0: the latest part that failed
   std::map<int64_t, int64_t> updates_by_iteration_;  // chunk updates applied
   uint64_t errors_sent_ = 0;
   uint64_t replies_dropped_ = 0;  // to peers gone or not reading
