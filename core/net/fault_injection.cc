@@ -2,6 +2,8 @@
 
 #include <deque>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -43,10 +45,10 @@ void Truncate(RawMessage& m) {
   last = std::move(half);
 }
 
-// The name of the process that sent `m`, as its header says; "" when the
-// header cannot be read or names no such process (a tool, the launcher).
-std::string SenderName(const RawMessage& m) {
-  const std::optional<HeaderGlance> h = PeekHeader(m, WireLimits{});
+// The name of the process that sent a message with header `h`; "" when
+// the header cannot be read or names no such process (a tool, the
+// launcher).
+std::string SenderName(const std::optional<HeaderGlance>& h) {
   if (!h.has_value()) return "";
   // A cluster map carries its recipient's rank in senderRank (that is how a
   // node learns its rank); only the coordinator, server 0, sends one.
@@ -63,23 +65,51 @@ std::string SenderName(const RawMessage& m) {
   }
 }
 
+// How many messages each of a FaultRates' losses has taken so far, shared
+// by the objects one decorator wraps (which may be driven by different
+// threads).
+class LossTally {
+ public:
+  explicit LossTally(size_t losses) : taken_(losses, 0) {}
+
+  // Whether loss `i`, which takes `count` messages, takes one more.
+  bool TakeOne(size_t i, int count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (taken_[i] >= count) return false;
+    ++taken_[i];
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<int> taken_;
+};
+
 // The faults of one decorated channel or endpoint: messages go in as they
 // are received and come out as they are to be delivered. `origin` is when
 // the rates' cuts are timed from.
 class FaultyInbox {
  public:
-  FaultyInbox(const FaultRates& rates, absl::Time origin, uint64_t stream, FaultCounts* counts,
-              const FaultClock* clock)
+  FaultyInbox(const FaultRates& rates, absl::Time origin, std::shared_ptr<LossTally> tally,
+              uint64_t stream, FaultCounts* counts, const FaultClock* clock)
       : rates_(rates),
         origin_(origin),
+        tally_(std::move(tally)),
         rng_(DeriveSeed(rates.seed, stream)),
         counts_(counts),
         clock_(clock != nullptr ? clock : &RealFaultClock()) {}
 
   void Take(RawMessage m) {
-    if (Cut(m)) {
-      Count(&FaultCounts::cut);
-      return;
+    if (!rates_.cuts.empty() || !rates_.losses.empty()) {
+      const std::optional<HeaderGlance> header = PeekHeader(m, WireLimits{});
+      if (Cut(header)) {
+        Count(&FaultCounts::cut);
+        return;
+      }
+      if (Lost(header)) {
+        Count(&FaultCounts::lost);
+        return;
+      }
     }
     const double u = rng_.Uniform();
     double edge = rates_.drop;
@@ -142,13 +172,27 @@ class FaultyInbox {
     }
   }
 
-  // Whether a cut in force now takes `m`.
-  bool Cut(const RawMessage& m) const {
+  // Whether a cut in force now takes the message with `header`.
+  bool Cut(const std::optional<HeaderGlance>& header) const {
     if (rates_.cuts.empty()) return false;
     const absl::Duration since_origin = clock_->Now() - origin_;
-    const std::string sender = SenderName(m);
+    const std::string sender = SenderName(header);
     for (const MessageCut& cut : rates_.cuts) {
       if (cut.Takes(sender, rates_.self, since_origin)) return true;
+    }
+    return false;
+  }
+
+  // Whether a loss takes the message with `header` (counting it taken).
+  bool Lost(const std::optional<HeaderGlance>& header) {
+    if (rates_.losses.empty() || !header.has_value() || rates_.self.empty()) return false;
+    const std::string sender = SenderName(header);
+    for (size_t i = 0; i < rates_.losses.size(); ++i) {
+      const MessageLoss& loss = rates_.losses[i];
+      if (loss.kind == header->kind && loss.iteration == header->iteration &&
+          loss.from == sender && loss.to == rates_.self && tally_->TakeOne(i, loss.count)) {
+        return true;
+      }
     }
     return false;
   }
@@ -159,6 +203,7 @@ class FaultyInbox {
 
   const FaultRates rates_;
   const absl::Time origin_;
+  std::shared_ptr<LossTally> tally_;
   Rng rng_;
   FaultCounts* counts_;
   const FaultClock* clock_;
@@ -298,6 +343,39 @@ std::string ParseCut(absl::string_view kind, absl::string_view value,
   return "";
 }
 
+// A "lose=" entry's value into `losses`; an error saying what is wrong,
+// else "".
+std::string ParseLoss(absl::string_view value, std::vector<MessageLoss>& losses) {
+  constexpr absl::string_view kForm = "not lose=A>B:KIND@ITERATION[xCOUNT]";
+  const std::vector<absl::string_view> at = absl::StrSplit(value, absl::MaxSplits('@', 1));
+  if (at.size() != 2) return std::string(kForm);
+  const std::vector<absl::string_view> route = absl::StrSplit(at[0], absl::MaxSplits(':', 1));
+  const std::vector<absl::string_view> ends = absl::StrSplit(route[0], '>');
+  if (route.size() != 2 || ends.size() != 2) return std::string(kForm);
+  for (absl::string_view end : ends) {
+    if (const std::string why = CheckProcessName(end); !why.empty()) return why;
+  }
+  if (ends[0] == ends[1]) return "a loss is between two different processes";
+  MessageLoss loss;
+  loss.from = std::string(ends[0]);
+  loss.to = std::string(ends[1]);
+  const std::optional<wire::Kind> kind = KindNamed(route[1]);
+  if (!kind.has_value()) {
+    return absl::StrCat("\"", route[1], "\" is not a message kind (activations, activation-grads, ",
+                        "push, pull-reply, ...)");
+  }
+  loss.kind = *kind;
+  const std::vector<absl::string_view> times = absl::StrSplit(at[1], absl::MaxSplits('x', 1));
+  if (!absl::SimpleAtoi(times[0], &loss.iteration) || loss.iteration < 0) {
+    return absl::StrCat("\"", times[0], "\" is not an iteration");
+  }
+  if (times.size() > 1 && (!absl::SimpleAtoi(times[1], &loss.count) || loss.count < 1)) {
+    return absl::StrCat("\"", times[1], "\" is not a count of messages (1 or more)");
+  }
+  losses.push_back(loss);
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
@@ -316,6 +394,10 @@ absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
     }
     if (name == "cut" || name == "silence") {
       if (const std::string why = ParseCut(name, value, r.cuts); !why.empty()) return bad(why);
+      continue;
+    }
+    if (name == "lose") {
+      if (const std::string why = ParseLoss(value, r.losses); !why.empty()) return bad(why);
       continue;
     }
     if (name == "origin_ms") {
@@ -342,7 +424,7 @@ absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
     if (rate == nullptr) {
       return bad(
           "unknown fault (drop, truncate, duplicate, delay, delay_ms, reorder, seed, cut, "
-          "silence, origin_ms)");
+          "silence, lose, origin_ms)");
     }
     if (!(number >= 0 && number <= 1)) return bad("a probability is in [0, 1]");
     *rate = number;
@@ -356,9 +438,10 @@ absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec) {
 
 std::string FaultCounts::Summary() const {
   return absl::StrFormat(
-      "delivered %d, dropped %d, truncated %d, duplicated %d, delayed %d, reordered %d, cut %d",
+      "delivered %d, dropped %d, truncated %d, duplicated %d, delayed %d, reordered %d, cut %d, "
+      "lost %d",
       delivered.load(), dropped.load(), truncated.load(), duplicated.load(), delayed.load(),
-      reordered.load(), cut.load());
+      reordered.load(), cut.load(), lost.load());
 }
 
 const FaultClock& RealFaultClock() {
@@ -379,22 +462,24 @@ absl::Time OriginOf(const FaultRates& rates, const FaultClock* clock) {
 ChannelDecorator FaultyChannels(const FaultRates& rates, FaultCounts* counts,
                                 const FaultClock* clock) {
   auto wrapped = std::make_shared<std::atomic<uint64_t>>(0);
+  auto tally = std::make_shared<LossTally>(rates.losses.size());
   const absl::Time origin = OriginOf(rates, clock);
-  return [rates, origin, counts, clock, wrapped](std::unique_ptr<MessageChannel> inner) {
+  return [rates, origin, counts, clock, wrapped, tally](std::unique_ptr<MessageChannel> inner) {
     if (inner->same_host()) return inner;
     return std::unique_ptr<MessageChannel>(new FaultyChannel(
-        std::move(inner), FaultyInbox(rates, origin, (*wrapped)++, counts, clock)));
+        std::move(inner), FaultyInbox(rates, origin, tally, (*wrapped)++, counts, clock)));
   };
 }
 
 EndpointDecorator FaultyEndpoints(const FaultRates& rates, FaultCounts* counts,
                                   const FaultClock* clock) {
   auto wrapped = std::make_shared<std::atomic<uint64_t>>(0);
+  auto tally = std::make_shared<LossTally>(rates.losses.size());
   const absl::Time origin = OriginOf(rates, clock);
-  return [rates, origin, counts, clock, wrapped](std::unique_ptr<MessageEndpoint> inner) {
+  return [rates, origin, counts, clock, wrapped, tally](std::unique_ptr<MessageEndpoint> inner) {
     if (inner->same_host()) return inner;
     return std::unique_ptr<MessageEndpoint>(new FaultyEndpoint(
-        std::move(inner), FaultyInbox(rates, origin, (*wrapped)++, counts, clock)));
+        std::move(inner), FaultyInbox(rates, origin, tally, (*wrapped)++, counts, clock)));
   };
 }
 

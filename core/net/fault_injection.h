@@ -30,7 +30,13 @@
 //   STRATA_ASSIGN_OR_RETURN(rates, ParseFaultRates("drop=0.01,duplicate=0.01,seed=7"));
 //   options.decorate_channel = FaultyChannels(rates);
 //
-// Thread safety: as the decorated object's (one driving thread).
+// Losses (lose=) single out messages instead: the first few of one kind
+// from one process to another for one iteration vanish (counted as lost),
+// so that a test can take exactly the answers a rare run of bad luck
+// would, every time.
+//
+// Thread safety: as the decorated object's (one driving thread); the
+// losses' tallies are shared by every object one decorator wraps.
 #ifndef STRATA_CORE_NET_FAULT_INJECTION_H_
 #define STRATA_CORE_NET_FAULT_INJECTION_H_
 
@@ -44,6 +50,7 @@
 #include "absl/time/time.h"
 #include "core/net/message_channel.h"
 #include "core/net/message_endpoint.h"
+#include "core/net/protocol.capnp.h"
 
 namespace strata {
 
@@ -61,6 +68,16 @@ struct MessageCut {
              absl::Duration since_origin) const;
 };
 
+// The first `count` messages of `kind` from `from` to `to` whose header
+// names `iteration` vanish.
+struct MessageLoss {
+  std::string from;
+  std::string to;
+  wire::Kind kind;
+  int64_t iteration = 0;
+  int count = 1;
+};
+
 struct FaultRates {
   double drop = 0;  // each a probability per received message
   double truncate = 0;
@@ -70,12 +87,15 @@ struct FaultRates {
   absl::Duration delay_by = absl::Milliseconds(50);
   uint64_t seed = 1;
   std::vector<MessageCut> cuts;
+  std::vector<MessageLoss> losses;
   // When cuts are timed from; InfinitePast: when the decorator is made.
   absl::Time origin = absl::InfinitePast();
   // This process's name ("server0"); "" where it has none (a cut naming a
   // receiver then never applies here).
   std::string self;
-  bool any() const { return drop + truncate + duplicate + delay + reorder > 0 || !cuts.empty(); }
+  bool any() const {
+    return drop + truncate + duplicate + delay + reorder > 0 || !cuts.empty() || !losses.empty();
+  }
 };
 
 // "drop=0.01,truncate=0.001,duplicate=0.01,delay=0.02,delay_ms=50,reorder=0.01,seed=7"
@@ -84,11 +104,15 @@ struct FaultRates {
 //   cut=A>B@START[+LENGTH]   messages from A to B vanish (a one-way cut)
 //   silence=A@START[+LENGTH] every message to and from A vanishes
 //   origin_ms=MS             the origin, in milliseconds since the Unix epoch
+//   lose=A>B:KIND@ITERATION[xCOUNT]
+//                            the first COUNT (1) messages of KIND (as
+//                            KindName spells it: activation-grads) from A to
+//                            B for ITERATION vanish
 // with process names A, B and durations START, LENGTH ("3s", "1500ms"); no
 // LENGTH: lasting. Any subset; "" is no fault. InvalidArgument naming the
 // entry that is not a known name, not a number, a probability outside
-// [0, 1], not a process, or not a duration, or when the probabilities sum
-// past 1.
+// [0, 1], not a process, not a duration or not a message kind, or when the
+// probabilities sum past 1.
 absl::StatusOr<FaultRates> ParseFaultRates(const std::string& spec);
 
 // What the decorators of one process injected, counted as it happens.
@@ -99,8 +123,9 @@ struct FaultCounts {
   std::atomic<uint64_t> duplicated{0};
   std::atomic<uint64_t> delayed{0};
   std::atomic<uint64_t> reordered{0};
-  std::atomic<uint64_t> cut{0};  // vanished in a partition
-  std::string Summary() const;   // "dropped 3, truncated 0, ..."
+  std::atomic<uint64_t> cut{0};   // vanished in a partition
+  std::atomic<uint64_t> lost{0};  // vanished as a loss singled them out
+  std::string Summary() const;    // "dropped 3, truncated 0, ..."
 };
 
 // The time a decorator holds messages against; tests inject their own.

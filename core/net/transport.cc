@@ -100,6 +100,13 @@ const char* KindName(wire::Kind kind) {
   return "unknown";
 }
 
+std::optional<wire::Kind> KindNamed(absl::string_view name) {
+  for (uint16_t k = 0; k <= kMaxKind; ++k) {
+    if (name == KindName(static_cast<wire::Kind>(k))) return static_cast<wire::Kind>(k);
+  }
+  return std::nullopt;
+}
+
 OutgoingMessage::OutgoingMessage(wire::Kind kind) : header_(builder_.initRoot<wire::Header>()) {
   header_.setMajor(wire::PROTOCOL_MAJOR);
   header_.setMinor(wire::PROTOCOL_MINOR);
@@ -204,7 +211,8 @@ std::optional<HeaderGlance> PeekHeader(const RawMessage& raw, const WireLimits& 
   try {
     capnp::FlatArrayMessageReader reader(words, options);
     const wire::Header::Reader h = reader.getRoot<wire::Header>();
-    return HeaderGlance{h.getKind(), h.getSenderRole(), h.getSenderRank(), h.getRequestId()};
+    return HeaderGlance{h.getKind(), h.getSenderRole(), h.getSenderRank(), h.getRequestId(),
+                        h.getIteration()};
   } catch (const kj::Exception&) {
     return std::nullopt;
   }

@@ -176,6 +176,7 @@ struct HeaderGlance {
   wire::Role sender_role;
   int32_t sender_rank;
   uint64_t request_id;
+  int64_t iteration;
 };
 std::optional<HeaderGlance> PeekHeader(const RawMessage& raw, const WireLimits& limits);
 
@@ -275,6 +276,8 @@ absl::Status ErrorFromHeader(wire::Header::Reader header);
 
 // "push", "pull", ... for log lines and errors.
 const char* KindName(wire::Kind kind);
+// The kind KindName calls `name`; nullopt when none is.
+std::optional<wire::Kind> KindNamed(absl::string_view name);
 
 }  // namespace strata
 

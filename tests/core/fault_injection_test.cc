@@ -86,9 +86,9 @@ TEST_F(FaultInjectionTest, RatesParseAndBadOnesAreNamed) {
   EXPECT_EQ(rates->delay_by, absl::Milliseconds(20));
   EXPECT_EQ(rates->seed, 9u);
   EXPECT_FALSE(ParseFaultRates("")->any());
-  EXPECT_EQ(ParseFaultRates("lose=0.1").status().message(),
-            "fault \"lose=0.1\": unknown fault (drop, truncate, duplicate, delay, delay_ms, "
-            "reorder, seed, cut, silence, origin_ms)");
+  EXPECT_EQ(ParseFaultRates("mangle=0.1").status().message(),
+            "fault \"mangle=0.1\": unknown fault (drop, truncate, duplicate, delay, delay_ms, "
+            "reorder, seed, cut, silence, lose, origin_ms)");
   EXPECT_EQ(ParseFaultRates("drop=lots").status().message(),
             "fault \"drop=lots\": not NAME=NUMBER");
   EXPECT_EQ(ParseFaultRates("drop=1.5").status().message(),
@@ -213,10 +213,12 @@ TEST_F(FaultInjectionTest, AnEndpointDropsAtItsRateAndPassesTheRestOn) {
 }
 
 // A message of `kind` whose header says `role` `rank` sent it.
-RawMessage MessageFrom(wire::Role role, int rank, wire::Kind kind = wire::Kind::PUSH) {
+RawMessage MessageFrom(wire::Role role, int rank, wire::Kind kind = wire::Kind::PUSH,
+                       int64_t iteration = 0) {
   OutgoingMessage out(kind);
   out.header().setSenderRole(role);
   out.header().setSenderRank(rank);
+  out.header().setIteration(iteration);
   return Message(out.SerializedHeaderForTest());
 }
 
@@ -345,6 +347,72 @@ TEST_F(FaultInjectionTest, CutsAreTimedFromTheGivenOrigin) {
   queue_.push_back(MessageFrom(wire::Role::CONV_WORKER, 0));
   EXPECT_TRUE(Drain(*channel).empty());
   EXPECT_EQ(counts_.cut.load(), 1u);
+}
+
+TEST_F(FaultInjectionTest, LossesParseAndBadOnesAreNamed) {
+  auto rates = ParseFaultRates("lose=fc0>conv1:activation-grads@90x4,lose=conv0>server1:push@7");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  EXPECT_TRUE(rates->any());
+  ASSERT_EQ(rates->losses.size(), 2u);
+  EXPECT_EQ(rates->losses[0].from, "fc0");
+  EXPECT_EQ(rates->losses[0].to, "conv1");
+  EXPECT_EQ(rates->losses[0].kind, wire::Kind::ACTIVATION_GRADS);
+  EXPECT_EQ(rates->losses[0].iteration, 90);
+  EXPECT_EQ(rates->losses[0].count, 4);
+  EXPECT_EQ(rates->losses[1].kind, wire::Kind::PUSH);
+  EXPECT_EQ(rates->losses[1].iteration, 7);
+  EXPECT_EQ(rates->losses[1].count, 1);
+  EXPECT_EQ(ParseFaultRates("lose=fc0:conv1@90").status().message(),
+            "fault \"lose=fc0:conv1@90\": not lose=A>B:KIND@ITERATION[xCOUNT]");
+  EXPECT_EQ(ParseFaultRates("lose=fc0>conv1:gradients@90").status().message(),
+            "fault \"lose=fc0>conv1:gradients@90\": \"gradients\" is not a message kind "
+            "(activations, activation-grads, push, pull-reply, ...)");
+  EXPECT_EQ(ParseFaultRates("lose=fc0>conv1:activations@soon").status().message(),
+            "fault \"lose=fc0>conv1:activations@soon\": \"soon\" is not an iteration");
+  EXPECT_EQ(ParseFaultRates("lose=fc0>conv1:activations@3x0").status().message(),
+            "fault \"lose=fc0>conv1:activations@3x0\": \"0\" is not a count of messages (1 or "
+            "more)");
+  EXPECT_EQ(ParseFaultRates("lose=fc0>fc0:expert-block@3").status().message(),
+            "fault \"lose=fc0>fc0:expert-block@3\": a loss is between two different processes");
+}
+
+TEST_F(FaultInjectionTest, ALossTakesItsFirstMessagesOfOneKindAndIterationAndNoOthers) {
+  auto rates = ParseFaultRates("lose=fc0>conv1:activation-grads@90x2");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  rates->self = "conv1";
+  const ChannelDecorator decorate = FaultyChannels(*rates, &counts_, &clock_);
+  auto channel = decorate(std::make_unique<QueueChannel>(&queue_));
+  const auto receive = [&](MessageChannel& on, RawMessage m) {
+    queue_.push_back(std::move(m));
+    auto got = on.ReceiveNow();
+    return got.ok() && got->has_value();
+  };
+  // Another iteration, another kind, another sender: delivered.
+  EXPECT_TRUE(receive(*channel, MessageFrom(wire::Role::FC_WORKER, 0,
+                                            wire::Kind::ACTIVATION_GRADS, 89)));
+  EXPECT_TRUE(receive(*channel, MessageFrom(wire::Role::FC_WORKER, 0, wire::Kind::ERROR, 90)));
+  EXPECT_TRUE(receive(*channel, MessageFrom(wire::Role::FC_WORKER, 1,
+                                            wire::Kind::ACTIVATION_GRADS, 90)));
+  EXPECT_FALSE(receive(*channel, MessageFrom(wire::Role::FC_WORKER, 0,
+                                             wire::Kind::ACTIVATION_GRADS, 90)));
+  // The tally is the decorator's: a channel it wraps later goes on from it.
+  auto renewed = decorate(std::make_unique<QueueChannel>(&queue_));
+  EXPECT_FALSE(receive(*renewed, MessageFrom(wire::Role::FC_WORKER, 0,
+                                             wire::Kind::ACTIVATION_GRADS, 90)));
+  EXPECT_TRUE(receive(*renewed, MessageFrom(wire::Role::FC_WORKER, 0,
+                                            wire::Kind::ACTIVATION_GRADS, 90)));
+  EXPECT_EQ(counts_.lost.load(), 2u);
+  EXPECT_EQ(counts_.delivered.load(), 4u);
+}
+
+TEST_F(FaultInjectionTest, ALossLeavesOtherReceiversAlone) {
+  auto rates = ParseFaultRates("lose=fc0>conv1:activation-grads@90");
+  ASSERT_TRUE(rates.ok()) << rates.status();
+  rates->self = "conv0";
+  auto channel = FaultyChannels(*rates, &counts_, &clock_)(std::make_unique<QueueChannel>(&queue_));
+  queue_.push_back(MessageFrom(wire::Role::FC_WORKER, 0, wire::Kind::ACTIVATION_GRADS, 90));
+  EXPECT_EQ(Drain(*channel).size(), 1u);
+  EXPECT_EQ(counts_.lost.load(), 0u);
 }
 
 }  // namespace
