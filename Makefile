@@ -52,9 +52,9 @@ test-tsan:
 	bash tools/sanitizers/run.sh tsan
 
 # Seeded faults on local clusters (tests/tools/chaos_test.cc): kill -9 and
-# SIGSTOP of a role, message loss, duplication, delay and reordering; nine
-# seeds, every job with every fault (more: STRATA_CHAOS_SEEDS=N
-# build/bin/chaos_test).
+# SIGSTOP of a role, message loss, duplication, delay and reordering, and a
+# crash in each step of a checkpoint's life; thirteen seeds (more:
+# STRATA_CHAOS_SEEDS=N build/bin/chaos_test).
 chaos: build
 	cd $(BUILD_DIR) && ctest -L chaos --output-on-failure
 

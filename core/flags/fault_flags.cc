@@ -12,8 +12,9 @@ ABSL_FLAG(std::string, inject_faults, "",
           "fault injection on what this process receives, for tests and chaos runs: "
           "drop=P,truncate=P,duplicate=P,delay=P,delay_ms=MS,reorder=P,seed=S, and partitions "
           "between named processes: cut=conv0:server1@3s+5s (both ways), "
-          "cut=server0>fc0@3s (one way, lasting), silence=fc0@2s+4s "
-          "(core/net/fault_injection.h); \"\": none");
+          "cut=server0>fc0@3s (one way, lasting), silence=fc0@2s+4s; "
+          "singled-out losses: lose=fc1>conv1:activation-grads@90x4 (the first 4 of "
+          "that kind, sender, receiver and iteration) (core/net/fault_injection.h); \"\": none");
 
 namespace strata {
 

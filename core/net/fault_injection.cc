@@ -3,7 +3,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "core/net/transport.h"
 #include "core/util/process_name.h"
 #include "core/util/rng.h"
@@ -74,15 +74,15 @@ class LossTally {
 
   // Whether loss `i`, which takes `count` messages, takes one more.
   bool TakeOne(size_t i, int count) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (taken_[i] >= count) return false;
     ++taken_[i];
     return true;
   }
 
  private:
-  std::mutex mu_;
-  std::vector<int> taken_;
+  absl::Mutex mu_;
+  std::vector<int> taken_ ABSL_GUARDED_BY(mu_);
 };
 
 // The faults of one decorated channel or endpoint: messages go in as they

@@ -108,9 +108,18 @@ Scenario ScenarioOf(int seed) {
 }
 
 std::vector<std::string> JobFlags(const std::string& job) {
-  std::vector<std::string> flags = {"--max-steps", "120", "--evaluate=false", "--progress=false",
-                                    "--servers",   "2",   "--conv-workers",   "2",
-                                    "--timeout",   "5"};
+  // A sanitized build answers several times slower: its exchanges get as
+  // much longer to give up.
+  std::vector<std::string> flags = {"--max-steps",
+                                    "120",
+                                    "--evaluate=false",
+                                    "--progress=false",
+                                    "--servers",
+                                    "2",
+                                    "--conv-workers",
+                                    "2",
+                                    "--timeout",
+                                    std::to_string(testing::ScaledSeconds(5))};
   if (job == "ps") {
     flags.insert(flags.end(), {"--config", testing::kConfig, "--mode", "ps"});
   } else {
