@@ -69,6 +69,12 @@ class FaultInjectionTest : public ::testing::Test {
       out.push_back(HeaderOf(**got));
     }
   }
+  // Queues `m`; whether `channel` delivers a message now.
+  bool Delivers(MessageChannel& channel, RawMessage m) {
+    queue_.push_back(std::move(m));
+    auto got = channel.ReceiveNow();
+    return got.ok() && got->has_value();
+  }
   void Queue(int n) {
     for (int i = 0; i < n; ++i) queue_.push_back(Message("m" + std::to_string(i)));
   }
@@ -262,21 +268,16 @@ TEST_F(FaultInjectionTest, ACutTakesTheMessagesOfItsSenderWhileItLastsAndNoOther
   ASSERT_TRUE(rates.ok()) << rates.status();
   rates->self = "server1";
   auto channel = FaultyChannels(*rates, &counts_, &clock_)(std::make_unique<QueueChannel>(&queue_));
-  const auto receive = [&](RawMessage m) {
-    queue_.push_back(std::move(m));
-    auto got = channel->ReceiveNow();
-    return got.ok() && got->has_value();
-  };
   // Before the window, and from other senders during it: delivered.
-  EXPECT_TRUE(receive(MessageFrom(wire::Role::CONV_WORKER, 0)));
+  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::CONV_WORKER, 0)));
   clock_.Advance(absl::Seconds(2));
-  EXPECT_FALSE(receive(MessageFrom(wire::Role::CONV_WORKER, 0)));
-  EXPECT_TRUE(receive(MessageFrom(wire::Role::CONV_WORKER, 1)));
-  EXPECT_TRUE(receive(MessageFrom(wire::Role::FC_WORKER, 0)));
+  EXPECT_FALSE(Delivers(*channel, MessageFrom(wire::Role::CONV_WORKER, 0)));
+  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::CONV_WORKER, 1)));
+  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 0)));
   clock_.Advance(absl::Milliseconds(2999));
-  EXPECT_FALSE(receive(MessageFrom(wire::Role::CONV_WORKER, 0)));
+  EXPECT_FALSE(Delivers(*channel, MessageFrom(wire::Role::CONV_WORKER, 0)));
   clock_.Advance(absl::Milliseconds(1));  // the window is [2 s, 5 s)
-  EXPECT_TRUE(receive(MessageFrom(wire::Role::CONV_WORKER, 0)));
+  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::CONV_WORKER, 0)));
   EXPECT_EQ(counts_.cut.load(), 2u);
   EXPECT_EQ(counts_.delivered.load(), 4u);
 }
@@ -382,24 +383,19 @@ TEST_F(FaultInjectionTest, ALossTakesItsFirstMessagesOfOneKindAndIterationAndNoO
   rates->self = "conv1";
   const ChannelDecorator decorate = FaultyChannels(*rates, &counts_, &clock_);
   auto channel = decorate(std::make_unique<QueueChannel>(&queue_));
-  const auto receive = [&](MessageChannel& on, RawMessage m) {
-    queue_.push_back(std::move(m));
-    auto got = on.ReceiveNow();
-    return got.ok() && got->has_value();
-  };
   // Another iteration, another kind, another sender: delivered.
-  EXPECT_TRUE(receive(*channel, MessageFrom(wire::Role::FC_WORKER, 0,
+  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 0,
                                             wire::Kind::ACTIVATION_GRADS, 89)));
-  EXPECT_TRUE(receive(*channel, MessageFrom(wire::Role::FC_WORKER, 0, wire::Kind::ERROR, 90)));
-  EXPECT_TRUE(receive(*channel, MessageFrom(wire::Role::FC_WORKER, 1,
+  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 0, wire::Kind::ERROR, 90)));
+  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 1,
                                             wire::Kind::ACTIVATION_GRADS, 90)));
-  EXPECT_FALSE(receive(*channel, MessageFrom(wire::Role::FC_WORKER, 0,
+  EXPECT_FALSE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 0,
                                              wire::Kind::ACTIVATION_GRADS, 90)));
   // The tally is the decorator's: a channel it wraps later goes on from it.
   auto renewed = decorate(std::make_unique<QueueChannel>(&queue_));
-  EXPECT_FALSE(receive(*renewed, MessageFrom(wire::Role::FC_WORKER, 0,
+  EXPECT_FALSE(Delivers(*renewed, MessageFrom(wire::Role::FC_WORKER, 0,
                                              wire::Kind::ACTIVATION_GRADS, 90)));
-  EXPECT_TRUE(receive(*renewed, MessageFrom(wire::Role::FC_WORKER, 0,
+  EXPECT_TRUE(Delivers(*renewed, MessageFrom(wire::Role::FC_WORKER, 0,
                                             wire::Kind::ACTIVATION_GRADS, 90)));
   EXPECT_EQ(counts_.lost.load(), 2u);
   EXPECT_EQ(counts_.delivered.load(), 4u);
