@@ -61,8 +61,9 @@ class PartitionClusterTest : public testing::ClusterTest {
                                      "--progress=false",
                                      "--shared-memory=false",
                                      "--timeout",
-                                     std::to_string(mode == "moe" ? kMoeTimeoutSeconds
-                                                                  : kTimeoutSeconds)};
+                                     std::to_string(mode == "moe"
+                                                        ? testing::ScaledSeconds(kMoeTimeoutSeconds)
+                                                        : kTimeoutSeconds)};
     if (mode != "ps") argv.insert(argv.end(), {"--fc-workers", mode == "moe" ? "2" : "1"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
@@ -98,8 +99,9 @@ class PartitionClusterTest : public testing::ClusterTest {
   static constexpr int kTimeoutSeconds = 5;
   // Room for five sends of the activations whose answer is lost four times
   // when back-off stops at a quarter of the timeout (core/net/round_trip.h),
-  // also on a sanitized build, and too little for sends whose back-off
-  // doubles on (0.2 s, 1 s, 4.2 s, then 14.2 s after the first).
+  // and too little for sends whose back-off doubles on (0.2 s, 1 s, 4.2 s,
+  // then 14.2 s after the first). Scaled with the test time scale: a
+  // sanitized build answers several times slower.
   static constexpr int kMoeTimeoutSeconds = 8;
   absl::Duration took_;
 };
