@@ -41,9 +41,10 @@ struct FcLinkOptions {
   absl::Duration timeout = absl::Seconds(60);
   // An answer waits for every conv worker of the FC worker and its head's
   // compute, so the first one (before any answer time is known) is given
-  // longer than a server's. Back-off stops at a quarter of `timeout`
-  // (GivingUpAfter), so a lost answer is asked for again several times
-  // before the exchange gives up.
+  // longer than a server's, though never more than a quarter of `timeout`.
+  // Back-off stops there too (GivingUpAfter), so a lost answer, the first
+  // one included, is asked for again several times before the exchange
+  // gives up.
   RoundTripLimits resend{absl::Seconds(5), absl::Milliseconds(200), absl::Seconds(10)};
   WireLimits limits;
   // Wraps the link's channel (core/net/message_channel.h); unset: none.

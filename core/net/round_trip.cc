@@ -23,6 +23,7 @@ void RoundTrip::TimedOut() {
 
 RoundTripLimits GivingUpAfter(absl::Duration give_up, RoundTripLimits limits) {
   limits.backoff_cap = std::max(limits.min, give_up / 4);
+  limits.initial = std::min(limits.initial, limits.backoff_cap);
   return limits;
 }
 

@@ -44,7 +44,9 @@ struct RoundTripLimits {
 };
 
 // The limits for an owner that gives up on a silent peer after `give_up`:
-// `limits` with backoff_cap a quarter of it (never below `limits.min`).
+// `limits` with backoff_cap a quarter of it (never below `limits.min`), and
+// the first wait (before any answer is timed) no longer than that cap, so
+// that even the first request is asked again before the owner gives up.
 RoundTripLimits GivingUpAfter(absl::Duration give_up, RoundTripLimits limits = {});
 
 class RoundTrip {

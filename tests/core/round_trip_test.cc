@@ -87,6 +87,20 @@ TEST(RoundTripTest, BackOffStopsAtTheCapButASlowerEstimateStands) {
   EXPECT_EQ(GivingUpAfter(Milliseconds(100)).backoff_cap, Milliseconds(200));
 }
 
+TEST(RoundTripTest, AnOwnerThatGivesUpAsksAgainBeforeItsFirstAnswerIsTimed) {
+  // A first wait of 5 s for an owner that gives up after 5 s would never be
+  // followed by a second send: it is cut to the cap.
+  RoundTrip first(
+      GivingUpAfter(Seconds(5), RoundTripLimits{Seconds(5), Milliseconds(200), Seconds(10)}));
+  EXPECT_EQ(first.TimeoutAfter(1), Milliseconds(1250));
+  first.TimedOut();
+  EXPECT_EQ(first.TimeoutAfter(2), Milliseconds(1250));
+  // A first wait already shorter than the cap stays as it was.
+  RoundTrip patient(
+      GivingUpAfter(Seconds(60), RoundTripLimits{Seconds(5), Milliseconds(200), Seconds(10)}));
+  EXPECT_EQ(patient.TimeoutAfter(1), Seconds(5));
+}
+
 TEST(RoundTripTest, ANegativeElapsedTimeCountsAsZero) {
   RoundTrip rtt(RoundTripLimits{Seconds(1), Milliseconds(0), Seconds(5)});
   rtt.Sample(Milliseconds(-5));
