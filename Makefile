@@ -86,11 +86,14 @@ fuzz:
 	cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
 	bash tools/fuzz.sh build-fuzz $(FUZZ_SECONDS)
 
+# Every folder of sources (docs/ARCHITECTURE.md's layers).
+SOURCE_DIRS = core scheduler moe experiments runtime server conv_workers fc_workers flags startup programs tools
+
 format:
-	find core server conv_workers fc_workers moe tools tests -name '*.h' -o -name '*.cc' -o -name '*.cu' | xargs clang-format -i
+	find $(SOURCE_DIRS) tests -name '*.h' -o -name '*.cc' -o -name '*.cu' | xargs clang-format -i
 
 tidy: configure
-	find core server conv_workers fc_workers moe tools -name '*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+	find $(SOURCE_DIRS) -name '*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -9,8 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/control/knobs.h"
 #include "core/data/training_data.h"
 #include "core/layers/softmax_cross_entropy.h"
+#include "core/model/fc_batching.h"
 #include "core/model/model.h"
 #include "core/net/message_endpoint.h"
 #include "core/net/traffic.h"
@@ -24,7 +26,6 @@
 #include "core/train/training_reporter.h"
 #include "core/util/clock.h"
 #include "core/util/crash_point.h"
-#include "core/util/fc_batching.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
 #include "fc_workers/fc_server.h"
@@ -32,7 +33,6 @@
 #include "runtime/cluster_hooks.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
-#include "scheduler/knobs.h"
 
 namespace strata {
 namespace {
@@ -119,7 +119,7 @@ class FcCheckpoints {
 };
 
 // One FC worker's iteration on the StepLoop, under each FC batching
-// (core/util/fc_batching.h; the knob takes effect at iteration boundaries):
+// (core/model/fc_batching.h; the knob takes effect at iteration boundaries):
 //   gathered: its conv workers' activations gathered (load: the FC worker's
 //     input is their output, so the phase is a wait), the head's forward
 //     and loss over them all (forward), its backward with the shared

@@ -7,7 +7,7 @@
 //      GEMMs: why few FC workers keep up with many conv workers; the
 //      fc.batching knob's "gathered"), or over each conv worker's rows as
 //      they arrive, summing the head's gradients ("arrival": the head
-//      computes while the rest are on the wire; core/util/fc_batching.h),
+//      computes while the rest are on the wire; core/model/fc_batching.h),
 //   3. returns each conv worker its slice of the activation gradients,
 //      scaled so that the conv worker's trunk gradient is the mean over its
 //      own samples (the servers then average over conv workers, exactly as

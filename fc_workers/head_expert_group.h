@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/control/knobs.h"
 #include "core/model/model.h"
 #include "moe/moe_layer.h"
 #include "moe/zmq_expert_exchange.h"
-#include "scheduler/knobs.h"
 
 namespace strata {
 

@@ -2,10 +2,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/control/knobs.h"
 #include "core/model/layer_registry.h"
 #include "core/status.h"
 #include "moe/moe_layer.h"
-#include "scheduler/knobs.h"
 
 namespace strata::moe {
 namespace {

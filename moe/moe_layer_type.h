@@ -5,9 +5,10 @@
 //   {"type": "moe", "name": "moe", "experts": 8, "hidden": 1024, "top_k": 2,
 //    "capacity_factor": 1.25, "pipeline_chunks": 1, "parallelism": "expert"}
 //
-// A binary (or test) that reads configs calls RegisterMoe() once
-// before it parses one; without it "moe" is an unknown layer type. It also
-// registers the MoE runtime knobs (scheduler/knobs.h), which an expert
+// A binary (or test) that reads configs calls RegisterMoe() once before it
+// parses one (RegisterModules, startup/program_startup.h, does); without it
+// "moe" is an unknown layer type. It also
+// registers the MoE runtime knobs (core/control/knobs.h), which an expert
 // group's processes apply at an iteration boundary: neither changes what
 // the layer computes (expert_parallel.h: every d and r, the same result up
 // to float summation order).

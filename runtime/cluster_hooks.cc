@@ -1,8 +1,9 @@
 #include "runtime/cluster_hooks.h"
 
+#include "core/model/batch_shares.h"
 #include "core/net/wire_format.h"
 #include "core/status.h"
-#include "core/util/batch_shares.h"
+#include "scheduler/crossover.h"
 
 namespace strata {
 

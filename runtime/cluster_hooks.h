@@ -21,12 +21,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/control/controller.h"
+#include "core/control/knobs.h"
 #include "core/net/fc_link.h"
 #include "core/net/ps_client.h"
 #include "runtime/coordinated_knobs.h"
 #include "runtime/step_loop.h"
-#include "scheduler/controller.h"
-#include "scheduler/knobs.h"
 
 namespace strata {
 
@@ -40,14 +40,14 @@ class ClusterHooks {
                                           : std::make_unique<NoChangeController>()) {}
   // The knobs this process applies are declared here before Attach.
   JobKnobs& knobs() { return knobs_; }
-  // Declares the wire format (scheduler/knobs.h, kWireFormatKnob) with its
+  // Declares the wire format (core/net/wire_format.h, kWireFormatKnob) with its
   // value at start, "fp32" or "bf16", applied to the client's pushes and
   // pulls and, where given, to `link`'s activations (a stanza conv worker;
   // an FC worker answers in what it is sent). InvalidArgument for another
   // value.
   absl::Status DeclareWireFormat(const std::string& initial, FcLink* link = nullptr);
   // Declares how each global batch of `global` rows divides over the
-  // job's `conv_workers` conv workers (scheduler/knobs.h, kBatchSharesKnob)
+  // job's `conv_workers` conv workers (core/model/batch_shares.h, kBatchSharesKnob)
   // with its value at start (the config's cluster.batch_shares, declared
   // with a weight per conv worker spelled out), and calls `apply` with the
   // rows of every conv worker, in rank order: now, and at the boundary of
@@ -57,7 +57,7 @@ class ClusterHooks {
                                   RowsApplier apply);
   // Points `options` at the knobs, their schedule and the controller; where
   // options->device takes turns with other jobs' (crossover), declares
-  // device.sharing (scheduler/knobs.h, kDeviceSharingKnob) on it first.
+  // device.sharing (scheduler/crossover.h, kDeviceSharingKnob) on it first.
   void Attach(StepLoopOptions* options);
   // loop.Run(program); on an error, the servers hear it first.
   absl::StatusOr<int64_t> Run(StepLoop& loop, StepProgram& program) {

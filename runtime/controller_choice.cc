@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/control/knobs.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
-#include "scheduler/knobs.h"
 #include "scheduler/secbad/changepoint_controller.h"
 #include "scheduler/secbad/secbad_controller.h"
 

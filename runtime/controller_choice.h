@@ -1,4 +1,4 @@
-// ControllerChoice: which Controller (scheduler/controller.h) a job runs,
+// ControllerChoice: which Controller (core/control/controller.h) a job runs,
 // from --controller, --cost-model and --policy-file, read and checked when
 // the process starts, before it connects to anything:
 //
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/controller.h"
+#include "core/control/controller.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/knob_policy.h"
 

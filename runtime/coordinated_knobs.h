@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/iteration_record.h"
+#include "core/control/iteration_record.h"
 
 #include "core/net/ps_client.h"
 #include "runtime/step_loop.h"

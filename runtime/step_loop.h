@@ -1,7 +1,7 @@
 // StepLoop: the one training loop every worker runs (single, ps and stanza
 // conv workers, FC workers). A StepProgram says what the role does in each
 // phase of an iteration; the loop runs the phases in order, takes the
-// device (scheduler/device_policy.h) when a compute phase begins without
+// device (core/control/device_policy.h) when a compute phase begins without
 // it, keeps it from phase to phase, and lets it go at every wait on a peer
 // (core/util/wait_observer.h: the loop is the observer of the program's
 // components) and at the end of the iteration; a wait inside a compute
@@ -39,14 +39,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/control/controller.h"
+#include "core/control/device_policy.h"
+#include "core/control/iteration_record.h"
+#include "core/control/knobs.h"
 #include "core/net/traffic.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
 #include "core/util/wait_observer.h"
-#include "scheduler/controller.h"
-#include "scheduler/device_policy.h"
-#include "scheduler/iteration_record.h"
-#include "scheduler/knobs.h"
 
 namespace strata {
 

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <string>
 
+#include "core/control/device_policy.h"
 #include "core/model/job_config.h"
 #include "core/net/partition_plan.h"
 #include "core/net/ps_client.h"
 #include "core/train/trainer.h"
 #include "runtime/controller_choice.h"
-#include "scheduler/device_policy.h"
 
 namespace strata {
 
@@ -22,7 +22,7 @@ struct WorkerOptions {
   RunOptions run;  // metrics, summary, progress, limits
   int64_t chunk_elements = kDefaultChunkElements;
   std::string parameters_out;  // worker 0: final parameters as a checkpoint file
-  // Who may compute when (scheduler/device_policy.h): shared with the other
+  // Who may compute when (core/control/device_policy.h): shared with the other
   // jobs of this process (scheduler/crossover.h); null: always ours.
   DevicePolicy* device = nullptr;
   // The job's controller (--controller, --cost-model), run by conv worker 0.

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/control/knobs.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 
@@ -233,6 +234,23 @@ void DeviceArbiter::Leave(int job) {
   if (holder_ == job) GiveBack(job);
   if (policy_ == SharingPolicy::kExclusive && turn_ == job) turn_ = NextTurn(job);
   changed_.notify_all();
+}
+
+void RegisterDeviceSharingKnob() {
+  static const bool registered = [] {
+    KnobSpec sharing;
+    sharing.name = kDeviceSharingKnob;
+    sharing.description =
+        "where jobs share a worker under crossover, how this one computes: crossover (in turns, "
+        "giving the cores up at every wait) or naive (whenever it likes, contending for them)";
+    sharing.validate = [](const std::string& value) {
+      return value == "crossover" || value == "naive"
+                 ? absl::OkStatus()
+                 : absl::InvalidArgumentError("device sharing is crossover or naive");
+    };
+    return KnobCatalog::Global().Register(std::move(sharing)).ok();
+  }();
+  (void)registered;
 }
 
 }  // namespace strata

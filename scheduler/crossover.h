@@ -57,7 +57,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/device_policy.h"
+#include "core/control/device_policy.h"
 
 namespace strata {
 
@@ -155,6 +155,15 @@ class DeviceArbiter {
   uint64_t arrivals_ = 0;
   bool weighted_ = false;  // some weights differ
 };
+
+// The device.sharing knob: where several jobs share a worker process under
+// crossover, how this job computes there: "crossover" (in turns with the
+// others, letting the device go at every wait) or "naive" (whenever it
+// likes, contending for the cores); declared by every worker whose device
+// takes turns (runtime/cluster_hooks.h), starting at "crossover".
+inline constexpr char kDeviceSharingKnob[] = "device.sharing";
+// Registers device.sharing with KnobCatalog::Global(); a second call does nothing.
+void RegisterDeviceSharingKnob();
 
 }  // namespace strata
 

@@ -1,5 +1,5 @@
 // KnobBoard: the coordinator's record of one job's runtime knobs
-// (scheduler/knobs.h) and of the leases that make every process apply a
+// (core/control/knobs.h) and of the leases that make every process apply a
 // change at the same iteration.
 //
 // The rule: a process may start iteration i only while it holds a lease
@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/control/controller.h"
+#include "core/control/knobs.h"
 #include "core/net/admission.h"
-#include "scheduler/controller.h"
-#include "scheduler/knobs.h"
 
 namespace strata {
 

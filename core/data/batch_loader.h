@@ -28,7 +28,7 @@ struct Batch {
 };
 
 // The rows [begin, begin + rows) of a global batch: the part one rank
-// takes when the ranks' shares are not even (core/util/batch_shares.h).
+// takes when the ranks' shares are not even (core/model/batch_shares.h).
 struct BatchSlice {
   int64_t begin = 0;
   int64_t rows = 0;

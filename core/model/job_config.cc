@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/model/batch_shares.h"
+#include "core/model/fc_batching.h"
 #include "core/model/layer_registry.h"
 #include "core/status.h"
-#include "core/util/batch_shares.h"
-#include "core/util/fc_batching.h"
 #include "core/util/json_reader.h"
 
 namespace strata {

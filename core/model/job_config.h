@@ -113,11 +113,11 @@ struct ClusterConfig {
   // runs). Servers keep and accumulate fp32 either way.
   std::string wire_format = "fp32";
   // How each global batch divides over the conv workers at start: "even",
-  // or a weight per conv worker ("3:1", core/util/batch_shares.h); the
+  // or a weight per conv worker ("3:1", core/model/batch_shares.h); the
   // batch.shares knob changes it while the job runs.
   std::string batch_shares = "even";
   // How a stanza FC worker batches its conv workers' activations at start:
-  // "gathered" or "arrival" (core/util/fc_batching.h); the fc.batching knob
+  // "gathered" or "arrival" (core/model/fc_batching.h); the fc.batching knob
   // changes it while the job runs.
   std::string fc_batching = "gathered";
 };

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/control/controller.h"
+#include "core/control/iteration_record.h"
+#include "core/control/knobs.h"
 #include "core/net/protocol.capnp.h"
-#include "scheduler/controller.h"
-#include "scheduler/iteration_record.h"
-#include "scheduler/knobs.h"
 
 namespace strata {
 

@@ -44,7 +44,7 @@ enum Kind {
                       # carries jobToken and jobIdentity (core/net/admission.h)
   helloAck @23;       # its answer; errorCode/errorMessage set when refused
   nodeDead @24;       # coordinator -> servers: nodes[0] stopped sending heartbeats
-  # Runtime knobs, agreed through the coordinator (scheduler/knobs.h, server/knob_board.h):
+  # Runtime knobs, agreed through the coordinator (core/control/knobs.h, server/knob_board.h):
   knobLease @25;      # worker -> coordinator: `iteration` it is at; knobs: those it declares
   knobLeaseReply @26; # `iteration`: the lease's end (start no iteration >= it without a new
                       # lease); knobs: every agreed change (name, value, fromIteration)
@@ -152,7 +152,7 @@ struct Header {
 }
 
 # What one process did in one iteration, as a controller reads it
-# (scheduler/iteration_record.h).
+# (core/control/iteration_record.h).
 struct IterationReport {
   role @0 :Role;
   rank @1 :Int32;

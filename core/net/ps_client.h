@@ -80,6 +80,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/control/controller.h"
+#include "core/control/iteration_record.h"
+#include "core/control/knobs.h"
 #include "core/net/admission.h"
 #include "core/net/membership.h"
 #include "core/net/message_channel.h"
@@ -89,9 +92,6 @@
 #include "core/net/shared_memory_lane.h"
 #include "core/net/transport.h"
 #include "core/util/wait_observer.h"
-#include "scheduler/controller.h"
-#include "scheduler/iteration_record.h"
-#include "scheduler/knobs.h"
 
 namespace strata {
 

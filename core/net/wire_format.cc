@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/control/knobs.h"
 #include "core/ops/cpu/bfloat16.h"
 
 namespace strata {
@@ -34,6 +35,23 @@ void DecodeFloats(const IncomingMessage& message, size_t frame, wire::DataType t
   } else {
     std::memcpy(dst, message.frame_data(frame), static_cast<size_t>(n) * sizeof(float));
   }
+}
+
+void RegisterWireFormatKnob() {
+  static const bool registered = [] {
+    KnobSpec wire;
+    wire.name = kWireFormatKnob;
+    wire.description =
+        "what pushes, pulls and activations carry on the sockets: fp32, or bf16 (half the bytes)";
+    wire.alters_math = true;
+    wire.validate = [](const std::string& value) {
+      return value == "fp32" || value == "bf16"
+                 ? absl::OkStatus()
+                 : absl::InvalidArgumentError("the wire formats are fp32 and bf16");
+    };
+    return KnobCatalog::Global().Register(std::move(wire)).ok();
+  }();
+  (void)registered;
 }
 
 }  // namespace strata

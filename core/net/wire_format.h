@@ -39,6 +39,12 @@ Tensor EncodeFloats(const Tensor& floats, wire::DataType type);
 void DecodeFloats(const IncomingMessage& message, size_t frame, wire::DataType type, float* dst,
                   int64_t n);
 
+// The wire.format knob: what the cluster's float data travels as, "fp32"
+// or "bf16"; declared by every worker through runtime/cluster_hooks.h.
+inline constexpr char kWireFormatKnob[] = "wire.format";
+// Registers wire.format with KnobCatalog::Global(); a second call does nothing.
+void RegisterWireFormatKnob();
+
 }  // namespace strata
 
 #endif  // STRATA_CORE_NET_WIRE_FORMAT_H_

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/ops/cpu/cpu_backend.h"
+#include "core/ops/cpu_backend.h"
 
 namespace strata {
 

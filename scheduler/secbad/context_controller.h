@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/controller.h"
+#include "core/control/controller.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/run_length_posterior.h"
 

@@ -33,8 +33,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "core/control/iteration_record.h"
 #include "core/util/rng.h"
-#include "scheduler/iteration_record.h"
 #include "scheduler/secbad/observation_model.h"
 
 namespace strata::secbad {

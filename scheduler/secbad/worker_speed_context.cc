@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/control/knobs.h"
+#include "core/model/batch_shares.h"
 #include "core/status.h"
-#include "core/util/batch_shares.h"
 #include "core/util/json_reader.h"
 #include "core/util/statistics.h"
-#include "scheduler/knobs.h"
 
 namespace strata::secbad {
 namespace {

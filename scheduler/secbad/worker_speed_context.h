@@ -9,7 +9,7 @@
 //   T_v(s) = max_r rows_r(v) * exp(s_r) + overhead_v
 //
 // with rows_r(v) the rows value v gives conv worker r of the global batch
-// (core/util/batch_shares.h) and overhead_v the rest of an iteration beyond
+// (core/model/batch_shares.h) and overhead_v the rest of an iteration beyond
 // its slowest conv worker's compute, fitted to measured iterations. A conv
 // worker's first two iterations, and its first after its rows changed, are
 // not read (start-up, whose second iteration is still slow too; kernels

@@ -1,4 +1,4 @@
-// BatchShares (core/util/batch_shares.h) and the uneven slices of a global
+// BatchShares (core/model/batch_shares.h) and the uneven slices of a global
 // batch they give the data loaders: every row of a global batch goes to
 // exactly one rank, whatever the shares, and a prefetching loader makes the
 // slice it is asked for when the shares change.
@@ -12,7 +12,7 @@
 #include "core/data/batch_loader.h"
 #include "core/data/dataset.h"
 #include "core/data/prefetching_loader.h"
-#include "core/util/batch_shares.h"
+#include "core/model/batch_shares.h"
 
 namespace strata {
 namespace {

@@ -1,13 +1,13 @@
 // Command-line helpers shared by the binaries: dashes in flag names, a
 // flag given once per job, and the per-job output paths.
-#include "core/util/flag_names.h"
+#include "flags/flag_names.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/flags/cluster_flags.h"
+#include "flags/cluster_flags.h"
 
 namespace strata {
 namespace {

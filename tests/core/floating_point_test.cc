@@ -5,7 +5,7 @@
 #include <limits>
 #include <thread>
 
-#include "core/util/process_setup.h"
+#include "core/process/process_setup.h"
 
 namespace strata {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/process/subprocess.h"
 #include "core/train/checkpoint.h"
-#include "core/util/subprocess.h"
 #include "moe/group/group_member.h"
 #include "moe/moe_layer.h"
 

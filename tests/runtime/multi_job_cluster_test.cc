@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scheduler/iteration_record.h"
+#include "core/control/iteration_record.h"
 #include "tests/support/cluster_fixture.h"
 
 namespace strata {

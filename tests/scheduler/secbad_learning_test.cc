@@ -10,11 +10,11 @@
 #include <limits>
 
 #include "core/train/checkpoint.h"
+#include "experiments/gridworld.h"
+#include "experiments/gridworld_experiment.h"
+#include "experiments/gridworld_planner.h"
 #include "scheduler/secbad/actor_critic.h"
 #include "scheduler/secbad/context_tracker.h"
-#include "scheduler/secbad/gridworld.h"
-#include "scheduler/secbad/gridworld_experiment.h"
-#include "scheduler/secbad/gridworld_planner.h"
 #include "scheduler/secbad/ppo.h"
 
 namespace strata::secbad {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/model/batch_shares.h"
+
 namespace strata {
 namespace {
 
@@ -86,7 +88,7 @@ TEST(KnobBoardTest, RefusesUnknownUndeclaredAndInvalidKnobsAndMismatchedStarts) 
 }
 
 TEST(KnobBoardTest, BatchSharesMustGiveEveryConvWorkerOfTheJobAWeight) {
-  const KnobCatalog& catalog = KnobCatalog::Global();  // batch.shares is built in
+  const KnobCatalog& catalog = KnobCatalog::Global();  // batch.shares: RegisterModules in the test main
   KnobBoard board(&catalog, 4);
   ASSERT_TRUE(board.RenewLease(kConv0, 0, {{kBatchSharesKnob, "1:1"}}).ok());
   EXPECT_EQ(board.Set({{kBatchSharesKnob, "3:1:1"}}).status().message(),

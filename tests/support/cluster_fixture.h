@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/time/time.h"
-#include "core/util/subprocess.h"
+#include "core/process/subprocess.h"
 
 namespace strata::testing {
 
@@ -80,7 +80,7 @@ int ScaledSeconds(int seconds);
 // to get somewhere (prefer waiting for what can be observed).
 void SleepScaled(absl::Duration d);
 
-// A background process (core/util/subprocess.h) whose output goes to a log
+// A background process (core/process/subprocess.h) whose output goes to a log
 // file; killed (SIGKILL, with its process group) when destroyed unless it
 // was waited for.
 class Process {

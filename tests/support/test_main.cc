@@ -6,11 +6,11 @@
 #include <iostream>
 #include <string>
 
-#include "moe/moe_layer_type.h"
+#include "startup/program_startup.h"
 #include "tests/support/requirements.h"
 
 int main(int argc, char** argv) {
-  strata::moe::RegisterMoe();
+  strata::RegisterModules();
   ::testing::InitGoogleTest(&argc, argv);
   if (const auto unknown = strata::testing::UnknownRequirements(); !unknown.empty()) {
     std::cerr << "STRATA_TEST_REQUIRE names \"" << unknown.front()

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "core/util/subprocess.h"
+#include "core/process/subprocess.h"
 
 namespace strata::bench {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/util/subprocess.h"
+#include "core/process/subprocess.h"
 
 namespace strata::bench {
 

@@ -13,13 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "core/flags/cluster_flags.h"
+#include "core/control/iteration_record.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
 #include "core/util/statistics.h"
-#include "core/util/subprocess.h"
+#include "flags/cluster_flags.h"
 #include "scheduler/crossover.h"
-#include "scheduler/iteration_record.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/progress_bar.h"
 #include "tools/bench/throughput_plot.h"
@@ -206,7 +206,7 @@ class CrossoverRunner {
 
 // Draws, for each policy, a window of conv worker 0's iterations of every
 // job: when it computed, waited for the device, and waited for its peers.
-// Spans as SpansOfRecord draws them (scheduler/iteration_record.h).
+// Spans as SpansOfRecord draws them (core/control/iteration_record.h).
 absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_policy,
                           const std::vector<std::string>& policies, size_t jobs,
                           const std::string& png_path, const std::string& scratch) {

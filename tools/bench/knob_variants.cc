@@ -4,9 +4,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/control/knobs.h"
+#include "core/model/batch_shares.h"
+#include "core/model/fc_batching.h"
+#include "core/net/wire_format.h"
 #include "core/status.h"
 #include "moe/moe_layer_type.h"
-#include "scheduler/knobs.h"
 
 namespace strata::bench {
 namespace {

@@ -1,5 +1,5 @@
 // Knob variants of a job, for measuring the best static setting of a
-// runtime knob (scheduler/knobs.h) per context: `strata_bench train --knob
+// runtime knob (core/control/knobs.h) per context: `strata_bench train --knob
 // wire.format=fp32,bf16` runs every cluster mode once per value, the job
 // starting with the knob at that value. A knob's start value is where the
 // job config says it:

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/net/admission.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
-#include "core/util/subprocess.h"
 #include "moe/group/group_member.h"
 #include "tools/bench/bench_report.h"
 #include "tools/netem/emulated_network.h"

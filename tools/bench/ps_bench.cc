@@ -23,11 +23,11 @@
 #include "core/net/curve.h"
 #include "core/net/ps_client.h"
 #include "core/net/transport.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
 #include "core/train/metrics_writer.h"
 #include "core/util/clock.h"
 #include "core/util/ready_file.h"
-#include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/bench_server.h"
 

@@ -14,9 +14,9 @@
 #include "core/model/job_config.h"
 #include "core/model/model.h"
 #include "core/ops/cpu/dnnl_runtime.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
-#include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
 
 namespace strata::bench {

@@ -8,7 +8,7 @@
 //       [--segment-stddev 100] [--json out.json] [--policy-dir DIR]
 //   strata_bench secbad live ...   (tools/bench/secbad_live_bench.h)
 //
-// gridworld: every contender (scheduler/secbad/gridworld_experiment.h)
+// gridworld: every contender (experiments/gridworld_experiment.h)
 // trained and evaluated from each seed, one after another. runtime: the
 // same on the runtime environment of a knob's cost model
 // (scheduler/secbad/runtime_environment.h): its learned contenders and the
@@ -33,7 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "scheduler/secbad/gridworld_experiment.h"
+#include "experiments/gridworld_experiment.h"
 #include "scheduler/secbad/runtime_environment.h"
 
 namespace strata::bench {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,12 +21,12 @@
 #include "absl/strings/str_join.h"
 #include "core/model/job_config.h"
 #include "core/ops/cpu/dnnl_runtime.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/json_file.h"
 #include "core/util/log.h"
 #include "core/util/statistics.h"
-#include "core/util/subprocess.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/runtime_environment.h"
 #include "tools/bench/bench_report.h"

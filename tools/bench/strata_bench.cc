@@ -11,19 +11,16 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "core/flags/cluster_flags.h"
 #include "core/model/job_config.h"
+#include "core/process/process_setup.h"
+#include "core/process/subprocess.h"
 #include "core/util/count_list.h"
-#include "core/util/flag_names.h"
 #include "core/util/log.h"
-#include "core/util/process_setup.h"
-#include "core/util/subprocess.h"
-#include "moe/moe_layer_type.h"
+#include "flags/cluster_flags.h"
+#include "startup/program_startup.h"
 #include "tools/bench/crossover_bench.h"
 #include "tools/bench/link_bench.h"
 #include "tools/bench/model_table.h"
@@ -156,11 +153,9 @@ ABSL_FLAG(double, gflops, 0,
           "layers on this machine");
 
 int main(int argc, char** argv) {
-  strata::ConfigureProcessAllocator();
-  strata::ConfigureFloatingPoint();
-  strata::moe::RegisterMoe();         // job configs may name "moe" layers
   strata::StopChildrenOnInterrupt();  // Ctrl-C stops the contenders and cleans up
-  absl::SetProgramUsageMessage(
+  const strata::ProgramArguments args = strata::StartProgram(
+      argc, argv,
       "Strata's benchmark tool.\n"
       "  strata_bench train --config JOB.json [--modes single,ps,stanza] [--conv-workers N]\n"
       "                     [--models alexnet,vgg16,resnet18,resnet50 instead of --config]\n"
@@ -207,14 +202,12 @@ int main(int argc, char** argv) {
       "                     [--live-seconds 125] [--warmup 5] [--repeat 3] [--knob-lead 2]\n"
       "                     [--contenders static,changepoint,secbad] [--json f] [--plot p.png]\n"
       "                     [--records-dir DIR]");
-  strata::NormalizedArgs args(argc, argv);
-  std::vector<char*> positional = absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess("bench");
-  if (positional.size() < 2) {
+  if (args.positional.size() < 2) {
     std::fprintf(stderr, "strata_bench: error: name a benchmark (train)\n");
     return 2;
   }
-  const std::string command = positional[1];
+  const std::string command = args.positional[1];
   absl::Status status;
   // train, plan: --servers, --conv-workers and --fc-workers over the
   // config's cluster block (a config that does not load is reported by the
@@ -352,7 +345,7 @@ int main(int argc, char** argv) {
     o.threads = absl::GetFlag(FLAGS_threads);
     o.json_out = absl::GetFlag(FLAGS_json);
     status = strata::bench::RunReferenceCheck(o);
-  } else if (command == "secbad" && positional.size() > 2 && std::string(positional[2]) == "live") {
+  } else if (command == "secbad" && args.positional.size() > 2 && args.positional[2] == "live") {
     strata::bench::SecbadLiveOptions o;
     o.config = absl::GetFlag(FLAGS_config);
     o.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
@@ -388,7 +381,7 @@ int main(int argc, char** argv) {
     }
   } else if (command == "secbad") {
     strata::bench::SecbadBenchOptions o;
-    if (positional.size() > 2) o.experiment = positional[2];
+    if (args.positional.size() > 2) o.experiment = args.positional[2];
     o.seeds = absl::GetFlag(FLAGS_seeds);
     o.training_steps = absl::GetFlag(FLAGS_training_steps);
     o.contenders = absl::StrSplit(absl::GetFlag(FLAGS_contenders), ',', absl::SkipEmpty());

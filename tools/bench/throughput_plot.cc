@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
-#include "core/util/subprocess.h"
 
 namespace strata::bench {
 std::string GnuplotString(const std::string& s) {

@@ -10,8 +10,8 @@
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/model/model.h"
 #include "core/ops/cpu/dnnl_runtime.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
-#include "core/util/subprocess.h"
 #include "tools/bench/bench_report.h"
 
 namespace strata::bench {

@@ -18,19 +18,17 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
-#include "core/flags/cluster_flags.h"
 #include "core/net/admission.h"
 #include "core/net/connection_security.h"
 #include "core/net/knob_messages.h"
 #include "core/net/transport.h"
 #include "core/status.h"
 #include "core/util/clock.h"
-#include "core/util/flag_names.h"
+#include "flags/cluster_flags.h"
+#include "startup/program_startup.h"
 
 ABSL_FLAG(int64_t, from_iteration, -1,
           "set: the iteration the change takes effect at (refused if a process may have started "
@@ -60,7 +58,7 @@ absl::StatusOr<IncomingMessage> Ask(Socket& socket, OutgoingMessage& request, ui
       absl::StrCat("no answer from the coordinator within ", absl::FormatDuration(timeout)));
 }
 
-absl::StatusOr<std::vector<KnobProposal>> ParseAssignments(const std::vector<char*>& args) {
+absl::StatusOr<std::vector<KnobProposal>> ParseAssignments(const std::vector<std::string>& args) {
   std::vector<KnobProposal> out;
   for (size_t i = 2; i < args.size(); ++i) {
     const std::string a = args[i];
@@ -74,7 +72,7 @@ absl::StatusOr<std::vector<KnobProposal>> ParseAssignments(const std::vector<cha
   return out;
 }
 
-int Run(const std::vector<char*>& args) {
+int Run(const std::vector<std::string>& args) {
   const absl::StatusOr<JobAddressFlags> job = JobAddressFromFlags();
   if (!job.ok()) {
     std::fprintf(stderr, "strata_ctl: %s\n", std::string(job.status().message()).c_str());
@@ -154,10 +152,9 @@ int Run(const std::vector<char*>& args) {
 }  // namespace strata
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  const strata::ProgramArguments args = strata::StartProgram(
+      argc, argv,
       "Shows or changes a running job's knobs.\n  strata_ctl --coordinator ADDR [--job-id ID] "
       "get\n  strata_ctl --coordinator ADDR [--job-id ID] set NAME=VALUE...");
-  strata::NormalizedArgs args(argc, argv);
-  const std::vector<char*> rest = absl::ParseCommandLine(args.argc(), args.argv());
-  return strata::Run(rest);
+  return strata::Run(args.positional);
 }

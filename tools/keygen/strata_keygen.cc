@@ -17,11 +17,11 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "core/net/curve.h"
+#include "core/process/process_setup.h"
 #include "core/status.h"
+#include "startup/program_startup.h"
 
 ABSL_FLAG(std::string, keys, "", "the key directory (made when missing)");
 ABSL_FLAG(std::string, jobs, "1", "the job ids the new client key may speak for, comma-separated");
@@ -76,14 +76,9 @@ absl::Status Run() {
 }  // namespace strata
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  strata::StartProgram(
+      argc, argv,
       "Makes ZeroMQ CURVE keys for a Strata cluster.\n  strata_keygen --keys DIR [--jobs 1,2] "
       "[--client NAME]");
-  absl::ParseCommandLine(argc, argv);
-  const absl::Status status = strata::Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "strata_keygen: error: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return strata::ExitCodeFor("strata_keygen", strata::Run());
 }

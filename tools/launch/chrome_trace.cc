@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "core/control/iteration_record.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
-#include "scheduler/iteration_record.h"
 
 namespace strata {
 

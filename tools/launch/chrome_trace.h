@@ -3,7 +3,7 @@
 // (ui.perfetto.dev) and chrome://tracing load: one trace process per
 // Strata process, one thread per job in it, and a complete event per span
 // of every iteration (compute, waiting for the device, waiting for peers;
-// scheduler/iteration_record.h, SpansOfRecord), named by its phase.
+// core/control/iteration_record.h, SpansOfRecord), named by its phase.
 // Timestamps are the records' monotonic clock in microseconds, so the
 // processes of one host line up.
 #ifndef STRATA_TOOLS_LAUNCH_CHROME_TRACE_H_

@@ -18,8 +18,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/net/admission.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
-#include "core/util/subprocess.h"
 #include "tools/launch/role_commands.h"
 
 namespace strata {

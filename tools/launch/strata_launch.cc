@@ -19,30 +19,26 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "core/flags/cluster_flags.h"
 #include "core/model/job_config.h"
 #include "core/net/admission.h"
 #include "core/net/curve.h"
 #include "core/net/serving_address.h"
+#include "core/process/process_setup.h"
 #include "core/status.h"
-#include "core/train/training_flags.h"
-#include "core/util/flag_names.h"
 #include "core/util/log.h"
-#include "core/util/process_setup.h"
-#include "moe/moe_layer_type.h"
+#include "flags/cluster_flags.h"
+#include "flags/training_flags.h"
 #include "runtime/controller_choice.h"
 #include "runtime/single_trainer.h"
 #include "scheduler/crossover.h"
+#include "startup/program_startup.h"
 #include "tools/launch/chrome_trace.h"
 #include "tools/launch/local_cluster.h"
 #include "tools/launch/slurm_task.h"
-
 
 ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cluster.mode)");
@@ -372,15 +368,11 @@ absl::Status Run() {
 }  // namespace strata
 
 int main(int argc, char** argv) {
-  strata::ConfigureProcessAllocator();
-  strata::ConfigureFloatingPoint();
-  strata::moe::RegisterMoe();  // job configs may name "moe" layers
-  absl::SetProgramUsageMessage(
+  strata::StartProgram(
+      argc, argv,
       "Runs a Strata training job.\n  strata_launch --config JOB.json [--mode single] "
       "[--epochs E] [--max-steps K] [--threads T] [--seed S] [--metrics-out m.jsonl] "
       "[--records-dir DIR] [--summary-out s.json]");
-  strata::NormalizedArgs args(argc, argv);
-  absl::ParseCommandLine(args.argc(), args.argv());
   strata::SetLogProcess("launcher");
   return strata::ExitCodeFor("strata_launch", strata::Run());
 }

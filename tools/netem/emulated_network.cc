@@ -21,9 +21,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/process/subprocess.h"
 #include "core/status.h"
 #include "core/util/log.h"
-#include "core/util/subprocess.h"
 
 namespace strata {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/process/network_namespace.h"
 #include "core/util/clock.h"
-#include "core/util/network_namespace.h"
 
 namespace strata {
 namespace {
