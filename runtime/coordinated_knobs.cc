@@ -10,18 +10,18 @@ absl::Status CoordinatedKnobs::Before(int64_t iteration, JobKnobs& knobs, WaitOb
   const bool every_iteration = wants_reports_ || reports_wanted_;
   if ((iteration >= renew_at_ && asked_at_ < renew_at_) ||
       (every_iteration && asked_at_ < iteration)) {
-    client_.RequestKnobLease(iteration, knobs.declared(), unsent_, wants_reports_);
+    leases_.Request(iteration, knobs.declared(), unsent_, wants_reports_);
     unsent_.clear();
     asked_at_ = iteration;
   }
   // Most iterations: the lease we hold covers this one and nothing new came.
-  if (iteration < until_ && client_.knob_lease_version() == seen_version_) {
+  if (iteration < until_ && leases_.version() == seen_version_) {
     return absl::OkStatus();
   }
-  PsClient::KnobLease lease = client_.knob_lease();
+  KnobLease lease = leases_.lease();
   if (lease.until <= iteration) {
-    // The client's wait tells the loop's observer itself.
-    STRATA_ASSIGN_OR_RETURN(lease, client_.AwaitKnobLease(iteration, knobs.declared()));
+    // The lease client's wait tells the loop's observer itself.
+    STRATA_ASSIGN_OR_RETURN(lease, leases_.Await(iteration, knobs.declared()));
   }
   if (lease.version != seen_version_) {
     seen_version_ = lease.version;
@@ -37,7 +37,7 @@ absl::Status CoordinatedKnobs::Before(int64_t iteration, JobKnobs& knobs, WaitOb
 }
 
 void CoordinatedKnobs::Propose(const std::vector<KnobProposal>& proposals) {
-  client_.ProposeKnobs(proposals);
+  leases_.Propose(proposals);
 }
 
 void CoordinatedKnobs::Report(const IterationRecord& record) {

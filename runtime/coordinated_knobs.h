@@ -14,16 +14,17 @@
 #include <vector>
 
 #include "core/control/iteration_record.h"
-
 #include "core/net/ps_client.h"
+#include "runtime/knob_lease_client.h"
 #include "runtime/step_loop.h"
 
 namespace strata {
 
 class CoordinatedKnobs final : public KnobSchedule {
  public:
-  // `client` must outlive this object.
-  explicit CoordinatedKnobs(PsClient& client) : client_(client) {}
+  // `client` must outlive this object; the knob answers of its coordinator
+  // connection come here (runtime/knob_lease_client.h).
+  explicit CoordinatedKnobs(PsClient& client) : leases_(client) {}
 
   // `waits` goes unused: the client reports its own wait for a lease to
   // the observer it was given (the same loop's).
@@ -31,13 +32,13 @@ class CoordinatedKnobs final : public KnobSchedule {
   void Propose(const std::vector<KnobProposal>& proposals) override;
   void Report(const IterationRecord& record) override;
   void WantReports() override { wants_reports_ = true; }
-  std::vector<IterationRecord> TakeReports() override { return client_.TakeRelayedReports(); }
+  std::vector<IterationRecord> TakeReports() override { return leases_.TakeRelayedReports(); }
 
  private:
   // Records kept for the next request at most (the oldest dropped first).
   static constexpr size_t kMaxUnsentReports = 64;
 
-  PsClient& client_;
+  KnobLeaseClient leases_;
   bool wants_reports_ = false;    // our controller reads every process's records
   bool reports_wanted_ = false;   // some controller of the job does (the last lease said)
   std::vector<IterationRecord> unsent_;

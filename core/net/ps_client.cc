@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "core/net/knob_messages.h"
 #include "core/net/membership.h"
 #include "core/status.h"
 #include "core/util/clock.h"
@@ -275,58 +274,9 @@ std::unique_ptr<OutgoingMessage> PsClient::ToCoordinator(wire::Kind kind, uint64
   return m;
 }
 
-void PsClient::RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared,
-                                const std::vector<IterationRecord>& reports, bool wants_reports) {
-  auto m = ToCoordinator(wire::Kind::KNOB_LEASE, kKnobLeaseRequest, iteration);
-  SetDeclaredKnobs(m->header(), declared);
-  std::vector<IterationReport> own;
-  for (const IterationRecord& r : reports) own.push_back({options_.role, rank(), r});
-  SetIterationReports(m->header(), own);
-  m->header().setWantsReports(wants_reports);
-  SendToCoordinator(std::move(m));
-}
-
-std::vector<IterationRecord> PsClient::TakeRelayedReports() {
-  absl::MutexLock lock(&knob_mu_);
-  std::vector<IterationRecord> out;
-  out.swap(relayed_);
-  return out;
-}
-
-PsClient::KnobLease PsClient::knob_lease() const {
-  absl::MutexLock lock(&knob_mu_);
-  return knob_lease_;
-}
-
-absl::StatusOr<PsClient::KnobLease> PsClient::AwaitKnobLease(
-    int64_t iteration, const std::map<std::string, std::string>& declared) {
-  ScopedWait wait(wait_observer_);
-  const absl::Time deadline = MonotonicNow() + options_.timeout;
-  while (true) {
-    {
-      absl::MutexLock lock(&knob_mu_);
-      const absl::Time ask_again = std::min(deadline, MonotonicNow() + options_.heartbeat_every);
-      while (knob_lease_.until <= iteration && knob_lease_.status.ok()) {
-        if (knob_cv_.WaitWithTimeout(&knob_mu_, ask_again - MonotonicNow())) break;
-      }
-      if (knob_lease_.until > iteration || !knob_lease_.status.ok()) {
-        STRATA_RETURN_IF_ERROR_CTX(knob_lease_.status, "the coordinator refused a knob lease");
-        return knob_lease_;
-      }
-    }
-    if (MonotonicNow() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no knob lease beyond iteration ", iteration, " from the coordinator ",
-                       options_.coordinator, " within ", absl::FormatDuration(options_.timeout)));
-    }
-    RequestKnobLease(iteration, declared);  // the last one may have been lost
-  }
-}
-
-void PsClient::ProposeKnobs(const std::vector<KnobProposal>& proposals) {
-  auto m = ToCoordinator(wire::Kind::KNOB_SET, kKnobSetRequest, /*iteration=*/-1);  // the earliest
-  SetKnobProposals(m->header(), proposals);
-  SendToCoordinator(std::move(m));
+void PsClient::set_coordinator_listener(CoordinatorListener listener) {
+  absl::MutexLock lock(&listener_mu_);
+  listener_ = std::move(listener);
 }
 
 bool PsClient::HandleCoordinatorMessage(RawMessage raw) {
@@ -334,39 +284,12 @@ bool PsClient::HandleCoordinatorMessage(RawMessage raw) {
   if (!m.ok()) return false;
   const auto h = m->header();
   if (IsNotRegistered(h)) return true;
-  switch (h.getKind()) {
-    case wire::Kind::KNOB_LEASE_REPLY: {
-      absl::MutexLock lock(&knob_mu_);
-      knob_lease_.until = std::max(knob_lease_.until, h.getIteration());
-      knob_lease_.changes = KnobChangesOf(h);
-      knob_lease_.reports_wanted = h.getWantsReports();
-      for (IterationReport& r : IterationReportsOf(h)) relayed_.push_back(std::move(r.record));
-      if (relayed_.size() > kMaxReportsPerMessage) {
-        relayed_.erase(relayed_.begin(), relayed_.end() - kMaxReportsPerMessage);
-      }
-      knob_lease_version_.store(++knob_lease_.version);
-      knob_cv_.SignalAll();
-      break;
-    }
-    case wire::Kind::KNOB_SET_REPLY:
-      for (const KnobChange& c : KnobChangesOf(h)) {
-        LogInfo("knob %s=%s agreed from iteration %lld", c.name.c_str(), c.value.c_str(),
-                static_cast<long long>(c.from_iteration));
-      }
-      break;
-    case wire::Kind::ERROR: {
-      const absl::Status refusal = ErrorFromHeader(h);
-      LogWarning("the coordinator refused a request: %s", std::string(refusal.message()).c_str());
-      if (h.getRequestId() == kKnobLeaseRequest) {
-        absl::MutexLock lock(&knob_mu_);
-        knob_lease_.status = refusal;
-        knob_cv_.SignalAll();
-      }
-      break;
-    }
-    default:
-      break;
+  if (h.getKind() == wire::Kind::ERROR) {
+    LogWarning("the coordinator refused a request: %s",
+               std::string(ErrorFromHeader(h).message()).c_str());
   }
+  absl::MutexLock lock(&listener_mu_);
+  if (listener_) listener_(*m);
   return false;
 }
 

@@ -70,6 +70,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -80,9 +81,6 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/control/controller.h"
-#include "core/control/iteration_record.h"
-#include "core/control/knobs.h"
 #include "core/net/admission.h"
 #include "core/net/membership.h"
 #include "core/net/message_channel.h"
@@ -173,43 +171,21 @@ class PsClient {
   // waits at most a short while for the servers' answers.
   void Leave(const absl::Status& why);
   absl::StatusOr<ClockReport> Clocks(int server);
-  // Runtime knobs, agreed through the coordinator (server/knob_board.h): a
-  // lease lets this process start iterations below its end without asking
-  // again, and carries every change agreed so far.
-  struct KnobLease {
-    int64_t until = -1;  // -1: none answered yet
-    std::vector<KnobChange> changes;
-    uint64_t version = 0;  // counts the leases answered
-    absl::Status status;   // the coordinator's refusal, if it refused
-    // A controller of the job reads every process's iterations: renew the
-    // lease, with this process's reports, every iteration.
-    bool reports_wanted = false;
-  };
-  // Asks for a lease from `iteration` on, declaring the knobs this process
-  // applies, with this process's iterations since its last request (the
-  // coordinator relays them to a controller that wants them; one that does,
-  // `wants_reports`, gets the others' with the answer). Not waiting; the
-  // I/O thread sends it.
-  void RequestKnobLease(int64_t iteration, std::map<std::string, std::string> declared,
-                        const std::vector<IterationRecord>& reports = {},
-                        bool wants_reports = false);
-  // The other processes' iterations relayed with the leases answered since
-  // the last call, oldest first.
-  std::vector<IterationRecord> TakeRelayedReports();
-  // The latest lease answered.
-  KnobLease knob_lease() const;
-  // How many leases have been answered (cheap: no copy, no lock), to tell
-  // whether knob_lease() has anything new.
-  uint64_t knob_lease_version() const { return knob_lease_version_.load(); }
-  // Waits until a lease ends after `iteration` (or is refused). A request
-  // can be lost (a coordinator that restarted): the request is sent again
-  // every heartbeat period while waiting, declaring `declared`.
-  // DeadlineExceeded after `timeout`.
-  absl::StatusOr<KnobLease> AwaitKnobLease(int64_t iteration,
-                                           const std::map<std::string, std::string>& declared);
-  // Asks the coordinator for knob changes (a Controller's proposals; not
-  // waiting). A refusal is logged.
-  void ProposeKnobs(const std::vector<KnobProposal>& proposals);
+
+  // The coordinator connection, for clients of its other services (the
+  // knob lease client, runtime/knob_lease_client.h). ToCoordinator: a
+  // message of `kind` from us, its header filled; SendToCoordinator queues
+  // it for the I/O thread, which sends it.
+  std::unique_ptr<OutgoingMessage> ToCoordinator(wire::Kind kind, uint64_t request_id,
+                                                 int64_t iteration) const;
+  void SendToCoordinator(std::unique_ptr<OutgoingMessage> message);
+  // Called on the I/O thread with every message from the coordinator that
+  // membership does not consume itself (answers to what was sent through
+  // SendToCoordinator; refusals, which are logged first). One listener at a
+  // time; null removes it, after any call in progress has returned.
+  using CoordinatorListener = std::function<void(const IncomingMessage&)>;
+  void set_coordinator_listener(CoordinatorListener listener);
+  const PsClientOptions& options() const { return options_; }
 
   // The newest coordinated checkpoint part this process has written; the
   // heartbeats (and, at the end, DONE) tell the coordinator, which
@@ -226,6 +202,7 @@ class PsClient {
   // Told of every Wait/WaitAll that blocks (null: none). Set before the
   // first wait; called on the waiting thread.
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
+  WaitObserver* wait_observer() const { return wait_observer_; }
   // What pushes and pulls made from now on carry on the sockets
   // (core/net/wire_format.h; the wire.format knob): fp32 by default, or
   // bf16. Shared-memory lanes carry fp32 whatever it is. Thread-safe.
@@ -291,11 +268,6 @@ class PsClient {
   // input, another thread answered a reply, or `until`.
   void DriveSockets(const Ticket& ticket, absl::Time until);
   void IoLoop();
-  // A message of `kind` from us for the coordinator, its header filled.
-  std::unique_ptr<OutgoingMessage> ToCoordinator(wire::Kind kind, uint64_t request_id,
-                                                 int64_t iteration) const;
-  // Queues a message for the coordinator (the I/O thread sends it).
-  void SendToCoordinator(std::unique_ptr<OutgoingMessage> message);
   // The I/O thread's handling of what the coordinator sends; true when it
   // says it has forgotten us.
   bool HandleCoordinatorMessage(RawMessage raw);
@@ -381,11 +353,8 @@ class PsClient {
   bool stop_ ABSL_GUARDED_BY(queue_mu_) = false;
   std::thread io_thread_;
 
-  mutable absl::Mutex knob_mu_;
-  absl::CondVar knob_cv_;
-  KnobLease knob_lease_ ABSL_GUARDED_BY(knob_mu_);
-  std::vector<IterationRecord> relayed_ ABSL_GUARDED_BY(knob_mu_);
-  std::atomic<uint64_t> knob_lease_version_{0};  // knob_lease_.version, readable without the lock
+  absl::Mutex listener_mu_;
+  CoordinatorListener listener_ ABSL_GUARDED_BY(listener_mu_);
 };
 
 }  // namespace strata
