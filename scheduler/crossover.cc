@@ -237,20 +237,15 @@ void DeviceArbiter::Leave(int job) {
 }
 
 void RegisterDeviceSharingKnob() {
-  static const bool registered = [] {
-    KnobSpec sharing;
-    sharing.name = kDeviceSharingKnob;
-    sharing.description =
-        "where jobs share a worker under crossover, how this one computes: crossover (in turns, "
-        "giving the cores up at every wait) or naive (whenever it likes, contending for them)";
-    sharing.validate = [](const std::string& value) {
-      return value == "crossover" || value == "naive"
-                 ? absl::OkStatus()
-                 : absl::InvalidArgumentError("device sharing is crossover or naive");
-    };
-    return KnobCatalog::Global().Register(std::move(sharing)).ok();
-  }();
-  (void)registered;
+  KnobCatalog::Global().RegisterIfNew(KnobSpec(
+      kDeviceSharingKnob,
+      "where jobs share a worker under crossover, how this one computes: crossover (in turns, "
+      "giving the cores up at every wait) or naive (whenever it likes, contending for them)",
+      /*alters_math=*/false, [](const std::string& value) {
+        return value == "crossover" || value == "naive"
+                   ? absl::OkStatus()
+                   : absl::InvalidArgumentError("device sharing is crossover or naive");
+      }));
 }
 
 }  // namespace strata

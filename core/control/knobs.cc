@@ -20,6 +20,10 @@ absl::Status KnobCatalog::Register(KnobSpec spec) {
   return absl::OkStatus();
 }
 
+void KnobCatalog::RegisterIfNew(KnobSpec spec) {
+  if (specs_.count(spec.name) == 0) (void)Register(std::move(spec));
+}
+
 const KnobSpec* KnobCatalog::Find(const std::string& name) const {
   auto it = specs_.find(name);
   return it == specs_.end() ? nullptr : &it->second;

@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,17 +34,28 @@
 namespace strata {
 
 struct KnobSpec {
+  using Validator = std::function<absl::Status(const std::string& value)>;
+  using Fit = std::function<absl::Status(const std::string& start, const std::string& value)>;
+  KnobSpec() = default;
+  KnobSpec(std::string name, std::string description, bool alters_math, Validator validate,
+           Fit fits = nullptr)
+      : name(std::move(name)),
+        description(std::move(description)),
+        alters_math(alters_math),
+        validate(std::move(validate)),
+        fits(std::move(fits)) {}
+
   std::string name;
   std::string description;
   // Whether a change can alter what the job computes (a wire format or a
   // batching change); false when only the speed can change.
   bool alters_math = false;
   // OK for a value the knob accepts; InvalidArgument naming the rule.
-  std::function<absl::Status(const std::string& value)> validate;
+  Validator validate;
   // Unset, or OK for a value that suits the job whose processes declared
   // the knob at `start` (batch.shares: one weight per conv worker, as many
   // as the start value has); InvalidArgument naming the mismatch.
-  std::function<absl::Status(const std::string& start, const std::string& value)> fits;
+  Fit fits;
 };
 
 class KnobCatalog {
@@ -51,6 +63,11 @@ class KnobCatalog {
   static KnobCatalog& Global();
   // AlreadyExists when a knob of that name is registered.
   absl::Status Register(KnobSpec spec);
+  // Registers `spec` unless a knob of its name is registered already: for
+  // a module's Register...() function, which every program calls at start
+  // and a test may call again. Names begin with their module's, so two
+  // modules never share one.
+  void RegisterIfNew(KnobSpec spec);
   // Null for an unknown name.
   const KnobSpec* Find(const std::string& name) const;
   // NotFound naming the known knobs, or the validator's verdict.

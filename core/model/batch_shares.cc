@@ -67,28 +67,24 @@ std::string BatchShares::ToString() const {
 }
 
 void RegisterBatchSharesKnob() {
-  static const bool registered = [] {
-    KnobSpec shares;
-    shares.name = kBatchSharesKnob;
-    shares.description =
-        "how each global batch divides over the conv workers: even, or a weight per conv worker "
-        "(3:1)";
-    // Per-worker batch statistics (BatchNorm) and summation order change.
-    shares.alters_math = true;
-    shares.validate = [](const std::string& value) { return BatchShares::Parse(value).status(); };
-    shares.fits = [](const std::string& start, const std::string& value) -> absl::Status {
-      absl::StatusOr<BatchShares> started = BatchShares::Parse(start);
-      absl::StatusOr<BatchShares> wanted = BatchShares::Parse(value);
-      if (!started.ok() || !wanted.ok() || wanted->even()) return wanted.status();
-      if (wanted->weights().size() != started->weights().size()) {
-        return absl::InvalidArgumentError(absl::StrCat("the job has ", started->weights().size(),
-                                                       " conv workers; give one weight each"));
-      }
-      return absl::OkStatus();
-    };
-    return KnobCatalog::Global().Register(std::move(shares)).ok();
-  }();
-  (void)registered;
+  // A change alters the math: per-worker batch statistics (BatchNorm) and
+  // the summation order change.
+  KnobCatalog::Global().RegisterIfNew(KnobSpec(
+      kBatchSharesKnob,
+      "how each global batch divides over the conv workers: even, or a weight per conv worker "
+      "(3:1)",
+      /*alters_math=*/true,
+      [](const std::string& value) { return BatchShares::Parse(value).status(); },
+      [](const std::string& start, const std::string& value) -> absl::Status {
+        absl::StatusOr<BatchShares> started = BatchShares::Parse(start);
+        absl::StatusOr<BatchShares> wanted = BatchShares::Parse(value);
+        if (!started.ok() || !wanted.ok() || wanted->even()) return wanted.status();
+        if (wanted->weights().size() != started->weights().size()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "the job has ", started->weights().size(), " conv workers; give one weight each"));
+        }
+        return absl::OkStatus();
+      }));
 }
 
 }  // namespace strata

@@ -17,19 +17,15 @@ std::string FcBatchingName(FcBatching batching) {
 }
 
 void RegisterFcBatchingKnob() {
-  static const bool registered = [] {
-    KnobSpec fc_batching;
-    fc_batching.name = kFcBatchingKnob;
-    fc_batching.description =
-        "how a stanza FC worker batches its conv workers' activations: gathered (all in one "
-        "batch) or arrival (each conv worker's on its own, answered as soon as it is done)";
-    // The head's gradients are summed in another order, and a layer whose
-    // output depends on its batch (an MoE layer's capacity) sees smaller ones.
-    fc_batching.alters_math = true;
-    fc_batching.validate = [](const std::string& value) { return ParseFcBatching(value).status(); };
-    return KnobCatalog::Global().Register(std::move(fc_batching)).ok();
-  }();
-  (void)registered;
+  // A change alters the math: the head's gradients are summed in another
+  // order, and a layer whose output depends on its batch (an MoE layer's
+  // capacity) sees smaller ones.
+  KnobCatalog::Global().RegisterIfNew(KnobSpec(
+      kFcBatchingKnob,
+      "how a stanza FC worker batches its conv workers' activations: gathered (all in one "
+      "batch) or arrival (each conv worker's on its own, answered as soon as it is done)",
+      /*alters_math=*/true,
+      [](const std::string& value) { return ParseFcBatching(value).status(); }));
 }
 
 }  // namespace strata

@@ -38,20 +38,14 @@ void DecodeFloats(const IncomingMessage& message, size_t frame, wire::DataType t
 }
 
 void RegisterWireFormatKnob() {
-  static const bool registered = [] {
-    KnobSpec wire;
-    wire.name = kWireFormatKnob;
-    wire.description =
-        "what pushes, pulls and activations carry on the sockets: fp32, or bf16 (half the bytes)";
-    wire.alters_math = true;
-    wire.validate = [](const std::string& value) {
-      return value == "fp32" || value == "bf16"
-                 ? absl::OkStatus()
-                 : absl::InvalidArgumentError("the wire formats are fp32 and bf16");
-    };
-    return KnobCatalog::Global().Register(std::move(wire)).ok();
-  }();
-  (void)registered;
+  KnobCatalog::Global().RegisterIfNew(KnobSpec(
+      kWireFormatKnob,
+      "what pushes, pulls and activations carry on the sockets: fp32, or bf16 (half the bytes)",
+      /*alters_math=*/true, [](const std::string& value) {
+        return value == "fp32" || value == "bf16"
+                   ? absl::OkStatus()
+                   : absl::InvalidArgumentError("the wire formats are fp32 and bf16");
+      }));
 }
 
 }  // namespace strata
