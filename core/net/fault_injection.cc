@@ -102,11 +102,12 @@ class FaultyInbox {
   void Take(RawMessage m) {
     if (!rates_.cuts.empty() || !rates_.losses.empty()) {
       const std::optional<HeaderGlance> header = PeekHeader(m, WireLimits{});
-      if (Cut(header)) {
+      const std::string sender = SenderName(header);
+      if (Cut(sender)) {
         Count(&FaultCounts::cut);
         return;
       }
-      if (Lost(header)) {
+      if (Lost(header, sender)) {
         Count(&FaultCounts::lost);
         return;
       }
@@ -172,21 +173,20 @@ class FaultyInbox {
     }
   }
 
-  // Whether a cut in force now takes the message with `header`.
-  bool Cut(const std::optional<HeaderGlance>& header) const {
+  // Whether a cut in force now takes a message from `sender` (SenderName).
+  bool Cut(const std::string& sender) const {
     if (rates_.cuts.empty()) return false;
     const absl::Duration since_origin = clock_->Now() - origin_;
-    const std::string sender = SenderName(header);
     for (const MessageCut& cut : rates_.cuts) {
       if (cut.Takes(sender, rates_.self, since_origin)) return true;
     }
     return false;
   }
 
-  // Whether a loss takes the message with `header` (counting it taken).
-  bool Lost(const std::optional<HeaderGlance>& header) {
+  // Whether a loss takes the message with `header` from `sender` (counting
+  // it taken).
+  bool Lost(const std::optional<HeaderGlance>& header, const std::string& sender) {
     if (rates_.losses.empty() || !header.has_value() || rates_.self.empty()) return false;
-    const std::string sender = SenderName(header);
     for (size_t i = 0; i < rates_.losses.size(); ++i) {
       const MessageLoss& loss = rates_.losses[i];
       if (loss.kind == header->kind && loss.iteration == header->iteration &&
