@@ -85,15 +85,15 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));
   STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, "ps", 0));
-  ParameterSync sync(*client, *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
+  ParameterSync sync(client->kv(), *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
   const int rank = client->rank();
   SetLogProcess(absl::StrCat("worker ", rank));
-  STRATA_RETURN_IF_ERROR(client->SetPlan(
-      PartitionPlan::Build(sync.plan_sizes(), client->num_servers(), options.chunk_elements)));
+  STRATA_RETURN_IF_ERROR(client->kv().SetPlan(
+      PartitionPlan::Build(sync.plan_sizes(), client->kv().num_servers(), options.chunk_elements)));
   const std::string prefix = absl::StrCat("[worker ", rank, "] ");
 
   STRATA_ASSIGN_OR_RETURN(
-      auto data, LoadTrainingData(config, rank, client->num_workers(), options.run.train_limit));
+      auto data, LoadTrainingData(config, rank, client->map().num_workers, options.run.train_limit));
 
   // Worker 0 seeds the servers; everyone then pulls the current values (a
   // restored server answers with its checkpoint, and training resumes there).
@@ -122,7 +122,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   ClusterHooks hooks(*client, std::move(controller));
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format));
   STRATA_RETURN_IF_ERROR(hooks.DeclareBatchShares(
-      config.cluster.batch_shares, tc.batch_size, client->num_workers(),
+      config.cluster.batch_shares, tc.batch_size, client->map().num_workers,
       [&program, rank](const std::vector<int64_t>& rows) { program.TakeShare(rows, rank); }));
   hooks.Attach(&lo);
   StepLoop loop(lo);

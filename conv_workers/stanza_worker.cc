@@ -86,18 +86,18 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));
   const int rank = client->rank();
   SetLogProcess(absl::StrCat("worker ", rank));
-  if (client->fc_addresses().empty()) {
+  if (client->map().fc_addresses.empty()) {
     return absl::FailedPreconditionError("the cluster map lists no FC workers (stanza mode)");
   }
   STRATA_ASSIGN_OR_RETURN(
       const KeyLayout layout,
-      KeyLayoutFor(*model, "stanza", static_cast<int>(client->fc_addresses().size())));
-  ParameterSync sync(*client, *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
-  STRATA_RETURN_IF_ERROR(client->SetPlan(
-      PartitionPlan::Build(sync.plan_sizes(), client->num_servers(), options.chunk_elements)));
-  const int fc_rank = rank % static_cast<int>(client->fc_addresses().size());
+      KeyLayoutFor(*model, "stanza", static_cast<int>(client->map().fc_addresses.size())));
+  ParameterSync sync(client->kv(), *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
+  STRATA_RETURN_IF_ERROR(client->kv().SetPlan(
+      PartitionPlan::Build(sync.plan_sizes(), client->kv().num_servers(), options.chunk_elements)));
+  const int fc_rank = rank % static_cast<int>(client->map().fc_addresses.size());
   FcLinkOptions lo;
-  lo.address = client->fc_addresses()[fc_rank];
+  lo.address = client->map().fc_addresses[fc_rank];
   lo.fc_rank = fc_rank;
   lo.conv_rank = rank;
   lo.credentials = options.client.credentials;
@@ -106,7 +106,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto link, FcLink::Connect(lo));
 
   STRATA_ASSIGN_OR_RETURN(
-      auto data, LoadTrainingData(config, rank, client->num_workers(), options.run.train_limit));
+      auto data, LoadTrainingData(config, rank, client->map().num_workers, options.run.train_limit));
   STRATA_ASSIGN_OR_RETURN(MetricsWriter records, MetricsWriter::Open(options.run.records_out));
   STRATA_ASSIGN_OR_RETURN(const int64_t first_step, sync.Join(/*initialise=*/rank == 0));
 
@@ -122,7 +122,7 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   ClusterHooks hooks(*client, std::move(controller));
   STRATA_RETURN_IF_ERROR(hooks.DeclareWireFormat(config.cluster.wire_format, link.get()));
   STRATA_RETURN_IF_ERROR(hooks.DeclareBatchShares(
-      config.cluster.batch_shares, tc.batch_size, client->num_workers(),
+      config.cluster.batch_shares, tc.batch_size, client->map().num_workers,
       [&program, rank](const std::vector<int64_t>& rows) { program.TakeShare(rows, rank); }));
   hooks.Attach(&loop_options);
   StepLoop loop(loop_options);

@@ -61,7 +61,7 @@ class FcCheckpoints {
   // After iteration done - 1: our part of epoch `done` when it is one,
   // and the newest part written, and any that failed, to the coordinator
   // (with our heartbeats).
-  void AtBoundary(int64_t done, PsClient& client) {
+  void AtBoundary(int64_t done, MembershipClient& membership) {
     if (every_ > 0 && done % every_ == 0) {
       if (update_ != nullptr) {
         writer_.Write(EpochPartPath(dir_, done, part_), done,
@@ -70,7 +70,7 @@ class FcCheckpoints {
         no_part_until_ = done;
       }
     }
-    Report(client);
+    Report(membership);
   }
 
   // Restores our part of `epoch`, the one the coordinator chose for every
@@ -96,16 +96,16 @@ class FcCheckpoints {
 
   // Writes what is queued and reports it: the coordinator completes the
   // final epoch with what our DONE says.
-  void Flush(PsClient& client) {
+  void Flush(MembershipClient& membership) {
     writer_.Flush();
-    Report(client);
+    Report(membership);
   }
 
  private:
-  void Report(PsClient& client) {
-    client.ReportCheckpointed(std::max(writer_.last_written(), no_part_until_));
+  void Report(MembershipClient& membership) {
+    membership.ReportCheckpointed(std::max(writer_.last_written(), no_part_until_));
     for (const auto& [iteration, why] : writer_.TakeFailures()) {
-      client.ReportCheckpointFailure(iteration, std::string(why.message()));
+      membership.ReportCheckpointFailure(iteration, std::string(why.message()));
     }
   }
 
@@ -204,7 +204,7 @@ class FcProgram final : public StepProgram {
   }
   absl::Status Boundary(StepContext& ctx) override {
     const int64_t done = ctx.iteration + 1;
-    if (p_.checkpoints != nullptr) p_.checkpoints->AtBoundary(done, p_.client);
+    if (p_.checkpoints != nullptr) p_.checkpoints->AtBoundary(done, p_.client.membership());
     // Collective with split experts: every FC worker needs the same
     // --evaluate (the launcher passes it to all).
     if (!options_.config.training.evaluate || !p_.reporter.EpochEnds(done)) return absl::OkStatus();
@@ -363,8 +363,8 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   if (experts != nullptr) co.peer_address = experts->address();
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(co));
   const int rank = client->rank();
-  const int fc_workers = client->num_fc_workers();
-  const int conv_workers = client->num_workers();
+  const int fc_workers = client->map().num_fc_workers;
+  const int conv_workers = client->map().num_workers;
   if (conv_workers % fc_workers != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(conv_workers, " conv workers do not divide evenly over ", fc_workers,
@@ -382,15 +382,15 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   const bool shared_head = fc_workers > 1;
   const bool expert_parallel = shared_head && experts != nullptr;
   if (expert_parallel) {
-    STRATA_RETURN_IF_ERROR(experts->Join(client->fc_peer_addresses()));
+    STRATA_RETURN_IF_ERROR(experts->Join(client->map().fc_peer_addresses));
     LogInfo("holds its share of the MoE experts; peers reach it on %s", experts->address().c_str());
   }
   STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, "stanza", fc_workers));
   // Our keys (the shared head's), and the conv workers' trunk, which we
   // pull to evaluate and to write the model.
-  ParameterSync sync(*client, *model, ServerKeys(*model, layout), KeyOwner::kFcWorkers);
-  STRATA_RETURN_IF_ERROR(client->SetPlan(
-      PartitionPlan::Build(sync.plan_sizes(), client->num_servers(), options.chunk_elements)));
+  ParameterSync sync(client->kv(), *model, ServerKeys(*model, layout), KeyOwner::kFcWorkers);
+  STRATA_RETURN_IF_ERROR(client->kv().SetPlan(
+      PartitionPlan::Build(sync.plan_sizes(), client->kv().num_servers(), options.chunk_elements)));
   std::vector<int> mine;
   for (int r = 0; r < conv_workers; ++r) {
     if (r % fc_workers == rank) mine.push_back(r);
@@ -442,7 +442,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   if (fc_options.restore) {
     if (checkpoints == nullptr)
       return absl::InvalidArgumentError("--restore needs --checkpoint-dir");
-    STRATA_ASSIGN_OR_RETURN(first_iteration, checkpoints->Restore(client->checkpoint_epoch()));
+    STRATA_ASSIGN_OR_RETURN(first_iteration, checkpoints->Restore(client->map().checkpoint_epoch));
   }
   if (shared_head && servers_version != first_iteration) {
     return absl::FailedPreconditionError(
@@ -504,7 +504,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   if (experts != nullptr) experts->set_wait_observer(nullptr);
 
   server.ServeUntilDone(total_steps, options.client.timeout);
-  if (checkpoints != nullptr) checkpoints->Flush(*client);
+  if (checkpoints != nullptr) checkpoints->Flush(client->membership());
   reporter.Finish(total_steps, &summary);
   if (expert_parallel) {  // every expert back in every FC worker, to write the model
     STRATA_RETURN_IF_ERROR_CTX(experts->Leave(), "gathering the MoE experts");

@@ -10,7 +10,7 @@ namespace strata {
 absl::Status ClusterHooks::DeclareWireFormat(const std::string& initial, FcLink* link) {
   STRATA_ASSIGN_OR_RETURN(const wire::DataType start, ParseWireFormat(initial));
   const auto apply = [this, link](wire::DataType type) {
-    client_.set_wire_format(type);
+    client_.kv().set_wire_format(type);
     if (link != nullptr) link->set_wire_format(type);
   };
   apply(start);

@@ -4,7 +4,7 @@
 // process's Controller (runtime/controller_choice.h: the job's on conv
 // worker 0, one that changes nothing elsewhere); and the way a
 // cluster worker runs its loop: one that fails tells the servers why
-// before it returns (PsClient::Leave), so its peers stop at once with the
+// before it returns (KvClient::Leave), so its peers stop at once with the
 // cause rather than after a timeout.
 //
 //   ClusterHooks hooks(*client);
@@ -35,7 +35,7 @@ class ClusterHooks {
   // `client` must outlive this object. A null controller changes nothing.
   explicit ClusterHooks(PsClient& client, std::unique_ptr<Controller> controller = nullptr)
       : client_(client),
-        schedule_(client),
+        schedule_(client.membership()),
         controller_(controller != nullptr ? std::move(controller)
                                           : std::make_unique<NoChangeController>()) {}
   // The knobs this process applies are declared here before Attach.
@@ -62,7 +62,7 @@ class ClusterHooks {
   // loop.Run(program); on an error, the servers hear it first.
   absl::StatusOr<int64_t> Run(StepLoop& loop, StepProgram& program) {
     absl::StatusOr<int64_t> done = loop.Run(program);
-    if (!done.ok()) client_.Leave(done.status());
+    if (!done.ok()) client_.kv().Leave(done.status());
     return done;
   }
 

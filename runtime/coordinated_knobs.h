@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/control/iteration_record.h"
-#include "core/net/ps_client.h"
+#include "core/net/membership_client.h"
 #include "runtime/knob_lease_client.h"
 #include "runtime/step_loop.h"
 
@@ -22,9 +22,9 @@ namespace strata {
 
 class CoordinatedKnobs final : public KnobSchedule {
  public:
-  // `client` must outlive this object; the knob answers of its coordinator
-  // connection come here (runtime/knob_lease_client.h).
-  explicit CoordinatedKnobs(PsClient& client) : leases_(client) {}
+  // `membership` must outlive this object; the knob answers of its
+  // coordinator connection come here (runtime/knob_lease_client.h).
+  explicit CoordinatedKnobs(MembershipClient& membership) : leases_(membership) {}
 
   // `waits` goes unused: the client reports its own wait for a lease to
   // the observer it was given (the same loop's).

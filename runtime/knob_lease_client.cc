@@ -12,22 +12,22 @@
 
 namespace strata {
 
-KnobLeaseClient::KnobLeaseClient(PsClient& client) : client_(client) {
-  client_.set_coordinator_listener([this](const IncomingMessage& m) { Take(m); });
+KnobLeaseClient::KnobLeaseClient(MembershipClient& membership) : membership_(membership) {
+  membership_.set_coordinator_listener([this](const IncomingMessage& m) { Take(m); });
 }
 
-KnobLeaseClient::~KnobLeaseClient() { client_.set_coordinator_listener(nullptr); }
+KnobLeaseClient::~KnobLeaseClient() { membership_.set_coordinator_listener(nullptr); }
 
 void KnobLeaseClient::Request(int64_t iteration, const std::map<std::string, std::string>& declared,
                               const std::vector<IterationRecord>& reports, bool wants_reports) {
-  auto m = client_.ToCoordinator(wire::Kind::KNOB_LEASE, kKnobLeaseRequest, iteration);
+  auto m = membership_.ToCoordinator(wire::Kind::KNOB_LEASE, kKnobLeaseRequest, iteration);
   SetDeclaredKnobs(m->header(), declared);
   std::vector<IterationReport> own;
   for (const IterationRecord& r : reports)
-    own.push_back({client_.options().role, client_.rank(), r});
+    own.push_back({membership_.options().role, membership_.rank(), r});
   SetIterationReports(m->header(), own);
   m->header().setWantsReports(wants_reports);
-  client_.SendToCoordinator(std::move(m));
+  membership_.SendToCoordinator(std::move(m));
 }
 
 KnobLease KnobLeaseClient::lease() const {
@@ -37,8 +37,8 @@ KnobLease KnobLeaseClient::lease() const {
 
 absl::StatusOr<KnobLease> KnobLeaseClient::Await(
     int64_t iteration, const std::map<std::string, std::string>& declared) {
-  const PsClientOptions& options = client_.options();
-  ScopedWait wait(client_.wait_observer());
+  const PsClientOptions& options = membership_.options();
+  ScopedWait wait(membership_.wait_observer());
   const absl::Time deadline = MonotonicNow() + options.timeout;
   while (true) {
     {
@@ -70,9 +70,9 @@ std::vector<IterationRecord> KnobLeaseClient::TakeRelayedReports() {
 
 void KnobLeaseClient::Propose(const std::vector<KnobProposal>& proposals) {
   // From the earliest iteration the coordinator can still give.
-  auto m = client_.ToCoordinator(wire::Kind::KNOB_SET, kKnobSetRequest, /*iteration=*/-1);
+  auto m = membership_.ToCoordinator(wire::Kind::KNOB_SET, kKnobSetRequest, /*iteration=*/-1);
   SetKnobProposals(m->header(), proposals);
-  client_.SendToCoordinator(std::move(m));
+  membership_.SendToCoordinator(std::move(m));
 }
 
 void KnobLeaseClient::Take(const IncomingMessage& message) {

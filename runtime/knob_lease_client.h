@@ -1,5 +1,6 @@
 // KnobLeaseClient: this process's side of the job's knob board
-// (server/knob_board.h), over the coordinator connection of its PsClient.
+// (server/knob_board.h), over the coordinator connection of its membership
+// client (core/net/membership_client.h).
 //
 // A lease lets the process start iterations below its end without asking
 // again and carries every change agreed so far; a request declares the
@@ -12,7 +13,7 @@
 //   leases.Request(iteration, knobs.declared());
 //   STRATA_ASSIGN_OR_RETURN(KnobLease lease, leases.Await(iteration, knobs.declared()));
 //
-// Thread safety: the PsClient's I/O thread hands answers in; every method
+// Thread safety: the client's I/O thread hands answers in; every method
 // may be called from any thread.
 #ifndef STRATA_RUNTIME_KNOB_LEASE_CLIENT_H_
 #define STRATA_RUNTIME_KNOB_LEASE_CLIENT_H_
@@ -28,7 +29,7 @@
 #include "core/control/controller.h"
 #include "core/control/iteration_record.h"
 #include "core/control/knobs.h"
-#include "core/net/ps_client.h"
+#include "core/net/membership_client.h"
 
 namespace strata {
 
@@ -44,9 +45,9 @@ struct KnobLease {
 
 class KnobLeaseClient {
  public:
-  // Takes the coordinator's knob answers from `client`, which must outlive
-  // this object (one per client).
-  explicit KnobLeaseClient(PsClient& client);
+  // Takes the coordinator's knob answers from `membership`, which must
+  // outlive this object (one per membership client).
+  explicit KnobLeaseClient(MembershipClient& membership);
   ~KnobLeaseClient();
 
   // Asks for a lease from `iteration` on, declaring the knobs this process
@@ -75,7 +76,7 @@ class KnobLeaseClient {
   // On the client's I/O thread: a message from the coordinator.
   void Take(const IncomingMessage& message);
 
-  PsClient& client_;
+  MembershipClient& membership_;
   mutable absl::Mutex mu_;
   absl::CondVar answered_;
   KnobLease lease_ ABSL_GUARDED_BY(mu_);

@@ -9,7 +9,7 @@
 
 namespace strata {
 
-ParameterSync::ParameterSync(PsClient& client, Model& model, std::vector<ServerKey> keys,
+ParameterSync::ParameterSync(KvClient& client, Model& model, std::vector<ServerKey> keys,
                              KeyOwner owner)
     : client_(client), model_(model), keys_(std::move(keys)), owner_(owner) {
   for (size_t k = 0; k < keys_.size(); ++k) {
@@ -76,7 +76,7 @@ std::function<void(int)> ParameterSync::AfterLayer(int64_t iteration) {
         tickets_.push_back(client_.Push(iteration, k, key.state->value));
         continue;
       }
-      PsClient::Exchange e =
+      KvClient::Exchange e =
           client_.PushThenPull(iteration, k, key.parameter->grad, key.parameter->value);
       tickets_.push_back(e.push);
       tickets_.push_back(e.pull);

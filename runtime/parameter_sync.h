@@ -6,7 +6,7 @@
 // pulled back: the servers' mean is what evaluation and checkpoints use).
 //
 //   const auto keys = ServerKeys(model, layout);
-//   ParameterSync sync(client, model, keys, KeyOwner::kConvWorkers);
+//   ParameterSync sync(client->kv(), model, keys, KeyOwner::kConvWorkers);
 //   STRATA_ASSIGN_OR_RETURN(int64_t step, sync.Join(/*initialise=*/rank == 0));
 //   model.Backward(grad, 0, split, false, sync.AfterLayer(step));
 //   absl::Status s = sync.Finish();   // Aborted: a server was restored; Rejoin()
@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "core/model/model.h"
 #include "core/model/server_keys.h"
-#include "core/net/ps_client.h"
+#include "core/net/kv_client.h"
 
 namespace strata {
 
@@ -32,7 +32,7 @@ class ParameterSync {
  public:
   // `keys` is the job's whole key list; this object pushes and pulls those
   // of `owner`.
-  ParameterSync(PsClient& client, Model& model, std::vector<ServerKey> keys, KeyOwner owner);
+  ParameterSync(KvClient& client, Model& model, std::vector<ServerKey> keys, KeyOwner owner);
 
   // Sizes of every key of the job, in key order (for the partition plan).
   std::vector<int64_t> plan_sizes() const { return KeySizes(keys_); }
@@ -65,7 +65,7 @@ class ParameterSync {
   absl::StatusOr<int64_t> Pull(const std::vector<uint32_t>& keys, int64_t iteration);
   absl::StatusOr<int64_t> PullCurrent();
 
-  PsClient& client_;
+  KvClient& client_;
   Model& model_;
   std::vector<ServerKey> keys_;
   KeyOwner owner_;

@@ -1,360 +1,72 @@
-// PsClient: a worker's connection to the parameter servers.
+// PsClient: a worker's connection to its job, in three parts served by one
+// I/O thread (core/net/client_io_loop.h), as ps-lite's Postoffice and
+// KVWorker sit on its Van:
+//   * membership() (core/net/membership_client.h): registration with the
+//     coordinator, the cluster map (this worker's rank, the servers' and FC
+//     workers' addresses), heartbeats with checkpoint reports, and the
+//     coordinator connection other services talk over (the knob lease
+//     client, runtime/knob_lease_client.h);
+//   * kv() (core/net/kv_client.h): push, pull and init of tensors on the
+//     parameter servers, with tickets, resends and shared-memory lanes.
+// Connect() joins the job, connects to every server and starts the I/O
+// thread; a refusal or a silent coordinator fails it, naming why.
 //
-// Connect() registers with the coordinator, receives the cluster map (this
-// worker's rank, every server's address) and connects to every server,
-// saying HELLO on every connection with the job token and identity
-// (core/net/admission.h): a server that refuses us fails Connect with its
-// reason.
-// Push, Pull and Init are asynchronous: they split a tensor into the chunks
-// of the partition plan, send one request per chunk, and return a Ticket to
-// Wait() on.
-//
-// Threads and sockets (ZeroMQ sockets are not thread-safe): the server
-// sockets, the requests in flight and the backlogs belong to whichever
-// thread holds socket_mu_. The caller of Push/Pull/Init sends its requests
-// itself, and a caller that waits reads the replies itself, blocking in
-// poll() on the sockets' file descriptors (ZMQ_FD) between reads, so a
-// small pull crosses no thread hand-off. The background I/O thread owns
-// the coordinator socket and the connection monitors outright; it sends
-// heartbeats and knob messages, handles reconnects, sends what other
-// threads queued (a closed lane's requests), and reads replies while
-// nobody waits. Whoever reads a reply for another thread's ticket
-// completes it and wakes that thread. When the connection to a
-// server drops and comes back (the server restarted), the requests still
-// waiting on it are sent again, after a new HELLO: the restarted server
-// answers them, and pushes are de-duplicated by (worker, iteration). A
-// request refused because its connection is not registered (a renewed
-// connection it overtook) is sent again behind a HELLO too, and a
-// coordinator that has forgotten us is registered with again.
-// A request or its answer can also be lost while the connection stays up
-// (a bad network; --inject-faults): a request on the socket that has gone
-// unanswered while its server has been silent for that server's resend
-// timeout (core/net/round_trip.h: adaptive, from the answer times seen,
-// doubling with each send up to a quarter of the client's timeout, pulls
-// included: a repeated pull that the server is not holding is answered
-// with the whole slice again) is sent again. So a server cut off for less
-// than the timeout is asked again soon after it can hear (a partition that
-// heals is ridden through).
-// Silence is measured from the server's last answer of any kind, so a slow
-// link that keeps delivering answers is not flooded with copies of what is
-// still crossing it. Servers drop a pull that repeats one they hold, answer
-// a repeated push without applying it twice, and the client ignores (and
-// counts) a second answer. (Requests in flight on a lane that closes go
-// again over the socket; a lane is memory on one host and loses nothing.)
-//
-// With a server on the same host and network namespace, the client also
-// opens a shared-memory lane to it (core/net/shared_memory_lane.h): a push,
-// init or pull of one chunk that fits a slot then goes there, sent by the
-// calling thread, its floats copied once each way through shared memory,
-// and its reply read by the thread that waits for it. Everything else goes
-// over the socket, and so does everything while a server has no lane: a
-// closed lane's requests are resent there, and a new lane is opened once
-// the server's connection is back (a restarted server listens at the same
-// lane address).
-//
-// Contracts: a pushed tensor must not change, and a pulled tensor must not
-// be read, until its ticket has completed; a key is pushed again only
-// after its previous push has completed (a lane and the socket do not
-// order requests between them). Wait() fails with
-// DeadlineExceeded once the servers have been silent for `timeout`, naming
-// the server and the request, so a dead peer never hangs a worker forever
-// while a slow link that keeps delivering is waited for.
-//
-//   auto client = PsClient::Connect(options);
-//   (*client)->SetPlan(plan);
-//   Ticket t = (*client)->Push(step, key, param->grad);
-//   Ticket u = (*client)->Pull(step + 1, key, param->value);
-//   STRATA_RETURN_IF_ERROR((*client)->Wait(t));
+//   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client, PsClient::Connect(options));
+//   KvClient& kv = client->kv();
+//   STRATA_RETURN_IF_ERROR(kv.SetPlan(plan));
+//   STRATA_RETURN_IF_ERROR(kv.Wait(kv.Push(step, key, param->grad)));
+//   STRATA_RETURN_IF_ERROR(client->Done());
 #ifndef STRATA_CORE_NET_PS_CLIENT_H_
 #define STRATA_CORE_NET_PS_CLIENT_H_
 
-#include <atomic>
-#include <deque>
-#include <functional>
-#include <map>
+#include <cstdint>
 #include <memory>
-#include <optional>
-#include <string>
-#include <thread>
-#include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
-#include "core/net/admission.h"
-#include "core/net/membership.h"
-#include "core/net/message_channel.h"
-#include "core/net/partition_plan.h"
-#include "core/net/ps_request.h"
-#include "core/net/round_trip.h"
-#include "core/net/shared_memory_lane.h"
-#include "core/net/transport.h"
+#include "core/net/client_io_loop.h"
+#include "core/net/kv_client.h"
+#include "core/net/membership_client.h"
+#include "core/net/ps_client_options.h"
 #include "core/util/wait_observer.h"
 
 namespace strata {
 
-struct PsClientOptions {
-  std::string coordinator;
-  wire::Role role = wire::Role::CONV_WORKER;
-  int rank = -1;                // -1: the coordinator assigns one (conv workers only)
-  std::string serving_address;  // FC workers: where conv workers reach them
-  std::string peer_address;     // FC workers: where the other FC workers reach them
-  // Job id, token and identity presented in every HELLO (identity "" in the
-  // plain key-value mode).
-  JobCredentials credentials;
-  absl::Duration timeout = absl::Seconds(60);
-  absl::Duration heartbeat_every = absl::Seconds(1);
-  WireLimits limits;
-  // Open lanes to servers on this host (see above), each with a region of
-  // shm_slots slots of shm_slot_bytes (a larger chunk goes over the socket).
-  bool shared_memory = true;
-  uint32_t shm_slots = 128;
-  uint64_t shm_slot_bytes = kDefaultChunkElements * sizeof(float);
-  // Wraps every channel to a server, socket and lane alike
-  // (core/net/message_channel.h); unset: none.
-  ChannelDecorator decorate_channel;
-};
-
 class PsClient {
  public:
   static absl::StatusOr<std::unique_ptr<PsClient>> Connect(const PsClientOptions& options);
-  ~PsClient();
+  ~PsClient();  // stops the I/O thread first
 
-  int rank() const { return rank_; }
-  int num_servers() const { return static_cast<int>(server_addresses_.size()); }
-  int num_workers() const { return num_workers_; }  // conv workers
-  int num_fc_workers() const { return num_fc_workers_; }
-  const std::vector<std::string>& server_addresses() const { return server_addresses_; }
-  // FC workers' addresses by rank (stanza mode).
-  const std::vector<std::string>& fc_addresses() const { return fc_addresses_; }
-  // FC workers' peer addresses (expert exchanges) by rank.
-  const std::vector<std::string>& fc_peer_addresses() const { return fc_peer_addresses_; }
+  MembershipClient& membership() { return *membership_; }
+  const MembershipClient& membership() const { return *membership_; }
+  KvClient& kv() { return *kv_; }
+  const KvClient& kv() const { return *kv_; }
+  int rank() const { return membership_->rank(); }
+  const ClusterMap& map() const { return membership_->map(); }
 
-  // The plan must be set before the first Init/Push/Pull; its server count
-  // must match the cluster map.
-  absl::Status SetPlan(PartitionPlan plan);
-  const PartitionPlan& plan() const { return plan_; }
+  // Tells every server this worker has finished, with the checkpoint parts
+  // membership reports (the coordinator may wait for them to settle the
+  // final epoch).
+  absl::Status Done() { return kv_->Done(membership_->checkpoint_report()); }
+  // Told of every wait on this connection, for the servers' or the
+  // coordinator's answers (null: none). Set before the first wait.
+  void set_wait_observer(WaitObserver* observer) {
+    membership_->set_wait_observer(observer);
+    kv_->set_wait_observer(observer);
+  }
 
-  Ticket Init(uint32_t key, const Tensor& value);
-  Ticket Push(int64_t iteration, uint32_t key, const Tensor& gradient);
-  // Fills `destination` with the values at version >= iteration (any
-  // initialised version when iteration < 0). The ticket's version() then
-  // holds the smallest chunk version received.
-  Ticket Pull(int64_t iteration, uint32_t key, const Tensor& destination);
-  // Push(iteration, key, gradient) and Pull(iteration + 1, key, destination)
-  // with their requests interleaved chunk by chunk: each chunk's pull
-  // request follows that chunk's push, so a server answers the first chunk
-  // of a large key while the rest of it is still arriving (push and pull of
-  // one key overlap on a full-duplex link). The same contracts as Push and
-  // Pull apply to each ticket.
-  struct Exchange {
-    Ticket push, pull;
-  };
-  Exchange PushThenPull(int64_t iteration, uint32_t key, const Tensor& gradient,
-                        const Tensor& destination);
-
-  // Waits for the ticket. Fails with DeadlineExceeded once no server has
-  // answered anything for `timeout` (a slow link that keeps delivering
-  // replies is waited for; a dead server is not).
-  absl::Status Wait(const Ticket& ticket);
-  // Waits for every ticket, as Wait does; returns the first error.
-  absl::Status WaitAll(const std::vector<Ticket>& tickets);
-  // Abandons every queued and in-flight request: their tickets complete
-  // with Cancelled and late replies are ignored, so no stale pull can write
-  // into a tensor afterwards. Used to rewind after a server restart.
-  void CancelAll();
-  // Tells every server this worker has finished (closing its lanes first).
-  absl::Status Done();
-  // Tells every server this worker stops on `why` (LEAVE), so that the
-  // workers whose pulls wait for its pushes fail at once naming it and
-  // `why`, not after a timeout naming a server. Best effort on the way out:
-  // waits at most a short while for the servers' answers.
-  void Leave(const absl::Status& why);
-  absl::StatusOr<ClockReport> Clocks(int server);
-
-  // The coordinator connection, for clients of its other services (the
-  // knob lease client, runtime/knob_lease_client.h). ToCoordinator: a
-  // message of `kind` from us, its header filled; SendToCoordinator queues
-  // it for the I/O thread, which sends it.
-  std::unique_ptr<OutgoingMessage> ToCoordinator(wire::Kind kind, uint64_t request_id,
-                                                 int64_t iteration) const;
-  void SendToCoordinator(std::unique_ptr<OutgoingMessage> message);
-  // Called on the I/O thread with every message from the coordinator that
-  // membership does not consume itself (answers to what was sent through
-  // SendToCoordinator; refusals, which are logged first). One listener at a
-  // time; null removes it, after any call in progress has returned.
-  using CoordinatorListener = std::function<void(const IncomingMessage&)>;
-  void set_coordinator_listener(CoordinatorListener listener);
-  const PsClientOptions& options() const { return options_; }
-
-  // The newest coordinated checkpoint part this process has written; the
-  // heartbeats (and, at the end, DONE) tell the coordinator, which
-  // completes an epoch once every part is in
-  // (core/train/checkpoint_epochs.h).
-  void ReportCheckpointed(int64_t iteration) { checkpointed_.store(iteration); }
-  // A part this process could not write: the heartbeats tell the
-  // coordinator, which reports that the epoch will not be complete.
-  void ReportCheckpointFailure(int64_t iteration, const std::string& why);
-  // The checkpoint epoch the coordinator chose for every restoring process
-  // (its cluster map says); -1 when the job starts afresh.
-  int64_t checkpoint_epoch() const { return checkpoint_epoch_; }
-
-  // Told of every Wait/WaitAll that blocks (null: none). Set before the
-  // first wait; called on the waiting thread.
-  void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
-  WaitObserver* wait_observer() const { return wait_observer_; }
-  // What pushes and pulls made from now on carry on the sockets
-  // (core/net/wire_format.h; the wire.format knob): fp32 by default, or
-  // bf16. Shared-memory lanes carry fp32 whatever it is. Thread-safe.
-  void set_wire_format(wire::DataType type) { wire_format_.store(type); }
-  wire::DataType wire_format() const { return wire_format_.load(); }
-
-  uint64_t bytes_sent() const;
-  uint64_t bytes_received() const;
-  // Requests sent again because they went unanswered (not counting those
-  // sent again after a reconnect).
-  uint64_t requests_resent() const { return requests_resent_.load(); }
-  // Of those, pulls: a pull the server holds for other workers' pushes is
-  // asked for again while it waits, and answered once.
-  uint64_t pulls_resent() const { return pulls_resent_.load(); }
-  // Answers that came to a request already answered, and their bytes: what
-  // crossed the link twice because a request was sent again while its first
-  // answer was on its way (or because the network repeated one).
-  uint64_t answers_repeated() const { return answers_repeated_.load(); }
-  uint64_t answer_bytes_repeated() const { return answer_bytes_repeated_.load(); }
+  // Everything this connection sent and received: coordinator, server
+  // sockets and lanes.
+  uint64_t bytes_sent() const { return membership_->bytes_sent() + kv_->bytes_sent(); }
+  uint64_t bytes_received() const { return membership_->bytes_received() + kv_->bytes_received(); }
 
  private:
-  explicit PsClient(const PsClientOptions& options);
-  absl::Status Bootstrap();
-  // Opens a lane to `server` if it offers one on this host, replacing (and
-  // closing) the one it had; a failure only logs (that server's data goes
-  // over the socket).
-  void OpenLane(int server, bool reopening);
-  // The lane to `server`, or null. Callers hold the pointer while they use
-  // the lane: a reconnect may replace it meanwhile.
-  std::shared_ptr<SharedMemoryLane> lane(int server) const;
-  std::vector<std::shared_ptr<SharedMemoryLane>> all_lanes() const;
-  RequestSender sender() const { return {options_.credentials.job_id, options_.role, rank_}; }
-  // HELLO and REGISTER on the coordinator connection (the I/O thread's
-  // after Connect).
-  absl::Status SendRegistration();
-  // HELLO on server `server`'s socket (the I/O thread's after Connect).
-  void SayHello(int server);
-  // Sends each request on its server's lane if it can, the rest over the
-  // socket; each request's operation has its parts added already.
-  void Dispatch(std::vector<PsRequest> requests);
-  Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
-  // One request per chunk of `key` for `op`, in chunk order (op's parts
-  // added).
-  std::vector<PsRequest> ChunkRequests(wire::Kind kind, int64_t iteration, uint32_t key,
-                                       const Tensor& tensor, const Ticket& op) const;
-  // One request like `like` (its kind, iteration, reason, failed
-  // checkpoint) to every server.
-  Ticket SubmitToAll(const PsRequest& like);
-  // Closes every lane; what follows goes over the sockets.
-  void FinishLanes();
-  // One request without data to one server.
-  Ticket SubmitTo(int server, wire::Kind kind, std::string what);
-  // Queues requests for the socket (the I/O thread sends them).
-  void Enqueue(std::vector<PsRequest> requests);
-  // Sends requests over their sockets from the calling thread.
-  void SendNow(std::vector<PsRequest> requests);
-  // With socket_mu_ held: sends what `fresh` holds, reads every reply the
-  // sockets have and sends what the backlogs hold (after any send, a
-  // socket's pending input shows only when read: ZMQ_FD is edge-triggered).
-  void ServeSocketsLocked(std::deque<PsRequest> fresh) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
-  // The waiting caller's turn on the sockets: serves them, and unless
-  // `ticket` is done, blocks in poll() on their descriptors until one has
-  // input, another thread answered a reply, or `until`.
-  void DriveSockets(const Ticket& ticket, absl::Time until);
-  void IoLoop();
-  // The I/O thread's handling of what the coordinator sends; true when it
-  // says it has forgotten us.
-  bool HandleCoordinatorMessage(RawMessage raw);
-  // Sends a request over its server's socket, or appends it to the
-  // server's backlog when the queue is full or a backlog is waiting.
-  void SendRequest(PsRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
-  // Sends what `server`'s backlog holds until its queue is full again.
-  void FlushBacklog(int server) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
-  void HandleReply(int server, RawMessage raw) ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
-  // Sends again what has waited past its server's resend timeout (see the
-  // header comment); looks at most every few milliseconds.
-  void ResendOverdueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(socket_mu_);
-  void HandleConnectionEvents(int server);
-  void Wake();
-  // Waits until `ticket` completes or no server has answered for `silence`
-  // (the client's timeout when unset) since max(started, the last reply);
-  // times on the monotonic clock (core/util/clock.h).
-  absl::Status WaitWhileAnswered(const Ticket& ticket, absl::Time started,
-                                 std::optional<absl::Duration> silence = std::nullopt);
-  std::string ServerName(int server) const;
+  PsClient() = default;
 
-  PsClientOptions options_;
-  WaitObserver* wait_observer_ = nullptr;
+  // Declared first: the sockets of the parts close before it does.
   zmq::context_t context_{1};
-  int rank_ = -1;
-  int num_workers_ = 0;
-  int num_fc_workers_ = 0;
-  std::vector<std::string> server_addresses_;
-  std::vector<std::string> server_lane_addresses_;  // "" where a server offers none
-  std::vector<std::string> fc_addresses_;
-  std::vector<std::string> fc_peer_addresses_;
-  PartitionPlan plan_;
-
-  // Owned by the I/O thread after Connect().
-  std::unique_ptr<Socket> coordinator_;
-  std::unique_ptr<zmq::socket_t> wake_receiver_;
-  // The server sockets and what travels on them: whoever holds socket_mu_
-  // (lock order: socket_mu_ before queue_mu_). The vector itself and the
-  // descriptors are fixed after Connect.
-  absl::Mutex socket_mu_;
-  std::vector<std::unique_ptr<MessageChannel>> servers_;
-  std::vector<int> server_fds_;  // each server channel's wait_fd
-  std::map<uint64_t, PsRequest> inflight_ ABSL_GUARDED_BY(socket_mu_);
-  // Written when a thread completes replies while callers wait (poll()ed by
-  // them); never blocks.
-  int replies_event_fd_ = -1;
-  std::atomic<int> waiters_{0};  // callers inside DriveSockets
-  // Per server: its shared-memory lane, or null (each lane is thread-safe;
-  // the I/O thread replaces one after a reconnect). Bytes of lanes
-  // replaced so far count in retired_lane_bytes_*.
-  mutable absl::Mutex lanes_mu_;
-  std::vector<std::shared_ptr<SharedMemoryLane>> lanes_ ABSL_GUARDED_BY(lanes_mu_);
-  uint64_t retired_lane_bytes_sent_ ABSL_GUARDED_BY(lanes_mu_) = 0;
-  uint64_t retired_lane_bytes_received_ ABSL_GUARDED_BY(lanes_mu_) = 0;
-  // Per server: ZeroMQ's connection events, and whether the connection was
-  // lost since it was last up.
-  std::vector<std::unique_ptr<zmq::socket_t>> monitors_;
-  std::vector<bool> disconnected_ ABSL_GUARDED_BY(socket_mu_);
-  // Per server: ids of in-flight requests its full send queue refused, in
-  // order; sent again as soon as the socket takes messages.
-  std::vector<std::deque<uint64_t>> backlog_ ABSL_GUARDED_BY(socket_mu_);
-  // Per server: its answer times, and when it last answered anything.
-  std::vector<RoundTrip> round_trips_ ABSL_GUARDED_BY(socket_mu_);
-  std::vector<absl::Time> last_answer_ ABSL_GUARDED_BY(socket_mu_);
-  absl::Time next_resend_check_ ABSL_GUARDED_BY(socket_mu_);
-  std::atomic<uint64_t> requests_resent_{0};
-  std::atomic<uint64_t> pulls_resent_{0};
-  std::atomic<uint64_t> answers_repeated_{0};
-  std::atomic<uint64_t> answer_bytes_repeated_{0};
-  std::atomic<wire::DataType> wire_format_{wire::DataType::F32};
-  std::atomic<int64_t> checkpointed_{-1};
-  absl::Mutex failure_mu_;
-  CheckpointReport failure_ ABSL_GUARDED_BY(failure_mu_);  // failed, why: the latest
-  int64_t checkpoint_epoch_ = -1;                          // set by Bootstrap
-  std::atomic<int64_t> last_reply_ns_{0};  // any server's, read by waiting callers
-  absl::Time last_registration_;           // I/O thread: the coordinator's last REGISTER
-
-  absl::Mutex queue_mu_;
-  std::deque<PsRequest> queue_ ABSL_GUARDED_BY(queue_mu_);
-  std::unique_ptr<zmq::socket_t> wake_sender_ ABSL_GUARDED_BY(queue_mu_);
-  std::deque<std::unique_ptr<OutgoingMessage>> coordinator_outbox_ ABSL_GUARDED_BY(queue_mu_);
-  uint64_t next_id_ ABSL_GUARDED_BY(queue_mu_) = 1;
-  bool stop_ ABSL_GUARDED_BY(queue_mu_) = false;
-  std::thread io_thread_;
-
-  absl::Mutex listener_mu_;
-  CoordinatorListener listener_ ABSL_GUARDED_BY(listener_mu_);
+  ClientIoLoop loop_;
+  std::unique_ptr<MembershipClient> membership_;
+  std::unique_ptr<KvClient> kv_;
 };
 
 }  // namespace strata

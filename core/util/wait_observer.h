@@ -1,6 +1,6 @@
 // WaitObserver: the seam through which a thread that blocks on a peer tells
 // whoever schedules its compute that it waits, and when it stops. Whatever
-// waits on the network (PsClient::Wait, FcLink::Exchange, the FC worker's
+// waits on the network (KvClient::Wait, FcLink::Exchange, the FC worker's
 // gather, the MoE expert exchange) brackets the wait with a ScopedWait on
 // the observer it was given; with none (null), nobody is told.
 //

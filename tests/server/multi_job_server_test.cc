@@ -54,18 +54,20 @@ TEST_F(MultiJobServerTest, EachJobHasItsOwnKeySpaceAndOptimizer) {
   auto b = PsClient::Connect(ClientOf(node_->address(), 2));
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
-  ASSERT_TRUE((*a)->SetPlan(PartitionPlan::Build({1024}, 1)).ok());
-  ASSERT_TRUE((*b)->SetPlan(PartitionPlan::Build({10, 20}, 1)).ok());
-  ASSERT_TRUE((*a)->Wait((*a)->Init(0, Tensor::Full({1024}, 1.0f))).ok());
-  ASSERT_TRUE((*b)->WaitAll({(*b)->Init(0, Tensor::Full({10}, 5.0f)),
-                             (*b)->Init(1, Tensor::Full({20}, 7.0f))})
+  KvClient& ka = (*a)->kv();
+  KvClient& kb = (*b)->kv();
+  ASSERT_TRUE(ka.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(kb.SetPlan(PartitionPlan::Build({10, 20}, 1)).ok());
+  ASSERT_TRUE(ka.Wait(ka.Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(kb.WaitAll({kb.Init(0, Tensor::Full({10}, 5.0f)),
+                             kb.Init(1, Tensor::Full({20}, 7.0f))})
                   .ok());
   // One push each, of gradient 1: job 1 steps by lr 1, job 2 by lr 0.5.
-  ASSERT_TRUE((*a)->Wait((*a)->Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
-  ASSERT_TRUE((*b)->Wait((*b)->Push(0, 0, Tensor::Full({10}, 1.0f))).ok());
+  ASSERT_TRUE(ka.Wait(ka.Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(kb.Wait(kb.Push(0, 0, Tensor::Full({10}, 1.0f))).ok());
   Tensor va = Tensor::Zeros({1024}), vb = Tensor::Zeros({10}), vb1 = Tensor::Zeros({20});
-  ASSERT_TRUE((*a)->Wait((*a)->Pull(1, 0, va)).ok());
-  ASSERT_TRUE((*b)->WaitAll({(*b)->Pull(1, 0, vb), (*b)->Pull(-1, 1, vb1)}).ok());
+  ASSERT_TRUE(ka.Wait(ka.Pull(1, 0, va)).ok());
+  ASSERT_TRUE(kb.WaitAll({kb.Pull(1, 0, vb), kb.Pull(-1, 1, vb1)}).ok());
   EXPECT_FLOAT_EQ(va.data()[0], 0.0f);
   EXPECT_FLOAT_EQ(va.data()[1023], 0.0f);
   EXPECT_FLOAT_EQ(vb.data()[0], 4.5f);
@@ -74,7 +76,7 @@ TEST_F(MultiJobServerTest, EachJobHasItsOwnKeySpaceAndOptimizer) {
   // Job 1 ends; job 2 is still served.
   ASSERT_TRUE((*a)->Done().ok());
   Tensor again = Tensor::Zeros({10});
-  ASSERT_TRUE((*b)->Wait((*b)->Pull(-1, 0, again)).ok());
+  ASSERT_TRUE(kb.Wait(kb.Pull(-1, 0, again)).ok());
   EXPECT_FLOAT_EQ(again.data()[0], 4.5f);
   ASSERT_TRUE((*b)->Done().ok());
   server_.join();

@@ -65,9 +65,9 @@ TEST_F(PsClientTest, ConcurrentWaitersShareTheLaneAndTheSocketTakesTheRest) {
   auto client = PsClient::Connect(o);
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024, 1024, 1024, 1024}, 1)).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024, 1024, 1024, 1024}, 1)).ok());
   for (uint32_t key = 0; key < 4; ++key) {
-    ASSERT_TRUE(c.Wait(c.Init(key, Tensor::Full({1024}, 10.0f + key))).ok());
+    ASSERT_TRUE(c.kv().Wait(c.kv().Init(key, Tensor::Full({1024}, 10.0f + key))).ok());
   }
   std::atomic<int> wrong{0}, failed{0};
   std::vector<std::thread> threads;
@@ -76,7 +76,7 @@ TEST_F(PsClientTest, ConcurrentWaitersShareTheLaneAndTheSocketTakesTheRest) {
       Tensor value = Tensor::Zeros({1024});
       for (int i = 0; i < 300; ++i) {
         value.data()[7] = -1.0f;
-        if (!c.Wait(c.Pull(-1, key, value)).ok()) {
+        if (!c.kv().Wait(c.kv().Pull(-1, key, value)).ok()) {
           failed++;
           return;
         }
@@ -149,13 +149,13 @@ TEST_F(PsClientTest, EveryMessageOfTheSocketAndTheLanePassesTheChannelSeam) {
   auto client = PsClient::Connect(o);
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024, 200000}, 1)).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024, 200000}, 1)).ok());
   Tensor small = Tensor::Full({1024}, 2.0f), large = Tensor::Full({200000}, 3.0f);
-  ASSERT_TRUE(c.WaitAll({c.Init(0, small), c.Init(1, large)}).ok());
+  ASSERT_TRUE(c.kv().WaitAll({c.kv().Init(0, small), c.kv().Init(1, large)}).ok());
   const int lane_before = lane_sent.load(), socket_before = socket_sent.load();
   for (int i = 0; i < 10; ++i) {
     Tensor a = Tensor::Zeros({1024}), b = Tensor::Zeros({200000});
-    ASSERT_TRUE(c.WaitAll({c.Pull(-1, 0, a), c.Pull(-1, 1, b)}).ok());
+    ASSERT_TRUE(c.kv().WaitAll({c.kv().Pull(-1, 0, a), c.kv().Pull(-1, 1, b)}).ok());
     ASSERT_EQ(a.data()[1023], 2.0f);
     ASSERT_EQ(b.data()[199999], 3.0f);
   }
@@ -200,11 +200,11 @@ TEST_F(PsClientTest, PushThenPullInterleavesEachChunksPushAndPull) {
   auto client = PsClient::Connect(o);
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({size}, 1)).ok());
-  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({size}, 1.0f))).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({size}, 1)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Init(0, Tensor::Full({size}, 1.0f))).ok());
   Tensor gradient = Tensor::Full({size}, 2.0f), value = Tensor::Zeros({size});
-  PsClient::Exchange e = c.PushThenPull(0, 0, gradient, value);
-  ASSERT_TRUE(c.WaitAll({e.push, e.pull}).ok());
+  KvClient::Exchange e = c.kv().PushThenPull(0, 0, gradient, value);
+  ASSERT_TRUE(c.kv().WaitAll({e.push, e.pull}).ok());
   using K = wire::Kind;
   EXPECT_EQ(kinds, (std::vector<K>{K::PUSH, K::PULL, K::PUSH, K::PULL, K::PUSH, K::PULL}));
   // Plain SGD at the key-value mode's default rate 0.01: 1 - 0.01 * 2.
@@ -245,19 +245,19 @@ TEST_F(PsClientTest, Bf16PushesAndPullsCarryHalfTheBytesAndTheServerComputesInFp
   auto client = PsClient::Connect(o);
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
-  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Init(0, Tensor::Full({1024}, 1.0f))).ok());
   Tensor value = Tensor::Zeros({1024});
   // fp32 first: 1 - 0.01 * pi.
-  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 3.14159265f))).ok());
-  ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Push(0, 0, Tensor::Full({1024}, 3.14159265f))).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Pull(1, 0, value)).ok());
   const float after_fp32 = 1.0f - 0.01f * 3.14159265f;
   EXPECT_FLOAT_EQ(value.data()[0], after_fp32);
   // bf16: the gradient arrives as 3.140625, the server steps in fp32, the
   // reply rounds the new value to bfloat16.
-  c.set_wire_format(wire::DataType::BF16);
-  ASSERT_TRUE(c.Wait(c.Push(1, 0, Tensor::Full({1024}, 3.14159265f))).ok());
-  ASSERT_TRUE(c.Wait(c.Pull(2, 0, value)).ok());
+  c.kv().set_wire_format(wire::DataType::BF16);
+  ASSERT_TRUE(c.kv().Wait(c.kv().Push(1, 0, Tensor::Full({1024}, 3.14159265f))).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Pull(2, 0, value)).ok());
   ASSERT_EQ(push_bytes.size(), 2u);
   EXPECT_EQ(push_bytes[0] - push_bytes[1], 1024u * 2);  // the same header, half the payload
   const float on_server = after_fp32 - 0.01f * 3.140625f;
@@ -270,8 +270,8 @@ TEST_F(PsClientTest, Bf16PushesAndPullsCarryHalfTheBytesAndTheServerComputesInFp
   EXPECT_EQ(value.data()[1023], rounded);
   EXPECT_NE(rounded, on_server);  // the rounding is visible
   // Back to fp32: the server's own value, unrounded.
-  c.set_wire_format(wire::DataType::F32);
-  ASSERT_TRUE(c.Wait(c.Pull(2, 0, value)).ok());
+  c.kv().set_wire_format(wire::DataType::F32);
+  ASSERT_TRUE(c.kv().Wait(c.kv().Pull(2, 0, value)).ok());
   EXPECT_FLOAT_EQ(value.data()[0], on_server);
   ASSERT_TRUE(c.Done().ok());
 }
@@ -283,26 +283,26 @@ TEST_F(PsClientTest, CancelAllEndsPullsTheServerHoldsBack) {
   ASSERT_NE(client, nullptr);
   ASSERT_NE(idle, nullptr);
   PsClient& c = *client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024}, 1)).ok());
   Tensor value = Tensor::Full({1024}, 3.0f);
-  ASSERT_TRUE(c.Wait(c.Init(0, value)).ok());
-  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Init(0, value)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
   // Under BSP the pull of iteration 1 waits for worker 1's push, which
   // never comes.
   Tensor pulled = Tensor::Full({1024}, -5.0f);
-  Ticket waiting = c.Pull(1, 0, pulled);
+  Ticket waiting = c.kv().Pull(1, 0, pulled);
   std::thread waiter([&] {
-    absl::Status s = c.Wait(waiting);
+    absl::Status s = c.kv().Wait(waiting);
     EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
   });
   testing::SleepScaled(absl::Milliseconds(200));
   EXPECT_FALSE(waiting->done());
-  c.CancelAll();
+  c.kv().CancelAll();
   waiter.join();
   EXPECT_EQ(pulled.data()[0], -5.0f);  // nothing was written
   // The client keeps working: the current values come back.
   Tensor now = Tensor::Zeros({1024});
-  ASSERT_TRUE(c.Wait(c.Pull(-1, 0, now)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Pull(-1, 0, now)).ok());
   EXPECT_EQ(now.data()[0], 3.0f);  // no update: BSP still waits for worker 1
   server_->Kill9();
 }
@@ -313,17 +313,17 @@ TEST_F(PsClientTest, AWorkerThatLeavesFailsThePullsWaitingForItNamingWhy) {
   ASSERT_NE(client, nullptr);
   ASSERT_NE(leaver, nullptr);
   PsClient& c = *client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
-  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 3.0f))).ok());
-  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Init(0, Tensor::Full({1024}, 3.0f))).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Push(0, 0, Tensor::Full({1024}, 1.0f))).ok());
   // Under BSP the pull of iteration 1 waits for worker 1's push; worker 1
   // stops on an error instead, and says so.
   Tensor pulled = Tensor::Full({1024}, -5.0f);
-  Ticket waiting = c.Pull(1, 0, pulled);
+  Ticket waiting = c.kv().Pull(1, 0, pulled);
   testing::SleepScaled(absl::Milliseconds(200));
   ASSERT_FALSE(waiting->done());
-  leaver->Leave(absl::DataLossError("iteration 0: the disk is full"));
-  const absl::Status s = c.Wait(waiting);
+  leaver->kv().Leave(absl::DataLossError("iteration 0: the disk is full"));
+  const absl::Status s = c.kv().Wait(waiting);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_EQ(std::string(s.message()),
             "server 0 (" + address_ +
@@ -333,9 +333,9 @@ TEST_F(PsClientTest, AWorkerThatLeavesFailsThePullsWaitingForItNamingWhy) {
   EXPECT_EQ(pulled.data()[0], -5.0f);  // nothing was written
   // Later pulls that need its iterations are refused at once; the current
   // values are still served.
-  EXPECT_EQ(c.Wait(c.Pull(1, 0, pulled)).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(c.kv().Wait(c.kv().Pull(1, 0, pulled)).code(), absl::StatusCode::kUnavailable);
   Tensor now = Tensor::Zeros({1024});
-  ASSERT_TRUE(c.Wait(c.Pull(-1, 0, now)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Pull(-1, 0, now)).ok());
   EXPECT_EQ(now.data()[0], 3.0f);
   // Once worker 0 is done the job cannot complete, and the server says why.
   ASSERT_TRUE(c.Done().ok());
@@ -408,11 +408,11 @@ PsClientOptions ThroughLossyChannel(PsClientOptions o, std::set<wire::Kind> lose
 // One parameter of 1024 floats set to 1, a push of 2 at iteration 0, and
 // the pull of iteration 1 into `value`.
 void InitPushAndPull(PsClient& c, Tensor& value) {
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
-  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
-  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
   value = Tensor::Zeros({1024});
-  ASSERT_TRUE(c.Wait(c.Pull(1, 0, value)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Pull(1, 0, value)).ok());
 }
 
 // A request whose answer is lost while the connection stays up is sent
@@ -428,9 +428,9 @@ TEST_F(PsClientTest, ARequestWhoseAnswerIsLostIsSentAgainAndAppliedOnce) {
   Tensor value;
   ASSERT_NO_FATAL_FAILURE(InitPushAndPull(c, value));
   EXPECT_EQ(counts.lost.load(), 3);
-  EXPECT_EQ(c.requests_resent(), 3u);
-  EXPECT_EQ(c.pulls_resent(), 1u);
-  EXPECT_EQ(c.answers_repeated(), 0u);  // each lost answer came once, to the request sent again
+  EXPECT_EQ(c.kv().requests_resent(), 3u);
+  EXPECT_EQ(c.kv().pulls_resent(), 1u);
+  EXPECT_EQ(c.kv().answers_repeated(), 0u);  // each lost answer came once, to the request sent again
   // Plain SGD at the key-value mode's rate 0.01, once: 1 - 0.01 * 2 (0.96
   // had the repeated push been applied again).
   EXPECT_FLOAT_EQ(value.data()[0], 0.98f);
@@ -455,24 +455,24 @@ TEST_F(PsClientTest, APullTheServerHoldsIsAnsweredOnceHoweverOftenItIsAsked) {
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_NE(second, nullptr);
   PsClient& c = **first;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024}, 1)).ok());
-  ASSERT_TRUE(second->SetPlan(PartitionPlan::Build({1024}, 1)).ok());
-  ASSERT_TRUE(c.Wait(c.Init(0, Tensor::Full({1024}, 1.0f))).ok());
-  ASSERT_TRUE(c.Wait(c.Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(second->kv().SetPlan(PartitionPlan::Build({1024}, 1)).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Init(0, Tensor::Full({1024}, 1.0f))).ok());
+  ASSERT_TRUE(c.kv().Wait(c.kv().Push(0, 0, Tensor::Full({1024}, 2.0f))).ok());
   Tensor value = Tensor::Zeros({1024});
-  Ticket pull = c.Pull(1, 0, value);
+  Ticket pull = c.kv().Pull(1, 0, value);
   // Long enough for the resend timer to ask again (at least 1 s of silence).
   testing::SleepScaled(absl::Milliseconds(2500));
   EXPECT_FALSE(pull->done());
-  EXPECT_GE(c.requests_resent(), 1u);
-  ASSERT_TRUE(second->Wait(second->Push(0, 0, Tensor::Full({1024}, 4.0f))).ok());
-  ASSERT_TRUE(c.Wait(pull).ok());
+  EXPECT_GE(c.kv().requests_resent(), 1u);
+  ASSERT_TRUE(second->kv().Wait(second->kv().Push(0, 0, Tensor::Full({1024}, 4.0f))).ok());
+  ASSERT_TRUE(c.kv().Wait(pull).ok());
   // Any second answer would have arrived by now.
   testing::SleepScaled(absl::Milliseconds(300));
   EXPECT_EQ(counts.pull_replies.load(), 1);
-  EXPECT_EQ(c.pulls_resent(), c.requests_resent());
-  EXPECT_EQ(c.answers_repeated(), 0u);
-  EXPECT_EQ(c.answer_bytes_repeated(), 0u);
+  EXPECT_EQ(c.kv().pulls_resent(), c.kv().requests_resent());
+  EXPECT_EQ(c.kv().answers_repeated(), 0u);
+  EXPECT_EQ(c.kv().answer_bytes_repeated(), 0u);
   EXPECT_FLOAT_EQ(value.data()[0], 1.0f - 0.01f * 3.0f);  // the mean of 2 and 4
   ASSERT_TRUE(c.Done().ok());
   ASSERT_TRUE(second->Done().ok());
@@ -491,10 +491,10 @@ TEST_F(PsClientTest, AnAnswerThatComesTwiceIsCountedWithItsBytes) {
   Tensor value;
   ASSERT_NO_FATAL_FAILURE(InitPushAndPull(c, value));
   EXPECT_FLOAT_EQ(value.data()[0], 0.98f);  // applied once
-  EXPECT_EQ(c.requests_resent(), 0u);
-  EXPECT_EQ(c.answers_repeated(), 1u);
-  EXPECT_GT(c.answer_bytes_repeated(), 0u);
-  EXPECT_LT(c.answer_bytes_repeated(), 1024u);  // an acknowledgement: a header, no floats
+  EXPECT_EQ(c.kv().requests_resent(), 0u);
+  EXPECT_EQ(c.kv().answers_repeated(), 1u);
+  EXPECT_GT(c.kv().answer_bytes_repeated(), 0u);
+  EXPECT_LT(c.kv().answer_bytes_repeated(), 1024u);  // an acknowledgement: a header, no floats
   ASSERT_TRUE(c.Done().ok());
   ASSERT_EQ(server_->Wait(), 0) << server_->log();
 }

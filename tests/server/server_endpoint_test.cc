@@ -46,14 +46,14 @@ TEST(ServerEndpointTest, EveryMessageOfTheSocketAndTheLanesPassesTheEndpointSeam
   auto client = PsClient::Connect(co);
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
-  ASSERT_TRUE(c.SetPlan(PartitionPlan::Build({1024, 200000}, 1)).ok());
+  ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024, 200000}, 1)).ok());
   Tensor small = Tensor::Full({1024}, 2.0f), large = Tensor::Full({200000}, 3.0f);
-  ASSERT_TRUE(c.WaitAll({c.Init(0, small), c.Init(1, large)}).ok());
+  ASSERT_TRUE(c.kv().WaitAll({c.kv().Init(0, small), c.kv().Init(1, large)}).ok());
   const int lane_pulls = lane.Received(wire::Kind::PULL);
   const int socket_pulls = socket.Received(wire::Kind::PULL);
   for (int i = 0; i < 10; ++i) {
     Tensor a = Tensor::Zeros({1024}), b = Tensor::Zeros({200000});
-    ASSERT_TRUE(c.WaitAll({c.Pull(-1, 0, a), c.Pull(-1, 1, b)}).ok());
+    ASSERT_TRUE(c.kv().WaitAll({c.kv().Pull(-1, 0, a), c.kv().Pull(-1, 1, b)}).ok());
     ASSERT_EQ(a.data()[1023], 2.0f);
     ASSERT_EQ(b.data()[199999], 3.0f);
   }

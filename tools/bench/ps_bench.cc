@@ -173,15 +173,16 @@ absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, 
         errors[w] = client.status();
         return;
       }
-      errors[w] = (*client)->SetPlan(PartitionPlan::Build({elements}, 1));
+      KvClient& kv = (*client)->kv();
+      errors[w] = kv.SetPlan(PartitionPlan::Build({elements}, 1));
       if (!errors[w].ok()) return;
       Tensor grad = Tensor::Full({elements}, 1e-6f);
       Tensor value = Tensor::Zeros({elements});
       if (w == 0) {
-        errors[w] = (*client)->Wait((*client)->Init(0, value));
+        errors[w] = kv.Wait(kv.Init(0, value));
         if (!errors[w].ok()) return;
       }
-      errors[w] = (*client)->Wait((*client)->Pull(-1, 0, value));
+      errors[w] = kv.Wait(kv.Pull(-1, 0, value));
       if (!errors[w].ok()) return;
       // Rounds are lockstep under BSP, so every worker runs the same count,
       // sized to move about `seconds` worth of data at 4 GB/s.
@@ -192,9 +193,9 @@ absl::StatusOr<Point> MeasureGoodput(const std::string& transport, int workers, 
       double start = 0.0;
       for (int64_t r = 0; r < target; ++r) {
         if (r == warmup) start = MonotonicSeconds();
-        Ticket push = (*client)->Push(r, 0, grad);
-        Ticket pull = (*client)->Pull(r + 1, 0, value);
-        errors[w] = (*client)->WaitAll({push, pull});
+        Ticket push = kv.Push(r, 0, grad);
+        Ticket pull = kv.Pull(r + 1, 0, value);
+        errors[w] = kv.WaitAll({push, pull});
         if (!errors[w].ok()) return;
       }
       elapsed[w] = MonotonicSeconds() - start;
@@ -225,9 +226,9 @@ class PullLatency {
     STRATA_ASSIGN_OR_RETURN(ClientSecurity security, ClientSecurity::For(transport));
     p->security_ = std::make_unique<ClientSecurity>(std::move(security));
     STRATA_ASSIGN_OR_RETURN(p->client_, ConnectClient(p->server_->address(), transport, -1));
-    STRATA_RETURN_IF_ERROR(p->client_->SetPlan(PartitionPlan::Build({kElements}, 1)));
+    STRATA_RETURN_IF_ERROR(p->client_->kv().SetPlan(PartitionPlan::Build({kElements}, 1)));
     p->value_ = Tensor::Zeros({kElements});
-    STRATA_RETURN_IF_ERROR(p->client_->Wait(p->client_->Init(0, p->value_)));
+    STRATA_RETURN_IF_ERROR(p->client_->kv().Wait(p->client_->kv().Init(0, p->value_)));
     return p;
   }
   ~PullLatency() {
@@ -236,7 +237,7 @@ class PullLatency {
   // Microseconds of one pull.
   absl::StatusOr<double> Once() {
     const double t0 = MonotonicSeconds();
-    STRATA_RETURN_IF_ERROR(client_->Wait(client_->Pull(-1, 0, value_)));
+    STRATA_RETURN_IF_ERROR(client_->kv().Wait(client_->kv().Pull(-1, 0, value_)));
     return (MonotonicSeconds() - t0) * 1e6;
   }
 

@@ -140,7 +140,7 @@ absl::Status RunSoak(const SoakOptions& o) {
       absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Connect(co);
       if (!client.ok()) return fail(client.status());
       PsClient& c = **client;
-      if (absl::Status s = c.SetPlan(PartitionPlan::Build(sizes, o.servers)); !s.ok()) {
+      if (absl::Status s = c.kv().SetPlan(PartitionPlan::Build(sizes, o.servers)); !s.ok()) {
         return fail(s);
       }
       std::vector<Tensor> values, grads;
@@ -150,22 +150,22 @@ absl::Status RunSoak(const SoakOptions& o) {
       }
       if (w == 0) {
         std::vector<Ticket> inits;
-        for (int k = 0; k < o.keys; ++k) inits.push_back(c.Init(static_cast<uint32_t>(k), values[k]));
-        if (absl::Status s = c.WaitAll(inits); !s.ok()) return fail(s);
+        for (int k = 0; k < o.keys; ++k) inits.push_back(c.kv().Init(static_cast<uint32_t>(k), values[k]));
+        if (absl::Status s = c.kv().WaitAll(inits); !s.ok()) return fail(s);
       }
       // The initial values (a pull of the current values waits for the init).
       std::vector<Ticket> first;
-      for (int k = 0; k < o.keys; ++k) first.push_back(c.Pull(-1, static_cast<uint32_t>(k), values[k]));
-      if (absl::Status s = c.WaitAll(first); !s.ok()) return fail(s);
+      for (int k = 0; k < o.keys; ++k) first.push_back(c.kv().Pull(-1, static_cast<uint32_t>(k), values[k]));
+      if (absl::Status s = c.kv().WaitAll(first); !s.ok()) return fail(s);
       std::vector<Round> mine;
       for (int64_t r = 0; !stop.load() && MonotonicSeconds() < end; ++r) {
         const double t0 = MonotonicSeconds();
         std::vector<Ticket> tickets;
         for (int k = 0; k < o.keys; ++k) {
-          tickets.push_back(c.Push(r, static_cast<uint32_t>(k), grads[k]));
-          tickets.push_back(c.Pull(-1, static_cast<uint32_t>(k), values[k]));
+          tickets.push_back(c.kv().Push(r, static_cast<uint32_t>(k), grads[k]));
+          tickets.push_back(c.kv().Pull(-1, static_cast<uint32_t>(k), values[k]));
         }
-        if (absl::Status s = c.WaitAll(tickets); !s.ok()) return fail(s);
+        if (absl::Status s = c.kv().WaitAll(tickets); !s.ok()) return fail(s);
         const double t1 = MonotonicSeconds();
         mine.push_back({t1 - start, t1 - t0});
       }
