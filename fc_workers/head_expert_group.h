@@ -8,7 +8,7 @@
 //   auto group = HeadExpertGroup::Bind(model, split, fc_worker_serving, options);
 //   client_options.peer_address = group->address();   // registered with the coordinator
 //   ... PsClient::Connect ...
-//   STRATA_RETURN_IF_ERROR(group->Join(client->fc_peer_addresses()));  // F > 1 only
+//   STRATA_RETURN_IF_ERROR(group->Join(client->map().fc_peer_addresses));  // F > 1 only
 //   model.Forward(...); STRATA_RETURN_IF_ERROR(group->status());
 #ifndef STRATA_FC_WORKERS_HEAD_EXPERT_GROUP_H_
 #define STRATA_FC_WORKERS_HEAD_EXPERT_GROUP_H_

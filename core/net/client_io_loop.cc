@@ -9,8 +9,7 @@
 namespace strata {
 
 namespace {
-// The longest a poll waits when no part asks for less: the loop also
-// notices Stop and timers no later than this.
+// The longest a poll waits when no part asks for less.
 constexpr absl::Duration kLongestPoll = absl::Milliseconds(50);
 }  // namespace
 

@@ -10,7 +10,8 @@
 // from any thread, for a part with something queued to send.
 //
 // Contracts: parts are added before Start and outlive Stop (the owner stops
-// the loop before destroying them); a part's items, once added, are polled
+// the loop before destroying them); they are called in the order added,
+// and none may rely on that order; a part's items, once added, are polled
 // only by this thread (a descriptor may be polled while another thread uses
 // its socket; a ZeroMQ socket item may not).
 //

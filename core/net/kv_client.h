@@ -15,14 +15,13 @@
 // small pull crosses no thread hand-off. The I/O loop it is served on
 // (core/net/client_io_loop.h) owns the connection monitors outright; it
 // handles reconnects, sends what other threads queued (a closed lane's
-// requests), and reads replies while nobody waits. Whoever reads a reply for another thread's ticket
-// completes it and wakes that thread. When the connection to a
-// server drops and comes back (the server restarted), the requests still
-// waiting on it are sent again, after a new HELLO: the restarted server
-// answers them, and pushes are de-duplicated by (worker, iteration). A
-// request refused because its connection is not registered (a renewed
-// connection it overtook) is sent again behind a HELLO too, and a
-// coordinator that has forgotten us is registered with again.
+// requests), and reads replies while nobody waits. Whoever reads a reply
+// for another thread's ticket completes it and wakes that thread. When the
+// connection to a server drops and comes back (the server restarted), the
+// requests still waiting on it are sent again, after a new HELLO: the
+// restarted server answers them, and pushes are de-duplicated by (worker,
+// iteration). A request refused because its connection is not registered
+// (a renewed connection it overtook) is sent again behind a HELLO too.
 // A request or its answer can also be lost while the connection stays up
 // (a bad network; --inject-faults): a request on the socket that has gone
 // unanswered while its server has been silent for that server's resend
@@ -186,7 +185,7 @@ class KvClient : public ClientIoLoop::Part {
   std::shared_ptr<SharedMemoryLane> lane(int server) const;
   std::vector<std::shared_ptr<SharedMemoryLane>> all_lanes() const;
   RequestSender sender() const { return {options_.credentials.job_id, options_.role, rank_}; }
-  // HELLO on server `server`'s socket (the I/O loop's after Connect).
+  // HELLO on server `server`'s socket, with socket_mu_ held.
   void SayHello(int server);
   // Sends each request on its server's lane if it can, the rest over the
   // socket; each request's operation has its parts added already.

@@ -1,5 +1,5 @@
 // The messages a node sends the coordinator to join a job and to show it is
-// alive, built in one place for every role (workers through PsClient,
+// alive, built in one place for every role (workers through MembershipClient,
 // servers of rank > 0 through ServerNode). A node says HELLO on its
 // coordinator connection first (core/net/admission.h).
 #ifndef STRATA_CORE_NET_MEMBERSHIP_H_

@@ -43,7 +43,8 @@ absl::Status MembershipClient::Register(zmq::context_t& context) {
         return WithContext(ErrorFromHeader(r), absl::StrCat("coordinator ", options_.coordinator,
                                                             " refused to register us"));
       }
-      if (r.getKind() != wire::Kind::CLUSTER_MAP) continue;
+      // A map without our rank is no answer to us: keep waiting.
+      if (r.getKind() != wire::Kind::CLUSTER_MAP || r.getSenderRank() < 0) continue;
       ClusterMap map;
       map.rank = r.getSenderRank();
       map.checkpoint_epoch = r.getCheckpointEpoch();

@@ -13,7 +13,8 @@
 // here, registers again when a restarted coordinator says it has forgotten
 // us, sends what other threads queued with SendToCoordinator, and hands
 // every other message from the coordinator to the listener (the knob lease
-// client, runtime/knob_lease_client.h). Everything else here is thread-safe.
+// client, runtime/knob_lease_client.h). The rest may be called from any
+// thread, except set_wait_observer (before the first wait).
 #ifndef STRATA_CORE_NET_MEMBERSHIP_CLIENT_H_
 #define STRATA_CORE_NET_MEMBERSHIP_CLIENT_H_
 
@@ -84,7 +85,8 @@ class MembershipClient : public ClientIoLoop::Part {
   // What the heartbeats say now.
   CheckpointReport checkpoint_report() const;
 
-  // Told of every wait for the coordinator's answers (null: none).
+  // The observer that whoever waits for the coordinator's answers (the knob
+  // lease client) tells of its waits (null: none); set before the first.
   void set_wait_observer(WaitObserver* observer) { wait_observer_ = observer; }
   WaitObserver* wait_observer() const { return wait_observer_; }
 
@@ -107,7 +109,7 @@ class MembershipClient : public ClientIoLoop::Part {
   WaitObserver* wait_observer_ = nullptr;
   ClientIoLoop* loop_ = nullptr;
 
-  // The loop's after Join.
+  // The loop's once it is served (ServeOn), the joining thread's before.
   std::unique_ptr<Socket> coordinator_;
   absl::Time last_registration_;
   absl::Time next_heartbeat_;

@@ -1,4 +1,4 @@
-// The requests a PsClient sends to parameter servers, and the completion
+// The requests a KvClient sends to parameter servers, and the completion
 // state behind the Ticket a caller waits on. Both of the client's paths use
 // them: the ZeroMQ socket (any server) and the shared-memory lane (a server
 // on the same host, core/net/shared_memory_lane.h).
