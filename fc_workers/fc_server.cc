@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/net/fc_link.h"
+#include "core/net/ps_wire.h"
+#include "core/net/stanza_wire.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
@@ -171,14 +173,15 @@ bool FcServer::AllArrived() const {
 }
 
 void FcServer::Send(const ConvPeer& p) {
-  OutgoingMessage reply(wire::Kind::ACTIVATION_GRADS);
+  OutgoingMessage reply(wire::stanza::Kind::ACTIVATION_GRADS);
   auto h = reply.header();
   h.setJobId(job_id_);
   h.setIteration(p.answered_iteration);
   h.setRequestId(p.answered_request);
   h.setSenderRole(wire::Role::FC_WORKER);
   h.setSenderRank(rank_);
-  auto shape = h.initShape(static_cast<unsigned>(p.answered_grads.rank()));
+  auto shape =
+      BodyOf<wire::stanza::Body>(h).initShape(static_cast<unsigned>(p.answered_grads.rank()));
   for (int i = 0; i < p.answered_grads.rank(); ++i) {
     shape.set(static_cast<unsigned>(i), p.answered_grads.dim(i));
   }
@@ -188,7 +191,7 @@ void FcServer::Send(const ConvPeer& p) {
 }
 
 absl::Status FcServer::Handle(IncomingMessage& m, int64_t iteration) {
-  if (m.header().getKind() != wire::Kind::HELLO) {
+  if (TypeOf(m.header()) != wire::Kind::HELLO) {
     STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
     return Accept(m, iteration);
   }
@@ -212,7 +215,7 @@ absl::Status FcServer::Handle(IncomingMessage& m, int64_t iteration) {
 
 absl::Status FcServer::Accept(IncomingMessage& m, int64_t iteration) {
   const auto h = m.header();
-  if (h.getKind() == wire::Kind::DONE) {
+  if (TypeOf(h) == wire::ps::Kind::DONE) {
     auto it = peers_.find(h.getSenderRank());
     if (it == peers_.end()) {
       return absl::InvalidArgumentError(

@@ -5,6 +5,7 @@
 #include "core/control/knobs.h"
 #include "core/model/layer_registry.h"
 #include "core/status.h"
+#include "moe/expert_wire.h"
 #include "moe/moe_layer.h"
 
 namespace strata::moe {
@@ -142,6 +143,8 @@ void RegisterMoe() {
       };
       ok = KnobCatalog::Global().Register(std::move(spec)).ok() && ok;
     }
+    // The expert blocks' service (moe/expert_block.capnp), named in logs.
+    ok = RegisterService<wire::moe::Kind>("moe").ok() && ok;
     return ok;
   }();
   (void)registered;

@@ -54,8 +54,9 @@ inline constexpr char kParallelismKnob[] = "moe.parallelism";
 absl::Status ApplyMoeKnob(const std::string& name, const std::string& value,
                           ParallelSettings* settings);
 
-// Registers "moe" with the process's layer registry and the MoE knobs with
-// its knob catalogue; calls after the first do nothing.
+// Registers "moe" with the process's layer registry, the MoE knobs with its
+// knob catalogue and the expert blocks' wire service with the envelope's
+// names; calls after the first do nothing.
 void RegisterMoe();
 
 }  // namespace strata::moe

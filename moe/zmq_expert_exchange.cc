@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
+#include "moe/expert_wire.h"
 
 namespace strata {
 namespace {
@@ -24,7 +25,7 @@ constexpr absl::Duration kCourierTick = absl::Milliseconds(20);
 constexpr uint8_t kLastPhase = static_cast<uint8_t>(moe::ExchangePhase::kWeightGrads);
 
 void FillTag(wire::Header::Builder h, const moe::ExchangeTag& tag) {
-  auto t = h.initExchangeTag();
+  auto t = BodyOf<wire::moe::Body>(h).initTag();
   t.setCall(tag.call);
   t.setLayer(tag.layer);
   t.setPhase(static_cast<uint8_t>(tag.phase));
@@ -34,7 +35,7 @@ void FillTag(wire::Header::Builder h, const moe::ExchangeTag& tag) {
 
 // The tag of a block or an ack, checked.
 absl::StatusOr<moe::ExchangeTag> ReadTag(const wire::Header::Reader& h) {
-  const auto t = h.getExchangeTag();
+  const auto t = BodyOf<wire::moe::Body>(h).getTag();
   if (t.getPhase() > kLastPhase || t.getChunks() < 1 || t.getChunk() < 0 ||
       t.getChunk() >= t.getChunks()) {
     return absl::InvalidArgumentError(absl::StrCat("a block with phase ", t.getPhase(), ", chunk ",
@@ -131,18 +132,18 @@ absl::Status ZmqExpertExchange::Send(int to, const moe::ExchangeTag& tag,
 
 absl::Status ZmqExpertExchange::SendBlockLocked(int to, const moe::ExchangeTag& tag,
                                                 const moe::ExchangeBlock& block) {
-  OutgoingMessage m(wire::Kind::EXPERT_BLOCK);
+  OutgoingMessage m(wire::moe::Kind::EXPERT_BLOCK);
   auto h = m.header();
   h.setJobId(options_.credentials.job_id);
   h.setSenderRole(wire::Role::FC_WORKER);
   h.setSenderRank(rank());
   FillTag(h, tag);
-  auto counts = h.initCounts(static_cast<unsigned>(block.counts.size()));
+  auto counts = BodyOf<wire::moe::Body>(h).initCounts(static_cast<unsigned>(block.counts.size()));
   for (size_t i = 0; i < block.counts.size(); ++i)
     counts.set(static_cast<unsigned>(i), block.counts[i]);
   int64_t rows = 0;
   for (int64_t c : block.counts) rows += c;
-  auto shape = h.initShape(2);
+  auto shape = BodyOf<wire::moe::Body>(h).initShape(2);
   shape.set(0, rows);
   shape.set(1, block.rows.defined() ? block.rows.dim(1) : 0);
   if (block.rows.defined()) m.AddFrame(block.rows);
@@ -150,7 +151,7 @@ absl::Status ZmqExpertExchange::SendBlockLocked(int to, const moe::ExchangeTag& 
 }
 
 void ZmqExpertExchange::SendAck(int to, const moe::ExchangeTag& tag) {
-  OutgoingMessage m(wire::Kind::EXPERT_BLOCK_ACK);
+  OutgoingMessage m(wire::moe::Kind::EXPERT_BLOCK_ACK);
   auto h = m.header();
   h.setJobId(options_.credentials.job_id);
   h.setSenderRole(wire::Role::FC_WORKER);
@@ -163,9 +164,9 @@ void ZmqExpertExchange::SendAck(int to, const moe::ExchangeTag& tag) {
 
 absl::StatusOr<ReceivedBlock> ReadExpertBlock(const IncomingMessage& m, int rank, int size) {
   const auto h = m.header();
-  if (h.getKind() != wire::Kind::EXPERT_BLOCK) {
+  if (TypeOf(h) != wire::moe::Kind::EXPERT_BLOCK) {
     return absl::InvalidArgumentError(
-        absl::StrCat("an expert exchange does not accept ", KindName(h.getKind()), " messages"));
+        absl::StrCat("an expert exchange does not accept ", KindName(TypeOf(h)), " messages"));
   }
   ReceivedBlock out;
   out.sender = h.getSenderRank();
@@ -177,7 +178,7 @@ absl::StatusOr<ReceivedBlock> ReadExpertBlock(const IncomingMessage& m, int rank
   const moe::ExchangeTag& tag = out.tag;
   moe::ExchangeBlock& block = out.block;
   int64_t rows = 0;
-  for (int64_t c : h.getCounts()) {
+  for (int64_t c : BodyOf<wire::moe::Body>(h).getCounts()) {
     if (c < 0) return absl::InvalidArgumentError(absl::StrCat("a negative count ", c));
     // Bounded so that the sum cannot overflow.
     if (c > (int64_t{1} << 40)) {
@@ -189,7 +190,7 @@ absl::StatusOr<ReceivedBlock> ReadExpertBlock(const IncomingMessage& m, int rank
   if (rows > (int64_t{1} << 40)) {
     return absl::InvalidArgumentError(absl::StrCat("counts of ", rows, " rows in all"));
   }
-  const auto shape = h.getShape();
+  const auto shape = BodyOf<wire::moe::Body>(h).getShape();
   if (shape.size() != 2 || shape[0] != rows || shape[1] < 0 || shape[1] > (int64_t{1} << 20)) {
     std::vector<int64_t> dims;
     for (int64_t d : shape) dims.push_back(d);
@@ -216,7 +217,7 @@ absl::StatusOr<ZmqExpertExchange::Unpacked> ZmqExpertExchange::Unpack(RawMessage
   STRATA_ASSIGN_OR_RETURN(IncomingMessage m, Decode(std::move(raw), options_.limits));
   const auto h = m.header();
   Unpacked out;
-  if (h.getKind() == wire::Kind::HELLO) {
+  if (TypeOf(h) == wire::Kind::HELLO) {
     STRATA_RETURN_IF_ERROR(admission_
                                .Admit(m,
                                       [this](const Peer& peer) {
@@ -232,7 +233,7 @@ absl::StatusOr<ZmqExpertExchange::Unpacked> ZmqExpertExchange::Unpack(RawMessage
     return out;
   }
   STRATA_RETURN_IF_ERROR(admission_.Check(m).status());
-  if (h.getKind() == wire::Kind::EXPERT_BLOCK_ACK) {
+  if (TypeOf(h) == wire::moe::Kind::EXPERT_BLOCK_ACK) {
     const int from = h.getSenderRank();
     if (from < 0 || from >= size() || from == rank()) {
       return absl::InvalidArgumentError(

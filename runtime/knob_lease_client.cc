@@ -20,13 +20,13 @@ KnobLeaseClient::~KnobLeaseClient() { membership_.set_coordinator_listener(nullp
 
 void KnobLeaseClient::Request(int64_t iteration, const std::map<std::string, std::string>& declared,
                               const std::vector<IterationRecord>& reports, bool wants_reports) {
-  auto m = membership_.ToCoordinator(wire::Kind::KNOB_LEASE, kKnobLeaseRequest, iteration);
+  auto m = membership_.ToCoordinator(wire::knob::Kind::KNOB_LEASE, kKnobLeaseRequest, iteration);
   SetDeclaredKnobs(m->header(), declared);
   std::vector<IterationReport> own;
   for (const IterationRecord& r : reports)
     own.push_back({membership_.options().role, membership_.rank(), r});
   SetIterationReports(m->header(), own);
-  m->header().setWantsReports(wants_reports);
+  BodyOf<wire::knob::Body>(m->header()).setWantsReports(wants_reports);
   membership_.SendToCoordinator(std::move(m));
 }
 
@@ -70,19 +70,19 @@ std::vector<IterationRecord> KnobLeaseClient::TakeRelayedReports() {
 
 void KnobLeaseClient::Propose(const std::vector<KnobProposal>& proposals) {
   // From the earliest iteration the coordinator can still give.
-  auto m = membership_.ToCoordinator(wire::Kind::KNOB_SET, kKnobSetRequest, /*iteration=*/-1);
+  auto m = membership_.ToCoordinator(wire::knob::Kind::KNOB_SET, kKnobSetRequest, /*iteration=*/-1);
   SetKnobProposals(m->header(), proposals);
   membership_.SendToCoordinator(std::move(m));
 }
 
 void KnobLeaseClient::Take(const IncomingMessage& message) {
   const auto h = message.header();
-  switch (h.getKind()) {
-    case wire::Kind::KNOB_LEASE_REPLY: {
+  switch (TypeOf(h).code()) {
+    case CodeOf(wire::knob::Kind::KNOB_LEASE_REPLY): {
       absl::MutexLock lock(&mu_);
       lease_.until = std::max(lease_.until, h.getIteration());
       lease_.changes = KnobChangesOf(h);
-      lease_.reports_wanted = h.getWantsReports();
+      lease_.reports_wanted = BodyOf<wire::knob::Body>(h).getWantsReports();
       for (IterationReport& r : IterationReportsOf(h)) relayed_.push_back(std::move(r.record));
       if (relayed_.size() > kMaxReportsPerMessage) {
         relayed_.erase(relayed_.begin(), relayed_.end() - kMaxReportsPerMessage);
@@ -91,13 +91,13 @@ void KnobLeaseClient::Take(const IncomingMessage& message) {
       answered_.SignalAll();
       break;
     }
-    case wire::Kind::KNOB_SET_REPLY:
+    case CodeOf(wire::knob::Kind::KNOB_SET_REPLY):
       for (const KnobChange& c : KnobChangesOf(h)) {
         LogInfo("knob %s=%s agreed from iteration %lld", c.name.c_str(), c.value.c_str(),
                 static_cast<long long>(c.from_iteration));
       }
       break;
-    case wire::Kind::ERROR:
+    case CodeOf(wire::Kind::ERROR):
       if (h.getRequestId() == kKnobLeaseRequest) {
         absl::MutexLock lock(&mu_);
         lease_.status = ErrorFromHeader(h);

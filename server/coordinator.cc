@@ -122,8 +122,8 @@ bool Coordinator::all_registered() const {
 absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer& peer) {
   const auto h = message.header();
   const bool worker = peer.role == wire::Role::CONV_WORKER || peer.role == wire::Role::FC_WORKER;
-  switch (h.getKind()) {
-    case wire::Kind::KNOB_LEASE: {
+  switch (TypeOf(h).code()) {
+    case CodeOf(wire::knob::Kind::KNOB_LEASE): {
       if (!worker) {
         return absl::PermissionDeniedError(absl::StrCat("knob-lease from the ",
                                                         DescribePeer(peer.role, peer.rank),
@@ -132,16 +132,16 @@ absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer
       STRATA_ASSIGN_OR_RETURN(KnobBoard::Lease lease,
                               knobs_.RenewLease(peer, h.getIteration(), DeclaredKnobsOf(h)));
       reports_.Add(peer, IterationReportsOf(h));
-      if (h.getWantsReports()) reports_.Want(peer);
-      OutgoingMessage reply(wire::Kind::KNOB_LEASE_REPLY);
+      if (BodyOf<wire::knob::Body>(h).getWantsReports()) reports_.Want(peer);
+      OutgoingMessage reply(wire::knob::Kind::KNOB_LEASE_REPLY);
       reply.header().setRequestId(h.getRequestId());
       reply.header().setIteration(lease.until);
       SetKnobChanges(reply.header(), lease.changes);
-      reply.header().setWantsReports(reports_.wanted());
+      BodyOf<wire::knob::Body>(reply.header()).setWantsReports(reports_.wanted());
       SetIterationReports(reply.header(), reports_.TakeFor(peer));
       return endpoint_->Send(message.identity(), reply).status();
     }
-    case wire::Kind::KNOB_SET: {
+    case CodeOf(wire::knob::Kind::KNOB_SET): {
       // From outside the job, an admin; from inside, the job's controller,
       // which runs on conv worker 0 (runtime/controller_choice.h).
       const bool tool = peer.role == wire::Role::TOOL || peer.role == wire::Role::LAUNCHER;
@@ -159,13 +159,13 @@ absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer
                 c.value.c_str(), static_cast<long long>(c.from_iteration),
                 DescribePeer(peer.role, peer.rank).c_str());
       }
-      OutgoingMessage reply(wire::Kind::KNOB_SET_REPLY);
+      OutgoingMessage reply(wire::knob::Kind::KNOB_SET_REPLY);
       reply.header().setRequestId(h.getRequestId());
       SetKnobChanges(reply.header(), scheduled);
       return endpoint_->Send(message.identity(), reply).status();
     }
     default: {
-      OutgoingMessage reply(wire::Kind::KNOB_GET_REPLY);
+      OutgoingMessage reply(wire::knob::Kind::KNOB_GET_REPLY);
       reply.header().setRequestId(h.getRequestId());
       SetKnobStates(reply.header(), knobs_.Get());
       return endpoint_->Send(message.identity(), reply).status();
@@ -175,22 +175,18 @@ absl::Status Coordinator::HandleKnobs(const IncomingMessage& message, const Peer
 
 absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& peer) {
   const auto h = message.header();
-  if (h.getKind() == wire::Kind::KNOB_LEASE || h.getKind() == wire::Kind::KNOB_SET ||
-      h.getKind() == wire::Kind::KNOB_GET) {
-    return HandleKnobs(message, peer);
-  }
   if (peer.role != wire::Role::SERVER && peer.role != wire::Role::CONV_WORKER &&
       peer.role != wire::Role::FC_WORKER) {
     return absl::PermissionDeniedError(
-        absl::StrCat(KindName(h.getKind()), " from the ", DescribePeer(peer.role, peer.rank),
+        absl::StrCat(KindName(TypeOf(h)), " from the ", DescribePeer(peer.role, peer.rank),
                      "; only servers and workers are members of a job"));
   }
-  switch (h.getKind()) {
-    case wire::Kind::REGISTER:
+  switch (TypeOf(h).code()) {
+    case CodeOf(wire::Kind::REGISTER):
       return Register(message, peer);
-    case wire::Kind::BARRIER:
+    case CodeOf(wire::Kind::BARRIER):
       return Barrier(message);
-    case wire::Kind::HEARTBEAT: {
+    case CodeOf(wire::Kind::HEARTBEAT): {
       const int rank = h.getSenderRank();
       auto& table = TableFor(h.getSenderRole());
       auto it = table.find(rank);
@@ -224,7 +220,7 @@ absl::Status Coordinator::Handle(const IncomingMessage& message, const Peer& pee
     }
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat("the coordinator does not handle ", KindName(h.getKind())));
+          absl::StrCat("the coordinator does not handle ", KindName(TypeOf(h))));
   }
 }
 

@@ -64,10 +64,12 @@ class Coordinator {
   Coordinator(MessageEndpoint* endpoint, Admission* admission, const CoordinatorOptions& options,
               std::string self_address, std::string self_lane_address);
 
-  // Handles REGISTER, HEARTBEAT, BARRIER and the knob kinds from `peer` (the sender its
+  // Handles REGISTER, HEARTBEAT and BARRIER from `peer` (the sender its
   // connection was admitted as). Returns an error to be sent back to the
   // sender when the request is invalid.
   absl::Status Handle(const IncomingMessage& message, const Peer& peer);
+  // The knob service (core/net/knob.capnp): lease, set and get, likewise.
+  absl::Status HandleKnobs(const IncomingMessage& message, const Peer& peer);
   // Checks heartbeats; logs each node that falls silent, tells the other
   // servers, and returns the nodes newly found dead.
   std::vector<Peer> CheckLiveness(absl::Time now);
@@ -115,7 +117,6 @@ class Coordinator {
   };
   absl::Status Register(const IncomingMessage& message, const Peer& peer);
   absl::Status Barrier(const IncomingMessage& message);
-  absl::Status HandleKnobs(const IncomingMessage& message, const Peer& peer);
   void SendMap(const Node& node);
   static std::string Describe(const Node& node);
   // Adds `node` to options_.lost_nodes_out (when set), logging a failure.

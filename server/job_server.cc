@@ -9,7 +9,9 @@
 #include "core/data/dataset.h"
 #include "core/model/job_identity.h"
 #include "core/model/model.h"
+#include "core/net/knob_messages.h"
 #include "core/net/membership.h"
+#include "core/net/ps_wire.h"
 #include "core/net/round_trip.h"
 #include "core/net/wire_format.h"
 #include "core/status.h"
@@ -159,6 +161,7 @@ absl::StatusOr<std::unique_ptr<JobServer>> JobServer::Create(const ServerOptions
           node->plan_.chunks_of_server(options.rank).size(), address.c_str(),
           static_cast<unsigned long long>(options.job_id), ConsistencyName(options.consistency),
           lane_address.empty() ? "" : "; shared memory lanes at ", lane_address.c_str());
+  node->AddServices();
   node->created_ = node->next_heartbeat_ = MonotonicNow();
   return node;
 }
@@ -288,17 +291,17 @@ absl::Status JobServer::HandleHello(const IncomingMessage& message) {
   return Reply(message.identity(), ack);
 }
 
-absl::Status JobServer::CheckAllowed(const Peer& peer, wire::Kind kind,
+absl::Status JobServer::CheckAllowed(const Peer& peer, MessageType kind,
                                      const std::string& identity) const {
   const bool worker = peer.role == wire::Role::CONV_WORKER || peer.role == wire::Role::FC_WORKER;
   bool allowed = false;
-  switch (kind) {
-    case wire::Kind::KNOB_LEASE:
-    case wire::Kind::KNOB_SET:
-    case wire::Kind::KNOB_GET:
-    case wire::Kind::REGISTER:
-    case wire::Kind::HEARTBEAT:
-    case wire::Kind::BARRIER:
+  switch (kind.code()) {
+    case CodeOf(wire::knob::Kind::KNOB_LEASE):
+    case CodeOf(wire::knob::Kind::KNOB_SET):
+    case CodeOf(wire::knob::Kind::KNOB_GET):
+    case CodeOf(wire::Kind::REGISTER):
+    case CodeOf(wire::Kind::HEARTBEAT):
+    case CodeOf(wire::Kind::BARRIER):
       if (LaneHub::IsLane(identity)) {
         return absl::InvalidArgumentError(
             absl::StrCat(KindName(kind), " over a shared memory lane; the coordinator listens on ",
@@ -309,21 +312,21 @@ absl::Status JobServer::CheckAllowed(const Peer& peer, wire::Kind kind,
             KindName(kind), " sent to server ", options_.rank, "; only server 0 coordinates"));
       }
       // The coordinator checks the knob kinds' senders itself.
-      allowed = worker || peer.role == wire::Role::SERVER || kind == wire::Kind::KNOB_SET ||
-                kind == wire::Kind::KNOB_GET;
+      allowed = worker || peer.role == wire::Role::SERVER || kind == wire::knob::Kind::KNOB_SET ||
+                kind == wire::knob::Kind::KNOB_GET;
       break;
-    case wire::Kind::INIT:
-    case wire::Kind::PUSH:
-    case wire::Kind::PULL:
-    case wire::Kind::SHM_ATTACH:
-    case wire::Kind::DONE:
-    case wire::Kind::LEAVE:
+    case CodeOf(wire::ps::Kind::INIT):
+    case CodeOf(wire::ps::Kind::PUSH):
+    case CodeOf(wire::ps::Kind::PULL):
+    case CodeOf(wire::ps::Kind::SHM_ATTACH):
+    case CodeOf(wire::ps::Kind::DONE):
+    case CodeOf(wire::ps::Kind::LEAVE):
       allowed = worker && peer.rank >= 0;
       break;
-    case wire::Kind::CLOCK:
+    case CodeOf(wire::ps::Kind::CLOCK):
       allowed = true;
       break;
-    case wire::Kind::SHUTDOWN:
+    case CodeOf(wire::Kind::SHUTDOWN):
       allowed = peer.role == wire::Role::LAUNCHER || peer.role == wire::Role::TOOL;
       if (allowed && !peer.admin) {
         return NeedsAdmin(peer, absl::StrCat("server ", options_.rank), KindName(kind));
@@ -343,27 +346,28 @@ absl::Status JobServer::CheckAllowed(const Peer& peer, wire::Kind kind,
 absl::StatusOr<JobServer::ResolvedSlices> JobServer::ResolveSlices(const IncomingMessage& message,
                                                                    bool with_frames) const {
   const auto h = message.header();
-  const auto slices = h.getSlices();
+  const auto body = BodyOf<wire::ps::Body>(h);
+  const auto slices = body.getSlices();
   if (slices.size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " names no slices"));
+    return absl::InvalidArgumentError(absl::StrCat(KindName(TypeOf(h)), " names no slices"));
   }
   // Slices whose floats lie in shared memory come without frames.
-  with_frames = with_frames && h.getShmSlots().size() == 0;
+  with_frames = with_frames && body.getShmSlots().size() == 0;
   // Inits, and what shared memory holds, are fp32.
   const wire::DataType type = h.getDataType();
   if (type != wire::DataType::F32 && type != wire::DataType::BF16) {
     return absl::InvalidArgumentError(
-        absl::StrCat(KindName(h.getKind()), " of unknown data type ", static_cast<int>(type)));
+        absl::StrCat(KindName(TypeOf(h)), " of unknown data type ", static_cast<int>(type)));
   }
   if (type != wire::DataType::F32 &&
-      (h.getKind() == wire::Kind::INIT || h.getShmSlots().size() != 0)) {
+      (TypeOf(h) == wire::ps::Kind::INIT || body.getShmSlots().size() != 0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(KindName(h.getKind()), " in ", WireFormatName(type),
-                     (h.getKind() == wire::Kind::INIT ? ": initial values travel as fp32"
-                                                      : ": shared-memory slots hold fp32")));
+        absl::StrCat(KindName(TypeOf(h)), " in ", WireFormatName(type),
+                     (TypeOf(h) == wire::ps::Kind::INIT ? ": initial values travel as fp32"
+                                                        : ": shared-memory slots hold fp32")));
   }
   if (with_frames && message.num_frames() != slices.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " has ", slices.size(),
+    return absl::InvalidArgumentError(absl::StrCat(KindName(TypeOf(h)), " has ", slices.size(),
                                                    " slices but ", message.num_frames(),
                                                    " data frames"));
   }
@@ -371,30 +375,30 @@ absl::StatusOr<JobServer::ResolvedSlices> JobServer::ResolveSlices(const Incomin
   for (unsigned i = 0; i < slices.size(); ++i) {
     const auto s = slices[i];
     if (s.getKey() >= static_cast<uint32_t>(plan_.num_keys())) {
-      return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " of unknown key ",
+      return absl::InvalidArgumentError(absl::StrCat(KindName(TypeOf(h)), " of unknown key ",
                                                      s.getKey(), " (the model has ",
                                                      plan_.num_keys(), " keys)"));
     }
     const Chunk* c = plan_.Find(s.getKey(), s.getOffset(), s.getLength());
     if (c == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          KindName(h.getKind()), " of key ", s.getKey(), " elements [", s.getOffset(), ", ",
+          KindName(TypeOf(h)), " of key ", s.getKey(), " elements [", s.getOffset(), ", ",
           s.getOffset() + s.getLength(), ") does not match a chunk of the partition plan"));
     }
     if (!store_->Owns(*c)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), " chunk ", c->index,
+          absl::StrCat(KindName(TypeOf(h)), " of key ", s.getKey(), " chunk ", c->index,
                        " sent to server ", options_.rank, "; it lives on server ", c->server));
     }
     if (with_frames && message.frame_size(i) != c->length * ElementBytes(type)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(KindName(h.getKind()), " of key ", s.getKey(), ": data frame ", i, " has ",
+          absl::StrCat(KindName(TypeOf(h)), " of key ", s.getKey(), ": data frame ", i, " has ",
                        message.frame_size(i), " bytes, expected ", c->length * ElementBytes(type),
                        " (", c->length, " ", WireFormatName(type), " values)"));
     }
     for (const Chunk& earlier : chunks) {
       if (earlier.index == c->index) {
-        return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " names chunk ",
+        return absl::InvalidArgumentError(absl::StrCat(KindName(TypeOf(h)), " names chunk ",
                                                        c->index, " of key ", c->key, " twice"));
       }
     }
@@ -410,12 +414,13 @@ absl::Status JobServer::HandleShmAttach(const IncomingMessage& message) {
   // A refusal is an answer, not a bad request: the worker then sends its
   // data over the socket (another host or namespace is a normal case).
   const absl::Status attached = shared_memory_.Attach(message);
-  OutgoingMessage ack(wire::Kind::SHM_ATTACH_ACK);
+  OutgoingMessage ack(wire::ps::Kind::SHM_ATTACH_ACK);
   ack.header().setRequestId(h.getRequestId());
   if (attached.ok()) {
     LogInfo("shares memory with %s %d (%u slots of %llu bytes)",
             h.getSenderRole() == wire::Role::FC_WORKER ? "fc worker" : "worker", h.getSenderRank(),
-            h.getShmSlotCount(), static_cast<unsigned long long>(h.getShmSlotBytes()));
+            BodyOf<wire::ps::Body>(h).getShmSlotCount(),
+            static_cast<unsigned long long>(BodyOf<wire::ps::Body>(h).getShmSlotBytes()));
   } else {
     FillError(ack.header(), attached);
   }
@@ -428,7 +433,7 @@ absl::Status JobServer::CheckRejoined(const wire::Header::Reader& request) {
       worker >= options_.workers) {
     return absl::OkStatus();
   }
-  if (request.getKind() == wire::Kind::PULL && request.getIteration() < 0) {
+  if (TypeOf(request) == wire::ps::Kind::PULL && request.getIteration() < 0) {
     rejoined_[worker] = true;  // a pull of the current values
     return absl::OkStatus();
   }
@@ -443,7 +448,7 @@ absl::Status JobServer::HandleInit(const IncomingMessage& message) {
   for (size_t i = 0; i < slices.chunks.size(); ++i) {
     STRATA_RETURN_IF_ERROR(store_->Init(slices.chunks[i], slices.placement.SliceData(message, i)));
   }
-  OutgoingMessage ack(wire::Kind::INIT_ACK);
+  OutgoingMessage ack(wire::ps::Kind::INIT_ACK);
   ack.header().setRequestId(message.header().getRequestId());
   (void)Reply(message.identity(), ack);
   ServePending();
@@ -484,7 +489,7 @@ absl::Status JobServer::HandlePush(const IncomingMessage& message) {
       if (options_.consistency == Consistency::kBsp) ++updates_by_iteration_[h.getIteration()];
     }
   }
-  OutgoingMessage ack(wire::Kind::PUSH_ACK);
+  OutgoingMessage ack(wire::ps::Kind::PUSH_ACK);
   ack.header().setRequestId(h.getRequestId());
   ack.header().setIteration(h.getIteration());
   (void)Reply(message.identity(), ack);
@@ -509,13 +514,14 @@ const float* JobServer::PushedValues(const IncomingMessage& message, const Resol
 }
 
 void JobServer::SendPull(const PendingPull& pull) {
-  OutgoingMessage reply(wire::Kind::PULL_REPLY);
+  OutgoingMessage reply(wire::ps::Kind::PULL_REPLY);
   auto h = reply.header();
   h.setRequestId(pull.request_id);
-  auto slices = h.initSlices(static_cast<unsigned>(pull.chunks.size()));
+  auto body = BodyOf<wire::ps::Body>(h);
+  auto slices = body.initSlices(static_cast<unsigned>(pull.chunks.size()));
   const bool shared = pull.placement.region != nullptr;
   if (shared) {
-    auto slots = h.initShmSlots(static_cast<unsigned>(pull.chunks.size()));
+    auto slots = body.initShmSlots(static_cast<unsigned>(pull.chunks.size()));
     for (size_t i = 0; i < pull.chunks.size(); ++i) {
       slots.set(static_cast<unsigned>(i), pull.placement.slots[i]);
     }
@@ -743,40 +749,74 @@ absl::Status JobServer::ForgetAndAcknowledge(const IncomingMessage& message) {
 
 absl::Status JobServer::Handle(const IncomingMessage& message) {
   const auto h = message.header();
-  if (h.getKind() == wire::Kind::HELLO) return HandleHello(message);
+  if (TypeOf(h) == wire::Kind::HELLO) return HandleHello(message);
   STRATA_ASSIGN_OR_RETURN(const Peer peer, admission_.Check(message));
-  STRATA_RETURN_IF_ERROR(CheckAllowed(peer, h.getKind(), message.identity()));
+  STRATA_RETURN_IF_ERROR(CheckAllowed(peer, TypeOf(h), message.identity()));
   if (const WorkerState* w = FindWorker(peer); w != nullptr && w->stopped) {
     return absl::FailedPreconditionError(absl::StrCat(
         DescribePeer(peer.role, peer.rank), " ", w->why_stopped, "; the job goes on without it"));
   }
-  switch (h.getKind()) {
-    case wire::Kind::REGISTER:
-    case wire::Kind::HEARTBEAT:
-    case wire::Kind::BARRIER:
-    case wire::Kind::KNOB_LEASE:
-    case wire::Kind::KNOB_SET:
-    case wire::Kind::KNOB_GET:
+  return services_.Route(message, peer);
+}
+
+void JobServer::AddServices() {
+  // Each service's handler is its module's; registering one twice is a
+  // programming error, caught by the tests that start a server.
+  auto add = [this](uint16_t service, ServiceRouter<const Peer&>::Handler handler) {
+    const absl::Status added = services_.Add(service, std::move(handler));
+    if (!added.ok()) LogError("%s", std::string(added.message()).c_str());
+  };
+  add(kControlService,
+      [this](const IncomingMessage& m, const Peer& p) { return HandleControl(m, p); });
+  add(wire::ps::SERVICE,
+      [this](const IncomingMessage& m, const Peer& p) { return HandleParameters(m, p); });
+  if (coordinator_ != nullptr) {
+    add(wire::knob::SERVICE, [this](const IncomingMessage& m, const Peer& p) {
+      return coordinator_->HandleKnobs(m, p);
+    });
+  }
+}
+
+absl::Status JobServer::HandleControl(const IncomingMessage& message, const Peer& peer) {
+  const auto h = message.header();
+  switch (TypeOf(h).code()) {
+    case CodeOf(wire::Kind::REGISTER):
+    case CodeOf(wire::Kind::HEARTBEAT):
+    case CodeOf(wire::Kind::BARRIER):
       return coordinator_->Handle(message, peer);
-    case wire::Kind::INIT:
+    case CodeOf(wire::Kind::SHUTDOWN): {
+      shutdown_ = true;
+      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
+      ack.header().setRequestId(h.getRequestId());
+      return Reply(message.identity(), ack);
+    }
+    default:
+      return NotAccepted(message);
+  }
+}
+
+absl::Status JobServer::HandleParameters(const IncomingMessage& message, const Peer& peer) {
+  const auto h = message.header();
+  switch (TypeOf(h).code()) {
+    case CodeOf(wire::ps::Kind::INIT):
       return HandleInit(message);
-    case wire::Kind::PUSH:
+    case CodeOf(wire::ps::Kind::PUSH):
       return HandlePush(message);
-    case wire::Kind::PULL:
+    case CodeOf(wire::ps::Kind::PULL):
       return HandlePull(message);
-    case wire::Kind::SHM_ATTACH:
+    case CodeOf(wire::ps::Kind::SHM_ATTACH):
       return HandleShmAttach(message);
-    case wire::Kind::CLOCK: {
-      OutgoingMessage reply(wire::Kind::CLOCK_REPLY);
+    case CodeOf(wire::ps::Kind::CLOCK): {
+      OutgoingMessage reply(wire::ps::Kind::CLOCK_REPLY);
       reply.header().setRequestId(h.getRequestId());
       reply.header().setIteration(store_->max_served_lead());
-      auto clocks = reply.header().initClocks(static_cast<unsigned>(store_->clocks().size()));
-      for (size_t i = 0; i < store_->clocks().size(); ++i) {
-        clocks.set(static_cast<unsigned>(i), store_->clocks()[i]);
-      }
+      const std::vector<int64_t>& clocks = store_->clocks();
+      auto list =
+          BodyOf<wire::ps::Body>(reply.header()).initClocks(static_cast<unsigned>(clocks.size()));
+      for (size_t i = 0; i < clocks.size(); ++i) list.set(static_cast<unsigned>(i), clocks[i]);
       return Reply(message.identity(), reply);
     }
-    case wire::Kind::DONE: {
+    case CodeOf(wire::ps::Kind::DONE): {
       WorkerState* worker = FindWorker(peer);
       if (worker == nullptr) {
         return absl::InvalidArgumentError(
@@ -794,19 +834,17 @@ absl::Status JobServer::Handle(const IncomingMessage& message) {
       }
       return ForgetAndAcknowledge(message);
     }
-    case wire::Kind::LEAVE:
+    case CodeOf(wire::ps::Kind::LEAVE):
       OnWorkerStopped(peer, absl::StrCat("stopped: ", h.getErrorMessage().cStr()));
       return ForgetAndAcknowledge(message);
-    case wire::Kind::SHUTDOWN: {
-      shutdown_ = true;
-      OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
-      ack.header().setRequestId(h.getRequestId());
-      return Reply(message.identity(), ack);
-    }
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("a server does not accept ", KindName(h.getKind()), " messages"));
+      return NotAccepted(message);
   }
+}
+
+absl::Status JobServer::NotAccepted(const IncomingMessage& message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("a server does not accept ", KindName(TypeOf(message.header())), " messages"));
 }
 
 void JobServer::HandleRequest(const IncomingMessage& message, uint64_t bytes) {
@@ -879,12 +917,12 @@ absl::Status JobServer::ServeCoordinatorLink() {
     absl::StatusOr<IncomingMessage> message = Decode(*std::move(raw), options_.limits);
     if (!message.ok()) continue;
     const auto h = message->header();
-    if (h.getKind() == wire::Kind::NODE_DEAD && h.getNodes().size() == 1) {
+    if (TypeOf(h) == wire::Kind::NODE_DEAD && h.getNodes().size() == 1) {
       OnWorkerStopped({h.getNodes()[0].getRole(), h.getNodes()[0].getRank()},
                       "stopped sending heartbeats");
     } else if (IsNotRegistered(h)) {
       register_again = true;  // a restarted coordinator does not know us
-    } else if (h.getKind() == wire::Kind::ERROR) {
+    } else if (TypeOf(h) == wire::Kind::ERROR) {
       return WithContext(ErrorFromHeader(h), absl::StrCat("the coordinator ", options_.coordinator,
                                                           " refused server ", options_.rank));
     }
@@ -1001,7 +1039,7 @@ void JobServer::SendLastReport() {
       absl::StatusOr<RawMessage> raw = coordinator_link_->Receive(resend_at - MonotonicNow());
       if (!raw.ok()) continue;
       const std::optional<HeaderGlance> heard = PeekHeader(*raw, options_.limits);
-      if (heard.has_value() && heard->kind == wire::Kind::HEARTBEAT &&
+      if (heard.has_value() && heard->type == wire::Kind::HEARTBEAT &&
           heard->request_id == kLastReport) {
         if (sends > 1) LogInfo("the coordinator heard our last report after %d sends", sends);
         return;

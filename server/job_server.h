@@ -41,6 +41,7 @@
 #include "core/net/membership.h"
 #include "core/net/message_endpoint.h"
 #include "core/net/partition_plan.h"
+#include "core/net/service_router.h"
 #include "core/net/traffic.h"
 #include "core/net/transport.h"
 #include "core/train/checkpoint_epochs.h"
@@ -196,8 +197,15 @@ class JobServer {
   void SettleFinalEpoch(absl::Time now);
   absl::Status Handle(const IncomingMessage& message);
   absl::Status HandleHello(const IncomingMessage& message);
+  // The services this server answers once a message's sender is admitted:
+  // the control vocabulary, the parameter-server service and, on the
+  // coordinator, the knob service (core/net/service_router.h).
+  void AddServices();
+  absl::Status HandleControl(const IncomingMessage& message, const Peer& peer);
+  absl::Status HandleParameters(const IncomingMessage& message, const Peer& peer);
+  static absl::Status NotAccepted(const IncomingMessage& message);
   // Whether `peer` may send `kind` (on `identity`).
-  absl::Status CheckAllowed(const Peer& peer, wire::Kind kind, const std::string& identity) const;
+  absl::Status CheckAllowed(const Peer& peer, MessageType kind, const std::string& identity) const;
   // What a worker that stopped before finishing means here (see above);
   // `why` completes "worker 1 ..." ("stopped sending heartbeats").
   void OnWorkerStopped(const Peer& peer, const std::string& why);
@@ -270,6 +278,7 @@ class JobServer {
   Admission admission_;
   std::unique_ptr<Socket> coordinator_link_;  // ranks > 0
   std::unique_ptr<Coordinator> coordinator_;  // rank 0
+  ServiceRouter<const Peer&> services_{"a server"};
   PartitionPlan plan_;
   std::unique_ptr<ParameterStore> store_;
   std::deque<PendingPull> pending_;

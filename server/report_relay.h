@@ -7,7 +7,7 @@
 // every iteration.
 //
 //   relay.Add(peer, IterationReportsOf(request));
-//   if (request.getWantsReports()) relay.Want(peer);
+//   if (BodyOf<wire::knob::Body>(request).getWantsReports()) relay.Want(peer);
 //   SetIterationReports(reply, relay.TakeFor(peer));
 //
 // A process reports only for itself: reports naming another process are

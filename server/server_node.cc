@@ -179,8 +179,7 @@ void ServerNode::HandleRaw(RawMessage raw) {
     return;
   }
   JobServer* job = JobFor(h.getJobId());
-  if (job == nullptr && learning() && h.getKind() == wire::Kind::HELLO &&
-      h.getJobSpec().size() > 0) {
+  if (job == nullptr && learning() && TypeOf(h) == wire::Kind::HELLO && h.getJobSpec().size() > 0) {
     absl::StatusOr<JobServer*> learned = LearnFromHello(*message);
     if (!learned.ok()) {
       Refuse(identity, request_id, bytes, learned.status());
@@ -193,7 +192,7 @@ void ServerNode::HandleRaw(RawMessage raw) {
            absl::PermissionDeniedError(
                absl::StrCat("unknown job id ", h.getJobId(), " (server ", process_.rank, " serves ",
                             jobs_.empty() ? std::string("no job") : absl::StrCat("jobs ", JobIds()),
-                            learning() && h.getKind() == wire::Kind::HELLO
+                            learning() && TypeOf(h) == wire::Kind::HELLO
                                 ? "; a hello that offers its job's spec would start it"
                                 : "",
                             ")")));
@@ -265,10 +264,10 @@ void ServerNode::Announce(const std::string& member, uint64_t job_id,
 void ServerNode::HandleGroupMessage(const IncomingMessage& message) {
   const auto h = message.header();
   const bool from_server = h.getSenderRole() == wire::Role::SERVER && h.getSenderRank() > 0;
-  if (process_.rank != 0 || h.getKind() != wire::Kind::HELLO || !from_server) {
+  if (process_.rank != 0 || TypeOf(h) != wire::Kind::HELLO || !from_server) {
     Refuse(message.identity(), h.getRequestId(), 0,
            absl::PermissionDeniedError(absl::StrCat(
-               KindName(h.getKind()), " from ", DescribePeer(h.getSenderRole(), h.getSenderRank()),
+               KindName(TypeOf(h)), " from ", DescribePeer(h.getSenderRole(), h.getSenderRank()),
                " under job id ", kServerGroupJobId,
                ", which only the other servers' hellos to server 0 may use")));
     return;
@@ -298,12 +297,12 @@ absl::Status ServerNode::ServeGroupLink() {
     absl::StatusOr<IncomingMessage> message = Decode(*std::move(raw), process_.limits);
     if (!message.ok()) continue;
     const auto h = message->header();
-    if (h.getKind() == wire::Kind::ERROR) {
+    if (TypeOf(h) == wire::Kind::ERROR) {
       return WithContext(ErrorFromHeader(h),
                          absl::StrCat("server 0 (", process_.coordinator, ") refused server ",
                                       process_.rank, " into its group"));
     }
-    if (h.getKind() == wire::Kind::NEW_JOB) {
+    if (TypeOf(h) == wire::Kind::NEW_JOB) {
       announced_[h.getJobId()] = std::string(h.getJobSpec().cStr(), h.getJobSpec().size());
     }
   }

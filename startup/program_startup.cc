@@ -4,6 +4,7 @@
 #include "absl/flags/usage.h"
 #include "core/model/batch_shares.h"
 #include "core/model/fc_batching.h"
+#include "core/net/net_services.h"
 #include "core/net/wire_format.h"
 #include "core/process/process_setup.h"
 #include "flags/flag_names.h"
@@ -13,6 +14,7 @@
 namespace strata {
 
 void RegisterModules() {
+  RegisterNetServices();
   RegisterWireFormatKnob();
   RegisterBatchSharesKnob();
   RegisterFcBatchingKnob();

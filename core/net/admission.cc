@@ -188,7 +188,7 @@ absl::StatusOr<Peer> Admission::Check(const IncomingMessage& message) const {
   const auto h = message.header();
   auto it = peers_.find(message.identity());
   if (it == peers_.end()) {
-    return absl::UnauthenticatedError(absl::StrCat(KindName(h.getKind()),
+    return absl::UnauthenticatedError(absl::StrCat(KindName(TypeOf(h)),
                                                    " from a connection that never said hello to ",
                                                    owner_, " (every connection registers first)"));
   }
@@ -199,11 +199,11 @@ absl::StatusOr<Peer> Admission::Check(const IncomingMessage& message) const {
   }
   // A conv worker that asked for a rank registers again without one until
   // the cluster map tells it which it got.
-  const bool asking_again = h.getKind() == wire::Kind::REGISTER && h.getSenderRank() == -1 &&
+  const bool asking_again = TypeOf(h) == wire::Kind::REGISTER && h.getSenderRank() == -1 &&
                             peer.role == wire::Role::CONV_WORKER;
   if (h.getSenderRole() != peer.role || (h.getSenderRank() != peer.rank && !asking_again)) {
     return absl::PermissionDeniedError(
-        absl::StrCat(KindName(h.getKind()), " claiming to come from ",
+        absl::StrCat(KindName(TypeOf(h)), " claiming to come from ",
                      DescribePeer(h.getSenderRole(), h.getSenderRank()), " on the connection of ",
                      DescribePeer(peer.role, peer.rank)));
   }
@@ -268,14 +268,14 @@ absl::StatusOr<HelloAnswer> Introduce(Socket& socket, const JobCredentials& cred
     if (!reply.ok()) continue;
     const auto h = reply->header();
     if (IsRefusal(h)) return WithContext(ErrorFromHeader(h), absl::StrCat(peer, " refused us"));
-    if (h.getKind() == wire::Kind::HELLO_ACK) return HelloAnswer{h.getCheckpointEpoch()};
+    if (TypeOf(h) == wire::Kind::HELLO_ACK) return HelloAnswer{h.getCheckpointEpoch()};
   }
 }
 
 bool IsNotRegistered(const absl::Status& status) { return absl::IsUnauthenticated(status); }
 
 bool IsNotRegistered(wire::Header::Reader error_reply) {
-  return error_reply.getKind() == wire::Kind::ERROR &&
+  return TypeOf(error_reply) == wire::Kind::ERROR &&
          error_reply.getErrorCode() == static_cast<uint32_t>(absl::StatusCode::kUnauthenticated);
 }
 

@@ -52,7 +52,7 @@ std::string SenderName(const std::optional<HeaderGlance>& h) {
   if (!h.has_value()) return "";
   // A cluster map carries its recipient's rank in senderRank (that is how a
   // node learns its rank); only the coordinator, server 0, sends one.
-  if (h->kind == wire::Kind::CLUSTER_MAP) return ProcessName("server", 0);
+  if (h->type == wire::Kind::CLUSTER_MAP) return ProcessName("server", 0);
   switch (h->sender_role) {
     case wire::Role::SERVER:
       return ProcessName("server", h->sender_rank);
@@ -189,8 +189,8 @@ class FaultyInbox {
     if (rates_.losses.empty() || !header.has_value() || rates_.self.empty()) return false;
     for (size_t i = 0; i < rates_.losses.size(); ++i) {
       const MessageLoss& loss = rates_.losses[i];
-      if (loss.kind == header->kind && loss.iteration == header->iteration &&
-          loss.from == sender && loss.to == rates_.self && tally_->TakeOne(i, loss.count)) {
+      if (loss.kind == header->type && loss.iteration == header->iteration && loss.from == sender &&
+          loss.to == rates_.self && tally_->TakeOne(i, loss.count)) {
         return true;
       }
     }
@@ -359,7 +359,7 @@ std::string ParseLoss(absl::string_view value, std::vector<MessageLoss>& losses)
   MessageLoss loss;
   loss.from = std::string(ends[0]);
   loss.to = std::string(ends[1]);
-  const std::optional<wire::Kind> kind = KindNamed(route[1]);
+  const std::optional<MessageType> kind = KindNamed(route[1]);
   if (!kind.has_value()) {
     return absl::StrCat("\"", route[1], "\" is not a message kind (activations, activation-grads, ",
                         "push, pull-reply, ...)");

@@ -73,7 +73,7 @@ struct MessageCut {
 struct MessageLoss {
   std::string from;
   std::string to;
-  wire::Kind kind = wire::Kind::ERROR;
+  MessageType kind = wire::Kind::ERROR;
   int64_t iteration = 0;
   int count = 1;
 };

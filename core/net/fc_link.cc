@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/ps_wire.h"
+#include "core/net/stanza_wire.h"
 #include "core/net/wire_format.h"
 #include "core/status.h"
 #include "core/util/clock.h"
@@ -49,14 +51,14 @@ absl::Status FcLink::SayHello() {
 
 absl::Status FcLink::Send(int64_t iteration, const Tensor& activations, const Tensor& frame,
                           const Tensor& labels) {
-  OutgoingMessage m(wire::Kind::ACTIVATIONS);
+  OutgoingMessage m(wire::stanza::Kind::ACTIVATIONS);
   auto h = m.header();
   h.setJobId(options_.credentials.job_id);
   h.setIteration(iteration);
   h.setSenderRole(wire::Role::CONV_WORKER);
   h.setSenderRank(options_.conv_rank);
   h.setRequestId(current_request_);
-  auto shape = h.initShape(static_cast<unsigned>(activations.rank()));
+  auto shape = BodyOf<wire::stanza::Body>(h).initShape(static_cast<unsigned>(activations.rank()));
   for (int i = 0; i < activations.rank(); ++i)
     shape.set(static_cast<unsigned>(i), activations.dim(i));
   h.setDataType(wire_format_);
@@ -124,10 +126,10 @@ absl::StatusOr<Tensor> FcLink::Exchange(int64_t iteration, const Tensor& activat
       resend_at = sent_at + round_trip_.TimeoutAfter(++sends);
       continue;
     }
-    if (h.getKind() == wire::Kind::ERROR) {
+    if (TypeOf(h) == wire::Kind::ERROR) {
       return WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused our activations"));
     }
-    if (h.getKind() != wire::Kind::ACTIVATION_GRADS || reply.num_frames() != 1 ||
+    if (TypeOf(h) != wire::stanza::Kind::ACTIVATION_GRADS || reply.num_frames() != 1 ||
         h.getDataType() != type ||
         reply.frame_size(0) != static_cast<size_t>(activations.numel()) * ElementBytes(type)) {
       return absl::DataLossError(absl::StrCat(who, " answered iteration ", iteration,
@@ -147,7 +149,7 @@ void FcLink::Finish() {
   // us after its timeout), and we hold everything we need.
   const absl::Time give_up = MonotonicNow() + std::min(options_.timeout, kFinishWithin);
   const uint64_t request = next_request_++;
-  OutgoingMessage done(wire::Kind::DONE);
+  OutgoingMessage done(wire::ps::Kind::DONE);
   done.header().setJobId(options_.credentials.job_id);
   done.header().setSenderRole(wire::Role::CONV_WORKER);
   done.header().setSenderRank(options_.conv_rank);
@@ -178,12 +180,12 @@ void FcLink::Finish() {
 absl::StatusOr<std::vector<int32_t>> ReadActivations(const IncomingMessage& m,
                                                      const Shape& expected, int64_t classes) {
   const auto h = m.header();
-  if (h.getKind() != wire::Kind::ACTIVATIONS) {
+  if (TypeOf(h) != wire::stanza::Kind::ACTIVATIONS) {
     return absl::InvalidArgumentError(
-        absl::StrCat("an FC worker does not accept ", KindName(h.getKind()), " messages"));
+        absl::StrCat("an FC worker does not accept ", KindName(TypeOf(h)), " messages"));
   }
   std::vector<int64_t> dims;
-  for (int64_t d : h.getShape()) dims.push_back(d);
+  for (int64_t d : BodyOf<wire::stanza::Body>(h).getShape()) dims.push_back(d);
   if (dims != expected.dims()) {
     // Shape() of any dims, even negative ones, prints them as received.
     std::string received = "[";

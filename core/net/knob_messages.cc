@@ -15,7 +15,7 @@ std::string Text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size())
 }  // namespace
 
 void SetKnobChanges(wire::Header::Builder header, const std::vector<KnobChange>& changes) {
-  auto list = header.initKnobs(static_cast<unsigned>(changes.size()));
+  auto list = BodyOf<wire::knob::Body>(header).initKnobs(static_cast<unsigned>(changes.size()));
   for (unsigned i = 0; i < changes.size(); ++i) {
     list[i].setName(changes[i].name);
     list[i].setValue(changes[i].value);
@@ -25,7 +25,7 @@ void SetKnobChanges(wire::Header::Builder header, const std::vector<KnobChange>&
 
 std::vector<KnobChange> KnobChangesOf(wire::Header::Reader header) {
   std::vector<KnobChange> out;
-  for (const auto k : header.getKnobs()) {
+  for (const auto k : BodyOf<wire::knob::Body>(header).getKnobs()) {
     out.push_back({Text(k.getName()), Text(k.getValue()), k.getFromIteration()});
   }
   return out;
@@ -57,7 +57,7 @@ std::vector<KnobProposal> KnobProposalsOf(wire::Header::Reader header) {
 }
 
 void SetKnobStates(wire::Header::Builder header, const std::vector<KnobState>& states) {
-  auto list = header.initKnobs(static_cast<unsigned>(states.size()));
+  auto list = BodyOf<wire::knob::Body>(header).initKnobs(static_cast<unsigned>(states.size()));
   for (unsigned i = 0; i < states.size(); ++i) {
     list[i].setName(states[i].name);
     list[i].setValue(states[i].value);
@@ -68,7 +68,7 @@ void SetKnobStates(wire::Header::Builder header, const std::vector<KnobState>& s
 
 std::vector<KnobState> KnobStatesOf(wire::Header::Reader header) {
   std::vector<KnobState> out;
-  for (const auto k : header.getKnobs()) {
+  for (const auto k : BodyOf<wire::knob::Body>(header).getKnobs()) {
     out.push_back({Text(k.getName()), Text(k.getValue()), k.getFromIteration(), k.getAltersMath()});
   }
   return out;
@@ -87,7 +87,8 @@ std::string ProcessName(wire::Role role, int rank) {
 
 void SetIterationReports(wire::Header::Builder header, const std::vector<IterationReport>& reports) {
   const size_t first = reports.size() > kMaxReportsPerMessage ? reports.size() - kMaxReportsPerMessage : 0;
-  auto list = header.initReports(static_cast<unsigned>(reports.size() - first));
+  auto list =
+      BodyOf<wire::knob::Body>(header).initReports(static_cast<unsigned>(reports.size() - first));
   for (size_t i = first; i < reports.size(); ++i) {
     const IterationReport& r = reports[i];
     auto out = list[static_cast<unsigned>(i - first)];
@@ -104,7 +105,7 @@ void SetIterationReports(wire::Header::Builder header, const std::vector<Iterati
 
 std::vector<IterationReport> IterationReportsOf(wire::Header::Reader header) {
   std::vector<IterationReport> out;
-  for (const auto r : header.getReports()) {
+  for (const auto r : BodyOf<wire::knob::Body>(header).getReports()) {
     const double seconds[] = {r.getComputeSeconds(), r.getCommunicationSeconds(),
                               r.getWallSeconds()};
     const bool sane = std::all_of(std::begin(seconds), std::end(seconds),

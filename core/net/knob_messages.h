@@ -1,5 +1,6 @@
-// The knob lists of the knob* messages (protocol.capnp's KnobSetting), read
-// and written in one place for the coordinator, the workers and strata_ctl.
+// The knob service's messages (core/net/knob.capnp): their message types, and
+// the knob lists and iteration reports of their bodies, read and written in
+// one place for the coordinator, the workers and strata_ctl.
 #ifndef STRATA_CORE_NET_KNOB_MESSAGES_H_
 #define STRATA_CORE_NET_KNOB_MESSAGES_H_
 
@@ -10,9 +11,16 @@
 #include "core/control/controller.h"
 #include "core/control/iteration_record.h"
 #include "core/control/knobs.h"
+#include "core/net/knob.capnp.h"
+#include "core/net/message_type.h"
 #include "core/net/protocol.capnp.h"
 
 namespace strata {
+
+template <>
+struct ServiceOf<wire::knob::Kind> {
+  static constexpr uint16_t kId = wire::knob::SERVICE;
+};
 
 // The request ids of a worker's knob requests, so that a refusal (an
 // ERROR echoing the id) is told from other answers.

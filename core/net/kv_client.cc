@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/ps_wire.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
@@ -258,7 +259,7 @@ void KvClient::DriveSockets(const Ticket& ticket, absl::Time until) {
   waiters_.fetch_sub(1);
 }
 
-std::vector<PsRequest> KvClient::ChunkRequests(wire::Kind kind, int64_t iteration, uint32_t key,
+std::vector<PsRequest> KvClient::ChunkRequests(MessageType kind, int64_t iteration, uint32_t key,
                                                const Tensor& tensor, const Ticket& op) const {
   std::vector<PsRequest> requests;
   std::vector<int> servers;
@@ -269,7 +270,7 @@ std::vector<PsRequest> KvClient::ChunkRequests(wire::Kind kind, int64_t iteratio
     r.iteration = iteration;
     r.tensor = tensor;
     r.op = op;
-    r.data_type = kind == wire::Kind::INIT ? wire::DataType::F32 : wire_format_.load();
+    r.data_type = kind == wire::ps::Kind::INIT ? wire::DataType::F32 : wire_format_.load();
     r.chunks.push_back(c);
     servers.push_back(c.server);
     requests.push_back(std::move(r));
@@ -278,7 +279,7 @@ std::vector<PsRequest> KvClient::ChunkRequests(wire::Kind kind, int64_t iteratio
   return requests;
 }
 
-Ticket KvClient::Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor) {
+Ticket KvClient::Submit(MessageType kind, int64_t iteration, uint32_t key, const Tensor& tensor) {
   auto op = std::make_shared<Operation>(
       absl::StrCat(KindName(kind), " of key ", key, " for iteration ", iteration));
   // One request per chunk: the server applies and answers each chunk as it
@@ -291,12 +292,13 @@ KvClient::Exchange KvClient::PushThenPull(int64_t iteration, uint32_t key, const
                                           const Tensor& destination) {
   Exchange e;
   e.push = std::make_shared<Operation>(
-      absl::StrCat(KindName(wire::Kind::PUSH), " of key ", key, " for iteration ", iteration));
-  e.pull = std::make_shared<Operation>(
-      absl::StrCat(KindName(wire::Kind::PULL), " of key ", key, " for iteration ", iteration + 1));
-  std::vector<PsRequest> pushes = ChunkRequests(wire::Kind::PUSH, iteration, key, gradient, e.push);
+      absl::StrCat(KindName(wire::ps::Kind::PUSH), " of key ", key, " for iteration ", iteration));
+  e.pull = std::make_shared<Operation>(absl::StrCat(KindName(wire::ps::Kind::PULL), " of key ", key,
+                                                    " for iteration ", iteration + 1));
+  std::vector<PsRequest> pushes =
+      ChunkRequests(wire::ps::Kind::PUSH, iteration, key, gradient, e.push);
   std::vector<PsRequest> pulls =
-      ChunkRequests(wire::Kind::PULL, iteration + 1, key, destination, e.pull);
+      ChunkRequests(wire::ps::Kind::PULL, iteration + 1, key, destination, e.pull);
   std::vector<PsRequest> interleaved;
   interleaved.reserve(pushes.size() + pulls.size());
   for (size_t c = 0; c < pushes.size(); ++c) {
@@ -308,15 +310,15 @@ KvClient::Exchange KvClient::PushThenPull(int64_t iteration, uint32_t key, const
 }
 
 Ticket KvClient::Init(uint32_t key, const Tensor& value) {
-  return Submit(wire::Kind::INIT, 0, key, value);
+  return Submit(wire::ps::Kind::INIT, 0, key, value);
 }
 
 Ticket KvClient::Push(int64_t iteration, uint32_t key, const Tensor& gradient) {
-  return Submit(wire::Kind::PUSH, iteration, key, gradient);
+  return Submit(wire::ps::Kind::PUSH, iteration, key, gradient);
 }
 
 Ticket KvClient::Pull(int64_t iteration, uint32_t key, const Tensor& destination) {
-  return Submit(wire::Kind::PULL, iteration, key, destination);
+  return Submit(wire::ps::Kind::PULL, iteration, key, destination);
 }
 
 Ticket KvClient::SubmitToAll(const PsRequest& like) {
@@ -370,7 +372,7 @@ absl::Status KvClient::Done(const CheckpointReport& checkpoints) {
   // could not be: the coordinator may be waiting for them to settle the
   // final epoch.
   PsRequest done;
-  done.kind = wire::Kind::DONE;
+  done.kind = wire::ps::Kind::DONE;
   done.iteration = checkpoints.written;
   done.failed_checkpoint = checkpoints.failed;
   done.reason = checkpoints.why;
@@ -386,7 +388,7 @@ void KvClient::FinishLanes() {
 void KvClient::Leave(const absl::Status& why) {
   FinishLanes();
   PsRequest leave;
-  leave.kind = wire::Kind::LEAVE;
+  leave.kind = wire::ps::Kind::LEAVE;
   leave.reason = std::string(why.message());
   const Ticket left = SubmitToAll(leave);
   absl::Status s = WaitWhileAnswered(left, MonotonicNow(), std::min(options_.timeout, kLeaveWait));
@@ -394,7 +396,7 @@ void KvClient::Leave(const absl::Status& why) {
     LogWarning("telling the servers why this worker stops: %s", std::string(s.message()).c_str());
 }
 
-Ticket KvClient::SubmitTo(int server, wire::Kind kind, std::string what) {
+Ticket KvClient::SubmitTo(int server, MessageType kind, std::string what) {
   auto op = std::make_shared<Operation>(std::move(what));
   PsRequest r;
   r.server = server;
@@ -408,7 +410,7 @@ Ticket KvClient::SubmitTo(int server, wire::Kind kind, std::string what) {
 }
 
 absl::StatusOr<ClockReport> KvClient::Clocks(int server) {
-  Ticket op = SubmitTo(server, wire::Kind::CLOCK, "clock");
+  Ticket op = SubmitTo(server, wire::ps::Kind::CLOCK, "clock");
   STRATA_RETURN_IF_ERROR(Wait(op));
   return op->clocks();
 }
@@ -545,7 +547,7 @@ void KvClient::HandleReply(int server, RawMessage raw) {
   }
   // Answer times of requests sent once (Karn's rule); not of pulls, whose
   // answers wait for other workers' pushes, not for the network.
-  if (it->second.sends == 1 && it->second.kind != wire::Kind::PULL) {
+  if (it->second.sends == 1 && it->second.kind != wire::ps::Kind::PULL) {
     round_trips_[server].Sample(now - it->second.sent_at);
   }
   if (IsNotRegistered(message->header()) && it->second.hellos < kMaxHellosPerRequest) {
@@ -580,7 +582,7 @@ void KvClient::ResendOverdueLocked() {
     if (now - quiet_since < round_trips_[server].TimeoutAfter(r.sends)) continue;
     SendRequest(r);
     ++resent[server];
-    if (r.kind == wire::Kind::PULL) pulls_resent_.fetch_add(1);
+    if (r.kind == wire::ps::Kind::PULL) pulls_resent_.fetch_add(1);
   }
   for (size_t server = 0; server < resent.size(); ++server) {
     if (resent[server] == 0) continue;
@@ -601,7 +603,7 @@ void KvClient::HandleConnectionEvents(int server) {
       // which its own exit reports): a DONE whose answer was lost on the
       // way has been heard, and nobody is left to answer it again.
       for (auto it = inflight_.begin(); it != inflight_.end();) {
-        if (it->second.server == server && it->second.kind == wire::Kind::DONE) {
+        if (it->second.server == server && it->second.kind == wire::ps::Kind::DONE) {
           it->second.op->PartAnswered(server, absl::OkStatus(), -1);
           it = inflight_.erase(it);
         } else {

@@ -190,10 +190,10 @@ class KvClient : public ClientIoLoop::Part {
   // Sends each request on its server's lane if it can, the rest over the
   // socket; each request's operation has its parts added already.
   void Dispatch(std::vector<PsRequest> requests);
-  Ticket Submit(wire::Kind kind, int64_t iteration, uint32_t key, const Tensor& tensor);
+  Ticket Submit(MessageType kind, int64_t iteration, uint32_t key, const Tensor& tensor);
   // One request per chunk of `key` for `op`, in chunk order (op's parts
   // added).
-  std::vector<PsRequest> ChunkRequests(wire::Kind kind, int64_t iteration, uint32_t key,
+  std::vector<PsRequest> ChunkRequests(MessageType kind, int64_t iteration, uint32_t key,
                                        const Tensor& tensor, const Ticket& op) const;
   // One request like `like` (its kind, iteration, reason, failed
   // checkpoint) to every server.
@@ -201,7 +201,7 @@ class KvClient : public ClientIoLoop::Part {
   // Closes every lane; what follows goes over the sockets.
   void FinishLanes();
   // One request without data to one server.
-  Ticket SubmitTo(int server, wire::Kind kind, std::string what);
+  Ticket SubmitTo(int server, MessageType kind, std::string what);
   // Queues requests for the socket (the I/O loop sends them).
   void Enqueue(std::vector<PsRequest> requests);
   // Sends requests over their sockets from the calling thread.

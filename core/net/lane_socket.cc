@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<LaneSocket>> LaneSocket::Connect(const std::strin
 absl::StatusOr<size_t> LaneSocket::Send(OutgoingMessage& message) {
   if (message.num_frames() != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(KindName(message.header().getKind()), " with ", message.num_frames(),
+        absl::StrCat(KindName(TypeOf(message.header())), " with ", message.num_frames(),
                      " data frames cannot go over a lane (headers only)"));
   }
   kj::Array<capnp::word> words = message.EncodeHeader();

@@ -44,7 +44,7 @@ absl::Status MembershipClient::Register(zmq::context_t& context) {
                                                             " refused to register us"));
       }
       // A map without our rank is no answer to us: keep waiting.
-      if (r.getKind() != wire::Kind::CLUSTER_MAP || r.getSenderRank() < 0) continue;
+      if (TypeOf(r) != wire::Kind::CLUSTER_MAP || r.getSenderRank() < 0) continue;
       ClusterMap map;
       map.rank = r.getSenderRank();
       map.checkpoint_epoch = r.getCheckpointEpoch();
@@ -89,7 +89,7 @@ void MembershipClient::ServeOn(ClientIoLoop& loop) {
   loop.Add(this, {{static_cast<void*>(coordinator_->raw()), 0, ZMQ_POLLIN, 0}});
 }
 
-std::unique_ptr<OutgoingMessage> MembershipClient::ToCoordinator(wire::Kind kind,
+std::unique_ptr<OutgoingMessage> MembershipClient::ToCoordinator(MessageType kind,
                                                                  uint64_t request_id,
                                                                  int64_t iteration) const {
   auto m = std::make_unique<OutgoingMessage>(kind);
@@ -136,7 +136,7 @@ bool MembershipClient::HandleCoordinatorMessage(RawMessage raw) {
   if (!m.ok()) return false;
   const auto h = m->header();
   if (IsNotRegistered(h)) return true;
-  if (h.getKind() == wire::Kind::ERROR) {
+  if (TypeOf(h) == wire::Kind::ERROR) {
     LogWarning("the coordinator refused a request: %s",
                std::string(ErrorFromHeader(h).message()).c_str());
   }

@@ -63,7 +63,7 @@ class MembershipClient : public ClientIoLoop::Part {
 
   // A message of `kind` from us, its header filled; SendToCoordinator
   // queues it for the loop, which sends it.
-  std::unique_ptr<OutgoingMessage> ToCoordinator(wire::Kind kind, uint64_t request_id,
+  std::unique_ptr<OutgoingMessage> ToCoordinator(MessageType kind, uint64_t request_id,
                                                  int64_t iteration) const;
   void SendToCoordinator(std::unique_ptr<OutgoingMessage> message);
   // Called on the loop's thread with every message from the coordinator

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/ps_wire.h"
 #include "core/net/wire_format.h"
 #include "core/status.h"
 #include "core/util/clock.h"
@@ -86,8 +87,9 @@ void Operation::PartAnswered(int server, const absl::Status& status, int64_t ver
   remaining_--;
 }
 
-bool MovesData(wire::Kind kind) {
-  return kind == wire::Kind::PUSH || kind == wire::Kind::INIT || kind == wire::Kind::PULL;
+bool MovesData(MessageType kind) {
+  return kind == wire::ps::Kind::PUSH || kind == wire::ps::Kind::INIT ||
+         kind == wire::ps::Kind::PULL;
 }
 
 void FillRequest(const PsRequest& r, const RequestSender& sender, ShmRegion* region,
@@ -100,22 +102,22 @@ void FillRequest(const PsRequest& r, const RequestSender& sender, ShmRegion* reg
   h.setRequestId(r.id);
   if (!r.reason.empty()) h.setErrorMessage(r.reason);
   if (r.failed_checkpoint >= 0) h.setFailedCheckpoint(r.failed_checkpoint);
-  const bool carries_data = r.kind == wire::Kind::PUSH || r.kind == wire::Kind::INIT;
+  const bool carries_data = r.kind == wire::ps::Kind::PUSH || r.kind == wire::ps::Kind::INIT;
   const Tensor flat = r.tensor.defined() ? r.tensor.View({r.tensor.numel()}) : Tensor();
   const wire::DataType type =
-      r.slot < 0 && (r.kind == wire::Kind::PUSH || r.kind == wire::Kind::PULL)
+      r.slot < 0 && (r.kind == wire::ps::Kind::PUSH || r.kind == wire::ps::Kind::PULL)
           ? r.data_type
           : wire::DataType::F32;
   h.setDataType(type);
   if (r.slot >= 0) {  // the floats go through shared memory (one chunk)
-    h.initShmSlots(1).set(0, static_cast<uint32_t>(r.slot));
+    BodyOf<wire::ps::Body>(h).initShmSlots(1).set(0, static_cast<uint32_t>(r.slot));
     if (carries_data) {
       const Chunk& c = r.chunks[0];
       std::memcpy(region->slot(static_cast<uint32_t>(r.slot)), flat.data() + c.offset,
                   c.length * sizeof(float));
     }
   }
-  auto slices = h.initSlices(static_cast<unsigned>(r.chunks.size()));
+  auto slices = BodyOf<wire::ps::Body>(h).initSlices(static_cast<unsigned>(r.chunks.size()));
   for (size_t i = 0; i < r.chunks.size(); ++i) {
     const Chunk& c = r.chunks[i];
     slices[i].setKey(c.key);
@@ -136,8 +138,8 @@ ReplyOutcome ApplyPullReply(const IncomingMessage& reply, PsRequest& r, const Sh
                             const std::string& who) {
   const auto h = reply.header();
   const bool shared = r.slot >= 0;
-  const auto slices = h.getSlices();
-  const auto slots = h.getShmSlots();
+  const auto slices = BodyOf<wire::ps::Body>(h).getSlices();
+  const auto slots = BodyOf<wire::ps::Body>(h).getShmSlots();
   auto mismatch = [&](const char* what) {
     return ReplyOutcome{
         absl::DataLossError(absl::StrCat(who, " answered ", r.op->what(), " ", what)), -1};
@@ -177,14 +179,14 @@ ReplyOutcome ApplyPullReply(const IncomingMessage& reply, PsRequest& r, const Sh
 ReplyOutcome ApplyReply(const IncomingMessage& reply, PsRequest& r, const ShmRegion* region,
                         const std::string& who) {
   const auto h = reply.header();
-  switch (h.getKind()) {
-    case wire::Kind::ERROR:
+  switch (TypeOf(h).code()) {
+    case CodeOf(wire::Kind::ERROR):
       return {WithContext(ErrorFromHeader(h), absl::StrCat(who, " refused ", r.op->what())), -1};
-    case wire::Kind::PULL_REPLY:
+    case CodeOf(wire::ps::Kind::PULL_REPLY):
       return ApplyPullReply(reply, r, region, who);
-    case wire::Kind::CLOCK_REPLY: {
+    case CodeOf(wire::ps::Kind::CLOCK_REPLY): {
       ClockReport report;
-      for (int64_t c : h.getClocks()) report.clocks.push_back(c);
+      for (int64_t c : BodyOf<wire::ps::Body>(h).getClocks()) report.clocks.push_back(c);
       report.max_served_lead = h.getIteration();
       r.op->SetClocks(std::move(report));
       return {};

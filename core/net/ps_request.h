@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/net/partition_plan.h"
+#include "core/net/ps_wire.h"
 #include "core/net/shm_region.h"
 #include "core/net/transport.h"
 
@@ -73,7 +74,7 @@ using Ticket = std::shared_ptr<Operation>;
 struct PsRequest {
   uint64_t id = 0;  // unique per path and server connection
   int server = 0;
-  wire::Kind kind = wire::Kind::PULL;
+  MessageType kind = wire::ps::Kind::PULL;
   int64_t iteration = 0;
   std::vector<Chunk> chunks;
   Tensor tensor;  // push/init source or pull destination (whole parameter)
@@ -99,7 +100,7 @@ struct RequestSender {
 };
 
 // Whether `kind` moves floats (push, init, pull).
-bool MovesData(wire::Kind kind);
+bool MovesData(MessageType kind);
 
 // Fills `message` (made with request.kind) for `request`. A push's or
 // init's floats go as data frames (a push's in request.data_type, which a

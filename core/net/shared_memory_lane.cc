@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/ps_wire.h"
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/log.h"
@@ -47,15 +48,15 @@ absl::Status SharedMemoryLane::Attach() {
   OutgoingMessage hello(wire::Kind::HELLO);
   FillHello(hello.header(), options_.credentials, options_.sender.role, options_.sender.rank);
   STRATA_RETURN_IF_ERROR(channel_->Send(hello).status());
-  OutgoingMessage offer(wire::Kind::SHM_ATTACH);
+  OutgoingMessage offer(wire::ps::Kind::SHM_ATTACH);
   auto h = offer.header();
   h.setJobId(options_.sender.job_id);
   h.setSenderRole(options_.sender.role);
   h.setSenderRank(options_.sender.rank);
   offer.PassDescriptor(region_->fd());  // the region itself: only the server gets it
-  h.setShmSlotCount(region_->slots());
-  h.setShmSlotBytes(region_->slot_bytes());
-  h.setShmHost(ColocationId());
+  BodyOf<wire::ps::Body>(h).setShmSlotCount(region_->slots());
+  BodyOf<wire::ps::Body>(h).setShmSlotBytes(region_->slot_bytes());
+  BodyOf<wire::ps::Body>(h).setShmHost(ColocationId());
   STRATA_RETURN_IF_ERROR(channel_->Send(offer).status());
   const absl::Time deadline = MonotonicNow() + options_.attach_timeout;
   while (MonotonicNow() < deadline) {
@@ -65,7 +66,7 @@ absl::Status SharedMemoryLane::Attach() {
     STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(packet), options_.limits));
     const auto r = reply.header();
     if (r.getErrorCode() != 0) return ErrorFromHeader(r);
-    if (r.getKind() == wire::Kind::SHM_ATTACH_ACK) return absl::OkStatus();
+    if (TypeOf(r) == wire::ps::Kind::SHM_ATTACH_ACK) return absl::OkStatus();
   }
   return absl::DeadlineExceededError(absl::StrCat(options_.server_name,
                                                   " did not answer the shared memory offer within ",
@@ -91,7 +92,7 @@ bool SharedMemoryLane::TrySend(PsRequest& request) {
   request.id = id;
   OutgoingMessage message(request.kind);
   FillRequest(request, options_.sender, region_.get(), message);
-  const uint64_t data_bytes = request.kind == wire::Kind::PULL ? 0 : ChunkBytes(request);
+  const uint64_t data_bytes = request.kind == wire::ps::Kind::PULL ? 0 : ChunkBytes(request);
   const Ticket op = request.op;
   // On the books before it is sent: the reply may come at once.
   op->EnterLane(options_.server);
@@ -194,7 +195,7 @@ void SharedMemoryLane::HandleReply(RawMessage raw) {
   }
   if (entry.cancelled) return;
   const PsRequest& r = entry.request;
-  const bool pulled = r.kind == wire::Kind::PULL && outcome.status.ok();
+  const bool pulled = r.kind == wire::ps::Kind::PULL && outcome.status.ok();
   bytes_received_ += header_bytes + (pulled ? ChunkBytes(r) : 0);
   r.op->LeaveLane(options_.server);
   r.op->PartAnswered(options_.server, outcome.status, outcome.version);

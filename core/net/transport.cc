@@ -15,8 +15,8 @@
 namespace strata {
 namespace {
 
-// The last kind protocol.capnp declares.
-constexpr uint16_t kMaxKind = static_cast<uint16_t>(wire::Kind::EXPERT_BLOCK_ACK);
+// The last kind of the control vocabulary (protocol.capnp).
+constexpr uint16_t kMaxControlKind = static_cast<uint16_t>(wire::Kind::NEW_JOB);
 
 // Called by ZeroMQ, on its I/O thread, once a zero-copy frame is sent.
 void ReleaseTensorFrame(void* /*data*/, void* hint) {
@@ -26,91 +26,10 @@ void ReleaseTensorFrame(void* /*data*/, void* hint) {
 
 }  // namespace
 
-const char* KindName(wire::Kind kind) {
-  switch (kind) {
-    case wire::Kind::ERROR:
-      return "error";
-    case wire::Kind::REGISTER:
-      return "register";
-    case wire::Kind::CLUSTER_MAP:
-      return "cluster-map";
-    case wire::Kind::BARRIER:
-      return "barrier";
-    case wire::Kind::BARRIER_RELEASE:
-      return "barrier-release";
-    case wire::Kind::HEARTBEAT:
-      return "heartbeat";
-    case wire::Kind::PUSH:
-      return "push";
-    case wire::Kind::PUSH_ACK:
-      return "push-ack";
-    case wire::Kind::PULL:
-      return "pull";
-    case wire::Kind::PULL_REPLY:
-      return "pull-reply";
-    case wire::Kind::INIT:
-      return "init";
-    case wire::Kind::INIT_ACK:
-      return "init-ack";
-    case wire::Kind::SHUTDOWN:
-      return "shutdown";
-    case wire::Kind::SHUTDOWN_ACK:
-      return "shutdown-ack";
-    case wire::Kind::CLOCK:
-      return "clock";
-    case wire::Kind::CLOCK_REPLY:
-      return "clock-reply";
-    case wire::Kind::DONE:
-      return "done";
-    case wire::Kind::ACTIVATIONS:
-      return "activations";
-    case wire::Kind::ACTIVATION_GRADS:
-      return "activation-grads";
-    case wire::Kind::EXPERT_BLOCK:
-      return "expert-block";
-    case wire::Kind::SHM_ATTACH:
-      return "shm-attach";
-    case wire::Kind::SHM_ATTACH_ACK:
-      return "shm-attach-ack";
-    case wire::Kind::HELLO:
-      return "hello";
-    case wire::Kind::HELLO_ACK:
-      return "hello-ack";
-    case wire::Kind::NODE_DEAD:
-      return "node-dead";
-    case wire::Kind::KNOB_LEASE:
-      return "knob-lease";
-    case wire::Kind::KNOB_LEASE_REPLY:
-      return "knob-lease-reply";
-    case wire::Kind::KNOB_SET:
-      return "knob-set";
-    case wire::Kind::KNOB_SET_REPLY:
-      return "knob-set-reply";
-    case wire::Kind::KNOB_GET:
-      return "knob-get";
-    case wire::Kind::KNOB_GET_REPLY:
-      return "knob-get-reply";
-    case wire::Kind::LEAVE:
-      return "leave";
-    case wire::Kind::NEW_JOB:
-      return "new-job";
-    case wire::Kind::EXPERT_BLOCK_ACK:
-      return "expert-block-ack";
-  }
-  return "unknown";
-}
-
-std::optional<wire::Kind> KindNamed(absl::string_view name) {
-  for (uint16_t k = 0; k <= kMaxKind; ++k) {
-    if (name == KindName(static_cast<wire::Kind>(k))) return static_cast<wire::Kind>(k);
-  }
-  return std::nullopt;
-}
-
-OutgoingMessage::OutgoingMessage(wire::Kind kind) : header_(builder_.initRoot<wire::Header>()) {
+OutgoingMessage::OutgoingMessage(MessageType type) : header_(builder_.initRoot<wire::Header>()) {
   header_.setMajor(wire::PROTOCOL_MAJOR);
   header_.setMinor(wire::PROTOCOL_MINOR);
-  header_.setKind(kind);
+  SetType(header_, type);
 }
 
 PassedDescriptor::~PassedDescriptor() { ::close(fd_); }
@@ -166,19 +85,25 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
           "peer speaks protocol version ", h.getMajor(), ".", h.getMinor(), ", this node speaks ",
           wire::PROTOCOL_MAJOR, ".", wire::PROTOCOL_MINOR, " (major versions must match)"));
     }
-    if (static_cast<uint16_t>(h.getKind()) > kMaxKind) {
+    if (h.getService() == 0 && h.getKind() > kMaxControlKind) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown message kind ", h.getKind()));
+    }
+    // A service's body is its struct or nothing; what the struct holds is
+    // the receiving service's to check.
+    const capnp::PointerType body = h.getBody().getPointerType();
+    if (body != capnp::PointerType::NULL_ && body != capnp::PointerType::STRUCT) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown message kind ", static_cast<uint16_t>(h.getKind())));
+          absl::StrCat(KindName(TypeOf(h)), " has a body that is not a struct"));
     }
     auto sizes = h.getFrameBytes();
     if (sizes.size() != raw.frames.size() - 1) {
-      return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " header declares ",
+      return absl::InvalidArgumentError(absl::StrCat(KindName(TypeOf(h)), " header declares ",
                                                      sizes.size(), " data frames, ",
                                                      raw.frames.size() - 1, " arrived"));
     }
     for (size_t i = 0; i < sizes.size(); ++i) {
       if (sizes[i] != raw.frames[i + 1].size()) {
-        return absl::InvalidArgumentError(absl::StrCat(KindName(h.getKind()), " data frame ", i,
+        return absl::InvalidArgumentError(absl::StrCat(KindName(TypeOf(h)), " data frame ", i,
                                                        " has ", raw.frames[i + 1].size(),
                                                        " bytes, the header declares ", sizes[i]));
       }
@@ -211,7 +136,7 @@ std::optional<HeaderGlance> PeekHeader(const RawMessage& raw, const WireLimits& 
   try {
     capnp::FlatArrayMessageReader reader(words, options);
     const wire::Header::Reader h = reader.getRoot<wire::Header>();
-    return HeaderGlance{h.getKind(), h.getSenderRole(), h.getSenderRank(), h.getRequestId(),
+    return HeaderGlance{TypeOf(h), h.getSenderRole(), h.getSenderRank(), h.getRequestId(),
                         h.getIteration()};
   } catch (const kj::Exception&) {
     return std::nullopt;
@@ -304,7 +229,7 @@ kj::Array<capnp::word> OutgoingMessage::EncodeHeader() {
 absl::Status Socket::Send(OutgoingMessage& message, absl::string_view identity) {
   if (message.passed_descriptor() >= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(KindName(message.header().getKind()),
+        absl::StrCat(KindName(TypeOf(message.header())),
                      " passes a descriptor, which only a shared memory lane carries"));
   }
   kj::Array<capnp::word> words = message.EncodeHeader();
@@ -496,7 +421,7 @@ std::optional<MonitorEvent> NextMonitorEvent(zmq::socket_t& monitor) {
 bool IsQueueFull(const absl::Status& status) { return absl::IsResourceExhausted(status); }
 
 bool IsRefusal(wire::Header::Reader header) {
-  return header.getKind() == wire::Kind::ERROR || header.getErrorCode() != 0;
+  return TypeOf(header) == wire::Kind::ERROR || header.getErrorCode() != 0;
 }
 
 void FillError(wire::Header::Builder header, const absl::Status& status) {

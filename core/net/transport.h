@@ -15,7 +15,7 @@
 //
 //   auto server = Socket::Bind(ctx, SocketKind::kRouter, "tcp://127.0.0.1:0");
 //   auto client = Socket::Connect(ctx, SocketKind::kDealer, (*server)->address());
-//   OutgoingMessage m(wire::Kind::PULL);
+//   OutgoingMessage m(wire::ps::Kind::PULL);
 //   STRATA_RETURN_IF_ERROR((*client)->Send(m));
 #ifndef STRATA_CORE_NET_TRANSPORT_H_
 #define STRATA_CORE_NET_TRANSPORT_H_
@@ -35,6 +35,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/net/connection_security.h"
+#include "core/net/message_type.h"
 #include "core/net/protocol.capnp.h"
 #include "core/net/serving_address.h"
 #include "core/tensor/tensor.h"
@@ -83,8 +84,8 @@ class PassedDescriptor {
 
 class OutgoingMessage {
  public:
-  // A header with the protocol version and `kind` set.
-  explicit OutgoingMessage(wire::Kind kind);
+  // A header with the protocol version and `type` (service and kind) set.
+  explicit OutgoingMessage(MessageType type);
   wire::Header::Builder header() { return header_; }
   // Appends `tensor`'s bytes as a data frame, zero-copy: the buffer stays
   // referenced until ZeroMQ has sent it. Records the size in frameBytes.
@@ -172,7 +173,7 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
 // What the header of a raw message says, read without checking the rest
 // of the message; nullopt when the header cannot be read.
 struct HeaderGlance {
-  wire::Kind kind;
+  MessageType type;
   wire::Role sender_role;
   int32_t sender_rank;
   uint64_t request_id;
@@ -273,11 +274,6 @@ bool IsQueueFull(const absl::Status& status);
 bool IsRefusal(wire::Header::Reader header);
 void FillError(wire::Header::Builder header, const absl::Status& status);
 absl::Status ErrorFromHeader(wire::Header::Reader header);
-
-// "push", "pull", ... for log lines and errors.
-const char* KindName(wire::Kind kind);
-// The kind KindName calls `name`; nullopt when none is.
-std::optional<wire::Kind> KindNamed(absl::string_view name);
 
 }  // namespace strata
 

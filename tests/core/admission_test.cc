@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "core/model/job_identity.h"
+#include "core/net/ps_wire.h"
 #include "core/util/json_difference.h"
 
 namespace strata {
@@ -89,7 +90,7 @@ class AdmissionTest : public ::testing::Test {
     return Receive(m, identity);
   }
   IncomingMessage Push(wire::Role role, int rank, const std::string& identity) {
-    OutgoingMessage m(wire::Kind::PUSH);
+    OutgoingMessage m(wire::ps::Kind::PUSH);
     m.header().setJobId(3);
     m.header().setSenderRole(role);
     m.header().setSenderRank(rank);

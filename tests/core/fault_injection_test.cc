@@ -10,6 +10,8 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "core/net/ps_wire.h"
+#include "core/net/stanza_wire.h"
 
 namespace strata {
 namespace {
@@ -219,7 +221,7 @@ TEST_F(FaultInjectionTest, AnEndpointDropsAtItsRateAndPassesTheRestOn) {
 }
 
 // A message of `kind` whose header says `role` `rank` sent it.
-RawMessage MessageFrom(wire::Role role, int rank, wire::Kind kind = wire::Kind::PUSH,
+RawMessage MessageFrom(wire::Role role, int rank, MessageType kind = wire::ps::Kind::PUSH,
                        int64_t iteration = 0) {
   OutgoingMessage out(kind);
   out.header().setSenderRole(role);
@@ -312,7 +314,7 @@ TEST_F(FaultInjectionTest, ASilentProcessHearsNothingAndIsHeardByNobody) {
     return events.messages.size();
   };
   std::vector<RawMessage> to_fc0;
-  to_fc0.push_back(MessageFrom(wire::Role::CONV_WORKER, 0, wire::Kind::ACTIVATIONS));
+  to_fc0.push_back(MessageFrom(wire::Role::CONV_WORKER, 0, wire::stanza::Kind::ACTIVATIONS));
   to_fc0.push_back(MessageFrom(wire::Role::TOOL, -1));
   to_fc0.push_back(Message("not a header"));
   EXPECT_EQ(collected(*inside, std::move(to_fc0)), 0u);
@@ -331,7 +333,7 @@ TEST_F(FaultInjectionTest, AClusterMapIsTheCoordinatorsWhateverRankItCarries) {
   rates->self = "conv1";
   auto channel = FaultyChannels(*rates, &counts_, &clock_)(std::make_unique<QueueChannel>(&queue_));
   queue_.push_back(MessageFrom(wire::Role::SERVER, 1, wire::Kind::CLUSTER_MAP));
-  queue_.push_back(MessageFrom(wire::Role::SERVER, 1, wire::Kind::PULL_REPLY));
+  queue_.push_back(MessageFrom(wire::Role::SERVER, 1, wire::ps::Kind::PULL_REPLY));
   EXPECT_EQ(Drain(*channel).size(), 1u);
   EXPECT_EQ(counts_.cut.load(), 1u);
 }
@@ -357,10 +359,10 @@ TEST_F(FaultInjectionTest, LossesParseAndBadOnesAreNamed) {
   ASSERT_EQ(rates->losses.size(), 2u);
   EXPECT_EQ(rates->losses[0].from, "fc0");
   EXPECT_EQ(rates->losses[0].to, "conv1");
-  EXPECT_EQ(rates->losses[0].kind, wire::Kind::ACTIVATION_GRADS);
+  EXPECT_EQ(rates->losses[0].kind, wire::stanza::Kind::ACTIVATION_GRADS);
   EXPECT_EQ(rates->losses[0].iteration, 90);
   EXPECT_EQ(rates->losses[0].count, 4);
-  EXPECT_EQ(rates->losses[1].kind, wire::Kind::PUSH);
+  EXPECT_EQ(rates->losses[1].kind, wire::ps::Kind::PUSH);
   EXPECT_EQ(rates->losses[1].iteration, 7);
   EXPECT_EQ(rates->losses[1].count, 1);
   EXPECT_EQ(ParseFaultRates("lose=fc0:conv1@90").status().message(),
@@ -384,19 +386,19 @@ TEST_F(FaultInjectionTest, ALossTakesItsFirstMessagesOfOneKindAndIterationAndNoO
   const ChannelDecorator decorate = FaultyChannels(*rates, &counts_, &clock_);
   auto channel = decorate(std::make_unique<QueueChannel>(&queue_));
   // Another iteration, another kind, another sender: delivered.
-  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 0,
-                                            wire::Kind::ACTIVATION_GRADS, 89)));
+  EXPECT_TRUE(Delivers(
+      *channel, MessageFrom(wire::Role::FC_WORKER, 0, wire::stanza::Kind::ACTIVATION_GRADS, 89)));
   EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 0, wire::Kind::ERROR, 90)));
-  EXPECT_TRUE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 1,
-                                            wire::Kind::ACTIVATION_GRADS, 90)));
-  EXPECT_FALSE(Delivers(*channel, MessageFrom(wire::Role::FC_WORKER, 0,
-                                             wire::Kind::ACTIVATION_GRADS, 90)));
+  EXPECT_TRUE(Delivers(
+      *channel, MessageFrom(wire::Role::FC_WORKER, 1, wire::stanza::Kind::ACTIVATION_GRADS, 90)));
+  EXPECT_FALSE(Delivers(
+      *channel, MessageFrom(wire::Role::FC_WORKER, 0, wire::stanza::Kind::ACTIVATION_GRADS, 90)));
   // The tally is the decorator's: a channel it wraps later goes on from it.
   auto renewed = decorate(std::make_unique<QueueChannel>(&queue_));
-  EXPECT_FALSE(Delivers(*renewed, MessageFrom(wire::Role::FC_WORKER, 0,
-                                             wire::Kind::ACTIVATION_GRADS, 90)));
-  EXPECT_TRUE(Delivers(*renewed, MessageFrom(wire::Role::FC_WORKER, 0,
-                                            wire::Kind::ACTIVATION_GRADS, 90)));
+  EXPECT_FALSE(Delivers(
+      *renewed, MessageFrom(wire::Role::FC_WORKER, 0, wire::stanza::Kind::ACTIVATION_GRADS, 90)));
+  EXPECT_TRUE(Delivers(
+      *renewed, MessageFrom(wire::Role::FC_WORKER, 0, wire::stanza::Kind::ACTIVATION_GRADS, 90)));
   EXPECT_EQ(counts_.lost.load(), 2u);
   EXPECT_EQ(counts_.delivered.load(), 4u);
 }
@@ -406,7 +408,7 @@ TEST_F(FaultInjectionTest, ALossLeavesOtherReceiversAlone) {
   ASSERT_TRUE(rates.ok()) << rates.status();
   rates->self = "conv0";
   auto channel = FaultyChannels(*rates, &counts_, &clock_)(std::make_unique<QueueChannel>(&queue_));
-  queue_.push_back(MessageFrom(wire::Role::FC_WORKER, 0, wire::Kind::ACTIVATION_GRADS, 90));
+  queue_.push_back(MessageFrom(wire::Role::FC_WORKER, 0, wire::stanza::Kind::ACTIVATION_GRADS, 90));
   EXPECT_EQ(Drain(*channel).size(), 1u);
   EXPECT_EQ(counts_.lost.load(), 0u);
 }

@@ -8,6 +8,7 @@
 
 #include "core/net/message_channel.h"
 #include "core/net/partition_plan.h"
+#include "core/net/ps_wire.h"
 #include "core/net/transport.h"
 #include "tests/support/cluster_fixture.h"
 
@@ -64,7 +65,7 @@ class WireTest : public ::testing::Test {
 };
 
 TEST_F(WireTest, WellFormedMessageWithZeroCopyFrames) {
-  OutgoingMessage m(wire::Kind::PUSH);
+  OutgoingMessage m(wire::ps::Kind::PUSH);
   m.header().setIteration(7);
   Tensor t = Tensor::FromVector({3}, {1, 2, 3});
   m.AddFrame(t);
@@ -73,7 +74,7 @@ TEST_F(WireTest, WellFormedMessageWithZeroCopyFrames) {
   ASSERT_TRUE(raw.ok());
   auto msg = Decode(*std::move(raw), server_->limits());
   ASSERT_TRUE(msg.ok()) << msg.status();
-  EXPECT_EQ(msg->header().getKind(), wire::Kind::PUSH);
+  EXPECT_EQ(TypeOf(msg->header()), wire::ps::Kind::PUSH);
   EXPECT_EQ(msg->header().getIteration(), 7);
   ASSERT_EQ(msg->num_frames(), 1u);
   float out[3];
@@ -88,8 +89,8 @@ TEST_F(WireTest, GarbageHeader) {
 }
 
 TEST_F(WireTest, TruncatedHeader) {
-  OutgoingMessage m(wire::Kind::PULL);
-  m.header().initSlices(4);
+  OutgoingMessage m(wire::ps::Kind::PULL);
+  BodyOf<wire::ps::Body>(m.header()).initSlices(4);
   std::string bytes = m.SerializedHeaderForTest();
   auto r = RoundTrip({bytes.substr(0, bytes.size() / 2 / 8 * 8)});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -97,18 +98,18 @@ TEST_F(WireTest, TruncatedHeader) {
 }
 
 TEST_F(WireTest, WrongProtocolVersion) {
-  OutgoingMessage m(wire::Kind::PULL);
+  OutgoingMessage m(wire::ps::Kind::PULL);
   m.header().setMajor(9);
   m.header().setMinor(1);
   auto r = RoundTrip({m.SerializedHeaderForTest()});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(r.status().message(), "peer speaks protocol version 9.1, this node speaks 2." +
+  EXPECT_EQ(r.status().message(), "peer speaks protocol version 9.1, this node speaks 3." +
                                       std::to_string(wire::PROTOCOL_MINOR) +
                                       " (major versions must match)");
 }
 
 TEST_F(WireTest, FrameCountAndSizeMustMatchTheHeader) {
-  OutgoingMessage m(wire::Kind::PUSH);
+  OutgoingMessage m(wire::ps::Kind::PUSH);
   auto sizes = m.header().initFrameBytes(2);
   sizes.set(0, 8);
   sizes.set(1, 8);
@@ -119,7 +120,7 @@ TEST_F(WireTest, FrameCountAndSizeMustMatchTheHeader) {
 }
 
 TEST_F(WireTest, OverTheSizeLimit) {
-  OutgoingMessage m(wire::Kind::PUSH);
+  OutgoingMessage m(wire::ps::Kind::PUSH);
   m.header().initFrameBytes(1).set(0, 100000);
   auto r = RoundTrip({m.SerializedHeaderForTest(), std::string(100000, 'x')});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
@@ -130,7 +131,7 @@ TEST_F(WireTest, OverTheSizeLimit) {
 // enough for ZeroMQ to deliver: the frames past the limit are released as
 // they are read, and Decode refuses the message.
 TEST_F(WireTest, AMultiFrameMessageOverTheLimitIsReleasedAsItIsRead) {
-  OutgoingMessage m(wire::Kind::PUSH);
+  OutgoingMessage m(wire::ps::Kind::PUSH);
   for (int i = 0; i < 4; ++i) m.AddFrame(std::string(30000, 'x'));
   ASSERT_TRUE(client_->Send(m).ok());
   auto raw = server_->Receive(absl::Seconds(5));
@@ -159,7 +160,7 @@ TEST(SocketQueueTest, ASendToAPeerThatDoesNotReadFailsOnceTheQueueIsFull) {
   int sent = 0;
   const Tensor payload = Tensor::Zeros({1 << 18});  // 1 MiB
   while (sent < 1000) {
-    OutgoingMessage m(wire::Kind::PUSH);
+    OutgoingMessage m(wire::ps::Kind::PUSH);
     m.AddFrame(payload);
     failed = (*client)->Send(m);
     if (!failed.ok()) break;
@@ -207,7 +208,7 @@ std::vector<std::string> ReceiveAcrossAClose(bool watch, std::string* address) {
       continue;
     }
     auto decoded = Decode(**std::move(r), WireLimits());
-    seen.push_back(decoded.ok() ? KindName(decoded->header().getKind()) : "undecodable");
+    seen.push_back(decoded.ok() ? KindName(TypeOf(decoded->header())) : "undecodable");
   }
   return seen;
 }
@@ -228,7 +229,7 @@ TEST(ZmqChannelTest, AnUnwatchedChannelWaitsForThePeerToComeBack) {
 // bytes) or at any offset of a shared receive buffer. A decoded frame's
 // bytes are aligned whatever they came as, and are the bytes sent.
 TEST(DecodeTest, AFrameAtAnOddAddressIsReadAligned) {
-  OutgoingMessage push(wire::Kind::PUSH);
+  OutgoingMessage push(wire::ps::Kind::PUSH);
   push.AddFrame(std::string(20, '\0'));  // the header declares 20 bytes
   const kj::Array<capnp::word> header = push.EncodeHeader();
   static unsigned char storage[64];

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/net/admission.h"
+#include "core/net/stanza_wire.h"
 #include "core/net/transport.h"
 #include "tests/support/cluster_fixture.h"
 
@@ -171,14 +172,14 @@ std::string SendActivations(const std::string& address, int sender, int64_t iter
             .status();
     if (!said.ok()) return std::string(said.message());
   }
-  OutgoingMessage m(wire::Kind::ACTIVATIONS);
+  OutgoingMessage m(wire::stanza::Kind::ACTIVATIONS);
   auto h = m.header();
   h.setJobId(1);
   h.setIteration(iteration);
   h.setSenderRole(wire::Role::CONV_WORKER);
   h.setSenderRank(sender);
   h.setRequestId(99);
-  auto s = h.initShape(static_cast<unsigned>(shape.size()));
+  auto s = BodyOf<wire::stanza::Body>(h).initShape(static_cast<unsigned>(shape.size()));
   for (size_t i = 0; i < shape.size(); ++i) s.set(static_cast<unsigned>(i), shape[i]);
   m.AddFrame(std::string(act_bytes, '\0'));
   m.AddFrame(std::string(label_bytes, '\0'));
@@ -189,8 +190,8 @@ std::string SendActivations(const std::string& address, int sender, int64_t iter
     auto raw = (*socket)->Receive(absl::Seconds(testing::ScaledSeconds(10)));
     if (!raw.ok()) return "<no reply>";
     auto reply = Decode(*std::move(raw), WireLimits());
-    if (reply.ok() && reply->header().getKind() == wire::Kind::HELLO_ACK) continue;
-    if (!reply.ok() || reply->header().getKind() != wire::Kind::ERROR) return "<not an error>";
+    if (reply.ok() && TypeOf(reply->header()) == wire::Kind::HELLO_ACK) continue;
+    if (!reply.ok() || TypeOf(reply->header()) != wire::Kind::ERROR) return "<not an error>";
     return reply->header().getErrorMessage().cStr();
   }
 }

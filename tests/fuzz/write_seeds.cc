@@ -17,8 +17,12 @@
 #include "core/model/job_config.h"
 #include "core/model/job_spec.h"
 #include "core/net/admission.h"
+#include "core/net/knob_messages.h"
 #include "core/net/protocol.capnp.h"
+#include "core/net/ps_wire.h"
+#include "core/net/stanza_wire.h"
 #include "core/train/checkpoint.h"
+#include "moe/expert_wire.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace strata {
@@ -82,14 +86,14 @@ int Main(const fs::path& corpus, const fs::path& source) {
   credentials.token = "token";
   credentials.identity = "{\"model\":{}}";
   const std::string hello = Header([&](wire::Header::Builder h) {
-    h.setKind(wire::Kind::HELLO);
+    SetType(h, wire::Kind::HELLO);
     FillHello(h, credentials, wire::Role::CONV_WORKER, 0);
   });
   const std::string push = Header([](wire::Header::Builder h) {
-    h.setKind(wire::Kind::PUSH);
+    SetType(h, wire::ps::Kind::PUSH);
     h.setJobId(1);
     h.setIteration(3);
-    auto slices = h.initSlices(1);
+    auto slices = BodyOf<wire::ps::Body>(h).initSlices(1);
     slices[0].setKey(0);
     slices[0].setOffset(0);
     slices[0].setLength(4);
@@ -97,35 +101,48 @@ int Main(const fs::path& corpus, const fs::path& source) {
     bytes.set(0, 16);
   });
   const std::string error = Header([](wire::Header::Builder h) {
-    h.setKind(wire::Kind::ERROR);
+    SetType(h, wire::Kind::ERROR);
     h.setErrorCode(3);
     h.setErrorMessage("refused");
   });
+  const std::string knob_lease = Header([](wire::Header::Builder h) {
+    SetType(h, wire::knob::Kind::KNOB_LEASE);
+    h.setJobId(1);
+    h.setIteration(2);
+    SetDeclaredKnobs(h, {{"wire.format", "fp32"}});
+    IterationReport report;
+    report.rank = 1;
+    report.record.iteration = 1;
+    report.record.compute_seconds = 0.5;
+    report.record.rows = 32;
+    SetIterationReports(h, {report});
+  });
   Write(corpus / "message_header" / "hello", fuzz::EncodeFrames(hello, {}));
+  Write(corpus / "message_header" / "knob_lease", fuzz::EncodeFrames(knob_lease, {}));
   Write(corpus / "message_header" / "push", fuzz::EncodeFrames(push, {Floats(4)}));
   Write(corpus / "message_header" / "error", fuzz::EncodeFrames(error, {}));
 
   const std::string block = Header([](wire::Header::Builder h) {
-    h.setKind(wire::Kind::EXPERT_BLOCK);
+    SetType(h, wire::moe::Kind::EXPERT_BLOCK);
     h.setSenderRank(1);
-    auto tag = h.initExchangeTag();
+    auto tag = BodyOf<wire::moe::Body>(h).initTag();
     tag.setLayer(0);
     tag.setChunk(0);
     tag.setChunks(1);
-    auto counts = h.initCounts(2);
+    auto counts = BodyOf<wire::moe::Body>(h).initCounts(2);
     counts.set(0, 2);
     counts.set(1, 1);
-    auto shape = h.initShape(2);
+    auto shape = BodyOf<wire::moe::Body>(h).initShape(2);
     shape.set(0, 3);
     shape.set(1, 4);
   });
   Write(corpus / "expert_block" / "three_rows", fuzz::EncodeFrames(block, {Floats(12)}));
 
   const std::string activations = Header([](wire::Header::Builder h) {
-    h.setKind(wire::Kind::ACTIVATIONS);
+    SetType(h, wire::stanza::Kind::ACTIVATIONS);
     h.setSenderRank(0);
     h.setIteration(1);
-    auto shape = h.initShape(2);
+    auto shape = BodyOf<wire::stanza::Body>(h).initShape(2);
     shape.set(0, 2);
     shape.set(1, 3);
   });

@@ -5,6 +5,7 @@
 // and still returns the good block; blocks from the real peer that arrive
 // early wait for their turn; a silent peer times out with
 // an error naming it.
+#include "moe/expert_wire.h"
 #include "moe/zmq_expert_exchange.h"
 
 #include <gtest/gtest.h>
@@ -66,19 +67,19 @@ class ExpertExchangeTest : public ::testing::Test {
   // A block message as the exchange would send it, for the caller to spoil.
   void SendRaw(uint64_t job, int sender, const ExchangeTag& tag, std::vector<int64_t> counts,
                int64_t shape_rows, int64_t width, size_t frame_bytes) {
-    OutgoingMessage m(wire::Kind::EXPERT_BLOCK);
+    OutgoingMessage m(wire::moe::Kind::EXPERT_BLOCK);
     auto h = m.header();
     h.setJobId(job);
     h.setSenderRole(wire::Role::FC_WORKER);
     h.setSenderRank(sender);
-    auto t = h.initExchangeTag();
+    auto t = BodyOf<wire::moe::Body>(h).initTag();
     t.setCall(tag.call);
     t.setPhase(static_cast<uint8_t>(tag.phase));
     t.setChunk(tag.chunk);
     t.setChunks(tag.chunks);
-    auto c = h.initCounts(static_cast<unsigned>(counts.size()));
+    auto c = BodyOf<wire::moe::Body>(h).initCounts(static_cast<unsigned>(counts.size()));
     for (size_t i = 0; i < counts.size(); ++i) c.set(static_cast<unsigned>(i), counts[i]);
-    auto shape = h.initShape(2);
+    auto shape = BodyOf<wire::moe::Body>(h).initShape(2);
     shape.set(0, shape_rows);
     shape.set(1, width);
     if (frame_bytes > 0) m.AddFrame(std::string(frame_bytes, '\0'));
@@ -181,7 +182,7 @@ TEST(ExpertExchangeSeamTest, EveryMessageToTheInboxPassesTheEndpointDecorator) {
     EXPECT_EQ(got->rows.data()[0], static_cast<float>(call));
   }
   EXPECT_EQ(tally.Received(wire::Kind::HELLO), 1);
-  EXPECT_EQ(tally.Received(wire::Kind::EXPERT_BLOCK), 3);
+  EXPECT_EQ(tally.Received(wire::moe::Kind::EXPERT_BLOCK), 3);
   EXPECT_EQ(tally.Sent(wire::Kind::HELLO_ACK), 0);  // the exchange answers nothing
 }
 

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/net/lane_socket.h"
+#include "core/net/ps_wire.h"
 #include "core/net/shm_region.h"
 #include "server/lane_hub.h"
 #include "tests/support/cluster_fixture.h"
@@ -48,7 +49,7 @@ LanePair Connect() {
 
 // Sends a pull header for `iteration`.
 absl::Status SendPull(LaneSocket& socket, int64_t iteration) {
-  OutgoingMessage m(wire::Kind::PULL);
+  OutgoingMessage m(wire::ps::Kind::PULL);
   m.header().setIteration(iteration);
   return socket.Send(m).status();
 }
@@ -70,23 +71,23 @@ TEST(LaneSocketTest, CarriesOneHeaderPerPacketInOrder) {
   for (int64_t i = 0; i < 3; ++i) {
     absl::StatusOr<IncomingMessage> m = Next(*lane.server);
     ASSERT_TRUE(m.ok()) << m.status();
-    EXPECT_EQ(m->header().getKind(), wire::Kind::PULL);
+    EXPECT_EQ(TypeOf(m->header()), wire::ps::Kind::PULL);
     EXPECT_EQ(m->header().getIteration(), i);
   }
   absl::StatusOr<std::optional<RawMessage>> none = lane.server->ReceiveNow();
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
   // And the other way.
-  OutgoingMessage reply(wire::Kind::PULL_REPLY);
+  OutgoingMessage reply(wire::ps::Kind::PULL_REPLY);
   ASSERT_TRUE(lane.server->Send(reply).ok());
   absl::StatusOr<IncomingMessage> back = Next(*lane.client);
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->header().getKind(), wire::Kind::PULL_REPLY);
+  EXPECT_EQ(TypeOf(back->header()), wire::ps::Kind::PULL_REPLY);
 }
 
 TEST(LaneSocketTest, RefusesDataFramesAndOversizeHeaders) {
   LanePair lane = Connect();
-  OutgoingMessage push(wire::Kind::PUSH);
+  OutgoingMessage push(wire::ps::Kind::PUSH);
   push.AddFrame(std::string(16, 'x'));
   absl::StatusOr<size_t> framed = lane.client->Send(push);
   EXPECT_EQ(framed.status().code(), absl::StatusCode::kInvalidArgument);
@@ -194,7 +195,7 @@ TEST(LaneHubTest, NamesEachLaneAndRoutesRepliesToIt) {
       EndpointIdentity(EndpointKind::kZeroMq, std::string("\0\x80\0\0\x29", 5))));
   EXPECT_FALSE(LaneHub::IsLane(EndpointIdentity(EndpointKind::kZeroMq, identity_of[1])));
 
-  OutgoingMessage reply(wire::Kind::PULL_REPLY);
+  OutgoingMessage reply(wire::ps::Kind::PULL_REPLY);
   reply.header().setIteration(2);
   absl::StatusOr<size_t> sent = (*hub)->Send(identity_of[2], reply);
   ASSERT_TRUE(sent.ok()) << sent.status();
@@ -238,7 +239,7 @@ TEST(LaneHubTest, ALaneFromAnotherUserIsRefused) {
     const socklen_t length =
         static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&target), length) != 0) ::_exit(1);
-    OutgoingMessage pull(wire::Kind::PULL);
+    OutgoingMessage pull(wire::ps::Kind::PULL);
     const std::string packet = pull.SerializedHeaderForTest();
     (void)!::send(fd, packet.data(), packet.size(), MSG_NOSIGNAL);  // the hub may have closed it
     testing::SleepScaled(absl::Milliseconds(500));
@@ -305,7 +306,7 @@ TEST(LaneHubTest, AZeroMqPeerCannotPassForALane) {
     spoofer.set(zmq::sockopt::linger, 0);
     spoofer.set(zmq::sockopt::routing_id, zmq::buffer(chosen));
     spoofer.connect((*socket)->address());
-    OutgoingMessage pull(wire::Kind::PULL);
+    OutgoingMessage pull(wire::ps::Kind::PULL);
     const std::string header = pull.SerializedHeaderForTest();
     ASSERT_TRUE(spoofer.send(zmq::buffer(header), zmq::send_flags::none));
     MessageEndpoint* endpoints[] = {hub->get(), socket->get()};
@@ -321,7 +322,7 @@ TEST(LaneHubTest, AZeroMqPeerCannotPassForALane) {
     EXPECT_FALSE((*hub)->Serves(got[0].identity));
     EXPECT_TRUE((*socket)->Serves(got[0].identity));
     EXPECT_FALSE((*socket)->Serves(lane_identity));
-    OutgoingMessage reply(wire::Kind::PULL_REPLY);
+    OutgoingMessage reply(wire::ps::Kind::PULL_REPLY);
     ASSERT_TRUE((*socket)->Send(got[0].identity, reply).ok());
     zmq::pollitem_t item{static_cast<void*>(spoofer), 0, ZMQ_POLLIN, 0};
     EXPECT_EQ(zmq::poll(&item, 1, std::chrono::seconds(5)), 1);

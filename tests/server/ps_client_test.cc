@@ -12,6 +12,7 @@
 
 #include "core/net/message_channel.h"
 #include "core/net/ps_client.h"
+#include "core/net/ps_wire.h"
 #include "tests/support/cluster_fixture.h"
 
 namespace strata {
@@ -171,17 +172,18 @@ TEST_F(PsClientTest, EveryMessageOfTheSocketAndTheLanePassesTheChannelSeam) {
 // Records the kind of every PUSH and PULL request sent.
 class KindRecordingChannel final : public ForwardingChannel {
  public:
-  KindRecordingChannel(std::unique_ptr<MessageChannel> inner, std::vector<wire::Kind>* kinds)
+  KindRecordingChannel(std::unique_ptr<MessageChannel> inner, std::vector<MessageType>* kinds)
       : ForwardingChannel(std::move(inner)), kinds_(kinds) {}
   absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
-    const wire::Kind kind = m.header().getKind();
+    const MessageType kind = TypeOf(m.header());
     absl::StatusOr<size_t> n = ForwardingChannel::Send(m);
-    if (n.ok() && (kind == wire::Kind::PUSH || kind == wire::Kind::PULL)) kinds_->push_back(kind);
+    if (n.ok() && (kind == wire::ps::Kind::PUSH || kind == wire::ps::Kind::PULL))
+      kinds_->push_back(kind);
     return n;
   }
 
  private:
-  std::vector<wire::Kind>* kinds_;
+  std::vector<MessageType>* kinds_;
 };
 
 // PushThenPull sends each chunk's pull request right behind that chunk's
@@ -190,7 +192,7 @@ class KindRecordingChannel final : public ForwardingChannel {
 TEST_F(PsClientTest, PushThenPullInterleavesEachChunksPushAndPull) {
   const int64_t size = 3 * kDefaultChunkElements;  // three chunks
   StartServer(std::to_string(size), 1);
-  std::vector<wire::Kind> kinds;
+  std::vector<MessageType> kinds;
   PsClientOptions o = Options(0);
   o.shared_memory = false;
   o.decorate_channel =
@@ -205,8 +207,9 @@ TEST_F(PsClientTest, PushThenPullInterleavesEachChunksPushAndPull) {
   Tensor gradient = Tensor::Full({size}, 2.0f), value = Tensor::Zeros({size});
   KvClient::Exchange e = c.kv().PushThenPull(0, 0, gradient, value);
   ASSERT_TRUE(c.kv().WaitAll({e.push, e.pull}).ok());
-  using K = wire::Kind;
-  EXPECT_EQ(kinds, (std::vector<K>{K::PUSH, K::PULL, K::PUSH, K::PULL, K::PUSH, K::PULL}));
+  using K = wire::ps::Kind;
+  EXPECT_EQ(kinds,
+            (std::vector<MessageType>{K::PUSH, K::PULL, K::PUSH, K::PULL, K::PUSH, K::PULL}));
   // Plain SGD at the key-value mode's default rate 0.01: 1 - 0.01 * 2.
   EXPECT_FLOAT_EQ(value.data()[0], 0.98f);
   EXPECT_FLOAT_EQ(value.data()[size - 1], 0.98f);
@@ -220,7 +223,7 @@ class PushSizeChannel final : public ForwardingChannel {
   PushSizeChannel(std::unique_ptr<MessageChannel> inner, std::vector<size_t>* sizes)
       : ForwardingChannel(std::move(inner)), sizes_(sizes) {}
   absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
-    const bool push = m.header().getKind() == wire::Kind::PUSH;
+    const bool push = TypeOf(m.header()) == wire::ps::Kind::PUSH;
     absl::StatusOr<size_t> n = ForwardingChannel::Send(m);
     if (n.ok() && push) sizes_->push_back(*n);
     return n;
@@ -347,11 +350,11 @@ TEST_F(PsClientTest, AWorkerThatLeavesFailsThePullsWaitingForItNamingWhy) {
 }
 
 // The kind of a received message, read from a copy (the original goes on).
-wire::Kind KindOf(const RawMessage& raw) {
+MessageType KindOf(const RawMessage& raw) {
   RawMessage copy;
   for (const zmq::message_t& f : raw.frames) copy.frames.emplace_back(f.data(), f.size());
   absl::StatusOr<IncomingMessage> m = Decode(std::move(copy), WireLimits{});
-  return m.ok() ? m->header().getKind() : wire::Kind::ERROR;
+  return m.ok() ? TypeOf(m->header()) : wire::Kind::ERROR;
 }
 
 // Loses the first answer of each kind in `lose`, sends every request of
@@ -362,22 +365,22 @@ class LossyChannel final : public ForwardingChannel {
     std::atomic<int> lost{0};
     std::atomic<int> pull_replies{0};
   };
-  LossyChannel(std::unique_ptr<MessageChannel> inner, std::set<wire::Kind> lose,
-               std::optional<wire::Kind> repeat, Counts* counts)
+  LossyChannel(std::unique_ptr<MessageChannel> inner, std::set<MessageType> lose,
+               std::optional<MessageType> repeat, Counts* counts)
       : ForwardingChannel(std::move(inner)),
         lose_(std::move(lose)),
         repeat_(repeat),
         counts_(counts) {}
   absl::StatusOr<size_t> Send(OutgoingMessage& m) override {
-    if (repeat_ && m.header().getKind() == *repeat_) (void)ForwardingChannel::Send(m);
+    if (repeat_ && TypeOf(m.header()) == *repeat_) (void)ForwardingChannel::Send(m);
     return ForwardingChannel::Send(m);
   }
   absl::StatusOr<std::optional<RawMessage>> ReceiveNow() override {
     while (true) {
       absl::StatusOr<std::optional<RawMessage>> m = ForwardingChannel::ReceiveNow();
       if (!m.ok() || !m->has_value()) return m;
-      const wire::Kind kind = KindOf(**m);
-      if (kind == wire::Kind::PULL_REPLY) ++counts_->pull_replies;
+      const MessageType kind = KindOf(**m);
+      if (kind == wire::ps::Kind::PULL_REPLY) ++counts_->pull_replies;
       if (lose_.erase(kind) > 0) {
         ++counts_->lost;
         continue;
@@ -387,15 +390,15 @@ class LossyChannel final : public ForwardingChannel {
   }
 
  private:
-  std::set<wire::Kind> lose_;
-  std::optional<wire::Kind> repeat_;
+  std::set<MessageType> lose_;
+  std::optional<MessageType> repeat_;
   Counts* counts_;
 };
 
 // `o` over sockets only, through a LossyChannel that loses answers of the
 // kinds in `lose` and sends requests of kind `repeat` twice.
-PsClientOptions ThroughLossyChannel(PsClientOptions o, std::set<wire::Kind> lose,
-                                    std::optional<wire::Kind> repeat,
+PsClientOptions ThroughLossyChannel(PsClientOptions o, std::set<MessageType> lose,
+                                    std::optional<MessageType> repeat,
                                     LossyChannel::Counts* counts) {
   o.shared_memory = false;
   o.decorate_channel = [lose, repeat, counts](std::unique_ptr<MessageChannel> inner) {
@@ -421,7 +424,7 @@ TEST_F(PsClientTest, ARequestWhoseAnswerIsLostIsSentAgainAndAppliedOnce) {
   StartServer("1024", 1);
   LossyChannel::Counts counts;
   auto client = PsClient::Connect(ThroughLossyChannel(
-      Options(0), {wire::Kind::INIT_ACK, wire::Kind::PUSH_ACK, wire::Kind::PULL_REPLY},
+      Options(0), {wire::ps::Kind::INIT_ACK, wire::ps::Kind::PUSH_ACK, wire::ps::Kind::PULL_REPLY},
       std::nullopt, &counts));
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
@@ -450,7 +453,8 @@ TEST_F(PsClientTest, APullTheServerHoldsIsAnsweredOnceHoweverOftenItIsAsked) {
     auto c = PsClient::Connect(Options(1));
     if (c.ok()) second = *std::move(c);
   });
-  auto first = PsClient::Connect(ThroughLossyChannel(Options(0), {}, wire::Kind::PULL, &counts));
+  auto first =
+      PsClient::Connect(ThroughLossyChannel(Options(0), {}, wire::ps::Kind::PULL, &counts));
   connect_second.join();
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_NE(second, nullptr);
@@ -485,7 +489,8 @@ TEST_F(PsClientTest, APullTheServerHoldsIsAnsweredOnceHoweverOftenItIsAsked) {
 TEST_F(PsClientTest, AnAnswerThatComesTwiceIsCountedWithItsBytes) {
   StartServer("1024", 1);
   LossyChannel::Counts counts;
-  auto client = PsClient::Connect(ThroughLossyChannel(Options(0), {}, wire::Kind::PUSH, &counts));
+  auto client =
+      PsClient::Connect(ThroughLossyChannel(Options(0), {}, wire::ps::Kind::PUSH, &counts));
   ASSERT_TRUE(client.ok()) << client.status();
   PsClient& c = **client;
   Tensor value;

@@ -23,6 +23,7 @@
 #include "core/net/admission.h"
 #include "core/net/knob_messages.h"
 #include "core/net/lane_socket.h"
+#include "core/net/ps_wire.h"
 #include "core/net/shm_region.h"
 #include "core/net/transport.h"
 #include "core/train/checkpoint.h"
@@ -609,21 +610,21 @@ void FromWorker0(wire::Header::Builder h) {
 void FillAttach(OutgoingMessage& m, uint32_t slots, uint64_t slot_bytes, const std::string& host) {
   auto h = m.header();
   FromWorker0(h);
-  h.setShmSlotCount(slots);
-  h.setShmSlotBytes(slot_bytes);
-  h.setShmHost(host);
+  BodyOf<wire::ps::Body>(h).setShmSlotCount(slots);
+  BodyOf<wire::ps::Body>(h).setShmSlotBytes(slot_bytes);
+  BodyOf<wire::ps::Body>(h).setShmHost(host);
 }
 
 // The offer's header, as a ZeroMQ peer sends it (without a region).
 std::string AttachHeader(uint32_t slots, uint64_t slot_bytes, const std::string& host) {
-  OutgoingMessage m(wire::Kind::SHM_ATTACH);
+  OutgoingMessage m(wire::ps::Kind::SHM_ATTACH);
   FillAttach(m, slots, slot_bytes, host);
   return m.SerializedHeaderForTest();
 }
 
 // On a lane: the offer with the region behind `fd`.
 std::string OfferRegion(RawLaneClient& lane, uint32_t slots, uint64_t slot_bytes, int fd) {
-  OutgoingMessage m(wire::Kind::SHM_ATTACH);
+  OutgoingMessage m(wire::ps::Kind::SHM_ATTACH);
   FillAttach(m, slots, slot_bytes, ColocationId());
   m.PassDescriptor(fd);
   return lane.Exchange(m);
@@ -631,22 +632,21 @@ std::string OfferRegion(RawLaneClient& lane, uint32_t slots, uint64_t slot_bytes
 
 // A pull of key 0's first chunk (288 floats) into shared memory slot `slot`.
 std::string SharedPullHeader(uint32_t slot) {
-  OutgoingMessage m(wire::Kind::PULL);
+  OutgoingMessage m(wire::ps::Kind::PULL);
   auto h = m.header();
   FromWorker0(h);
   h.setIteration(-1);
-  auto s = h.initSlices(1);
+  auto s = BodyOf<wire::ps::Body>(h).initSlices(1);
   s[0].setKey(0);
   s[0].setLength(288);
-  h.initShmSlots(1).set(0, slot);
+  BodyOf<wire::ps::Body>(h).initShmSlots(1).set(0, slot);
   return m.SerializedHeaderForTest();
 }
 
 // The header of a push of one slice, declaring one data frame of `bytes`.
 std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t bytes,
-                       uint64_t job = 1, int sender = 0,
-                       wire::DataType type = wire::DataType::F32,
-                       wire::Kind kind = wire::Kind::PUSH) {
+                       uint64_t job = 1, int sender = 0, wire::DataType type = wire::DataType::F32,
+                       MessageType kind = wire::ps::Kind::PUSH) {
   OutgoingMessage m(kind);
   auto h = m.header();
   FromWorker0(h);
@@ -654,7 +654,7 @@ std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t 
   h.setJobId(job);
   h.setSenderRank(sender);
   h.setIteration(0);
-  auto s = h.initSlices(1);
+  auto s = BodyOf<wire::ps::Body>(h).initSlices(1);
   s[0].setKey(key);
   s[0].setOffset(offset);
   s[0].setLength(length);
@@ -665,17 +665,18 @@ std::string PushHeader(uint32_t key, uint64_t offset, uint64_t length, uint64_t 
 // The header of a request of `kind` from worker 0 for `iteration`, naming
 // elements [0, 4) of each of `keys` (with a 16-byte data frame each for
 // pushes and inits).
-std::string FourFloatHeader(wire::Kind kind, const std::vector<uint32_t>& keys, int64_t iteration) {
+std::string FourFloatHeader(MessageType kind, const std::vector<uint32_t>& keys,
+                            int64_t iteration) {
   OutgoingMessage m(kind);
   auto h = m.header();
   FromWorker0(h);
   h.setIteration(iteration);
-  auto slices = h.initSlices(static_cast<unsigned>(keys.size()));
+  auto slices = BodyOf<wire::ps::Body>(h).initSlices(static_cast<unsigned>(keys.size()));
   for (size_t i = 0; i < keys.size(); ++i) {
     slices[i].setKey(keys[i]);
     slices[i].setLength(4);
   }
-  if (kind != wire::Kind::PULL) {
+  if (kind != wire::ps::Kind::PULL) {
     auto bytes = h.initFrameBytes(static_cast<unsigned>(keys.size()));
     for (size_t i = 0; i < keys.size(); ++i) bytes.set(static_cast<unsigned>(i), 16);
   }
@@ -690,19 +691,19 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
                  dir_ + "/server.log");
   const std::string address = server.WaitForReady(dir_ + "/server.ready");
   ASSERT_FALSE(address.empty()) << server.log();
-  auto knob_message = [](wire::Kind kind, wire::Role role, int rank,
+  auto knob_message = [](MessageType kind, wire::Role role, int rank,
                          const std::vector<KnobChange>& knobs) {
     OutgoingMessage m(kind);
     auto h = m.header();
     h.setJobId(1);
     h.setSenderRole(role);
     h.setSenderRank(rank);
-    h.setIteration(kind == wire::Kind::KNOB_SET ? -1 : 0);
+    h.setIteration(kind == wire::knob::Kind::KNOB_SET ? -1 : 0);
     SetKnobChanges(h, knobs);
     return m.SerializedHeaderForTest();
   };
   RawClient stranger(address);
-  EXPECT_EQ(stranger.Exchange({knob_message(wire::Kind::KNOB_GET, wire::Role::TOOL, -1, {})}),
+  EXPECT_EQ(stranger.Exchange({knob_message(wire::knob::Kind::KNOB_GET, wire::Role::TOOL, -1, {})}),
             "knob-get from a connection that never said hello to server 0 (every connection "
             "registers first)");
 
@@ -710,30 +711,30 @@ TEST_F(PsClusterTest, KnobMessagesAreTakenOnlyFromTheirSendersAndCheckedByName) 
   OutgoingMessage hello(wire::Kind::HELLO);
   FillHello(hello.header(), JobCredentials{1, "", "", "", ""}, wire::Role::TOOL, -1);
   ASSERT_EQ(tool.Exchange({hello.SerializedHeaderForTest()}), "<not an error>");
-  EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::TOOL, -1, {})}),
+  EXPECT_EQ(tool.Exchange({knob_message(wire::knob::Kind::KNOB_LEASE, wire::Role::TOOL, -1, {})}),
             "knob-lease from tool; server 0 takes it only from the job's workers");
-  EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
+  EXPECT_EQ(tool.Exchange({knob_message(wire::knob::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.chunks", "4", 0}})}),
             "unknown knob \"moe.chunks\" (known: batch.shares, device.sharing, fc.batching, "
             "moe.parallelism, moe.pipeline_chunks, wire.format)");
-  EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
+  EXPECT_EQ(tool.Exchange({knob_message(wire::knob::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.pipeline_chunks", "4", 0}})}),
             "no process of this job applies knob moe.pipeline_chunks (the job's knobs: none yet)");
 
   RawClient worker(address);
   ASSERT_EQ(worker.Exchange({HelloHeader(0, "")}), "<not an error>");
-  EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
+  EXPECT_EQ(worker.Exchange({knob_message(wire::knob::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
                                           {{"bogus", "1", 0}})}),
             "worker 0 declares knob bogus, which the coordinator does not know (batch.shares, "
             "device.sharing, fc.batching, moe.parallelism, moe.pipeline_chunks, wire.format)");
-  EXPECT_EQ(worker.Exchange({knob_message(wire::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
+  EXPECT_EQ(worker.Exchange({knob_message(wire::knob::Kind::KNOB_LEASE, wire::Role::CONV_WORKER, 0,
                                           {{"moe.pipeline_chunks", "1", 0}})}),
             "<not an error>");
   EXPECT_EQ(
-      tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
+      tool.Exchange({knob_message(wire::knob::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                   {{"moe.pipeline_chunks", "0", 0}})}),
       "moe.pipeline_chunks=0: the pipelining degree must be an integer in [1, 64], got \"0\"");
-  EXPECT_EQ(tool.Exchange({knob_message(wire::Kind::KNOB_SET, wire::Role::TOOL, -1,
+  EXPECT_EQ(tool.Exchange({knob_message(wire::knob::Kind::KNOB_SET, wire::Role::TOOL, -1,
                                         {{"moe.pipeline_chunks", "2", 0}})}),
             "<not an error>");
 }
@@ -751,22 +752,23 @@ TEST_F(PsClusterTest, APushIsCheckedWholeBeforeAnyOfItsChunksChanges) {
   const std::string floats(16, '\0');
   ASSERT_EQ(worker.Exchange({HelloHeader(0, "")}), "<not an error>");
   for (uint32_t key : {0u, 1u}) {
-    ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::INIT, {key}, 0), floats}),
+    ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::ps::Kind::INIT, {key}, 0), floats}),
               "<not an error>");
   }
-  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PUSH, {1}, 0), floats}),
+  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::ps::Kind::PUSH, {1}, 0), floats}),
             "<not an error>");  // key 1 is at iteration 1, key 0 still at 0
   // Key 1 could take iteration 1, key 0 cannot.
-  EXPECT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PUSH, {1, 0}, 1), floats, floats}),
+  EXPECT_EQ(worker.Exchange({FourFloatHeader(wire::ps::Kind::PUSH, {1, 0}, 1), floats, floats}),
             "BSP push for iteration 1 of key 0 while the server is at 0 (a worker ran ahead "
             "without pulling)");
-  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PULL, {1}, -1)}), "<not an error>");
+  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::ps::Kind::PULL, {1}, -1)}), "<not an error>");
   EXPECT_EQ(worker.last_iteration(), 1);  // unchanged
   // Its iteration 1 was not recorded either: it is applied now.
-  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PUSH, {1}, 1), floats}), "<not an error>");
-  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PULL, {1}, -1)}), "<not an error>");
+  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::ps::Kind::PUSH, {1}, 1), floats}),
+            "<not an error>");
+  ASSERT_EQ(worker.Exchange({FourFloatHeader(wire::ps::Kind::PULL, {1}, -1)}), "<not an error>");
   EXPECT_EQ(worker.last_iteration(), 2);
-  EXPECT_EQ(worker.Exchange({FourFloatHeader(wire::Kind::PUSH, {0, 0}, 0), floats, floats}),
+  EXPECT_EQ(worker.Exchange({FourFloatHeader(wire::ps::Kind::PUSH, {0, 0}, 0), floats, floats}),
             "push names chunk 0 of key 0 twice");
   server.Kill9();
 }
@@ -816,16 +818,16 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   EXPECT_EQ(attacker.Exchange({Header(worker_shutdown)}),
             "shutdown from worker 0; server 0 takes it only from a launcher or tool");
   EXPECT_NE(attacker.Exchange({"garbage bytes!!"}).find("malformed header"), std::string::npos);
-  OutgoingMessage pull(wire::Kind::PULL);
+  OutgoingMessage pull(wire::ps::Kind::PULL);
   FromWorker0(pull.header());
-  pull.header().initSlices(3);
+  BodyOf<wire::ps::Body>(pull.header()).initSlices(3);
   const std::string h = Header(pull);
   EXPECT_NE(attacker.Exchange({h.substr(0, 16)}).find("malformed header"), std::string::npos);
-  OutgoingMessage version(wire::Kind::PULL);
+  OutgoingMessage version(wire::ps::Kind::PULL);
   version.header().setMajor(1);
   version.header().setMinor(1);
   EXPECT_EQ(attacker.Exchange({Header(version)}),
-            "peer speaks protocol version 1.1, this node speaks 2." +
+            "peer speaks protocol version 1.1, this node speaks 3." +
                 std::to_string(wire::PROTOCOL_MINOR) + " (major versions must match)");
   EXPECT_EQ(attacker.Exchange({PushHeader(99, 0, 4, 16), std::string(16, 'x')}),
             "push of unknown key 99 (the model has 8 keys)");
@@ -835,9 +837,9 @@ TEST_F(PsClusterTest, BadInputGetsErrorRepliesAndHonestWorkersAreUnaffected) {
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 1152, 1, 0, wire::DataType::BF16),
                                std::string(1152, 'x')}),
             "push of key 0: data frame 0 has 1152 bytes, expected 576 (288 bf16 values)");
-  EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 576, 1, 0, wire::DataType::BF16,
-                                          wire::Kind::INIT),
-                               std::string(576, 'x')}),
+  EXPECT_EQ(attacker.Exchange(
+                {PushHeader(0, 0, 288, 576, 1, 0, wire::DataType::BF16, wire::ps::Kind::INIT),
+                 std::string(576, 'x')}),
             "init in bf16: initial values travel as fp32");
   EXPECT_EQ(attacker.Exchange({PushHeader(0, 0, 288, 1152, 1, 0, static_cast<wire::DataType>(9)),
                                std::string(1152, 'x')}),

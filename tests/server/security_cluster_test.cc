@@ -32,8 +32,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/net/admission.h"
 #include "core/net/connection_security.h"
+#include "core/net/knob_messages.h"
 #include "core/net/lane_socket.h"
 #include "core/net/message_endpoint.h"
+#include "core/net/ps_wire.h"
 #include "core/net/transport.h"
 #include "core/util/log.h"
 #include "tests/support/cluster_fixture.h"
@@ -192,15 +194,15 @@ TEST_F(SecurityClusterTest, NoZeroMqPeerPassesForAWorkersSharedMemoryLane) {
   while (!run.Exited()) {
     for (zmq::socket_t& spoofer : spoofers) {
       for (int rank = 0; rank < 2; ++rank) {  // whichever worker the lane is
-        OutgoingMessage leave(wire::Kind::LEAVE);
+        OutgoingMessage leave(wire::ps::Kind::LEAVE);
         FromWorker(leave.header(), rank);
         leave.header().setErrorMessage("spoofed");
         SendRaw(spoofer, leave);
         for (int iteration = 0; iteration < steps; ++iteration) {
-          OutgoingMessage push(wire::Kind::PUSH);
+          OutgoingMessage push(wire::ps::Kind::PUSH);
           FromWorker(push.header(), rank);
           push.header().setIteration(iteration);
-          auto slice = push.header().initSlices(1)[0];
+          auto slice = BodyOf<wire::ps::Body>(push.header()).initSlices(1)[0];
           slice.setKey(0);
           slice.setLength(kKey0Elements);
           push.header().initFrameBytes(1).set(0, nans.size());
@@ -416,10 +418,10 @@ TEST_F(SecurityClusterTest, ControlTakesTheAdminTokenWhichNoWorkerIsGiven) {
             "shutdown from the launcher without the admin token; server 0 takes it only from a "
             "tool that presents the admin token its servers were given (--admin-token-file or "
             "$STRATA_ADMIN_TOKEN)");
-  OutgoingMessage knob_set(wire::Kind::KNOB_SET);
+  OutgoingMessage knob_set(wire::knob::Kind::KNOB_SET);
   FromWorker(knob_set.header(), 1);
   knob_set.header().setIteration(-1);
-  auto knob = knob_set.header().initKnobs(1)[0];
+  auto knob = BodyOf<wire::knob::Body>(knob_set.header()).initKnobs(1)[0];
   knob.setName("wire.format");
   knob.setValue("bf16");
   EXPECT_EQ(
@@ -476,7 +478,7 @@ TEST_F(SecurityClusterTest, RefusalsTellNoValueAndJunkCannotFloodTheLog) {
   junk.connect(address);
   int answered = 0;
   for (int i = 0; i < 2000; ++i) {
-    OutgoingMessage pull(wire::Kind::PULL);
+    OutgoingMessage pull(wire::ps::Kind::PULL);
     FromWorker(pull.header(), 0);
     const std::string header = pull.SerializedHeaderForTest();
     ASSERT_TRUE(junk.send(zmq::buffer(header), zmq::send_flags::none));

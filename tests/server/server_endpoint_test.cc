@@ -9,6 +9,7 @@
 
 #include "core/net/message_endpoint.h"
 #include "core/net/ps_client.h"
+#include "core/net/ps_wire.h"
 #include "server/lane_hub.h"
 #include "server/server_node.h"
 #include "tests/support/counting_endpoint.h"
@@ -49,8 +50,8 @@ TEST(ServerEndpointTest, EveryMessageOfTheSocketAndTheLanesPassesTheEndpointSeam
   ASSERT_TRUE(c.kv().SetPlan(PartitionPlan::Build({1024, 200000}, 1)).ok());
   Tensor small = Tensor::Full({1024}, 2.0f), large = Tensor::Full({200000}, 3.0f);
   ASSERT_TRUE(c.kv().WaitAll({c.kv().Init(0, small), c.kv().Init(1, large)}).ok());
-  const int lane_pulls = lane.Received(wire::Kind::PULL);
-  const int socket_pulls = socket.Received(wire::Kind::PULL);
+  const int lane_pulls = lane.Received(wire::ps::Kind::PULL);
+  const int socket_pulls = socket.Received(wire::ps::Kind::PULL);
   for (int i = 0; i < 10; ++i) {
     Tensor a = Tensor::Zeros({1024}), b = Tensor::Zeros({200000});
     ASSERT_TRUE(c.kv().WaitAll({c.kv().Pull(-1, 0, a), c.kv().Pull(-1, 1, b)}).ok());
@@ -59,10 +60,10 @@ TEST(ServerEndpointTest, EveryMessageOfTheSocketAndTheLanesPassesTheEndpointSeam
   }
   // The small key's pulls came on the lane, the large key's on the socket,
   // and each was answered on the path it came by.
-  EXPECT_EQ(lane.Received(wire::Kind::PULL) - lane_pulls, 10);
-  EXPECT_EQ(socket.Received(wire::Kind::PULL) - socket_pulls, 10);
-  EXPECT_EQ(lane.Sent(wire::Kind::PULL_REPLY), lane.Received(wire::Kind::PULL));
-  EXPECT_EQ(socket.Sent(wire::Kind::PULL_REPLY), socket.Received(wire::Kind::PULL));
+  EXPECT_EQ(lane.Received(wire::ps::Kind::PULL) - lane_pulls, 10);
+  EXPECT_EQ(socket.Received(wire::ps::Kind::PULL) - socket_pulls, 10);
+  EXPECT_EQ(lane.Sent(wire::ps::Kind::PULL_REPLY), lane.Received(wire::ps::Kind::PULL));
+  EXPECT_EQ(socket.Sent(wire::ps::Kind::PULL_REPLY), socket.Received(wire::ps::Kind::PULL));
   // Registration and the cluster map went through the socket's endpoint.
   EXPECT_EQ(socket.Received(wire::Kind::REGISTER), 1);
   EXPECT_GE(socket.Sent(wire::Kind::CLUSTER_MAP), 1);

@@ -17,24 +17,24 @@ namespace strata::testing {
 // What a counting endpoint saw, by kind, per direction.
 struct Tally {
   std::mutex mu;
-  std::map<wire::Kind, int> received, sent;
-  int Received(wire::Kind k) {
+  std::map<MessageType, int> received, sent;
+  int Received(MessageType k) {
     std::lock_guard<std::mutex> lock(mu);
     return received[k];
   }
-  int Sent(wire::Kind k) {
+  int Sent(MessageType k) {
     std::lock_guard<std::mutex> lock(mu);
     return sent[k];
   }
 };
 
 // The kind of a raw message, read from a copy (the original goes on).
-inline wire::Kind KindOf(const RawMessage& raw) {
+inline MessageType KindOf(const RawMessage& raw) {
   RawMessage copy;
   for (const zmq::message_t& frame : raw.frames)
     copy.frames.emplace_back(frame.data(), frame.size());
   absl::StatusOr<IncomingMessage> m = Decode(std::move(copy), WireLimits());
-  return m.ok() ? m->header().getKind() : wire::Kind::ERROR;
+  return m.ok() ? TypeOf(m->header()) : wire::Kind::ERROR;
 }
 
 class CountingEndpoint final : public MessageEndpoint {
@@ -46,7 +46,7 @@ class CountingEndpoint final : public MessageEndpoint {
   absl::StatusOr<size_t> Send(const std::string& peer, OutgoingMessage& message) override {
     {
       std::lock_guard<std::mutex> lock(tally_->mu);
-      ++tally_->sent[message.header().getKind()];
+      ++tally_->sent[TypeOf(message.header())];
     }
     return inner_->Send(peer, message);
   }

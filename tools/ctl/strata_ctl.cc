@@ -51,7 +51,7 @@ absl::StatusOr<IncomingMessage> Ask(Socket& socket, OutgoingMessage& request, ui
     if (!raw.ok()) break;
     STRATA_ASSIGN_OR_RETURN(IncomingMessage reply, Decode(*std::move(raw), WireLimits()));
     if (reply.header().getRequestId() != id) continue;
-    if (reply.header().getKind() == wire::Kind::ERROR) return ErrorFromHeader(reply.header());
+    if (TypeOf(reply.header()) == wire::Kind::ERROR) return ErrorFromHeader(reply.header());
     return reply;
   }
   return absl::DeadlineExceededError(
@@ -120,7 +120,8 @@ int Run(const std::vector<std::string>& args) {
                            .status();
   if (!hello.ok()) return fail(hello);
 
-  OutgoingMessage request(command == "get" ? wire::Kind::KNOB_GET : wire::Kind::KNOB_SET);
+  OutgoingMessage request(command == "get" ? wire::knob::Kind::KNOB_GET
+                                           : wire::knob::Kind::KNOB_SET);
   request.header().setJobId(credentials.job_id);
   request.header().setSenderRole(wire::Role::TOOL);
   request.header().setSenderRank(-1);
