@@ -470,21 +470,17 @@ absl::Status KvClient::WaitAll(const std::vector<Ticket>& tickets) {
   return first;
 }
 
-uint64_t KvClient::bytes_sent() const {
-  uint64_t n = 0;
-  for (const auto& s : servers_) n += s->bytes_sent();
-  absl::MutexLock lock(&lanes_mu_);
-  n += retired_lane_bytes_sent_;
-  for (const auto& lane : lanes_) n += lane != nullptr ? lane->bytes_sent() : 0;
-  return n;
-}
+uint64_t KvClient::bytes_sent() const { return Bytes(/*sent=*/true); }
 
-uint64_t KvClient::bytes_received() const {
+uint64_t KvClient::bytes_received() const { return Bytes(/*sent=*/false); }
+
+uint64_t KvClient::Bytes(bool sent) const {
+  const auto of = [sent](const auto& end) { return sent ? end.bytes_sent() : end.bytes_received(); };
   uint64_t n = 0;
-  for (const auto& s : servers_) n += s->bytes_received();
+  for (const auto& s : servers_) n += of(*s);
   absl::MutexLock lock(&lanes_mu_);
-  n += retired_lane_bytes_received_;
-  for (const auto& lane : lanes_) n += lane != nullptr ? lane->bytes_received() : 0;
+  n += sent ? retired_lane_bytes_sent_ : retired_lane_bytes_received_;
+  for (const auto& lane : lanes_) n += lane != nullptr ? of(*lane) : 0;
   return n;
 }
 

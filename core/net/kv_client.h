@@ -230,6 +230,9 @@ class KvClient : public ClientIoLoop::Part {
   absl::Status WaitWhileAnswered(const Ticket& ticket, absl::Time started,
                                  std::optional<absl::Duration> silence = std::nullopt);
   std::string ServerName(int server) const;
+  // What every server channel and lane sent (or received), retired lanes
+  // included.
+  uint64_t Bytes(bool sent) const;
 
   const PsClientOptions options_;
   const int rank_;
