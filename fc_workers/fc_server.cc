@@ -3,7 +3,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/net/fc_link.h"
-#include "core/net/ps_wire.h"
 #include "core/net/stanza_wire.h"
 #include "core/status.h"
 #include "core/util/clock.h"
@@ -215,7 +214,7 @@ absl::Status FcServer::Handle(IncomingMessage& m, int64_t iteration) {
 
 absl::Status FcServer::Accept(IncomingMessage& m, int64_t iteration) {
   const auto h = m.header();
-  if (TypeOf(h) == wire::ps::Kind::DONE) {
+  if (TypeOf(h) == wire::Kind::DONE) {
     auto it = peers_.find(h.getSenderRank());
     if (it == peers_.end()) {
       return absl::InvalidArgumentError(

@@ -319,8 +319,8 @@ absl::Status JobServer::CheckAllowed(const Peer& peer, MessageType kind,
     case CodeOf(wire::ps::Kind::PUSH):
     case CodeOf(wire::ps::Kind::PULL):
     case CodeOf(wire::ps::Kind::SHM_ATTACH):
-    case CodeOf(wire::ps::Kind::DONE):
-    case CodeOf(wire::ps::Kind::LEAVE):
+    case CodeOf(wire::Kind::DONE):
+    case CodeOf(wire::Kind::LEAVE):
       allowed = worker && peer.rank >= 0;
       break;
     case CodeOf(wire::ps::Kind::CLOCK):
@@ -769,7 +769,7 @@ void JobServer::AddServices() {
   add(kControlService,
       [this](const IncomingMessage& m, const Peer& p) { return HandleControl(m, p); });
   add(wire::ps::SERVICE,
-      [this](const IncomingMessage& m, const Peer& p) { return HandleParameters(m, p); });
+      [this](const IncomingMessage& m, const Peer&) { return HandleParameters(m); });
   if (coordinator_ != nullptr) {
     add(wire::knob::SERVICE, [this](const IncomingMessage& m, const Peer& p) {
       return coordinator_->HandleKnobs(m, p);
@@ -784,6 +784,27 @@ absl::Status JobServer::HandleControl(const IncomingMessage& message, const Peer
     case CodeOf(wire::Kind::HEARTBEAT):
     case CodeOf(wire::Kind::BARRIER):
       return coordinator_->Handle(message, peer);
+    case CodeOf(wire::Kind::DONE): {
+      WorkerState* worker = FindWorker(peer);
+      if (worker == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("done from ", DescribePeer(peer.role, peer.rank), ", not in this job"));
+      }
+      worker->done = true;
+      // Its last word on its checkpoint parts: the final epoch may wait for it.
+      if (coordinator_ != nullptr) {
+        coordinator_->RecordCheckpointed(peer, h.getIteration());
+        if (h.getFailedCheckpoint() >= 0) {
+          coordinator_->RecordCheckpointFailure(DescribePeer(peer.role, peer.rank),
+                                                h.getFailedCheckpoint(),
+                                                h.getErrorMessage().cStr());
+        }
+      }
+      return ForgetAndAcknowledge(message);
+    }
+    case CodeOf(wire::Kind::LEAVE):
+      OnWorkerStopped(peer, absl::StrCat("stopped: ", h.getErrorMessage().cStr()));
+      return ForgetAndAcknowledge(message);
     case CodeOf(wire::Kind::SHUTDOWN): {
       shutdown_ = true;
       OutgoingMessage ack(wire::Kind::SHUTDOWN_ACK);
@@ -795,7 +816,7 @@ absl::Status JobServer::HandleControl(const IncomingMessage& message, const Peer
   }
 }
 
-absl::Status JobServer::HandleParameters(const IncomingMessage& message, const Peer& peer) {
+absl::Status JobServer::HandleParameters(const IncomingMessage& message) {
   const auto h = message.header();
   switch (TypeOf(h).code()) {
     case CodeOf(wire::ps::Kind::INIT):
@@ -816,27 +837,6 @@ absl::Status JobServer::HandleParameters(const IncomingMessage& message, const P
       for (size_t i = 0; i < clocks.size(); ++i) list.set(static_cast<unsigned>(i), clocks[i]);
       return Reply(message.identity(), reply);
     }
-    case CodeOf(wire::ps::Kind::DONE): {
-      WorkerState* worker = FindWorker(peer);
-      if (worker == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("done from ", DescribePeer(peer.role, peer.rank), ", not in this job"));
-      }
-      worker->done = true;
-      // Its last word on its checkpoint parts: the final epoch may wait for it.
-      if (coordinator_ != nullptr) {
-        coordinator_->RecordCheckpointed(peer, h.getIteration());
-        if (h.getFailedCheckpoint() >= 0) {
-          coordinator_->RecordCheckpointFailure(DescribePeer(peer.role, peer.rank),
-                                                h.getFailedCheckpoint(),
-                                                h.getErrorMessage().cStr());
-        }
-      }
-      return ForgetAndAcknowledge(message);
-    }
-    case CodeOf(wire::ps::Kind::LEAVE):
-      OnWorkerStopped(peer, absl::StrCat("stopped: ", h.getErrorMessage().cStr()));
-      return ForgetAndAcknowledge(message);
     default:
       return NotAccepted(message);
   }

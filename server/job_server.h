@@ -202,7 +202,7 @@ class JobServer {
   // coordinator, the knob service (core/net/service_router.h).
   void AddServices();
   absl::Status HandleControl(const IncomingMessage& message, const Peer& peer);
-  absl::Status HandleParameters(const IncomingMessage& message, const Peer& peer);
+  absl::Status HandleParameters(const IncomingMessage& message);
   static absl::Status NotAccepted(const IncomingMessage& message);
   // Whether `peer` may send `kind` (on `identity`).
   absl::Status CheckAllowed(const Peer& peer, MessageType kind, const std::string& identity) const;

@@ -5,7 +5,6 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "core/net/ps_wire.h"
 #include "core/net/stanza_wire.h"
 #include "core/net/wire_format.h"
 #include "core/status.h"
@@ -149,7 +148,7 @@ void FcLink::Finish() {
   // us after its timeout), and we hold everything we need.
   const absl::Time give_up = MonotonicNow() + std::min(options_.timeout, kFinishWithin);
   const uint64_t request = next_request_++;
-  OutgoingMessage done(wire::ps::Kind::DONE);
+  OutgoingMessage done(wire::Kind::DONE);
   done.header().setJobId(options_.credentials.job_id);
   done.header().setSenderRole(wire::Role::CONV_WORKER);
   done.header().setSenderRank(options_.conv_rank);

@@ -372,7 +372,7 @@ absl::Status KvClient::Done(const CheckpointReport& checkpoints) {
   // could not be: the coordinator may be waiting for them to settle the
   // final epoch.
   PsRequest done;
-  done.kind = wire::ps::Kind::DONE;
+  done.kind = wire::Kind::DONE;
   done.iteration = checkpoints.written;
   done.failed_checkpoint = checkpoints.failed;
   done.reason = checkpoints.why;
@@ -388,7 +388,7 @@ void KvClient::FinishLanes() {
 void KvClient::Leave(const absl::Status& why) {
   FinishLanes();
   PsRequest leave;
-  leave.kind = wire::ps::Kind::LEAVE;
+  leave.kind = wire::Kind::LEAVE;
   leave.reason = std::string(why.message());
   const Ticket left = SubmitToAll(leave);
   absl::Status s = WaitWhileAnswered(left, MonotonicNow(), std::min(options_.timeout, kLeaveWait));
@@ -599,7 +599,7 @@ void KvClient::HandleConnectionEvents(int server) {
       // which its own exit reports): a DONE whose answer was lost on the
       // way has been heard, and nobody is left to answer it again.
       for (auto it = inflight_.begin(); it != inflight_.end();) {
-        if (it->second.server == server && it->second.kind == wire::ps::Kind::DONE) {
+        if (it->second.server == server && it->second.kind == wire::Kind::DONE) {
           it->second.op->PartAnswered(server, absl::OkStatus(), -1);
           it = inflight_.erase(it);
         } else {

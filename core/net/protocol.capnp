@@ -4,7 +4,7 @@
 # A message is multipart: the Header, then one raw data frame per entry of
 # `frameBytes` (tensor bytes, sent zero-copy). The envelope knows no module:
 # it carries the control vocabulary below (service 0: joining a job, being
-# alive, refusing, stopping) and, for every other message, the id of the
+# alive, refusing, finishing, stopping) and, for every other message, the id of the
 # service it belongs to, that service's own kind, and its payload (`body`),
 # whose schema lives with the module that owns the service
 # (core/net/message_type.h lists where). This schema is a versioned
@@ -38,6 +38,11 @@ enum Kind {
   shutdownAck @10;
   newJob @11;         # server 0 -> the other servers of a group that learns jobs: serve job
                       # `jobId` of `jobSpec` (server/server_node.h); not answered
+  done @12;           # worker -> server or FC worker: this worker has finished training;
+                      # to a server, `iteration`: the newest checkpoint part it wrote, and
+                      # failedCheckpoint one it could not
+  leave @13;          # worker -> server: this worker stops on the error in errorMessage; the
+                      # pulls that wait for its pushes fail naming it (answered: shutdownAck)
 }
 
 enum Role {
@@ -90,7 +95,7 @@ struct Header {
                               # knob changes take ("" = none presented)
   checkpointEpoch @21 :Int64 = -1; # helloAck from a job's coordinator, clusterMap: the checkpoint
                               # epoch every restoring process restores (-1: the job starts afresh)
-  failedCheckpoint @22 :Int64 = -1; # heartbeat, and the ps service's done: an epoch whose
+  failedCheckpoint @22 :Int64 = -1; # heartbeat, done: an epoch whose
                               # checkpoint part the sender could not write (errorMessage says
                               # why); -1: none
 }

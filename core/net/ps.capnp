@@ -1,5 +1,5 @@
 # The parameter-server service: workers' pushes, pulls and initial values,
-# the servers' answers, and a worker's life cycle at the servers
+# the servers' answers, and shared memory with a server on the same host
 # (core/net/kv_client.h, server/job_server.h). Its messages travel in the
 # envelope of core/net/protocol.capnp with service `service`.
 @0xc25ff7de9d1bba25;
@@ -18,12 +18,8 @@ enum Kind {
   initAck @5;
   clock @6;           # tool -> server: ask for the per-worker clocks
   clockReply @7;      # clocks in `clocks`
-  done @8;            # worker -> server: this worker has finished training; `iteration`: the
-                      # newest checkpoint part it wrote, failedCheckpoint one it could not
-  leave @9;           # worker -> server: this worker stops on the error in errorMessage; the
-                      # pulls that wait for its pushes fail naming it (answered: shutdownAck)
-  shmAttach @10;      # worker -> server on the same host: share a memory region (shm* fields)
-  shmAttachAck @11;   # its answer; errorCode/errorMessage set when the server refuses
+  shmAttach @8;       # worker -> server on the same host: share a memory region (shm* fields)
+  shmAttachAck @9;    # its answer; errorCode/errorMessage set when the server refuses
 }
 
 # Elements [offset, offset + length) of parameter `key`.

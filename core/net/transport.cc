@@ -15,8 +15,11 @@
 namespace strata {
 namespace {
 
-// The last kind of the control vocabulary (protocol.capnp).
-constexpr uint16_t kMaxControlKind = static_cast<uint16_t>(wire::Kind::NEW_JOB);
+// How many kinds the control vocabulary (protocol.capnp) has.
+size_t ControlKinds() {
+  static const size_t kinds = capnp::Schema::from<wire::Kind>().getEnumerants().size();
+  return kinds;
+}
 
 // Called by ZeroMQ, on its I/O thread, once a zero-copy frame is sent.
 void ReleaseTensorFrame(void* /*data*/, void* hint) {
@@ -85,7 +88,7 @@ absl::StatusOr<IncomingMessage> Decode(RawMessage raw, const WireLimits& limits)
           "peer speaks protocol version ", h.getMajor(), ".", h.getMinor(), ", this node speaks ",
           wire::PROTOCOL_MAJOR, ".", wire::PROTOCOL_MINOR, " (major versions must match)"));
     }
-    if (h.getService() == 0 && h.getKind() > kMaxControlKind) {
+    if (h.getService() == kControlService && h.getKind() >= ControlKinds()) {
       return absl::InvalidArgumentError(absl::StrCat("unknown message kind ", h.getKind()));
     }
     // A service's body is its struct or nothing; what the struct holds is

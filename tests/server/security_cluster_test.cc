@@ -194,7 +194,7 @@ TEST_F(SecurityClusterTest, NoZeroMqPeerPassesForAWorkersSharedMemoryLane) {
   while (!run.Exited()) {
     for (zmq::socket_t& spoofer : spoofers) {
       for (int rank = 0; rank < 2; ++rank) {  // whichever worker the lane is
-        OutgoingMessage leave(wire::ps::Kind::LEAVE);
+        OutgoingMessage leave(wire::Kind::LEAVE);
         FromWorker(leave.header(), rank);
         leave.header().setErrorMessage("spoofed");
         SendRaw(spoofer, leave);
