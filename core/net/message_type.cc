@@ -112,9 +112,4 @@ std::optional<MessageType> KindNamed(absl::string_view name) {
 
 std::ostream& operator<<(std::ostream& out, MessageType type) { return out << KindName(type); }
 
-bool IsKnownType(MessageType type) {
-  std::string service;
-  return !ServiceTable::Get().Name(type, &service).empty();
-}
-
 }  // namespace strata

@@ -1,7 +1,7 @@
 // MessageType: what a message is, in the envelope of core/net/protocol.capnp:
 // the service it belongs to and that service's own kind.
 //
-// Service 0 is the envelope's control vocabulary (MessageType: hello,
+// Service 0 is the envelope's control vocabulary (wire::Kind: hello,
 // register, heartbeat, error, shutdown, ...). Every other service is a
 // module's, and its schema (its id, its kind enum, its body struct) lives
 // with that module:
@@ -98,8 +98,6 @@ absl::Status RegisterService(absl::string_view name) {
 std::string KindName(MessageType type);
 // The type KindName calls `name`; nullopt when none is.
 std::optional<MessageType> KindNamed(absl::string_view name);
-// Whether `type` is a kind of a registered service.
-bool IsKnownType(MessageType type);
 // Writes KindName(type) (for test failures and logs).
 std::ostream& operator<<(std::ostream& out, MessageType type);
 
