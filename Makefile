@@ -34,7 +34,7 @@ test-unit: build
 
 # What `make test` holds beyond `make fresh-check`'s unit and cluster labels:
 # the accuracy label, and the checks against the PyTorch peers (which the
-# pristine root of fresh-check lacks).
+# pristine root of a plain fresh-check lacks; `--all` there has both).
 test-accuracy: setup-bench build
 	cd $(BUILD_DIR) && ctest -L accuracy --output-on-failure -j $(JOBS) && \
 	  ctest -R PeerCheck --output-on-failure
@@ -60,8 +60,11 @@ chaos: build
 
 # Setup, build, unit and cluster tests inside a pristine Debian root made from
 # this machine's apt sources: proves a fresh machine needs nothing by hand.
+# FRESH_CHECK_ARGS="--all --require-cuda" runs everything `make test` runs
+# there, with the CUDA backend built (CI does; tools/fresh_check.sh --help).
+FRESH_CHECK_ARGS ?=
 fresh-check:
-	bash tools/fresh_check.sh
+	bash tools/fresh_check.sh $(FRESH_CHECK_ARGS)
 
 # The default job on a local cluster in stanza mode: 1 server, 2 conv workers
 # and 1 FC worker as separate processes; Fashion-MNIST, 3 epochs.

@@ -8,8 +8,16 @@
 # the last lines of its log. The root is removed at the end, also on failure,
 # Ctrl-C or SIGTERM.
 #
-#   tools/fresh_check.sh [--keep] [--log-lines N]
+# A CUDA toolkit in /usr/local/cuda on this machine is mounted read-only at
+# the same place in the root, as a user's machine with CUDA installed has it,
+# so the CUDA backend is built there too (STRATA_CUDA=AUTO).
 #
+#   tools/fresh_check.sh [--all] [--require-cuda] [--keep] [--log-lines N]
+#
+#   --all           also the accuracy label, and the peers' packages
+#                   (tools/setup.sh --bench) in the root, so that the checks
+#                   against PyTorch run: everything `make test` runs
+#   --require-cuda  fail unless the CUDA backend is built (STRATA_CUDA=ON)
 #   --keep          leave the root (and the step logs) in place and print where
 #   --log-lines N   lines of a failed step's log to print (default 40)
 #
@@ -22,11 +30,15 @@ set -euo pipefail
 
 keep=0
 log_lines=40
+all=0
+cuda_option=AUTO
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --all) all=1 ;;
+    --require-cuda) cuda_option=ON ;;
     --keep) keep=1 ;;
     --log-lines) log_lines="$2"; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -49,6 +61,15 @@ if ! command -v mmdebstrap > /dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap > /dev/null ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap > /dev/null; } ||
     fail "could not install mmdebstrap"
+fi
+
+# The CUDA toolkit to mount into the root: /usr/local/cuda is usually a link
+# to a versioned folder, and the root gets the folder itself.
+cuda_dir=""
+if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  cuda_dir="$(readlink -f /usr/local/cuda)"
+elif [[ "$cuda_option" == ON ]]; then
+  fail "--require-cuda: this machine has no CUDA toolkit in /usr/local/cuda (no /usr/local/cuda/bin/nvcc)"
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/strata-fresh.XXXXXX")"
@@ -154,6 +175,8 @@ step_times=()
 # (getaddrinfo with AI_ADDRCONFIG). OPENBLAS_* settings pass
 # through: they describe this machine's CPU, and tests and CI run with them
 # as they are. So does STRATA_TEST_REQUIRE (what a test may not skip for).
+# This machine's CUDA toolkit, when it has one, is mounted read-only at
+# /usr/local/cuda (see the header).
 # It execs unshare, so a step's pid is unshare's and killing it
 # kills everything the step started (--kill-child).
 in_root() {
@@ -173,7 +196,7 @@ in_root() {
   # shellcheck disable=SC2016
   exec unshare --mount --propagation private --pid --fork --kill-child "${network[@]}" -- bash -c '
     set -e
-    root="$1"; shift
+    root="$1"; cuda_dir="$2"; shift 2
     # The root must be a mount point of its own: `ip netns` remounts / as a
     # slave, which fails on a plain directory.
     mount --bind "$root" "$root"
@@ -182,8 +205,12 @@ in_root() {
     if mountpoint -q /sys/fs/cgroup; then mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"; fi
     mount --rbind /dev "$root/dev"
     mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
+    if [[ -n "$cuda_dir" ]]; then
+      mount --bind "$cuda_dir" "$root/usr/local/cuda"
+      mount -o remount,bind,ro "$root/usr/local/cuda"
+    fi
     exec chroot "$root" /usr/bin/env -i "$@"
-  ' in-root "$root" "${passed[@]}" bash -c "${links}cd /strata && $1"
+  ' in-root "$root" "$cuda_dir" "${passed[@]}" bash -c "${links}cd /strata && $1"
 }
 
 # The bootstrap runs in its own mount namespace too, so the mounts mmdebstrap
@@ -217,6 +244,12 @@ write_hosts() {
   cat "$root/etc/hosts"
 }
 
+# The folder the CUDA toolkit is mounted on in the root.
+make_cuda_mount_point() {
+  mkdir -p "$root/usr/local/cuda"
+  echo "$cuda_dir will be mounted read-only at /usr/local/cuda"
+}
+
 # Tracked and untracked files that git does not ignore: what a clean clone of
 # this working tree holds.
 copy_checkout() {
@@ -238,13 +271,26 @@ run_step bootstrap bootstrap
 run_step keyrings copy_keyrings
 run_step hosts write_hosts
 run_step copy copy_checkout
-run_step setup in_root "bash tools/setup.sh"
-run_step configure in_root "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release"
+labels=(unit cluster)
+setup_option=""
+if [[ $all -eq 1 ]]; then
+  # With the peers installed, the cluster label's checks against PyTorch run
+  # instead of skipping.
+  labels+=(accuracy)
+  setup_option="--bench"
+fi
+if [[ -n "$cuda_dir" ]]; then
+  run_step cuda make_cuda_mount_point
+fi
+run_step setup in_root "bash tools/setup.sh $setup_option"
+run_step configure in_root "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=$cuda_option"
 run_step build in_root "cmake --build build -j \$(nproc)"
-run_step unit-tests in_root --own-network "cd build && ctest -L unit --output-on-failure -j \$(nproc)"
-run_step cluster-tests in_root --own-network "cd build && ctest -L cluster --output-on-failure -j \$(nproc)"
+say "$(grep -h 'Strata CUDA backend' "$logs/configure.log" | sed 's/^-- //')"
+for label in "${labels[@]}"; do
+  run_step "$label-tests" in_root --own-network "cd build && ctest -L $label --output-on-failure -j \$(nproc)"
+done
 
-for label in unit cluster; do
+for label in "${labels[@]}"; do
   say "$label: $(grep -h 'tests passed' "$logs/$label-tests.log")"
   grep -h '(Skipped)' "$logs/$label-tests.log" | sed 's/^[[:space:]]*/fresh-check:   skipped: /' || true
 done
