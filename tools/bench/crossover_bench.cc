@@ -112,9 +112,10 @@ class CrossoverRunner {
   // Job `job` alone.
   absl::StatusOr<AloneRun> RunAlone(size_t job) {
     const std::string summary = Path("alone_summary.json");
-    std::vector<std::string> argv = Common();
-    argv.insert(argv.end(), {"--config", o_.jobs[job], "--summary-out", summary});
-    STRATA_RETURN_IF_ERROR(Launch(argv, absl::StrCat("job ", job + 1, " alone")));
+    LaunchSpec launch = Common();
+    launch.config = o_.jobs[job];
+    launch.summary_out = summary;
+    STRATA_RETURN_IF_ERROR(Launch(launch, absl::StrCat("job ", job + 1, " alone")));
     STRATA_ASSIGN_OR_RETURN(nlohmann::json j,
                             ReadContenderResult(summary, "images_per_sec",
                                                 absl::StrCat("job ", job + 1, " alone"), log_));
@@ -136,11 +137,13 @@ class CrossoverRunner {
   absl::StatusOr<TogetherRun> RunTogether(const std::string& policy,
                                           const std::string& records_dir) {
     const std::string summary = Path("shared_summary.json");
-    std::vector<std::string> argv = Common();
-    argv.insert(argv.end(), {"--jobs", absl::StrJoin(o_.jobs, ","), "--policy", policy,
-                             "--summary-out", summary, "--records-dir", records_dir});
-    if (!o_.weights.empty()) argv.insert(argv.end(), {"--weights", o_.weights});
-    STRATA_RETURN_IF_ERROR(Launch(argv, policy));
+    LaunchSpec launch = Common();
+    launch.jobs = o_.jobs;
+    launch.policy = policy;
+    launch.weights = o_.weights;
+    launch.summary_out = summary;
+    launch.records_dir = records_dir;
+    STRATA_RETURN_IF_ERROR(Launch(launch, policy));
     std::vector<double> batches;
     for (size_t job = 0; job < o_.jobs.size(); ++job) {
       STRATA_ASSIGN_OR_RETURN(nlohmann::json j,
@@ -161,32 +164,20 @@ class CrossoverRunner {
     return absl::StrCat(scratch_, "/run", ++runs_, "_", what);
   }
 
-  std::vector<std::string> Common() const {
-    std::vector<std::string> argv = {BinaryDir() + "/strata_launch",
-                                     "--mode",
-                                     o_.mode,
-                                     "--servers",
-                                     std::to_string(o_.servers),
-                                     "--conv-workers",
-                                     std::to_string(o_.conv_workers),
-                                     "--max-steps",
-                                     std::to_string(o_.steps),
-                                     "--threads",
-                                     std::to_string(o_.threads),
-                                     "--evaluate=false",
-                                     "--progress=false"};
-    if (o_.mode == "stanza")
-      argv.insert(argv.end(), {"--fc-workers", std::to_string(o_.fc_workers)});
-    if (o_.batch_size > 0) argv.insert(argv.end(), {"--batch-size", std::to_string(o_.batch_size)});
-    if (!o_.bandwidth.empty()) {
-      argv.insert(argv.end(), {"--bandwidth", o_.bandwidth, "--latency", o_.latency});
-    }
-    return argv;
+  // What every run of the bench asks the launcher for.
+  LaunchSpec Common() const {
+    LaunchSpec launch = o_.cluster;
+    launch.max_steps = o_.steps;
+    launch.threads = o_.threads;
+    launch.batch_size = o_.batch_size;
+    launch.evaluate = false;
+    launch.progress = false;
+    return launch;
   }
 
-  absl::Status Launch(const std::vector<std::string>& argv, const std::string& label) {
+  absl::Status Launch(const LaunchSpec& launch, const std::string& label) {
     ProcessSpec spec;
-    spec.argv = argv;
+    spec.argv = StrataLaunchCommand(BinaryDir(), launch);
     spec.unset_env = UnsetForBenchmarks();
     spec.output_path = log_ = absl::StrCat(scratch_, "/run", runs_, "_launch.log");
     STRATA_ASSIGN_OR_RETURN(const int code, RunProcess(spec, kRunTimeout));
@@ -274,7 +265,7 @@ absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_p
 }
 
 // One point: every round runs each job alone, then every policy; prints
-// the point's table. `o.bandwidth` is the point's link.
+// the point's table. `o.cluster.bandwidth` is the point's link.
 struct PointResult {
   double compute = 0, communication = 0;                 // per iteration, summed over the jobs
   double ideal = 0, in_turns = 0;                        // images/s
@@ -291,8 +282,9 @@ absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::
   std::printf(
       "crossover: %zu jobs (%s), %s mode, %d server(s), %d conv worker(s), %d steps, "
       "%d rounds, %s\n",
-      jobs, absl::StrJoin(o.jobs, ", ").c_str(), o.mode.c_str(), o.servers, o.conv_workers, o.steps,
-      o.repeat, o.bandwidth.empty() ? "loopback" : ("links of " + o.bandwidth).c_str());
+      jobs, absl::StrJoin(o.jobs, ", ").c_str(), o.cluster.mode.c_str(), o.cluster.servers,
+      o.cluster.conv_workers, o.steps, o.repeat,
+      o.cluster.bandwidth.empty() ? "loopback" : ("links of " + o.cluster.bandwidth).c_str());
   ProgressBar progress(o.repeat * static_cast<int>(jobs + o.policies.size()));
 
   PointResult point;
@@ -309,7 +301,7 @@ absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::
     for (const std::string& policy : o.policies) {
       progress.Begin(policy);
       point.records[policy] =
-          absl::StrCat(scratch, "/records_", policy, "_", round, "_", o.bandwidth);
+          absl::StrCat(scratch, "/records_", policy, "_", round, "_", o.cluster.bandwidth);
       absl::StatusOr<TogetherRun> run = runner.RunTogether(policy, point.records[policy]);
       if (!run.ok()) return run.status();
       point.aggregate[policy].push_back(run->images_per_sec);
@@ -351,13 +343,13 @@ absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::
   for (const std::string& policy : o.policies) medians[policy] = Median(point.aggregate[policy]);
   nlohmann::json& report = point.report;
   report = {{"jobs", o.jobs},
-            {"mode", o.mode},
-            {"servers", o.servers},
-            {"conv_workers", o.conv_workers},
+            {"mode", o.cluster.mode},
+            {"servers", o.cluster.servers},
+            {"conv_workers", o.cluster.conv_workers},
             {"steps", o.steps},
             {"rounds", o.repeat},
             {"threads", o.threads},
-            {"bandwidth", o.bandwidth.empty() ? "loopback" : o.bandwidth},
+            {"bandwidth", o.cluster.bandwidth.empty() ? "loopback" : o.cluster.bandwidth},
             {"compute_seconds_per_iteration", c},
             {"communication_seconds_per_iteration", m},
             {"ideal_images_per_sec", ideal},
@@ -411,7 +403,7 @@ absl::Status DrawThroughput(const CrossoverBenchOptions& o, const std::vector<Po
   plot.sweep_parameter = "bandwidth";
   plot.facts["title"] =
       absl::StrFormat("strata_bench crossover: %zu jobs, %s mode, %d conv worker(s)", o.jobs.size(),
-                      o.mode.c_str(), o.conv_workers);
+                      o.cluster.mode.c_str(), o.cluster.conv_workers);
   for (size_t i = 0; i < points.size(); ++i) {
     SweepPoint p;
     p.value = o.bandwidths[i];
@@ -461,11 +453,11 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
   const std::string scratch = tmpl;
 
   std::vector<std::string> links = o.bandwidths;
-  if (links.empty()) links.push_back(o.bandwidth);
+  if (links.empty()) links.push_back(o.cluster.bandwidth);
   std::vector<PointResult> points;
   for (const std::string& link : links) {
     CrossoverBenchOptions at = o;
-    at.bandwidth = link;
+    at.cluster.bandwidth = link;
     STRATA_ASSIGN_OR_RETURN(PointResult point, RunPoint(at, scratch));
     points.push_back(std::move(point));
     if (links.size() > 1) std::printf("\n");

@@ -29,26 +29,23 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tools/launch/launch_spec.h"
 
 namespace strata::bench {
 
 struct CrossoverBenchOptions {
   std::vector<std::string> jobs;  // job configs; two or more
   std::vector<std::string> policies = {"exclusive", "naive", "crossover"};
-  std::string mode = "ps";
-  int servers = 1;
-  int conv_workers = 1;
-  int fc_workers = 1;   // stanza
+  // The cluster every run starts: its mode (ps or stanza), layout and
+  // emulated link; each run adds its jobs, steps and outputs.
+  LaunchSpec cluster;
   int steps = 100;      // per job and run
   int repeat = 5;       // rounds
   int threads = 2;      // the worker processes' cores, shared by the jobs
   int batch_size = 0;   // every job's global batch; 0 = each config's
   std::string weights;  // --weights of every run together ("1,3"; "" = equal)
-  // Emulated link per host ("" = loopback) and one-way latency.
-  std::string bandwidth;
-  std::string latency = "0";
   // A sweep over link rates ("100mbit", "1gbit"), each a point as above;
-  // empty = the one point of `bandwidth`.
+  // empty = the one point of `cluster.bandwidth`.
   std::vector<std::string> bandwidths;
   std::string json_out;      // "" = none
   std::string timeline_out;  // PNG; "" = none (with plot_out: next to it, NAME.timeline.png)

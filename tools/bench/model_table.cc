@@ -77,7 +77,8 @@ absl::StatusOr<MeasuredModel> MeasureModel(TrainBenchOptions o, double bandwidth
   const ModelFacts facts = FactsOf(*model);
   const int64_t batch = m.report["batch_size"].get<int64_t>();
   // Every process of the measured cluster runs on this machine's cores.
-  ClusterShape shape{o.servers, o.conv_workers, o.fc_workers, batch, o.colocate_servers};
+  ClusterShape shape{o.cluster.servers, o.cluster.conv_workers, o.cluster.fc_workers, batch,
+                     o.cluster.colocate_servers};
   shape.threads = o.threads;
   shape.shared_cores = static_cast<int>(std::thread::hardware_concurrency());
   STRATA_ASSIGN_OR_RETURN(LayerCalibration calibration, CalibrateForShape(*model, shape));
@@ -113,8 +114,8 @@ absl::Status RunModelTable(const TrainBenchOptions& base, const std::vector<std:
     return absl::InvalidArgumentError("--models runs one network setting; drop --sweep");
   }
   double bandwidth = 0;  // loopback: the plan counts no link time
-  if (!base.bandwidth.empty()) {
-    STRATA_ASSIGN_OR_RETURN(bandwidth, ParseBandwidth(base.bandwidth));
+  if (!base.cluster.bandwidth.empty()) {
+    STRATA_ASSIGN_OR_RETURN(bandwidth, ParseBandwidth(base.cluster.bandwidth));
   }
   char scratch_template[] = "/tmp/strata_models_XXXXXX";
   if (::mkdtemp(scratch_template) == nullptr) {

@@ -76,16 +76,16 @@ struct Run {
 // change of either.
 absl::StatusOr<std::vector<Phase>> PhasesOf(const SecbadLiveOptions& o) {
   std::map<double, std::vector<std::string>> changes;  // at -> what changed
-  if (!o.cpu_schedule.empty()) {
-    STRATA_ASSIGN_OR_RETURN(const CpuSchedule cpu, ParseCpuSchedule(o.cpu_schedule));
+  if (!o.cluster.cpu_schedule.empty()) {
+    STRATA_ASSIGN_OR_RETURN(const CpuSchedule cpu, ParseCpuSchedule(o.cluster.cpu_schedule));
     for (const CpuLimitChange& c : cpu) {
       changes[c.at_seconds].push_back(absl::StrCat(
           c.process, "=", c.cores.has_value() ? absl::StrCat(100 * *c.cores, "%") : "none"));
     }
   }
-  if (!o.bandwidth_schedule.empty()) {
+  if (!o.cluster.bandwidth_schedule.empty()) {
     STRATA_ASSIGN_OR_RETURN(const BandwidthSchedule rates,
-                            ParseBandwidthSchedule(o.bandwidth_schedule));
+                            ParseBandwidthSchedule(o.cluster.bandwidth_schedule));
     for (const RateChange& c : rates) changes[c.at_seconds].push_back(c.rate);
   }
   // What is in force in each phase: every limit and rate set so far.
@@ -164,28 +164,21 @@ class LiveRunner {
       config = dir + "/config.json";
       STRATA_RETURN_IF_ERROR(WriteJsonFile(config, variant));
     }
-    ProcessSpec spec;
-    spec.argv = {BinaryDir() + "/strata_launch", "--config", config, "--mode", o_.mode,
-                 "--servers", std::to_string(o_.servers), "--conv-workers",
-                 std::to_string(o_.conv_workers), "--threads", std::to_string(o_.threads),
-                 // Long enough for any contender to outlast the schedule.
-                 "--epochs", "1000", "--evaluate=false", "--progress=false", "--knob-lead",
-                 std::to_string(o_.knob_lead), "--records-dir", dir + "/records"};
-    if (o_.mode == "stanza") {
-      spec.argv.insert(spec.argv.end(), {"--fc-workers", std::to_string(o_.fc_workers)});
-    }
-    if (!o_.cpu_schedule.empty()) {
-      spec.argv.insert(spec.argv.end(), {"--cpu-schedule", o_.cpu_schedule});
-    }
-    if (!o_.cpu_pin.empty()) spec.argv.insert(spec.argv.end(), {"--cpu-pin", o_.cpu_pin});
-    if (!o_.bandwidth_schedule.empty()) {
-      spec.argv.insert(spec.argv.end(), {"--bandwidth-schedule", o_.bandwidth_schedule});
-    }
+    LaunchSpec launch = o_.cluster;
+    launch.config = config;
+    launch.threads = o_.threads;
+    launch.epochs = 1000;  // long enough for any contender to outlast the schedule
+    launch.evaluate = false;
+    launch.progress = false;
+    launch.records_dir = dir + "/records";
     if (!c.controller.empty()) {
-      spec.argv.insert(spec.argv.end(),
-                       {"--controller", c.controller, "--cost-model", o_.cost_model});
-      if (c.controller == "secbad") spec.argv.insert(spec.argv.end(), {"--policy-file", policy_});
+      launch.extra_flags = {"--controller", c.controller, "--cost-model", o_.cost_model};
+      if (c.controller == "secbad") {
+        launch.extra_flags.insert(launch.extra_flags.end(), {"--policy-file", policy_});
+      }
     }
+    ProcessSpec spec;
+    spec.argv = StrataLaunchCommand(BinaryDir(), launch);
     spec.unset_env = UnsetForBenchmarks();
     spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
     spec.output_path = dir + "/launch.log";
@@ -330,7 +323,7 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   if (o.config.empty() || o.cost_model.empty()) {
     return absl::InvalidArgumentError("secbad live needs --config and --cost-model");
   }
-  if (o.cpu_schedule.empty() && o.bandwidth_schedule.empty()) {
+  if (o.cluster.cpu_schedule.empty() && o.cluster.bandwidth_schedule.empty()) {
     return absl::InvalidArgumentError(
         "secbad live needs a schedule: --cpu-schedule and/or --bandwidth-schedule");
   }
@@ -346,11 +339,11 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   STRATA_ASSIGN_OR_RETURN(const std::vector<Phase> phases, PhasesOf(o));
   STRATA_ASSIGN_OR_RETURN(const JobConfig config, LoadJobConfig(o.config));
   const int64_t global_batch = config.training.batch_size;
-  if (context->mode() != o.mode) {
-    return absl::InvalidArgumentError(absl::StrCat(o.cost_model, ": fitted to ", context->mode(),
-                                                   " mode, not ", o.mode));
+  if (context->mode() != o.cluster.mode) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.cost_model, ": fitted to ", context->mode(), " mode, not ", o.cluster.mode));
   }
-  STRATA_RETURN_IF_ERROR_CTX(context->FitsJob(o.conv_workers, global_batch), o.cost_model);
+  STRATA_RETURN_IF_ERROR_CTX(context->FitsJob(o.cluster.conv_workers, global_batch), o.cost_model);
 
   std::vector<Contender> contenders;
   for (const std::string& c : o.contenders) {
@@ -382,7 +375,7 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     // SeCBAD's policy, trained in the cost model's runtime environment.
     training.training_steps = o.training_steps;
     training.policy.decision_margin = o.decision_margin;
-    training.env.lag = o.knob_lead + 2;  // the lease, and the records' relay
+    training.env.lag = o.cluster.knob_lead + 2;  // the lease, and the records' relay
     policy = scratch + "/secbad.bin";
     training.policy_out = policy;
     training.progress = [](int64_t, double) { return !Interrupted(); };
@@ -398,7 +391,7 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   }
 
   std::printf("strata_bench secbad live: %s, %s mode, knob %s (%s), %d repeats of %.0f s\n",
-              o.config.c_str(), o.mode.c_str(), context->knob().c_str(),
+              o.config.c_str(), o.cluster.mode.c_str(), context->knob().c_str(),
               absl::StrJoin(context->values(), ", ").c_str(), o.repeat, o.seconds);
   for (const Phase& p : phases) {
     std::printf("  phase %.0f-%.0f s: %s\n", p.begin, p.end, p.conditions.c_str());
@@ -572,25 +565,26 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
     verdicts[contenders[c].label] = v;
   }
   json["config"] = o.config;
-  json["mode"] = o.mode;
+  json["mode"] = o.cluster.mode;
   json["knob"] = context->knob();
   json["cost_model"] = model_json;
-  json["cpu_schedule"] = o.cpu_schedule;
-  json["cpu_pin"] = o.cpu_pin;
-  json["bandwidth_schedule"] = o.bandwidth_schedule;
+  json["cpu_schedule"] = o.cluster.cpu_schedule;
+  json["cpu_pin"] = o.cluster.cpu_pin;
+  json["bandwidth_schedule"] = o.cluster.bandwidth_schedule;
   json["seconds"] = o.seconds;
   json["warmup"] = o.warmup;
   json["repeat"] = o.repeat;
-  json["knob_lead"] = o.knob_lead;
+  json["knob_lead"] = o.cluster.knob_lead;
   json["phases"] = phases_json;
   json["contenders"] = contenders_json;
   json["controllers"] = verdicts;
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
   if (!o.plot.empty()) {
-    STRATA_RETURN_IF_ERROR(PlotRuns(
-        contenders, runs, phases, global_batch, o.plot,
-        absl::StrCat(context->knob(), " under ", o.cpu_schedule.empty() ? o.bandwidth_schedule
-                                                                       : o.cpu_schedule)));
+    STRATA_RETURN_IF_ERROR(
+        PlotRuns(contenders, runs, phases, global_batch, o.plot,
+                 absl::StrCat(context->knob(), " under ",
+                              o.cluster.cpu_schedule.empty() ? o.cluster.bandwidth_schedule
+                                                             : o.cluster.cpu_schedule)));
     std::printf("plot: %s\n", o.plot.c_str());
   }
   return absl::OkStatus();

@@ -39,15 +39,16 @@
 
 #include "absl/status/status.h"
 #include "tools/bench/secbad_bench.h"
+#include "tools/launch/launch_spec.h"
 
 namespace strata::bench {
 
 struct SecbadLiveOptions {
   std::string config;
-  std::string mode = "ps";
-  int servers = 1;
-  int conv_workers = 2;
-  int fc_workers = 1;
+  // The cluster every run starts: its mode (ps or stanza), layout, the
+  // conditions that change (cpu_schedule, bandwidth_schedule), pinned CPUs
+  // and knob lead; each run adds its config, controller and outputs.
+  LaunchSpec cluster;
   int threads = 2;
   std::string cost_model;
   std::string policy_file;               // "" = train one first
@@ -55,13 +56,9 @@ struct SecbadLiveOptions {
   double decision_margin = kSecbadDecisionMargin;  // of the policy trained
   double segment_mean = kSecbadSegmentMean;        // the prior it trains under
   double segment_stddev = kSecbadSegmentStddev;
-  std::string cpu_schedule;              // strata_launch --cpu-schedule
-  std::string cpu_pin;                   // strata_launch --cpu-pin
-  std::string bandwidth_schedule;        // strata_launch --bandwidth-schedule
   double seconds = 125;                  // each run's length from its launch
   double warmup = 5;                     // left out of every figure
   int repeat = 3;
-  int knob_lead = 2;
   std::vector<std::string> contenders = {"static", "changepoint", "secbad"};
   std::string json_out;
   std::string plot;

@@ -152,6 +152,25 @@ ABSL_FLAG(double, gflops, 0,
           "plan: compute at this rate per process (GFLOP/s) instead of timing the model's "
           "layers on this machine");
 
+namespace {
+
+// The cluster a benchmark's strata_launch runs start: the layout, and the
+// network and pinned CPUs the flags ask for.
+strata::LaunchSpec ClusterFromFlags(const strata::ClusterLayout& layout) {
+  strata::LaunchSpec cluster;
+  cluster.servers = layout.servers;
+  cluster.conv_workers = layout.conv_workers;
+  cluster.fc_workers = layout.fc_workers;
+  cluster.colocate_servers = absl::GetFlag(FLAGS_colocate_servers);
+  if (cluster.colocate_servers) cluster.servers = cluster.conv_workers;
+  cluster.bandwidth = absl::GetFlag(FLAGS_bandwidth);
+  cluster.latency = absl::GetFlag(FLAGS_latency);
+  cluster.cpu_pin = strata::ConditionsFromFlags().cpu_pin;
+  return cluster;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   strata::StopChildrenOnInterrupt();  // Ctrl-C stops the contenders and cleans up
   const strata::ProgramArguments args = strata::StartProgram(
@@ -230,15 +249,8 @@ int main(int argc, char** argv) {
     o.batch_size = absl::GetFlag(FLAGS_batch_size);
     o.with_peer = absl::GetFlag(FLAGS_peer);
     o.json_out = absl::GetFlag(FLAGS_json);
-    o.servers = layout.servers;
-    o.conv_workers = layout.conv_workers;
-    o.fc_workers = layout.fc_workers;
-    o.colocate_servers = absl::GetFlag(FLAGS_colocate_servers);
-    if (o.colocate_servers) o.servers = o.conv_workers;
-    o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
-    o.latency = absl::GetFlag(FLAGS_latency);
+    o.cluster = ClusterFromFlags(layout);
     o.sweep = absl::GetFlag(FLAGS_sweep);
-    o.cpu_pin = strata::ConditionsFromFlags().cpu_pin;
     o.knob = absl::GetFlag(FLAGS_knob);
     o.cost_model_out = absl::GetFlag(FLAGS_cost_model_out);
     o.csv_out = absl::GetFlag(FLAGS_csv);
@@ -253,16 +265,12 @@ int main(int argc, char** argv) {
     strata::bench::CrossoverBenchOptions o;
     o.jobs = absl::StrSplit(absl::GetFlag(FLAGS_jobs), ',', absl::SkipEmpty());
     o.policies = absl::StrSplit(absl::GetFlag(FLAGS_policies), ',', absl::SkipEmpty());
-    o.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
-    o.servers = layout.servers;
-    o.conv_workers = layout.conv_workers;
-    o.fc_workers = layout.fc_workers;
+    o.cluster = ClusterFromFlags(layout);
+    o.cluster.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
     o.steps = absl::GetFlag(FLAGS_steps);
     o.repeat = absl::GetFlag(FLAGS_repeat);
     o.threads = absl::GetFlag(FLAGS_threads);
     o.batch_size = absl::GetFlag(FLAGS_batch_size);
-    o.bandwidth = absl::GetFlag(FLAGS_bandwidth);
-    o.latency = absl::GetFlag(FLAGS_latency);
     o.json_out = absl::GetFlag(FLAGS_json);
     o.timeline_out = absl::GetFlag(FLAGS_timeline);
     o.plot_out = absl::GetFlag(FLAGS_plot);
@@ -348,10 +356,8 @@ int main(int argc, char** argv) {
   } else if (command == "secbad" && args.positional.size() > 2 && args.positional[2] == "live") {
     strata::bench::SecbadLiveOptions o;
     o.config = absl::GetFlag(FLAGS_config);
-    o.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
-    o.servers = layout.servers;
-    o.conv_workers = layout.conv_workers;
-    o.fc_workers = layout.fc_workers;
+    o.cluster = ClusterFromFlags(layout);
+    o.cluster.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
     o.threads = absl::GetFlag(FLAGS_threads);
     o.cost_model = strata::ControllerFromFlags().cost_model;
     o.policy_file = strata::ControllerFromFlags().policy_file;
@@ -360,9 +366,8 @@ int main(int argc, char** argv) {
     o.segment_mean = absl::GetFlag(FLAGS_segment_mean);
     o.segment_stddev = absl::GetFlag(FLAGS_segment_stddev);
     const strata::ConditionFlags conditions = strata::ConditionsFromFlags();
-    o.cpu_schedule = conditions.cpu_schedule;
-    o.cpu_pin = conditions.cpu_pin;
-    o.bandwidth_schedule = conditions.bandwidth_schedule;
+    o.cluster.cpu_schedule = conditions.cpu_schedule;
+    o.cluster.bandwidth_schedule = conditions.bandwidth_schedule;
     o.seconds = absl::GetFlag(FLAGS_live_seconds);
     o.warmup = absl::GetFlag(FLAGS_warmup);
     o.repeat = absl::GetFlag(FLAGS_repeat);
@@ -370,7 +375,7 @@ int main(int argc, char** argv) {
     if (!lead.ok()) {
       status = lead.status();
     } else {
-      o.knob_lead = static_cast<int>(*lead);
+      o.cluster.knob_lead = *lead;
       if (!absl::GetFlag(FLAGS_contenders).empty()) {
         o.contenders = absl::StrSplit(absl::GetFlag(FLAGS_contenders), ',', absl::SkipEmpty());
       }

@@ -173,41 +173,22 @@ class Runner {
   absl::StatusOr<RunResult> RunStrata(const Contender& c, const NetworkSetting& net) {
     ProcessSpec spec;
     const std::string result = Path("summary.json");
-    spec.argv = {BinaryDir() + "/strata_launch",
-                 "--config",
-                 c.config.empty() ? o_.config : c.config,
-                 "--mode",
-                 c.mode,
-                 "--max-steps",
-                 std::to_string(o_.steps),
-                 "--threads",
-                 std::to_string(o_.threads),
-                 "--batch-size",
-                 std::to_string(batch_),
-                 "--evaluate=false",
-                 "--progress=false",
-                 "--summary-out",
-                 result};
-    if (c.mode != "single") {
-      for (const std::string& f : {std::string("--servers"), std::to_string(o_.servers),
-                                   std::string("--conv-workers"), std::to_string(o_.conv_workers),
-                                   std::string("--fc-workers"), std::to_string(o_.fc_workers)}) {
-        spec.argv.push_back(f);
-      }
-      if (o_.colocate_servers) spec.argv.push_back("--colocate-servers");
-      if (!net.bandwidth.empty()) {
-        for (const std::string& f :
-             {std::string("--bandwidth"), net.bandwidth, std::string("--latency"), net.latency}) {
-          spec.argv.push_back(f);
-        }
-      }
-      if (!net.cpu_schedule.empty()) {
-        spec.argv.insert(spec.argv.end(), {"--cpu-schedule", net.cpu_schedule});
-      }
-      if (!o_.cpu_pin.empty()) spec.argv.insert(spec.argv.end(), {"--cpu-pin", o_.cpu_pin});
-      if (records_wanted_ != RecordsWanted::kNone)
-        spec.argv.insert(spec.argv.end(), {"--records-dir", Path("records")});
+    LaunchSpec launch = o_.cluster;
+    launch.config = c.config.empty() ? o_.config : c.config;
+    launch.mode = c.mode;
+    launch.max_steps = o_.steps;
+    launch.threads = o_.threads;
+    launch.batch_size = batch_;
+    launch.evaluate = false;
+    launch.progress = false;
+    launch.summary_out = result;
+    launch.bandwidth = net.bandwidth;
+    launch.latency = net.latency;
+    launch.cpu_schedule = net.cpu_schedule;
+    if (records_wanted_ != RecordsWanted::kNone && c.mode != "single") {
+      launch.records_dir = Path("records");
     }
+    spec.argv = StrataLaunchCommand(BinaryDir(), launch);
     spec.unset_env = UnsetForBenchmarks();
     spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
     spec.output_path = Path("strata.log");
@@ -230,7 +211,8 @@ class Runner {
       r.seconds_per_iteration = j["seconds_per_iteration"].get<std::map<std::string, double>>();
     }
     if (records_wanted_ == RecordsWanted::kWorkerSpeed && c.mode != "single") {
-      STRATA_ASSIGN_OR_RETURN(r.speed_samples, SpeedSamplesOf(Path("records"), o_.conv_workers));
+      STRATA_ASSIGN_OR_RETURN(r.speed_samples,
+                              SpeedSamplesOf(Path("records"), o_.cluster.conv_workers));
     } else if (records_wanted_ == RecordsWanted::kLinkRate && c.mode != "single") {
       STRATA_ASSIGN_OR_RETURN(r.communication_seconds, CommunicationSecondsOf(Path("records")));
     }
@@ -264,7 +246,7 @@ class Runner {
   // DistributedDataParallel with one rank per conv worker, each rank on a
   // host of its own when the network is emulated.
   absl::StatusOr<RunResult> RunTorchDdp(const NetworkSetting& net) {
-    const int world = o_.conv_workers;
+    const int world = o_.cluster.conv_workers;
     const int threads = std::max(1, o_.threads / world);
     std::unique_ptr<EmulatedNetwork> network;
     if (!net.bandwidth.empty()) {
@@ -372,7 +354,7 @@ absl::StatusOr<Sweep> ParseSweep(const TrainBenchOptions& o) {
         "--sweep cpu=... limits Strata's processes only, not the PyTorch peers': add "
         "--peer=false");
   }
-  if (s.parameter == "latency" && o.bandwidth.empty()) {
+  if (s.parameter == "latency" && o.cluster.bandwidth.empty()) {
     return absl::InvalidArgumentError("--sweep latency=... needs --bandwidth (the link it delays)");
   }
   return s;
@@ -525,8 +507,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     cluster_modes = cluster_modes || mode != "single";
   }
   if (o.modes.empty()) return absl::InvalidArgumentError("train: --modes lists no mode");
-  if (!o.bandwidth.empty()) STRATA_RETURN_IF_ERROR(ParseBandwidth(o.bandwidth).status());
-  STRATA_RETURN_IF_ERROR(ParseLatency(o.latency).status());
+  if (!o.cluster.bandwidth.empty())
+    STRATA_RETURN_IF_ERROR(ParseBandwidth(o.cluster.bandwidth).status());
+  STRATA_RETURN_IF_ERROR(ParseLatency(o.cluster.latency).status());
   STRATA_ASSIGN_OR_RETURN(Sweep sweep, ParseSweep(o));
   if (!o.plot_out.empty() && sweep.parameter.empty()) {
     return absl::InvalidArgumentError("--plot needs a --sweep (throughput against its values)");
@@ -540,7 +523,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
         "--cost-model-out needs --knob and one cluster mode in --modes");
   }
   if (!o.cost_model_out.empty() && !worker_speed_model && sweep.parameter != "bandwidth" &&
-      o.bandwidth.empty()) {
+      o.cluster.bandwidth.empty()) {
     return absl::InvalidArgumentError(
         "--cost-model-out for this knob needs --bandwidth or --sweep bandwidth=...: the model "
         "relates the knob's values to link rates");
@@ -556,16 +539,18 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::printf("strata_bench train: %s, global batch %lld, %d threads, %d steps x %d repeats\n",
               o.config.c_str(), static_cast<long long>(batch), o.threads, o.steps, o.repeat);
   if (cluster_modes) {
-    std::printf(
-        "cluster: %d server(s)%s, %d conv workers, %d FC worker(s); network: %s\n", o.servers,
-        o.colocate_servers ? " (each on a conv worker's host)" : "", o.conv_workers, o.fc_workers,
-        !sweep.parameter.empty() && sweep.parameter == "bandwidth"
-            ? "swept"
-            : (o.bandwidth.empty()
-                   ? "loopback"
-                   : absl::StrCat(o.bandwidth, " per host, ",
-                                  o.latency == "0" ? "no added latency" : o.latency + " one way")
-                         .c_str()));
+    std::printf("cluster: %d server(s)%s, %d conv workers, %d FC worker(s); network: %s\n",
+                o.cluster.servers,
+                o.cluster.colocate_servers ? " (each on a conv worker's host)" : "",
+                o.cluster.conv_workers, o.cluster.fc_workers,
+                !sweep.parameter.empty() && sweep.parameter == "bandwidth"
+                    ? "swept"
+                    : (o.cluster.bandwidth.empty()
+                           ? "loopback"
+                           : absl::StrCat(o.cluster.bandwidth, " per host, ",
+                                          o.cluster.latency == "0" ? "no added latency"
+                                                                   : o.cluster.latency + " one way")
+                                 .c_str()));
   }
   const double gflops = MeasureSgemmGflops(2048, o.threads);
   std::printf("machine: SGEMM 2048^3 with %d threads: %.1f GFLOP/s\n", o.threads, gflops);
@@ -634,18 +619,19 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
                   {"threads", o.threads},
                   {"steps", o.steps},
                   {"repeat", o.repeat},
-                  {"servers", o.servers},
-                  {"colocated_servers", o.colocate_servers},
-                  {"conv_workers", o.conv_workers},
-                  {"fc_workers", o.fc_workers},
-                  {"bandwidth", o.bandwidth},
-                  {"latency", o.latency},
+                  {"servers", o.cluster.servers},
+                  {"colocated_servers", o.cluster.colocate_servers},
+                  {"conv_workers", o.cluster.conv_workers},
+                  {"fc_workers", o.cluster.fc_workers},
+                  {"bandwidth", o.cluster.bandwidth},
+                  {"latency", o.cluster.latency},
                   {"sgemm_gflops", gflops},
                   {"training_flops_per_image", train_flops},
                   {"limit_images_per_sec", limit_ips},
                   {"title", absl::StrFormat("%s: %d conv workers, %d FC, %d server(s), batch %d",
                                             std::filesystem::path(o.config).filename().string(),
-                                            o.conv_workers, o.fc_workers, o.servers, batch)}};
+                                            o.cluster.conv_workers, o.cluster.fc_workers,
+                                            o.cluster.servers, batch)}};
   if (!same_computation.is_null()) report.facts["same_computation"] = same_computation;
   std::vector<std::string> values = sweep.values;
   if (values.empty()) values.push_back("");
@@ -664,11 +650,12 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   std::vector<double> rates_gbit;  // each point's link rate, 0 on loopback
   for (const std::string& value : values) {
     NetworkSetting net;
-    net.bandwidth = o.bandwidth;
-    net.latency = o.latency;
+    net.bandwidth = o.cluster.bandwidth;
+    net.latency = o.cluster.latency;
     SweepPoint point;
     point.value = value;
-    rates_gbit.push_back(o.bandwidth.empty() ? 0.0 : *ParseBandwidth(o.bandwidth) * 8 / 1e9);
+    rates_gbit.push_back(
+        o.cluster.bandwidth.empty() ? 0.0 : *ParseBandwidth(o.cluster.bandwidth) * 8 / 1e9);
     if (sweep.parameter == "bandwidth") {
       net.bandwidth = value;
       point.numeric = *ParseBandwidth(value) * 8;
@@ -737,7 +724,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
                                            [](const std::string& m) { return m != "single"; });
     if (worker_speed_model) {
       STRATA_RETURN_IF_ERROR(
-          WriteWorkerSpeedModel(speed_runs, mode, batch, o.conv_workers, o.cost_model_out));
+          WriteWorkerSpeedModel(speed_runs, mode, batch, o.cluster.conv_workers, o.cost_model_out));
     } else {
       STRATA_RETURN_IF_ERROR(WriteCostModel(report, rates_gbit, contenders, link_runs, knob->name,
                                             mode, o.cost_model_out));

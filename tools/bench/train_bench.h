@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tools/launch/launch_spec.h"
 
 namespace strata::bench {
 
@@ -21,18 +22,11 @@ struct TrainBenchOptions {
   int repeat = 3;
   int threads = 2;       // CPU threads on the machine, shared by a cluster's processes
   int batch_size = 0;    // global batch; 0 = the config's
-  int servers = 1;       // ps, stanza
-  int conv_workers = 2;  // ps, stanza (and the DDP peer's world size)
-  int fc_workers = 1;    // stanza
-  // Server i on conv worker i's host (servers = conv_workers).
-  bool colocate_servers = false;
-  // Emulated network for the cluster modes and the DDP peer: each host's
-  // link rate ("1gbit"; "" = loopback) and one-way latency ("0.2ms").
-  std::string bandwidth;
-  std::string latency = "0";
-  // Strata's processes on CPUs of their own, as strata_launch --cpu-pin
-  // takes them ("conv0=0,conv1=1"; "" = anywhere).
-  std::string cpu_pin;
+  // The cluster of the ps and stanza modes, as strata_launch runs it: its
+  // layout (conv_workers is also the DDP peer's world size), each emulated
+  // host's link and latency (the DDP peer's too; "" = loopback) and pinned
+  // CPUs. Each run adds its mode, steps and outputs.
+  LaunchSpec cluster;
   // "bandwidth=100mbit,1gbit,10gbit", "latency=0,1ms" or
   // "cpu=none,conv1=25%" (CPU limits from the start, strata_launch
   // --cpu-schedule; several joined by ';'): every value is a point of the
