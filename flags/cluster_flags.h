@@ -54,6 +54,10 @@ struct ClusterLayout {
 };
 // The flags, where set (> 0), over `cluster`'s counts.
 ClusterLayout LayoutFromFlags(const ClusterConfig& cluster);
+// The flags over the cluster block of the job config at `config_path`
+// (over the defaults when it is "" or does not load: whoever runs the job
+// reports that).
+ClusterLayout LayoutFromFlagsOver(const std::string& config_path);
 
 struct ConsistencyFlags {
   std::string consistency;  // bsp, ssp, asp (checked by whoever parses it)

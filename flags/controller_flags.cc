@@ -12,7 +12,7 @@ ABSL_FLAG(std::string, cost_model, "",
           "--knob ... --cost-model-out writes it; with several jobs, one for all or one per job, "
           "comma-separated");
 ABSL_FLAG(std::string, policy_file, "",
-          "--controller secbad: the trained policy, as strata_bench secbad runtime "
+          "--controller secbad: the trained policy, as strata_research secbad-runtime "
           "--policy-dir writes it; with several jobs, one for all or one per job, "
           "comma-separated");
 

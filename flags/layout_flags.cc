@@ -18,4 +18,13 @@ ClusterLayout LayoutFromFlags(const ClusterConfig& cluster) {
   return l;
 }
 
+ClusterLayout LayoutFromFlagsOver(const std::string& config_path) {
+  ClusterConfig cluster;
+  if (!config_path.empty()) {
+    absl::StatusOr<JobConfig> config = LoadJobConfig(config_path);
+    if (config.ok()) cluster = config->cluster;
+  }
+  return LayoutFromFlags(cluster);
+}
+
 }  // namespace strata

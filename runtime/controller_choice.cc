@@ -42,7 +42,7 @@ absl::StatusOr<ControllerChoice> ChooseController(const std::string& kind,
   }
   if (learned && policy_path.empty()) {
     return absl::InvalidArgumentError(
-        "--controller secbad needs --policy-file FILE (strata_bench secbad runtime "
+        "--controller secbad needs --policy-file FILE (strata_research secbad-runtime "
         "--cost-model ... --policy-dir DIR trains one)");
   }
   STRATA_ASSIGN_OR_RETURN(const nlohmann::json json, ReadJsonFile(cost_model_path));

@@ -9,7 +9,7 @@
 //                 --knob ... --cost-model-out` writes; link-rate or
 //                 worker-speed, scheduler/secbad/knob_context.h)
 //   secbad        scheduler/secbad/secbad_controller.h: the policy in
-//                 --policy-file (`strata_bench secbad runtime` trains one)
+//                 --policy-file (`strata_research secbad-runtime` trains one)
 //                 over the knob the cost model in --cost-model describes
 //
 // Conv worker 0 runs the chosen controller on its own iteration records

@@ -1,6 +1,6 @@
 // Knob variants for `strata_bench train --knob`: what parses, what is
 // refused (named), and where each knob's start value lands in a config.
-#include "tools/bench/knob_variants.h"
+#include "tools/launch/knob_variants.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// strata_bench secbad gridworld, briefly: every contender named is trained
+// strata_research secbad-gridworld, briefly: every contender named is trained
 // and scored from each seed, the planner scores each belief over the same
 // episodes, and the JSON holds the results map the README's figures come
 // from; bad flags are refused before any training.
@@ -15,7 +15,7 @@ class SecbadBenchTest : public testing::ClusterTest {};
 TEST_F(SecbadBenchTest, AShortGridworldRunWritesResultsPlannedReturnsAndSeparations) {
   const auto [code, out] = testing::RunCommand(
       testing::kBin +
-      "strata_bench secbad gridworld --seeds 2 --training-steps 6400 --evaluation-episodes 64 "
+      "strata_research secbad-gridworld --seeds 2 --training-steps 6400 --evaluation-episodes 64 "
       "--learning-rate 0.0003 "
       "--contenders secbad,plain,oracle --json " +
       dir_ + "/gridworld.json");
@@ -75,7 +75,7 @@ TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
   // One seed, 64 episodes, nothing trained; the JSON at dir_/`name`.
   const auto plan_only = [&](const std::string& flags, const std::string& name) {
     return testing::RunCommand(testing::kBin +
-                               "strata_bench secbad gridworld --seeds 1 --learn=false "
+                               "strata_research secbad-gridworld --seeds 1 --learn=false "
                                "--evaluation-episodes 64 " +
                                flags + " --json " + dir_ + "/" + name);
   };
@@ -134,7 +134,7 @@ TEST_F(SecbadBenchTest, WithoutLearningOnlyThePlannerScoresTheBeliefs) {
 TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   const auto refused = [](const std::string& flags, const std::string& message) {
     const auto [code, out] =
-        testing::RunCommand(testing::kBin + "strata_bench secbad gridworld --seeds 1 " + flags);
+        testing::RunCommand(testing::kBin + "strata_research secbad-gridworld --seeds 1 " + flags);
     EXPECT_NE(code, 0) << flags;
     EXPECT_NE(out.find(message), std::string::npos) << out;
     EXPECT_EQ(out.find("steps, training"), std::string::npos) << out;
@@ -147,25 +147,25 @@ TEST_F(SecbadBenchTest, BadFlagsAreRefusedBeforeAnyTraining) {
   refused("--belief-features distribution --observation-model normal-gamma",
           "belief features \"distribution\" need the grid observation model");
   const auto [code, out] = testing::RunCommand(
-      testing::kBin + "strata_bench secbad runtime --learn=false --cost-model none.json");
+      testing::kBin + "strata_research secbad-runtime --learn=false --cost-model none.json");
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("--learn=false is for secbad gridworld"), std::string::npos) << out;
   const auto [cost_code, cost_out] = testing::RunCommand(
-      testing::kBin + "strata_bench secbad runtime --step-cost 0 --cost-model none.json");
+      testing::kBin + "strata_research secbad-runtime --step-cost 0 --cost-model none.json");
   EXPECT_NE(cost_code, 0);
   EXPECT_NE(cost_out.find("--step-cost is for secbad gridworld"), std::string::npos) << cost_out;
   const auto [margin_code, margin_out] = testing::RunCommand(
-      testing::kBin + "strata_bench secbad runtime --decision-margin 11 --cost-model none.json");
+      testing::kBin + "strata_research secbad-runtime --decision-margin 11 --cost-model none.json");
   EXPECT_NE(margin_code, 0);
   EXPECT_NE(margin_out.find("--decision-margin 11 is not in [0, 10]"), std::string::npos)
       << margin_out;
   const auto [mean_code, mean_out] = testing::RunCommand(
-      testing::kBin + "strata_bench secbad runtime --segment-mean 10 --cost-model none.json");
+      testing::kBin + "strata_research secbad-runtime --segment-mean 10 --cost-model none.json");
   EXPECT_NE(mean_code, 0);
   EXPECT_NE(mean_out.find("--segment-mean 10 is not in [20, 100000] iterations"), std::string::npos)
       << mean_out;
   const auto [sd_code, sd_out] = testing::RunCommand(
-      testing::kBin + "strata_bench secbad runtime --segment-stddev 0 --cost-model none.json");
+      testing::kBin + "strata_research secbad-runtime --segment-stddev 0 --cost-model none.json");
   EXPECT_NE(sd_code, 0);
   EXPECT_NE(sd_out.find("--segment-stddev 0 is not in (0, --segment-mean]"), std::string::npos)
       << sd_out;

@@ -1,6 +1,6 @@
 // strata_bench train's report writers (table, JSON, CSV), its plot, and a
 // real two-point sweep end to end.
-#include "tools/bench/train_report.h"
+#include "tools/bench/harness/report.h"
 
 #include <gtest/gtest.h>
 
@@ -17,8 +17,8 @@ namespace {
 using strata::testing::ReadFile;
 using strata::testing::RunCommand;
 
-TrainReport TwoPointReport() {
-  TrainReport r;
+BenchReport TwoPointReport() {
+  BenchReport r;
   r.sweep_parameter = "bandwidth";
   r.facts = {{"config", "c.json"}, {"title", "two points"}};
   SweepPoint slow;
@@ -32,7 +32,7 @@ TrainReport TwoPointReport() {
   SweepPoint fast = slow;
   fast.value = "1gbit";
   fast.numeric = 1e9;
-  fast.contenders[0].images_per_sec = {50};
+  fast.contenders[0].runs = {50};
   r.points = {slow, fast};
   return r;
 }
@@ -88,7 +88,7 @@ TEST_F(PlotTest, ASweepDrawsAPng) {
 }
 
 TEST_F(PlotTest, APlotNeedsASweep) {
-  TrainReport r = TwoPointReport();
+  BenchReport r = TwoPointReport();
   r.sweep_parameter.clear();
   EXPECT_EQ(WriteThroughputPlot(r, dir_ + "/x.png").code(), absl::StatusCode::kInvalidArgument);
 }

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/ready_file.h"
-#include "tools/bench/bench_report.h"
+#include "tools/bench/harness/contender_environment.h"
 
 namespace strata::bench {
 

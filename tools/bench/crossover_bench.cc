@@ -20,10 +20,10 @@
 #include "core/util/statistics.h"
 #include "flags/cluster_flags.h"
 #include "scheduler/crossover.h"
-#include "tools/bench/bench_report.h"
-#include "tools/bench/progress_bar.h"
+#include "tools/bench/harness/contender_environment.h"
+#include "tools/bench/harness/progress_bar.h"
+#include "tools/bench/harness/report.h"
 #include "tools/bench/throughput_plot.h"
-#include "tools/bench/train_report.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
@@ -399,7 +399,7 @@ absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::
 // link rate.
 absl::Status DrawThroughput(const CrossoverBenchOptions& o, const std::vector<PointResult>& points,
                             const std::string& png_path) {
-  TrainReport plot;
+  BenchReport plot;
   plot.sweep_parameter = "bandwidth";
   plot.facts["title"] =
       absl::StrFormat("strata_bench crossover: %zu jobs, %s mode, %d conv worker(s)", o.jobs.size(),

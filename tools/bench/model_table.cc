@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
-#include "tools/bench/bench_report.h"
+#include "tools/bench/harness/contender_environment.h"
 #include "tools/bench/layer_timing.h"
 #include "tools/bench/traffic_plan.h"
 #include "tools/netem/emulated_network.h"

@@ -20,7 +20,7 @@
 #include "core/util/clock.h"
 #include "core/util/statistics.h"
 #include "moe/moe_layer.h"
-#include "tools/bench/bench_report.h"
+#include "tools/bench/harness/contender_environment.h"
 #include "tools/bench/machine_limits.h"
 #include "tools/bench/moe_parallel_bench.h"
 

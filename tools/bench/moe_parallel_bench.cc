@@ -10,7 +10,7 @@
 #include "core/process/subprocess.h"
 #include "core/status.h"
 #include "moe/group/group_member.h"
-#include "tools/bench/bench_report.h"
+#include "tools/bench/harness/contender_environment.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata::bench {

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
+#include "tools/bench/harness/gnuplot.h"
 #include "tools/bench/layer_timing.h"
-#include "tools/bench/throughput_plot.h"
 #include "tools/netem/emulated_network.h"
 
 namespace strata::bench {

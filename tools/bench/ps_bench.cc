@@ -28,8 +28,8 @@
 #include "core/train/metrics_writer.h"
 #include "core/util/clock.h"
 #include "core/util/ready_file.h"
-#include "tools/bench/bench_report.h"
 #include "tools/bench/bench_server.h"
+#include "tools/bench/harness/contender_environment.h"
 
 namespace strata::bench {
 namespace {

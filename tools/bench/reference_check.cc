@@ -17,7 +17,7 @@
 #include "core/process/subprocess.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
-#include "tools/bench/bench_report.h"
+#include "tools/bench/harness/contender_environment.h"
 
 namespace strata::bench {
 namespace {

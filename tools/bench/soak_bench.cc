@@ -18,7 +18,7 @@
 #include "core/util/clock.h"
 #include "core/util/json_file.h"
 #include "tools/bench/bench_server.h"
-#include "tools/bench/throughput_plot.h"
+#include "tools/bench/harness/gnuplot.h"
 
 namespace strata::bench {
 namespace {
@@ -41,8 +41,8 @@ int64_t ResidentBytes(pid_t pid) {
 // The q-quantile (0..1) of `values` by nearest rank; 0 when empty.
 double Quantile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
-  const size_t rank = std::min(values.size() - 1,
-                               static_cast<size_t>(q * static_cast<double>(values.size())));
+  const size_t rank =
+      std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())));
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rank),
                    values.end());
   return values[rank];
@@ -81,29 +81,25 @@ absl::Status DrawSoak(const nlohmann::json& windows, const std::string& png) {
     const size_t servers = windows.empty() ? 0 : windows[0]["rss_mib"].size();
     for (size_t s = 0; s < servers; ++s) {
       out << ", " << GnuplotString(data) << " using 1:" << 4 + s
-          << " axes x1y2 with lines dt 2 lw 2 title " << GnuplotString(absl::StrCat("server ", s, " RSS"));
+          << " axes x1y2 with lines dt 2 lw 2 title "
+          << GnuplotString(absl::StrCat("server ", s, " RSS"));
     }
     out << "\n";
   }
   return RunGnuplotAndClean(script, dir, png);
 }
 
-}  // namespace
-
-absl::Status RunSoak(const SoakOptions& o) {
-  if (!(o.minutes > 0) || o.clients < 1 || o.servers < 1 || o.keys < 1 || o.key_elements < 1 ||
-      o.windows < 1) {
-    return absl::InvalidArgumentError(
-        "soak: --minutes > 0, --clients, --servers, --keys and --windows >= 1");
-  }
-  std::vector<int64_t> sizes(static_cast<size_t>(o.keys), o.key_elements);
+// The servers of the soak, server 0 the coordinator; each serves the
+// clients' `sizes` keys under ASP.
+absl::StatusOr<std::vector<std::unique_ptr<BenchServer>>> StartServers(
+    const SoakOptions& o, const std::vector<int64_t>& sizes) {
   std::vector<std::string> size_list;
   for (int64_t s : sizes) size_list.push_back(std::to_string(s));
   auto flags = [&](int rank, const std::string& coordinator) {
-    std::vector<std::string> f = {"--rank", std::to_string(rank), "--coordinator", coordinator,
-                                  "--servers", std::to_string(o.servers), "--conv-workers",
-                                  std::to_string(o.clients), "--kv-sizes",
-                                  absl::StrJoin(size_list, ","), "--consistency", "asp"};
+    std::vector<std::string> f = {
+        "--rank",     std::to_string(rank),          "--coordinator",  coordinator,
+        "--servers",  std::to_string(o.servers),     "--conv-workers", std::to_string(o.clients),
+        "--kv-sizes", absl::StrJoin(size_list, ","), "--consistency",  "asp"};
     if (rank > 0) f.insert(f.end(), {"--bind", "tcp://127.0.0.1:0"});
     return f;
   };
@@ -115,6 +111,119 @@ absl::Status RunSoak(const SoakOptions& o) {
     STRATA_ASSIGN_OR_RETURN(auto server, BenchServer::Start(flags(r, coordinator)));
     servers.push_back(std::move(server));
   }
+  return servers;
+}
+
+// Client `w`: pushes and pulls every key each round until `end` (or
+// `stop`), client 0 first setting their values; every round it finished,
+// timed from `start`.
+absl::StatusOr<std::vector<Round>> RunClient(const SoakOptions& o, int w,
+                                             const std::string& coordinator,
+                                             const std::vector<int64_t>& sizes, double start,
+                                             double end, const std::atomic<bool>& stop) {
+  PsClientOptions co;
+  co.coordinator = coordinator;
+  co.rank = w;
+  co.shared_memory = false;
+  co.timeout = absl::Seconds(60);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client, PsClient::Connect(co));
+  KvClient& kv = client->kv();
+  STRATA_RETURN_IF_ERROR(kv.SetPlan(PartitionPlan::Build(sizes, o.servers)));
+  std::vector<Tensor> values, grads;
+  for (int64_t size : sizes) {
+    values.push_back(Tensor::Zeros({size}));
+    grads.push_back(Tensor::Full({size}, 1e-6f));
+  }
+  const auto key = [](int k) { return static_cast<uint32_t>(k); };
+  if (w == 0) {
+    std::vector<Ticket> inits;
+    for (int k = 0; k < o.keys; ++k) inits.push_back(kv.Init(key(k), values[k]));
+    STRATA_RETURN_IF_ERROR(kv.WaitAll(inits));
+  }
+  // The initial values (a pull of the current values waits for the init).
+  std::vector<Ticket> first;
+  for (int k = 0; k < o.keys; ++k) first.push_back(kv.Pull(-1, key(k), values[k]));
+  STRATA_RETURN_IF_ERROR(kv.WaitAll(first));
+  std::vector<Round> rounds;
+  for (int64_t r = 0; !stop.load() && MonotonicSeconds() < end; ++r) {
+    const double t0 = MonotonicSeconds();
+    std::vector<Ticket> tickets;
+    for (int k = 0; k < o.keys; ++k) {
+      tickets.push_back(kv.Push(r, key(k), grads[k]));
+      tickets.push_back(kv.Pull(-1, key(k), values[k]));
+    }
+    STRATA_RETURN_IF_ERROR(kv.WaitAll(tickets));
+    const double t1 = MonotonicSeconds();
+    rounds.push_back({t1 - start, t1 - t0});
+  }
+  STRATA_RETURN_IF_ERROR(client->Done());
+  return rounds;
+}
+
+// The rounds' latencies and the servers' memory in each of o.windows
+// windows of the run, printed as a table; the report's "windows".
+nlohmann::json Windows(const SoakOptions& o, const std::vector<Round>& rounds,
+                       const std::vector<MemorySample>& memory, size_t servers) {
+  const double total = o.minutes * 60;
+  nlohmann::json windows = nlohmann::json::array();
+  std::printf("%10s %8s %10s %10s  %s\n", "window (s)", "rounds", "p50 (ms)", "p99 (ms)",
+              "server RSS (MiB)");
+  for (int i = 0; i < o.windows; ++i) {
+    const double from = total * i / o.windows, to = total * (i + 1) / o.windows;
+    std::vector<double> latencies;
+    for (const Round& r : rounds) {
+      // The last window also takes the rounds that ended after the deadline.
+      if (r.at >= from && (r.at < to || i == o.windows - 1)) latencies.push_back(r.seconds * 1e3);
+    }
+    std::vector<double> rss_mib(servers, 0.0);
+    for (const MemorySample& m : memory) {
+      if (m.at < to) {
+        for (size_t s = 0; s < servers; ++s) rss_mib[s] = m.rss[s] / 1048576.0;
+      }
+    }
+    nlohmann::json w = {{"start_seconds", from},
+                        {"end_seconds", to},
+                        {"rounds", latencies.size()},
+                        {"p50_ms", Quantile(latencies, 0.5)},
+                        {"p99_ms", Quantile(latencies, 0.99)},
+                        {"rss_mib", rss_mib}};
+    std::vector<std::string> rss_text;
+    for (double v : rss_mib) rss_text.push_back(absl::StrFormat("%.1f", v));
+    std::printf("%4.0f-%-5.0f %8zu %10.2f %10.2f  %s\n", from, to, latencies.size(),
+                w["p50_ms"].get<double>(), w["p99_ms"].get<double>(),
+                absl::StrJoin(rss_text, " / ").c_str());
+    windows.push_back(w);
+  }
+  return windows;
+}
+
+// Each server's RSS growth from the first sample after the warm-up to the
+// last, as a share.
+std::vector<double> RssGrowth(const std::vector<MemorySample>& memory, double warmup_end,
+                              size_t servers) {
+  std::vector<double> growth(servers, 0.0);
+  const auto after_warmup = std::find_if(memory.begin(), memory.end(),
+                                         [&](const MemorySample& m) { return m.at >= warmup_end; });
+  if (after_warmup == memory.end()) return growth;
+  for (size_t s = 0; s < servers; ++s) {
+    const double from = static_cast<double>(after_warmup->rss[s]);
+    const double to = static_cast<double>(memory.back().rss[s]);
+    growth[s] = from > 0 ? (to - from) / from : 0.0;
+  }
+  return growth;
+}
+
+}  // namespace
+
+absl::Status RunSoak(const SoakOptions& o) {
+  if (!(o.minutes > 0) || o.clients < 1 || o.servers < 1 || o.keys < 1 || o.key_elements < 1 ||
+      o.windows < 1) {
+    return absl::InvalidArgumentError(
+        "soak: --minutes > 0, --clients, --servers, --keys and --windows >= 1");
+  }
+  const std::vector<int64_t> sizes(static_cast<size_t>(o.keys), o.key_elements);
+  STRATA_ASSIGN_OR_RETURN(const std::vector<std::unique_ptr<BenchServer>> servers,
+                          StartServers(o, sizes));
   std::printf("soak: %d clients, %d servers, %d keys of %lld floats, %.1f minutes (tcp, ASP)\n",
               o.clients, o.servers, o.keys, static_cast<long long>(o.key_elements), o.minutes);
   std::fflush(stdout);
@@ -128,50 +237,14 @@ absl::Status RunSoak(const SoakOptions& o) {
   std::vector<std::thread> clients;
   for (int w = 0; w < o.clients; ++w) {
     clients.emplace_back([&, w] {
-      auto fail = [&](const absl::Status& s) {
-        absl::MutexLock lock(&mu);
-        errors.push_back(absl::StrCat("client ", w, ": ", s.message()));
-      };
-      PsClientOptions co;
-      co.coordinator = coordinator;
-      co.rank = w;
-      co.shared_memory = false;
-      co.timeout = absl::Seconds(60);
-      absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Connect(co);
-      if (!client.ok()) return fail(client.status());
-      PsClient& c = **client;
-      if (absl::Status s = c.kv().SetPlan(PartitionPlan::Build(sizes, o.servers)); !s.ok()) {
-        return fail(s);
-      }
-      std::vector<Tensor> values, grads;
-      for (int64_t size : sizes) {
-        values.push_back(Tensor::Zeros({size}));
-        grads.push_back(Tensor::Full({size}, 1e-6f));
-      }
-      if (w == 0) {
-        std::vector<Ticket> inits;
-        for (int k = 0; k < o.keys; ++k) inits.push_back(c.kv().Init(static_cast<uint32_t>(k), values[k]));
-        if (absl::Status s = c.kv().WaitAll(inits); !s.ok()) return fail(s);
-      }
-      // The initial values (a pull of the current values waits for the init).
-      std::vector<Ticket> first;
-      for (int k = 0; k < o.keys; ++k) first.push_back(c.kv().Pull(-1, static_cast<uint32_t>(k), values[k]));
-      if (absl::Status s = c.kv().WaitAll(first); !s.ok()) return fail(s);
-      std::vector<Round> mine;
-      for (int64_t r = 0; !stop.load() && MonotonicSeconds() < end; ++r) {
-        const double t0 = MonotonicSeconds();
-        std::vector<Ticket> tickets;
-        for (int k = 0; k < o.keys; ++k) {
-          tickets.push_back(c.kv().Push(r, static_cast<uint32_t>(k), grads[k]));
-          tickets.push_back(c.kv().Pull(-1, static_cast<uint32_t>(k), values[k]));
-        }
-        if (absl::Status s = c.kv().WaitAll(tickets); !s.ok()) return fail(s);
-        const double t1 = MonotonicSeconds();
-        mine.push_back({t1 - start, t1 - t0});
-      }
-      if (absl::Status s = c.Done(); !s.ok()) fail(s);
+      absl::StatusOr<std::vector<Round>> mine =
+          RunClient(o, w, servers.front()->address(), sizes, start, end, stop);
       absl::MutexLock lock(&mu);
-      rounds.insert(rounds.end(), mine.begin(), mine.end());
+      if (mine.ok()) {
+        rounds.insert(rounds.end(), mine->begin(), mine->end());
+      } else {
+        errors.push_back(absl::StrCat("client ", w, ": ", mine.status().message()));
+      }
     });
   }
   // Memory, once a second, while the clients run.
@@ -189,49 +262,9 @@ absl::Status RunSoak(const SoakOptions& o) {
   stop.store(true);
   for (auto& t : clients) t.join();
 
-  const double total = o.minutes * 60;
-  const double warmup_end = total * o.warmup_fraction;
-  nlohmann::json windows = nlohmann::json::array();
-  std::printf("%10s %8s %10s %10s  %s\n", "window (s)", "rounds", "p50 (ms)", "p99 (ms)",
-              "server RSS (MiB)");
-  for (int i = 0; i < o.windows; ++i) {
-    const double from = total * i / o.windows, to = total * (i + 1) / o.windows;
-    std::vector<double> latencies;
-    for (const Round& r : rounds) {
-      // The last window also takes the rounds that ended after the deadline.
-      if (r.at >= from && (r.at < to || i == o.windows - 1)) latencies.push_back(r.seconds * 1e3);
-    }
-    std::vector<double> rss_mib(servers.size(), 0.0);
-    for (const MemorySample& m : memory) {
-      if (m.at < to) {
-        for (size_t s = 0; s < servers.size(); ++s) rss_mib[s] = m.rss[s] / 1048576.0;
-      }
-    }
-    nlohmann::json w = {{"start_seconds", from},
-                        {"end_seconds", to},
-                        {"rounds", latencies.size()},
-                        {"p50_ms", Quantile(latencies, 0.5)},
-                        {"p99_ms", Quantile(latencies, 0.99)},
-                        {"rss_mib", rss_mib}};
-    std::vector<std::string> rss_text;
-    for (double v : rss_mib) rss_text.push_back(absl::StrFormat("%.1f", v));
-    std::printf("%4.0f-%-5.0f %8zu %10.2f %10.2f  %s\n", from, to, latencies.size(),
-                w["p50_ms"].get<double>(), w["p99_ms"].get<double>(),
-                absl::StrJoin(rss_text, " / ").c_str());
-    windows.push_back(w);
-  }
-  // RSS growth per server, from the first sample after the warm-up to the
-  // last: as a share, and per round.
-  std::vector<double> growth(servers.size(), 0.0);
-  const auto after_warmup = std::find_if(memory.begin(), memory.end(),
-                                         [&](const MemorySample& m) { return m.at >= warmup_end; });
-  if (after_warmup != memory.end()) {
-    for (size_t s = 0; s < servers.size(); ++s) {
-      const double from = static_cast<double>(after_warmup->rss[s]);
-      const double to = static_cast<double>(memory.back().rss[s]);
-      growth[s] = from > 0 ? (to - from) / from : 0.0;
-    }
-  }
+  const double warmup_end = o.minutes * 60 * o.warmup_fraction;
+  const nlohmann::json windows = Windows(o, rounds, memory, servers.size());
+  const std::vector<double> growth = RssGrowth(memory, warmup_end, servers.size());
   std::vector<double> round_ends;
   for (const Round& r : rounds) round_ends.push_back(r.at);
   std::vector<double> per_round;
@@ -247,11 +280,11 @@ absl::Status RunSoak(const SoakOptions& o) {
       rounds.size(), errors.size(), warmup_end, absl::StrJoin(growth_text, ", ").c_str(),
       absl::StrJoin(per_round_text, ", ").c_str());
   for (const std::string& e : errors) std::printf("  error: %s\n", e.c_str());
-  nlohmann::json report = {{"clients", o.clients},     {"servers", o.servers},
-                           {"keys", o.keys},           {"key_elements", o.key_elements},
-                           {"minutes", o.minutes},     {"warmup_seconds", warmup_end},
-                           {"rounds", rounds.size()},  {"errors", errors},
-                           {"rss_growth", growth},     {"rss_bytes_per_round", per_round},
+  nlohmann::json report = {{"clients", o.clients},    {"servers", o.servers},
+                           {"keys", o.keys},          {"key_elements", o.key_elements},
+                           {"minutes", o.minutes},    {"warmup_seconds", warmup_end},
+                           {"rounds", rounds.size()}, {"errors", errors},
+                           {"rss_growth", growth},    {"rss_bytes_per_round", per_round},
                            {"windows", windows}};
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
   if (!o.plot.empty()) {
@@ -259,8 +292,8 @@ absl::Status RunSoak(const SoakOptions& o) {
     std::printf("plot: %s\n", o.plot.c_str());
   }
   if (!errors.empty()) {
-    return absl::InternalError(absl::StrCat(errors.size(), " clients failed; the first: ",
-                                            errors.front()));
+    return absl::InternalError(
+        absl::StrCat(errors.size(), " clients failed; the first: ", errors.front()));
   }
   return leak;
 }
@@ -273,9 +306,8 @@ absl::Status JudgeMemory(const std::vector<MemorySample>& memory,
                                   [&](const MemorySample& m) { return m.at >= warmup_end; });
   if (first == memory.end()) return absl::OkStatus();
   const MemorySample& last = memory.back();
-  const int64_t rounds = std::count_if(round_ends.begin(), round_ends.end(), [&](double at) {
-    return at >= first->at && at <= last.at;
-  });
+  const int64_t rounds = std::count_if(round_ends.begin(), round_ends.end(),
+                                       [&](double at) { return at >= first->at && at <= last.at; });
   for (size_t s = 0; s < last.rss.size(); ++s) {
     const double grew = static_cast<double>(last.rss[s] - first->rss[s]);
     per_round->push_back(rounds > 0 ? grew / static_cast<double>(rounds) : 0.0);

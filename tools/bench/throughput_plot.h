@@ -6,22 +6,14 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "tools/bench/train_report.h"
+#include "tools/bench/harness/gnuplot.h"
+#include "tools/bench/harness/report.h"
 
 namespace strata::bench {
 
-// `s` as a gnuplot single-quoted string (a quote inside is doubled).
-std::string GnuplotString(const std::string& s);
-
-// Runs gnuplot on `script`, removes the scratch directory `dir` (which holds
-// the script and its data), and checks that a non-empty `png_path` came
-// out; NotFound naming the package when gnuplot is not installed.
-absl::Status RunGnuplotAndClean(const std::string& script, const std::string& dir,
-                                const std::string& png_path);
-
 // Needs a sweep (report.sweep_parameter set, at least one point). Fails
 // with NotFound when gnuplot is not installed, naming the package.
-absl::Status WriteThroughputPlot(const TrainReport& report, const std::string& png_path);
+absl::Status WriteThroughputPlot(const BenchReport& report, const std::string& png_path);
 
 }  // namespace strata::bench
 

@@ -33,7 +33,7 @@ struct TrainBenchOptions {
   // report (and of the plot).
   std::string sweep;
   // "wire.format=fp32,bf16": every cluster mode runs once per value, the job
-  // starting with the knob there (tools/bench/knob_variants.h); each point
+  // starting with the knob there (tools/launch/knob_variants.h); each point
   // names the best static value per mode.
   std::string knob;
   // With `knob` on one cluster mode: the knob's cost model

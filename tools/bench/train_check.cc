@@ -12,7 +12,7 @@
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/process/subprocess.h"
 #include "core/status.h"
-#include "tools/bench/bench_report.h"
+#include "tools/bench/harness/contender_environment.h"
 
 namespace strata::bench {
 namespace {

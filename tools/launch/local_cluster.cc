@@ -152,12 +152,11 @@ class LocalClusterRun {
   bool conditions_failed_ = false;
 };
 
-// Logs what a failed start leads to, before the next start.
+// Logs what a failed start leads to, before the next start from `epoch`
+// (or from the beginning, without one).
 void LogNextStart(const absl::Status& run, const AfterFailure& after, int conv_workers,
-                  int restarts, const ClusterLaunchOptions& o) {
-  // The coordinator of the next start chooses the same epoch (the newest
-  // that verifies), and every process restores that one.
-  const absl::StatusOr<CheckpointEpoch> epoch = ChooseRestoreEpoch(o.checkpoint_dir);
+                  int restarts, const absl::StatusOr<CheckpointEpoch>& epoch,
+                  const ClusterLaunchOptions& o) {
   const std::string from =
       epoch.ok() ? absl::StrCat("checkpoint epoch ", epoch->iteration, " in ", o.checkpoint_dir)
                  : absl::StrCat("the beginning (", epoch.status().message(), ")");
@@ -227,8 +226,11 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
     }
     run.StopAll();
     std::filesystem::remove(files.summary);
-    attempt.restore = ChooseRestoreEpoch(o.checkpoint_dir).ok();
-    LogNextStart(started, after, attempt.conv_workers, restarts, o);
+    // The coordinator of the next start chooses the same epoch (the newest
+    // that verifies), and every process restores that one.
+    const absl::StatusOr<CheckpointEpoch> epoch = ChooseRestoreEpoch(o.checkpoint_dir);
+    attempt.restore = epoch.ok();
+    LogNextStart(started, after, attempt.conv_workers, restarts, epoch, o);
   }
 
   if (!o.trace_out.empty()) {

@@ -1,4 +1,4 @@
-#include "tools/bench/knob_variants.h"
+#include "tools/launch/knob_variants.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -11,7 +11,7 @@
 #include "core/status.h"
 #include "moe/moe_layer_type.h"
 
-namespace strata::bench {
+namespace strata {
 namespace {
 
 // Where a config starts each knob: a field of its cluster block, or one of
@@ -99,4 +99,4 @@ absl::StatusOr<nlohmann::json> ConfigStartingWith(const nlohmann::json& config,
   return variant;
 }
 
-}  // namespace strata::bench
+}  // namespace strata

@@ -1,8 +1,7 @@
-// Small helpers shared by the strata_bench subcommands: the
-// environment each contender runs in, its result file, and where the
-// tool's files are.
-#ifndef STRATA_TOOLS_BENCH_BENCH_REPORT_H_
-#define STRATA_TOOLS_BENCH_BENCH_REPORT_H_
+// What every benchmark's contenders share: the environment each runs in,
+// its result file, and where the tool's files are.
+#ifndef STRATA_TOOLS_BENCH_HARNESS_CONTENDER_ENVIRONMENT_H_
+#define STRATA_TOOLS_BENCH_HARNESS_CONTENDER_ENVIRONMENT_H_
 
 #include <string>
 #include <utility>
@@ -19,7 +18,7 @@ namespace strata::bench {
 const std::vector<std::string>& UnsetForBenchmarks();
 
 // The environment that gives a PyTorch/NumPy peer its best speed with
-// `threads` threads (DESIGN.md, "Measuring").
+// `threads` threads (one thread pool each, no thread oversubscription).
 std::vector<std::pair<std::string, std::string>> PeerEnvironment(int threads);
 
 // Whether `python` can import torch and numpy (the PyTorch peers' needs);
@@ -40,4 +39,4 @@ std::string SourceDir();
 
 }  // namespace strata::bench
 
-#endif  // STRATA_TOOLS_BENCH_BENCH_REPORT_H_
+#endif  // STRATA_TOOLS_BENCH_HARNESS_CONTENDER_ENVIRONMENT_H_

@@ -1,11 +1,10 @@
-#include "tools/bench/train_report.h"
+#include "tools/bench/harness/report.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/statistics.h"
-#include "tools/bench/bench_report.h"
 
 namespace strata::bench {
 namespace {
@@ -26,32 +25,31 @@ double RatioToFirst(const SweepPoint& p, const ContenderResult& c) {
 
 }  // namespace
 
-double ContenderResult::median() const {
-  return images_per_sec.empty() ? 0.0 : Median(images_per_sec);
-}
+double ContenderResult::median() const { return runs.empty() ? 0.0 : Median(runs); }
 
-std::string FormatPointTable(const SweepPoint& p) {
+std::string FormatPointTable(const SweepPoint& p, const Figure& figure) {
   int width = 16;  // the label column fits the longest label
   for (const ContenderResult& c : p.contenders)
     width = std::max(width, static_cast<int>(c.label.size()));
   std::string out = absl::StrFormat("%-*s %12s %9s %9s %13s %9s %9s %9s %9s\n", width, "contender",
-                                    "median img/s", "min", "max", "MB/iteration", "compute", "comm",
-                                    "waiting", "vs first");
+                                    "median " + figure.column, "min", "max", "MB/iteration",
+                                    "compute", "comm", "waiting", "vs first");
+  const int d = figure.decimals;
   for (const ContenderResult& c : p.contenders) {
-    const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
+    const auto [mn, mx] = std::minmax_element(c.runs.begin(), c.runs.end());
     const std::string mb =
         c.bytes_per_iteration > 0 ? absl::StrFormat("%.3f", c.bytes_per_iteration / 1e6) : "-";
-    absl::StrAppendFormat(&out, "%-*s %12.0f %9.0f %9.0f %13s %9s %9s %9s %8.2fx\n", width, c.label,
-                          c.median(), *mn, *mx, mb, Part(c, "compute", "%.3fs", "-"),
+    absl::StrAppendFormat(&out, "%-*s %12.*f %9.*f %9.*f %13s %9s %9s %9s %8.2fx\n", width, c.label,
+                          d, c.median(), d, *mn, d, *mx, mb, Part(c, "compute", "%.3fs", "-"),
                           Part(c, "communication", "%.3fs", "-"), Part(c, "waiting", "%.3fs", "-"),
                           RatioToFirst(p, c));
   }
   return out;
 }
 
-nlohmann::json ReportToJson(const TrainReport& r) {
+nlohmann::json ReportToJson(const BenchReport& r) {
   nlohmann::json j = r.facts;
-  j["benchmark"] = "train";
+  j["benchmark"] = r.benchmark;
   if (!r.sweep_parameter.empty()) j["sweep"] = r.sweep_parameter;
   j["points"] = nlohmann::json::array();
   for (const SweepPoint& p : r.points) {
@@ -59,8 +57,8 @@ nlohmann::json ReportToJson(const TrainReport& r) {
     point["contenders"] = nlohmann::json::array();
     for (const ContenderResult& c : p.contenders) {
       nlohmann::json cj = {{"label", c.label},
-                           {"median_images_per_sec", c.median()},
-                           {"runs", c.images_per_sec},
+                           {"median_" + r.figure.key, c.median()},
+                           {"runs", c.runs},
                            {"ratio_to_first", RatioToFirst(p, c)},
                            {"bytes_per_iteration", c.bytes_per_iteration}};
       if (!c.seconds_per_iteration.empty()) cj["seconds_per_iteration"] = c.seconds_per_iteration;
@@ -71,16 +69,18 @@ nlohmann::json ReportToJson(const TrainReport& r) {
   return j;
 }
 
-std::string ReportToCsv(const TrainReport& r) {
-  std::string out =
-      "sweep,value,contender,median_images_per_sec,min,max,runs,ratio_to_first,"
-      "mb_per_iteration,compute_s,communication_s,waiting_s\n";
+std::string ReportToCsv(const BenchReport& r) {
+  std::string out = absl::StrCat("sweep,value,contender,median_", r.figure.key,
+                                 ",min,max,runs,ratio_to_first,mb_per_iteration,compute_s,"
+                                 "communication_s,waiting_s\n");
+  // One decimal more than the table shows.
+  const int d = r.figure.decimals + 1;
   for (const SweepPoint& p : r.points) {
     for (const ContenderResult& c : p.contenders) {
-      const auto [mn, mx] = std::minmax_element(c.images_per_sec.begin(), c.images_per_sec.end());
-      absl::StrAppendFormat(&out, "%s,%s,%s,%.1f,%.1f,%.1f,%d,%.4f,%.6f,%s,%s,%s\n",
-                            r.sweep_parameter, p.value, c.label, c.median(), *mn, *mx,
-                            static_cast<int>(c.images_per_sec.size()), RatioToFirst(p, c),
+      const auto [mn, mx] = std::minmax_element(c.runs.begin(), c.runs.end());
+      absl::StrAppendFormat(&out, "%s,%s,%s,%.*f,%.*f,%.*f,%d,%.4f,%.6f,%s,%s,%s\n",
+                            r.sweep_parameter, p.value, c.label, d, c.median(), d, *mn, d, *mx,
+                            static_cast<int>(c.runs.size()), RatioToFirst(p, c),
                             c.bytes_per_iteration / 1e6, Part(c, "compute", "%.6f", ""),
                             Part(c, "communication", "%.6f", ""), Part(c, "waiting", "%.6f", ""));
     }

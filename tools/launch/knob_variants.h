@@ -8,8 +8,8 @@
 //   fc.batching          cluster.fc_batching
 //   moe.pipeline_chunks  every MoE layer's pipeline_chunks
 //   moe.parallelism      every MoE layer's parallelism
-#ifndef STRATA_TOOLS_BENCH_KNOB_VARIANTS_H_
-#define STRATA_TOOLS_BENCH_KNOB_VARIANTS_H_
+#ifndef STRATA_TOOLS_LAUNCH_KNOB_VARIANTS_H_
+#define STRATA_TOOLS_LAUNCH_KNOB_VARIANTS_H_
 
 #include <string>
 #include <vector>
@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace strata::bench {
+namespace strata {
 
 struct KnobValues {
   std::string name;                 // "wire.format"
@@ -37,6 +37,6 @@ absl::StatusOr<nlohmann::json> ConfigStartingWith(const nlohmann::json& config,
                                                   const std::string& knob,
                                                   const std::string& value);
 
-}  // namespace strata::bench
+}  // namespace strata
 
-#endif  // STRATA_TOOLS_BENCH_KNOB_VARIANTS_H_
+#endif  // STRATA_TOOLS_LAUNCH_KNOB_VARIANTS_H_

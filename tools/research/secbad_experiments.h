@@ -1,12 +1,12 @@
-// `strata_bench secbad`: SeCBAD against its baselines.
+// `strata_research secbad`: SeCBAD against its baselines.
 //
-//   strata_bench secbad gridworld --seeds 5 [--training-steps 3000000] [--contenders a,b]
+//   strata_research secbad gridworld --seeds 5 [--training-steps 3000000] [--contenders a,b]
 //       [--observation-model grid|normal-gamma] [--json out.json] [--plot posterior.png]
 //       [--policy-dir DIR]
-//   strata_bench secbad runtime --cost-model cost.json --seeds 5 [--training-steps N]
+//   strata_research secbad runtime --cost-model cost.json --seeds 5 [--training-steps N]
 //       [--contenders a,b] [--lag 4] [--decision-margin M] [--segment-mean 300]
 //       [--segment-stddev 100] [--json out.json] [--policy-dir DIR]
-//   strata_bench secbad live ...   (tools/bench/secbad_live_bench.h)
+//   strata_research secbad live ...   (tools/research/secbad_live.h)
 //
 // gridworld: every contender (experiments/gridworld_experiment.h)
 // trained and evaluated from each seed, one after another. runtime: the
@@ -23,8 +23,8 @@
 // --policy-dir keeps each trained policy as DIR/<contender>-<seed>.bin (a
 // runtime one is what strata_launch --controller secbad --policy-file
 // runs).
-#ifndef STRATA_TOOLS_BENCH_SECBAD_BENCH_H_
-#define STRATA_TOOLS_BENCH_SECBAD_BENCH_H_
+#ifndef STRATA_TOOLS_RESEARCH_SECBAD_EXPERIMENTS_H_
+#define STRATA_TOOLS_RESEARCH_SECBAD_EXPERIMENTS_H_
 
 #include <cstdint>
 #include <optional>
@@ -36,7 +36,7 @@
 #include "experiments/gridworld_experiment.h"
 #include "scheduler/secbad/runtime_environment.h"
 
-namespace strata::bench {
+namespace strata::research {
 
 // The decision margin (scheduler/secbad/knob_policy.h) of the policies
 // `secbad runtime` and `secbad live` train for a running job.
@@ -47,7 +47,7 @@ inline constexpr double kSecbadDecisionMargin = 0.5;
 inline constexpr double kSecbadSegmentMean = 300;
 inline constexpr double kSecbadSegmentStddev = 100;
 
-struct SecbadBenchOptions {
+struct SecbadExperimentOptions {
   std::string experiment = "gridworld";  // gridworld, runtime
   int seeds = 5;
   int64_t training_steps = 3'000'000;
@@ -81,7 +81,7 @@ struct SecbadBenchOptions {
   double segment_stddev = kSecbadSegmentStddev;
 };
 
-absl::Status RunSecbadBench(const SecbadBenchOptions& options);
+absl::Status RunSecbadExperiment(const SecbadExperimentOptions& options);
 
 // The runtime environment's shape for a running job whose contexts hold
 // for segment_mean +- segment_stddev iterations (a truncated normal, at
@@ -92,6 +92,6 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& options);
 absl::StatusOr<secbad::RuntimeExperimentOptions> SecbadRuntimeOptions(double segment_mean,
                                                                       double segment_stddev);
 
-}  // namespace strata::bench
+}  // namespace strata::research
 
-#endif  // STRATA_TOOLS_BENCH_SECBAD_BENCH_H_
+#endif  // STRATA_TOOLS_RESEARCH_SECBAD_EXPERIMENTS_H_

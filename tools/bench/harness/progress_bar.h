@@ -2,8 +2,8 @@
 // (core/util/live_line.h). On a terminal it redraws one line twice a second
 // ("[#####.....] 3/12 strata ps @ 1gbit  41s"); everywhere it prints one
 // line per finished run.
-#ifndef STRATA_TOOLS_BENCH_PROGRESS_BAR_H_
-#define STRATA_TOOLS_BENCH_PROGRESS_BAR_H_
+#ifndef STRATA_TOOLS_BENCH_HARNESS_PROGRESS_BAR_H_
+#define STRATA_TOOLS_BENCH_HARNESS_PROGRESS_BAR_H_
 
 #include <string>
 #include <thread>
@@ -39,4 +39,4 @@ class ProgressBar {
 
 }  // namespace strata::bench
 
-#endif  // STRATA_TOOLS_BENCH_PROGRESS_BAR_H_
+#endif  // STRATA_TOOLS_BENCH_HARNESS_PROGRESS_BAR_H_

@@ -1,4 +1,4 @@
-#include "tools/bench/bench_report.h"
+#include "tools/bench/harness/contender_environment.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "tools/bench/secbad_bench.h"
+#include "tools/research/secbad_experiments.h"
 
 #include <unistd.h>
 
@@ -23,9 +23,13 @@
 #include "experiments/gridworld_experiment.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/runtime_environment.h"
-#include "tools/bench/throughput_plot.h"
+#include "tools/bench/harness/gnuplot.h"
 
-namespace strata::bench {
+namespace strata::research {
+
+// What the research tool shares with the benchmarks.
+using bench::GnuplotString;
+using bench::RunGnuplotAndClean;
 
 namespace {
 
@@ -146,7 +150,7 @@ nlohmann::json SummaryJson(const std::map<std::string, Summary>& summary) {
 // Every contender trained and scored from each seed (`score`), then the
 // table, the separations from SeCBAD and the JSON, as the header says.
 absl::Status RunContenderTable(
-    const SecbadBenchOptions& o, const std::vector<std::string>& contenders,
+    const SecbadExperimentOptions& o, const std::vector<std::string>& contenders,
     const std::string& score_name,
     const std::function<absl::StatusOr<double>(const std::string&, int)>& score,
     nlohmann::json& json) {
@@ -207,7 +211,7 @@ std::map<std::string, Summary> ReportScores(
 
 // Logs the training return (or efficiency) every tenth of the steps; stops
 // the training on Ctrl-C.
-std::function<bool(int64_t, double)> TrainingProgress(const SecbadBenchOptions& o,
+std::function<bool(int64_t, double)> TrainingProgress(const SecbadExperimentOptions& o,
                                                       const std::string& contender, int seed) {
   auto next = std::make_shared<int64_t>(o.training_steps / 10);
   return [&o, contender, seed, next](int64_t steps, double training) {
@@ -220,11 +224,11 @@ std::function<bool(int64_t, double)> TrainingProgress(const SecbadBenchOptions& 
   };
 }
 
-std::string PolicyPath(const SecbadBenchOptions& o, const std::string& contender, int seed) {
+std::string PolicyPath(const SecbadExperimentOptions& o, const std::string& contender, int seed) {
   return o.policy_dir.empty() ? "" : absl::StrCat(o.policy_dir, "/", contender, "-", seed, ".bin");
 }
 
-absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
+absl::Status RunGridworld(const SecbadExperimentOptions& o, nlohmann::json& json) {
   const std::vector<std::string> contenders =
       o.contenders.empty() ? secbad::GridworldContenders() : o.contenders;
   secbad::GridworldExperimentOptions eo;
@@ -299,7 +303,7 @@ absl::Status RunGridworld(const SecbadBenchOptions& o, nlohmann::json& json) {
   return absl::OkStatus();
 }
 
-absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
+absl::Status RunRuntime(const SecbadExperimentOptions& o, nlohmann::json& json) {
   STRATA_ASSIGN_OR_RETURN(secbad::RuntimeExperimentOptions eo,
                           SecbadRuntimeOptions(o.segment_mean, o.segment_stddev));
   if (o.cost_model.empty()) {
@@ -323,7 +327,7 @@ absl::Status RunRuntime(const SecbadBenchOptions& o, nlohmann::json& json) {
   eo.env.lag = o.lag;
   eo.policy.decision_margin = o.decision_margin;
   std::printf(
-      "strata_bench secbad runtime: %s over %s (%s), values %s; lag %d, segments of "
+      "strata_research secbad runtime: %s over %s (%s), values %s; lag %d, segments of "
       "%.0f iterations (sd %.0f), episodes of %d, decision margin %.2f\n",
       context->knob().c_str(), context->kind().c_str(), o.cost_model.c_str(),
       absl::StrJoin(context->values(), ", ").c_str(), eo.env.lag, eo.env.segment_mean,
@@ -379,10 +383,11 @@ absl::StatusOr<secbad::RuntimeExperimentOptions> SecbadRuntimeOptions(double seg
   return o;
 }
 
-absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
+absl::Status RunSecbadExperiment(const SecbadExperimentOptions& o) {
   if (o.experiment != "gridworld" && o.experiment != "runtime") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "strata_bench secbad ", o.experiment, ": the experiments are gridworld, runtime and live"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("strata_research secbad ", o.experiment,
+                     ": the experiments are gridworld, runtime and live"));
   }
   if (o.seeds < 1) return absl::InvalidArgumentError("--seeds must be at least 1");
   if (!o.learn && o.experiment != "gridworld") {
@@ -424,4 +429,4 @@ absl::Status RunSecbadBench(const SecbadBenchOptions& o) {
   return absl::OkStatus();
 }
 
-}  // namespace strata::bench
+}  // namespace strata::research

@@ -1,9 +1,9 @@
-// `strata_bench secbad live`: one job under a schedule of changing
+// `strata_research secbad live`: one job under a schedule of changing
 // conditions (a straggler that comes and goes, a link whose rate changes),
 // run with every static value of a knob and with each controller, side by
 // side, alternated (A B C A B C) so drift on a shared machine hits all:
 //
-//   strata_bench secbad live --config configs/fashion_mnist.json --mode ps --conv-workers 2
+//   strata_research secbad live --config configs/fashion_mnist.json --mode ps --conv-workers 2
 //       --cost-model shares.json [--policy-file secbad.bin | --training-steps N]
 //       --cpu-schedule conv1=25%@25s,conv1=none@50s,conv0=25%@75s,conv0=none@100s
 //       [--cpu-pin conv0=0,conv1=1] [--threads 1]
@@ -30,18 +30,18 @@
 // force.
 // The JSON holds all of it and every controller event; the plot draws each
 // contender's throughput over time with the phases.
-#ifndef STRATA_TOOLS_BENCH_SECBAD_LIVE_BENCH_H_
-#define STRATA_TOOLS_BENCH_SECBAD_LIVE_BENCH_H_
+#ifndef STRATA_TOOLS_RESEARCH_SECBAD_LIVE_H_
+#define STRATA_TOOLS_RESEARCH_SECBAD_LIVE_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "tools/bench/secbad_bench.h"
 #include "tools/launch/launch_spec.h"
+#include "tools/research/secbad_experiments.h"
 
-namespace strata::bench {
+namespace strata::research {
 
 struct SecbadLiveOptions {
   std::string config;
@@ -68,6 +68,6 @@ struct SecbadLiveOptions {
 
 absl::Status RunSecbadLive(const SecbadLiveOptions& options);
 
-}  // namespace strata::bench
+}  // namespace strata::research
 
-#endif  // STRATA_TOOLS_BENCH_SECBAD_LIVE_BENCH_H_
+#endif  // STRATA_TOOLS_RESEARCH_SECBAD_LIVE_H_

@@ -1,4 +1,4 @@
-#include "tools/bench/progress_bar.h"
+#include "tools/bench/harness/progress_bar.h"
 
 #include "absl/strings/str_format.h"
 #include "core/util/clock.h"
