@@ -21,8 +21,9 @@
 #include "flags/cluster_flags.h"
 #include "scheduler/crossover.h"
 #include "tools/bench/harness/contender_environment.h"
-#include "tools/bench/harness/progress_bar.h"
+#include "tools/bench/harness/gnuplot.h"
 #include "tools/bench/harness/report.h"
+#include "tools/bench/harness/runner.h"
 #include "tools/bench/throughput_plot.h"
 #include "tools/netem/emulated_network.h"
 
@@ -33,6 +34,7 @@ constexpr absl::Duration kRunTimeout = absl::Minutes(30);
 
 // What one job's alone run measured, per iteration.
 struct AloneRun {
+  double images_per_sec = 0;
   double batch = 0;          // global batch
   double compute = 0;        // the device busy (input loading included)
   double communication = 0;  // waits on peers
@@ -109,10 +111,10 @@ class CrossoverRunner {
   CrossoverRunner(const CrossoverBenchOptions& o, std::string scratch)
       : o_(o), scratch_(std::move(scratch)) {}
 
-  // Job `job` alone.
-  absl::StatusOr<AloneRun> RunAlone(size_t job) {
+  // Job `job` alone, each host's link at `link` ("" = loopback).
+  absl::StatusOr<AloneRun> RunAlone(size_t job, const std::string& link) {
     const std::string summary = Path("alone_summary.json");
-    LaunchSpec launch = Common();
+    LaunchSpec launch = Common(link);
     launch.config = o_.jobs[job];
     launch.summary_out = summary;
     STRATA_RETURN_IF_ERROR(Launch(launch, absl::StrCat("job ", job + 1, " alone")));
@@ -120,6 +122,7 @@ class CrossoverRunner {
                             ReadContenderResult(summary, "images_per_sec",
                                                 absl::StrCat("job ", job + 1, " alone"), log_));
     AloneRun r;
+    r.images_per_sec = j["images_per_sec"].get<double>();
     r.batch = BatchOf(j);
     if (!j.contains("seconds_per_iteration")) {
       return absl::InternalError(absl::StrCat("the launcher's summary ", summary,
@@ -134,10 +137,10 @@ class CrossoverRunner {
 
   // Every job together under `policy`, each process writing its iteration
   // records into `records_dir`.
-  absl::StatusOr<TogetherRun> RunTogether(const std::string& policy,
+  absl::StatusOr<TogetherRun> RunTogether(const std::string& policy, const std::string& link,
                                           const std::string& records_dir) {
     const std::string summary = Path("shared_summary.json");
-    LaunchSpec launch = Common();
+    LaunchSpec launch = Common(link);
     launch.jobs = o_.jobs;
     launch.policy = policy;
     launch.weights = o_.weights;
@@ -165,8 +168,9 @@ class CrossoverRunner {
   }
 
   // What every run of the bench asks the launcher for.
-  LaunchSpec Common() const {
+  LaunchSpec Common(const std::string& link) const {
     LaunchSpec launch = o_.cluster;
+    launch.bandwidth = link;
     launch.max_steps = o_.steps;
     launch.threads = o_.threads;
     launch.batch_size = o_.batch_size;
@@ -200,14 +204,22 @@ class CrossoverRunner {
 // Spans as SpansOfRecord draws them (core/control/iteration_record.h).
 absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_policy,
                           const std::vector<std::string>& policies, size_t jobs,
-                          const std::string& png_path, const std::string& scratch) {
-  const std::string data = scratch + "/timeline.dat";
-  const std::string script = scratch + "/timeline.gp";
+                          const std::string& png_path) {
+  char tmpl[] = "/tmp/strata_timeline_XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
+  const std::string dir = tmpl;
+  const std::string data = dir + "/timeline.dat";
+  const std::string script = dir + "/timeline.gp";
   constexpr double kWindow = 1.5;  // seconds drawn, from the middle of the run
   std::ofstream out(data);
   for (size_t p = 0; p < policies.size(); ++p) {
-    STRATA_ASSIGN_OR_RETURN(const auto by_job,
-                            AllJobRecords(records_by_policy.at(policies[p]), jobs));
+    absl::StatusOr<std::vector<std::vector<nlohmann::json>>> records =
+        AllJobRecords(records_by_policy.at(policies[p]), jobs);
+    if (!records.ok()) {
+      std::filesystem::remove_all(dir);
+      return records.status();
+    }
+    const auto& by_job = *records;
     double first = 0, last = 0;
     for (size_t job = 0; job < jobs; ++job) {
       first = std::max(first, by_job[job].front()["start"].get<double>());
@@ -232,7 +244,7 @@ absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_p
   out.close();
   std::ofstream gp(script);
   gp << "set terminal pngcairo size 1000," << 180 + 170 * policies.size() << " font ',10'\n"
-     << "set output '" << png_path << "'\n"
+     << "set output " << GnuplotString(png_path) << "\n"
      << "set multiplot layout " << policies.size() << ",1 title 'conv worker 0: " << jobs
      << " jobs on one device' noenhanced\n"
      << "set xrange [0:" << kWindow << "]\nset yrange [0.4:" << jobs + 0.6 << "]\n"
@@ -249,73 +261,36 @@ absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_p
   }
   gp << "unset multiplot\n";
   gp.close();
-  ProcessSpec spec;
-  spec.argv = {"gnuplot", script};
-  spec.output_path = scratch + "/gnuplot.log";
-  absl::StatusOr<int> code = RunProcess(spec, absl::Minutes(1));
-  if (absl::IsNotFound(code.status())) {
-    return absl::NotFoundError("gnuplot is not installed (apt-get install gnuplot-nox)");
-  }
-  STRATA_RETURN_IF_ERROR(code.status());
-  if (*code != 0 || !std::filesystem::exists(png_path)) {
-    return absl::InternalError(
-        absl::StrCat("gnuplot could not draw ", png_path, ": ", FileTail(spec.output_path, 1000)));
-  }
-  return absl::OkStatus();
+  return RunGnuplotAndClean(script, dir, png_path);
 }
 
-// One point: every round runs each job alone, then every policy; prints
-// the point's table. `o.cluster.bandwidth` is the point's link.
-struct PointResult {
-  double compute = 0, communication = 0;                 // per iteration, summed over the jobs
-  double ideal = 0, in_turns = 0;                        // images/s
+// What every run at one point measured: each job alone, then every
+// policy, round after round.
+struct PointRuns {
+  std::vector<std::vector<AloneRun>> alone;              // per job, one per round
   std::map<std::string, std::vector<double>> aggregate;  // by policy, one per round
   // By policy, per job, one per round (two jobs only; ContestedShares).
   std::map<std::string, std::vector<std::vector<double>>> shares;
   std::map<std::string, std::string> records;  // by policy: the last round's
+};
+
+// A point's figures: the bound from the jobs' alone runs, and each policy's
+// throughput against it; `report` is the point's JSON.
+struct PointResult {
+  double compute = 0, communication = 0;  // per iteration, summed over the jobs
+  double ideal = 0, in_turns = 0;         // images/s
+  std::map<std::string, std::vector<double>> aggregate;
+  std::map<std::string, std::string> records;
   nlohmann::json report;
 };
 
-absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::string& scratch) {
-  CrossoverRunner runner(o, scratch);
+// The figures of the point whose link is `o.cluster.bandwidth`, printed.
+absl::StatusOr<PointResult> Summarise(const CrossoverBenchOptions& o, const PointRuns& runs) {
   const size_t jobs = o.jobs.size();
-  std::printf(
-      "crossover: %zu jobs (%s), %s mode, %d server(s), %d conv worker(s), %d steps, "
-      "%d rounds, %s\n",
-      jobs, absl::StrJoin(o.jobs, ", ").c_str(), o.cluster.mode.c_str(), o.cluster.servers,
-      o.cluster.conv_workers, o.steps, o.repeat,
-      o.cluster.bandwidth.empty() ? "loopback" : ("links of " + o.cluster.bandwidth).c_str());
-  ProgressBar progress(o.repeat * static_cast<int>(jobs + o.policies.size()));
-
   PointResult point;
-  std::vector<std::vector<AloneRun>> alone(jobs);
-  for (int round = 0; round < o.repeat; ++round) {
-    for (size_t job = 0; job < jobs; ++job) {
-      progress.Begin(absl::StrCat("job ", job + 1, " alone"));
-      absl::StatusOr<AloneRun> r = runner.RunAlone(job);
-      if (!r.ok()) return r.status();
-      alone[job].push_back(*r);
-      progress.End(absl::StrFormat("compute %.1f ms, communication %.1f ms per iteration",
-                                   r->compute * 1e3, r->communication * 1e3));
-    }
-    for (const std::string& policy : o.policies) {
-      progress.Begin(policy);
-      point.records[policy] =
-          absl::StrCat(scratch, "/records_", policy, "_", round, "_", o.cluster.bandwidth);
-      absl::StatusOr<TogetherRun> run = runner.RunTogether(policy, point.records[policy]);
-      if (!run.ok()) return run.status();
-      point.aggregate[policy].push_back(run->images_per_sec);
-      std::vector<std::vector<double>>& shares = point.shares[policy];
-      if (!run->shares.empty()) {
-        shares.resize(run->shares.size());
-        for (size_t job = 0; job < run->shares.size(); ++job) {
-          shares[job].push_back(run->shares[job]);
-        }
-      }
-      progress.End(absl::StrFormat("%.0f images/s, all jobs", run->images_per_sec));
-    }
-  }
-
+  point.aggregate = runs.aggregate;
+  point.records = runs.records;
+  const std::vector<std::vector<AloneRun>>& alone = runs.alone;
   // The bound, from the medians of each job's alone runs.
   double c = 0, m = 0, images_per_pair = 0;
   for (size_t job = 0; job < jobs; ++job) {
@@ -370,7 +345,9 @@ absl::StatusOr<PointResult> RunPoint(const CrossoverBenchOptions& o, const std::
   double weight_sum = 0;
   for (double w : weights) weight_sum += w;
   for (const std::string& policy : o.policies) {
-    const std::vector<std::vector<double>>& shares = point.shares[policy];
+    const auto shares_of = runs.shares.find(policy);
+    if (shares_of == runs.shares.end()) continue;
+    const std::vector<std::vector<double>>& shares = shares_of->second;
     if (shares.size() != jobs) continue;
     std::string line;
     nlohmann::json medians_json = nlohmann::json::array();
@@ -451,17 +428,76 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
   char tmpl[] = "/tmp/strata_crossover_bench_XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
   const std::string scratch = tmpl;
+  struct RemoveAtExit {
+    std::string dir;
+    ~RemoveAtExit() { std::filesystem::remove_all(dir); }
+  } remove_scratch{scratch};
+  std::printf(
+      "crossover: %zu jobs (%s), %s mode, %d server(s), %d conv worker(s), %d steps, "
+      "%d rounds, %s\n",
+      o.jobs.size(), absl::StrJoin(o.jobs, ", ").c_str(), o.cluster.mode.c_str(), o.cluster.servers,
+      o.cluster.conv_workers, o.steps, o.repeat,
+      !o.bandwidths.empty()         ? "links swept"
+      : o.cluster.bandwidth.empty() ? "loopback"
+                                    : ("links of " + o.cluster.bandwidth).c_str());
 
-  std::vector<std::string> links = o.bandwidths;
-  if (links.empty()) links.push_back(o.cluster.bandwidth);
-  std::vector<PointResult> points;
-  for (const std::string& link : links) {
-    CrossoverBenchOptions at = o;
-    at.cluster.bandwidth = link;
-    STRATA_ASSIGN_OR_RETURN(PointResult point, RunPoint(at, scratch));
-    points.push_back(std::move(point));
-    if (links.size() > 1) std::printf("\n");
+  // Each round runs every job alone, then the jobs together under every
+  // policy; what each run measured goes to its point's PointRuns.
+  CrossoverRunner runner(o, scratch);
+  std::map<std::string, PointRuns> runs;  // by the point's value
+  const auto link_of = [&o](const std::string& value) {
+    return value.empty() ? o.cluster.bandwidth : value;
+  };
+  BenchmarkDescription d;
+  d.name = "crossover";
+  d.sweep_parameter = o.bandwidths.empty() ? "" : "bandwidth";
+  d.points = o.bandwidths;
+  d.repeat = o.repeat;
+  d.tables = false;  // each point's own table below
+  for (size_t job = 0; job < o.jobs.size(); ++job) {
+    d.contenders.push_back(
+        {absl::StrCat("job ", job + 1, " alone"),
+         [&, job](const std::string& value) -> absl::StatusOr<RunMeasurement> {
+           STRATA_ASSIGN_OR_RETURN(const AloneRun r, runner.RunAlone(job, link_of(value)));
+           PointRuns& at = runs[value];
+           at.alone.resize(o.jobs.size());
+           at.alone[job].push_back(r);
+           return RunMeasurement{
+               r.images_per_sec, 0, {{"compute", r.compute}, {"communication", r.communication}}};
+         }});
   }
+  for (const std::string& policy : o.policies) {
+    d.contenders.push_back(
+        {policy, [&, policy](const std::string& value) -> absl::StatusOr<RunMeasurement> {
+           PointRuns& at = runs[value];
+           std::vector<double>& aggregate = at.aggregate[policy];
+           at.records[policy] = absl::StrCat(scratch, "/records_", policy, "_", aggregate.size(),
+                                             "_", link_of(value));
+           STRATA_ASSIGN_OR_RETURN(const TogetherRun run,
+                                   runner.RunTogether(policy, link_of(value), at.records[policy]));
+           aggregate.push_back(run.images_per_sec);
+           if (!run.shares.empty()) {
+             std::vector<std::vector<double>>& shares = at.shares[policy];
+             shares.resize(run.shares.size());
+             for (size_t job = 0; job < run.shares.size(); ++job) {
+               shares[job].push_back(run.shares[job]);
+             }
+           }
+           return RunMeasurement{run.images_per_sec, 0, {}};
+         }});
+  }
+  std::vector<PointResult> points;
+  d.after_point = [&](const SweepPoint& p) -> absl::Status {
+    if (!p.value.empty()) std::printf("\nlinks of %s:", p.value.c_str());
+    CrossoverBenchOptions at = o;
+    at.cluster.bandwidth = link_of(p.value);
+    STRATA_ASSIGN_OR_RETURN(PointResult point, Summarise(at, runs[p.value]));
+    points.push_back(std::move(point));
+    return absl::OkStatus();
+  };
+  STRATA_RETURN_IF_ERROR(RunBenchmark(d).status());
+  const std::vector<std::string> links =
+      o.bandwidths.empty() ? std::vector<std::string>{o.cluster.bandwidth} : o.bandwidths;
   if (links.size() > 1) {
     std::printf("sweep: %-10s %8s", "link", "ideal");
     for (const std::string& policy : o.policies) std::printf(" %10s", policy.c_str());
@@ -480,7 +516,7 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
                                    : (o.plot_out.empty() ? "" : TimelinePathFor(o.plot_out));
   if (!timeline.empty()) {
     STRATA_RETURN_IF_ERROR(
-        DrawTimeline(points.back().records, o.policies, o.jobs.size(), timeline, scratch));
+        DrawTimeline(points.back().records, o.policies, o.jobs.size(), timeline));
     std::printf("timeline (the last round%s): %s\n",
                 links.size() > 1 ? absl::StrCat(" at ", links.back()).c_str() : "",
                 timeline.c_str());
@@ -499,7 +535,6 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
     }
     STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
   }
-  std::filesystem::remove_all(scratch);
   return absl::OkStatus();
 }
 

@@ -365,7 +365,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
          }});
   }
   nlohmann::json extra = {{"ratios", nlohmann::json::object()}};
-  d.after_point = [&](const SweepPoint& point) {
+  d.after_point = [&](const SweepPoint& point) -> absl::Status {
     const std::string key = point.value.empty() ? "all" : point.value;
     if (!o.knob.empty()) {
       extra["best_static"][key] =
@@ -374,6 +374,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
     nlohmann::json point_ratios;
     PrintRatios(point, point_ratios);
     if (!point_ratios.is_null()) extra["ratios"][key] = point_ratios["ratios"];
+    return absl::OkStatus();
   };
   STRATA_ASSIGN_OR_RETURN(const BenchReport report, RunBenchmark(d));
 

@@ -53,10 +53,12 @@ absl::StatusOr<BenchReport> RunBenchmark(const BenchmarkDescription& d) {
         progress.End(absl::StrFormat("%8.*f %s", d.figure.decimals, run->figure, d.figure.unit));
       }
     }
-    std::printf("\n%s%s",
-                value.empty() ? "" : absl::StrCat(d.sweep_parameter, " ", value, ":\n").c_str(),
-                FormatPointTable(point, d.figure).c_str());
-    if (d.after_point) d.after_point(point);
+    if (d.tables) {
+      std::printf("\n%s%s",
+                  value.empty() ? "" : absl::StrCat(d.sweep_parameter, " ", value, ":\n").c_str(),
+                  FormatPointTable(point, d.figure).c_str());
+    }
+    if (d.after_point) STRATA_RETURN_IF_ERROR(d.after_point(point));
     std::printf("\n");
     std::fflush(stdout);
     report.points.push_back(std::move(point));

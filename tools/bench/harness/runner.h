@@ -57,9 +57,13 @@ struct BenchmarkDescription {
   // (an error stops the benchmark), and returns what it compared, kept in
   // the facts as "same_computation". Null: nothing to check.
   std::function<absl::StatusOr<nlohmann::json>()> check;
-  // After each point's table: what the benchmark derives from the point
-  // (ratios, the best of several values), printed by it.
-  std::function<void(const SweepPoint& point)> after_point;
+  // Each point's table of medians, printed once its runs are done; false
+  // for a benchmark that prints tables of its own.
+  bool tables = true;
+  // After each point's runs (and table): what the benchmark derives from
+  // the point (ratios, the best of several values), printed by it; an error
+  // stops the benchmark.
+  std::function<absl::Status(const SweepPoint& point)> after_point;
 };
 
 // The report of every contender's runs at every point; the first run that
