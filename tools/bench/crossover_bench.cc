@@ -401,6 +401,51 @@ std::string TimelinePathFor(const std::string& plot_path) {
   return (p.parent_path() / (p.stem().string() + ".timeline" + p.extension().string())).string();
 }
 
+// With a sweep, every point's medians in one table; then the timeline,
+// the throughput plot and the JSON the options ask for.
+absl::Status WriteOutputs(const CrossoverBenchOptions& o, const std::vector<PointResult>& points) {
+  const std::vector<std::string> links =
+      o.bandwidths.empty() ? std::vector<std::string>{o.cluster.bandwidth} : o.bandwidths;
+  if (links.size() > 1) {
+    std::printf("sweep: %-10s %8s", "link", "ideal");
+    for (const std::string& policy : o.policies) std::printf(" %10s", policy.c_str());
+    std::printf("  (median images/s)\n");
+    for (size_t i = 0; i < links.size(); ++i) {
+      std::printf("       %-10s %8.0f", links[i].c_str(), points[i].ideal);
+      for (const std::string& policy : o.policies) {
+        std::printf(" %10.0f", Median(points[i].aggregate.at(policy)));
+      }
+      std::printf("\n");
+    }
+  }
+
+  const std::string timeline = !o.timeline_out.empty()
+                                   ? o.timeline_out
+                                   : (o.plot_out.empty() ? "" : TimelinePathFor(o.plot_out));
+  if (!timeline.empty()) {
+    STRATA_RETURN_IF_ERROR(
+        DrawTimeline(points.back().records, o.policies, o.jobs.size(), timeline));
+    std::printf("timeline (the last round%s): %s\n",
+                links.size() > 1 ? absl::StrCat(" at ", links.back()).c_str() : "",
+                timeline.c_str());
+  }
+  if (!o.plot_out.empty()) {
+    STRATA_RETURN_IF_ERROR(DrawThroughput(o, points, o.plot_out));
+    std::printf("throughput: %s\n", o.plot_out.c_str());
+  }
+  if (!o.json_out.empty()) {
+    nlohmann::json report;
+    if (o.bandwidths.empty()) {
+      report = points.front().report;
+    } else {
+      report = {{"sweep", "bandwidth"}, {"points", nlohmann::json::array()}};
+      for (const PointResult& p : points) report["points"].push_back(p.report);
+    }
+    STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
@@ -496,46 +541,7 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
     return absl::OkStatus();
   };
   STRATA_RETURN_IF_ERROR(RunBenchmark(d).status());
-  const std::vector<std::string> links =
-      o.bandwidths.empty() ? std::vector<std::string>{o.cluster.bandwidth} : o.bandwidths;
-  if (links.size() > 1) {
-    std::printf("sweep: %-10s %8s", "link", "ideal");
-    for (const std::string& policy : o.policies) std::printf(" %10s", policy.c_str());
-    std::printf("  (median images/s)\n");
-    for (size_t i = 0; i < links.size(); ++i) {
-      std::printf("       %-10s %8.0f", links[i].c_str(), points[i].ideal);
-      for (const std::string& policy : o.policies) {
-        std::printf(" %10.0f", Median(points[i].aggregate[policy]));
-      }
-      std::printf("\n");
-    }
-  }
-
-  const std::string timeline = !o.timeline_out.empty()
-                                   ? o.timeline_out
-                                   : (o.plot_out.empty() ? "" : TimelinePathFor(o.plot_out));
-  if (!timeline.empty()) {
-    STRATA_RETURN_IF_ERROR(
-        DrawTimeline(points.back().records, o.policies, o.jobs.size(), timeline));
-    std::printf("timeline (the last round%s): %s\n",
-                links.size() > 1 ? absl::StrCat(" at ", links.back()).c_str() : "",
-                timeline.c_str());
-  }
-  if (!o.plot_out.empty()) {
-    STRATA_RETURN_IF_ERROR(DrawThroughput(o, points, o.plot_out));
-    std::printf("throughput: %s\n", o.plot_out.c_str());
-  }
-  if (!o.json_out.empty()) {
-    nlohmann::json report;
-    if (o.bandwidths.empty()) {
-      report = points.front().report;
-    } else {
-      report = {{"sweep", "bandwidth"}, {"points", nlohmann::json::array()}};
-      for (const PointResult& p : points) report["points"].push_back(p.report);
-    }
-    STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
-  }
-  return absl::OkStatus();
+  return WriteOutputs(o, points);
 }
 
 }  // namespace strata::bench
