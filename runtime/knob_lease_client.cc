@@ -53,9 +53,11 @@ absl::StatusOr<KnobLease> KnobLeaseClient::Await(
       }
     }
     if (MonotonicNow() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no knob lease beyond iteration ", iteration, " from the coordinator ",
-                       options.coordinator, " within ", absl::FormatDuration(options.timeout)));
+      // Named as the other waits name a silent server: the coordinator is
+      // server 0, and whichever wait notices first says who fell silent.
+      return absl::DeadlineExceededError(absl::StrCat(
+          "no knob lease beyond iteration ", iteration, " from server 0 (", options.coordinator,
+          ") within ", absl::FormatDuration(options.timeout), "; the coordinator grants them"));
     }
     Request(iteration, declared);  // the last one may have been lost
   }
