@@ -77,7 +77,6 @@ root="$work/root"
 logs="$work/logs"
 mkdir -p "$logs"
 step_pid=""
-background_pid=""
 
 # Removes the temporary folder once nothing is mounted below it. Steps mount
 # only inside their own namespaces, so a mount still visible here means
@@ -86,13 +85,10 @@ background_pid=""
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  local pid
-  for pid in "$step_pid" "$background_pid"; do
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2> /dev/null; then
-      kill -KILL "$pid" 2> /dev/null || true
-      wait "$pid" 2> /dev/null || true
-    fi
-  done
+  if [[ -n "$step_pid" ]] && kill -0 "$step_pid" 2> /dev/null; then
+    kill -KILL "$step_pid" 2> /dev/null || true
+    wait "$step_pid" 2> /dev/null || true
+  fi
   if [[ $keep -eq 1 ]]; then
     say "kept the root at $root and the step logs in $logs"
   elif findmnt -rn -o TARGET | grep -qF "$work"; then
@@ -153,24 +149,6 @@ run_step() {
   end_step "$name" "$status" "$((SECONDS - start))"
 }
 
-# start_step NAME COMMAND... runs a step in the background (one at a time)
-# while the next ones run; finish_step waits for it and reports it as
-# run_step does.
-start_step() {
-  background_name="$1"
-  shift
-  background_start=$SECONDS
-  say "$background_name ... (beside the next steps)"
-  "$@" > "$logs/$background_name.log" 2>&1 < /dev/null &
-  background_pid=$!
-}
-finish_step() {
-  local status=0
-  wait "$background_pid" || status=$?
-  background_pid=""
-  end_step "$background_name" "$status" "$((SECONDS - background_start))"
-}
-
 # end_step NAME STATUS SECONDS: the step's time, or, when it failed, the
 # last lines of its log and the end of the check.
 end_step() {
@@ -187,8 +165,8 @@ end_step() {
     fi
     exit 1
   fi
-  printf 'fresh-check: %-22s %4d s\n' "$name" "$took"
-  step_times+=("$(printf '%-22s %4d s' "$name" "$took")")
+  printf 'fresh-check: %-14s %4d s\n' "$name" "$took"
+  step_times+=("$(printf '%-14s %4d s' "$name" "$took")")
 }
 step_times=()
 
@@ -299,36 +277,29 @@ run_step bootstrap bootstrap
 run_step keyrings copy_keyrings
 run_step hosts write_hosts
 run_step copy copy_checkout
-# The test steps, each a ctest label expression.
+# The test steps, each a ctest label.
 test_steps=(unit cluster)
+setup_option=""
 if [[ $all -eq 1 ]]; then
+  setup_option="--bench"
   # With the peers installed, the cluster label's checks against PyTorch run
-  # instead of skipping. The accuracy label shares the cluster label's step:
-  # one ctest fills both cores until the end.
-  test_steps=(unit "cluster|accuracy")
+  # instead of skipping.
+  test_steps=(unit cluster accuracy)
 fi
 if [[ -n "$cuda_dir" ]]; then
   run_step cuda make_cuda_mount_point
 fi
-run_step setup in_root "bash tools/setup.sh"
+run_step setup in_root "bash tools/setup.sh $setup_option"
 run_step configure in_root "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=$cuda_option"
-# The peers are for the tests alone: they install while the build runs.
-if [[ $all -eq 1 ]]; then
-  start_step setup-peers in_root "bash tools/setup.sh --bench"
-fi
 run_step build in_root "cmake --build build -j \$(nproc)"
-if [[ $all -eq 1 ]]; then
-  finish_step
-fi
 say "$(grep -h 'Strata CUDA backend' "$logs/configure.log" | sed 's/^-- //')"
-for labels in "${test_steps[@]}"; do
-  run_step "${labels//|/+}-tests" in_root --own-network "cd build && ctest -L '$labels' --output-on-failure -j \$(nproc)"
+for label in "${test_steps[@]}"; do
+  run_step "$label-tests" in_root --own-network "cd build && ctest -L $label --output-on-failure -j \$(nproc)"
 done
 
-for labels in "${test_steps[@]}"; do
-  log="$logs/${labels//|/+}-tests.log"
-  say "${labels//|/+}: $(grep -h 'tests passed' "$log")"
-  grep -h '(Skipped)' "$log" | sed 's/^[[:space:]]*/fresh-check:   skipped: /' || true
+for label in "${test_steps[@]}"; do
+  say "$label: $(grep -h 'tests passed' "$logs/$label-tests.log")"
+  grep -h '(Skipped)' "$logs/$label-tests.log" | sed 's/^[[:space:]]*/fresh-check:   skipped: /' || true
 done
 say "PASSED in $((SECONDS - total_start)) s:"
 printf '  %s\n' "${step_times[@]}"

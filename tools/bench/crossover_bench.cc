@@ -17,6 +17,7 @@
 #include "core/process/subprocess.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
+#include "core/util/scratch_directory.h"
 #include "core/util/statistics.h"
 #include "flags/cluster_flags.h"
 #include "scheduler/crossover.h"
@@ -470,13 +471,9 @@ absl::Status RunCrossoverBench(const CrossoverBenchOptions& options) {
     return absl::InvalidArgumentError(
         "--plot needs --sweep bandwidth=... (throughput against the link rate)");
   }
-  char tmpl[] = "/tmp/strata_crossover_bench_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
-  const std::string scratch = tmpl;
-  struct RemoveAtExit {
-    std::string dir;
-    ~RemoveAtExit() { std::filesystem::remove_all(dir); }
-  } remove_scratch{scratch};
+  STRATA_ASSIGN_OR_RETURN(const ScratchDirectory scratch_directory,
+                          ScratchDirectory::Make("strata_crossover_bench"));
+  const std::string& scratch = scratch_directory.path();
   std::printf(
       "crossover: %zu jobs (%s), %s mode, %d server(s), %d conv worker(s), %d steps, "
       "%d rounds, %s\n",

@@ -21,6 +21,7 @@
 #include "core/model/model.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
+#include "core/util/scratch_directory.h"
 #include "tools/bench/cost_model_fit.h"
 #include "tools/bench/harness/contender_environment.h"
 #include "tools/bench/harness/runner.h"
@@ -34,23 +35,6 @@
 
 namespace strata::bench {
 namespace {
-
-// A scratch folder for the runs' logs and results, removed with it.
-class ScratchFolder {
- public:
-  ScratchFolder() {
-    char tmpl[] = "/tmp/strata_bench_XXXXXX";
-    if (::mkdtemp(tmpl) != nullptr) path_ = tmpl;
-  }
-  ~ScratchFolder() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 struct Sweep {
   std::string parameter;  // "" = no sweep
@@ -321,8 +305,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   const int64_t batch = o.batch_size > 0 ? o.batch_size : config.training.batch_size;
   STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, 1));
   const double train_flops = static_cast<double>(model->TrainingFlopsPerSample());
-  const ScratchFolder scratch;
-  if (scratch.path().empty()) return absl::InternalError("cannot make a scratch directory");
+  STRATA_ASSIGN_OR_RETURN(const ScratchDirectory scratch, ScratchDirectory::Make("strata_bench"));
 
   PrintSetting(o, sweep, batch);
   const double gflops = MeasureSgemmGflops(2048, o.threads);

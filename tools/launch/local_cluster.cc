@@ -3,9 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -17,6 +15,7 @@
 #include "core/train/lost_nodes.h"
 #include "core/util/log.h"
 #include "core/util/ready_file.h"
+#include "core/util/scratch_directory.h"
 #include "tools/launch/cluster_summary.h"
 #include "tools/launch/condition_driver.h"
 #include "tools/launch/launch_plan.h"
@@ -28,30 +27,6 @@ namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void OnSignal(int) { g_interrupted = 1; }
-
-// A scratch folder of the launcher's, removed with it: ready files, the
-// lost-nodes record, ipc sockets, and the summary and records unless they
-// have places of their own.
-class ScratchFolder {
- public:
-  static absl::StatusOr<std::unique_ptr<ScratchFolder>> Make() {
-    char tmpl[] = "/tmp/strata_launch_XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) {
-      return absl::InternalError(
-          absl::StrCat("cannot make a scratch directory: ", std::strerror(errno)));
-    }
-    return std::unique_ptr<ScratchFolder>(new ScratchFolder(tmpl));
-  }
-  ~ScratchFolder() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchFolder(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
 
 // One local cluster's run, start after start.
 class LocalClusterRun {
@@ -184,18 +159,20 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   STRATA_ASSIGN_OR_RETURN(LaunchPlan plan, PlanLocalCluster(o, cpus_online));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ConditionDriver> conditions,
                           ConditionDriver::Create(plan, o.latency));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ScratchFolder> scratch, ScratchFolder::Make());
+  // Ready files, the lost-nodes record, ipc sockets, and the summary and
+  // records unless they have places of their own.
+  STRATA_ASSIGN_OR_RETURN(const ScratchDirectory scratch, ScratchDirectory::Make("strata_launch"));
   LaunchFiles files;
-  files.summary = o.summary_out.empty() ? scratch->path() + "/summary.json" : o.summary_out;
+  files.summary = o.summary_out.empty() ? scratch.path() + "/summary.json" : o.summary_out;
   std::filesystem::remove(files.summary);
   // Records go where asked, or, for a trace or a controller's events alone,
   // into the scratch folder.
   files.records_dir = !o.records_dir.empty()                   ? o.records_dir
                       : (o.trace_out.empty() && !o.controller) ? ""
-                                                               : scratch->path() + "/records";
+                                                               : scratch.path() + "/records";
   if (!files.records_dir.empty()) std::filesystem::create_directories(files.records_dir);
-  files.ready = scratch->path() + "/server0.ready.json";
-  files.lost_nodes = scratch->path() + "/lost_nodes.json";
+  files.ready = scratch.path() + "/server0.ready.json";
+  files.lost_nodes = scratch.path() + "/lost_nodes.json";
   // The schedules' changes go beside the records (launcher.jsonl).
   STRATA_RETURN_IF_ERROR(conditions->RecordChangesIn(files.records_dir));
 
@@ -203,7 +180,7 @@ absl::StatusOr<std::vector<RunSummary>> RunLocalCluster(const ClusterLaunchOptio
   // (BSP: every process resumes at the same iteration), up to
   // --restart-failed times; a lost conv worker as --lost-conv-worker says
   // (restart_policy.h).
-  LocalClusterRun run(o, *conditions, scratch->path(), files);
+  LocalClusterRun run(o, *conditions, scratch.path(), files);
   ClusterLaunchOptions attempt = o;
   for (int restarts = 0;;) {
     const absl::Status started = run.StartAndWait(attempt, plan);

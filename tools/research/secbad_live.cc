@@ -26,6 +26,7 @@
 #include "core/util/clock.h"
 #include "core/util/json_file.h"
 #include "core/util/log.h"
+#include "core/util/scratch_directory.h"
 #include "core/util/statistics.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/runtime_environment.h"
@@ -600,16 +601,9 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   }
   STRATA_RETURN_IF_ERROR_CTX(context->FitsJob(o.cluster.conv_workers, global_batch), o.cost_model);
   STRATA_ASSIGN_OR_RETURN(const std::vector<Contender> contenders, ContendersOf(o, *context));
-  char scratch_template[] = "/tmp/strata_live_XXXXXX";
-  if (::mkdtemp(scratch_template) == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("secbad live: cannot make a scratch directory: ", std::strerror(errno)));
-  }
-  const std::string scratch = scratch_template;
-  struct RemoveAtExit {
-    std::string dir;
-    ~RemoveAtExit() { std::filesystem::remove_all(dir); }
-  } remove_scratch{scratch};
+  STRATA_ASSIGN_OR_RETURN(const ScratchDirectory scratch_directory,
+                          ScratchDirectory::Make("strata_live"));
+  const std::string& scratch = scratch_directory.path();
   nlohmann::json json;
   STRATA_ASSIGN_OR_RETURN(const std::string policy,
                           TrainPolicyIfNeeded(o, contenders, context, scratch, json));
