@@ -146,13 +146,7 @@ run_step() {
   local status=0
   wait "$step_pid" || status=$?
   step_pid=""
-  end_step "$name" "$status" "$((SECONDS - start))"
-}
-
-# end_step NAME STATUS SECONDS: the step's time, or, when it failed, the
-# last lines of its log and the end of the check.
-end_step() {
-  local name="$1" status="$2" took="$3"
+  local took=$((SECONDS - start))
   local log="$logs/$name.log"
   if [[ $status -ne 0 ]]; then
     echo "fresh-check: step '$name' failed (exit $status) after ${took} s; last $log_lines lines of its log:" >&2

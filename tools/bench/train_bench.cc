@@ -272,8 +272,8 @@ struct CostModelInputs {
   std::vector<secbad::LinkRateRun> link_runs;
 };
 
-absl::Status FitCostModel(const TrainBenchOptions& o, const BenchReport& report,
-                          const std::vector<TrainContender>& contenders,
+absl::Status FitCostModel(const TrainBenchOptions& o, const std::string& knob,
+                          const BenchReport& report, const std::vector<TrainContender>& contenders,
                           const CostModelInputs& inputs, int64_t batch) {
   const std::string mode = *std::find_if(o.modes.begin(), o.modes.end(),
                                          [](const std::string& m) { return m != "single"; });
@@ -288,8 +288,8 @@ absl::Status FitCostModel(const TrainBenchOptions& o, const BenchReport& report,
         report.sweep_parameter == "bandwidth" ? point.value : o.cluster.bandwidth;
     rates_gbit.push_back(rate.empty() ? 0.0 : *ParseBandwidth(rate) * 8 / 1e9);
   }
-  return WriteCostModel(report, rates_gbit, contenders, inputs.link_runs,
-                        ParseKnobValues(o.knob)->name, mode, o.cost_model_out);
+  return WriteCostModel(report, rates_gbit, contenders, inputs.link_runs, knob, mode,
+                        o.cost_model_out);
 }
 
 }  // namespace
@@ -347,13 +347,13 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
            return RunMeasurement{r.images_per_sec, r.bytes_per_iteration, r.seconds_per_iteration};
          }});
   }
+  // The knob --knob names (ContendersOf parsed and checked it).
+  const std::string knob = o.knob.substr(0, o.knob.find('='));
   nlohmann::json extra = {{"ratios", nlohmann::json::object()}};
   d.after_point = [&](const SweepPoint& point) -> absl::Status {
     const std::string key = point.value.empty() ? "all" : point.value;
-    if (!o.knob.empty()) {
-      extra["best_static"][key] =
-          PrintBestStatic(point, contenders, ParseKnobValues(o.knob)->name, o.modes);
-    }
+    if (!knob.empty())
+      extra["best_static"][key] = PrintBestStatic(point, contenders, knob, o.modes);
     nlohmann::json point_ratios;
     PrintRatios(point, point_ratios);
     if (!point_ratios.is_null()) extra["ratios"][key] = point_ratios["ratios"];
@@ -367,11 +367,10 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
         "images/s\n",
         train_flops / 1e6, gflops, gflops * 1e9 / train_flops);
   }
-  STRATA_RETURN_IF_ERROR(WriteReport(report, extra, o.json_out, ""));
+  STRATA_RETURN_IF_ERROR(WriteReport(report, extra, o.json_out, o.csv_out));
   if (!o.cost_model_out.empty()) {
-    STRATA_RETURN_IF_ERROR(FitCostModel(o, report, contenders, fit, batch));
+    STRATA_RETURN_IF_ERROR(FitCostModel(o, knob, report, contenders, fit, batch));
   }
-  STRATA_RETURN_IF_ERROR(WriteReport(report, {}, "", o.csv_out));
   if (!o.plot_out.empty()) {
     STRATA_RETURN_IF_ERROR(WriteThroughputPlot(report, o.plot_out));
     std::printf("plot: %s\n", o.plot_out.c_str());
