@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <vector>
 
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/tensor/tensor.h"
+#include "core/util/clock.h"
 
 namespace strata::bench {
 
@@ -22,6 +25,18 @@ double MeasureSgemmGflops(int n, int threads) {
     best = std::min(best, dt);
   }
   return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
+}
+
+double MeasureMemcpyGBps(size_t bytes) {
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  std::memcpy(b.data(), a.data(), bytes);
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    const double t0 = MonotonicSeconds();
+    std::memcpy(b.data(), a.data(), bytes);
+    best = std::min(best, MonotonicSeconds() - t0);
+  }
+  return static_cast<double>(bytes) / best / 1e9;
 }
 
 }  // namespace strata::bench

@@ -58,7 +58,7 @@ ABSL_FLAG(bool, curve, false,
           "ps: the price of encryption: tcp with and without CURVE, side by side (--transports "
           "tcp,curve)");
 ABSL_FLAG(std::string, sizes_mib, "4,16,64,256", "ps: tensor sizes in MiB");
-ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per point");
+ABSL_FLAG(double, seconds, 1.5, "ps: measured seconds per run at a point");
 ABSL_FLAG(double, minutes, 5, "soak: how long the clients run");
 ABSL_FLAG(int32_t, clients, 16, "soak: clients pushing and pulling at once");
 ABSL_FLAG(std::string, bandwidth, "",
@@ -77,7 +77,7 @@ ABSL_FLAG(std::string, cost_model_out, "",
           "train: with --knob, one cluster mode and --bandwidth or a bandwidth --sweep, write the "
           "knob's cost model (iteration time against link rate per value) for strata_launch "
           "--controller changepoint --cost-model");
-ABSL_FLAG(std::string, csv, "", "train: write the results as CSV to this file");
+ABSL_FLAG(std::string, csv, "", "train, ps: write the results as CSV to this file");
 ABSL_FLAG(int64_t, tokens, 4096, "moe: tokens per step");
 ABSL_FLAG(int64_t, dim, 512, "moe: token dimension");
 ABSL_FLAG(int64_t, hidden, 1024, "moe: each expert's hidden width");
@@ -209,7 +209,9 @@ absl::Status Ps() {
   o.transports = ListFlag(absl::GetFlag(FLAGS_transports));
   if (absl::GetFlag(FLAGS_curve)) o.transports = {"tcp", "curve"};
   o.seconds_per_point = absl::GetFlag(FLAGS_seconds);
+  o.repeat = absl::GetFlag(FLAGS_repeat);
   o.json_out = absl::GetFlag(FLAGS_json);
+  o.csv_out = absl::GetFlag(FLAGS_csv);
   return strata::bench::RunPsBench(o);
 }
 
@@ -277,7 +279,8 @@ const strata::bench::Subcommand kSubcommands[] = {
      Moe},
     {"ps",
      "[--workers 1,2,4] [--sizes-mib 4,16,64,256] [--transports tcp,ipc,shm]\n"
-     "  [--curve]   (tcp with and without CURVE encryption)",
+     "  [--curve]   (tcp with and without CURVE encryption) [--seconds 1.5]\n"
+     "  [--repeat R] [--json f] [--csv f]",
      Ps},
     {"soak", "[--minutes 5] [--clients 16] [--servers 2] [--json f] [--plot p.png]", Soak},
     {"plan",

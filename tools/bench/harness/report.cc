@@ -29,20 +29,33 @@ double ContenderResult::median() const { return runs.empty() ? 0.0 : Median(runs
 
 std::string FormatPointTable(const SweepPoint& p, const Figure& figure) {
   int width = 16;  // the label column fits the longest label
-  for (const ContenderResult& c : p.contenders)
+  bool bytes = false, breakdown = false;  // columns shown when a contender has them
+  for (const ContenderResult& c : p.contenders) {
     width = std::max(width, static_cast<int>(c.label.size()));
-  std::string out = absl::StrFormat("%-*s %12s %9s %9s %13s %9s %9s %9s %9s\n", width, "contender",
-                                    "median " + figure.column, "min", "max", "MB/iteration",
-                                    "compute", "comm", "waiting", "vs first");
+    bytes = bytes || c.bytes_per_iteration > 0;
+    breakdown = breakdown || !c.seconds_per_iteration.empty();
+  }
+  std::string out = absl::StrFormat("%-*s %12s %9s %9s", width, "contender",
+                                    "median " + figure.column, "min", "max");
+  if (bytes) absl::StrAppendFormat(&out, " %13s", "MB/iteration");
+  if (breakdown) absl::StrAppendFormat(&out, " %9s %9s %9s", "compute", "comm", "waiting");
+  absl::StrAppend(&out, "  vs first\n");
   const int d = figure.decimals;
   for (const ContenderResult& c : p.contenders) {
     const auto [mn, mx] = std::minmax_element(c.runs.begin(), c.runs.end());
-    const std::string mb =
-        c.bytes_per_iteration > 0 ? absl::StrFormat("%.3f", c.bytes_per_iteration / 1e6) : "-";
-    absl::StrAppendFormat(&out, "%-*s %12.*f %9.*f %9.*f %13s %9s %9s %9s %8.2fx\n", width, c.label,
-                          d, c.median(), d, *mn, d, *mx, mb, Part(c, "compute", "%.3fs", "-"),
-                          Part(c, "communication", "%.3fs", "-"), Part(c, "waiting", "%.3fs", "-"),
-                          RatioToFirst(p, c));
+    absl::StrAppendFormat(&out, "%-*s %12.*f %9.*f %9.*f", width, c.label, d, c.median(), d, *mn, d,
+                          *mx);
+    if (bytes) {
+      absl::StrAppendFormat(
+          &out, " %13s",
+          c.bytes_per_iteration > 0 ? absl::StrFormat("%.3f", c.bytes_per_iteration / 1e6) : "-");
+    }
+    if (breakdown) {
+      absl::StrAppendFormat(&out, " %9s %9s %9s", Part(c, "compute", "%.3fs", "-"),
+                            Part(c, "communication", "%.3fs", "-"),
+                            Part(c, "waiting", "%.3fs", "-"));
+    }
+    absl::StrAppendFormat(&out, " %8.2fx\n", RatioToFirst(p, c));
   }
   return out;
 }

@@ -48,8 +48,9 @@ struct BenchReport {
   std::vector<SweepPoint> points;
 };
 
-// Median, min, max, MB per iteration, the breakdown and the ratio of each
-// contender's median to the first contender's, one row per contender.
+// Median, min, max, MB per iteration and the breakdown (when a contender
+// measured them) and the ratio of each contender's median to the first
+// contender's, one row per contender.
 std::string FormatPointTable(const SweepPoint& point, const Figure& figure = {});
 nlohmann::json ReportToJson(const BenchReport& report);
 // Header, then one row per (point, contender):

@@ -35,6 +35,13 @@ struct RunMeasurement {
   std::map<std::string, double> seconds_per_iteration;  // empty: not measured
 };
 
+// A run that measured only the figure.
+inline RunMeasurement FigureOnly(double figure) {
+  RunMeasurement run;
+  run.figure = figure;
+  return run;
+}
+
 struct ContenderDescription {
   std::string label;
   // Runs the contender once at `point` (a value of the sweep; "" when the
