@@ -22,7 +22,7 @@
 #include "flags/cluster_flags.h"
 #include "scheduler/crossover.h"
 #include "tools/bench/harness/contender_environment.h"
-#include "tools/bench/harness/gnuplot.h"
+#include "tools/bench/harness/plot.h"
 #include "tools/bench/harness/report.h"
 #include "tools/bench/harness/runner.h"
 #include "tools/bench/throughput_plot.h"
@@ -200,27 +200,20 @@ class CrossoverRunner {
   int runs_ = 0;
 };
 
-// Draws, for each policy, a window of conv worker 0's iterations of every
-// job: when it computed, waited for the device, and waited for its peers.
-// Spans as SpansOfRecord draws them (core/control/iteration_record.h).
-absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_policy,
-                          const std::vector<std::string>& policies, size_t jobs,
-                          const std::string& png_path) {
-  char tmpl[] = "/tmp/strata_timeline_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
-  const std::string dir = tmpl;
-  const std::string data = dir + "/timeline.dat";
-  const std::string script = dir + "/timeline.gp";
+// For each policy, a window of conv worker 0's iterations of every job:
+// when it computed, waited for the device, and waited for its peers, as
+// spans [start, end, job, kind] (SpanKind: 0 compute, 1 device wait, 2 peer
+// wait; SpansOfRecord, core/control/iteration_record.h). The report's
+// "timeline", which plot_report.py draws.
+absl::StatusOr<nlohmann::json> TimelineOf(
+    const std::map<std::string, std::string>& records_by_policy,
+    const std::vector<std::string>& policies, size_t jobs) {
   constexpr double kWindow = 1.5;  // seconds drawn, from the middle of the run
-  std::ofstream out(data);
-  for (size_t p = 0; p < policies.size(); ++p) {
-    absl::StatusOr<std::vector<std::vector<nlohmann::json>>> records =
-        AllJobRecords(records_by_policy.at(policies[p]), jobs);
-    if (!records.ok()) {
-      std::filesystem::remove_all(dir);
-      return records.status();
-    }
-    const auto& by_job = *records;
+  nlohmann::json timeline = {
+      {"window_s", kWindow}, {"jobs", jobs}, {"policies", nlohmann::json::array()}};
+  for (const std::string& policy : policies) {
+    STRATA_ASSIGN_OR_RETURN(const std::vector<std::vector<nlohmann::json>> by_job,
+                            AllJobRecords(records_by_policy.at(policy), jobs));
     double first = 0, last = 0;
     for (size_t job = 0; job < jobs; ++job) {
       first = std::max(first, by_job[job].front()["start"].get<double>());
@@ -228,41 +221,19 @@ absl::Status DrawTimeline(const std::map<std::string, std::string>& records_by_p
                        : std::min(last, by_job[job].back()["start"].get<double>());
     }
     const double from = first + std::max(0.0, (last - first - kWindow) / 2);
-    // One block per policy; columns: x0 x1 job kind (SpanKind: 0 compute,
-    // 1 device wait, 2 peer wait).
-    out << "# " << policies[p] << "\n";
+    nlohmann::json spans = nlohmann::json::array();
     for (size_t job = 0; job < jobs; ++job) {
       for (const nlohmann::json& r : by_job[job]) {
         for (const Span& span : SpansOfRecord(r)) {
           if (span.end < from || span.start > from + kWindow) continue;
-          out << span.start - from << ' ' << span.end - from << ' ' << job + 1 << ' '
-              << static_cast<int>(span.kind) << '\n';
+          spans.push_back(
+              {span.start - from, span.end - from, job + 1, static_cast<int>(span.kind)});
         }
       }
     }
-    out << "\n\n";
+    timeline["policies"].push_back({{"policy", policy}, {"spans", spans}});
   }
-  out.close();
-  std::ofstream gp(script);
-  gp << "set terminal pngcairo size 1000," << 180 + 170 * policies.size() << " font ',10'\n"
-     << "set output " << GnuplotString(png_path) << "\n"
-     << "set multiplot layout " << policies.size() << ",1 title 'conv worker 0: " << jobs
-     << " jobs on one device' noenhanced\n"
-     << "set xrange [0:" << kWindow << "]\nset yrange [0.4:" << jobs + 0.6 << "]\n"
-     << "set ytics 1\nset ylabel 'job'\nset style fill solid 1.0 noborder\n"
-     << "set palette defined (0 '#1f77b4', 1 '#d62728', 2 '#dddddd')\nset cbrange [0:2]\n"
-     << "unset colorbox\n";
-  for (size_t p = 0; p < policies.size(); ++p) {
-    if (p + 1 == policies.size())
-      gp << "set xlabel 'seconds (blue: compute, red: waiting for the device, grey: waiting for "
-            "peers)'\n";
-    gp << "set title '" << policies[p] << "' noenhanced\n"
-       << "plot '" << data << "' index " << p
-       << " using (($1+$2)/2):3:(($2-$1)/2):(0.35):4 with boxxyerror lc palette notitle\n";
-  }
-  gp << "unset multiplot\n";
-  gp.close();
-  return RunGnuplotAndClean(script, dir, png_path);
+  return timeline;
 }
 
 // What every run at one point measured: each job alone, then every
@@ -423,9 +394,10 @@ absl::Status WriteOutputs(const CrossoverBenchOptions& o, const std::vector<Poin
   const std::string timeline = !o.timeline_out.empty()
                                    ? o.timeline_out
                                    : (o.plot_out.empty() ? "" : TimelinePathFor(o.plot_out));
+  nlohmann::json spans;  // the timeline's, kept in the JSON to be drawn again
   if (!timeline.empty()) {
-    STRATA_RETURN_IF_ERROR(
-        DrawTimeline(points.back().records, o.policies, o.jobs.size(), timeline));
+    STRATA_ASSIGN_OR_RETURN(spans, TimelineOf(points.back().records, o.policies, o.jobs.size()));
+    STRATA_RETURN_IF_ERROR(DrawReport({{"timeline", spans}}, timeline, "timeline"));
     std::printf("timeline (the last round%s): %s\n",
                 links.size() > 1 ? absl::StrCat(" at ", links.back()).c_str() : "",
                 timeline.c_str());
@@ -442,6 +414,7 @@ absl::Status WriteOutputs(const CrossoverBenchOptions& o, const std::vector<Poin
       report = {{"sweep", "bandwidth"}, {"points", nlohmann::json::array()}};
       for (const PointResult& p : points) report["points"].push_back(p.report);
     }
+    if (!spans.is_null()) report["timeline"] = spans;
     STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
   }
   return absl::OkStatus();

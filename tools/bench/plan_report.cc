@@ -1,16 +1,14 @@
 #include "tools/bench/plan_report.h"
 
-#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
-#include "tools/bench/harness/gnuplot.h"
+#include "tools/bench/harness/plot.h"
 #include "tools/bench/layer_timing.h"
 #include "tools/netem/emulated_network.h"
 
@@ -107,40 +105,6 @@ absl::StatusOr<json> PrintScaling(const ModelFacts& facts, const ClusterShape& s
   return json{{"bandwidth", bandwidth_name}, {"rows", rows}};
 }
 
-// The predicted speed-ups against N, one line per link rate and contender.
-absl::Status WriteScalingPlot(const std::string& title, const json& scaling,
-                              const std::string& png_path) {
-  char tmpl[] = "/tmp/strata_plan_plot_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
-  const std::string dir = tmpl;
-  std::string plot = "plot ";
-  for (size_t k = 0; k < scaling.size(); ++k) {
-    const std::string data = absl::StrCat(dir, "/", k, ".dat");
-    std::ofstream out(data);
-    for (const json& row : scaling[k]["rows"]) {
-      out << row["conv_workers"].get<int>() << ' ' << row["stanza_over_ps"].get<double>() << ' '
-          << row["stanza_over_ddp"].get<double>() << '\n';
-    }
-    const std::string rate = scaling[k]["bandwidth"].get<std::string>();
-    absl::StrAppend(&plot, k ? ", " : "", GnuplotString(data),
-                    " using 1:2 with linespoints lw 2 title ",
-                    GnuplotString(absl::StrCat("stanza / ps, ", rate)), ", ", GnuplotString(data),
-                    " using 1:3 with linespoints lw 2 dt 2 title ",
-                    GnuplotString(absl::StrCat("stanza / ddp, ", rate)));
-  }
-  const std::string script = dir + "/plan.gp";
-  {
-    std::ofstream out(script);
-    out << "set terminal pngcairo size 900,560 font ',11'\n"
-        << "set output " << GnuplotString(png_path) << "\n"
-        << "set title " << GnuplotString(title) << " noenhanced\n"
-        << "set xlabel 'conv workers N'\nset ylabel 'predicted speed-up'\n"
-        << "set logscale x 2\nset grid\nset key top left noenhanced\nset yrange [0:*]\n"
-        << plot << "\n";
-  }
-  return RunGnuplotAndClean(script, dir, png_path);
-}
-
 }  // namespace
 
 absl::Status RunPlan(const PlanOptions& o) {
@@ -207,10 +171,11 @@ absl::Status RunPlan(const PlanOptions& o) {
     scaling.push_back(rows);
   }
   if (!o.plot.empty()) {
-    STRATA_RETURN_IF_ERROR(
-        WriteScalingPlot(absl::StrCat("strata_bench plan: ", config.name,
-                                      ", predicted speed-up of stanza (", Servers(shape), ")"),
-                         scaling, o.plot));
+    const json drawn = {
+        {"title", absl::StrCat("strata_bench plan: ", config.name,
+                               ", predicted speed-up of stanza (", Servers(shape), ")")},
+        {"scaling", scaling}};
+    STRATA_RETURN_IF_ERROR(DrawReport(drawn, o.plot, "scaling"));
     std::printf("plot: %s\n", o.plot.c_str());
   }
   if (!o.json_out.empty()) {

@@ -18,7 +18,7 @@
 #include "core/util/clock.h"
 #include "core/util/json_file.h"
 #include "tools/bench/bench_server.h"
-#include "tools/bench/harness/gnuplot.h"
+#include "tools/bench/harness/plot.h"
 
 namespace strata::bench {
 namespace {
@@ -52,42 +52,6 @@ struct Round {
   double at;       // seconds since the start, when it ended
   double seconds;  // its latency
 };
-
-absl::Status DrawSoak(const nlohmann::json& windows, const std::string& png) {
-  char tmpl[] = "/tmp/strata_soak_plot_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
-  const std::string dir = tmpl;
-  const std::string data = dir + "/soak.dat";
-  const std::string script = dir + "/soak.gp";
-  {
-    std::ofstream out(data);
-    for (const auto& w : windows) {
-      out << w["end_seconds"].get<double>() << ' ' << w["p50_ms"].get<double>() << ' '
-          << w["p99_ms"].get<double>();
-      for (const auto& rss : w["rss_mib"]) out << ' ' << rss.get<double>();
-      out << '\n';
-    }
-  }
-  {
-    std::ofstream out(script);
-    out << "set terminal pngcairo size 900,560 font ',11'\n"
-        << "set output " << GnuplotString(png) << "\n"
-        << "set title 'strata_bench soak: round latency and server memory over time' noenhanced\n"
-        << "set xlabel 'seconds'\nset ylabel 'round latency (ms)'\nset y2label 'RSS (MiB)'\n"
-        << "set ytics nomirror\nset y2tics\nset yrange [0:*]\nset y2range [0:*]\n"
-        << "set key bottom right\nset grid\n"
-        << "plot " << GnuplotString(data) << " using 1:2 with linespoints lw 2 title 'p50', "
-        << GnuplotString(data) << " using 1:3 with linespoints lw 2 title 'p99'";
-    const size_t servers = windows.empty() ? 0 : windows[0]["rss_mib"].size();
-    for (size_t s = 0; s < servers; ++s) {
-      out << ", " << GnuplotString(data) << " using 1:" << 4 + s
-          << " axes x1y2 with lines dt 2 lw 2 title "
-          << GnuplotString(absl::StrCat("server ", s, " RSS"));
-    }
-    out << "\n";
-  }
-  return RunGnuplotAndClean(script, dir, png);
-}
 
 // The servers of the soak, server 0 the coordinator; each serves the
 // clients' `sizes` keys under ASP.
@@ -288,7 +252,7 @@ absl::Status RunSoak(const SoakOptions& o) {
                            {"windows", windows}};
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, report));
   if (!o.plot.empty()) {
-    STRATA_RETURN_IF_ERROR(DrawSoak(windows, o.plot));
+    STRATA_RETURN_IF_ERROR(DrawReport(report, o.plot, "windows"));
     std::printf("plot: %s\n", o.plot.c_str());
   }
   if (!errors.empty()) {

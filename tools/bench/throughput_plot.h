@@ -1,12 +1,11 @@
-// A PNG of training throughput against the swept setting (link bandwidth
-// or latency), one line per contender, drawn by gnuplot (gnuplot-nox).
+// A PNG of a benchmark's figure against the swept setting (link bandwidth
+// or latency), one line per contender (harness/plot.h draws it).
 #ifndef STRATA_TOOLS_BENCH_THROUGHPUT_PLOT_H_
 #define STRATA_TOOLS_BENCH_THROUGHPUT_PLOT_H_
 
 #include <string>
 
 #include "absl/status/status.h"
-#include "tools/bench/harness/gnuplot.h"
 #include "tools/bench/harness/report.h"
 
 namespace strata::bench {

@@ -23,13 +23,12 @@
 #include "experiments/gridworld_experiment.h"
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/runtime_environment.h"
-#include "tools/bench/harness/gnuplot.h"
+#include "tools/bench/harness/plot.h"
 
 namespace strata::research {
 
 // What the research tool shares with the benchmarks.
-using bench::GnuplotString;
-using bench::RunGnuplotAndClean;
+using bench::DrawReport;
 
 namespace {
 
@@ -76,44 +75,16 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> PlanScores(
   return scores;
 }
 
-// The run-length posterior as an image (time across, run length up), the
-// true change points as vertical lines, the MAP run length as a curve.
-absl::Status PlotPosterior(const secbad::PosteriorTrace& trace, const std::string& png) {
-  char tmpl[] = "/tmp/strata_secbad_plot_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
-  const std::string dir = tmpl;
-  const int shown = 160;  // run lengths drawn
-  {
-    std::ofstream matrix(dir + "/posterior.dat");
-    for (size_t t = 0; t < trace.posterior.size(); ++t) {
-      for (int r = 1; r <= shown; ++r) {
-        matrix << t + 1 << " " << r << " " << std::log10(std::max(trace.posterior[t][r - 1], 1e-6))
-               << "\n";
-      }
-      matrix << "\n";
-    }
-    std::ofstream map(dir + "/map.dat");
-    for (size_t t = 0; t < trace.map.size(); ++t) map << t + 1 << " " << trace.map[t] << "\n";
+// The run-length posterior of one episode, as plot_report.py draws it:
+// the posterior after each step over the first run lengths, the MAP run
+// length and the true change points.
+nlohmann::json PosteriorOf(const secbad::PosteriorTrace& trace) {
+  constexpr size_t kShown = 160;  // run lengths drawn
+  nlohmann::json p = nlohmann::json::array();
+  for (const std::vector<double>& step : trace.posterior) {
+    p.push_back(std::vector<double>(step.begin(), step.begin() + std::min(kShown, step.size())));
   }
-  std::ofstream script(dir + "/plot.gp");
-  script << "set terminal pngcairo size 1000,520\n"
-         << "set output " << GnuplotString(png) << "\n"
-         << "set title 'SeCBAD run-length posterior, one grid-world episode (log10 p; white: "
-            "true change points)'\n"
-         << "set xlabel 'step'\nset ylabel 'run length'\n"
-         << "set xrange [1:" << trace.posterior.size() << "]\nset yrange [1:" << shown << "]\n"
-         << "set key top left textcolor rgb 'white'\n"
-         << "set cbrange [-6:0]\nset palette defined (-6 'black', -3 'blue', -1 'orange', 0 "
-            "'yellow')\n";
-  for (int change : trace.changes) {
-    script << "set arrow from " << change << ",1 to " << change << "," << shown
-           << " nohead lc rgb 'white' lw 2 dt 2 front\n";
-  }
-  script << "plot " << GnuplotString(dir + "/posterior.dat") << " using 1:2:3 with image notitle, "
-         << GnuplotString(dir + "/map.dat")
-         << " using 1:2 with lines lc rgb 'red' lw 1.5 title 'MAP run length'\n";
-  script.close();
-  return RunGnuplotAndClean(dir + "/plot.gp", dir, png);
+  return {{"p", p}, {"map", trace.map}, {"changes", trace.changes}};
 }
 
 // The table of each contender's scores over the seeds (in `contenders`'
@@ -299,7 +270,10 @@ absl::Status RunGridworld(const SecbadExperimentOptions& o, nlohmann::json& json
     std::printf("\nThe planner told each segment's wind once the segment has shown N moves:");
     PrintScoreTable(rows, "return", scores);
   }
-  if (!o.plot.empty()) STRATA_RETURN_IF_ERROR(PlotPosterior(experiment.TracePosterior(1), o.plot));
+  if (!o.plot.empty()) {
+    STRATA_RETURN_IF_ERROR(DrawReport({{"posterior", PosteriorOf(experiment.TracePosterior(1))}},
+                                      o.plot, "posterior"));
+  }
   return absl::OkStatus();
 }
 

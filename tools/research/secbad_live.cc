@@ -31,7 +31,7 @@
 #include "scheduler/secbad/knob_context.h"
 #include "scheduler/secbad/runtime_environment.h"
 #include "tools/bench/harness/contender_environment.h"
-#include "tools/bench/harness/gnuplot.h"
+#include "tools/bench/harness/plot.h"
 #include "tools/bench/harness/runner.h"
 #include "tools/launch/knob_variants.h"
 #include "tools/netem/bandwidth_schedule.h"
@@ -42,8 +42,7 @@ namespace strata::research {
 
 // What the research tool shares with the benchmarks.
 using bench::BinaryDir;
-using bench::GnuplotString;
-using bench::RunGnuplotAndClean;
+using bench::DrawReport;
 using bench::UnsetForBenchmarks;
 namespace {
 
@@ -284,43 +283,29 @@ int64_t ChangesInForce(const Run& run) {
   return changes;
 }
 
-// Each contender's throughput over time (1-second windows), its phases
-// shaded, as a PNG.
-absl::Status PlotRuns(const std::vector<Contender>& contenders,
-                      const std::vector<std::vector<Run>>& runs, const std::vector<Phase>& phases,
-                      int64_t global_batch, const std::string& png, const std::string& title) {
-  char tmpl[] = "/tmp/strata_live_plot_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
-  const std::string dir = tmpl;
-  std::ofstream script(dir + "/plot.gp");
-  script << "set terminal pngcairo noenhanced size 1100,560\nset output " << GnuplotString(png)
-         << "\n"
-         << "set title " << GnuplotString(title) << "\n"
-         << "set xlabel 'seconds from the launch'\nset ylabel 'images/s (1 s windows)'\n"
-         << "set key outside right\nset grid ytics\n";
-  for (size_t p = 0; p < phases.size(); ++p) {
-    script << "set label " << p + 1 << " " << GnuplotString(phases[p].conditions) << " at "
-           << phases[p].begin + 0.5 << ", graph 0.96 font ',8'\n";
-    if (p > 0) {
-      script << "set arrow from " << phases[p].begin << ", graph 0 to " << phases[p].begin
-             << ", graph 1 nohead dt 2 lc rgb 'gray40'\n";
-    }
+// Each contender's throughput over time (1-second windows) and the phases,
+// the report's "series", which plot_report.py draws.
+nlohmann::json SeriesOf(const std::vector<Contender>& contenders,
+                        const std::vector<std::vector<Run>>& runs, const std::vector<Phase>& phases,
+                        int64_t global_batch) {
+  nlohmann::json series = {{"phases", nlohmann::json::array()},
+                           {"contenders", nlohmann::json::array()}};
+  for (const Phase& phase : phases) {
+    series["phases"].push_back({{"begin", phase.begin}, {"conditions", phase.conditions}});
   }
-  script << "plot ";
   for (size_t c = 0; c < contenders.size(); ++c) {
-    const std::string data = absl::StrCat(dir, "/c", c, ".dat");
-    std::ofstream out(data);
+    std::vector<double> at, images_per_sec;
     const Run& run = runs[c].front();
     for (double t = phases.front().begin; t + 1 <= phases.back().end; t += 1) {
-      out << t + 0.5 << " " << Throughput(run, t, t + 1, global_batch) << "\n";
+      at.push_back(t + 0.5);
+      images_per_sec.push_back(Throughput(run, t, t + 1, global_batch));
     }
-    script << (c == 0 ? "" : ", ") << GnuplotString(data) << " using 1:2 with lines lw "
-           << (contenders[c].controller.empty() ? 1 : 2.5) << " title "
-           << GnuplotString(contenders[c].label);
+    series["contenders"].push_back({{"label", contenders[c].label},
+                                    {"bold", !contenders[c].controller.empty()},
+                                    {"t", at},
+                                    {"images_per_sec", images_per_sec}});
   }
-  script << "\n";
-  script.close();
-  return RunGnuplotAndClean(dir + "/plot.gp", dir, png);
+  return series;
 }
 
 // The options' contradictions, before anything runs.
@@ -647,13 +632,13 @@ absl::Status RunSecbadLive(const SecbadLiveOptions& o) {
   json["warmup"] = o.warmup;
   json["repeat"] = o.repeat;
   json["knob_lead"] = o.cluster.knob_lead;
+  json["title"] = absl::StrCat(
+      context->knob(), " under ",
+      o.cluster.cpu_schedule.empty() ? o.cluster.bandwidth_schedule : o.cluster.cpu_schedule);
+  json["series"] = SeriesOf(contenders, runs, phases, global_batch);
   if (!o.json_out.empty()) STRATA_RETURN_IF_ERROR(WriteJsonFile(o.json_out, json));
   if (!o.plot.empty()) {
-    STRATA_RETURN_IF_ERROR(
-        PlotRuns(contenders, runs, phases, global_batch, o.plot,
-                 absl::StrCat(context->knob(), " under ",
-                              o.cluster.cpu_schedule.empty() ? o.cluster.bandwidth_schedule
-                                                             : o.cluster.cpu_schedule)));
+    STRATA_RETURN_IF_ERROR(DrawReport(json, o.plot, "series"));
     std::printf("plot: %s\n", o.plot.c_str());
   }
   return absl::OkStatus();

@@ -63,6 +63,7 @@ std::string FormatPointTable(const SweepPoint& p, const Figure& figure) {
 nlohmann::json ReportToJson(const BenchReport& r) {
   nlohmann::json j = r.facts;
   j["benchmark"] = r.benchmark;
+  j["figure_unit"] = r.figure.unit;
   if (!r.sweep_parameter.empty()) j["sweep"] = r.sweep_parameter;
   j["points"] = nlohmann::json::array();
   for (const SweepPoint& p : r.points) {
