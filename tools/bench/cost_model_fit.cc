@@ -3,10 +3,15 @@
 #include <cstdio>
 #include <memory>
 
+#include <algorithm>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "core/model/batch_shares.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
 #include "scheduler/secbad/knob_cost_model.h"
+#include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
 
@@ -78,6 +83,26 @@ absl::Status WriteWorkerSpeedModel(
   STRATA_RETURN_IF_ERROR(WriteJsonFile(path, model->ToJson()));
   std::printf("cost model: %s\n", path.c_str());
   return absl::OkStatus();
+}
+
+absl::Status FitCostModel(const TrainBenchOptions& o, const std::string& knob,
+                          const BenchReport& report, const std::vector<TrainContender>& contenders,
+                          const CostModelInputs& inputs, int64_t batch) {
+  const std::string mode = *std::find_if(o.modes.begin(), o.modes.end(),
+                                         [](const std::string& m) { return m != "single"; });
+  if (absl::StartsWith(o.knob, std::string(kBatchSharesKnob) + "=")) {
+    return WriteWorkerSpeedModel(inputs.speed_runs, mode, batch, o.cluster.conv_workers,
+                                 o.cost_model_out);
+  }
+  // Each point's link rate in Gbit/s.
+  std::vector<double> rates_gbit;
+  for (const SweepPoint& point : report.points) {
+    const std::string rate =
+        report.sweep_parameter == "bandwidth" ? point.value : o.cluster.bandwidth;
+    rates_gbit.push_back(rate.empty() ? 0.0 : *ParseBandwidth(rate) * 8 / 1e9);
+  }
+  return WriteCostModel(report, rates_gbit, contenders, inputs.link_runs, knob, mode,
+                        o.cost_model_out);
 }
 
 }  // namespace strata::bench

@@ -16,6 +16,7 @@
 #include "scheduler/secbad/link_rate_context.h"
 #include "scheduler/secbad/worker_speed_context.h"
 #include "tools/bench/harness/report.h"
+#include "tools/bench/train_bench.h"
 #include "tools/bench/train_contenders.h"
 
 namespace strata::bench {
@@ -36,6 +37,21 @@ absl::Status WriteCostModel(const BenchReport& report, const std::vector<double>
 absl::Status WriteWorkerSpeedModel(
     const std::map<std::string, std::vector<std::vector<secbad::SpeedSample>>>& runs,
     const std::string& mode, int64_t batch, int conv_workers, const std::string& path);
+
+// What the train bench's runs measured for a fit: the conv workers'
+// iteration speeds by knob value, and each run's communication times.
+struct CostModelInputs {
+  std::map<std::string, std::vector<std::vector<secbad::SpeedSample>>> speed_runs;
+  std::vector<secbad::LinkRateRun> link_runs;
+};
+
+// The model --cost-model-out asks for (`o.cost_model_out`): batch.shares'
+// when the knob is batch.shares, else `knob`'s against the link rate of
+// each point (the swept bandwidth, or --bandwidth); for the one cluster
+// mode of `o.modes`.
+absl::Status FitCostModel(const TrainBenchOptions& o, const std::string& knob,
+                          const BenchReport& report, const std::vector<TrainContender>& contenders,
+                          const CostModelInputs& inputs, int64_t batch);
 
 }  // namespace strata::bench
 

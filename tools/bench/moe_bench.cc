@@ -79,8 +79,8 @@ BenchmarkDescription MoeBenchmark(const MoeBenchOptions& o, MoeProblem& p, bool 
       STRATA_ASSIGN_OR_RETURN(PeerRun run, RunPeer(o, dispatch, inputs, scratch, 1, true));
       const double dy = RelativeDifference(p.result.y, run.result.y);
       const double dx = RelativeDifference(p.result.grad_x, run.result.grad_x);
-      std::printf("same result as pytorch %s: output %.1e, input gradient %.1e\n", dispatch.c_str(),
-                  dy, dx);
+      std::printf("%-16s same result: output %.1e, input gradient %.1e\n",
+                  ("pytorch " + dispatch).c_str(), dy, dx);
       if (dy > kMoeTolerance || dx > kMoeTolerance) {
         return absl::InternalError(absl::StrFormat(
             "the PyTorch %s peer computed something else: output differs by %.2e, input gradient "
