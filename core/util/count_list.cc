@@ -6,6 +6,10 @@
 
 namespace strata {
 
+std::vector<std::string> SplitList(absl::string_view text) {
+  return absl::StrSplit(text, ',', absl::SkipEmpty());
+}
+
 absl::StatusOr<std::vector<int64_t>> ParseCountList(absl::string_view flag,
                                                     absl::string_view text) {
   std::vector<int64_t> counts;

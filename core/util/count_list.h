@@ -1,4 +1,5 @@
-// Flags that take a comma-separated list of counts ("--workers 1,2,4").
+// Flags that take a comma-separated list: of names ("--modes ps,stanza")
+// or of counts ("--workers 1,2,4").
 #ifndef STRATA_CORE_UTIL_COUNT_LIST_H_
 #define STRATA_CORE_UTIL_COUNT_LIST_H_
 
@@ -10,6 +11,9 @@
 #include "absl/strings/string_view.h"
 
 namespace strata {
+
+// The items of `text`, in order; empty items are skipped.
+std::vector<std::string> SplitList(absl::string_view text);
 
 // The counts (each >= 1) in `text`, in order; empty items are skipped.
 // InvalidArgument naming the flag and the item otherwise, e.g.

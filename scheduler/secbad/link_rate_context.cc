@@ -13,7 +13,7 @@
 namespace strata::secbad {
 namespace {
 
-const std::string kKind = "link-rate";
+const std::string kLinkRateKind = "link-rate";
 
 // ln(rate) of the conv worker's own iterations under a value the model
 // knows; the first iteration (start-up: connections, first pulls) is not
@@ -195,7 +195,7 @@ absl::StatusOr<std::shared_ptr<const LinkRateContext>> LinkRateContext::FromJson
   return std::make_shared<const LinkRateContext>(std::move(model), trace);
 }
 
-const std::string& LinkRateContext::kind() const { return kKind; }
+const std::string& LinkRateContext::kind() const { return kLinkRateKind; }
 
 std::unique_ptr<ContextReader> LinkRateContext::NewReader() const {
   return std::make_unique<LinkRateReader>(model_);
@@ -230,7 +230,7 @@ std::string LinkRateContext::Describe(const std::vector<double>& context) const 
 
 nlohmann::json LinkRateContext::ToJson() const {
   nlohmann::json j = model_.ToJson();
-  j["context"] = kKind;
+  j["context"] = kLinkRateKind;
   j["trace"] = {{"min_rate_gbit", trace_.min_rate_gbit},
                 {"max_rate_gbit", trace_.max_rate_gbit},
                 {"noise", trace_.noise},

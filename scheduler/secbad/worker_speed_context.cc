@@ -17,7 +17,7 @@
 namespace strata::secbad {
 namespace {
 
-const std::string kKind = "worker-speed";
+const std::string kWorkerSpeedKind = "worker-speed";
 const std::string kKnobName = kBatchSharesKnob;
 
 // ln(seconds per row) of every conv worker, an observation once all have
@@ -85,7 +85,7 @@ class WorkerSpeedReader final : public ContextReader {
 
 }  // namespace
 
-const std::string& WorkerSpeedContext::kind() const { return kKind; }
+const std::string& WorkerSpeedContext::kind() const { return kWorkerSpeedKind; }
 const std::string& WorkerSpeedContext::knob() const { return kKnobName; }
 
 absl::Status WorkerSpeedContext::Complete(const std::string& source) {
@@ -263,7 +263,7 @@ absl::StatusOr<std::shared_ptr<const WorkerSpeedContext>> WorkerSpeedContext::Fr
     STRATA_RETURN_IF_ERROR(r.Finish());
   }
   STRATA_RETURN_IF_ERROR(top.Finish());
-  if (knob != kKnobName || context != kKind) {
+  if (knob != kKnobName || context != kWorkerSpeedKind) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": a worker-speed cost model is for ", kKnobName, ", not ", knob));
   }
@@ -336,7 +336,7 @@ nlohmann::json WorkerSpeedContext::ToJson() const {
   for (const auto& [value, overhead] : overhead_) values[value] = {{"overhead_seconds", overhead}};
   return {{"knob", kKnobName},
           {"mode", mode_},
-          {"context", kKind},
+          {"context", kWorkerSpeedKind},
           {"global_batch", global_batch_},
           {"conv_workers", conv_workers_},
           {"seconds_per_row", seconds_per_row_},

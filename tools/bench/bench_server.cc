@@ -1,6 +1,5 @@
 #include "tools/bench/bench_server.h"
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -15,16 +14,14 @@ namespace strata::bench {
 
 absl::StatusOr<std::unique_ptr<BenchServer>> BenchServer::Start(
     const std::vector<std::string>& flags) {
-  auto server = std::unique_ptr<BenchServer>(new BenchServer());
-  char tmpl[] = "/tmp/strata_bench_server_XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
-  server->dir_ = tmpl;
-  const std::string ready = server->dir_ + "/ready.json";
+  STRATA_ASSIGN_OR_RETURN(ScratchDirectory dir, ScratchDirectory::Make("strata_bench_server"));
+  auto server = std::unique_ptr<BenchServer>(new BenchServer(std::move(dir)));
+  const std::string ready = server->dir_.path() + "/ready.json";
   ProcessSpec spec;
   spec.argv = {BinaryDir() + "/strata_server"};
   spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
   spec.argv.insert(spec.argv.end(), {"--ready-file", ready});
-  spec.output_path = server->dir_ + "/server.log";
+  spec.output_path = server->dir_.path() + "/server.log";
   spec.die_with_parent = true;
   STRATA_ASSIGN_OR_RETURN(server->process_, ChildProcess::Start(spec));
   absl::StatusOr<nlohmann::json> serving = AwaitReadyFile(
@@ -37,13 +34,10 @@ absl::StatusOr<std::unique_ptr<BenchServer>> BenchServer::Start(
   return server;
 }
 
-BenchServer::~BenchServer() {
-  process_.reset();  // stops and reaps it
-  std::filesystem::remove_all(dir_);
-}
+BenchServer::~BenchServer() = default;
 
 std::string BenchServer::log() const {
-  std::ifstream in(dir_ + "/server.log");
+  std::ifstream in(dir_.path() + "/server.log");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

@@ -8,10 +8,12 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/process/subprocess.h"
+#include "core/util/scratch_directory.h"
 
 namespace strata::bench {
 
@@ -31,9 +33,10 @@ class BenchServer {
   std::string log() const;
 
  private:
-  BenchServer() = default;
-  std::unique_ptr<ChildProcess> process_;
-  std::string dir_, address_;
+  explicit BenchServer(ScratchDirectory dir) : dir_(std::move(dir)) {}
+  ScratchDirectory dir_;                   // its ready file and log; removed after it stops
+  std::unique_ptr<ChildProcess> process_;  // stopped and reaped first
+  std::string address_;
 };
 
 }  // namespace strata::bench

@@ -12,8 +12,6 @@
 namespace strata::bench {
 namespace {
 
-constexpr absl::Duration kRunTimeout = absl::Minutes(30);
-
 // The global batch a job's summary names.
 double BatchOf(const nlohmann::json& summary) {
   return static_cast<double>(summary.value("batch_size", int64_t{0}));
@@ -90,7 +88,7 @@ absl::Status CrossoverRunner::Launch(const LaunchSpec& launch, const std::string
   spec.argv = StrataLaunchCommand(BinaryDir(), launch);
   spec.unset_env = UnsetForBenchmarks();
   spec.output_path = log_ = absl::StrCat(scratch_, "/run", runs_, "_launch.log");
-  STRATA_ASSIGN_OR_RETURN(const int code, RunProcess(spec, kRunTimeout));
+  STRATA_ASSIGN_OR_RETURN(const int code, RunProcess(spec, kContenderRunTimeout));
   if (code != 0) {
     return absl::InternalError(absl::StrCat(label, ": strata_launch exited with status ", code,
                                             "; the end of its output:\n",

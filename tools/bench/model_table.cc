@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -13,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
+#include "core/util/scratch_directory.h"
 #include "tools/bench/harness/contender_environment.h"
 #include "tools/bench/layer_timing.h"
 #include "tools/bench/traffic_plan.h"
@@ -117,27 +117,16 @@ absl::Status RunModelTable(const TrainBenchOptions& base, const std::vector<std:
   if (!base.cluster.bandwidth.empty()) {
     STRATA_ASSIGN_OR_RETURN(bandwidth, ParseBandwidth(base.cluster.bandwidth));
   }
-  char scratch_template[] = "/tmp/strata_models_XXXXXX";
-  if (::mkdtemp(scratch_template) == nullptr) {
-    return absl::InternalError("cannot make a scratch directory");
-  }
-  const std::string scratch = scratch_template;
+  STRATA_ASSIGN_OR_RETURN(const ScratchDirectory scratch, ScratchDirectory::Make("strata_models"));
   json rows = json::array(), reports = json::array();
-  absl::Status status;
   for (const std::string& model : models) {
     TrainBenchOptions o = base;
     o.config = ConfigPath(model);
-    o.json_out = absl::StrCat(scratch, "/", rows.size(), ".json");
-    absl::StatusOr<MeasuredModel> measured = MeasureModel(o, bandwidth);
-    if (!measured.ok()) {
-      status = measured.status();
-      break;
-    }
-    rows.push_back(measured->row);
-    reports.push_back(measured->report);
+    o.json_out = absl::StrCat(scratch.path(), "/", rows.size(), ".json");
+    STRATA_ASSIGN_OR_RETURN(MeasuredModel measured, MeasureModel(o, bandwidth));
+    rows.push_back(measured.row);
+    reports.push_back(measured.report);
   }
-  std::filesystem::remove_all(scratch);
-  STRATA_RETURN_IF_ERROR(status);
 
   // stanza/ps twice: by images/s over the whole run, and by the conv
   // workers' seconds per iteration, which is what the plan predicts (a

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include "core/process/subprocess.h"
 #include "core/status.h"
 #include "core/util/json_file.h"
+#include "core/util/scratch_directory.h"
 #include "tools/bench/harness/contender_environment.h"
 
 namespace strata::bench {
@@ -210,13 +210,9 @@ absl::Status RunReferenceCheck(const ReferenceCheckOptions& o) {
   if (o.batch < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--batch-size must be >= 1, got ", o.batch));
   }
-  char scratch_template[] = "/tmp/strata_reference_XXXXXX";
-  if (::mkdtemp(scratch_template) == nullptr) {
-    return absl::InternalError("cannot make a scratch directory");
-  }
-  const std::string scratch = scratch_template;
-  if (!PythonHasTorch(o.python, scratch)) {
-    std::filesystem::remove_all(scratch);
+  STRATA_ASSIGN_OR_RETURN(const ScratchDirectory scratch,
+                          ScratchDirectory::Make("strata_reference"));
+  if (!PythonHasTorch(o.python, scratch.path())) {
     return absl::FailedPreconditionError(
         absl::StrCat(o.python, " cannot import torch (tools/setup.sh --bench installs it)"));
   }
@@ -231,18 +227,11 @@ absl::Status RunReferenceCheck(const ReferenceCheckOptions& o) {
               "output", "grads", "s vs f64", "pt vs f64");
   json rows = json::array();
   std::vector<std::string> problems;
-  absl::Status status;
   for (const std::string& config : o.configs) {
-    absl::StatusOr<ModelResult> r = CheckOne(config, o, scratch);
-    if (!r.ok()) {
-      status = r.status();
-      break;
-    }
-    rows.push_back(r->row);
-    problems.insert(problems.end(), r->problems.begin(), r->problems.end());
+    STRATA_ASSIGN_OR_RETURN(const ModelResult r, CheckOne(config, o, scratch.path()));
+    rows.push_back(r.row);
+    problems.insert(problems.end(), r.problems.begin(), r.problems.end());
   }
-  std::filesystem::remove_all(scratch);
-  STRATA_RETURN_IF_ERROR(status);
   if (!o.json_out.empty()) {
     STRATA_RETURN_IF_ERROR(WriteJsonFile(
         o.json_out, {{"batch", o.batch}, {"tolerance", o.tolerance}, {"models", rows}}));

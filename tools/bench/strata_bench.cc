@@ -113,6 +113,8 @@ ABSL_FLAG(double, gflops, 0,
 
 namespace {
 
+using strata::SplitList;
+
 // The cluster a benchmark's strata_launch runs start: the layout, and the
 // network and pinned CPUs the flags ask for.
 strata::LaunchSpec ClusterFromFlags() {
@@ -129,15 +131,11 @@ strata::LaunchSpec ClusterFromFlags() {
   return cluster;
 }
 
-std::vector<std::string> ListFlag(const std::string& value) {
-  return absl::StrSplit(value, ',', absl::SkipEmpty());
-}
-
 absl::Status Train() {
   strata::bench::TrainBenchOptions o;
   o.config = absl::GetFlag(FLAGS_config);
-  o.modes = ListFlag(absl::GetFlag(FLAGS_mode).empty() ? absl::GetFlag(FLAGS_modes)
-                                                       : absl::GetFlag(FLAGS_mode));
+  o.modes = SplitList(absl::GetFlag(FLAGS_mode).empty() ? absl::GetFlag(FLAGS_modes)
+                                                        : absl::GetFlag(FLAGS_mode));
   o.steps = absl::GetFlag(FLAGS_steps);
   o.repeat = absl::GetFlag(FLAGS_repeat);
   o.threads = absl::GetFlag(FLAGS_threads);
@@ -151,13 +149,13 @@ absl::Status Train() {
   o.csv_out = absl::GetFlag(FLAGS_csv);
   o.plot_out = absl::GetFlag(FLAGS_plot);
   if (absl::GetFlag(FLAGS_models).empty()) return strata::bench::RunTrainBench(o);
-  return strata::bench::RunModelTable(o, ListFlag(absl::GetFlag(FLAGS_models)), o.json_out);
+  return strata::bench::RunModelTable(o, SplitList(absl::GetFlag(FLAGS_models)), o.json_out);
 }
 
 absl::Status Crossover() {
   strata::bench::CrossoverBenchOptions o;
-  o.jobs = ListFlag(absl::GetFlag(FLAGS_jobs));
-  o.policies = ListFlag(absl::GetFlag(FLAGS_policies));
+  o.jobs = SplitList(absl::GetFlag(FLAGS_jobs));
+  o.policies = SplitList(absl::GetFlag(FLAGS_policies));
   o.cluster = ClusterFromFlags();
   o.cluster.mode = absl::GetFlag(FLAGS_mode).empty() ? "ps" : absl::GetFlag(FLAGS_mode);
   o.steps = absl::GetFlag(FLAGS_steps);
@@ -174,7 +172,7 @@ absl::Status Crossover() {
       return absl::InvalidArgumentError(
           absl::StrCat("--sweep ", sweep, ": crossover sweeps bandwidth=100mbit,1gbit,..."));
     }
-    o.bandwidths = ListFlag(sweep.substr(sweep.find('=') + 1));
+    o.bandwidths = SplitList(sweep.substr(sweep.find('=') + 1));
   }
   return strata::bench::RunCrossoverBench(o);
 }
@@ -189,7 +187,7 @@ absl::Status Plan() {
   o.shape.global_batch = absl::GetFlag(FLAGS_batch_size);
   o.shape.colocated_servers = absl::GetFlag(FLAGS_colocate_servers);
   if (!absl::GetFlag(FLAGS_bandwidth).empty())
-    o.bandwidths = ListFlag(absl::GetFlag(FLAGS_bandwidth));
+    o.bandwidths = SplitList(absl::GetFlag(FLAGS_bandwidth));
   o.gflops = absl::GetFlag(FLAGS_gflops);
   o.shape.threads = absl::GetFlag(FLAGS_threads);
   o.shape.shared_cores = absl::GetFlag(FLAGS_shared_cores);
@@ -206,7 +204,7 @@ absl::Status Ps() {
                           strata::ParseCountList("--sizes-mib", absl::GetFlag(FLAGS_sizes_mib)));
   if (!workers.empty()) o.workers.assign(workers.begin(), workers.end());
   o.sizes_mib.assign(sizes.begin(), sizes.end());
-  o.transports = ListFlag(absl::GetFlag(FLAGS_transports));
+  o.transports = SplitList(absl::GetFlag(FLAGS_transports));
   if (absl::GetFlag(FLAGS_curve)) o.transports = {"tcp", "curve"};
   o.seconds_per_point = absl::GetFlag(FLAGS_seconds);
   o.repeat = absl::GetFlag(FLAGS_repeat);
@@ -248,7 +246,7 @@ absl::Status Moe() {
 
 absl::Status Reference() {
   strata::bench::ReferenceCheckOptions o;
-  o.configs = ListFlag(absl::GetFlag(FLAGS_config));
+  o.configs = SplitList(absl::GetFlag(FLAGS_config));
   if (absl::GetFlag(FLAGS_batch_size) > 0) o.batch = absl::GetFlag(FLAGS_batch_size);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.json_out = absl::GetFlag(FLAGS_json);

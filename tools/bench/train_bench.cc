@@ -11,7 +11,6 @@
 #include "core/status.h"
 #include "core/util/json_file.h"
 #include "core/util/scratch_directory.h"
-#include "tools/bench/cost_model_fit.h"
 #include "tools/bench/harness/contender_environment.h"
 #include "tools/bench/harness/runner.h"
 #include "tools/bench/machine_limits.h"
@@ -20,6 +19,7 @@
 #include "tools/bench/train_contenders.h"
 #include "tools/bench/train_options.h"
 #include "tools/bench/train_summary.h"
+#include "tools/fit/cost_model_fit.h"
 #include "tools/launch/knob_variants.h"
 #include "tools/netem/emulated_network.h"
 
@@ -101,18 +101,16 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   d.repeat = o.repeat;
   const TrainCheckOptions check = {o.config, o.python, o.threads, batch, scratch.path()};
   if (torch) d.check = [&] { return CheckPeerComputesTheSame(config, check); };
-  TrainContenderRunner runner(o, batch, scratch.path(),
-                              o.cost_model_out.empty() ? RecordsWanted::kNone
-                              : FitsWorkerSpeed(o)     ? RecordsWanted::kWorkerSpeed
-                                                       : RecordsWanted::kLinkRate);
-  CostModelInputs fit;
+  TrainContenderRunner runner(o, batch, scratch.path(), RecordsWantedBy(o));
+  fit::FitInputs recorded;  // the runs' conv worker speeds and link readings
   for (const TrainContender& c : contenders) {
     d.contenders.push_back(
         {c.label, [&, c](const std::string& value) -> absl::StatusOr<RunMeasurement> {
            STRATA_ASSIGN_OR_RETURN(TrainRun r, runner.Run(c, SettingAt(o, sweep, value)));
-           if (!r.speed_samples.empty()) fit.speed_runs[c.knob_value].push_back(r.speed_samples);
+           if (!r.speed_samples.empty())
+             recorded.speed_runs[c.knob_value].push_back(r.speed_samples);
            if (!r.communication_seconds.empty() && !c.knob_value.empty()) {
-             fit.link_runs.push_back({c.knob_value, r.communication_seconds});
+             recorded.link_runs.push_back({c.knob_value, r.communication_seconds});
            }
            return RunMeasurement{r.images_per_sec, r.bytes_per_iteration, r.seconds_per_iteration};
          }});
@@ -137,9 +135,11 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
         "images/s\n",
         train_flops / 1e6, gflops, gflops * 1e9 / train_flops);
   }
+  const fit::FitInputs fit_inputs = FitInputsOf(o, knob, batch, report, contenders, recorded);
+  if (RecordsWantedBy(o) != RecordsWanted::kNone) extra["fit_inputs"] = fit_inputs.ToJson();
   STRATA_RETURN_IF_ERROR(WriteReport(report, extra, o.json_out, o.csv_out));
   if (!o.cost_model_out.empty()) {
-    STRATA_RETURN_IF_ERROR(FitCostModel(o, knob, report, contenders, fit, batch));
+    STRATA_RETURN_IF_ERROR(fit::FitAndWriteCostModel(fit_inputs, o.cost_model_out));
   }
   if (!o.plot_out.empty()) {
     STRATA_RETURN_IF_ERROR(WriteThroughputPlot(report, o.plot_out));

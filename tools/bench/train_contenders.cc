@@ -23,8 +23,6 @@
 namespace strata::bench {
 namespace {
 
-constexpr absl::Duration kRunTimeout = absl::Minutes(30);
-
 // Iterations a run's start-up takes (connections, first pulls, kernels
 // made for the batch size): not what a cost model describes.
 constexpr int64_t kStartupIterations = 2;
@@ -132,7 +130,7 @@ absl::StatusOr<TrainRun> TrainContenderRunner::RunStrata(const TrainContender& c
   spec.unset_env = UnsetForBenchmarks();
   spec.set_env = {{"OMP_NUM_THREADS", std::to_string(o_.threads)}};
   spec.output_path = Path("strata.log");
-  STRATA_ASSIGN_OR_RETURN(int code, RunProcess(spec, kRunTimeout));
+  STRATA_ASSIGN_OR_RETURN(int code, RunProcess(spec, kContenderRunTimeout));
   if (code != 0) {
     return absl::InternalError(absl::StrCat(c.label, " exited with status ", code,
                                             "; the end of its output:\n",
@@ -171,7 +169,7 @@ absl::StatusOr<TrainRun> TrainContenderRunner::RunTorch() {
   spec.unset_env = UnsetForBenchmarks();
   spec.set_env = PeerEnvironment(o_.threads);
   spec.output_path = Path("pytorch.log");
-  STRATA_ASSIGN_OR_RETURN(int code, RunProcess(spec, kRunTimeout));
+  STRATA_ASSIGN_OR_RETURN(int code, RunProcess(spec, kContenderRunTimeout));
   if (code != 0) {
     return absl::InternalError(absl::StrCat("the PyTorch peer exited with status ", code, ":\n",
                                             FileTail(spec.output_path, 2000)));
@@ -220,7 +218,7 @@ absl::StatusOr<TrainRun> TrainContenderRunner::RunTorchDdp(const NetworkSetting&
     spec.output_path = Path(absl::StrCat("ddp_rank", r, ".log"));
     if (network != nullptr) spec.network_namespace = network->namespace_path(r);
   }
-  STRATA_ASSIGN_OR_RETURN(std::vector<int> codes, RunProcesses(ranks, kRunTimeout));
+  STRATA_ASSIGN_OR_RETURN(std::vector<int> codes, RunProcesses(ranks, kContenderRunTimeout));
   for (int r = 0; r < world; ++r) {
     if (codes[r] != 0 && codes[r] != 128 + 9) {
       return absl::InternalError(absl::StrCat("PyTorch DDP rank ", r, " exited with status ",

@@ -59,8 +59,12 @@ absl::StatusOr<Sweep> ParseSweep(const TrainBenchOptions& o) {
   return s;
 }
 
-bool FitsWorkerSpeed(const TrainBenchOptions& o) {
-  return !o.cost_model_out.empty() && absl::StartsWith(o.knob, std::string(kBatchSharesKnob) + "=");
+RecordsWanted RecordsWantedBy(const TrainBenchOptions& o) {
+  const auto cluster_modes = std::count_if(o.modes.begin(), o.modes.end(),
+                                           [](const std::string& m) { return m != "single"; });
+  if (o.knob.empty() || cluster_modes != 1) return RecordsWanted::kNone;
+  return absl::StartsWith(o.knob, std::string(kBatchSharesKnob) + "=") ? RecordsWanted::kWorkerSpeed
+                                                                       : RecordsWanted::kLinkRate;
 }
 
 absl::Status CheckOptions(const TrainBenchOptions& o, const Sweep& sweep) {
@@ -84,8 +88,8 @@ absl::Status CheckOptions(const TrainBenchOptions& o, const Sweep& sweep) {
     return absl::InvalidArgumentError(
         "--cost-model-out needs --knob and one cluster mode in --modes");
   }
-  if (!o.cost_model_out.empty() && !FitsWorkerSpeed(o) && sweep.parameter != "bandwidth" &&
-      o.cluster.bandwidth.empty()) {
+  if (!o.cost_model_out.empty() && RecordsWantedBy(o) == RecordsWanted::kLinkRate &&
+      sweep.parameter != "bandwidth" && o.cluster.bandwidth.empty()) {
     return absl::InvalidArgumentError(
         "--cost-model-out for this knob needs --bandwidth or --sweep bandwidth=...: the model "
         "relates the knob's values to link rates");

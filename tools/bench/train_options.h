@@ -21,9 +21,10 @@ struct Sweep {
 // --sweep NAME=V1,V2 (bandwidth, latency or cpu); no sweep when empty.
 absl::StatusOr<Sweep> ParseSweep(const TrainBenchOptions& o);
 
-// Whether --cost-model-out fits batch.shares' model (the conv workers'
-// speeds) rather than a knob's against the link rate.
-bool FitsWorkerSpeed(const TrainBenchOptions& o);
+// What the runs record for a cost model (the report's "fit_inputs",
+// tools/fit): with --knob and one cluster mode, batch.shares' conv worker
+// speeds or any other knob's link readings; nothing otherwise.
+RecordsWanted RecordsWantedBy(const TrainBenchOptions& o);
 
 // The options' contradictions, before anything runs.
 absl::Status CheckOptions(const TrainBenchOptions& o, const Sweep& sweep);

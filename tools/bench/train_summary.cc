@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/netem/emulated_network.h"
 
 namespace strata::bench {
 
@@ -99,6 +102,35 @@ nlohmann::json PrintBestStatic(const SweepPoint& point,
                   {"over_slowest", fastest_rate / slowest_rate}};
   }
   return best;
+}
+
+fit::FitInputs FitInputsOf(const TrainBenchOptions& o, const std::string& knob, int64_t batch,
+                           const BenchReport& report, const std::vector<TrainContender>& contenders,
+                           fit::FitInputs recorded) {
+  fit::FitInputs in = std::move(recorded);
+  in.knob = knob;
+  const auto mode = std::find_if(o.modes.begin(), o.modes.end(),
+                                 [](const std::string& m) { return m != "single"; });
+  if (mode != o.modes.end()) in.mode = *mode;
+  in.batch = batch;
+  in.conv_workers = o.cluster.conv_workers;
+  for (const SweepPoint& point : report.points) {
+    const std::string rate =
+        report.sweep_parameter == "bandwidth" ? point.value : o.cluster.bandwidth;
+    const absl::StatusOr<double> bytes_per_second = ParseBandwidth(rate);
+    const double rate_gbit = bytes_per_second.ok() ? *bytes_per_second * 8 / 1e9 : 0.0;
+    for (size_t i = 0; i < contenders.size(); ++i) {
+      if (contenders[i].mode != in.mode || contenders[i].knob_value.empty()) continue;
+      const std::map<std::string, double>& parts = point.contenders[i].seconds_per_iteration;
+      const auto part = [&parts](const char* name) {
+        const auto it = parts.find(name);
+        return it == parts.end() ? 0.0 : it->second;
+      };
+      in.cost_samples.push_back({contenders[i].knob_value, rate_gbit,
+                                 part("compute") + part("waiting"), part("communication")});
+    }
+  }
+  return in;
 }
 
 }  // namespace strata::bench

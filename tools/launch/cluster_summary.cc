@@ -36,10 +36,10 @@ RunSummary SummaryFromJson(const nlohmann::json& j) {
 
 // Mean seconds per iteration of the conv workers, from their reports:
 // compute, communication, and waiting (the rest of the iteration).
-std::map<std::string, double> ConvWorkerBreakdown(const std::vector<TrafficReport>& traffic) {
+std::map<std::string, double> ConvWorkerBreakdown(const std::vector<ProcessTrafficLine>& traffic) {
   double compute = 0, network = 0, wall = 0;
   int workers = 0;
-  for (const TrafficReport& t : traffic) {
+  for (const ProcessTrafficLine& t : traffic) {
     if (t.role != "conv_worker" || !t.report.is_object()) continue;
     const auto times = t.report.find("times");
     if (times == t.report.end()) continue;
@@ -61,10 +61,10 @@ std::map<std::string, double> ConvWorkerBreakdown(const std::vector<TrafficRepor
 
 // Adds the cluster's traffic per iteration, in all and by role, and the
 // conv workers' breakdown to `s` and `j`; false when nothing was counted.
-bool AddTraffic(const std::vector<TrafficReport>& traffic, RunSummary& s, nlohmann::json& j) {
+bool AddTraffic(const std::vector<ProcessTrafficLine>& traffic, RunSummary& s, nlohmann::json& j) {
   uint64_t total = 0;
   std::map<std::string, uint64_t> by_role;
-  for (const TrafficReport& t : traffic) {
+  for (const ProcessTrafficLine& t : traffic) {
     if (!t.report.is_object()) continue;
     const std::string role = t.role == "server"      ? "servers"
                              : t.role == "fc_worker" ? "fc_workers"
@@ -95,7 +95,7 @@ bool AddTraffic(const std::vector<TrafficReport>& traffic, RunSummary& s, nlohma
 
 absl::StatusOr<std::vector<RunSummary>> CollectSummaries(
     const ClusterLaunchOptions& o, const std::string& summary_path, const std::string& records_dir,
-    const std::vector<TrafficReport>& traffic) {
+    const std::vector<ProcessTrafficLine>& traffic) {
   const bool several = !o.job_configs.empty();
   // Each job's summary (a job's processes tag their outputs with its id).
   std::vector<std::string> paths;

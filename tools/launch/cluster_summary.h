@@ -20,8 +20,9 @@
 
 namespace strata {
 
-// A process's "[traffic] {...}" report (core/net/traffic.h).
-struct TrafficReport {
+// A process's "[traffic] {...}" line as the launcher read it from its
+// output (the report: core/net/traffic.h's TrafficReport as JSON).
+struct ProcessTrafficLine {
   std::string role;  // server, fc_worker or conv_worker
   nlohmann::json report;
 };
@@ -29,10 +30,9 @@ struct TrafficReport {
 // `summary_path` is where the reporting process wrote (per job, PathForJob,
 // with several); `records_dir` where conv worker 0 wrote its records.
 // Internal naming the path when a job's summary is missing.
-absl::StatusOr<std::vector<RunSummary>> CollectSummaries(const ClusterLaunchOptions& o,
-                                                         const std::string& summary_path,
-                                                         const std::string& records_dir,
-                                                         const std::vector<TrafficReport>& traffic);
+absl::StatusOr<std::vector<RunSummary>> CollectSummaries(
+    const ClusterLaunchOptions& o, const std::string& summary_path, const std::string& records_dir,
+    const std::vector<ProcessTrafficLine>& traffic);
 
 }  // namespace strata
 

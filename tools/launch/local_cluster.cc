@@ -66,8 +66,8 @@ class LocalClusterRun {
   const LaunchPlan& plan() const { return plan_; }
   void StopAll() { processes_.StopAll(); }
 
-  std::vector<TrafficReport> Traffic() const {
-    std::vector<TrafficReport> traffic;
+  std::vector<ProcessTrafficLine> Traffic() const {
+    std::vector<ProcessTrafficLine> traffic;
     for (const auto& s : processes_.processes()) traffic.push_back({s.planned.role, s.traffic});
     return traffic;
   }

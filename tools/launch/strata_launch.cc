@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "core/process/process_setup.h"
 #include "core/status.h"
 #include "core/util/log.h"
+#include "core/util/scratch_directory.h"
 #include "flags/cluster_flags.h"
 #include "flags/training_flags.h"
 #include "runtime/controller_choice.h"
@@ -345,19 +347,17 @@ absl::Status Run() {
   }
   // A trace alone: the records go to a scratch file.
   const std::string trace_out = absl::GetFlag(FLAGS_trace_out);
-  std::string scratch;
+  std::optional<ScratchDirectory> scratch;
   if (!trace_out.empty() && options.records_out.empty()) {
-    char tmpl[] = "/tmp/strata_trace_XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return absl::InternalError("cannot make a scratch directory");
-    scratch = tmpl;
-    options.records_out = scratch + "/single.jsonl";
+    absl::StatusOr<ScratchDirectory> made = ScratchDirectory::Make("strata_trace");
+    if (!made.ok()) return made.status();
+    options.records_out = scratch.emplace(*std::move(made)).path() + "/single.jsonl";
   }
   absl::StatusOr<RunSummary> summary = TrainSingle(config, options);
   absl::Status traced;
   if (summary.ok() && !trace_out.empty()) {
     traced = WithContext(WriteChromeTrace({{options.records_out, 1}}, trace_out), "--trace-out");
   }
-  if (!scratch.empty()) std::filesystem::remove_all(scratch);
   STRATA_RETURN_IF_ERROR(summary.status());
   STRATA_RETURN_IF_ERROR(traced);
   PrintFinal(*summary);

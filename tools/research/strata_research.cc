@@ -15,6 +15,7 @@
 #include "core/model/job_config.h"
 #include "core/process/subprocess.h"
 #include "core/status.h"
+#include "core/util/count_list.h"
 #include "core/util/log.h"
 #include "flags/cluster_flags.h"
 #include "startup/program_startup.h"
@@ -83,9 +84,7 @@ ABSL_FLAG(bool, learn, true,
 
 namespace {
 
-std::vector<std::string> ListFlag(const std::string& value) {
-  return absl::StrSplit(value, ',', absl::SkipEmpty());
-}
+using strata::SplitList;
 
 absl::Status SecbadLive() {
   strata::research::SecbadLiveOptions o;
@@ -111,7 +110,7 @@ absl::Status SecbadLive() {
   o.warmup = absl::GetFlag(FLAGS_warmup);
   o.repeat = absl::GetFlag(FLAGS_repeat);
   if (!absl::GetFlag(FLAGS_contenders).empty())
-    o.contenders = ListFlag(absl::GetFlag(FLAGS_contenders));
+    o.contenders = SplitList(absl::GetFlag(FLAGS_contenders));
   o.json_out = absl::GetFlag(FLAGS_json);
   o.plot = absl::GetFlag(FLAGS_plot);
   o.records_dir = absl::GetFlag(FLAGS_records_dir);
@@ -124,7 +123,7 @@ absl::Status Secbad(const std::string& experiment) {
   o.experiment = experiment;
   o.seeds = absl::GetFlag(FLAGS_seeds);
   o.training_steps = absl::GetFlag(FLAGS_training_steps);
-  o.contenders = ListFlag(absl::GetFlag(FLAGS_contenders));
+  o.contenders = SplitList(absl::GetFlag(FLAGS_contenders));
   o.json_out = absl::GetFlag(FLAGS_json);
   o.plot = absl::GetFlag(FLAGS_plot);
   o.policy_dir = absl::GetFlag(FLAGS_policy_dir);

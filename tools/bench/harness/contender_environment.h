@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace strata::bench {
 
@@ -24,6 +25,10 @@ std::vector<std::pair<std::string, std::string>> PeerEnvironment(int threads);
 // Whether `python` can import torch and numpy (the PyTorch peers' needs);
 // `scratch` is a directory for the probe's output.
 bool PythonHasTorch(const std::string& python, const std::string& scratch);
+
+// How long one run of a contender (a process, or a launch of a cluster)
+// may take before it counts as hung and is stopped.
+inline constexpr absl::Duration kContenderRunTimeout = absl::Minutes(30);
 
 // The JSON object a contender wrote to `path`, which must hold `field`;
 // else Internal naming `label`, the path, and the end of its log `log`.
