@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -48,6 +49,8 @@ double Quantile(std::vector<double> values, double q) {
   return values[rank];
 }
 
+uint32_t KeyOf(int k) { return static_cast<uint32_t>(k); }
+
 struct Round {
   double at;       // seconds since the start, when it ended
   double seconds;  // its latency
@@ -78,50 +81,75 @@ absl::StatusOr<std::vector<std::unique_ptr<BenchServer>>> StartServers(
   return servers;
 }
 
-// Client `w`: pushes and pulls every key each round until `end` (or
-// `stop`), client 0 first setting their values; every round it finished,
-// timed from `start`.
-absl::StatusOr<std::vector<Round>> RunClient(const SoakOptions& o, int w,
-                                             const std::string& coordinator,
-                                             const std::vector<int64_t>& sizes, double start,
-                                             double end, const std::atomic<bool>& stop) {
+// A client of the soak, connected, its values pulled once: ready for its
+// first round.
+struct SoakClient {
+  std::unique_ptr<PsClient> client;
+  std::vector<Tensor> values, grads;
+};
+
+// Client `w`, connected to the servers at `coordinator`; client 0 sets the
+// keys' values, which every client's first pull waits for (so the clients
+// are connected side by side).
+absl::StatusOr<SoakClient> ConnectClient(const SoakOptions& o, int w,
+                                         const std::string& coordinator,
+                                         const std::vector<int64_t>& sizes) {
   PsClientOptions co;
   co.coordinator = coordinator;
   co.rank = w;
   co.shared_memory = false;
   co.timeout = absl::Seconds(60);
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client, PsClient::Connect(co));
-  KvClient& kv = client->kv();
+  SoakClient c;
+  STRATA_ASSIGN_OR_RETURN(c.client, PsClient::Connect(co));
+  KvClient& kv = c.client->kv();
   STRATA_RETURN_IF_ERROR(kv.SetPlan(PartitionPlan::Build(sizes, o.servers)));
-  std::vector<Tensor> values, grads;
   for (int64_t size : sizes) {
-    values.push_back(Tensor::Zeros({size}));
-    grads.push_back(Tensor::Full({size}, 1e-6f));
+    c.values.push_back(Tensor::Zeros({size}));
+    c.grads.push_back(Tensor::Full({size}, 1e-6f));
   }
-  const auto key = [](int k) { return static_cast<uint32_t>(k); };
   if (w == 0) {
     std::vector<Ticket> inits;
-    for (int k = 0; k < o.keys; ++k) inits.push_back(kv.Init(key(k), values[k]));
+    for (int k = 0; k < o.keys; ++k) inits.push_back(kv.Init(KeyOf(k), c.values[k]));
     STRATA_RETURN_IF_ERROR(kv.WaitAll(inits));
   }
-  // The initial values (a pull of the current values waits for the init).
   std::vector<Ticket> first;
-  for (int k = 0; k < o.keys; ++k) first.push_back(kv.Pull(-1, key(k), values[k]));
+  for (int k = 0; k < o.keys; ++k) first.push_back(kv.Pull(-1, KeyOf(k), c.values[k]));
   STRATA_RETURN_IF_ERROR(kv.WaitAll(first));
+  return c;
+}
+
+// Pushes and pulls every key each round until `end` (or `stop`); every
+// round it finished, timed from `start`.
+absl::StatusOr<std::vector<Round>> RunRounds(const SoakOptions& o, SoakClient& c, double start,
+                                             double end, const std::atomic<bool>& stop) {
+  KvClient& kv = c.client->kv();
   std::vector<Round> rounds;
   for (int64_t r = 0; !stop.load() && MonotonicSeconds() < end; ++r) {
     const double t0 = MonotonicSeconds();
     std::vector<Ticket> tickets;
     for (int k = 0; k < o.keys; ++k) {
-      tickets.push_back(kv.Push(r, key(k), grads[k]));
-      tickets.push_back(kv.Pull(-1, key(k), values[k]));
+      tickets.push_back(kv.Push(r, KeyOf(k), c.grads[k]));
+      tickets.push_back(kv.Pull(-1, KeyOf(k), c.values[k]));
     }
     STRATA_RETURN_IF_ERROR(kv.WaitAll(tickets));
     const double t1 = MonotonicSeconds();
     rounds.push_back({t1 - start, t1 - t0});
   }
-  STRATA_RETURN_IF_ERROR(client->Done());
+  STRATA_RETURN_IF_ERROR(c.client->Done());
   return rounds;
+}
+
+// Runs `work(w)` for every client at once; the first error, naming the
+// client, or OK.
+absl::Status ForEveryClient(int clients, const std::function<absl::Status(int w)>& work) {
+  std::vector<absl::Status> errors(clients);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < clients; ++w) threads.emplace_back([&, w] { errors[w] = work(w); });
+  for (std::thread& t : threads) t.join();
+  for (int w = 0; w < clients; ++w) {
+    if (!errors[w].ok()) return WithContext(errors[w], absl::StrCat("client ", w));
+  }
+  return absl::OkStatus();
 }
 
 // The rounds' latencies and the servers' memory in each of o.windows
@@ -192,6 +220,13 @@ absl::Status RunSoak(const SoakOptions& o) {
               o.clients, o.servers, o.keys, static_cast<long long>(o.key_elements), o.minutes);
   std::fflush(stdout);
 
+  // Every client connects first: the windows time the rounds, not the
+  // start-up (which a loaded machine stretches past the first window).
+  std::vector<SoakClient> ready(o.clients);
+  STRATA_RETURN_IF_ERROR(ForEveryClient(o.clients, [&](int w) -> absl::Status {
+    STRATA_ASSIGN_OR_RETURN(ready[w], ConnectClient(o, w, servers.front()->address(), sizes));
+    return absl::OkStatus();
+  }));
   const double start = MonotonicSeconds();
   const double end = start + o.minutes * 60;
   absl::Mutex mu;
@@ -201,8 +236,7 @@ absl::Status RunSoak(const SoakOptions& o) {
   std::vector<std::thread> clients;
   for (int w = 0; w < o.clients; ++w) {
     clients.emplace_back([&, w] {
-      absl::StatusOr<std::vector<Round>> mine =
-          RunClient(o, w, servers.front()->address(), sizes, start, end, stop);
+      absl::StatusOr<std::vector<Round>> mine = RunRounds(o, ready[w], start, end, stop);
       absl::MutexLock lock(&mu);
       if (mine.ok()) {
         rounds.insert(rounds.end(), mine->begin(), mine->end());
