@@ -10,6 +10,10 @@ namespace strata {
 // 0 for an empty sample.
 double Median(std::vector<double> values);
 
+// The q-quantile (0..1) of `values` by nearest rank (the value at rank
+// floor(q * n), the last for q = 1); 0 for an empty sample.
+double Quantile(std::vector<double> values, double q);
+
 }  // namespace strata
 
 #endif  // STRATA_CORE_UTIL_STATISTICS_H_

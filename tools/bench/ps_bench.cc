@@ -65,11 +65,6 @@ BenchmarkDescription GoodputBenchmark(const PsBenchOptions& o, KvSecrets& secret
   return d;
 }
 
-double Percentile(std::vector<double> values, int percent) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() * percent / 100];
-}
-
 // One 4 KiB pull at a time over `transport` and, over tcp and ipc, a bare
 // ZeroMQ ping-pong, alternated in blocks (shm and CURVE have no bare
 // counterpart here). The percentiles are over every timed round trip.
@@ -104,12 +99,12 @@ absl::StatusOr<nlohmann::json> MeasurePullLatency(const PsBenchOptions& o, KvSec
   }
   std::printf("pull latency (%s), 4 KiB tensor:\n", transport.c_str());
   STRATA_RETURN_IF_ERROR(RunBenchmark(d).status());
-  const double p50 = Percentile(samples[0], 50), p99 = Percentile(samples[0], 99);
+  const double p50 = Quantile(samples[0], 0.5), p99 = Quantile(samples[0], 0.99);
   std::printf("pull latency (%s), %zu pulls: p50 %.1f us, p99 %.1f us", transport.c_str(),
               samples[0].size(), p50, p99);
   nlohmann::json latency = {{"p50", p50}, {"p99", p99}, {"pulls", samples[0].size()}};
   if (bare) {
-    const double bare_p50 = Percentile(samples[1], 50);
+    const double bare_p50 = Quantile(samples[1], 0.5);
     std::printf("; bare ZeroMQ ping-pong p50 %.1f us; ratio %.2fx", bare_p50, p50 / bare_p50);
     latency["zmq_ping_pong_p50"] = bare_p50;
     latency["ratio_to_zmq"] = p50 / bare_p50;
@@ -132,7 +127,7 @@ void PrintPriceOfCurve(nlohmann::json& report) {
     if (gbps.count("tcp") && gbps.count("curve"))
       shares.push_back(gbps.at("curve") / gbps.at("tcp"));
   }
-  const double share = shares.empty() ? 0.0 : Percentile(shares, 50);
+  const double share = Quantile(shares, 0.5);
   const double added = latency["curve"]["p50"].get<double>() - latency["tcp"]["p50"].get<double>();
   std::printf(
       "CURVE: goodput %.2fx plain tcp's (median of %zu points), pull latency p50 %+.1f us\n", share,

@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "core/util/clock.h"
 #include "core/util/json_file.h"
+#include "core/util/statistics.h"
 #include "tools/bench/bench_server.h"
 #include "tools/bench/harness/plot.h"
 
@@ -37,16 +38,6 @@ int64_t ResidentBytes(pid_t pid) {
     }
   }
   return 0;
-}
-
-// The q-quantile (0..1) of `values` by nearest rank; 0 when empty.
-double Quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  const size_t rank =
-      std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())));
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rank),
-                   values.end());
-  return values[rank];
 }
 
 uint32_t KeyOf(int k) { return static_cast<uint32_t>(k); }

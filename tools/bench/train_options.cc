@@ -1,6 +1,7 @@
 #include "tools/bench/train_options.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -59,10 +60,15 @@ absl::StatusOr<Sweep> ParseSweep(const TrainBenchOptions& o) {
   return s;
 }
 
+std::vector<std::string> ClusterModesOf(const TrainBenchOptions& o) {
+  std::vector<std::string> modes;
+  std::copy_if(o.modes.begin(), o.modes.end(), std::back_inserter(modes),
+               [](const std::string& m) { return m != "single"; });
+  return modes;
+}
+
 RecordsWanted RecordsWantedBy(const TrainBenchOptions& o) {
-  const auto cluster_modes = std::count_if(o.modes.begin(), o.modes.end(),
-                                           [](const std::string& m) { return m != "single"; });
-  if (o.knob.empty() || cluster_modes != 1) return RecordsWanted::kNone;
+  if (o.knob.empty() || ClusterModesOf(o).size() != 1) return RecordsWanted::kNone;
   return absl::StartsWith(o.knob, std::string(kBatchSharesKnob) + "=") ? RecordsWanted::kWorkerSpeed
                                                                        : RecordsWanted::kLinkRate;
 }
@@ -82,9 +88,7 @@ absl::Status CheckOptions(const TrainBenchOptions& o, const Sweep& sweep) {
   if (!o.plot_out.empty() && sweep.parameter.empty()) {
     return absl::InvalidArgumentError("--plot needs a --sweep (throughput against its values)");
   }
-  const int cluster_modes = static_cast<int>(std::count_if(
-      o.modes.begin(), o.modes.end(), [](const std::string& m) { return m != "single"; }));
-  if (!o.cost_model_out.empty() && (o.knob.empty() || cluster_modes != 1)) {
+  if (!o.cost_model_out.empty() && (o.knob.empty() || ClusterModesOf(o).size() != 1)) {
     return absl::InvalidArgumentError(
         "--cost-model-out needs --knob and one cluster mode in --modes");
   }

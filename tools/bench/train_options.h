@@ -21,6 +21,9 @@ struct Sweep {
 // --sweep NAME=V1,V2 (bandwidth, latency or cpu); no sweep when empty.
 absl::StatusOr<Sweep> ParseSweep(const TrainBenchOptions& o);
 
+// The modes of --modes other than single (the ones that start a cluster).
+std::vector<std::string> ClusterModesOf(const TrainBenchOptions& o);
+
 // What the runs record for a cost model (the report's "fit_inputs",
 // tools/fit): with --knob and one cluster mode, batch.shares' conv worker
 // speeds or any other knob's link readings; nothing otherwise.

@@ -16,7 +16,7 @@ namespace strata::bench {
 void PrintSetting(const TrainBenchOptions& o, const Sweep& sweep, int64_t batch) {
   std::printf("strata_bench train: %s, global batch %lld, %d threads, %d steps x %d repeats\n",
               o.config.c_str(), static_cast<long long>(batch), o.threads, o.steps, o.repeat);
-  if (std::all_of(o.modes.begin(), o.modes.end(), [](const auto& m) { return m == "single"; })) {
+  if (ClusterModesOf(o).empty()) {
     return;
   }
   const LaunchSpec& c = o.cluster;
@@ -109,9 +109,8 @@ fit::FitInputs FitInputsOf(const TrainBenchOptions& o, const std::string& knob, 
                            fit::FitInputs recorded) {
   fit::FitInputs in = std::move(recorded);
   in.knob = knob;
-  const auto mode = std::find_if(o.modes.begin(), o.modes.end(),
-                                 [](const std::string& m) { return m != "single"; });
-  if (mode != o.modes.end()) in.mode = *mode;
+  const std::vector<std::string> cluster_modes = ClusterModesOf(o);
+  if (!cluster_modes.empty()) in.mode = cluster_modes.front();
   in.batch = batch;
   in.conv_workers = o.cluster.conv_workers;
   for (const SweepPoint& point : report.points) {
