@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/ops/backend.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/ops/cpu/elementwise.h"
 #include "core/status.h"
@@ -24,10 +25,10 @@ void AddBias(float* out, const float* bias, int64_t rows, int64_t cols) {
 ExpertFfn::ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden,
                      bool output_bias)
     : experts_(experts), dim_(dim), hidden_(hidden), output_bias_(output_bias) {
-  w1_ = ZeroParameter(name_prefix + ".w1", {experts, dim, hidden});
-  b1_ = ZeroParameter(name_prefix + ".b1", {experts, hidden});
-  w2_ = ZeroParameter(name_prefix + ".w2", {experts, hidden, dim});
-  if (output_bias_) b2_ = ZeroParameter(name_prefix + ".b2", {experts, dim});
+  w1_ = ZeroParameter(name_prefix + ".w1", {experts, dim, hidden}, HostBackend());
+  b1_ = ZeroParameter(name_prefix + ".b1", {experts, hidden}, HostBackend());
+  w2_ = ZeroParameter(name_prefix + ".w2", {experts, hidden, dim}, HostBackend());
+  if (output_bias_) b2_ = ZeroParameter(name_prefix + ".b2", {experts, dim}, HostBackend());
 }
 
 std::vector<Parameter*> ExpertFfn::parameters() {

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "core/ops/backend.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "moe/dispatch.h"
@@ -48,7 +49,7 @@ MoeLayer::MoeLayer(std::string name, const Shape& input_shape, const MoeOptions&
       dim_(input_shape[0]),
       experts_(std::make_unique<ExpertFfn>(this->name(), o.experts, dim_, o.hidden)),
       noise_(o.noise_seed) {
-  gate_ = ZeroParameter(this->name() + ".gate", {o.experts, dim_});
+  gate_ = ZeroParameter(this->name() + ".gate", {o.experts, dim_}, HostBackend());
 }
 
 std::vector<Parameter*> MoeLayer::expert_parameters() {

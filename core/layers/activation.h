@@ -1,6 +1,6 @@
-// ReLU, Flatten and Dropout: layers without oneDNN kernels of their own.
-// ReLU and Dropout compute through a Backend (core/ops/backend.h; the
-// host's unless given another), ReLU on tensors of its backend's device.
+// ReLU, Flatten and Dropout. ReLU and Dropout compute through a Backend
+// (core/ops/backend.h; the host's unless given another) on tensors of its
+// device; Flatten is a view on any device.
 #ifndef STRATA_CORE_LAYERS_ACTIVATION_H_
 #define STRATA_CORE_LAYERS_ACTIVATION_H_
 
@@ -45,8 +45,9 @@ class Flatten final : public Layer {
 };
 
 // Inverted dropout: in training each element is zeroed with probability p and
-// the rest scaled by 1/(1-p); in evaluation it is the identity. The mask
-// stream is seeded, so a run is reproducible.
+// the rest scaled by 1/(1-p); in evaluation it is the identity. The k-th
+// training Forward draws its mask from (seed, k) alone (Backend::DropoutMask),
+// so a run is reproducible and every backend draws the same masks.
 class Dropout final : public Layer {
  public:
   // Fails unless 0 <= p < 1.
@@ -61,10 +62,11 @@ class Dropout final : public Layer {
  private:
   Dropout(std::string name, const Shape& input_shape, float p, uint64_t seed,
           const Backend& backend)
-      : Layer(std::move(name), input_shape), backend_(backend), p_(p), rng_(seed) {}
+      : Layer(std::move(name), input_shape), backend_(backend), p_(p), seed_(seed) {}
   const Backend& backend_;
   float p_;
-  Rng rng_;
+  uint64_t seed_;
+  uint64_t masks_drawn_ = 0;
   Tensor mask_;  // 0 or 1/(1-p) per element, from the last training Forward
 };
 

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "core/ops/backend.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
 #include "core/util/log.h"
@@ -188,9 +189,12 @@ Conv2d::Conv2d(std::string name, const Shape& input_shape, const Conv2dOptions& 
       winograd_available_(winograd_available),
       output_shape_(OutputShape(input_shape, options)) {
   const int64_t in_c = input_shape[2];
-  weight_ = ZeroParameter(this->name() + ".weight",
-                          {options.out_channels, in_c, options.kernel, options.kernel});
-  if (options.bias) bias_ = ZeroParameter(this->name() + ".bias", {options.out_channels});
+  weight_ =
+      ZeroParameter(this->name() + ".weight",
+                    {options.out_channels, in_c, options.kernel, options.kernel}, HostBackend());
+  if (options.bias) {
+    bias_ = ZeroParameter(this->name() + ".bias", {options.out_channels}, HostBackend());
+  }
 }
 
 std::vector<Parameter*> Conv2d::parameters() {

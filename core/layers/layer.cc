@@ -1,18 +1,26 @@
 #include "core/layers/layer.h"
 
+#include "core/ops/backend.h"
+#include "core/status.h"
+
 namespace strata {
 
-Parameter ZeroParameter(std::string name, const Shape& shape) {
+Parameter ZeroParameter(std::string name, const Shape& shape, const Backend& backend) {
   Parameter p;
   p.name = std::move(name);
-  p.value = Tensor::Zeros(shape);
-  p.grad = Tensor::Zeros(shape);
+  p.value = backend.Zeros(shape);
+  p.grad = backend.Zeros(shape);
   return p;
 }
 
 void FillUniform(Tensor& t, Rng& rng, float bound) {
-  float* v = t.data();
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = rng.Uniform(-bound, bound);
+  Tensor host = t.device() == Device::kCpu ? t : Tensor::Empty(t.shape());
+  float* v = host.data();
+  for (int64_t i = 0; i < host.numel(); ++i) v[i] = rng.Uniform(-bound, bound);
+  if (t.device() == Device::kCpu) return;
+  const Backend& backend = **BackendRegistry::Global().ForDevice(t.device());
+  Tensor uploaded = *backend.Upload(host);
+  STRATA_CHECK_OK(backend.Copy(uploaded, t));
 }
 
 Shape Layer::BatchShape(int64_t n, const Shape& per_sample) const {

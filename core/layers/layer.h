@@ -40,9 +40,13 @@ struct StateBuffer {
   Tensor value;
 };
 
-// A parameter named `name` of `shape`, zero-filled, with a zero gradient.
-Parameter ZeroParameter(std::string name, const Shape& shape);
-// Fills `t` with values uniform in [-bound, bound) from `rng`.
+class Backend;
+
+// A parameter named `name` of `shape` on `backend`'s device, zero-filled,
+// with a zero gradient.
+Parameter ZeroParameter(std::string name, const Shape& shape, const Backend& backend);
+// Fills `t` with values uniform in [-bound, bound) from `rng`, drawn on the
+// host (the same values on every device) and copied to t's device.
 void FillUniform(Tensor& t, Rng& rng, float bound);
 
 class Layer {

@@ -3,8 +3,6 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "core/ops/cpu/dnnl_runtime.h"
-#include "core/ops/cpu/elementwise.h"
 #include "core/status.h"
 
 namespace strata {
@@ -12,11 +10,6 @@ namespace strata {
 absl::StatusOr<std::unique_ptr<Linear>> Linear::Create(std::string name, const Shape& input_shape,
                                                        int64_t out_features,
                                                        const Backend& backend) {
-  if (backend.device() != Device::kCpu) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("linear multiplies with oneDNN on the host and runs on the cpu backend, not ",
-                     backend.name()));
-  }
   if (input_shape.rank() != 1) {
     return absl::InvalidArgumentError(absl::StrCat("linear needs a vector input [F], got ",
                                                    input_shape.ToString(),
@@ -35,8 +28,8 @@ Linear::Linear(std::string name, const Shape& input_shape, int64_t out_features,
       backend_(backend),
       in_features_(input_shape[0]),
       out_features_(out_features) {
-  weight_ = ZeroParameter(this->name() + ".weight", {out_features_, in_features_});
-  bias_ = ZeroParameter(this->name() + ".bias", {out_features_});
+  weight_ = ZeroParameter(this->name() + ".weight", {out_features_, in_features_}, backend);
+  bias_ = ZeroParameter(this->name() + ".bias", {out_features_}, backend);
 }
 
 void Linear::InitParameters(Rng& rng) {
@@ -46,31 +39,24 @@ void Linear::InitParameters(Rng& rng) {
 }
 
 Tensor Linear::Forward(const Tensor& input, bool training) {
-  const int64_t batch = input.dim(0);
-  Tensor output = Tensor::Empty({batch, out_features_});
+  Tensor output = backend_.Empty({input.dim(0), out_features_});
   STRATA_CHECK_OK(backend_.BroadcastRows(bias_.value, output));
-  Sgemm('N', 'T', batch, out_features_, in_features_, 1.0f, input.data(), in_features_,
-        weight_.value.data(), in_features_, 1.0f, output.data(), out_features_);
+  STRATA_CHECK_OK(backend_.Gemm(false, true, 1.0f, input, weight_.value, 1.0f, output));
   if (training) input_ = input;
   return output;
 }
 
 Tensor Linear::Backward(const Tensor& grad_output, bool need_input_grad) {
   STRATA_CHECK(input_.defined(), "Linear::Backward without a training Forward");
-  const int64_t batch = input_.dim(0);
   // dW = dY^T X ; db = column sums of dY ; dX = dY W.
-  Sgemm('T', 'N', out_features_, in_features_, batch, 1.0f, grad_output.data(), out_features_,
-        input_.data(), in_features_, accumulate_ ? 1.0f : 0.0f, weight_.grad.data(), in_features_);
-  if (accumulate_) {  // the layer computes on the host (Create)
-    SumRows(grad_output.data(), bias_.grad.data(), batch, out_features_, /*accumulate=*/true);
-  } else {
-    STRATA_CHECK_OK(backend_.SumRows(grad_output, bias_.grad));
-  }
+  STRATA_CHECK_OK(backend_.Gemm(true, false, 1.0f, grad_output, input_, accumulate_ ? 1.0f : 0.0f,
+                                weight_.grad));
+  STRATA_CHECK_OK(backend_.SumRows(grad_output, bias_.grad, accumulate_));
   Tensor grad_input;
   if (need_input_grad) {
-    grad_input = Tensor::Empty(input_.shape());
-    Sgemm('N', 'N', batch, in_features_, out_features_, 1.0f, grad_output.data(), out_features_,
-          weight_.value.data(), in_features_, 0.0f, grad_input.data(), in_features_);
+    grad_input = backend_.Empty(input_.shape());
+    STRATA_CHECK_OK(
+        backend_.Gemm(false, false, 1.0f, grad_output, weight_.value, 0.0f, grad_input));
   }
   input_ = Tensor();
   return grad_input;

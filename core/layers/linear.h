@@ -1,6 +1,6 @@
-// Linear: y = x W^T + b, through oneDNN's JIT sgemm, with the bias's
-// broadcast and column sums through a Backend (core/ops/backend.h; the host
-// one: the sgemm runs on the host).
+// Linear: y = x W^T + b, computed through a Backend (core/ops/backend.h:
+// its Gemm, the bias's broadcast and column sums) on the backend's device,
+// where its parameters live.
 //
 // Parameters: weight {out_features, in_features} (the PyTorch order) and bias
 // {out_features}. Input {in_features} per sample, output {out_features}.
@@ -17,8 +17,7 @@ namespace strata {
 
 class Linear final : public Layer {
  public:
-  // Fails unless the input is a vector {F}, out_features > 0 and the
-  // backend computes on the host.
+  // Fails unless the input is a vector {F} and out_features > 0.
   static absl::StatusOr<std::unique_ptr<Linear>> Create(std::string name, const Shape& input_shape,
                                                         int64_t out_features,
                                                         const Backend& backend = HostBackend());

@@ -1,8 +1,10 @@
 #include "core/layers/softmax_cross_entropy.h"
 
-#include <cmath>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/ops/backend.h"
+#include "core/status.h"
 
 namespace strata {
 
@@ -19,35 +21,29 @@ absl::StatusOr<LossResult> SoftmaxCrossEntropy(const Tensor& logits,
     return absl::InvalidArgumentError(
         absl::StrCat("loss got ", labels.size(), " labels for ", n, " rows of logits"));
   }
-  LossResult result;
-  if (want_grad) result.grad_logits = Tensor::Empty(logits.shape());
-  const float* x = logits.data();
-  double total = 0.0;
-  const float row_scale = grad_scale / static_cast<float>(n);
   for (int64_t i = 0; i < n; ++i) {
-    const int32_t label = labels[i];
-    if (label < 0 || label >= k) {
+    if (labels[i] < 0 || labels[i] >= k) {
       return absl::InvalidArgumentError(
-          absl::StrCat("label ", label, " of row ", i, " is outside [0, ", k, ")"));
+          absl::StrCat("label ", labels[i], " of row ", i, " is outside [0, ", k, ")"));
     }
-    const float* row = x + i * k;
-    int64_t argmax = 0;
-    for (int64_t j = 1; j < k; ++j) {
-      if (row[j] > row[argmax]) argmax = j;
-    }
-    if (argmax == label) result.correct++;
-    const float max = row[argmax];
-    double sum = 0.0;
-    for (int64_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(row[j] - max));
-    const double log_sum = std::log(sum);
-    total += log_sum - (row[label] - max);
-    if (want_grad) {
-      float* g = result.grad_logits.data() + i * k;
-      for (int64_t j = 0; j < k; ++j) {
-        const double p = std::exp(static_cast<double>(row[j] - max) - log_sum);
-        g[j] = static_cast<float>(p - (j == label ? 1.0 : 0.0)) * row_scale;
-      }
-    }
+  }
+  STRATA_ASSIGN_OR_RETURN(const Backend* backend,
+                          BackendRegistry::Global().ForDevice(logits.device()));
+  Tensor host_labels = Tensor::Empty({n}, DType::kI32);
+  std::copy(labels.begin(), labels.end(), host_labels.i32_data());
+  STRATA_ASSIGN_OR_RETURN(Tensor device_labels, backend->Upload(host_labels));
+  Tensor row_loss = backend->Empty({n});
+  Tensor row_correct = backend->Empty({n});
+  LossResult result;
+  if (want_grad) result.grad_logits = backend->Empty(logits.shape());
+  STRATA_RETURN_IF_ERROR(backend->SoftmaxCrossEntropy(logits, device_labels, grad_scale, row_loss,
+                                                      row_correct, result.grad_logits));
+  STRATA_ASSIGN_OR_RETURN(Tensor losses, backend->Download(row_loss));
+  STRATA_ASSIGN_OR_RETURN(Tensor hits, backend->Download(row_correct));
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    total += losses.data()[i];
+    result.correct += hits.data()[i] > 0.5f ? 1 : 0;
   }
   result.loss = total / static_cast<double>(n);
   return result;

@@ -3,7 +3,9 @@
 // Given logits {N, K} and N labels in [0, K), returns the mean over the batch
 // of -log softmax(logits)[label], the number of rows whose arg-max equals the
 // label, and (when asked) the gradient with respect to the logits,
-// (softmax - onehot) * `grad_scale` / N.
+// (softmax - onehot) * `grad_scale` / N, on the logits' device (through
+// the backend registered for it; the loss and the count are downloaded, the
+// one wait for the device a step needs).
 #ifndef STRATA_CORE_LAYERS_SOFTMAX_CROSS_ENTROPY_H_
 #define STRATA_CORE_LAYERS_SOFTMAX_CROSS_ENTROPY_H_
 

@@ -112,6 +112,7 @@ LayerType LinearType() {
     return Linear::Create(s.name, input, s.out_features, *c.backend);
   };
   t.identity = [](const LayerSpec& s) { return json{{"out_features", s.out_features}}; };
+  t.devices = kEveryDevice;
   return t;
 }
 
@@ -124,6 +125,7 @@ LayerType DropoutType() {
     return Dropout::Create(s.name, input, s.p, c.seed, *c.backend);
   };
   t.identity = [](const LayerSpec& s) { return json{{"p", s.p}}; };
+  t.devices = kEveryDevice;
   return t;
 }
 
@@ -137,7 +139,7 @@ LayerType ReluType() {
     return std::unique_ptr<Layer>(new Relu(s.name, input, *c.backend));
   };
   t.identity = [](const LayerSpec&) { return json::object(); };
-  t.devices = {Device::kCpu, Device::kCuda};
+  t.devices = kEveryDevice;
   return t;
 }
 
@@ -151,7 +153,7 @@ LayerType FlattenType() {
     return std::unique_ptr<Layer>(new Flatten(s.name, input));
   };
   t.identity = [](const LayerSpec&) { return json::object(); };
-  t.devices = {Device::kCpu, Device::kCuda};
+  t.devices = kEveryDevice;
   return t;
 }
 
@@ -217,7 +219,7 @@ LayerType ResidualType() {
     return json{{"body", ChainIdentity(s.body)}, {"shortcut", ChainIdentity(s.shortcut)}};
   };
   // Its sum runs on any device; its parts are checked one by one.
-  t.devices = {Device::kCpu, Device::kCuda};
+  t.devices = kEveryDevice;
   return t;
 }
 

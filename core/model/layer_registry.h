@@ -46,6 +46,10 @@ struct LayerBuildContext {
   const Backend* backend = nullptr;
 };
 
+// Every device a backend computes on: the `devices` of a layer type that
+// computes only through Backend ops.
+inline const std::vector<Device> kEveryDevice = {Device::kCpu, Device::kCuda, Device::kCheck};
+
 struct LayerType {
   std::string name;
   // Reads the type's own fields of one model.layers entry (type and name

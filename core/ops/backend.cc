@@ -2,7 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/ops/checking_backend.h"
 #include "core/ops/cpu_backend.h"
+#include "core/status.h"
 
 namespace strata {
 
@@ -11,6 +13,8 @@ absl::Status Backend::Lacks(const char* op) const {
       absl::StrCat(op, " is not implemented on the ", name(), " backend"));
 }
 
+absl::Status Backend::Fill(float, const Tensor&) const { return Lacks("fill"); }
+absl::Status Backend::Copy(const Tensor&, const Tensor&) const { return Lacks("copy"); }
 absl::Status Backend::Relu(const Tensor&, const Tensor&) const { return Lacks("relu"); }
 absl::Status Backend::ReluBackward(const Tensor&, const Tensor&, const Tensor&) const {
   return Lacks("relu_backward");
@@ -26,12 +30,36 @@ absl::Status Backend::Scale(float, const Tensor&) const { return Lacks("scale");
 absl::Status Backend::BroadcastRows(const Tensor&, const Tensor&) const {
   return Lacks("broadcast_rows");
 }
-absl::Status Backend::SumRows(const Tensor&, const Tensor&) const { return Lacks("sum_rows"); }
+absl::Status Backend::SumRows(const Tensor&, const Tensor&, bool) const {
+  return Lacks("sum_rows");
+}
+absl::Status Backend::Gemm(bool, bool, float, const Tensor&, const Tensor&, float,
+                           const Tensor&) const {
+  return Lacks("gemm");
+}
+absl::Status Backend::SoftmaxCrossEntropy(const Tensor&, const Tensor&, float, const Tensor&,
+                                          const Tensor&, const Tensor&) const {
+  return Lacks("softmax_cross_entropy");
+}
+absl::Status Backend::DropoutMask(uint64_t, uint64_t, float, const Tensor&) const {
+  return Lacks("dropout_mask");
+}
+absl::Status Backend::ApplyUpdate(const UpdateRule&, const Tensor&, const Tensor&, const Tensor&,
+                                  float, int64_t, float) const {
+  return Lacks("apply_update");
+}
+
+Tensor Backend::Zeros(const Shape& shape) const {
+  Tensor t = Empty(shape);
+  STRATA_CHECK_OK(Fill(0.0f, t));
+  return t;
+}
 
 BackendRegistry& BackendRegistry::Global() {
   static BackendRegistry* registry = [] {
     auto* r = new BackendRegistry();
     (void)r->Register(std::make_unique<CpuBackend>());
+    (void)r->Register(std::make_unique<CheckingBackend>());
     return r;
   }();
   return *registry;
@@ -63,6 +91,14 @@ absl::StatusOr<const Backend*> BackendRegistry::Find(const std::string& name) co
                                           "\" (registered: ", absl::StrJoin(names, ", "), ")"));
 }
 
+absl::StatusOr<const Backend*> BackendRegistry::ForDevice(Device device) const {
+  for (const auto& b : backends_) {
+    if (b->device() == device) return b.get();
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no backend computes on the ", DeviceName(device), " device"));
+}
+
 std::vector<const Backend*> BackendRegistry::backends() const {
   std::vector<const Backend*> out;
   for (const auto& b : backends_) out.push_back(b.get());
@@ -80,6 +116,69 @@ absl::Status CheckRowShape(const char* op, const Tensor& matrix, const Tensor& r
   return absl::InvalidArgumentError(absl::StrCat(op, ": a matrix of shape ",
                                                  matrix.shape().ToString(), " and a row of ",
                                                  row.numel(), " elements"));
+}
+
+absl::Status CheckOperands(const char* op, Device device, DType dtype,
+                           std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands) {
+    if (!t->defined()) continue;
+    if (t->device() != device || t->dtype() != dtype) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": an operand is ", DTypeName(t->dtype()), " on the ",
+                       DeviceName(t->device()), " device; this backend takes ", DTypeName(dtype),
+                       " on the ", DeviceName(device), " device"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGemmShapes(bool transpose_a, bool transpose_b, const Tensor& a, const Tensor& b,
+                             const Tensor& c, int64_t* m, int64_t* n, int64_t* k) {
+  if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat("gemm needs matrices, got ",
+                                                   a.shape().ToString(), ", ", b.shape().ToString(),
+                                                   " and ", c.shape().ToString()));
+  }
+  *m = transpose_a ? a.dim(1) : a.dim(0);
+  *k = transpose_a ? a.dim(0) : a.dim(1);
+  const int64_t kb = transpose_b ? b.dim(1) : b.dim(0);
+  *n = transpose_b ? b.dim(0) : b.dim(1);
+  if (kb != *k || c.dim(0) != *m || c.dim(1) != *n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gemm: op(a) ", *m, "x", *k, " times op(b) ", kb, "x", *n, " into c ", c.shape().ToString(),
+        " (transposed: a ", transpose_a, ", b ", transpose_b, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLossShapes(const Tensor& logits, const Tensor& labels, const Tensor& row_loss,
+                             const Tensor& row_correct, const Tensor& grad) {
+  if (logits.rank() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("softmax_cross_entropy needs logits [N, K], got ", logits.shape().ToString()));
+  }
+  const int64_t n = logits.dim(0);
+  if (labels.dtype() != DType::kI32 || labels.numel() != n || row_loss.numel() != n ||
+      row_correct.numel() != n || (grad.defined() && grad.shape() != logits.shape())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "softmax_cross_entropy: logits ", logits.shape().ToString(), " with ",
+        DTypeName(labels.dtype()), " labels ", labels.shape().ToString(), ", row losses ",
+        row_loss.shape().ToString(), ", row hits ", row_correct.shape().ToString(),
+        grad.defined() ? absl::StrCat(" and a gradient ", grad.shape().ToString()) : ""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUpdateShapes(const UpdateRule& rule, const Tensor& param, const Tensor& grad,
+                               const Tensor& state) {
+  STRATA_RETURN_IF_ERROR(CheckSameSize("apply_update", param, grad));
+  const int64_t want = rule.state_slots() * param.numel();
+  const int64_t have = state.defined() ? state.numel() : 0;
+  if (want != have) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "apply_update: the rule keeps ", want, " floats of state for this parameter, got ", have));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace strata

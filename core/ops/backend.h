@@ -1,27 +1,35 @@
-// Backend: one device's implementation of the element-wise ops that
-// training runs outside oneDNN's layers, behind one interface so that an op
-// is written once per device and tested once for all of them
-// (tests/core/backend_ops_test.cc runs every op on every backend present
-// against a reference, and every backward against finite differences of
-// its forward).
+// Backend: one device's implementation of the ops layers and optimizers
+// compute with, behind one interface so that an op is written once per
+// device and tested once for all of them (tests/core/backend_ops_test.cc
+// runs every op on every backend present against a reference, and every
+// backward against finite differences of its forward).
 //
-// The CPU backend is always registered. The CUDA backend registers itself
+// Registered from the start: the CPU backend ("cpu") and the checking
+// device ("check", core/ops/checking_backend.h: host memory that faults
+// outside the backend's own calls, so a missing copy fails a test on a
+// machine without a GPU). The CUDA backend registers itself
 // (RegisterCudaBackend, core/ops/cuda/cuda_backend.h) where it is built and
 // a device is present. An op a backend lacks returns Unimplemented, naming
 // the op and the backend; the table test lists those as not run.
 //
 // Tensors passed to a backend's ops live on its device (Upload/Download
-// move them); each op checks that its operands' sizes agree
-// (InvalidArgument otherwise). Thread safety: backends hold no state per
-// call; the registry is filled at start-up.
+// move them; an operand elsewhere is InvalidArgument naming the op); each
+// op checks that its operands' sizes agree (InvalidArgument otherwise).
+// Ops are ordered: a device may run them asynchronously, in call order, and
+// the host sees a result only through Download, which waits for it.
+// Thread safety: backends hold no state per call; the registry is filled
+// at start-up.
 #ifndef STRATA_CORE_OPS_BACKEND_H_
 #define STRATA_CORE_OPS_BACKEND_H_
 
+#include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/ops/cpu/update_rules.h"
 #include "core/tensor/tensor.h"
 
 namespace strata {
@@ -35,8 +43,11 @@ class Backend {
   virtual absl::StatusOr<Tensor> Upload(const Tensor& host) const = 0;
   virtual absl::StatusOr<Tensor> Download(const Tensor& tensor) const = 0;
 
-  // The ops (their meaning: core/ops/cpu/elementwise.h). In-place calls
-  // are allowed where elementwise.h allows them.
+  // Element-wise ops (their meaning: core/ops/cpu/elementwise.h). In-place
+  // calls are allowed where elementwise.h allows them.
+  virtual absl::Status Fill(float value, const Tensor& x) const;
+  // dst = src, equally many elements, both on this device.
+  virtual absl::Status Copy(const Tensor& src, const Tensor& dst) const;
   virtual absl::Status Relu(const Tensor& x, const Tensor& y) const;
   virtual absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const;
   virtual absl::Status Multiply(const Tensor& x, const Tensor& mask, const Tensor& y) const;
@@ -45,8 +56,44 @@ class Backend {
   virtual absl::Status Scale(float alpha, const Tensor& x) const;
   // out {rows, cols}; bias {cols}.
   virtual absl::Status BroadcastRows(const Tensor& bias, const Tensor& out) const;
-  // m {rows, cols}; sums {cols}.
-  virtual absl::Status SumRows(const Tensor& m, const Tensor& sums) const;
+  // m {rows, cols}; sums {cols}; with `accumulate` the sums are added to
+  // what `sums` holds.
+  virtual absl::Status SumRows(const Tensor& m, const Tensor& sums, bool accumulate) const;
+
+  // c = alpha * op(a) * op(b) + beta * c on row-major matrices, op(x) being
+  // x or its transpose: op(a) {m, k}, op(b) {k, n}, c {m, n}. With beta 0,
+  // c's old values are never read (NaN included).
+  virtual absl::Status Gemm(bool transpose_a, bool transpose_b, float alpha, const Tensor& a,
+                            const Tensor& b, float beta, const Tensor& c) const;
+
+  // Softmax cross-entropy of logits {N, K} against int32 labels {N} in
+  // [0, K) (the caller checks them): row_loss {N} gets -log softmax[label],
+  // row_correct {N} 1 where the row's first arg-max is the label, else 0;
+  // unless `grad` is undefined it gets {N, K} (softmax - onehot) *
+  // grad_scale / N.
+  virtual absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
+                                           float grad_scale, const Tensor& row_loss,
+                                           const Tensor& row_correct, const Tensor& grad) const;
+
+  // Inverted dropout's mask: element i is 0 with probability p, else
+  // 1/(1-p), drawn from (seed, stream, i) alone (core/ops/cpu/counter_random.h),
+  // so every backend draws the same mask.
+  virtual absl::Status DropoutMask(uint64_t seed, uint64_t stream, float p,
+                                   const Tensor& mask) const;
+
+  // One optimizer update of `param` from `grad` (core/ops/cpu/update_rules.h):
+  // `state` holds rule.state_slots() * param.numel() floats (undefined when
+  // the rule keeps none); `step` is the parameter's 1-based update count.
+  virtual absl::Status ApplyUpdate(const UpdateRule& rule, const Tensor& param, const Tensor& grad,
+                                   const Tensor& state, float lr, int64_t step,
+                                   float grad_scale) const;
+
+  // An uninitialised float tensor on this backend's device.
+  Tensor Empty(const Shape& shape, DType dtype = DType::kF32) const {
+    return Tensor::Empty(shape, dtype, device());
+  }
+  // A float tensor of zeros on this device; aborts if Fill fails.
+  Tensor Zeros(const Shape& shape) const;
 
  protected:
   // Unimplemented naming `op` and this backend.
@@ -61,6 +108,9 @@ class BackendRegistry {
   absl::Status Register(std::unique_ptr<Backend> backend);
   // NotFound naming the registered backends.
   absl::StatusOr<const Backend*> Find(const std::string& name) const;
+  // The backend computing on `device` (the first registered for it);
+  // NotFound naming the device when none is.
+  absl::StatusOr<const Backend*> ForDevice(Device device) const;
   std::vector<const Backend*> backends() const;
 
  private:
@@ -76,6 +126,22 @@ const Backend& HostBackend();
 absl::Status CheckSameSize(const char* op, const Tensor& a, const Tensor& b);
 // InvalidArgument unless `matrix` is {rows, cols} and `row` has cols elements.
 absl::Status CheckRowShape(const char* op, const Tensor& matrix, const Tensor& row);
+// InvalidArgument naming `op` unless every defined operand has `dtype`
+// and lives on `device`.
+absl::Status CheckOperands(const char* op, Device device, DType dtype,
+                           std::initializer_list<const Tensor*> operands);
+// InvalidArgument naming `op` and the shapes unless a, b and c are matrices
+// whose products fit (Backend::Gemm); sets m, n, k.
+absl::Status CheckGemmShapes(bool transpose_a, bool transpose_b, const Tensor& a, const Tensor& b,
+                             const Tensor& c, int64_t* m, int64_t* n, int64_t* k);
+// InvalidArgument naming what is wrong unless logits are {N, K}, labels an
+// int32 {N}, row_loss and row_correct {N}, and grad (when defined) {N, K}.
+absl::Status CheckLossShapes(const Tensor& logits, const Tensor& labels, const Tensor& row_loss,
+                             const Tensor& row_correct, const Tensor& grad);
+// InvalidArgument unless grad has param's size and state holds
+// rule.state_slots() floats per element (or is undefined for none).
+absl::Status CheckUpdateShapes(const UpdateRule& rule, const Tensor& param, const Tensor& grad,
+                               const Tensor& state);
 
 }  // namespace strata
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/ops/cpu/update_rules.h"
 
 namespace strata {
 
@@ -35,23 +36,27 @@ class Optimizer {
   // Fails with InvalidArgument naming the bad field (unknown type, lr <= 0,
   // momentum outside [0, 1), nesterov without momentum, betas outside [0, 1)).
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config);
-  virtual ~Optimizer() = default;
 
   const OptimizerConfig& config() const { return config_; }
+  // The element-wise rule (core/ops/cpu/update_rules.h) every device applies.
+  const UpdateRule& rule() const { return rule_; }
   // Floats of state per parameter element.
-  virtual int state_slots() const = 0;
+  int state_slots() const { return rule_.state_slots(); }
   // One update of `n` elements with learning rate `lr`. `state` holds
   // state_slots() arrays of n floats, back to back. `step` is this
   // parameter's 1-based update count. The gradient used is grad *
   // `grad_scale` (a server passes 1/workers to average summed pushes without
   // an extra pass). Thread-compatible: concurrent calls on disjoint memory
   // are safe.
-  virtual void Update(float* param, const float* grad, float* state, int64_t n, float lr,
-                      int64_t step, float grad_scale = 1.0f) const = 0;
+  void Update(float* param, const float* grad, float* state, int64_t n, float lr, int64_t step,
+              float grad_scale = 1.0f) const {
+    ApplyUpdateRule(rule_, param, grad, state, n, lr, step, grad_scale);
+  }
 
- protected:
-  explicit Optimizer(OptimizerConfig config) : config_(std::move(config)) {}
+ private:
+  Optimizer(OptimizerConfig config, UpdateRule rule) : config_(std::move(config)), rule_(rule) {}
   OptimizerConfig config_;
+  UpdateRule rule_;
 };
 
 }  // namespace strata

@@ -1,5 +1,7 @@
 #include "core/optim/parameter_optimizer.h"
 
+#include "core/status.h"
+
 namespace strata {
 
 ParameterOptimizer::ParameterOptimizer(std::unique_ptr<Optimizer> optimizer, LrSchedule schedule,
@@ -9,7 +11,9 @@ ParameterOptimizer::ParameterOptimizer(std::unique_ptr<Optimizer> optimizer, LrS
       parameters_(std::move(parameters)) {
   const int slots = optimizer_->state_slots();
   for (Parameter* p : parameters_) {
-    states_.push_back(slots > 0 ? Tensor::Zeros({slots, p->value.numel()}) : Tensor());
+    const Backend& backend = **BackendRegistry::Global().ForDevice(p->value.device());
+    backends_.push_back(&backend);
+    states_.push_back(slots > 0 ? backend.Zeros({slots, p->value.numel()}) : Tensor());
   }
 }
 
@@ -18,9 +22,8 @@ void ParameterOptimizer::Step() {
   ++step_;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Parameter* p = parameters_[i];
-    optimizer_->Update(p->value.data(), p->grad.data(),
-                       states_[i].defined() ? states_[i].data() : nullptr, p->value.numel(), lr,
-                       step_);
+    STRATA_CHECK_OK(backends_[i]->ApplyUpdate(optimizer_->rule(), p->value, p->grad, states_[i], lr,
+                                              step_, 1.0f));
   }
 }
 

@@ -1,6 +1,7 @@
 // ParameterOptimizer: applies an Optimizer and an LrSchedule to a list of
 // model parameters, owning the per-parameter state (momentum buffers, Adam
-// moments) and the step count.
+// moments, on each parameter's device) and the step count. Each update runs
+// on the parameter's device (Backend::ApplyUpdate).
 //
 //   ParameterOptimizer opt(std::move(optimizer), schedule, model->parameters());
 //   model->Backward(grad);
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/layers/layer.h"
+#include "core/ops/backend.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 
@@ -40,6 +42,7 @@ class ParameterOptimizer {
   LrSchedule schedule_;
   std::vector<Parameter*> parameters_;
   std::vector<Tensor> states_;
+  std::vector<const Backend*> backends_;  // per parameter: the one of its device
   int64_t step_ = 0;
 };
 

@@ -15,12 +15,35 @@ size_t DTypeSize(DType dtype) {
       return 4;
     case DType::kBF16:
       return 2;
+    case DType::kI32:
+      return 4;
   }
   return 0;
 }
 
-const char* DTypeName(DType dtype) { return dtype == DType::kF32 ? "f32" : "bf16"; }
-const char* DeviceName(Device device) { return device == Device::kCpu ? "cpu" : "cuda"; }
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "f32";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kI32:
+      return "i32";
+  }
+  return "?";
+}
+
+const char* DeviceName(Device device) {
+  switch (device) {
+    case Device::kCpu:
+      return "cpu";
+    case Device::kCuda:
+      return "cuda";
+    case Device::kCheck:
+      return "check";
+  }
+  return "?";
+}
 
 int64_t Shape::numel() const {
   int64_t n = 1;
@@ -37,7 +60,7 @@ int64_t Shape::inner() const {
 std::string Shape::ToString() const { return "[" + absl::StrJoin(dims_, ", ") + "]"; }
 
 namespace {
-Allocator* g_allocators[2] = {nullptr, nullptr};
+Allocator* g_allocators[kDeviceCount] = {};
 }  // namespace
 
 void SetDeviceAllocator(Device device, Allocator* allocator) {
@@ -90,6 +113,11 @@ Tensor Tensor::FromVector(const Shape& shape, const std::vector<float>& values) 
 float* Tensor::data() const {
   STRATA_CHECK(dtype_ == DType::kF32, "data() on a ", DTypeName(dtype_), " tensor");
   return static_cast<float*>(raw_data());
+}
+
+int32_t* Tensor::i32_data() const {
+  STRATA_CHECK(dtype_ == DType::kI32, "i32_data() on a ", DTypeName(dtype_), " tensor");
+  return static_cast<int32_t*>(raw_data());
 }
 
 void* Tensor::raw_data() const {

@@ -31,8 +31,11 @@
 
 namespace strata {
 
-enum class DType : uint8_t { kF32 = 0, kBF16 = 1 };
-enum class Device : uint8_t { kCpu = 0, kCuda = 1 };
+enum class DType : uint8_t { kF32 = 0, kBF16 = 1, kI32 = 2 };
+// kCheck: the checking device (core/ops/checking_backend.h), host memory that
+// only its backend's ops may touch.
+enum class Device : uint8_t { kCpu = 0, kCuda = 1, kCheck = 2 };
+inline constexpr int kDeviceCount = 3;
 
 size_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
@@ -92,8 +95,10 @@ class Tensor {
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
 
-  // Typed access to the first element (float32 tensors only).
+  // Typed access to the first element (float32 tensors only; int32 ones
+  // through i32_data()).
   float* data() const;
+  int32_t* i32_data() const;
   void* raw_data() const;
 
   // A handle with a new shape over the same bytes; numel must be equal.

@@ -8,6 +8,7 @@
 #include "core/model/job_spec.h"
 #include "core/model/model.h"
 #include "core/model/server_keys.h"
+#include "core/ops/cpu_backend.h"
 #include "tests/support/cluster_fixture.h"
 
 namespace strata {
@@ -74,27 +75,29 @@ TEST(ModelTest, ForwardAndBackwardOfferThePointBetweenEveryTwoLayers) {
 }
 
 // The host's kernels, counting the calls a model's layers make.
-class CountingBackend final : public Backend {
+class CountingBackend final : public CpuBackend {
  public:
   std::string name() const override { return "counting"; }
-  Device device() const override { return Device::kCpu; }
-  absl::StatusOr<Tensor> Upload(const Tensor& host) const override { return host.Clone(); }
-  absl::StatusOr<Tensor> Download(const Tensor& t) const override { return t.Clone(); }
   absl::Status Relu(const Tensor& x, const Tensor& y) const override {
     ++calls["relu"];
-    return HostBackend().Relu(x, y);
+    return CpuBackend::Relu(x, y);
   }
   absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const override {
     ++calls["relu_backward"];
-    return HostBackend().ReluBackward(y, dy, dx);
+    return CpuBackend::ReluBackward(y, dy, dx);
   }
   absl::Status BroadcastRows(const Tensor& bias, const Tensor& out) const override {
     ++calls["broadcast_rows"];
-    return HostBackend().BroadcastRows(bias, out);
+    return CpuBackend::BroadcastRows(bias, out);
   }
-  absl::Status SumRows(const Tensor& m, const Tensor& sums) const override {
+  absl::Status SumRows(const Tensor& m, const Tensor& sums, bool accumulate) const override {
     ++calls["sum_rows"];
-    return HostBackend().SumRows(m, sums);
+    return CpuBackend::SumRows(m, sums, accumulate);
+  }
+  absl::Status Gemm(bool transpose_a, bool transpose_b, float alpha, const Tensor& a,
+                    const Tensor& b, float beta, const Tensor& c) const override {
+    ++calls["gemm"];
+    return CpuBackend::Gemm(transpose_a, transpose_b, alpha, a, b, beta, c);
   }
   mutable std::map<std::string, int> calls;
 };
@@ -118,9 +121,10 @@ TEST(ModelTest, LayersComputeThroughTheBackendTheModelIsBuiltOn) {
   for (int64_t d : (*model)->input_shape().dims()) dims.push_back(d);
   Tensor logits = (*model)->Forward(Tensor::Zeros(Shape(dims)), /*training=*/true);
   (*model)->Backward(Tensor::Zeros(logits.shape()));
-  // The default model: relu after conv1, conv2 and fc1; linear fc1 and fc2.
+  // The default model: relu after conv1, conv2 and fc1; linear fc1 and fc2
+  // (a product forward, two backward: weights and input).
   const std::map<std::string, int> expected = {
-      {"relu", 3}, {"relu_backward", 3}, {"broadcast_rows", 2}, {"sum_rows", 2}};
+      {"relu", 3}, {"relu_backward", 3}, {"broadcast_rows", 2}, {"sum_rows", 2}, {"gemm", 6}};
   EXPECT_EQ(backend.calls, expected);
   // The same weights as on the host's backend: the backend changes where,
   // not what.

@@ -1,13 +1,20 @@
 #include "core/ops/cuda/cuda_backend.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <initializer_list>
+#include <memory>
+#include <new>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/ops/backend.h"
+#include "core/ops/cpu/counter_random.h"
+#include "core/ops/cpu/update_rules.h"
 #include "core/ops/cuda/cuda_status.h"
+#include "core/status.h"
 #include "core/tensor/allocator.h"
 
 namespace strata {
@@ -23,76 +30,299 @@ class CudaMallocAllocator final : public Allocator {
   void Deallocate(void* ptr, size_t) override { cudaFree(ptr); }
 };
 
-absl::Status CheckSameSize(const Tensor& a, const Tensor& b) {
-  if (a.numel() == b.numel()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("tensor sizes differ: ", a.shape().ToString(), " and ", b.shape().ToString()));
+absl::Status CublasStatus(cublasStatus_t status, const char* call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, ": ", cublasGetStatusString(status)));
+}
+#define STRATA_CUBLAS_CHECK(call) CublasStatus((call), #call)
+
+constexpr int kThreads = 256;
+int Blocks(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+__device__ int64_t GlobalIndex() {
+  return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
 }
 
-int Blocks(int64_t n) { return static_cast<int>((n + 255) / 256); }
+__global__ void FillKernel(float value, float* x, int64_t n) {
+  const int64_t i = GlobalIndex();
+  if (i < n) x[i] = value;
+}
 
 __global__ void ReluForwardKernel(const float* x, float* y, int64_t n) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t i = GlobalIndex();
   if (i < n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 __global__ void ReluBackwardKernel(const float* y, const float* dy, float* dx, int64_t n) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t i = GlobalIndex();
   if (i < n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-__global__ void SgdKernel(float* p, const float* g, float* buf, int64_t n, float lr, float mu,
-                          float wd, bool nesterov) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const float d = g[i] + wd * p[i];
-  const float b = mu * buf[i] + d;
-  buf[i] = b;
-  p[i] -= lr * (nesterov ? d + mu * b : b);
-}
-
 __global__ void MultiplyKernel(const float* x, const float* mask, float* y, int64_t n) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t i = GlobalIndex();
   if (i < n) y[i] = x[i] * mask[i];
 }
 
 __global__ void AddKernel(const float* a, const float* b, float* out, int64_t n) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t i = GlobalIndex();
   if (i < n) out[i] = a[i] + b[i];
 }
 
 __global__ void AxpyKernel(float alpha, const float* x, float* y, int64_t n) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t i = GlobalIndex();
   if (i < n) y[i] += alpha * x[i];
 }
 
 __global__ void ScaleKernel(float alpha, float* x, int64_t n) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t i = GlobalIndex();
   if (i < n) x[i] *= alpha;
 }
 
 __global__ void BroadcastRowsKernel(const float* bias, float* out, int64_t rows, int64_t cols) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t i = GlobalIndex();
   if (i < rows * cols) out[i] = bias[i % cols];
 }
 
 // One thread per column, summing down the rows in order (the CPU kernel's
 // order, so the sums agree to rounding).
-__global__ void SumRowsKernel(const float* m, float* sums, int64_t rows, int64_t cols) {
-  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+__global__ void SumRowsKernel(const float* m, float* sums, int64_t rows, int64_t cols,
+                              bool accumulate) {
+  const int64_t c = GlobalIndex();
   if (c >= cols) return;
   float total = 0.0f;
   for (int64_t r = 0; r < rows; ++r) total += m[r * cols + c];
-  sums[c] = total;
+  sums[c] = accumulate ? sums[c] + total : total;
 }
 
-// OK when every operand is a float CUDA tensor.
-absl::Status CheckOperands(const char* op, std::initializer_list<const Tensor*> operands) {
-  for (const Tensor* t : operands) {
-    if (auto s = CheckCudaFloat(*t, op); !s.ok()) return s;
+// One thread per row: the host kernel's arithmetic (core/ops/cpu/loss_rows.cc).
+__global__ void SoftmaxCrossEntropyKernel(const float* logits, const int32_t* labels, int64_t n,
+                                          int64_t k, float row_scale, float* row_loss,
+                                          float* row_correct, float* grad) {
+  const int64_t i = GlobalIndex();
+  if (i >= n) return;
+  const int32_t label = labels[i];
+  const float* row = logits + i * k;
+  int64_t argmax = 0;
+  for (int64_t j = 1; j < k; ++j) {
+    if (row[j] > row[argmax]) argmax = j;
   }
-  return absl::OkStatus();
+  row_correct[i] = argmax == label ? 1.0f : 0.0f;
+  const float max = row[argmax];
+  double sum = 0.0;
+  for (int64_t j = 0; j < k; ++j) sum += exp(static_cast<double>(row[j] - max));
+  const double log_sum = log(sum);
+  row_loss[i] = static_cast<float>(log_sum - (row[label] - max));
+  if (grad == nullptr) return;
+  float* g = grad + i * k;
+  for (int64_t j = 0; j < k; ++j) {
+    const double p = exp(static_cast<double>(row[j] - max) - log_sum);
+    g[j] = static_cast<float>(p - (j == label ? 1.0 : 0.0)) * row_scale;
+  }
 }
+
+__global__ void DropoutMaskKernel(uint64_t seed, uint64_t stream, float p, float* mask, int64_t n) {
+  const int64_t i = GlobalIndex();
+  if (i < n) mask[i] = DropoutMaskValue(seed, stream, static_cast<uint64_t>(i), p);
+}
+
+__global__ void SgdKernel(UpdateRule rule, UpdateStep step, float* p, const float* g, float* buf,
+                          int64_t n) {
+  const int64_t i = GlobalIndex();
+  if (i < n) SgdElement(rule, step, p[i], g[i], buf == nullptr ? nullptr : buf + i);
+}
+
+__global__ void AdamKernel(UpdateRule rule, UpdateStep step, float* p, const float* g, float* m,
+                           float* v, int64_t n) {
+  const int64_t i = GlobalIndex();
+  if (i < n) AdamElement(rule, step, p[i], g[i], m[i], v[i]);
+}
+
+// Every op of core/ops/backend.h on one stream of its own.
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
+  std::string name() const override { return "cuda"; }
+  Device device() const override { return Device::kCuda; }
+
+  absl::StatusOr<Tensor> Upload(const Tensor& host) const override {
+    if (host.device() != Device::kCpu) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("upload takes a host tensor, got one on ", DeviceName(host.device())));
+    }
+    Tensor d = Tensor::Empty(host.shape(), host.dtype(), Device::kCuda);
+    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaMemcpyAsync(
+        d.raw_data(), host.raw_data(), host.nbytes(), cudaMemcpyHostToDevice, stream_)));
+    // The host tensor may go as soon as this returns: wait for the copy.
+    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_)));
+    return d;
+  }
+
+  absl::StatusOr<Tensor> Download(const Tensor& tensor) const override {
+    if (tensor.device() != Device::kCuda) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("download takes a CUDA tensor, got one on ", DeviceName(tensor.device())));
+    }
+    Tensor h = Tensor::Empty(tensor.shape(), tensor.dtype());
+    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaMemcpyAsync(
+        h.raw_data(), tensor.raw_data(), tensor.nbytes(), cudaMemcpyDeviceToHost, stream_)));
+    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_)));
+    return h;
+  }
+
+  absl::Status Fill(float value, const Tensor& x) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("fill", Device::kCuda, DType::kF32, {&x}));
+    if (x.numel() == 0) return absl::OkStatus();
+    FillKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(value, x.data(), x.numel());
+    return Launched("fill");
+  }
+
+  absl::Status Copy(const Tensor& src, const Tensor& dst) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("copy", Device::kCuda, DType::kF32, {&src, &dst}));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("copy", src, dst));
+    return STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.nbytes(),
+                                             cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  absl::Status Relu(const Tensor& x, const Tensor& y) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("relu", Device::kCuda, DType::kF32, {&x, &y}));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("relu", x, y));
+    if (x.numel() == 0) return absl::OkStatus();
+    ReluForwardKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(x.data(), y.data(), x.numel());
+    return Launched("relu");
+  }
+
+  absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const override {
+    STRATA_RETURN_IF_ERROR(
+        CheckOperands("relu_backward", Device::kCuda, DType::kF32, {&y, &dy, &dx}));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("relu_backward", y, dy));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("relu_backward", y, dx));
+    if (y.numel() == 0) return absl::OkStatus();
+    ReluBackwardKernel<<<Blocks(y.numel()), kThreads, 0, stream_>>>(y.data(), dy.data(), dx.data(),
+                                                                    y.numel());
+    return Launched("relu_backward");
+  }
+
+  absl::Status Multiply(const Tensor& x, const Tensor& mask, const Tensor& y) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("multiply", Device::kCuda, DType::kF32, {&x, &mask, &y}));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("multiply", x, mask));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("multiply", x, y));
+    if (x.numel() == 0) return absl::OkStatus();
+    MultiplyKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(x.data(), mask.data(), y.data(),
+                                                                x.numel());
+    return Launched("multiply");
+  }
+
+  absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("add", Device::kCuda, DType::kF32, {&a, &b, &out}));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("add", a, b));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("add", a, out));
+    if (a.numel() == 0) return absl::OkStatus();
+    AddKernel<<<Blocks(a.numel()), kThreads, 0, stream_>>>(a.data(), b.data(), out.data(),
+                                                           a.numel());
+    return Launched("add");
+  }
+
+  absl::Status Axpy(float alpha, const Tensor& x, const Tensor& y) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("axpy", Device::kCuda, DType::kF32, {&x, &y}));
+    STRATA_RETURN_IF_ERROR(CheckSameSize("axpy", x, y));
+    if (x.numel() == 0) return absl::OkStatus();
+    AxpyKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(alpha, x.data(), y.data(), x.numel());
+    return Launched("axpy");
+  }
+
+  absl::Status Scale(float alpha, const Tensor& x) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("scale", Device::kCuda, DType::kF32, {&x}));
+    if (x.numel() == 0) return absl::OkStatus();
+    ScaleKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(alpha, x.data(), x.numel());
+    return Launched("scale");
+  }
+
+  absl::Status BroadcastRows(const Tensor& bias, const Tensor& out) const override {
+    STRATA_RETURN_IF_ERROR(
+        CheckOperands("broadcast_rows", Device::kCuda, DType::kF32, {&bias, &out}));
+    STRATA_RETURN_IF_ERROR(CheckRowShape("broadcast_rows", out, bias));
+    if (out.numel() == 0) return absl::OkStatus();
+    BroadcastRowsKernel<<<Blocks(out.numel()), kThreads, 0, stream_>>>(bias.data(), out.data(),
+                                                                       out.dim(0), out.dim(1));
+    return Launched("broadcast_rows");
+  }
+
+  absl::Status SumRows(const Tensor& m, const Tensor& sums, bool accumulate) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("sum_rows", Device::kCuda, DType::kF32, {&m, &sums}));
+    STRATA_RETURN_IF_ERROR(CheckRowShape("sum_rows", m, sums));
+    if (sums.numel() == 0) return absl::OkStatus();
+    SumRowsKernel<<<Blocks(sums.numel()), kThreads, 0, stream_>>>(m.data(), sums.data(), m.dim(0),
+                                                                  m.dim(1), accumulate);
+    return Launched("sum_rows");
+  }
+
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
+  // gets B and A swapped, with their row lengths as leading dimensions.
+  absl::Status Gemm(bool transpose_a, bool transpose_b, float alpha, const Tensor& a,
+                    const Tensor& b, float beta, const Tensor& c) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("gemm", Device::kCuda, DType::kF32, {&a, &b, &c}));
+    int64_t m = 0, n = 0, k = 0;
+    STRATA_RETURN_IF_ERROR(CheckGemmShapes(transpose_a, transpose_b, a, b, c, &m, &n, &k));
+    if (m == 0 || n == 0) return absl::OkStatus();
+    if (k == 0) return beta == 0.0f ? Fill(0.0f, c) : Scale(beta, c);
+    return STRATA_CUBLAS_CHECK(cublasSgemm(
+        blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+        static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b.data(),
+        static_cast<int>(b.dim(1)), a.data(), static_cast<int>(a.dim(1)), &beta, c.data(),
+        static_cast<int>(n)));
+  }
+
+  absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float grad_scale,
+                                   const Tensor& row_loss, const Tensor& row_correct,
+                                   const Tensor& grad) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("softmax_cross_entropy", Device::kCuda, DType::kF32,
+                                         {&logits, &row_loss, &row_correct, &grad}));
+    STRATA_RETURN_IF_ERROR(
+        CheckOperands("softmax_cross_entropy", Device::kCuda, DType::kI32, {&labels}));
+    STRATA_RETURN_IF_ERROR(CheckLossShapes(logits, labels, row_loss, row_correct, grad));
+    const int64_t n = logits.dim(0);
+    if (n == 0) return absl::OkStatus();
+    SoftmaxCrossEntropyKernel<<<Blocks(n), kThreads, 0, stream_>>>(
+        logits.data(), labels.i32_data(), n, logits.dim(1), grad_scale / static_cast<float>(n),
+        row_loss.data(), row_correct.data(), grad.defined() ? grad.data() : nullptr);
+    return Launched("softmax_cross_entropy");
+  }
+
+  absl::Status DropoutMask(uint64_t seed, uint64_t stream, float p,
+                           const Tensor& mask) const override {
+    STRATA_RETURN_IF_ERROR(CheckOperands("dropout_mask", Device::kCuda, DType::kF32, {&mask}));
+    if (mask.numel() == 0) return absl::OkStatus();
+    DropoutMaskKernel<<<Blocks(mask.numel()), kThreads, 0, stream_>>>(seed, stream, p, mask.data(),
+                                                                      mask.numel());
+    return Launched("dropout_mask");
+  }
+
+  absl::Status ApplyUpdate(const UpdateRule& rule, const Tensor& param, const Tensor& grad,
+                           const Tensor& state, float lr, int64_t step,
+                           float grad_scale) const override {
+    STRATA_RETURN_IF_ERROR(
+        CheckOperands("apply_update", Device::kCuda, DType::kF32, {&param, &grad, &state}));
+    STRATA_RETURN_IF_ERROR(CheckUpdateShapes(rule, param, grad, state));
+    const int64_t n = param.numel();
+    if (n == 0) return absl::OkStatus();
+    const UpdateStep s = PrepareUpdate(rule, lr, step, grad_scale);
+    float* st = state.defined() ? state.data() : nullptr;
+    if (rule.kind == UpdateKind::kSgd) {
+      SgdKernel<<<Blocks(n), kThreads, 0, stream_>>>(rule, s, param.data(), grad.data(), st, n);
+    } else {
+      AdamKernel<<<Blocks(n), kThreads, 0, stream_>>>(rule, s, param.data(), grad.data(), st,
+                                                      st + n, n);
+    }
+    return Launched("apply_update");
+  }
+
+ private:
+  // A launch's own error (a bad configuration), without waiting for the kernel.
+  static absl::Status Launched(const char* op) { return CudaStatus(cudaGetLastError(), op); }
+
+  cudaStream_t stream_;
+  cublasHandle_t blas_;
+};
 
 }  // namespace
 
@@ -113,128 +343,31 @@ absl::Status RegisterCudaAllocator() {
 }
 
 absl::Status CopyToDevice(const Tensor& host, const Tensor& device) {
-  if (auto s = CheckCudaFloat(device, "destination"); !s.ok()) return s;
-  if (auto s = CheckSameSize(host, device); !s.ok()) return s;
+  STRATA_RETURN_IF_ERROR(CheckCudaFloat(device, "destination"));
+  STRATA_RETURN_IF_ERROR(CheckSameSize("copy to device", host, device));
   return STRATA_CUDA_CHECK(
       cudaMemcpy(device.raw_data(), host.raw_data(), host.nbytes(), cudaMemcpyHostToDevice));
 }
 
 absl::Status CopyToHost(const Tensor& device, const Tensor& host) {
-  if (auto s = CheckCudaFloat(device, "source"); !s.ok()) return s;
-  if (auto s = CheckSameSize(host, device); !s.ok()) return s;
+  STRATA_RETURN_IF_ERROR(CheckCudaFloat(device, "source"));
+  STRATA_RETURN_IF_ERROR(CheckSameSize("copy to host", host, device));
   return STRATA_CUDA_CHECK(
       cudaMemcpy(host.raw_data(), device.raw_data(), host.nbytes(), cudaMemcpyDeviceToHost));
 }
 
-absl::Status CudaReluForward(const Tensor& x, const Tensor& y) {
-  for (const Tensor* t : {&x, &y}) {
-    if (auto s = CheckCudaFloat(*t, "relu operand"); !s.ok()) return s;
-  }
-  if (auto s = CheckSameSize(x, y); !s.ok()) return s;
-  if (x.numel() == 0) return absl::OkStatus();
-  ReluForwardKernel<<<Blocks(x.numel()), 256>>>(x.data(), y.data(), x.numel());
-  return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-}
-
-absl::Status CudaReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
-  for (const Tensor* t : {&y, &dy, &dx}) {
-    if (auto s = CheckCudaFloat(*t, "relu operand"); !s.ok()) return s;
-  }
-  if (auto s = CheckSameSize(y, dy); !s.ok()) return s;
-  if (auto s = CheckSameSize(y, dx); !s.ok()) return s;
-  if (y.numel() == 0) return absl::OkStatus();
-  ReluBackwardKernel<<<Blocks(y.numel()), 256>>>(y.data(), dy.data(), dx.data(), y.numel());
-  return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-}
-
-absl::Status CudaSgdUpdate(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
-                           float lr, float momentum, float weight_decay, bool nesterov) {
-  for (const Tensor* t : {&param, &grad, &momentum_buffer}) {
-    if (auto s = CheckCudaFloat(*t, "sgd operand"); !s.ok()) return s;
-  }
-  if (auto s = CheckSameSize(param, grad); !s.ok()) return s;
-  if (auto s = CheckSameSize(param, momentum_buffer); !s.ok()) return s;
-  if (param.numel() == 0) return absl::OkStatus();
-  SgdKernel<<<Blocks(param.numel()), 256>>>(param.data(), grad.data(), momentum_buffer.data(),
-                                            param.numel(), lr, momentum, weight_decay, nesterov);
-  return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-}
-
-namespace {
-
-// Every element-wise op of core/ops/backend.h on device tensors.
-class CudaBackend final : public Backend {
- public:
-  std::string name() const override { return "cuda"; }
-  Device device() const override { return Device::kCuda; }
-  absl::StatusOr<Tensor> Upload(const Tensor& host) const override {
-    Tensor d = Tensor::Empty(host.shape(), DType::kF32, Device::kCuda);
-    if (auto s = CopyToDevice(host, d); !s.ok()) return s;
-    return d;
-  }
-  absl::StatusOr<Tensor> Download(const Tensor& tensor) const override {
-    Tensor h = Tensor::Empty(tensor.shape());
-    if (auto s = CopyToHost(tensor, h); !s.ok()) return s;
-    return h;
-  }
-  absl::Status Relu(const Tensor& x, const Tensor& y) const override {
-    return CudaReluForward(x, y);
-  }
-  absl::Status ReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx) const override {
-    return CudaReluBackward(y, dy, dx);
-  }
-  absl::Status Multiply(const Tensor& x, const Tensor& mask, const Tensor& y) const override {
-    if (auto s = CheckOperands("multiply operand", {&x, &mask, &y}); !s.ok()) return s;
-    if (auto s = CheckSameSize("multiply", x, mask); !s.ok()) return s;
-    if (auto s = CheckSameSize("multiply", x, y); !s.ok()) return s;
-    if (x.numel() == 0) return absl::OkStatus();
-    MultiplyKernel<<<Blocks(x.numel()), 256>>>(x.data(), mask.data(), y.data(), x.numel());
-    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) const override {
-    if (auto s = CheckOperands("add operand", {&a, &b, &out}); !s.ok()) return s;
-    if (auto s = CheckSameSize("add", a, b); !s.ok()) return s;
-    if (auto s = CheckSameSize("add", a, out); !s.ok()) return s;
-    if (a.numel() == 0) return absl::OkStatus();
-    AddKernel<<<Blocks(a.numel()), 256>>>(a.data(), b.data(), out.data(), a.numel());
-    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  absl::Status Axpy(float alpha, const Tensor& x, const Tensor& y) const override {
-    if (auto s = CheckOperands("axpy operand", {&x, &y}); !s.ok()) return s;
-    if (auto s = CheckSameSize("axpy", x, y); !s.ok()) return s;
-    if (x.numel() == 0) return absl::OkStatus();
-    AxpyKernel<<<Blocks(x.numel()), 256>>>(alpha, x.data(), y.data(), x.numel());
-    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  absl::Status Scale(float alpha, const Tensor& x) const override {
-    if (auto s = CheckOperands("scale operand", {&x}); !s.ok()) return s;
-    if (x.numel() == 0) return absl::OkStatus();
-    ScaleKernel<<<Blocks(x.numel()), 256>>>(alpha, x.data(), x.numel());
-    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  absl::Status BroadcastRows(const Tensor& bias, const Tensor& out) const override {
-    if (auto s = CheckOperands("broadcast_rows operand", {&bias, &out}); !s.ok()) return s;
-    if (auto s = CheckRowShape("broadcast_rows", out, bias); !s.ok()) return s;
-    if (out.numel() == 0) return absl::OkStatus();
-    BroadcastRowsKernel<<<Blocks(out.numel()), 256>>>(bias.data(), out.data(), out.dim(0),
-                                                      out.dim(1));
-    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  absl::Status SumRows(const Tensor& m, const Tensor& sums) const override {
-    if (auto s = CheckOperands("sum_rows operand", {&m, &sums}); !s.ok()) return s;
-    if (auto s = CheckRowShape("sum_rows", m, sums); !s.ok()) return s;
-    if (sums.numel() == 0) return absl::OkStatus();
-    SumRowsKernel<<<Blocks(sums.numel()), 256>>>(m.data(), sums.data(), m.dim(0), m.dim(1));
-    return STRATA_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-};
-
-}  // namespace
-
 absl::Status RegisterCudaBackend() {
-  if (auto s = RegisterCudaAllocator(); !s.ok()) return s;
-  absl::Status s = BackendRegistry::Global().Register(std::make_unique<CudaBackend>());
-  return absl::IsAlreadyExists(s) ? absl::OkStatus() : s;
+  if (BackendRegistry::Global().Find("cuda").ok()) return absl::OkStatus();
+  STRATA_RETURN_IF_ERROR(RegisterCudaAllocator());
+  cudaStream_t stream = nullptr;
+  STRATA_RETURN_IF_ERROR(
+      STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+  cublasHandle_t blas = nullptr;
+  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasCreate(&blas)));
+  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasSetStream(blas, stream)));
+  // Full float32 products unless TF32 is asked for (it is not yet a choice).
+  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH)));
+  return BackendRegistry::Global().Register(std::make_unique<CudaBackend>(stream, blas));
 }
 
 }  // namespace strata

@@ -1,16 +1,23 @@
-// The CUDA backend: device memory for tensors and the element-wise kernels
-// of training (the Backend ops of core/ops/backend.h, SGD update), built when nvcc exists
-// (STRATA_CUDA=AUTO|ON) and run only where a GPU is present.
+// The CUDA backend: device memory for tensors and every op of
+// core/ops/backend.h on a GPU (element-wise kernels, cuBLAS for the matrix
+// products, the loss, dropout's counter-based masks, the optimizers' fused
+// updates), built when nvcc exists (STRATA_CUDA=AUTO|ON) and run only where
+// a GPU is present.
 //
 //   if (CudaDeviceCount() > 0) {
-//     RegisterCudaAllocator();                 // Tensor::Empty(..., Device::kCuda) works now
-//     Tensor x = Tensor::Empty({n}, DType::kF32, Device::kCuda);
-//     STRATA_RETURN_IF_ERROR(CopyToDevice(host, x));
-//     STRATA_RETURN_IF_ERROR(CudaReluForward(x, y));
+//     STRATA_RETURN_IF_ERROR(RegisterCudaBackend());
+//     const Backend& gpu = **BackendRegistry::Global().Find("cuda");
+//     STRATA_ASSIGN_OR_RETURN(Tensor x, gpu.Upload(host));
+//     STRATA_RETURN_IF_ERROR(gpu.Relu(x, x));
 //   }
 //
-// Every call is checked; a CUDA error comes back as a Status naming the call
-// and CUDA's message, never as an abort.
+// The backend's ops run in order on one stream of its own and return
+// without waiting for the GPU (a launch error comes back at once, a fault
+// in a kernel from the next Download); Download waits for everything
+// before it. Memory comes from a caching allocator over cudaMalloc, which
+// the stream's order makes safe to reuse at once. Every call is checked; a
+// CUDA or cuBLAS error comes back as a Status naming the call, never as an
+// abort.
 #ifndef STRATA_CORE_OPS_CUDA_CUDA_BACKEND_H_
 #define STRATA_CORE_OPS_CUDA_CUDA_BACKEND_H_
 
@@ -25,23 +32,14 @@ int CudaDeviceCount();
 // Registers a caching cudaMalloc allocator for Device::kCuda tensors.
 // Fails when no device is present.
 absl::Status RegisterCudaAllocator();
-// Registers the allocator and the "cuda" backend (every element-wise op of
-// core/ops/backend.h). FailedPrecondition when no device is present; calls
-// after the first do nothing.
+// Registers the allocator and the "cuda" backend. FailedPrecondition when
+// no device is present; calls after the first do nothing.
 absl::Status RegisterCudaBackend();
 
-// Host <-> device copies of equally sized float tensors (synchronous).
+// Host <-> device copies of equally sized float tensors, waiting for the
+// copy (and, through the default stream, for work before it).
 absl::Status CopyToDevice(const Tensor& host, const Tensor& device);
 absl::Status CopyToHost(const Tensor& device, const Tensor& host);
-
-// y = max(x, 0) on device tensors of equal size.
-absl::Status CudaReluForward(const Tensor& x, const Tensor& y);
-// dx = dy where y > 0, else 0.
-absl::Status CudaReluBackward(const Tensor& y, const Tensor& dy, const Tensor& dx);
-// SGD with momentum (PyTorch's rule, as core/optim/optimizer.h) on device:
-// d = g + wd*p; buf = mu*buf + d; p -= lr * (nesterov ? d + mu*buf : buf).
-absl::Status CudaSgdUpdate(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
-                           float lr, float momentum, float weight_decay, bool nesterov);
 
 }  // namespace strata
 

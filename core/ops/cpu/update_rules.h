@@ -1,0 +1,81 @@
+// The optimizers' update rules, element by element: one copy of each
+// formula, compiled into the CPU loops (ApplyUpdateRule) and the CUDA
+// kernels alike, so every device updates a parameter the same way.
+//
+// SGD is PyTorch's: d = g + wd*p; buf = mu*buf + d;
+// p -= lr * (nesterov ? d + mu*buf : buf) (no buffer when mu is 0).
+// Adam folds L2 weight decay into the gradient; AdamW decays the
+// parameter itself (decoupled). The gradient used is g * grad_scale.
+#ifndef STRATA_CORE_OPS_CPU_UPDATE_RULES_H_
+#define STRATA_CORE_OPS_CPU_UPDATE_RULES_H_
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/ops/cpu/host_device.h"
+
+namespace strata {
+
+enum class UpdateKind : uint8_t { kSgd, kAdam, kAdamW };
+
+struct UpdateRule {
+  UpdateKind kind = UpdateKind::kSgd;
+  float momentum = 0.0f;  // sgd
+  bool nesterov = false;  // sgd
+  float weight_decay = 0.0f;
+  float beta1 = 0.9f;  // adam, adamw
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+
+  // Floats of state per parameter element: SGD's momentum buffer, Adam's
+  // two moments (all of m, then all of v).
+  int state_slots() const {
+    if (kind != UpdateKind::kSgd) return 2;
+    return momentum > 0.0f ? 1 : 0;
+  }
+};
+
+// What every element of one update shares.
+struct UpdateStep {
+  float lr = 0.0f;
+  float grad_scale = 1.0f;
+  float step_size = 0.0f;       // adam: lr / (1 - beta1^step)
+  float inv_sqrt_bias2 = 1.0f;  // adam: 1 / sqrt(1 - beta2^step)
+};
+
+// `step` is the parameter's 1-based update count.
+UpdateStep PrepareUpdate(const UpdateRule& rule, float lr, int64_t step, float grad_scale);
+
+STRATA_HOST_DEVICE inline void SgdElement(const UpdateRule& r, const UpdateStep& s, float& p,
+                                          float g, float* buf) {
+  const float d = g * s.grad_scale + r.weight_decay * p;
+  if (r.momentum == 0.0f) {
+    p -= s.lr * d;
+    return;
+  }
+  const float b = r.momentum * *buf + d;
+  *buf = b;
+  p -= s.lr * (r.nesterov ? d + r.momentum * b : b);
+}
+
+STRATA_HOST_DEVICE inline void AdamElement(const UpdateRule& r, const UpdateStep& s, float& p,
+                                           float g, float& m, float& v) {
+  float d = g * s.grad_scale;
+  if (r.kind == UpdateKind::kAdamW) {
+    p -= s.lr * r.weight_decay * p;
+  } else {
+    d += r.weight_decay * p;
+  }
+  m = r.beta1 * m + (1.0f - r.beta1) * d;
+  v = r.beta2 * v + (1.0f - r.beta2) * d * d;
+  p -= s.step_size * m / (sqrtf(v) * s.inv_sqrt_bias2 + r.epsilon);
+}
+
+// One update of n elements on the host (OpenMP-parallel for large n).
+// `state` holds rule.state_slots() arrays of n floats, back to back.
+void ApplyUpdateRule(const UpdateRule& rule, float* param, const float* grad, float* state,
+                     int64_t n, float lr, int64_t step, float grad_scale);
+
+}  // namespace strata
+
+#endif  // STRATA_CORE_OPS_CPU_UPDATE_RULES_H_
