@@ -1,12 +1,13 @@
-// BatchNorm2d over NHWC images, through oneDNN.
+// BatchNorm2d over NHWC images, computed by a backend's BatchNorm kernel
+// (core/ops/layer_kernels.h: oneDNN on the host, cuDNN on a GPU), one per
+// batch size; its parameters and statistics live on the backend's device.
 //
 // Training: normalise with the batch mean and (biased) variance per channel,
 // and update running_mean / running_var (unbiased) with `momentum`, as
 // PyTorch does. Evaluation: normalise with the running statistics.
 // Parameters: weight (gamma) and bias (beta), {C}; state: running_mean,
 // running_var, {C}. It can absorb a following ReLU (core/layers/fusion.h):
-// then it outputs max(y, 0) and masks the gradient in its own pass, keeping
-// a bit mask of the rectified outputs from the training Forward.
+// then it outputs max(y, 0) and masks the gradient in its own pass.
 #ifndef STRATA_CORE_LAYERS_BATCHNORM2D_H_
 #define STRATA_CORE_LAYERS_BATCHNORM2D_H_
 
@@ -15,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
+#include "core/ops/backend.h"
 
 namespace strata {
 
@@ -25,9 +27,9 @@ struct BatchNormOptions {
 
 class BatchNorm2d final : public Layer {
  public:
-  static absl::StatusOr<std::unique_ptr<BatchNorm2d>> Create(std::string name,
-                                                             const Shape& input_shape,
-                                                             const BatchNormOptions& options);
+  static absl::StatusOr<std::unique_ptr<BatchNorm2d>> Create(
+      std::string name, const Shape& input_shape, const BatchNormOptions& options,
+      const Backend& backend = HostBackend());
   ~BatchNorm2d() override;
   const char* kind() const override { return "batchnorm2d"; }
   Shape output_shape() const override { return input_shape(); }
@@ -39,20 +41,21 @@ class BatchNorm2d final : public Layer {
   bool AbsorbFollowingRelu() override;
 
  private:
-  struct Kernels;
-  BatchNorm2d(std::string name, const Shape& input_shape, const BatchNormOptions& options);
-  Kernels& KernelsFor(int64_t batch);
+  BatchNorm2d(std::string name, const Shape& input_shape, const BatchNormOptions& options,
+              const Backend& backend);
+  BatchNormKernel& KernelFor(int64_t batch);
+  // gamma 1, beta 0, running mean 0 and variance 1 (PyTorch's start).
+  void ResetValues();
 
+  const Backend& backend_;
   BatchNormOptions options_;
   bool fused_relu_ = false;
   Parameter weight_;
   Parameter bias_;
   StateBuffer running_mean_;
   StateBuffer running_var_;
-  std::map<int64_t, std::unique_ptr<Kernels>> kernels_;
-  // Saved by the training Forward for Backward.
-  Tensor input_, batch_mean_, batch_var_;
-  Tensor relu_mask_;  // oneDNN's workspace, when fused_relu_
+  std::map<int64_t, std::unique_ptr<BatchNormKernel>> kernels_;
+  Tensor input_, output_;  // of the training Forward, for Backward
 };
 
 }  // namespace strata

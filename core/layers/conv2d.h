@@ -1,17 +1,13 @@
-// Conv2d: 2-D convolution over NHWC images, through oneDNN.
+// Conv2d: 2-D convolution over NHWC images, computed by a backend's
+// convolution kernel (core/ops/layer_kernels.h: oneDNN on the host, with
+// direct or Winograd convolution as core/ops/cpu/dnnl_convolution.h picks;
+// cuDNN on a GPU), one per batch size, made on first use.
 //
 // Parameters: weight {out_channels, in_channels, kernel, kernel} (OIHW, the
 // PyTorch order) and, unless options.bias is false, bias {out_channels}
-// (a convolution followed by BatchNorm needs none). Input {H, W, C_in} per sample,
-// output {H_out, W_out, C_out} with H_out = (H + 2*padding - kernel)/stride + 1.
-//
-// Algorithm: direct convolution reads the NHWC activations as they are.
-// Winograd F(4x4, 3x3) does a quarter of the multiplications of a 3x3
-// stride-1 convolution, works in oneDNN's channel-blocked layout (the layer
-// converts its input, output and their gradients), and rounds differently
-// (about 1e-6 of a tensor's largest value apart from direct). kAuto picks
-// Winograd for a batch size where oneDNN has it on this CPU and
-// WinogradPays, direct elsewhere.
+// (a convolution followed by BatchNorm needs none), on the backend's
+// device. Input {H, W, C_in} per sample, output {H_out, W_out, C_out} with
+// H_out = (H + 2*padding - kernel)/stride + 1.
 #ifndef STRATA_CORE_LAYERS_CONV2D_H_
 #define STRATA_CORE_LAYERS_CONV2D_H_
 
@@ -21,10 +17,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
+#include "core/ops/backend.h"
 
 namespace strata {
-
-enum class ConvAlgorithm { kAuto, kDirect, kWinograd };
 
 // "auto", "direct", "winograd".
 const char* ConvAlgorithmName(ConvAlgorithm algorithm);
@@ -40,23 +35,16 @@ struct Conv2dOptions {
   ConvAlgorithm algorithm = ConvAlgorithm::kAuto;
 };
 
-// True when Winograd is expected to be faster than direct convolution,
-// layout conversions included, for `batch` images of `input_shape`
-// ({H, W, C}): a 3x3 kernel at stride 1, an output whose height and width
-// are multiples of the 4x4 tile (else the tiles' overhang is wasted work),
-// channels in blocks of 16, and enough tiles to pay for transforming the
-// weights once per pass: N*H*W/16 >= 64 with at least 128 input and output
-// channels, >= 256 with at least 64 (fewer channels: direct).
-bool WinogradPays(int64_t batch, const Shape& input_shape, const Conv2dOptions& options);
-
 class Conv2d final : public Layer {
  public:
   // Fails with InvalidArgument when `input_shape` is not {H, W, C} or the
   // options do not fit it (non-positive sizes, kernel larger than the padded
-  // image), and with Unimplemented when options.algorithm is kWinograd but
-  // this CPU's oneDNN has no Winograd kernel for the shape.
+  // image), and with the backend's error when it cannot make the kernel
+  // (Unimplemented when options.algorithm is kWinograd but this CPU's
+  // oneDNN has no Winograd kernel for the shape).
   static absl::StatusOr<std::unique_ptr<Conv2d>> Create(std::string name, const Shape& input_shape,
-                                                        const Conv2dOptions& options);
+                                                        const Conv2dOptions& options,
+                                                        const Backend& backend = HostBackend());
   ~Conv2d() override;
 
   const char* kind() const override { return "conv2d"; }
@@ -66,25 +54,23 @@ class Conv2d final : public Layer {
   std::vector<Parameter*> parameters() override;
   void InitParameters(Rng& rng) override;
   int64_t ForwardFlopsPerSample() const override;
-  // kDirect or kWinograd: what runs for batches of `batch` images (should
-  // oneDNN lack the Winograd kernel kAuto picks for a batch size, direct
-  // runs instead, with a warning).
-  ConvAlgorithm AlgorithmFor(int64_t batch) const;
+  // What computes batches of `batch` images (ConvolutionKernel::algorithm:
+  // "direct" or "winograd" on the host).
+  std::string AlgorithmFor(int64_t batch);
 
  private:
-  struct Kernels;  // oneDNN primitives for one batch size
   Conv2d(std::string name, const Shape& input_shape, const Conv2dOptions& options,
-         bool winograd_available);
-  Kernels& KernelsFor(int64_t batch);
+         const Backend& backend);
+  ConvolutionShape ShapeFor(int64_t batch) const;
+  absl::StatusOr<ConvolutionKernel*> KernelFor(int64_t batch);
 
+  const Backend& backend_;
   Conv2dOptions options_;
-  bool winograd_available_;  // oneDNN has a Winograd kernel for this layer here
   Shape output_shape_;
   Parameter weight_;
   Parameter bias_;
-  std::map<int64_t, std::unique_ptr<Kernels>> kernels_;
-  Tensor input_;             // saved by Forward for Backward, in the kernel's layout
-  Tensor weight_in_layout_;  // weights as the forward kernel wants them
+  std::map<int64_t, std::unique_ptr<ConvolutionKernel>> kernels_;
+  Tensor input_;  // saved by the training Forward for Backward
 };
 
 }  // namespace strata

@@ -1,10 +1,10 @@
 // Pool2d: max or average pooling over NHWC images, and global average
-// pooling, through oneDNN.
+// pooling, computed by a backend's pooling kernel (core/ops/layer_kernels.h:
+// oneDNN on the host, cuDNN on a GPU), one per batch size.
 //
-// Max pooling keeps oneDNN's workspace (argmax positions) from the training
-// Forward for Backward. Average pooling excludes padding from the divisor.
-// Global average pooling averages each channel over the whole image and
-// outputs a vector {C} per sample.
+// Average pooling excludes padding from the divisor. Global average pooling
+// averages each channel over the whole image and outputs a vector {C} per
+// sample.
 #ifndef STRATA_CORE_LAYERS_POOL2D_H_
 #define STRATA_CORE_LAYERS_POOL2D_H_
 
@@ -13,10 +13,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
+#include "core/ops/backend.h"
 
 namespace strata {
-
-enum class PoolKind { kMax, kAverage };
 
 struct Pool2dOptions {
   PoolKind kind = PoolKind::kMax;
@@ -30,7 +29,8 @@ class Pool2d final : public Layer {
  public:
   // Fails unless the input is {H, W, C} and the window fits it.
   static absl::StatusOr<std::unique_ptr<Pool2d>> Create(std::string name, const Shape& input_shape,
-                                                        Pool2dOptions options);
+                                                        Pool2dOptions options,
+                                                        const Backend& backend = HostBackend());
   ~Pool2d() override;
   const char* kind() const override;
   Shape output_shape() const override { return output_shape_; }
@@ -38,16 +38,16 @@ class Pool2d final : public Layer {
   Tensor Backward(const Tensor& grad_output, bool need_input_grad) override;
 
  private:
-  struct Kernels;
-  Pool2d(std::string name, const Shape& input_shape, const Pool2dOptions& options);
-  Kernels& KernelsFor(int64_t batch);
+  Pool2d(std::string name, const Shape& input_shape, const Pool2dOptions& options,
+         const Backend& backend);
+  PoolingKernel& KernelFor(int64_t batch);
 
+  const Backend& backend_;
   Pool2dOptions options_;
   Shape output_shape_;    // per-sample output as reported ({C} when global)
   Shape spatial_output_;  // {H_out, W_out, C}
-  std::map<int64_t, std::unique_ptr<Kernels>> kernels_;
-  int64_t saved_batch_ = -1;  // batch of the last training Forward
-  Tensor workspace_;          // max pooling's argmax record
+  std::map<int64_t, std::unique_ptr<PoolingKernel>> kernels_;
+  Tensor input_, output_;  // of the last training Forward (output_ spatial)
 };
 
 }  // namespace strata

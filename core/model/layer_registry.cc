@@ -43,11 +43,12 @@ LayerType Conv2dType() {
     return ParseWindow(r, s);
   };
   t.build = [](const LayerSpec& s, const Shape& input,
-               const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
+               const LayerBuildContext& c) -> absl::StatusOr<std::unique_ptr<Layer>> {
     STRATA_ASSIGN_OR_RETURN(ConvAlgorithm algorithm, ParseConvAlgorithm(s.algorithm));
     return Conv2d::Create(
         s.name, input,
-        Conv2dOptions{s.out_channels, s.kernel, s.stride, s.padding, s.bias, algorithm});
+        Conv2dOptions{s.out_channels, s.kernel, s.stride, s.padding, s.bias, algorithm},
+        *c.backend);
   };
   // The algorithm is left out: it changes how the layer computes (and its
   // rounding), not what, so processes may differ in it.
@@ -57,6 +58,7 @@ LayerType Conv2dType() {
     j["bias"] = s.bias;
     return j;
   };
+  t.devices = kEveryDevice;
   return t;
 }
 
@@ -71,16 +73,17 @@ LayerType PoolType(const std::string& name) {
     return ParseWindow(r, s);
   };
   t.build = [name, global](const LayerSpec& s, const Shape& input,
-                           const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
+                           const LayerBuildContext& c) -> absl::StatusOr<std::unique_ptr<Layer>> {
     Pool2dOptions o;
     o.kind = name == "maxpool2d" ? PoolKind::kMax : PoolKind::kAverage;
     o.kernel = s.kernel;
     o.stride = s.stride;
     o.padding = s.padding;
     o.global = global;
-    return Pool2d::Create(s.name, input, o);
+    return Pool2d::Create(s.name, input, o, *c.backend);
   };
   t.identity = [global](const LayerSpec& s) { return global ? json::object() : WindowIdentity(s); };
+  t.devices = kEveryDevice;
   return t;
 }
 
@@ -92,12 +95,13 @@ LayerType BatchNormType() {
     return r.Optional("momentum", &s->momentum);
   };
   t.build = [](const LayerSpec& s, const Shape& input,
-               const LayerBuildContext&) -> absl::StatusOr<std::unique_ptr<Layer>> {
-    return BatchNorm2d::Create(s.name, input, BatchNormOptions{s.epsilon, s.momentum});
+               const LayerBuildContext& c) -> absl::StatusOr<std::unique_ptr<Layer>> {
+    return BatchNorm2d::Create(s.name, input, BatchNormOptions{s.epsilon, s.momentum}, *c.backend);
   };
   t.identity = [](const LayerSpec& s) {
     return json{{"epsilon", s.epsilon}, {"momentum", s.momentum}};
   };
+  t.devices = kEveryDevice;
   return t;
 }
 

@@ -49,6 +49,18 @@ absl::Status Backend::ApplyUpdate(const UpdateRule&, const Tensor&, const Tensor
   return Lacks("apply_update");
 }
 
+absl::StatusOr<std::unique_ptr<ConvolutionKernel>> Backend::MakeConvolution(
+    const ConvolutionShape&) const {
+  return Lacks("convolution");
+}
+absl::StatusOr<std::unique_ptr<PoolingKernel>> Backend::MakePooling(const PoolingShape&) const {
+  return Lacks("pooling");
+}
+absl::StatusOr<std::unique_ptr<BatchNormKernel>> Backend::MakeBatchNorm(
+    const BatchNormShape&) const {
+  return Lacks("batchnorm");
+}
+
 Tensor Backend::Zeros(const Shape& shape) const {
   Tensor t = Empty(shape);
   STRATA_CHECK_OK(Fill(0.0f, t));

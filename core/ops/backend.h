@@ -29,7 +29,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/ops/cpu/update_rules.h"
+#include "core/ops/layer_kernels.h"
+#include "core/ops/shared/update_rules.h"
 #include "core/tensor/tensor.h"
 
 namespace strata {
@@ -76,17 +77,25 @@ class Backend {
                                            const Tensor& row_correct, const Tensor& grad) const;
 
   // Inverted dropout's mask: element i is 0 with probability p, else
-  // 1/(1-p), drawn from (seed, stream, i) alone (core/ops/cpu/counter_random.h),
+  // 1/(1-p), drawn from (seed, stream, i) alone (core/ops/shared/counter_random.h),
   // so every backend draws the same mask.
   virtual absl::Status DropoutMask(uint64_t seed, uint64_t stream, float p,
                                    const Tensor& mask) const;
 
-  // One optimizer update of `param` from `grad` (core/ops/cpu/update_rules.h):
+  // One optimizer update of `param` from `grad` (core/ops/shared/update_rules.h):
   // `state` holds rule.state_slots() * param.numel() floats (undefined when
   // the rule keeps none); `step` is the parameter's 1-based update count.
   virtual absl::Status ApplyUpdate(const UpdateRule& rule, const Tensor& param, const Tensor& grad,
                                    const Tensor& state, float lr, int64_t step,
                                    float grad_scale) const;
+
+  // The kernels of one layer for one batch size (core/ops/layer_kernels.h).
+  virtual absl::StatusOr<std::unique_ptr<ConvolutionKernel>> MakeConvolution(
+      const ConvolutionShape& shape) const;
+  virtual absl::StatusOr<std::unique_ptr<PoolingKernel>> MakePooling(
+      const PoolingShape& shape) const;
+  virtual absl::StatusOr<std::unique_ptr<BatchNormKernel>> MakeBatchNorm(
+      const BatchNormShape& shape) const;
 
   // An uninitialised float tensor on this backend's device.
   Tensor Empty(const Shape& shape, DType dtype = DType::kF32) const {

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 
-#include "core/ops/cpu/counter_random.h"
+#include "core/ops/cpu/apply_update.h"
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/ops/cpu/elementwise.h"
 #include "core/ops/cpu/loss_rows.h"
+#include "core/ops/shared/counter_random.h"
 #include "core/status.h"
 
 namespace strata {

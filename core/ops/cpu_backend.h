@@ -38,8 +38,19 @@ class CpuBackend : public Backend {
   absl::Status ApplyUpdate(const UpdateRule& rule, const Tensor& param, const Tensor& grad,
                            const Tensor& state, float lr, int64_t step,
                            float grad_scale) const override;
+  // oneDNN's kernels (core/ops/host_layer_kernels.cc).
+  absl::StatusOr<std::unique_ptr<ConvolutionKernel>> MakeConvolution(
+      const ConvolutionShape& shape) const override;
+  absl::StatusOr<std::unique_ptr<PoolingKernel>> MakePooling(
+      const PoolingShape& shape) const override;
+  absl::StatusOr<std::unique_ptr<BatchNormKernel>> MakeBatchNorm(
+      const BatchNormShape& shape) const override;
 
  protected:
+  friend class HostConvolution;
+  friend class HostPooling;
+  friend class HostBatchNorm;
+
   // Held while one op's kernel runs; what it was made with (closing the
   // operands again) runs when it goes.
   class OperandAccess {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/ops/cpu/update_rules.h"
+#include "core/ops/cpu/apply_update.h"
 
 namespace strata {
 
@@ -38,7 +38,7 @@ class Optimizer {
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config);
 
   const OptimizerConfig& config() const { return config_; }
-  // The element-wise rule (core/ops/cpu/update_rules.h) every device applies.
+  // The element-wise rule (core/ops/cpu/apply_update.h) every device applies.
   const UpdateRule& rule() const { return rule_; }
   // Floats of state per parameter element.
   int state_slots() const { return rule_.state_slots(); }

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/ops/backend.h"
-#include "core/ops/cpu/counter_random.h"
+#include "core/ops/shared/counter_random.h"
 #include "core/status.h"
 #include "tests/core/gradient_check.h"
 #ifdef STRATA_HAVE_CUDA

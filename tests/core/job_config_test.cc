@@ -102,15 +102,6 @@ class CountingBackend final : public CpuBackend {
   mutable std::map<std::string, int> calls;
 };
 
-// A backend on a device no core kernel runs on.
-class ElsewhereBackend final : public Backend {
- public:
-  std::string name() const override { return "elsewhere"; }
-  Device device() const override { return Device::kCuda; }
-  absl::StatusOr<Tensor> Upload(const Tensor&) const override { return Lacks("upload"); }
-  absl::StatusOr<Tensor> Download(const Tensor&) const override { return Lacks("download"); }
-};
-
 TEST(ModelTest, LayersComputeThroughTheBackendTheModelIsBuiltOn) {
   auto config = LoadJobConfig(testing::kConfig);
   ASSERT_TRUE(config.ok()) << config.status();
@@ -135,15 +126,16 @@ TEST(ModelTest, LayersComputeThroughTheBackendTheModelIsBuiltOn) {
 }
 
 TEST(ModelTest, ALayerTypeThatDoesNotRunOnTheBackendsDeviceIsRefusedByName) {
-  auto config = LoadJobConfig(testing::kConfig);
+  auto config = LoadJobConfig(testing::kMoeConfig);
   ASSERT_TRUE(config.ok()) << config.status();
-  ElsewhereBackend backend;
-  auto model = Model::Build(config->model, 1, backend);
+  // The MoE layer computes on the host only; every core layer type runs on
+  // every backend, the checking device included.
+  const Backend& check = **BackendRegistry::Global().Find("check");
+  auto model = Model::Build(config->model, 1, check);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "model.layers[0] (conv2d \"conv1\"): conv2d layers do not run on the elsewhere "
-            "backend");
+            "model.layers[8] (moe \"moe\"): moe layers do not run on the check backend");
 }
 
 TEST(JobConfigTest, AugmentationIsOffByDefaultAndCheckedWhenAsked) {
@@ -186,8 +178,8 @@ TEST(JobConfigTest, FcBatchingIsGatheredByDefaultAndCheckedWhenGiven) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->cluster.fc_batching, "gathered");
   const std::string from = R"("fc_workers": 1})";
-  auto arrival = ParseJobConfig(Edited(from, R"("fc_workers": 1, "fc_batching": "arrival"})"),
-                                "arrival");
+  auto arrival =
+      ParseJobConfig(Edited(from, R"("fc_workers": 1, "fc_batching": "arrival"})"), "arrival");
   ASSERT_TRUE(arrival.ok()) << arrival.status();
   EXPECT_EQ(arrival->cluster.fc_batching, "arrival");
   EXPECT_NE(JobIdentity(*plain), JobIdentity(*arrival));

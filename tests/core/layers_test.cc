@@ -11,6 +11,7 @@
 #include "core/layers/linear.h"
 #include "core/layers/pool2d.h"
 #include "core/layers/softmax_cross_entropy.h"
+#include "core/ops/cpu/dnnl_convolution.h"
 #include "tests/core/gradient_check.h"
 #include "tests/core/reference_ops.h"
 
@@ -116,7 +117,7 @@ TEST(Conv2dTest, WinogradMatchesTheReferenceAndFiniteDifferences) {
   }
   ASSERT_TRUE(conv.ok()) << conv.status();
   InitRandom(**conv, 21);
-  EXPECT_EQ((*conv)->AlgorithmFor(2), ConvAlgorithm::kWinograd);
+  EXPECT_EQ((*conv)->AlgorithmFor(2), "winograd");
   Tensor x = RandomTensor({2, 8, 8, 64}, 22);
   Tensor want =
       reference::Conv2d(x, (*conv)->parameters()[0]->value, (*conv)->parameters()[1]->value, 1, 1);
@@ -132,11 +133,11 @@ TEST(Conv2dTest, WinogradAndDirectAgreeWhereAutoPicksWinograd) {
   auto direct = Conv2d::Create("conv", input, Conv3x3(64, ConvAlgorithm::kDirect));
   ASSERT_TRUE(fast.ok() && direct.ok());
   const int64_t batch = 64;  // 256 tiles of 4x4: auto's threshold for 64 channels
-  if ((*fast)->AlgorithmFor(batch) != ConvAlgorithm::kWinograd) {
+  if ((*fast)->AlgorithmFor(batch) != "winograd") {
     GTEST_SKIP() << "no Winograd kernel on this CPU";
   }
-  EXPECT_EQ((*fast)->AlgorithmFor(4), ConvAlgorithm::kDirect);  // 16 tiles: direct
-  EXPECT_EQ((*direct)->AlgorithmFor(batch), ConvAlgorithm::kDirect);
+  EXPECT_EQ((*fast)->AlgorithmFor(4), "direct");  // 16 tiles: direct
+  EXPECT_EQ((*direct)->AlgorithmFor(batch), "direct");
   InitRandom(**fast, 23);
   InitRandom(**direct, 23);
   Tensor x = RandomTensor({batch, 8, 8, 64}, 24);
@@ -154,20 +155,30 @@ TEST(Conv2dTest, WinogradAndDirectAgreeWhereAutoPicksWinograd) {
   }
 }
 
+// A padded 3x3 convolution of `batch` images of `input` to `out` channels.
+ConvolutionShape Conv3x3Shape(int64_t batch, const Shape& input, int64_t out, int64_t stride = 1) {
+  ConvolutionShape s;
+  s.batch = batch;
+  s.height = input[0];
+  s.width = input[1];
+  s.in_channels = input[2];
+  s.out_channels = out;
+  s.kernel = 3;
+  s.stride = stride;
+  s.padding = 1;
+  return s;
+}
+
 TEST(Conv2dTest, WinogradPaysOnlyForTiledThreeByThreeConvolutionsWithEnoughTiles) {
-  const Conv2dOptions c64 = Conv3x3(64, ConvAlgorithm::kAuto);
-  const Conv2dOptions c512 = Conv3x3(512, ConvAlgorithm::kAuto);
-  EXPECT_TRUE(WinogradPays(64, {8, 8, 64}, c64));       // 256 tiles, 64 channels
-  EXPECT_FALSE(WinogradPays(32, {8, 8, 64}, c64));      // 128 tiles are too few at 64
-  EXPECT_TRUE(WinogradPays(64, {4, 4, 512}, c512));     // 64 tiles at 512 channels
-  EXPECT_FALSE(WinogradPays(16, {4, 4, 512}, c512));    // 16 tiles
-  EXPECT_FALSE(WinogradPays(64, {14, 14, 512}, c512));  // 14 is no multiple of 4
-  EXPECT_FALSE(WinogradPays(64, {2, 2, 512}, c512));    // a 2x2 output in a 4x4 tile
-  EXPECT_FALSE(WinogradPays(64, {32, 32, 32}, Conv3x3(32, ConvAlgorithm::kAuto)));
-  EXPECT_FALSE(WinogradPays(64, {32, 32, 3}, c64));  // the first layer's 3 channels
-  Conv2dOptions strided = c64;
-  strided.stride = 2;
-  EXPECT_FALSE(WinogradPays(64, {16, 16, 64}, strided));
+  EXPECT_TRUE(WinogradPays(Conv3x3Shape(64, {8, 8, 64}, 64)));       // 256 tiles, 64 channels
+  EXPECT_FALSE(WinogradPays(Conv3x3Shape(32, {8, 8, 64}, 64)));      // 128 tiles are too few
+  EXPECT_TRUE(WinogradPays(Conv3x3Shape(64, {4, 4, 512}, 512)));     // 64 tiles at 512 channels
+  EXPECT_FALSE(WinogradPays(Conv3x3Shape(16, {4, 4, 512}, 512)));    // 16 tiles
+  EXPECT_FALSE(WinogradPays(Conv3x3Shape(64, {14, 14, 512}, 512)));  // 14 is no multiple of 4
+  EXPECT_FALSE(WinogradPays(Conv3x3Shape(64, {2, 2, 512}, 512)));    // a 2x2 output in a 4x4 tile
+  EXPECT_FALSE(WinogradPays(Conv3x3Shape(64, {32, 32, 32}, 32)));
+  EXPECT_FALSE(WinogradPays(Conv3x3Shape(64, {32, 32, 3}, 64)));  // the first layer's 3 channels
+  EXPECT_FALSE(WinogradPays(Conv3x3Shape(64, {16, 16, 64}, 64, /*stride=*/2)));
 }
 
 TEST(Conv2dTest, AWinogradRequestWithoutAKernelIsRefusedByName) {

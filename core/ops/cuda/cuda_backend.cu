@@ -11,9 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/ops/backend.h"
-#include "core/ops/cpu/counter_random.h"
-#include "core/ops/cpu/update_rules.h"
+#include "core/ops/cuda/cuda_context.h"
 #include "core/ops/cuda/cuda_status.h"
+#include "core/ops/cuda/cudnn_layer_kernels.h"
+#include "core/ops/shared/counter_random.h"
+#include "core/ops/shared/update_rules.h"
 #include "core/status.h"
 #include "core/tensor/allocator.h"
 
@@ -29,12 +31,6 @@ class CudaMallocAllocator final : public Allocator {
   }
   void Deallocate(void* ptr, size_t) override { cudaFree(ptr); }
 };
-
-absl::Status CublasStatus(cublasStatus_t status, const char* call) {
-  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(call, ": ", cublasGetStatusString(status)));
-}
-#define STRATA_CUBLAS_CHECK(call) CublasStatus((call), #call)
 
 constexpr int kThreads = 256;
 int Blocks(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
@@ -140,7 +136,8 @@ __global__ void AdamKernel(UpdateRule rule, UpdateStep step, float* p, const flo
 // Every op of core/ops/backend.h on one stream of its own.
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
+  explicit CudaBackend(CudaContext context)
+      : context_(context), stream_(context.stream), blas_(context.blas) {}
   std::string name() const override { return "cuda"; }
   Device device() const override { return Device::kCuda; }
 
@@ -316,10 +313,24 @@ class CudaBackend final : public Backend {
     return Launched("apply_update");
   }
 
+  absl::StatusOr<std::unique_ptr<ConvolutionKernel>> MakeConvolution(
+      const ConvolutionShape& shape) const override {
+    return MakeCudnnConvolution(context_, shape);
+  }
+  absl::StatusOr<std::unique_ptr<PoolingKernel>> MakePooling(
+      const PoolingShape& shape) const override {
+    return MakeCudnnPooling(context_, shape);
+  }
+  absl::StatusOr<std::unique_ptr<BatchNormKernel>> MakeBatchNorm(
+      const BatchNormShape& shape) const override {
+    return MakeCudnnBatchNorm(context_, *this, shape);
+  }
+
  private:
   // A launch's own error (a bad configuration), without waiting for the kernel.
   static absl::Status Launched(const char* op) { return CudaStatus(cudaGetLastError(), op); }
 
+  const CudaContext context_;
   cudaStream_t stream_;
   cublasHandle_t blas_;
 };
@@ -356,18 +367,21 @@ absl::Status CopyToHost(const Tensor& device, const Tensor& host) {
       cudaMemcpy(host.raw_data(), device.raw_data(), host.nbytes(), cudaMemcpyDeviceToHost));
 }
 
-absl::Status RegisterCudaBackend() {
+absl::Status RegisterCudaBackend(const CudaBackendOptions& options) {
   if (BackendRegistry::Global().Find("cuda").ok()) return absl::OkStatus();
   STRATA_RETURN_IF_ERROR(RegisterCudaAllocator());
-  cudaStream_t stream = nullptr;
+  CudaContext context;
+  context.tf32 = options.tf32;
   STRATA_RETURN_IF_ERROR(
-      STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
-  cublasHandle_t blas = nullptr;
-  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasCreate(&blas)));
-  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasSetStream(blas, stream)));
-  // Full float32 products unless TF32 is asked for (it is not yet a choice).
-  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH)));
-  return BackendRegistry::Global().Register(std::make_unique<CudaBackend>(stream, blas));
+      STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&context.stream, cudaStreamNonBlocking)));
+  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasCreate(&context.blas)));
+  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasSetStream(context.blas, context.stream)));
+  // Full float32 products unless TF32 is asked for.
+  STRATA_RETURN_IF_ERROR(STRATA_CUBLAS_CHECK(cublasSetMathMode(
+      context.blas, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH)));
+  STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnCreate(&context.dnn)));
+  STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnSetStream(context.dnn, context.stream)));
+  return BackendRegistry::Global().Register(std::make_unique<CudaBackend>(context));
 }
 
 }  // namespace strata

@@ -1,8 +1,9 @@
 // The CUDA backend: device memory for tensors and every op of
 // core/ops/backend.h on a GPU (element-wise kernels, cuBLAS for the matrix
 // products, the loss, dropout's counter-based masks, the optimizers' fused
-// updates), built when nvcc exists (STRATA_CUDA=AUTO|ON) and run only where
-// a GPU is present.
+// updates, cuDNN for convolution, pooling and BatchNorm:
+// cudnn_layer_kernels.h), built when nvcc exists (STRATA_CUDA=AUTO|ON) and
+// run only where a GPU is present.
 //
 //   if (CudaDeviceCount() > 0) {
 //     STRATA_RETURN_IF_ERROR(RegisterCudaBackend());
@@ -32,9 +33,17 @@ int CudaDeviceCount();
 // Registers a caching cudaMalloc allocator for Device::kCuda tensors.
 // Fails when no device is present.
 absl::Status RegisterCudaAllocator();
+struct CudaBackendOptions {
+  // TensorFloat-32 on the tensor cores for matrix products and
+  // convolutions (about 1e-3 relative error); off, every product is full
+  // float32.
+  bool tf32 = false;
+};
+
 // Registers the allocator and the "cuda" backend. FailedPrecondition when
-// no device is present; calls after the first do nothing.
-absl::Status RegisterCudaBackend();
+// no device is present; calls after the first do nothing (the first one's
+// options hold).
+absl::Status RegisterCudaBackend(const CudaBackendOptions& options = {});
 
 // Host <-> device copies of equally sized float tensors, waiting for the
 // copy (and, through the default stream, for work before it).

@@ -2,12 +2,12 @@
 // index), so a kernel on any device, in any order and with any number of
 // threads, draws the same values, and a seed gives the same dropout mask on
 // every run and every backend.
-#ifndef STRATA_CORE_OPS_CPU_COUNTER_RANDOM_H_
-#define STRATA_CORE_OPS_CPU_COUNTER_RANDOM_H_
+#ifndef STRATA_CORE_OPS_SHARED_COUNTER_RANDOM_H_
+#define STRATA_CORE_OPS_SHARED_COUNTER_RANDOM_H_
 
 #include <cstdint>
 
-#include "core/ops/cpu/host_device.h"
+#include "core/ops/shared/host_device.h"
 
 namespace strata {
 
@@ -35,4 +35,4 @@ STRATA_HOST_DEVICE inline float DropoutMaskValue(uint64_t seed, uint64_t stream,
 
 }  // namespace strata
 
-#endif  // STRATA_CORE_OPS_CPU_COUNTER_RANDOM_H_
+#endif  // STRATA_CORE_OPS_SHARED_COUNTER_RANDOM_H_

@@ -1,18 +1,18 @@
 // The optimizers' update rules, element by element: one copy of each
-// formula, compiled into the CPU loops (ApplyUpdateRule) and the CUDA
-// kernels alike, so every device updates a parameter the same way.
+// formula, compiled into the CPU loops (core/ops/cpu/apply_update.h) and
+// the CUDA kernels alike, so every device updates a parameter the same way.
 //
 // SGD is PyTorch's: d = g + wd*p; buf = mu*buf + d;
 // p -= lr * (nesterov ? d + mu*buf : buf) (no buffer when mu is 0).
 // Adam folds L2 weight decay into the gradient; AdamW decays the
 // parameter itself (decoupled). The gradient used is g * grad_scale.
-#ifndef STRATA_CORE_OPS_CPU_UPDATE_RULES_H_
-#define STRATA_CORE_OPS_CPU_UPDATE_RULES_H_
+#ifndef STRATA_CORE_OPS_SHARED_UPDATE_RULES_H_
+#define STRATA_CORE_OPS_SHARED_UPDATE_RULES_H_
 
 #include <cmath>
 #include <cstdint>
 
-#include "core/ops/cpu/host_device.h"
+#include "core/ops/shared/host_device.h"
 
 namespace strata {
 
@@ -71,11 +71,6 @@ STRATA_HOST_DEVICE inline void AdamElement(const UpdateRule& r, const UpdateStep
   p -= s.step_size * m / (sqrtf(v) * s.inv_sqrt_bias2 + r.epsilon);
 }
 
-// One update of n elements on the host (OpenMP-parallel for large n).
-// `state` holds rule.state_slots() arrays of n floats, back to back.
-void ApplyUpdateRule(const UpdateRule& rule, float* param, const float* grad, float* state,
-                     int64_t n, float lr, int64_t step, float grad_scale);
-
 }  // namespace strata
 
-#endif  // STRATA_CORE_OPS_CPU_UPDATE_RULES_H_
+#endif  // STRATA_CORE_OPS_SHARED_UPDATE_RULES_H_
