@@ -8,6 +8,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "runtime/device_backend.h"
 #include "runtime/step_loop.h"
 #include "runtime/whole_model_program.h"
 
@@ -62,8 +63,11 @@ class SingleProgram final : public WholeModelProgram {
 absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions& options) {
   const TrainingConfig& tc = config.training;
   SetCpuThreads(static_cast<int>(tc.threads));
+  STRATA_ASSIGN_OR_RETURN(const DeviceSpec device, ParseDeviceSpec(tc.device));
+  STRATA_ASSIGN_OR_RETURN(const Backend* backend, OpenDevice(device, tc.tf32));
   STRATA_ASSIGN_OR_RETURN(auto data, LoadTrainingData(config, 0, 1, options.train_limit));
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
+  STRATA_ASSIGN_OR_RETURN(auto model,
+                          Model::Build(config.model, static_cast<uint64_t>(tc.seed), *backend));
   STRATA_ASSIGN_OR_RETURN(auto optimizer, Optimizer::Create(config.optimizer));
   ParameterOptimizer opt(std::move(optimizer),
                          LrSchedule(config.schedule, config.optimizer.lr, data->total_steps),

@@ -1,6 +1,5 @@
 #include "runtime/whole_model_program.h"
 
-#include "core/ops/cpu/elementwise.h"
 #include "core/status.h"
 
 namespace strata {
@@ -24,10 +23,11 @@ void WholeModelProgram::TakeShare(const std::vector<int64_t>& rows, int rank) {
 }
 
 absl::Status WholeModelProgram::Forward(StepContext& ctx) {
-  Tensor logits = model_.Forward(batch_.images, /*training=*/true);
+  STRATA_ASSIGN_OR_RETURN(Tensor images, ToDevice(model_.backend(), batch_.images));
+  Tensor logits = model_.Forward(images, /*training=*/true);
   STRATA_ASSIGN_OR_RETURN(loss_, SoftmaxCrossEntropy(logits, batch_.labels, true));
   if (loss_weight_ != 1.0f) {
-    Scale(loss_weight_, loss_.grad_logits.data(), loss_.grad_logits.numel());
+    STRATA_RETURN_IF_ERROR(model_.backend().Scale(loss_weight_, loss_.grad_logits));
   }
   ctx.loss = loss_.loss;
   return absl::OkStatus();

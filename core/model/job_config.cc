@@ -11,6 +11,7 @@
 #include "core/model/batch_shares.h"
 #include "core/model/fc_batching.h"
 #include "core/model/layer_registry.h"
+#include "core/ops/backend.h"
 #include "core/status.h"
 #include "core/util/json_reader.h"
 
@@ -167,6 +168,11 @@ absl::Status ParseTraining(const json& j, TrainingConfig* t) {
   STRATA_RETURN_IF_ERROR(r.Optional("threads", &t->threads));
   STRATA_RETURN_IF_ERROR(r.Optional("log_every", &t->log_every));
   STRATA_RETURN_IF_ERROR(r.Optional("evaluate", &t->evaluate));
+  STRATA_RETURN_IF_ERROR(r.Optional("device", &t->device));
+  STRATA_RETURN_IF_ERROR(r.Optional("tf32", &t->tf32));
+  if (absl::Status device = ParseDeviceSpec(t->device).status(); !device.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("training.device: ", device.message()));
+  }
   STRATA_RETURN_IF_ERROR(Positive(t->batch_size, "training.batch_size"));
   STRATA_RETURN_IF_ERROR(Positive(t->epochs, "training.epochs"));
   STRATA_RETURN_IF_ERROR(Positive(t->log_every, "training.log_every"));
@@ -272,6 +278,14 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return ParseJobConfig(buffer.str(), path);
+}
+
+absl::Status RequireHostDeviceOutsideSingleMode(const TrainingConfig& training,
+                                                const std::string& mode) {
+  if (training.device == "cpu" || mode == "single") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("training.device \"", training.device,
+                                                 "\" applies to the single mode; the ", mode,
+                                                 " mode's processes compute on the cpu"));
 }
 
 }  // namespace strata

@@ -41,17 +41,17 @@ struct LayerSpec {
   // Unique in the model; defaults to type + ordinal ("conv2d2"). A layer
   // inside a residual block is named after it: "block1.conv2d1".
   std::string name;
-  std::string path;          // "model.layers[3]", "model.layers[3].body[0]": for errors
-  int64_t out_channels = 0;  // conv2d
-  bool bias = true;          // conv2d
+  std::string path;                // "model.layers[3]", "model.layers[3].body[0]": for errors
+  int64_t out_channels = 0;        // conv2d
+  bool bias = true;                // conv2d
   std::string algorithm = "auto";  // conv2d: auto, direct or winograd (core/layers/conv2d.h)
-  int64_t kernel = 0;        // conv2d (default 3), pooling (default 2)
-  int64_t stride = 0;        // conv2d (default 1), pooling (default = kernel)
-  int64_t padding = 0;       // conv2d, pooling
-  int64_t out_features = 0;  // linear
-  float p = 0.5f;            // dropout
-  float epsilon = 1e-5f;     // batchnorm2d
-  float momentum = 0.1f;     // batchnorm2d
+  int64_t kernel = 0;              // conv2d (default 3), pooling (default 2)
+  int64_t stride = 0;              // conv2d (default 1), pooling (default = kernel)
+  int64_t padding = 0;             // conv2d, pooling
+  int64_t out_features = 0;        // linear
+  float p = 0.5f;                  // dropout
+  float epsilon = 1e-5f;           // batchnorm2d
+  float momentum = 0.1f;           // batchnorm2d
   // residual: the body's layers and the shortcut's (none: the identity).
   std::vector<LayerSpec> body;
   std::vector<LayerSpec> shortcut;
@@ -80,17 +80,17 @@ struct AugmentConfig {
 };
 
 struct DataConfig {
-  std::string dataset;          // fashion_mnist, mnist, cifar10, synthetic
-  std::string path;             // directory of the data files
-  std::vector<float> mean;      // per channel (or one value for all)
-  std::vector<float> std;       // per channel (or one value for all)
+  std::string dataset;      // fashion_mnist, mnist, cifar10, synthetic
+  std::string path;         // directory of the data files
+  std::vector<float> mean;  // per channel (or one value for all)
+  std::vector<float> std;   // per channel (or one value for all)
   // Training images. Synthetic: how many to make (default 60000). Files:
   // how many they hold, the data set's standard count unless given
   // (TrainingSetSize); servers plan the run's steps from it without the
   // files, and a worker whose files hold another count stops with an error.
   int64_t train_size = 0;
   int64_t synthetic_test = 0;  // synthetic: test images to make
-  AugmentConfig augment;  // training images only
+  AugmentConfig augment;       // training images only
 };
 
 struct TrainingConfig {
@@ -101,6 +101,11 @@ struct TrainingConfig {
   int64_t threads = 0;     // 0 = the machine's default
   int64_t log_every = 50;  // steps between metric lines
   bool evaluate = true;    // test-set accuracy after every epoch
+  // Where single-process training computes: "cpu", "cuda", "cuda:N" or
+  // "check" (core/ops/backend.h: ParseDeviceSpec).
+  std::string device = "cpu";
+  // TensorFloat-32 in a GPU's matrix products and convolutions.
+  bool tf32 = false;
 };
 
 struct ClusterConfig {
@@ -139,6 +144,11 @@ struct JobConfig {
 
 // Reads and validates a job config file. Errors name the file and the field.
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
+
+// InvalidArgument unless training.device is "cpu" or the job trains in
+// `mode` "single": the cluster roles compute on the host.
+absl::Status RequireHostDeviceOutsideSingleMode(const TrainingConfig& training,
+                                                const std::string& mode);
 // Same, from JSON text; `source` names it in errors.
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& text, const std::string& source);
 

@@ -9,7 +9,7 @@ namespace strata {
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_t seed,
                                                     const Backend& backend) {
-  std::unique_ptr<Model> model(new Model());
+  std::unique_ptr<Model> model(new Model(backend));
   model->input_shape_ = config.input;
   model->split_index_ = config.split_index;
   Shape shape = config.input;

@@ -32,6 +32,9 @@ class Model {
   static absl::StatusOr<std::unique_ptr<Model>> Build(const ModelConfig& config, uint64_t seed,
                                                       const Backend& backend = HostBackend());
 
+  // What the layers compute with; Forward takes tensors on its device
+  // (ToDevice, core/ops/backend.h).
+  const Backend& backend() const { return backend_; }
   int num_layers() const { return static_cast<int>(layers_.size()); }
   Layer& layer(int i) { return *layers_[i]; }
   // Index of the first head layer (num_layers() when the model has no split).
@@ -78,7 +81,7 @@ class Model {
   int64_t TrainingFlopsPerSample() const;
 
  private:
-  Model() = default;
+  explicit Model(const Backend& backend) : backend_(backend) {}
   int End(int end) const { return end < 0 ? num_layers() : end; }
 
   // Between two layers of a Forward or Backward.
@@ -86,6 +89,7 @@ class Model {
     if (observer_ != nullptr) observer_->MayYield();
   }
 
+  const Backend& backend_;
   std::vector<std::unique_ptr<Layer>> layers_;
   WaitObserver* observer_ = nullptr;
   int split_index_ = 0;

@@ -117,6 +117,54 @@ std::vector<const Backend*> BackendRegistry::backends() const {
   return out;
 }
 
+std::string DeviceSpec::ToString() const {
+  if (device == Device::kCuda) return absl::StrCat("cuda:", index);
+  return DeviceName(device);
+}
+
+absl::StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& text) {
+  DeviceSpec spec;
+  if (text == "cpu") return spec;
+  if (text == "check") {
+    spec.device = Device::kCheck;
+    return spec;
+  }
+  spec.device = Device::kCuda;
+  if (text == "cuda") return spec;
+  const std::string prefix = "cuda:";
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
+      text.find_first_not_of("0123456789", prefix.size()) == std::string::npos &&
+      text.size() - prefix.size() <= 4) {
+    spec.index = std::stoi(text.substr(prefix.size()));
+    return spec;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown device \"", text, "\" (cpu, cuda, cuda:N for the N-th GPU, or check)"));
+}
+
+absl::StatusOr<Tensor> ToDevice(const Backend& backend, const Tensor& host) {
+  if (backend.device() == Device::kCpu && host.device() == Device::kCpu) return host;
+  return backend.Upload(host);
+}
+
+absl::StatusOr<Tensor> HostCopy(const Tensor& t) {
+  if (t.device() == Device::kCpu) return t.Clone();
+  STRATA_ASSIGN_OR_RETURN(const Backend* backend, BackendRegistry::Global().ForDevice(t.device()));
+  return backend->Download(t);
+}
+
+absl::Status CopyFromHost(const Tensor& host, const Tensor& dst) {
+  STRATA_RETURN_IF_ERROR(CheckSameSize("copy from the host", host, dst));
+  if (dst.device() == Device::kCpu) {
+    dst.CopyFrom(host);
+    return absl::OkStatus();
+  }
+  STRATA_ASSIGN_OR_RETURN(const Backend* backend,
+                          BackendRegistry::Global().ForDevice(dst.device()));
+  STRATA_ASSIGN_OR_RETURN(Tensor uploaded, backend->Upload(host));
+  return backend->Copy(uploaded.View(dst.shape()), dst);
+}
+
 absl::Status CheckSameSize(const char* op, const Tensor& a, const Tensor& b) {
   if (a.numel() == b.numel()) return absl::OkStatus();
   return absl::InvalidArgumentError(

@@ -130,6 +130,25 @@ class BackendRegistry {
 // they are given another.
 const Backend& HostBackend();
 
+// A device as users name it: "cpu", "check" (the checking device),
+// "cuda" or "cuda:N" (the N-th visible GPU; "cuda" is cuda:0).
+struct DeviceSpec {
+  Device device = Device::kCpu;
+  int index = 0;
+  std::string ToString() const;
+};
+// InvalidArgument naming the accepted forms for any other text.
+absl::StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& text);
+
+// `host` on `backend`'s device: `host` itself on the CPU backend (no
+// copy), an upload elsewhere.
+absl::StatusOr<Tensor> ToDevice(const Backend& backend, const Tensor& host);
+// A host copy of `t` through the backend of its device (a clone of a host
+// tensor).
+absl::StatusOr<Tensor> HostCopy(const Tensor& t);
+// Gives `dst`, on any device, the values of the equally large `host`.
+absl::Status CopyFromHost(const Tensor& host, const Tensor& dst);
+
 // InvalidArgument naming `op` and both sizes unless a and b have as many
 // elements.
 absl::Status CheckSameSize(const char* op, const Tensor& a, const Tensor& b);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "core/ops/backend.h"
 #include "core/status.h"
 #include "core/util/crash_point.h"
 #include "core/util/directory_sync.h"
@@ -236,16 +237,28 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   return checkpoint;
 }
 
+namespace {
+
+// A host copy of a model's tensor, on whatever device it lives (a failing
+// device stops the process, as a failing op does).
+Tensor Captured(const Tensor& t) {
+  absl::StatusOr<Tensor> host = HostCopy(t);
+  STRATA_CHECK_OK(host.status());
+  return *std::move(host);
+}
+
+}  // namespace
+
 Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimizer, int64_t epoch) {
   Checkpoint c;
   nlohmann::json meta = {{"step", optimizer.step()}, {"epoch", epoch}};
   c.metadata_json = meta.dump();
-  for (Parameter* p : model.parameters()) c.tensors.push_back({p->name, p->value.Clone()});
-  for (StateBuffer* b : model.state_buffers()) c.tensors.push_back({b->name, b->value.Clone()});
+  for (Parameter* p : model.parameters()) c.tensors.push_back({p->name, Captured(p->value)});
+  for (StateBuffer* b : model.state_buffers()) c.tensors.push_back({b->name, Captured(b->value)});
   for (size_t i = 0; i < optimizer.parameters().size(); ++i) {
     if (!optimizer.states()[i].defined()) continue;
     c.tensors.push_back(
-        {optimizer.parameters()[i]->name + ".optimizer_state", optimizer.states()[i].Clone()});
+        {optimizer.parameters()[i]->name + ".optimizer_state", Captured(optimizer.states()[i])});
   }
   return c;
 }
@@ -253,8 +266,8 @@ Checkpoint CaptureTrainingState(Model& model, const ParameterOptimizer& optimize
 Checkpoint CaptureParameters(Model& model, int64_t step) {
   Checkpoint c;
   c.metadata_json = nlohmann::json({{"step", step}}).dump();
-  for (Parameter* p : model.parameters()) c.tensors.push_back({p->name, p->value.Clone()});
-  for (StateBuffer* b : model.state_buffers()) c.tensors.push_back({b->name, b->value.Clone()});
+  for (Parameter* p : model.parameters()) c.tensors.push_back({p->name, Captured(p->value)});
+  for (StateBuffer* b : model.state_buffers()) c.tensors.push_back({b->name, Captured(b->value)});
   return c;
 }
 
@@ -288,7 +301,7 @@ absl::StatusOr<int64_t> RestoreTrainingState(const Checkpoint& checkpoint, Model
       !meta.contains("epoch") || !meta["epoch"].is_number_integer()) {
     return absl::DataLossError("checkpoint metadata lacks integer \"step\" and \"epoch\"");
   }
-  for (auto& [src, dst] : copies) dst.CopyFrom(*src);
+  for (auto& [src, dst] : copies) STRATA_RETURN_IF_ERROR(CopyFromHost(*src, dst));
   optimizer.set_step(meta["step"].get<int64_t>());
   return meta["epoch"].get<int64_t>();
 }

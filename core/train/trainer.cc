@@ -20,6 +20,7 @@ nlohmann::json RunSummary::ToJson() const {
                       {"epochs", epochs},
                       {"batch_size", batch_size},
                       {"threads", threads},
+                      {"device", device},
                       {"parameters", parameters},
                       {"test_accuracy", test_accuracy},
                       {"test_loss", test_loss},
@@ -39,6 +40,7 @@ RunSummary NewRunSummary(const std::string& mode, const JobConfig& config, const
   summary.config = config.source;
   summary.batch_size = config.training.batch_size;
   summary.threads = CpuThreads();
+  summary.device = model.backend().name();
   summary.parameters = model.num_parameter_elements();
   summary.forward_flops_per_image = static_cast<double>(model.ForwardFlopsPerSample());
   return summary;
@@ -63,7 +65,7 @@ absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,
   for (int64_t step = 0; result.samples < total; ++step) {
     Batch batch = loader.Get(step);
     const int64_t take = std::min<int64_t>(batch.images.dim(0), total - result.samples);
-    Tensor images = batch.images.Slice(0, take);
+    STRATA_ASSIGN_OR_RETURN(Tensor images, ToDevice(model.backend(), batch.images.Slice(0, take)));
     batch.labels.resize(take);
     Tensor logits = model.Forward(images, /*training=*/false);
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, false));

@@ -40,6 +40,7 @@ struct RunSummary {
   int64_t epochs = 0;
   int64_t batch_size = 0;
   int64_t threads = 0;
+  std::string device;  // the backend the model computed on ("cpu", "cuda", "check")
   int64_t parameters = 0;
   double test_accuracy = 0.0;
   double test_loss = 0.0;

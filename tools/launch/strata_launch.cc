@@ -28,6 +28,7 @@
 #include "core/net/admission.h"
 #include "core/net/curve.h"
 #include "core/net/serving_address.h"
+#include "core/ops/backend.h"
 #include "core/process/process_setup.h"
 #include "core/status.h"
 #include "core/util/log.h"
@@ -46,6 +47,9 @@ ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cluster.mode)");
 ABSL_FLAG(int64_t, threads, 0, "CPU threads per process (overrides training.threads)");
 ABSL_FLAG(bool, evaluate, true, "evaluate on the test set after every epoch");
+ABSL_FLAG(std::string, device, "",
+          "single mode: where to compute: cpu, cuda, cuda:N or check (the checking device); "
+          "overrides training.device");
 ABSL_FLAG(std::string, metrics_out, "", "write metrics as JSON lines to this file");
 ABSL_FLAG(std::string, trace_out, "",
           "ps/stanza: write a Chrome trace (Perfetto, chrome://tracing) of every worker's "
@@ -112,6 +116,11 @@ absl::StatusOr<JobConfig> ConfigFromFlags(const std::string& path) {
   ApplyTrainingFlags(&config.training);
   if (absl::GetFlag(FLAGS_threads) > 0) config.training.threads = absl::GetFlag(FLAGS_threads);
   config.training.evaluate = absl::GetFlag(FLAGS_evaluate);
+  if (!absl::GetFlag(FLAGS_device).empty()) {
+    STRATA_RETURN_IF_ERROR_CTX(ParseDeviceSpec(absl::GetFlag(FLAGS_device)).status(), "--device");
+    config.training.device = absl::GetFlag(FLAGS_device);
+  }
+  STRATA_RETURN_IF_ERROR(RequireHostDeviceOutsideSingleMode(config.training, config.cluster.mode));
   return config;
 }
 

@@ -368,7 +368,13 @@ absl::Status CopyToHost(const Tensor& device, const Tensor& host) {
 }
 
 absl::Status RegisterCudaBackend(const CudaBackendOptions& options) {
-  if (BackendRegistry::Global().Find("cuda").ok()) return absl::OkStatus();
+  static int registered_device = -1;
+  if (registered_device >= 0) {
+    if (registered_device == options.device) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this process computes on cuda:", registered_device, ", not cuda:", options.device));
+  }
+  STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaSetDevice(options.device)));
   STRATA_RETURN_IF_ERROR(RegisterCudaAllocator());
   CudaContext context;
   context.tf32 = options.tf32;
@@ -381,7 +387,10 @@ absl::Status RegisterCudaBackend(const CudaBackendOptions& options) {
       context.blas, options.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH)));
   STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnCreate(&context.dnn)));
   STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnSetStream(context.dnn, context.stream)));
-  return BackendRegistry::Global().Register(std::make_unique<CudaBackend>(context));
+  STRATA_RETURN_IF_ERROR(
+      BackendRegistry::Global().Register(std::make_unique<CudaBackend>(context)));
+  registered_device = options.device;
+  return absl::OkStatus();
 }
 
 }  // namespace strata

@@ -34,15 +34,17 @@ int CudaDeviceCount();
 // Fails when no device is present.
 absl::Status RegisterCudaAllocator();
 struct CudaBackendOptions {
+  int device = 0;  // which visible GPU (cudaSetDevice)
   // TensorFloat-32 on the tensor cores for matrix products and
   // convolutions (about 1e-3 relative error); off, every product is full
   // float32.
   bool tf32 = false;
 };
 
-// Registers the allocator and the "cuda" backend. FailedPrecondition when
-// no device is present; calls after the first do nothing (the first one's
-// options hold).
+// Registers the allocator and the "cuda" backend on options.device, which
+// becomes the calling thread's device. FailedPrecondition when no device is
+// present; calls after the first do nothing, but one naming another device
+// fails (a process computes on one GPU).
 absl::Status RegisterCudaBackend(const CudaBackendOptions& options = {});
 
 // Host <-> device copies of equally sized float tensors, waiting for the

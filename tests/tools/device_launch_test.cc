@@ -1,0 +1,136 @@
+// strata_launch --mode single --device: the shipped models train on the
+// checking device (every tensor in memory the host may not touch outside
+// the backend's ops) exactly as on the host, checkpoints and evaluation
+// included; a device that is not there, or not for this mode, is refused
+// before training, by name.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/util/scratch_directory.h"
+
+namespace strata {
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+Result RunLaunch(const std::string& args) {
+  const std::string cmd = std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string output;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string Config(const std::string& name) {
+  return std::string(STRATA_SOURCE_DIR) + "/configs/" + name;
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class DeviceLaunchTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto dir = ScratchDirectory::Make("strata_device_launch");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_.emplace(*std::move(dir));
+  }
+  // Trains `config` for `steps` steps in single mode on `device`, writing
+  // its final parameters to <dir>/<tag>.ckpt; extra flags in `more`.
+  Result Train(const std::string& config, const std::string& device, int steps,
+               const std::string& tag, const std::string& more = "") {
+    return RunLaunch("--config " + Config(config) + " --mode single --device " + device +
+                     " --max-steps " + std::to_string(steps) +
+                     " --threads 2 --progress=false --parameters-out " + path(tag + ".ckpt") +
+                     " --summary-out " + path(tag + ".json") + " " + more);
+  }
+  std::string path(const std::string& name) const { return dir_->path() + "/" + name; }
+  std::optional<ScratchDirectory> dir_;
+};
+
+TEST_P(DeviceLaunchTest, TheCheckingDeviceTrainsLikeTheHost) {
+  const Result host = Train(GetParam(), "cpu", 6, "host", "--evaluate=false");
+  ASSERT_EQ(host.exit_code, 0) << host.output;
+  const Result check = Train(GetParam(), "check", 6, "check", "--evaluate=false");
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_EQ(ReadBytes(path("check.ckpt")), ReadBytes(path("host.ckpt")));
+  std::ifstream in(path("check.json"));
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  EXPECT_EQ(summary["device"], "check");
+  EXPECT_EQ(summary["steps"], 6);
+}
+
+INSTANTIATE_TEST_SUITE_P(ShippedModels, DeviceLaunchTest,
+                         ::testing::Values("fashion_mnist.json", "fashion_mnist_bn.json",
+                                           "fashion_mnist_fcheavy.json", "resnet20_fmnist.json"));
+
+// 8 steps, a checkpoint, and a restored run to step 16 that evaluates: on
+// the checking device the checkpoint carries the device's parameters and
+// optimizer state out and back in, and evaluation runs there, exactly as
+// on the host.
+TEST_F(DeviceLaunchTest, CheckpointsAndEvaluationOnTheCheckingDeviceMatchTheHost) {
+  const std::string config = "fashion_mnist.json";
+  for (const std::string device : {"cpu", "check"}) {
+    const std::string checkpoint = " --checkpoint " + path(device + "_state.ckpt");
+    const Result first =
+        Train(config, device, 8, device + "_first", "--evaluate=false" + checkpoint);
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    const Result resumed =
+        Train(config, device, 16, device, "--evaluate=true --restore" + checkpoint);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  }
+  EXPECT_EQ(ReadBytes(path("check_state.ckpt")), ReadBytes(path("cpu_state.ckpt")));
+  EXPECT_EQ(ReadBytes(path("check.ckpt")), ReadBytes(path("cpu.ckpt")));
+  std::ifstream host_in(path("cpu.json")), check_in(path("check.json"));
+  const nlohmann::json host = nlohmann::json::parse(host_in),
+                       check = nlohmann::json::parse(check_in);
+  EXPECT_GT(host["test_accuracy"].get<double>(), 0.3);  // 16 steps learn something
+  EXPECT_EQ(check["test_accuracy"], host["test_accuracy"]);
+  EXPECT_EQ(check["test_loss"], host["test_loss"]);
+}
+
+TEST_F(DeviceLaunchTest, ADeviceThatIsNotThereOrNotForTheModeIsRefusedBeforeTraining) {
+  const Result gpu = Train("fashion_mnist.json", "cuda:7", 5, "gpu");
+  EXPECT_EQ(gpu.exit_code, 1) << gpu.output;
+  // Without a GPU: "no CUDA device is visible to this process"; without
+  // CUDA in the build: "this build of Strata has no CUDA backend".
+  EXPECT_NE(gpu.output.find("device cuda:7 asked for, but "), std::string::npos) << gpu.output;
+  EXPECT_EQ(gpu.output.find("step"), std::string::npos) << gpu.output;
+
+  const Result unknown = Train("fashion_mnist.json", "tpu", 5, "tpu");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.output.find(
+                "--device: unknown device \"tpu\" (cpu, cuda, cuda:N for the N-th GPU, or check)"),
+            std::string::npos)
+      << unknown.output;
+
+  const Result cluster = RunLaunch("--config " + Config("fashion_mnist.json") +
+                                   " --mode ps --device check --max-steps 5");
+  EXPECT_EQ(cluster.exit_code, 1);
+  EXPECT_NE(cluster.output.find("training.device \"check\" applies to the single mode; the ps "
+                                "mode's processes compute on the cpu"),
+            std::string::npos)
+      << cluster.output;
+}
+
+}  // namespace
+}  // namespace strata
