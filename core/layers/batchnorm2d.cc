@@ -77,7 +77,7 @@ Tensor BatchNorm2d::Forward(const Tensor& input, bool training) {
   STRATA_CHECK_OK(kernel.ForwardTraining(input, weight_.value, bias_.value, running_mean_.value,
                                          running_var_.value, output));
   input_ = input;
-  output_ = output;
+  if (fused_relu_) output_ = output;  // the ReLU's mask, on a device that needs it
   return output;
 }
 

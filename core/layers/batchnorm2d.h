@@ -55,7 +55,8 @@ class BatchNorm2d final : public Layer {
   StateBuffer running_mean_;
   StateBuffer running_var_;
   std::map<int64_t, std::unique_ptr<BatchNormKernel>> kernels_;
-  Tensor input_, output_;  // of the training Forward, for Backward
+  // Of the training Forward, for Backward (output_ with a fused ReLU only).
+  Tensor input_, output_;
 };
 
 }  // namespace strata

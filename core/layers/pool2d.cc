@@ -71,22 +71,18 @@ Tensor Pool2d::Forward(const Tensor& input, bool training) {
   const int64_t batch = input.dim(0);
   Tensor output = backend_.Empty(BatchShape(batch, spatial_output_));
   STRATA_CHECK_OK(KernelFor(batch).Forward(input, output, training));
-  if (training) {
-    input_ = input;
-    output_ = output;
-  }
+  if (training) trained_batch_ = batch;
   return output.View(BatchShape(batch, output_shape_));
 }
 
 Tensor Pool2d::Backward(const Tensor& grad_output, bool need_input_grad) {
-  STRATA_CHECK(input_.defined(), "Pool2d::Backward without a training Forward");
-  Tensor input = std::move(input_), output = std::move(output_);
-  input_ = output_ = Tensor();
+  STRATA_CHECK(trained_batch_ >= 0, "Pool2d::Backward without a training Forward");
+  const int64_t batch = trained_batch_;
+  trained_batch_ = -1;
   if (!need_input_grad) return Tensor();
-  const int64_t batch = input.dim(0);
-  Tensor grad_input = backend_.Empty(input.shape());
-  STRATA_CHECK_OK(KernelFor(batch).Backward(
-      input, output, grad_output.View(BatchShape(batch, spatial_output_)), grad_input));
+  Tensor grad_input = backend_.Empty(BatchShape(batch, input_shape()));
+  STRATA_CHECK_OK(
+      KernelFor(batch).Backward(grad_output.View(BatchShape(batch, spatial_output_)), grad_input));
   return grad_input;
 }
 

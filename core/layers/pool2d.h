@@ -47,7 +47,7 @@ class Pool2d final : public Layer {
   Shape output_shape_;    // per-sample output as reported ({C} when global)
   Shape spatial_output_;  // {H_out, W_out, C}
   std::map<int64_t, std::unique_ptr<PoolingKernel>> kernels_;
-  Tensor input_, output_;  // of the last training Forward (output_ spatial)
+  int64_t trained_batch_ = -1;  // batch of the last training Forward
 };
 
 }  // namespace strata

@@ -31,15 +31,15 @@ absl::StatusOr<LossResult> SoftmaxCrossEntropy(const Tensor& logits,
                           BackendRegistry::Global().ForDevice(logits.device()));
   Tensor host_labels = Tensor::Empty({n}, DType::kI32);
   std::copy(labels.begin(), labels.end(), host_labels.i32_data());
-  STRATA_ASSIGN_OR_RETURN(Tensor device_labels, backend->Upload(host_labels));
+  STRATA_ASSIGN_OR_RETURN(Tensor device_labels, ToDevice(*backend, host_labels));
   Tensor row_loss = backend->Empty({n});
   Tensor row_correct = backend->Empty({n});
   LossResult result;
   if (want_grad) result.grad_logits = backend->Empty(logits.shape());
   STRATA_RETURN_IF_ERROR(backend->SoftmaxCrossEntropy(logits, device_labels, grad_scale, row_loss,
                                                       row_correct, result.grad_logits));
-  STRATA_ASSIGN_OR_RETURN(Tensor losses, backend->Download(row_loss));
-  STRATA_ASSIGN_OR_RETURN(Tensor hits, backend->Download(row_correct));
+  STRATA_ASSIGN_OR_RETURN(Tensor losses, ToHost(row_loss));
+  STRATA_ASSIGN_OR_RETURN(Tensor hits, ToHost(row_correct));
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     total += losses.data()[i];

@@ -153,6 +153,11 @@ absl::StatusOr<Tensor> HostCopy(const Tensor& t) {
   return backend->Download(t);
 }
 
+absl::StatusOr<Tensor> ToHost(const Tensor& t) {
+  if (t.device() == Device::kCpu) return t;
+  return HostCopy(t);
+}
+
 absl::Status CopyFromHost(const Tensor& host, const Tensor& dst) {
   STRATA_RETURN_IF_ERROR(CheckSameSize("copy from the host", host, dst));
   if (dst.device() == Device::kCpu) {

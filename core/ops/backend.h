@@ -146,6 +146,8 @@ absl::StatusOr<Tensor> ToDevice(const Backend& backend, const Tensor& host);
 // A host copy of `t` through the backend of its device (a clone of a host
 // tensor).
 absl::StatusOr<Tensor> HostCopy(const Tensor& t);
+// `t` on the host: `t` itself when it is there (no copy), else a download.
+absl::StatusOr<Tensor> ToHost(const Tensor& t);
 // Gives `dst`, on any device, the values of the equally large `host`.
 absl::Status CopyFromHost(const Tensor& host, const Tensor& dst);
 

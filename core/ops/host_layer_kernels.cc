@@ -52,11 +52,9 @@ class HostPooling final : public PoolingKernel {
     kernel_.Forward(input, output, training);
     return absl::OkStatus();
   }
-  absl::Status Backward(const Tensor& input, const Tensor& output, const Tensor& grad_output,
-                        const Tensor& grad_input) override {
-    STRATA_ASSIGN_OR_RETURN(
-        CpuBackend::OperandAccess access,
-        backend_.OpenOperands("pooling_backward", {&input, &output, &grad_output, &grad_input}));
+  absl::Status Backward(const Tensor& grad_output, const Tensor& grad_input) override {
+    STRATA_ASSIGN_OR_RETURN(CpuBackend::OperandAccess access,
+                            backend_.OpenOperands("pooling_backward", {&grad_output, &grad_input}));
     kernel_.Backward(grad_output, grad_input);
     return absl::OkStatus();
   }

@@ -6,7 +6,7 @@
 //
 // Every tensor lives on the backend's device; activations are NHWC, a
 // convolution's weights OIHW. A Backward follows the training Forward of
-// the same tensors, which the layer passes again. A kernel keeps what it
+// the same tensors; the convolution and BatchNorm are given them again. A kernel keeps what it
 // computed in between (oneDNN's converted layouts and workspaces, the
 // batch statistics), so one kernel serves one layer. Errors are
 // InvalidArgument for an operand on another device, or the device's own.
@@ -38,9 +38,10 @@ class ConvolutionKernel {
 class PoolingKernel {
  public:
   virtual ~PoolingKernel() = default;
+  // With `training` the kernel keeps what its Backward needs (oneDNN: the
+  // argmax record; cuDNN: the input and output themselves).
   virtual absl::Status Forward(const Tensor& input, const Tensor& output, bool training) = 0;
-  virtual absl::Status Backward(const Tensor& input, const Tensor& output,
-                                const Tensor& grad_output, const Tensor& grad_input) = 0;
+  virtual absl::Status Backward(const Tensor& grad_output, const Tensor& grad_input) = 0;
 };
 
 // weight (gamma), bias (beta), running_mean and running_var are {C}.
@@ -55,7 +56,8 @@ class BatchNormKernel {
                                         const Tensor& bias, const Tensor& running_mean,
                                         const Tensor& running_var, const Tensor& output) = 0;
   // The gradients of weight and bias (overwritten) and of the input.
-  // `output` is the training Forward's (a fused ReLU masks with it).
+  // `output` is the training Forward's when the shape fuses a ReLU (which
+  // masks with it), else undefined.
   virtual absl::Status Backward(const Tensor& input, const Tensor& output, const Tensor& weight,
                                 const Tensor& bias, const Tensor& grad_output,
                                 const Tensor& grad_weight, const Tensor& grad_bias,

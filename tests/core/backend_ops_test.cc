@@ -17,16 +17,15 @@
 #include "core/ops/backend.h"
 #include "core/ops/shared/counter_random.h"
 #include "core/status.h"
+#include "tests/core/backend_test_support.h"
 #include "tests/core/gradient_check.h"
-#ifdef STRATA_HAVE_CUDA
-#include "core/ops/cuda/cuda_backend.h"
-#endif
 
 namespace strata {
 namespace {
 
-using Tensors = std::vector<Tensor>;
 using strata::testing::RandomTensor;
+using strata::testing::Tensors;
+using strata::testing::UploadAll;
 
 constexpr int64_t kRows = 37, kCols = 129;  // odd sizes: no kernel gets a round shape
 constexpr float kAlpha = -0.75f;
@@ -52,20 +51,10 @@ struct OpRow {
   double tolerance = 1e-5;
 };
 
-absl::StatusOr<Tensors> Upload(const Backend& b, const Tensors& host) {
-  Tensors out;
-  for (const Tensor& t : host) {
-    absl::StatusOr<Tensor> d = b.Upload(t);
-    if (!d.ok()) return d.status();
-    out.push_back(*std::move(d));
-  }
-  return out;
-}
-
 // Runs `op` on device copies of `in` and downloads the tensors named by `outputs`.
 absl::StatusOr<Tensors> OnDevice(const Backend& b, const Tensors& in, std::vector<int> outputs,
                                  const std::function<absl::Status(const Tensors&)>& op) {
-  absl::StatusOr<Tensors> d = Upload(b, in);
+  absl::StatusOr<Tensors> d = UploadAll(b, in);
   if (!d.ok()) return d.status();
   if (absl::Status s = op(*d); !s.ok()) return s;
   Tensors out;
@@ -239,17 +228,10 @@ OpRow UpdateRow(UpdateKind kind, float momentum) {
     return in;
   };
   row.run = [=](const Backend& b, const Tensors& in) -> absl::StatusOr<Tensors> {
-    Tensors host = in;
-    if (slots == 0) host.pop_back();
-    STRATA_ASSIGN_OR_RETURN(Tensors d, Upload(b, host));
-    STRATA_RETURN_IF_ERROR(
-        b.ApplyUpdate(rule, d[0], d[1], slots > 0 ? d[2] : Tensor(), kLr, kUpdateStep, kGradScale));
-    Tensors out;  // the parameter, then the state
-    for (size_t i = 0; i < d.size(); i += 2) {
-      STRATA_ASSIGN_OR_RETURN(Tensor h, b.Download(d[i]));
-      out.push_back(h);
-    }
-    return out;
+    STRATA_ASSIGN_OR_RETURN(Tensors d, UploadAll(b, in));  // d[2] undefined without state
+    STRATA_RETURN_IF_ERROR(b.ApplyUpdate(rule, d[0], d[1], d[2], kLr, kUpdateStep, kGradScale));
+    // The parameter, then the state where the rule keeps one.
+    return testing::DownloadAll(b, slots > 0 ? Tensors{d[0], d[2]} : Tensors{d[0]});
   };
   row.reference = [=](const Tensors& in) {
     std::vector<double> p = Doubles(in[0]), g = Doubles(in[1]);
@@ -550,15 +532,7 @@ std::vector<GradientRow> GradientTable() {
 
 class BackendOpsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-#ifdef STRATA_HAVE_CUDA
-    const absl::Status cuda = RegisterCudaBackend();
-    if (!cuda.ok())
-      std::printf("[ backends ] cuda: absent (%s)\n", std::string(cuda.message()).c_str());
-#else
-    std::printf("[ backends ] cuda: not built (no nvcc at configure time)\n");
-#endif
-  }
+  static void SetUpTestSuite() { testing::JoinCudaBackendWherePresent(); }
 };
 
 TEST_F(BackendOpsTest, EveryOpOnEveryBackendMatchesTheReference) {

@@ -121,16 +121,23 @@ __global__ void DropoutMaskKernel(uint64_t seed, uint64_t stream, float p, float
   if (i < n) mask[i] = DropoutMaskValue(seed, stream, static_cast<uint64_t>(i), p);
 }
 
-__global__ void SgdKernel(UpdateRule rule, UpdateStep step, float* p, const float* g, float* buf,
-                          int64_t n) {
+// One element of an optimizer update per thread (core/ops/shared/update_rules.h).
+__global__ void UpdateKernel(UpdateRule r, UpdateStep s, float* p, const float* g, float* state,
+                             int64_t n) {
   const int64_t i = GlobalIndex();
-  if (i < n) SgdElement(rule, step, p[i], g[i], buf == nullptr ? nullptr : buf + i);
-}
-
-__global__ void AdamKernel(UpdateRule rule, UpdateStep step, float* p, const float* g, float* m,
-                           float* v, int64_t n) {
-  const int64_t i = GlobalIndex();
-  if (i < n) AdamElement(rule, step, p[i], g[i], m[i], v[i]);
+  if (i >= n) return;
+  if (r.kind == UpdateKind::kAdam) {
+    AdamElement<false>(p[i], g[i], state[i], state[n + i], s, r.weight_decay, r.beta1, r.beta2,
+                       r.epsilon);
+  } else if (r.kind == UpdateKind::kAdamW) {
+    AdamElement<true>(p[i], g[i], state[i], state[n + i], s, r.weight_decay, r.beta1, r.beta2,
+                      r.epsilon);
+  } else if (r.momentum == 0.0f) {
+    SgdElement(p[i], g[i], s.lr, s.grad_scale, r.weight_decay);
+  } else {
+    MomentumElement(p[i], g[i], state[i], s.lr, s.grad_scale, r.weight_decay, r.momentum,
+                    r.nesterov);
+  }
 }
 
 // Every op of core/ops/backend.h on one stream of its own.
@@ -303,13 +310,8 @@ class CudaBackend final : public Backend {
     const int64_t n = param.numel();
     if (n == 0) return absl::OkStatus();
     const UpdateStep s = PrepareUpdate(rule, lr, step, grad_scale);
-    float* st = state.defined() ? state.data() : nullptr;
-    if (rule.kind == UpdateKind::kSgd) {
-      SgdKernel<<<Blocks(n), kThreads, 0, stream_>>>(rule, s, param.data(), grad.data(), st, n);
-    } else {
-      AdamKernel<<<Blocks(n), kThreads, 0, stream_>>>(rule, s, param.data(), grad.data(), st,
-                                                      st + n, n);
-    }
+    UpdateKernel<<<Blocks(n), kThreads, 0, stream_>>>(rule, s, param.data(), grad.data(),
+                                                      state.defined() ? state.data() : nullptr, n);
     return Launched("apply_update");
   }
 

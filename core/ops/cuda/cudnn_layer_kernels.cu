@@ -229,21 +229,30 @@ class CudnnPooling final : public PoolingKernel {
         CUDNN_NOT_PROPAGATE_NAN, k, k, pad, pad, stride, stride));
   }
 
-  absl::Status Forward(const Tensor& input, const Tensor& output, bool) override {
+  absl::Status Forward(const Tensor& input, const Tensor& output, bool training) override {
     STRATA_RETURN_IF_ERROR(CheckOperands("pooling", Device::kCuda, DType::kF32, {&input, &output}));
     const float one = 1.0f, zero = 0.0f;
-    return STRATA_CUDNN_CHECK(cudnnPoolingForward(context_.dnn, pool_.get(), &one, x_.get(),
-                                                  input.data(), &zero, y_.get(), output.data()));
+    STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnPoolingForward(
+        context_.dnn, pool_.get(), &one, x_.get(), input.data(), &zero, y_.get(), output.data())));
+    if (training) {
+      input_ = input;
+      output_ = output;
+    }
+    return absl::OkStatus();
   }
 
-  absl::Status Backward(const Tensor& input, const Tensor& output, const Tensor& grad_output,
-                        const Tensor& grad_input) override {
-    STRATA_RETURN_IF_ERROR(CheckOperands("pooling_backward", Device::kCuda, DType::kF32,
-                                         {&input, &output, &grad_output, &grad_input}));
+  absl::Status Backward(const Tensor& grad_output, const Tensor& grad_input) override {
+    STRATA_RETURN_IF_ERROR(
+        CheckOperands("pooling_backward", Device::kCuda, DType::kF32, {&grad_output, &grad_input}));
+    if (!input_.defined()) {
+      return absl::FailedPreconditionError("pooling backward without a training forward");
+    }
     const float one = 1.0f, zero = 0.0f;
-    return STRATA_CUDNN_CHECK(cudnnPoolingBackward(
-        context_.dnn, pool_.get(), &one, y_.get(), output.data(), y_.get(), grad_output.data(),
-        x_.get(), input.data(), &zero, x_.get(), grad_input.data()));
+    const absl::Status done = STRATA_CUDNN_CHECK(cudnnPoolingBackward(
+        context_.dnn, pool_.get(), &one, y_.get(), output_.data(), y_.get(), grad_output.data(),
+        x_.get(), input_.data(), &zero, x_.get(), grad_input.data()));
+    input_ = output_ = Tensor();
+    return done;
   }
 
  private:
@@ -251,6 +260,7 @@ class CudnnPooling final : public PoolingKernel {
   PoolingShape shape_;
   TensorDesc x_, y_;
   PoolDesc pool_;
+  Tensor input_, output_;  // of the training Forward
 };
 
 class CudnnBatchNorm final : public BatchNormKernel {
@@ -305,6 +315,9 @@ class CudnnBatchNorm final : public BatchNormKernel {
     STRATA_RETURN_IF_ERROR(CheckOperands(
         "batchnorm_backward", Device::kCuda, DType::kF32,
         {&input, &output, &weight, &bias, &grad_output, &grad_weight, &grad_bias, &grad_input}));
+    if (shape_.fused_relu && !output.defined()) {
+      return absl::InvalidArgumentError("batchnorm_backward with a fused ReLU needs the output");
+    }
     Tensor dy = grad_output;
     if (shape_.fused_relu) {
       // The gradient of the rectified output, masked where it was cut.

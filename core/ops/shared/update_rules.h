@@ -46,29 +46,38 @@ struct UpdateStep {
 // `step` is the parameter's 1-based update count.
 UpdateStep PrepareUpdate(const UpdateRule& rule, float lr, int64_t step, float grad_scale);
 
-STRATA_HOST_DEVICE inline void SgdElement(const UpdateRule& r, const UpdateStep& s, float& p,
-                                          float g, float* buf) {
-  const float d = g * s.grad_scale + r.weight_decay * p;
-  if (r.momentum == 0.0f) {
-    p -= s.lr * d;
-    return;
-  }
-  const float b = r.momentum * *buf + d;
-  *buf = b;
-  p -= s.lr * (r.nesterov ? d + r.momentum * b : b);
+// The rules element by element. They take the rule's values as plain
+// scalars, which a loop keeps in registers (the CPU loops vectorize).
+
+// SGD without momentum (rule.momentum == 0).
+STRATA_HOST_DEVICE inline void SgdElement(float& p, float g, float lr, float grad_scale,
+                                          float weight_decay) {
+  p -= lr * (g * grad_scale + weight_decay * p);
 }
 
-STRATA_HOST_DEVICE inline void AdamElement(const UpdateRule& r, const UpdateStep& s, float& p,
-                                           float g, float& m, float& v) {
+// SGD with momentum `mu` > 0; `buf` is the element's buffer.
+STRATA_HOST_DEVICE inline void MomentumElement(float& p, float g, float& buf, float lr,
+                                               float grad_scale, float weight_decay, float mu,
+                                               bool nesterov) {
+  const float d = g * grad_scale + weight_decay * p;
+  buf = mu * buf + d;
+  p -= lr * (nesterov ? d + mu * buf : buf);
+}
+
+// Adam, or AdamW when `kDecoupled`; m and v are the element's moments.
+template <bool kDecoupled>
+STRATA_HOST_DEVICE inline void AdamElement(float& p, float g, float& m, float& v,
+                                           const UpdateStep& s, float weight_decay, float beta1,
+                                           float beta2, float epsilon) {
   float d = g * s.grad_scale;
-  if (r.kind == UpdateKind::kAdamW) {
-    p -= s.lr * r.weight_decay * p;
+  if (kDecoupled) {
+    p -= s.lr * weight_decay * p;
   } else {
-    d += r.weight_decay * p;
+    d += weight_decay * p;
   }
-  m = r.beta1 * m + (1.0f - r.beta1) * d;
-  v = r.beta2 * v + (1.0f - r.beta2) * d * d;
-  p -= s.step_size * m / (sqrtf(v) * s.inv_sqrt_bias2 + r.epsilon);
+  m = beta1 * m + (1.0f - beta1) * d;
+  v = beta2 * v + (1.0f - beta2) * d * d;
+  p -= s.step_size * m / (sqrtf(v) * s.inv_sqrt_bias2 + epsilon);
 }
 
 }  // namespace strata
