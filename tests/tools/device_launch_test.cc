@@ -4,10 +4,7 @@
 // included; a device that is not there, or not for this mode, is refused
 // before training, by name.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -17,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/util/scratch_directory.h"
+#include "tests/support/cluster_fixture.h"
 
 namespace strata {
 namespace {
@@ -27,13 +25,9 @@ struct Result {
 };
 
 Result RunLaunch(const std::string& args) {
-  const std::string cmd = std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  auto [code, output] =
+      testing::RunCommand(std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args);
+  return {code, output};
 }
 
 std::string Config(const std::string& name) {

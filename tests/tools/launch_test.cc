@@ -1,9 +1,6 @@
 // strata_launch as a user runs it: a real process, its output and files.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +8,8 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "tests/support/cluster_fixture.h"
 
 namespace {
 
@@ -20,13 +19,9 @@ struct Result {
 };
 
 Result RunLaunch(const std::string& args) {
-  const std::string cmd = std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  auto [code, output] =
+      strata::testing::RunCommand(std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args);
+  return {code, output};
 }
 
 const std::string kConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";

@@ -15,6 +15,7 @@
 #include "core/ops/cuda/cuda_status.h"
 #include "core/ops/cuda/cudnn_layer_kernels.h"
 #include "core/ops/shared/counter_random.h"
+#include "core/ops/shared/loss_row.h"
 #include "core/ops/shared/update_rules.h"
 #include "core/status.h"
 #include "core/tensor/allocator.h"
@@ -90,30 +91,14 @@ __global__ void SumRowsKernel(const float* m, float* sums, int64_t rows, int64_t
   sums[c] = accumulate ? sums[c] + total : total;
 }
 
-// One thread per row: the host kernel's arithmetic (core/ops/cpu/loss_rows.cc).
+// One thread per row (core/ops/shared/loss_row.h).
 __global__ void SoftmaxCrossEntropyKernel(const float* logits, const int32_t* labels, int64_t n,
                                           int64_t k, float row_scale, float* row_loss,
                                           float* row_correct, float* grad) {
   const int64_t i = GlobalIndex();
   if (i >= n) return;
-  const int32_t label = labels[i];
-  const float* row = logits + i * k;
-  int64_t argmax = 0;
-  for (int64_t j = 1; j < k; ++j) {
-    if (row[j] > row[argmax]) argmax = j;
-  }
-  row_correct[i] = argmax == label ? 1.0f : 0.0f;
-  const float max = row[argmax];
-  double sum = 0.0;
-  for (int64_t j = 0; j < k; ++j) sum += exp(static_cast<double>(row[j] - max));
-  const double log_sum = log(sum);
-  row_loss[i] = static_cast<float>(log_sum - (row[label] - max));
-  if (grad == nullptr) return;
-  float* g = grad + i * k;
-  for (int64_t j = 0; j < k; ++j) {
-    const double p = exp(static_cast<double>(row[j] - max) - log_sum);
-    g[j] = static_cast<float>(p - (j == label ? 1.0 : 0.0)) * row_scale;
-  }
+  SoftmaxCrossEntropyRow(logits + i * k, labels[i], k, row_scale, row_loss + i, row_correct + i,
+                         grad == nullptr ? nullptr : grad + i * k);
 }
 
 __global__ void DropoutMaskKernel(uint64_t seed, uint64_t stream, float p, float* mask, int64_t n) {
