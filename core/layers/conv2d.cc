@@ -44,8 +44,10 @@ absl::StatusOr<std::unique_ptr<Conv2d>> Conv2d::Create(std::string name, const S
         "conv2d kernel ", o.kernel, " is larger than the padded input ", input_shape.ToString()));
   }
   std::unique_ptr<Conv2d> conv(new Conv2d(std::move(name), input_shape, o, backend));
-  // The backend refuses what it cannot compute now, not at the first step.
-  STRATA_RETURN_IF_ERROR(conv->KernelFor(1).status());
+  // An explicit algorithm the backend may lack is refused now, not at the
+  // first step; other kernels are made on first use (making one compiles
+  // it, which would slow every process's start).
+  if (o.algorithm == ConvAlgorithm::kWinograd) STRATA_RETURN_IF_ERROR(conv->KernelFor(1).status());
   return conv;
 }
 
