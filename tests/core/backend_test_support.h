@@ -1,7 +1,6 @@
 // What the tests that run ops on every backend share: moving lists of
-// tensors to and from a backend, and joining the CUDA backend where it is
-// built and a GPU is present (a test target that links strata_cuda
-// defines STRATA_HAVE_CUDA).
+// tensors to and from a backend, and joining the CUDA backend where its
+// plugin loads and a GPU is present.
 #ifndef STRATA_TESTS_CORE_BACKEND_TEST_SUPPORT_H_
 #define STRATA_TESTS_CORE_BACKEND_TEST_SUPPORT_H_
 
@@ -10,9 +9,7 @@
 #include <vector>
 
 #include "core/ops/backend.h"
-#ifdef STRATA_HAVE_CUDA
-#include "core/ops/cuda/cuda_backend.h"
-#endif
+#include "core/ops/cuda_plugin.h"
 
 namespace strata::testing {
 
@@ -48,17 +45,13 @@ inline absl::StatusOr<Tensors> DownloadAll(const Backend& b, const Tensors& devi
   return out;
 }
 
-// Registers the CUDA backend when this build has it and a GPU is visible,
+// Registers the CUDA backend where its plugin loads and a GPU is visible,
 // saying on stdout why it is absent otherwise.
 inline void JoinCudaBackendWherePresent() {
-#ifdef STRATA_HAVE_CUDA
-  const absl::Status cuda = RegisterCudaBackend();
+  const absl::StatusOr<const Backend*> cuda = OpenCudaBackend(CudaBackendOptions());
   if (!cuda.ok()) {
-    std::printf("[ backends ] cuda: absent (%s)\n", std::string(cuda.message()).c_str());
+    std::printf("[ backends ] cuda: absent (%s)\n", std::string(cuda.status().message()).c_str());
   }
-#else
-  std::printf("[ backends ] cuda: not built (no nvcc at configure time)\n");
-#endif
 }
 
 }  // namespace strata::testing

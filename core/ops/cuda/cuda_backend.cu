@@ -2,6 +2,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cstdint>
 #include <initializer_list>
@@ -324,9 +325,19 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-int CudaDeviceCount() {
+int CudaDeviceCount(std::string* why) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    if (why == nullptr) return 0;
+    // The runtime reads a missing driver as an old one.
+    const bool no_driver = error == cudaErrorInsufficientDriver &&
+                           dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) == nullptr;
+    *why = no_driver ? std::string("no NVIDIA driver: libcuda.so.1 is not loadable")
+                     : absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorString(error));
+    return 0;
+  }
+  if (count == 0 && why != nullptr) *why = "cudaGetDeviceCount: 0 devices";
   return count;
 }
 

@@ -3,7 +3,9 @@
 // products, the loss, dropout's counter-based masks, the optimizers' fused
 // updates, cuDNN for convolution, pooling and BatchNorm:
 // cudnn_layer_kernels.h), built when nvcc exists (STRATA_CUDA=AUTO|ON) and
-// run only where a GPU is present.
+// run only where a GPU is present. Programs reach it through the plugin
+// (cuda_plugin.cu, loaded by core/ops/cuda_plugin.h); code linked with
+// these sources directly (the MoE dispatch kernels' test) calls it so:
 //
 //   if (CudaDeviceCount() > 0) {
 //     STRATA_RETURN_IF_ERROR(RegisterCudaBackend());
@@ -22,25 +24,21 @@
 #ifndef STRATA_CORE_OPS_CUDA_CUDA_BACKEND_H_
 #define STRATA_CORE_OPS_CUDA_CUDA_BACKEND_H_
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "core/ops/cuda_plugin_abi.h"
 #include "core/tensor/tensor.h"
 
 namespace strata {
 
-// Number of visible CUDA devices; 0 when there is no GPU or no driver.
-int CudaDeviceCount();
+// Number of visible CUDA devices; 0 when there is no GPU or no driver (and
+// then, unless `why` is null, what the CUDA runtime answered).
+int CudaDeviceCount(std::string* why = nullptr);
 
 // Registers a caching cudaMalloc allocator for Device::kCuda tensors.
 // Fails when no device is present.
 absl::Status RegisterCudaAllocator();
-struct CudaBackendOptions {
-  int device = 0;  // which visible GPU (cudaSetDevice)
-  // TensorFloat-32 on the tensor cores for matrix products and
-  // convolutions (about 1e-3 relative error); off, every product is full
-  // float32.
-  bool tf32 = false;
-};
-
 // Registers the allocator and the "cuda" backend on options.device, which
 // becomes the calling thread's device. FailedPrecondition when no device is
 // present; calls after the first do nothing, but one naming another device

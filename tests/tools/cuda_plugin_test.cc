@@ -1,0 +1,172 @@
+// The CUDA backend's plugin as strata_launch loads it (core/ops/cuda_plugin.h):
+// the program resolves the plugin's every symbol; cuBLAS and cuDNN come
+// from STRATA_CUDA_LIBRARY_PATH or python3's NVIDIA wheels by their full
+// paths, and a folder without them, a wheel of another major version, a
+// file that is no library and a missing plugin each stop the run before
+// training with a message naming what was looked for. Each case is its own
+// process: a program loads the plugin once.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "core/util/scratch_directory.h"
+#include "tests/support/cluster_fixture.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+#ifdef STRATA_BUILT_CUDNN_VERSION
+constexpr bool kBuiltWithCuda = true;
+constexpr char kBuiltCudnn[] = STRATA_BUILT_CUDNN_VERSION;
+// The folders the build found cuBLAS and cuDNN in.
+constexpr char kCublasFolder[] = STRATA_CUBLAS_FOLDER;
+constexpr char kCudnnFolder[] = STRATA_CUDNN_FOLDER;
+#else
+constexpr bool kBuiltWithCuda = false;
+constexpr char kBuiltCudnn[] = "";
+constexpr char kCublasFolder[] = "";
+constexpr char kCudnnFolder[] = "";
+#endif
+
+// The major version in "9.19.0".
+std::string Major(const std::string& version) { return version.substr(0, version.find('.')); }
+
+class CudaPluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!kBuiltWithCuda) GTEST_SKIP() << "this build has no CUDA backend (no nvcc at configure)";
+    auto dir = ScratchDirectory::Make("strata_cuda_plugin");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_.emplace(*std::move(dir));
+  }
+
+  // strata_launch asked for a GPU for one step, with `environment`
+  // ("NAME=value ...") set.
+  std::pair<int, std::string> RunOnGpu(const std::string& environment) {
+    return testing::RunCommand("env " + environment + " " + std::string(STRATA_BINARY_DIR) +
+                               "/bin/strata_launch --config " + std::string(STRATA_SOURCE_DIR) +
+                               "/configs/fashion_mnist.json --mode single --device cuda "
+                               "--max-steps 1 --threads 1 --progress=false --evaluate=false");
+  }
+
+  std::string Folder(const std::string& name) {
+    const std::string folder = dir_->path() + "/" + name;
+    fs::create_directories(folder);
+    return folder;
+  }
+
+  // Links in `folder` to the libraries the build was made with.
+  void LinkBuildLibraries(const std::string& folder) {
+    const std::string cublas = std::string(STRATA_BUILT_CUBLAS_VERSION);
+    for (const std::string& name :
+         {"libcublasLt.so." + Major(cublas), "libcublas.so." + Major(cublas)}) {
+      fs::create_symlink(std::string(kCublasFolder) + "/" + name, folder + "/" + name);
+    }
+    const std::string cudnn = "libcudnn.so." + Major(kBuiltCudnn);
+    fs::create_symlink(std::string(kCudnnFolder) + "/" + cudnn, folder + "/" + cudnn);
+  }
+
+  // A python3 in its own folder that answers the wheel probe with
+  // `listing`; the PATH setting that puts it first.
+  std::string FakePython(const std::string& listing) {
+    const std::string bin = Folder("bin");
+    const std::string python = bin + "/python3";
+    std::ofstream(python) << "#!/bin/sh\ncat <<'LISTING'\n" << listing << "LISTING\n";
+    chmod(python.c_str(), 0755);
+    return "PATH=" + bin + ":" + std::string(std::getenv("PATH"));
+  }
+
+  std::optional<ScratchDirectory> dir_;
+};
+
+constexpr char kPrefix[] = "device cuda:0 asked for, but ";
+
+// What a run on this machine ends with once the plugin and its libraries
+// loaded: the GPU is used where there is one, and named as absent here.
+void ExpectLoaded(const std::pair<int, std::string>& run) {
+  if (run.first == 0) return;  // a GPU trained the step
+  EXPECT_NE(run.second.find(std::string(kPrefix) + "no CUDA device is visible to this process ("),
+            std::string::npos)
+      << run.second;
+}
+
+TEST_F(CudaPluginTest, TheProgramResolvesEveryPluginSymbol) { ExpectLoaded(RunOnGpu("")); }
+
+TEST_F(CudaPluginTest, AMissingPluginIsNamed) {
+  const auto run = RunOnGpu("STRATA_CUDA_PLUGIN=/nonexistent/libstrata_cuda.so");
+  EXPECT_EQ(run.first, 1);
+  EXPECT_NE(run.second.find(std::string(kPrefix) +
+                            "the CUDA backend's plugin /nonexistent/libstrata_cuda.so is missing"),
+            std::string::npos)
+      << run.second;
+}
+
+TEST_F(CudaPluginTest, TheLibraryPathIsUsedAndAFolderWithoutTheLibrariesIsNamed) {
+  const std::string empty = Folder("empty");
+  const auto missing = RunOnGpu("STRATA_CUDA_LIBRARY_PATH=" + empty);
+  EXPECT_EQ(missing.first, 1);
+  const std::string cublas_major = Major(STRATA_BUILT_CUBLAS_VERSION);
+  EXPECT_NE(
+      missing.second.find(std::string(kPrefix) + "cuBLAS " + cublas_major + " (libcublasLt.so." +
+                          cublas_major + ") is not in STRATA_CUDA_LIBRARY_PATH (" + empty + ")"),
+      std::string::npos)
+      << missing.second;
+
+  const std::string libraries = Folder("libraries");
+  LinkBuildLibraries(libraries);
+  ExpectLoaded(RunOnGpu("STRATA_CUDA_LIBRARY_PATH=" + empty + ":" + libraries));
+}
+
+TEST_F(CudaPluginTest, AWheelOfAnotherMajorVersionIsRefusedNamingBoth) {
+  const std::string wheels = Folder("wheels");
+  LinkBuildLibraries(wheels);
+  const std::string old_cudnn = wheels + "/libcudnn.so.8";
+  std::ofstream(old_cudnn) << "not loaded";
+  const std::string cublas = STRATA_BUILT_CUBLAS_VERSION;
+  const std::string listing = "nvidia-cublas " + cublas + " " + wheels + "/libcublasLt.so." +
+                              Major(cublas) + "\n" + "nvidia-cublas " + cublas + " " + wheels +
+                              "/libcublas.so." + Major(cublas) + "\n" +
+                              "nvidia-cudnn-cu12 8.9.7.29 " + old_cudnn + "\n";
+  const auto run = RunOnGpu(FakePython(listing));
+  EXPECT_EQ(run.first, 1);
+  EXPECT_NE(run.second.find(std::string(kPrefix) + "cuDNN: python3's nvidia-cudnn-cu12 8.9.7.29 (" +
+                            old_cudnn +
+                            ") has major version 8, but Strata's CUDA backend was built with "
+                            "cuDNN " +
+                            kBuiltCudnn + " and needs libcudnn.so." + Major(kBuiltCudnn)),
+            std::string::npos)
+      << run.second;
+}
+
+TEST_F(CudaPluginTest, TheWheelsLibrariesAreLoadedByTheirPaths) {
+  const std::string wheels = Folder("wheels");
+  LinkBuildLibraries(wheels);
+  const std::string cublas = STRATA_BUILT_CUBLAS_VERSION;
+  const std::string cudnn = wheels + "/libcudnn.so." + Major(kBuiltCudnn);
+  const std::string listing = "nvidia-cublas " + cublas + " " + wheels + "/libcublasLt.so." +
+                              Major(cublas) + "\n" + "nvidia-cublas " + cublas + " " + wheels +
+                              "/libcublas.so." + Major(cublas) + "\n" + "nvidia-cudnn-cu13 " +
+                              kBuiltCudnn + ".1 " + cudnn + "\n";
+  ExpectLoaded(RunOnGpu(FakePython(listing)));
+
+  // The same listing with a cuDNN that is no library: the file the wheel
+  // named is the one loaded.
+  fs::remove(cudnn);
+  std::ofstream(cudnn) << "not a library";
+  const auto run = RunOnGpu(FakePython(listing));
+  EXPECT_EQ(run.first, 1);
+  EXPECT_NE(run.second.find(std::string(kPrefix) + "could not load " + cudnn +
+                            " (python3's nvidia-cudnn-cu13 " + kBuiltCudnn + ".1): "),
+            std::string::npos)
+      << run.second;
+}
+
+}  // namespace
+}  // namespace strata
