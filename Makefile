@@ -7,7 +7,7 @@ STRATA_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup setup-bench configure build test test-unit test-accuracy test-asan test-tsan chaos fresh-check demo bench fuzz format tidy clean
+.PHONY: all setup setup-bench configure build bundle test test-unit test-accuracy test-asan test-tsan chaos fresh-check demo bench fuzz format tidy clean
 
 all: build
 
@@ -22,6 +22,16 @@ configure: setup
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The portable bundle (tools/bundle.sh): a Release build for x86-64-v3 in
+# build-bundle/, its programs, plugin, op tables and the Debian libraries
+# they need in one xz archive there, for machines without Strata's packages
+# (a GPU machine: tools/gpu_check.sh inside it).
+bundle: setup
+	cmake -S . -B build-bundle -DCMAKE_BUILD_TYPE=Release -DSTRATA_PORTABLE=ON \
+	  -DSTRATA_CUDA=$(STRATA_CUDA) $(CMAKE_ARGS)
+	cmake --build build-bundle -j $(JOBS) --target strata_installed
+	bash tools/bundle.sh --build-dir build-bundle
 
 # The whole suite: ctest labels unit (in-process, seconds), cluster (real
 # multi-process runs) and accuracy (whole epochs, minutes). The chaos label

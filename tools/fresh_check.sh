@@ -12,12 +12,20 @@
 # the same place in the root, as a user's machine with CUDA installed has it,
 # so the CUDA backend is built there too (STRATA_CUDA=AUTO).
 #
-#   tools/fresh_check.sh [--all] [--require-cuda] [--keep] [--log-lines N]
+#   tools/fresh_check.sh [--all] [--require-cuda] [--bundle] [--keep]
+#                        [--log-lines N]
 #
 #   --all           also the accuracy label, and the peers' packages
 #                   (tools/setup.sh --bench) in the root, so that the checks
 #                   against PyTorch run: everything `make test` runs
 #   --require-cuda  fail unless the CUDA backend is built (STRATA_CUDA=ON)
+#   --bundle        build portably (STRATA_PORTABLE=ON: the tests then run
+#                   what a bundle ships), make the bundle (tools/bundle.sh,
+#                   at most 40 MiB) and check it (tools/check_bundle.sh) in
+#                   a second root as bootstrapped, without Strata's
+#                   packages or CUDA: its programs find every library and
+#                   train the default job, and asked for a GPU they stop
+#                   naming what is missing
 #   --keep          leave the root (and the step logs) in place and print where
 #   --log-lines N   lines of a failed step's log to print (default 40)
 #
@@ -31,14 +39,16 @@ set -euo pipefail
 keep=0
 log_lines=40
 all=0
+bundle=0
 cuda_option=AUTO
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --all) all=1 ;;
     --require-cuda) cuda_option=ON ;;
+    --bundle) bundle=1 ;;
     --keep) keep=1 ;;
     --log-lines) log_lines="$2"; shift ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -176,12 +186,18 @@ step_times=()
 # through: they describe this machine's CPU, and tests and CI run with them
 # as they are. So does STRATA_TEST_REQUIRE (what a test may not skip for).
 # This machine's CUDA toolkit, when it has one, is mounted read-only at
-# /usr/local/cuda (see the header).
+# /usr/local/cuda (see the header). With --bare it runs in the bundle
+# check's root instead (no checkout and no CUDA there; it starts in /).
 # It execs unshare, so a step's pid is unshare's and killing it
 # kills everything the step started (--kill-child).
 in_root() {
   local network=()
   local links=""
+  local step_root="$root" step_cuda="$cuda_dir" step_dir=/strata
+  if [[ "$1" == --bare ]]; then
+    step_root="$bare_root" step_cuda="" step_dir=/
+    shift
+  fi
   if [[ "$1" == --own-network ]]; then
     network=(--net)
     links="ip link set lo up && ip link add eth0 type veth peer name eth1 && ip addr add 192.0.2.1/24 dev eth0 && ip link set eth0 up && ip link set eth1 up && "
@@ -210,7 +226,7 @@ in_root() {
       mount -o remount,bind,ro "$root/usr/local/cuda"
     fi
     exec chroot "$root" /usr/bin/env -i "$@"
-  ' in-root "$root" "$cuda_dir" "${passed[@]}" bash -c "${links}cd /strata && $1"
+  ' in-root "$step_root" "$step_cuda" "${passed[@]}" bash -c "${links}cd $step_dir && $1"
 }
 
 # The bootstrap runs in its own mount namespace too, so the mounts mmdebstrap
@@ -265,11 +281,33 @@ copy_checkout() {
   fi
 }
 
+# The bundle check's root: the root as bootstrapped, before the checkout
+# and Strata's packages come in.
+bare_root="$work/bare"
+copy_bare_root() {
+  cp -a "$root" "$bare_root"
+  du -sh "$bare_root"
+}
+
+# Unpacks the bundle the build made into the bare root with Fashion-MNIST
+# beside it (data, not a package), and checks it there.
+check_bundle() {
+  local archive="$root/strata/build/strata-bundle.tar.xz"
+  ls -l "$archive"
+  mkdir -p "$bare_root/opt/bundle" "$bare_root/opt/data"
+  tar -xJf "$archive" -C "$bare_root/opt/bundle"
+  cp "$root"/usr/share/datasets/fashion-mnist/*.gz "$bare_root/opt/data/"
+  (in_root --bare "bash /opt/bundle/strata-*/tools/check_bundle.sh --data /opt/data")
+}
+
 say "Debian $suite root in $root, from ${apt_sources[*]}"
 total_start=$SECONDS
 run_step bootstrap bootstrap
 run_step keyrings copy_keyrings
 run_step hosts write_hosts
+if [[ $bundle -eq 1 ]]; then
+  run_step bare-root copy_bare_root
+fi
 run_step copy copy_checkout
 # The test steps, each a ctest label.
 test_steps=(unit cluster)
@@ -284,12 +322,21 @@ if [[ -n "$cuda_dir" ]]; then
   run_step cuda make_cuda_mount_point
 fi
 run_step setup in_root "bash tools/setup.sh $setup_option"
-run_step configure in_root "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=$cuda_option"
+portable=OFF
+[[ $bundle -eq 1 ]] && portable=ON
+run_step configure in_root "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=$cuda_option -DSTRATA_PORTABLE=$portable"
 run_step build in_root "cmake --build build -j \$(nproc)"
 say "$(grep -h 'Strata CUDA backend' "$logs/configure.log" | sed 's/^-- //')"
 for label in "${test_steps[@]}"; do
   run_step "$label-tests" in_root --own-network "cd build && ctest -L $label --output-on-failure -j \$(nproc)"
 done
+
+if [[ $bundle -eq 1 ]]; then
+  run_step bundle in_root "bash tools/bundle.sh --build-dir build --out build/strata-bundle.tar.xz"
+  run_step bundle-check check_bundle
+  say "$(grep -h 'bundle: build/strata-bundle.tar.xz' "$logs/bundle.log" | sed 's/^bundle: //')"
+  grep -h '^check-bundle: \(cpu\|gpu\):' "$logs/bundle-check.log" | sed 's/^/fresh-check: /'
+fi
 
 for label in "${test_steps[@]}"; do
   say "$label: $(grep -h 'tests passed' "$logs/$label-tests.log")"

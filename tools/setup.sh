@@ -23,6 +23,8 @@ packages=(
   # Cluster scripts: a local Slurm for their end-to-end test, their linter,
   # and the cloud files' checker (tools/cloud/check_cloud_configs.py).
   slurm-wlm munge shellcheck python3-yaml
+  # make bundle (tools/bundle.sh): the archive's compressor.
+  xz-utils
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision python3-numpy)

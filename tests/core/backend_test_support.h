@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "core/ops/backend.h"
 #include "core/ops/cuda_plugin.h"
+#include "tests/support/requirements.h"
 
 namespace strata::testing {
 
@@ -46,12 +49,17 @@ inline absl::StatusOr<Tensors> DownloadAll(const Backend& b, const Tensors& devi
 }
 
 // Registers the CUDA backend where its plugin loads and a GPU is visible,
-// saying on stdout why it is absent otherwise.
+// saying on stdout why it is absent otherwise; where STRATA_TEST_REQUIRE
+// lists cuda, its absence is a failure (a GPU machine's check).
 inline void JoinCudaBackendWherePresent() {
   const absl::StatusOr<const Backend*> cuda = OpenCudaBackend(CudaBackendOptions());
-  if (!cuda.ok()) {
-    std::printf("[ backends ] cuda: absent (%s)\n", std::string(cuda.status().message()).c_str());
+  if (cuda.ok()) return;
+  if (IsRequired("cuda")) {
+    ADD_FAILURE() << "STRATA_TEST_REQUIRE lists cuda, but the CUDA backend is absent: "
+                  << cuda.status().message();
+    return;
   }
+  std::printf("[ backends ] cuda: absent (%s)\n", std::string(cuda.status().message()).c_str());
 }
 
 }  // namespace strata::testing

@@ -27,6 +27,16 @@ TEST(LaunchSpecTest, ASingleRunGetsTheJobAndItsOverridesAndNoClusterFlags) {
                   "--records-dir", "/tmp/run/records"}));
 }
 
+TEST(LaunchSpecTest, ASingleRunNamesItsDeviceAndTf32) {
+  LaunchSpec spec;
+  spec.config = "c.json";
+  spec.device = "cuda:1";
+  spec.tf32 = true;
+  EXPECT_EQ(StrataLaunchCommand("/opt/bin", spec),
+            (Argv{"/opt/bin/strata_launch", "--config", "c.json", "--mode", "single", "--device",
+                  "cuda:1", "--tf32"}));
+}
+
 TEST(LaunchSpecTest, AStanzaClusterGetsItsLayoutAndConditions) {
   LaunchSpec spec;
   spec.config = "job.json";

@@ -44,6 +44,12 @@ ABSL_FLAG(std::string, modes, "single", "comma-separated modes to benchmark");
 ABSL_FLAG(int32_t, steps, 300, "training steps per run");
 ABSL_FLAG(int32_t, repeat, 3, "runs per contender (alternated)");
 ABSL_FLAG(int32_t, threads, 2, "CPU threads per process, for Strata and its peers alike");
+ABSL_FLAG(std::string, device, "",
+          "train --mode single: where Strata and the PyTorch peer compute (cuda, cuda:N; default: "
+          "the config's device, the peer on the CPU)");
+ABSL_FLAG(bool, tf32, false, "train --device cuda: TensorFloat-32 for Strata and the peer alike");
+ABSL_FLAG(std::string, python, "/usr/bin/python3",
+          "the Python with PyTorch that runs the peers (train)");
 ABSL_FLAG(int32_t, batch_size, 0, "batch size (0: the config's)");
 ABSL_FLAG(bool, peer, true, "also run the PyTorch peer (skipped when torch is missing)");
 ABSL_FLAG(std::string, json, "", "write the report as JSON to this file");
@@ -140,6 +146,9 @@ absl::Status Train() {
   o.repeat = absl::GetFlag(FLAGS_repeat);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.batch_size = absl::GetFlag(FLAGS_batch_size);
+  o.device = absl::GetFlag(FLAGS_device);
+  o.tf32 = absl::GetFlag(FLAGS_tf32);
+  o.python = absl::GetFlag(FLAGS_python);
   o.with_peer = absl::GetFlag(FLAGS_peer);
   o.json_out = absl::GetFlag(FLAGS_json);
   o.cluster = ClusterFromFlags();
@@ -266,7 +275,8 @@ const strata::bench::Subcommand kSubcommands[] = {
      "  [--colocate-servers] [--knob wire.format=fp32,bf16 [--cost-model-out f]]\n"
      "  [--fc-workers F] [--servers S] [--bandwidth 1gbit] [--latency 0.2ms]\n"
      "  [--sweep bandwidth=100mbit,1gbit,10gbit] [--steps K] [--repeat R]\n"
-     "  [--json f] [--csv f] [--plot f.png]",
+     "  [--json f] [--csv f] [--plot f.png]\n"
+     "  [--mode single --device cuda [--tf32]] [--python P (the peers' Python)]",
      Train},
     {"link", "--bandwidth 1gbit [--latency 0.2ms] [--senders 4]   (what an emulated link carries)",
      Link},

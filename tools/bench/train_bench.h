@@ -22,6 +22,11 @@ struct TrainBenchOptions {
   int repeat = 3;
   int threads = 2;       // CPU threads on the machine, shared by a cluster's processes
   int batch_size = 0;    // global batch; 0 = the config's
+  // Single mode: where Strata and the PyTorch peer compute ("" = the
+  // config's device and the peer's CPU; "cuda", "cuda:N"), and whether
+  // both use TensorFloat-32 there.
+  std::string device;
+  bool tf32 = false;
   // The cluster of the ps and stanza modes, as strata_launch runs it: its
   // layout (conv_workers is also the DDP peer's world size), each emulated
   // host's link and latency (the DDP peer's too; "" = loopback) and pinned

@@ -116,6 +116,10 @@ absl::StatusOr<TrainRun> TrainContenderRunner::RunStrata(const TrainContender& c
   launch.mode = c.mode;
   launch.max_steps = o_.steps;
   launch.threads = o_.threads;
+  if (c.mode == "single") {
+    launch.device = o_.device;
+    launch.tf32 = o_.tf32;
+  }
   launch.batch_size = batch_;
   launch.evaluate = false;
   launch.progress = false;
@@ -166,6 +170,12 @@ absl::StatusOr<TrainRun> TrainContenderRunner::RunTorch() {
                "--threads",    std::to_string(o_.threads),
                "--batch-size", std::to_string(batch_),
                "--json",       result};
+  if (absl::StartsWith(o_.device, "cuda")) {
+    // cuDNN's algorithms found per shape, NHWC tensors, and the TF32
+    // setting Strata runs with.
+    spec.argv.insert(spec.argv.end(), {"--device", o_.device, "--channels-last", "--tf32",
+                                       o_.tf32 ? "1" : "0"});
+  }
   spec.unset_env = UnsetForBenchmarks();
   spec.set_env = PeerEnvironment(o_.threads);
   spec.output_path = Path("pytorch.log");

@@ -79,6 +79,10 @@ absl::Status CheckOptions(const TrainBenchOptions& o, const Sweep& sweep) {
     return absl::InvalidArgumentError("train: --steps, --repeat and --threads must be > 0");
   }
   if (o.modes.empty()) return absl::InvalidArgumentError("train: --modes lists no mode");
+  if (!o.device.empty() && (o.modes.size() != 1 || o.modes[0] != "single")) {
+    return absl::InvalidArgumentError(
+        "train: --device is for --mode single (cluster roles compute on the CPU)");
+  }
   for (const std::string& mode : o.modes) {
     if (mode != "single" && mode != "ps" && mode != "stanza") {
       return absl::InvalidArgumentError(

@@ -26,6 +26,8 @@ std::vector<std::string> StrataLaunchCommand(const std::string& bin_dir, const L
   add_count("--epochs", spec.epochs);
   add_count("--batch-size", spec.batch_size);
   add_count("--threads", spec.threads);
+  if (!spec.device.empty()) add({"--device", spec.device});
+  if (spec.tf32) add({"--tf32"});
   if (!spec.evaluate) add({"--evaluate=false"});
   if (!spec.progress) add({"--progress=false"});
   if (!spec.summary_out.empty()) add({"--summary-out", spec.summary_out});

@@ -50,6 +50,9 @@ ABSL_FLAG(bool, evaluate, true, "evaluate on the test set after every epoch");
 ABSL_FLAG(std::string, device, "",
           "single mode: where to compute: cpu, cuda, cuda:N or check (the checking device); "
           "overrides training.device");
+ABSL_FLAG(bool, tf32, false,
+          "single mode on a GPU: TensorFloat-32 in matrix products and convolutions (sets "
+          "training.tf32)");
 ABSL_FLAG(std::string, metrics_out, "", "write metrics as JSON lines to this file");
 ABSL_FLAG(std::string, trace_out, "",
           "ps/stanza: write a Chrome trace (Perfetto, chrome://tracing) of every worker's "
@@ -120,6 +123,7 @@ absl::StatusOr<JobConfig> ConfigFromFlags(const std::string& path) {
     STRATA_RETURN_IF_ERROR_CTX(ParseDeviceSpec(absl::GetFlag(FLAGS_device)).status(), "--device");
     config.training.device = absl::GetFlag(FLAGS_device);
   }
+  if (absl::GetFlag(FLAGS_tf32)) config.training.tf32 = true;
   STRATA_RETURN_IF_ERROR(RequireHostDeviceOutsideSingleMode(config.training, config.cluster.mode));
   return config;
 }

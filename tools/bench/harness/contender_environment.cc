@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,11 @@ std::string BinaryDir() {
   return path.substr(0, path.rfind('/'));
 }
 
-std::string SourceDir() { return STRATA_SOURCE_DIR; }
+std::string SourceDir() {
+  const std::string installed = BinaryDir() + "/..";
+  std::error_code error;
+  if (std::filesystem::exists(installed + "/tools/bench/peers", error)) return installed;
+  return STRATA_SOURCE_DIR;
+}
 
 }  // namespace strata::bench

@@ -39,7 +39,9 @@ absl::StatusOr<nlohmann::json> ReadContenderResult(const std::string& path,
 
 // Directory of the running strata_bench binary (to find strata_launch).
 std::string BinaryDir();
-// The project's source directory (to find tools/bench/peers), baked in at build time.
+// Where Strata's shipped files are (configs/, tools/bench/peers/): the
+// folder above bin/ in an installation or a bundle, which holds them;
+// otherwise the source directory of the build.
 std::string SourceDir();
 
 }  // namespace strata::bench

@@ -201,6 +201,9 @@ def main():
     ap.add_argument("--batch-size", type=int, default=0)
     ap.add_argument("--channels-last", action="store_true",
                     help="NHWC memory format (oneDNN's blocked path is often faster)")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    ap.add_argument("--tf32", type=int, default=0,
+                    help="on a GPU: TensorFloat-32 in convolutions and matrix products (1) or not")
     ap.add_argument("--json", default="")
     ap.add_argument("--check-inputs", default="",
                     help="only check that we compute what Strata does (strata_bench's file)")
@@ -208,6 +211,14 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
+    device = torch.device(args.device)
+    on_gpu = device.type == "cuda"
+    if on_gpu:
+        # cuDNN's fastest algorithm found per shape (Strata's does the same),
+        # and TF32 as Strata's switch says.
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = bool(args.tf32)
+        torch.backends.cuda.matmul.allow_tf32 = bool(args.tf32)
     with open(args.config) as f:
         cfg = json.load(f)
     if args.check_inputs:
@@ -220,12 +231,14 @@ def main():
     model, description = reference_model(cfg)
     print(f"torch_train.py: {description}, {sum(p.numel() for p in model.parameters())} "
           "parameters", file=sys.stderr)
+    model = model.to(device)
+    x, y = x.to(device), y.to(device)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = make_optimizer(cfg, model.parameters())
     loss_fn = nn.CrossEntropyLoss()
     n = x.shape[0]
-    perm = torch.randperm(n)
+    perm = torch.randperm(n).to(device)
     steps_per_epoch = n // batch
 
     def step(i):
@@ -240,14 +253,25 @@ def main():
         opt.step()
         return loss
 
+    if on_gpu:
+        # cudnn.benchmark times its algorithms on the first steps of each
+        # shape: those are not the steady state timed below.
+        for i in range(5):
+            step(i)
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
     start = time.perf_counter()
     for i in range(args.steps):
         loss = step(i)
+    final_loss = float(loss)  # waits for the GPU
     seconds = time.perf_counter() - start
     result = {"peer": "pytorch", "torch_version": torch.__version__, "steps": args.steps,
               "batch_size": batch, "threads": args.threads, "channels_last": args.channels_last,
-              "train_seconds": seconds, "images_per_sec": args.steps * batch / seconds,
-              "final_loss": float(loss)}
+              "device": str(device), "train_seconds": seconds,
+              "images_per_sec": args.steps * batch / seconds, "final_loss": final_loss}
+    if on_gpu:
+        result.update({"gpu": torch.cuda.get_device_name(device), "tf32": bool(args.tf32),
+                       "peak_memory_bytes": torch.cuda.max_memory_allocated(device)})
     text = json.dumps(result)
     if args.json:
         with open(args.json, "w") as f:
