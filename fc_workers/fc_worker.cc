@@ -275,7 +275,8 @@ class FcProgram final : public StepProgram {
       Tensor logits = p_.model.Forward(x, /*training=*/true, p_.split, -1);
       if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE forward");
       STRATA_ASSIGN_OR_RETURN(LossResult loss, WeightedLoss(logits, labels));
-      loss_sum += loss.loss * static_cast<double>(x.dim(0));
+      STRATA_ASSIGN_OR_RETURN(const double arrival_loss, loss.loss.Get());
+      loss_sum += arrival_loss * static_cast<double>(x.dim(0));
       Tensor grad_x = p_.model.Backward(loss.grad_logits, p_.split, -1, /*need_input_grad=*/true);
       if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE backward");
       ScaleForTheTrunk(grad_x);

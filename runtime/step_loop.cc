@@ -136,7 +136,11 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
         RunPhase(Phase::kSynchronise, [&] { return program.Synchronise(ctx); });
     if (!completed.ok()) return fail(completed.status(), Phase::kSynchronise);
     record_.completed = *completed;
-    record_.loss = ctx.loss;
+    if (ctx.loss.has_value()) {
+      const absl::StatusOr<double>& loss = ctx.loss.Get();
+      if (!loss.ok()) return fail(loss.status(), Phase::kSynchronise);
+      record_.loss = *loss;
+    }
     record_.rows = ctx.rows;
     record_.Summarise();
     const TrafficTotals after = program.Traffic();
@@ -155,8 +159,8 @@ absl::StatusOr<int64_t> StepLoop::Run(StepProgram& program) {
       iteration = ctx.rewind_to;
       continue;
     }
-    if (options_.reporter != nullptr && ctx.loss.has_value()) {
-      options_.reporter->StepDone(iteration, *ctx.loss, record_.wall_seconds, ctx.lr);
+    if (options_.reporter != nullptr && record_.loss.has_value()) {
+      options_.reporter->StepDone(iteration, *record_.loss, record_.wall_seconds, ctx.lr);
     }
     absl::Status s = RunPhase(Phase::kBoundary, [&] { return program.Boundary(ctx); });
     if (!s.ok()) return fail(s, Phase::kBoundary);

@@ -46,6 +46,7 @@
 #include "core/net/traffic.h"
 #include "core/train/metrics_writer.h"
 #include "core/train/training_reporter.h"
+#include "core/util/pending_value.h"
 #include "core/util/wait_observer.h"
 
 namespace strata {
@@ -54,8 +55,10 @@ namespace strata {
 struct StepContext {
   int64_t iteration = 0;
   // Set by the phase that computes the loss (and the learning rate, where
-  // this process updates parameters), for the reporter and the record.
-  std::optional<double> loss;
+  // this process updates parameters), for the reporter and the record. A
+  // device's loss may still be on its way: the loop reads it after
+  // Synchronise, once the step's later work is queued.
+  PendingValue<double> loss;
   double lr = -1.0;
   // Set by the phase that takes the iteration's input: the batch rows it
   // computes on (for the record).

@@ -33,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir="$2"; shift ;;
     --out) out="$2"; shift ;;
     --max-mib) max_mib="$2"; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bundle: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -25,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     --data) data="$2"; shift ;;
     --steps) steps="$2"; shift ;;
     --expect-gpu) expect_gpu=1 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "check-bundle: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -48,7 +48,7 @@ while [[ $# -gt 0 ]]; do
     --bundle) bundle=1 ;;
     --keep) keep=1 ;;
     --log-lines) log_lines="$2"; shift ;;
-    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -39,7 +39,7 @@ while [[ $# -gt 0 ]]; do
     --tf32) tf32=1 ;;
     --steps) steps="$2"; shift ;;
     --max-accuracy-gap) max_gap="$2"; shift ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

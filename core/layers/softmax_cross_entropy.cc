@@ -38,14 +38,38 @@ absl::StatusOr<LossResult> SoftmaxCrossEntropy(const Tensor& logits,
   if (want_grad) result.grad_logits = backend->Empty(logits.shape());
   STRATA_RETURN_IF_ERROR(backend->SoftmaxCrossEntropy(logits, device_labels, grad_scale, row_loss,
                                                       row_correct, result.grad_logits));
-  STRATA_ASSIGN_OR_RETURN(Tensor losses, ToHost(row_loss));
-  STRATA_ASSIGN_OR_RETURN(Tensor hits, ToHost(row_correct));
-  double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    total += losses.data()[i];
-    result.correct += hits.data()[i] > 0.5f ? 1 : 0;
-  }
-  result.loss = total / static_cast<double>(n);
+  // The rows come to the host while the device goes on; both totals come
+  // from one read of them, when first asked for.
+  struct Totals {
+    double loss = 0.0;
+    int64_t correct = 0;
+  };
+  const PendingValue<Tensor> losses = backend->DownloadLater(row_loss);
+  const PendingValue<Tensor> hits = backend->DownloadLater(row_correct);
+  const PendingValue<Totals> totals([losses, hits, n]() -> absl::StatusOr<Totals> {
+    const absl::StatusOr<Tensor>& loss_rows = losses.Get();
+    if (!loss_rows.ok()) return loss_rows.status();
+    const absl::StatusOr<Tensor>& hit_rows = hits.Get();
+    if (!hit_rows.ok()) return hit_rows.status();
+    Totals t;
+    double total = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      total += loss_rows->data()[i];
+      t.correct += hit_rows->data()[i] > 0.5f ? 1 : 0;
+    }
+    t.loss = total / static_cast<double>(n);
+    return t;
+  });
+  result.loss = PendingValue<double>([totals]() -> absl::StatusOr<double> {
+    const absl::StatusOr<Totals>& t = totals.Get();
+    if (!t.ok()) return t.status();
+    return t->loss;
+  });
+  result.correct = PendingValue<int64_t>([totals]() -> absl::StatusOr<int64_t> {
+    const absl::StatusOr<Totals>& t = totals.Get();
+    if (!t.ok()) return t.status();
+    return t->correct;
+  });
   return result;
 }
 

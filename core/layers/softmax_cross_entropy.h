@@ -4,8 +4,10 @@
 // of -log softmax(logits)[label], the number of rows whose arg-max equals the
 // label, and (when asked) the gradient with respect to the logits,
 // (softmax - onehot) * `grad_scale` / N, on the logits' device (through
-// the backend registered for it; the loss and the count are downloaded, the
-// one wait for the device a step needs).
+// the backend registered for it). The loss and the count come to the host
+// while the device goes on (Backend::DownloadLater): reading them waits for
+// the loss's rows alone, so a step reads them once its later work is
+// queued.
 #ifndef STRATA_CORE_LAYERS_SOFTMAX_CROSS_ENTROPY_H_
 #define STRATA_CORE_LAYERS_SOFTMAX_CROSS_ENTROPY_H_
 
@@ -14,13 +16,14 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/tensor/tensor.h"
+#include "core/util/pending_value.h"
 
 namespace strata {
 
 struct LossResult {
-  double loss = 0.0;    // mean over the batch
-  int64_t correct = 0;  // rows whose arg-max is the label
-  Tensor grad_logits;   // {N, K}; undefined unless requested
+  PendingValue<double> loss;      // mean over the batch
+  PendingValue<int64_t> correct;  // rows whose arg-max is the label
+  Tensor grad_logits;             // {N, K}; undefined unless requested
 };
 
 // Fails with InvalidArgument when logits are not {N, K}, the label count is

@@ -13,6 +13,10 @@ absl::Status Backend::Lacks(const char* op) const {
       absl::StrCat(op, " is not implemented on the ", name(), " backend"));
 }
 
+PendingValue<Tensor> Backend::DownloadLater(const Tensor& tensor) const {
+  return PendingValue<Tensor>([copy = Download(tensor)]() { return copy; });
+}
+
 absl::Status Backend::Fill(float, const Tensor&) const { return Lacks("fill"); }
 absl::Status Backend::Copy(const Tensor&, const Tensor&) const { return Lacks("copy"); }
 absl::Status Backend::Relu(const Tensor&, const Tensor&) const { return Lacks("relu"); }

@@ -32,6 +32,7 @@
 #include "core/ops/layer_kernels.h"
 #include "core/ops/shared/update_rules.h"
 #include "core/tensor/tensor.h"
+#include "core/util/pending_value.h"
 
 namespace strata {
 
@@ -41,8 +42,15 @@ class Backend {
   virtual std::string name() const = 0;  // "cpu", "cuda"
   virtual Device device() const = 0;
   // A tensor on this backend's device with `host`'s values, and back.
+  // Upload returns once `host` may change or go (a GPU's copy may still be
+  // in flight); Download waits for every op before it.
   virtual absl::StatusOr<Tensor> Upload(const Tensor& host) const = 0;
   virtual absl::StatusOr<Tensor> Download(const Tensor& tensor) const = 0;
+  // A host copy of `tensor` as the ops before this call leave it, without
+  // waiting: Get() waits for that copy alone, not for ops queued after it
+  // (a GPU records an event after the copy). Errors come from Get(). The
+  // default downloads at once.
+  virtual PendingValue<Tensor> DownloadLater(const Tensor& tensor) const;
 
   // Element-wise ops (their meaning: core/ops/cpu/elementwise.h). In-place
   // calls are allowed where elementwise.h allows them.

@@ -89,7 +89,7 @@ absl::Status PreloadLibraries(const std::vector<NeededLibrary>& needed,
     const NeededLibrary& library = needed[i];
     const FoundLibrary* match = nullptr;
     for (const FoundLibrary& candidate : found[i]) {
-      if (candidate.major == library.major) match = &candidate;
+      if (match == nullptr && candidate.major == library.major) match = &candidate;
     }
     if (match == nullptr) {
       if (!found[i].empty()) {

@@ -1,6 +1,8 @@
 #include "core/train/trainer.h"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "core/layers/softmax_cross_entropy.h"
 #include "core/ops/cpu/dnnl_runtime.h"
@@ -62,6 +64,18 @@ absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,
   EvalResult result;
   double loss_sum = 0.0;
   int64_t correct = 0;
+  // A batch's totals are read once the next batch is queued, so that a
+  // device computes while the host waits for them.
+  std::optional<std::pair<LossResult, int64_t>> previous;
+  auto add_previous = [&]() -> absl::Status {
+    if (!previous.has_value()) return absl::OkStatus();
+    STRATA_ASSIGN_OR_RETURN(const double batch_loss, previous->first.loss.Get());
+    STRATA_ASSIGN_OR_RETURN(const int64_t batch_correct, previous->first.correct.Get());
+    loss_sum += batch_loss * static_cast<double>(previous->second);
+    correct += batch_correct;
+    previous.reset();
+    return absl::OkStatus();
+  };
   for (int64_t step = 0; result.samples < total; ++step) {
     Batch batch = loader.Get(step);
     const int64_t take = std::min<int64_t>(batch.images.dim(0), total - result.samples);
@@ -69,10 +83,11 @@ absl::StatusOr<EvalResult> Evaluate(Model& model, const Dataset& dataset,
     batch.labels.resize(take);
     Tensor logits = model.Forward(images, /*training=*/false);
     STRATA_ASSIGN_OR_RETURN(LossResult loss, SoftmaxCrossEntropy(logits, batch.labels, false));
-    loss_sum += loss.loss * static_cast<double>(take);
-    correct += loss.correct;
+    STRATA_RETURN_IF_ERROR(add_previous());
+    previous.emplace(std::move(loss), take);
     result.samples += take;
   }
+  STRATA_RETURN_IF_ERROR(add_previous());
   if (result.samples > 0) {
     result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
     result.loss = loss_sum / static_cast<double>(result.samples);

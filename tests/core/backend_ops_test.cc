@@ -530,6 +530,8 @@ std::vector<GradientRow> GradientTable() {
   };
 }
 
+const Backend& CheckingDevice() { return **BackendRegistry::Global().Find("check"); }
+
 class BackendOpsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { testing::JoinCudaBackendWherePresent(); }
@@ -600,6 +602,28 @@ TEST_F(BackendOpsTest, EveryBackwardMatchesFiniteDifferencesOfItsForward) {
   }
 }
 
+// A later download holds the values of its point in the backend's order:
+// ops queued after it (here, overwriting the tensor) do not reach it, and
+// an upload's source may change as soon as the upload returns.
+TEST_F(BackendOpsTest, TransfersHoldTheValuesOfTheirPointInTheOrder) {
+  for (const Backend* b : BackendRegistry::Global().backends()) {
+    SCOPED_TRACE(b->name());
+    Tensor host = Tensor::FromVector(Shape({3}), {1.0f, 2.0f, 3.0f});
+    absl::StatusOr<Tensor> x = b->Upload(host);
+    ASSERT_TRUE(x.ok()) << x.status();
+    host.data()[0] = 100.0f;  // after Upload returned
+    const PendingValue<Tensor> before = b->DownloadLater(*x);
+    ASSERT_TRUE(b->Fill(7.0f, *x).ok());
+    const PendingValue<Tensor> after = b->DownloadLater(*x);
+    ASSERT_TRUE(after.Get().ok()) << after.Get().status();  // read first: out of order
+    ASSERT_TRUE(before.Get().ok()) << before.Get().status();
+    EXPECT_EQ(before.Get()->ToVector(), (std::vector<float>{1.0f, 2.0f, 3.0f}));
+    EXPECT_EQ(after.Get()->ToVector(), (std::vector<float>{7.0f, 7.0f, 7.0f}));
+  }
+  const PendingValue<Tensor> wrong = CheckingDevice().DownloadLater(Tensor::Empty({2}));
+  EXPECT_EQ(wrong.Get().status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(BackendOpsTest, MismatchedOperandsAreRefusedByName) {
   const Backend* cpu = *BackendRegistry::Global().Find("cpu");
   const absl::Status s = cpu->Relu(Tensor::Empty({4}), Tensor::Empty({5}));
@@ -609,8 +633,6 @@ TEST_F(BackendOpsTest, MismatchedOperandsAreRefusedByName) {
   EXPECT_EQ(rows.message(), "sum_rows: a matrix of shape [3, 4] and a row of 3 elements");
   EXPECT_EQ(BackendRegistry::Global().Find("tpu").status().code(), absl::StatusCode::kNotFound);
 }
-
-const Backend& CheckingDevice() { return **BackendRegistry::Global().Find("check"); }
 
 TEST(CheckingDeviceTest, TheHostTouchingOneOfItsTensorsCrashes) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");

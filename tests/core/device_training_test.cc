@@ -50,7 +50,9 @@ TrainingRun Train(const JobConfig& config, const Backend& backend, int steps) {
     absl::StatusOr<LossResult> loss = SoftmaxCrossEntropy(logits, labels, /*want_grad=*/true);
     EXPECT_TRUE(loss.ok()) << loss.status();
     if (!loss.ok()) return run;
-    run.losses.push_back(loss->loss);
+    const absl::StatusOr<double>& value = loss->loss.Get();
+    EXPECT_TRUE(value.ok()) << value.status();
+    run.losses.push_back(value.ok() ? *value : 0.0);
     (*model)->Backward(loss->grad_logits);
     step.Step();
   }

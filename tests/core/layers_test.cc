@@ -386,15 +386,15 @@ TEST(SoftmaxCrossEntropyTest, LossAccuracyAndGradient) {
   ASSERT_TRUE(result.ok());
   const double l0 = std::log(std::exp(1) + std::exp(2) + std::exp(3)) - 3;
   const double l1 = std::log(3.0);
-  EXPECT_NEAR(result->loss, (l0 + l1) / 2, 1e-6);
-  EXPECT_EQ(result->correct, 1);  // row 1 ties: arg-max is class 0
+  EXPECT_NEAR(*result->loss.Get(), (l0 + l1) / 2, 1e-6);
+  EXPECT_EQ(*result->correct.Get(), 1);  // row 1 ties: arg-max is class 0
   // Finite differences of the mean loss.
   for (int64_t i = 0; i < 6; ++i) {
     Tensor plus = logits.Clone(), minus = logits.Clone();
     plus.data()[i] += 1e-3f;
     minus.data()[i] -= 1e-3f;
-    const double numeric = (SoftmaxCrossEntropy(plus, labels, false)->loss -
-                            SoftmaxCrossEntropy(minus, labels, false)->loss) /
+    const double numeric = (*SoftmaxCrossEntropy(plus, labels, false)->loss.Get() -
+                            *SoftmaxCrossEntropy(minus, labels, false)->loss.Get()) /
                            2e-3;
     EXPECT_NEAR(result->grad_logits.data()[i], numeric, 1e-3);
   }

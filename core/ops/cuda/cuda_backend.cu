@@ -15,6 +15,7 @@
 #include "core/ops/cuda/cuda_context.h"
 #include "core/ops/cuda/cuda_status.h"
 #include "core/ops/cuda/cudnn_layer_kernels.h"
+#include "core/ops/cuda/pinned_staging.h"
 #include "core/ops/shared/counter_random.h"
 #include "core/ops/shared/loss_row.h"
 #include "core/ops/shared/update_rules.h"
@@ -130,7 +131,10 @@ __global__ void UpdateKernel(UpdateRule r, UpdateStep s, float* p, const float* 
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(CudaContext context)
-      : context_(context), stream_(context.stream), blas_(context.blas) {}
+      : context_(context),
+        stream_(context.stream),
+        blas_(context.blas),
+        staging_(std::make_unique<PinnedStaging>(context.stream)) {}
   std::string name() const override { return "cuda"; }
   Device device() const override { return Device::kCuda; }
 
@@ -140,10 +144,9 @@ class CudaBackend final : public Backend {
           absl::StrCat("upload takes a host tensor, got one on ", DeviceName(host.device())));
     }
     Tensor d = Tensor::Empty(host.shape(), host.dtype(), Device::kCuda);
-    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaMemcpyAsync(
-        d.raw_data(), host.raw_data(), host.nbytes(), cudaMemcpyHostToDevice, stream_)));
-    // The host tensor may go as soon as this returns: wait for the copy.
-    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_)));
+    // Through a pinned buffer: the host tensor may go as soon as this
+    // returns, and nothing waits for the copy.
+    STRATA_RETURN_IF_ERROR(staging_->Upload(host.raw_data(), d.raw_data(), host.nbytes()));
     return d;
   }
 
@@ -157,6 +160,23 @@ class CudaBackend final : public Backend {
         h.raw_data(), tensor.raw_data(), tensor.nbytes(), cudaMemcpyDeviceToHost, stream_)));
     STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_)));
     return h;
+  }
+
+  PendingValue<Tensor> DownloadLater(const Tensor& tensor) const override {
+    if (tensor.device() != Device::kCuda) return Backend::DownloadLater(tensor);
+    absl::StatusOr<std::shared_ptr<PinnedStaging::Download>> copy =
+        staging_->StartDownload(tensor.raw_data(), tensor.nbytes());
+    if (!copy.ok()) {
+      return PendingValue<Tensor>([status = copy.status()]() -> absl::StatusOr<Tensor> {
+        return status;
+      });
+    }
+    return PendingValue<Tensor>([copy = *std::move(copy), shape = tensor.shape(),
+                                 dtype = tensor.dtype()]() -> absl::StatusOr<Tensor> {
+      Tensor h = Tensor::Empty(shape, dtype);
+      STRATA_RETURN_IF_ERROR(copy->Finish(h.raw_data()));
+      return h;
+    });
   }
 
   absl::Status Fill(float value, const Tensor& x) const override {
@@ -321,6 +341,7 @@ class CudaBackend final : public Backend {
   const CudaContext context_;
   cudaStream_t stream_;
   cublasHandle_t blas_;
+  std::unique_ptr<PinnedStaging> staging_;
 };
 
 }  // namespace
