@@ -94,6 +94,7 @@ absl::StatusOr<RunSummary> TrainSingle(const JobConfig& config, const RunOptions
   STRATA_ASSIGN_OR_RETURN(const int64_t step, loop.Run(program));
 
   reporter.Finish(step, &summary);
+  summary.device_peak_memory_bytes = backend->PeakMemoryBytes();
   if (!options.checkpoint_path.empty()) {
     STRATA_RETURN_IF_ERROR(
         WriteCheckpoint(options.checkpoint_path,

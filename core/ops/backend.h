@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ class Backend {
   // (a GPU records an event after the copy). Errors come from Get(). The
   // default downloads at once.
   virtual PendingValue<Tensor> DownloadLater(const Tensor& tensor) const;
+  // The most bytes this device's tensors ever held at once, counted in the
+  // allocator's blocks, where the device has memory of its own (a GPU, the
+  // checking device); none for the host.
+  virtual std::optional<uint64_t> PeakMemoryBytes() const { return std::nullopt; }
 
   // Element-wise ops (their meaning: core/ops/cpu/elementwise.h). In-place
   // calls are allowed where elementwise.h allows them.

@@ -76,4 +76,8 @@ absl::StatusOr<CpuBackend::OperandAccess> CheckingBackend::OpenOperands(
   });
 }
 
+std::optional<uint64_t> CheckingBackend::PeakMemoryBytes() const {
+  return GuardedAllocator::Instance().usage().peak();
+}
+
 }  // namespace strata

@@ -16,6 +16,7 @@
 #define STRATA_CORE_OPS_CHECKING_BACKEND_H_
 
 #include <mutex>
+#include <optional>
 
 #include "core/ops/cpu_backend.h"
 
@@ -29,6 +30,7 @@ class CheckingBackend final : public CpuBackend {
   Device device() const override { return Device::kCheck; }
   absl::StatusOr<Tensor> Upload(const Tensor& host) const override;
   absl::StatusOr<Tensor> Download(const Tensor& tensor) const override;
+  std::optional<uint64_t> PeakMemoryBytes() const override;
 
  protected:
   absl::StatusOr<OperandAccess> OpenOperands(

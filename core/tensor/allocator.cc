@@ -23,6 +23,15 @@ class AlignedSystemAllocator final : public Allocator {
 
 }  // namespace
 
+void MemoryUsage::Add(size_t bytes) {
+  const uint64_t now = in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  uint64_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void MemoryUsage::Remove(size_t bytes) { in_use_.fetch_sub(bytes, std::memory_order_relaxed); }
+
 size_t CachingAllocator::RoundToSizeClass(size_t bytes) {
   if (bytes <= 256) return 256;
   // Round up to a multiple of 1/8 of the highest power of two below `bytes`.
@@ -46,16 +55,20 @@ void* CachingAllocator::Allocate(size_t bytes) {
       it->second.pop_back();
       stats_.cache_hits++;
       stats_.cached_bytes -= size;
+      usage_.Add(size);
       return p;
     }
     stats_.system_allocations++;
   }
-  return backing_->Allocate(size);
+  void* p = backing_->Allocate(size);
+  usage_.Add(size);
+  return p;
 }
 
 void CachingAllocator::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   const size_t size = RoundToSizeClass(bytes);
+  usage_.Remove(size);
   {
     absl::MutexLock lock(&mu_);
     if (stats_.cached_bytes + size <= max_cached_bytes_) {
@@ -78,7 +91,10 @@ void CachingAllocator::Trim() {
 
 CachingAllocatorStats CachingAllocator::stats() const {
   absl::MutexLock lock(&mu_);
-  return stats_;
+  CachingAllocatorStats stats = stats_;
+  stats.in_use_bytes = usage_.in_use();
+  stats.peak_in_use_bytes = usage_.peak();
+  return stats;
 }
 
 Allocator& SystemAllocator() {

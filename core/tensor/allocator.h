@@ -12,6 +12,7 @@
 #ifndef STRATA_CORE_TENSOR_ALLOCATOR_H_
 #define STRATA_CORE_TENSOR_ALLOCATOR_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -34,10 +35,26 @@ class Allocator {
   virtual void Deallocate(void* ptr, size_t bytes) = 0;
 };
 
+// Bytes an allocator has handed out and not taken back, and the most it
+// ever had out at once. Thread-safe.
+class MemoryUsage {
+ public:
+  void Add(size_t bytes);
+  void Remove(size_t bytes);
+  uint64_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
+  uint64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> in_use_{0};
+  std::atomic<uint64_t> peak_{0};
+};
+
 struct CachingAllocatorStats {
   uint64_t system_allocations = 0;  // blocks requested from the underlying allocator
   uint64_t cache_hits = 0;          // requests served from the cache
   uint64_t cached_bytes = 0;        // bytes currently held in free lists
+  uint64_t in_use_bytes = 0;        // bytes in blocks handed out (size classes)
+  uint64_t peak_in_use_bytes = 0;   // the most in_use_bytes ever was
 };
 
 // Caches freed blocks by size class (sizes rounded up to 1/8 of a power of
@@ -62,6 +79,7 @@ class CachingAllocator final : public Allocator {
   mutable absl::Mutex mu_;
   std::map<size_t, std::vector<void*>> free_lists_ ABSL_GUARDED_BY(mu_);
   CachingAllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+  MemoryUsage usage_;
 };
 
 // Plain aligned allocation from the C library (no caching).

@@ -42,10 +42,14 @@ void* GuardedAllocator::Allocate(size_t bytes) {
   void* p = mmap(nullptr, RoundUpToPages(bytes), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   STRATA_CHECK(p != MAP_FAILED, "guarded allocation of ", bytes,
                " bytes failed: ", std::strerror(errno));
+  usage_.Add(RoundUpToPages(bytes));
   return p;
 }
 
-void GuardedAllocator::Deallocate(void* ptr, size_t bytes) { munmap(ptr, RoundUpToPages(bytes)); }
+void GuardedAllocator::Deallocate(void* ptr, size_t bytes) {
+  munmap(ptr, RoundUpToPages(bytes));
+  usage_.Remove(RoundUpToPages(bytes));
+}
 
 void GuardedAllocator::OpenPages(const void* ptr, size_t bytes) {
   Protect(ptr, bytes, PROT_READ | PROT_WRITE);

@@ -31,11 +31,16 @@ class GuardedAllocator final : public Allocator {
   // Whole pages, PROT_NONE; aborts when the system refuses them.
   void* Allocate(size_t bytes) override;
   void Deallocate(void* ptr, size_t bytes) override;
+  // The bytes of its blocks (whole pages).
+  const MemoryUsage& usage() const { return usage_; }
 
   // Read-write / no access for every page that [ptr, ptr + bytes) touches;
   // the range lies inside one block. Aborts if the kernel refuses.
   static void OpenPages(const void* ptr, size_t bytes);
   static void ClosePages(const void* ptr, size_t bytes);
+
+ private:
+  MemoryUsage usage_;
 };
 
 }  // namespace strata

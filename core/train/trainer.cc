@@ -33,6 +33,9 @@ nlohmann::json RunSummary::ToJson() const {
                       {"bytes_per_iteration", bytes_per_iteration},
                       {"bytes_per_iteration_by_role", bytes_per_iteration_by_role}};
   if (!seconds_per_iteration.empty()) j["seconds_per_iteration"] = seconds_per_iteration;
+  if (device_peak_memory_bytes.has_value()) {
+    j["device_peak_memory_bytes"] = *device_peak_memory_bytes;
+  }
   return j;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +58,9 @@ struct RunSummary {
   // the network: pushes, pulls, activation exchange) and "waiting" (the
   // rest: input loading, scheduling). Empty in single mode.
   std::map<std::string, double> seconds_per_iteration;
+  // Single mode on a device with memory of its own: the most bytes its
+  // tensors held at once (Backend::PeakMemoryBytes).
+  std::optional<uint64_t> device_peak_memory_bytes;
 
   nlohmann::json ToJson() const;
 };

@@ -60,7 +60,7 @@ TEST(BatchSharesTest, SlicesOfEveryRankMakeUpTheGlobalBatch) {
   whole.global_batch = 20;
   whole.seed = 9;
   BatchLoader single(ds, whole);
-  for (const std::string& text : {"even", "3:1", "1:4"}) {
+  for (const char* text : {"even", "3:1", "1:4"}) {
     const std::vector<int64_t> rows = RowsOf(text, 20, 2);
     std::vector<int32_t> labels;
     std::vector<float> pixels;

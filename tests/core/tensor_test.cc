@@ -68,6 +68,21 @@ TEST(CachingAllocatorTest, ReusesFreedBlocksOfTheSameClass) {
   EXPECT_EQ(cache.stats().cached_bytes, 0u);
 }
 
+TEST(CachingAllocatorTest, CountsTheBytesInUseAndTheirPeak) {
+  CachingAllocator cache(&SystemAllocator(), 1 << 30);
+  const size_t a = CachingAllocator::RoundToSizeClass(1000);
+  const size_t b = CachingAllocator::RoundToSizeClass(5000);
+  void* first = cache.Allocate(1000);
+  void* second = cache.Allocate(5000);
+  cache.Deallocate(first, 1000);
+  void* third = cache.Allocate(1000);  // from the cache: in use again
+  EXPECT_EQ(cache.stats().in_use_bytes, a + b);
+  cache.Deallocate(second, 5000);
+  cache.Deallocate(third, 1000);
+  EXPECT_EQ(cache.stats().in_use_bytes, 0u);
+  EXPECT_EQ(cache.stats().peak_in_use_bytes, a + b);
+}
+
 TEST(CachingAllocatorTest, SizeClassesWasteAtMostAnEighth) {
   for (size_t bytes : {257ul, 1000ul, 4097ul, 1ul << 20, (1ul << 20) + 1, 3000000ul}) {
     const size_t c = CachingAllocator::RoundToSizeClass(bytes);

@@ -71,6 +71,12 @@ TEST_P(DeviceLaunchTest, TheCheckingDeviceTrainsLikeTheHost) {
   const nlohmann::json summary = nlohmann::json::parse(in);
   EXPECT_EQ(summary["device"], "check");
   EXPECT_EQ(summary["steps"], 6);
+  // The device's peak holds at least the parameters, their gradients and
+  // the optimizer's state; the host reports none.
+  const int64_t parameter_bytes = summary["parameters"].get<int64_t>() * 4;
+  EXPECT_GE(summary["device_peak_memory_bytes"].get<int64_t>(), 3 * parameter_bytes);
+  std::ifstream host_in(path("host.json"));
+  EXPECT_FALSE(nlohmann::json::parse(host_in).contains("device_peak_memory_bytes"));
 }
 
 INSTANTIATE_TEST_SUITE_P(ShippedModels, DeviceLaunchTest,

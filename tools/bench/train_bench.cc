@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -103,6 +104,7 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
   if (torch) d.check = [&] { return CheckPeerComputesTheSame(config, check); };
   TrainContenderRunner runner(o, batch, scratch.path(), RecordsWantedBy(o));
   fit::FitInputs recorded;  // the runs' conv worker speeds and link readings
+  std::map<std::string, double> peak_memory;  // per contender, the most over its runs
   for (const TrainContender& c : contenders) {
     d.contenders.push_back(
         {c.label, [&, c](const std::string& value) -> absl::StatusOr<RunMeasurement> {
@@ -111,6 +113,9 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
              recorded.speed_runs[c.knob_value].push_back(r.speed_samples);
            if (!r.communication_seconds.empty() && !c.knob_value.empty()) {
              recorded.link_runs.push_back({c.knob_value, r.communication_seconds});
+           }
+           if (r.peak_memory_bytes.has_value()) {
+             peak_memory[c.label] = std::max(peak_memory[c.label], *r.peak_memory_bytes);
            }
            return RunMeasurement{r.images_per_sec, r.bytes_per_iteration, r.seconds_per_iteration};
          }});
@@ -134,6 +139,10 @@ absl::Status RunTrainBench(const TrainBenchOptions& o) {
         "limit (single process): %.1f MFLOP per training image at %.1f GFLOP/s = %.0f "
         "images/s\n",
         train_flops / 1e6, gflops, gflops * 1e9 / train_flops);
+  }
+  for (const auto& [label, bytes] : peak_memory) {
+    std::printf("peak device memory: %s %.1f MiB\n", label.c_str(), bytes / (1 << 20));
+    extra["peak_memory_bytes"][label] = bytes;
   }
   const fit::FitInputs fit_inputs = FitInputsOf(o, knob, batch, report, contenders, recorded);
   if (RecordsWantedBy(o) != RecordsWanted::kNone) extra["fit_inputs"] = fit_inputs.ToJson();

@@ -149,6 +149,9 @@ absl::StatusOr<TrainRun> TrainContenderRunner::RunStrata(const TrainContender& c
   TrainRun r;
   r.images_per_sec = j["images_per_sec"].get<double>();
   r.bytes_per_iteration = j.value("bytes_per_iteration", 0.0);
+  if (j.contains("device_peak_memory_bytes")) {
+    r.peak_memory_bytes = j["device_peak_memory_bytes"].get<double>();
+  }
   if (j.contains("seconds_per_iteration")) {
     r.seconds_per_iteration = j["seconds_per_iteration"].get<std::map<std::string, double>>();
   }
@@ -188,6 +191,8 @@ absl::StatusOr<TrainRun> TrainContenderRunner::RunTorch() {
       nlohmann::json j, ReadContenderResult(result, "images_per_sec", "pytorch", spec.output_path));
   TrainRun peer;
   peer.images_per_sec = j["images_per_sec"].get<double>();
+  if (j.contains("peak_memory_bytes"))
+    peer.peak_memory_bytes = j["peak_memory_bytes"].get<double>();
   return peer;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct TrainRun {
   double images_per_sec = 0;
   double bytes_per_iteration = 0;
   std::map<std::string, double> seconds_per_iteration;
+  // On a GPU (or the checking device): the most bytes the run's tensors
+  // held there at once, as Strata's summary and the PyTorch peer report it.
+  std::optional<double> peak_memory_bytes;
   // When the runner was asked for records (a cost model is fitted): every
   // steady iteration's compute and rows of each conv worker (worker speed),
   // or conv worker 0's communication seconds (link rate).

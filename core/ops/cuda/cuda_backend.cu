@@ -35,6 +35,12 @@ class CudaMallocAllocator final : public Allocator {
   void Deallocate(void* ptr, size_t) override { cudaFree(ptr); }
 };
 
+// The CUDA tensors' allocator: cudaMalloc'd blocks, cached by size.
+CachingAllocator& DeviceMemory() {
+  static CachingAllocator* cache = new CachingAllocator(new CudaMallocAllocator(), size_t{8} << 30);
+  return *cache;
+}
+
 constexpr int kThreads = 256;
 int Blocks(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
 
@@ -160,6 +166,10 @@ class CudaBackend final : public Backend {
         h.raw_data(), tensor.raw_data(), tensor.nbytes(), cudaMemcpyDeviceToHost, stream_)));
     STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_)));
     return h;
+  }
+
+  std::optional<uint64_t> PeakMemoryBytes() const override {
+    return DeviceMemory().stats().peak_in_use_bytes;
   }
 
   PendingValue<Tensor> DownloadLater(const Tensor& tensor) const override {
@@ -366,9 +376,7 @@ absl::Status RegisterCudaAllocator() {
   if (CudaDeviceCount() == 0) {
     return absl::FailedPreconditionError("no CUDA device is visible to this process");
   }
-  static CudaMallocAllocator* backing = new CudaMallocAllocator();
-  static CachingAllocator* cache = new CachingAllocator(backing, size_t{8} << 30);
-  SetDeviceAllocator(Device::kCuda, cache);
+  SetDeviceAllocator(Device::kCuda, &DeviceMemory());
   return absl::OkStatus();
 }
 
