@@ -17,12 +17,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/model/job_identity.h"
-#include "core/util/json_file.h"
-#include "core/model/model.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "core/model/job_identity.h"
+#include "core/model/model.h"
 #include "core/train/checkpoint.h"
+#include "core/util/json_file.h"
 
 namespace strata::testing {
 
@@ -76,6 +76,12 @@ std::pair<int, std::string> RunCommand(const std::string& command) {
   while (size_t n = fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+LaunchResult RunLaunch(const std::string& args, const std::string& environment) {
+  auto [code, output] = RunCommand("env " + environment + " " + std::string(STRATA_BINARY_DIR) +
+                                   "/bin/strata_launch " + args);
+  return {code, output};
 }
 
 std::vector<nlohmann::json> JsonLines(const std::string& path, const std::string& event) {
@@ -229,8 +235,8 @@ void ClusterTest::SetUp() {
 void ClusterTest::TearDown() { std::filesystem::remove_all(dir_); }
 
 void ClusterTest::WriteTokens(const std::string& token) const {
-  for (const auto& [file, text] : {std::pair<std::string, std::string>{"/token", token},
-                                   {"/admin_token", token + "-admin"}}) {
+  for (const auto& [file, text] :
+       {std::pair<std::string, std::string>{"/token", token}, {"/admin_token", token + "-admin"}}) {
     std::ofstream(dir_ + file) << text << "\n";
     ::chmod((dir_ + file).c_str(), 0600);
   }

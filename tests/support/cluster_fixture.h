@@ -44,6 +44,14 @@ std::string ConfigError(const std::string& text);
 // Runs a command line to completion; returns (exit code, stdout+stderr).
 std::pair<int, std::string> RunCommand(const std::string& command);
 
+// This build's strata_launch run to completion with `args` (shell words),
+// with `environment` ("NAME=value ...") set for it.
+struct LaunchResult {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+LaunchResult RunLaunch(const std::string& args, const std::string& environment = "");
+
 // ReadJsonLines (core/util/json_file.h), none for a file that cannot be
 // read.
 std::vector<nlohmann::json> JsonLines(const std::string& path, const std::string& event = "");

@@ -49,11 +49,11 @@ class CudaPluginTest : public ::testing::Test {
 
   // strata_launch asked for a GPU for one step, with `environment`
   // ("NAME=value ...") set.
-  std::pair<int, std::string> RunOnGpu(const std::string& environment) {
-    return testing::RunCommand("env " + environment + " " + std::string(STRATA_BINARY_DIR) +
-                               "/bin/strata_launch --config " + std::string(STRATA_SOURCE_DIR) +
-                               "/configs/fashion_mnist.json --mode single --device cuda "
-                               "--max-steps 1 --threads 1 --progress=false --evaluate=false");
+  testing::LaunchResult RunOnGpu(const std::string& environment) {
+    return testing::RunLaunch("--config " + std::string(STRATA_SOURCE_DIR) +
+                                  "/configs/fashion_mnist.json --mode single --device cuda "
+                                  "--max-steps 1 --threads 1 --progress=false --evaluate=false",
+                              environment);
   }
 
   std::string Folder(const std::string& name) {
@@ -90,34 +90,34 @@ constexpr char kPrefix[] = "device cuda:0 asked for, but ";
 
 // What a run on this machine ends with once the plugin and its libraries
 // loaded: the GPU is used where there is one, and named as absent here.
-void ExpectLoaded(const std::pair<int, std::string>& run) {
-  if (run.first == 0) return;  // a GPU trained the step
-  EXPECT_NE(run.second.find(std::string(kPrefix) + "no CUDA device is visible to this process ("),
+void ExpectLoaded(const testing::LaunchResult& run) {
+  if (run.exit_code == 0) return;  // a GPU trained the step
+  EXPECT_NE(run.output.find(std::string(kPrefix) + "no CUDA device is visible to this process ("),
             std::string::npos)
-      << run.second;
+      << run.output;
 }
 
 TEST_F(CudaPluginTest, TheProgramResolvesEveryPluginSymbol) { ExpectLoaded(RunOnGpu("")); }
 
 TEST_F(CudaPluginTest, AMissingPluginIsNamed) {
   const auto run = RunOnGpu("STRATA_CUDA_PLUGIN=/nonexistent/libstrata_cuda.so");
-  EXPECT_EQ(run.first, 1);
-  EXPECT_NE(run.second.find(std::string(kPrefix) +
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find(std::string(kPrefix) +
                             "the CUDA backend's plugin /nonexistent/libstrata_cuda.so is missing"),
             std::string::npos)
-      << run.second;
+      << run.output;
 }
 
 TEST_F(CudaPluginTest, TheLibraryPathIsUsedAndAFolderWithoutTheLibrariesIsNamed) {
   const std::string empty = Folder("empty");
   const auto missing = RunOnGpu("STRATA_CUDA_LIBRARY_PATH=" + empty);
-  EXPECT_EQ(missing.first, 1);
+  EXPECT_EQ(missing.exit_code, 1);
   const std::string cublas_major = Major(STRATA_BUILT_CUBLAS_VERSION);
   EXPECT_NE(
-      missing.second.find(std::string(kPrefix) + "cuBLAS " + cublas_major + " (libcublasLt.so." +
+      missing.output.find(std::string(kPrefix) + "cuBLAS " + cublas_major + " (libcublasLt.so." +
                           cublas_major + ") is not in STRATA_CUDA_LIBRARY_PATH (" + empty + ")"),
       std::string::npos)
-      << missing.second;
+      << missing.output;
 
   const std::string libraries = Folder("libraries");
   LinkBuildLibraries(libraries);
@@ -135,14 +135,14 @@ TEST_F(CudaPluginTest, AWheelOfAnotherMajorVersionIsRefusedNamingBoth) {
                               "/libcublas.so." + Major(cublas) + "\n" +
                               "nvidia-cudnn-cu12 8.9.7.29 " + old_cudnn + "\n";
   const auto run = RunOnGpu(FakePython(listing));
-  EXPECT_EQ(run.first, 1);
-  EXPECT_NE(run.second.find(std::string(kPrefix) + "cuDNN: python3's nvidia-cudnn-cu12 8.9.7.29 (" +
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find(std::string(kPrefix) + "cuDNN: python3's nvidia-cudnn-cu12 8.9.7.29 (" +
                             old_cudnn +
                             ") has major version 8, but Strata's CUDA backend was built with "
                             "cuDNN " +
                             kBuiltCudnn + " and needs libcudnn.so." + Major(kBuiltCudnn)),
             std::string::npos)
-      << run.second;
+      << run.output;
 }
 
 TEST_F(CudaPluginTest, TheWheelsLibrariesAreLoadedByTheirPaths) {
@@ -161,11 +161,11 @@ TEST_F(CudaPluginTest, TheWheelsLibrariesAreLoadedByTheirPaths) {
   fs::remove(cudnn);
   std::ofstream(cudnn) << "not a library";
   const auto run = RunOnGpu(FakePython(listing));
-  EXPECT_EQ(run.first, 1);
-  EXPECT_NE(run.second.find(std::string(kPrefix) + "could not load " + cudnn +
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find(std::string(kPrefix) + "could not load " + cudnn +
                             " (python3's nvidia-cudnn-cu13 " + kBuiltCudnn + ".1): "),
             std::string::npos)
-      << run.second;
+      << run.output;
 }
 
 }  // namespace

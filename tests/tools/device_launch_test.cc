@@ -19,16 +19,8 @@
 namespace strata {
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-Result RunLaunch(const std::string& args) {
-  auto [code, output] =
-      testing::RunCommand(std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args);
-  return {code, output};
-}
+using Result = testing::LaunchResult;
+using testing::RunLaunch;
 
 std::string Config(const std::string& name) {
   return std::string(STRATA_SOURCE_DIR) + "/configs/" + name;

@@ -13,16 +13,8 @@
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-Result RunLaunch(const std::string& args) {
-  auto [code, output] =
-      strata::testing::RunCommand(std::string(STRATA_BINARY_DIR) + "/bin/strata_launch " + args);
-  return {code, output};
-}
+using Result = strata::testing::LaunchResult;
+using strata::testing::RunLaunch;
 
 const std::string kConfig = std::string(STRATA_SOURCE_DIR) + "/configs/fashion_mnist.json";
 

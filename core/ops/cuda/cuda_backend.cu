@@ -137,10 +137,7 @@ __global__ void UpdateKernel(UpdateRule r, UpdateStep s, float* p, const float* 
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(CudaContext context)
-      : context_(context),
-        stream_(context.stream),
-        blas_(context.blas),
-        staging_(std::make_unique<PinnedStaging>(context.stream)) {}
+      : context_(context), staging_(std::make_unique<PinnedStaging>(context.stream)) {}
   std::string name() const override { return "cuda"; }
   Device device() const override { return Device::kCuda; }
 
@@ -162,9 +159,10 @@ class CudaBackend final : public Backend {
           absl::StrCat("download takes a CUDA tensor, got one on ", DeviceName(tensor.device())));
     }
     Tensor h = Tensor::Empty(tensor.shape(), tensor.dtype());
-    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaMemcpyAsync(
-        h.raw_data(), tensor.raw_data(), tensor.nbytes(), cudaMemcpyDeviceToHost, stream_)));
-    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_)));
+    STRATA_RETURN_IF_ERROR(
+        STRATA_CUDA_CHECK(cudaMemcpyAsync(h.raw_data(), tensor.raw_data(), tensor.nbytes(),
+                                          cudaMemcpyDeviceToHost, context_.stream)));
+    STRATA_RETURN_IF_ERROR(STRATA_CUDA_CHECK(cudaStreamSynchronize(context_.stream)));
     return h;
   }
 
@@ -177,9 +175,8 @@ class CudaBackend final : public Backend {
     absl::StatusOr<std::shared_ptr<PinnedStaging::Download>> copy =
         staging_->StartDownload(tensor.raw_data(), tensor.nbytes());
     if (!copy.ok()) {
-      return PendingValue<Tensor>([status = copy.status()]() -> absl::StatusOr<Tensor> {
-        return status;
-      });
+      return PendingValue<Tensor>(
+          [status = copy.status()]() -> absl::StatusOr<Tensor> { return status; });
     }
     return PendingValue<Tensor>([copy = *std::move(copy), shape = tensor.shape(),
                                  dtype = tensor.dtype()]() -> absl::StatusOr<Tensor> {
@@ -192,7 +189,7 @@ class CudaBackend final : public Backend {
   absl::Status Fill(float value, const Tensor& x) const override {
     STRATA_RETURN_IF_ERROR(CheckOperands("fill", Device::kCuda, DType::kF32, {&x}));
     if (x.numel() == 0) return absl::OkStatus();
-    FillKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(value, x.data(), x.numel());
+    FillKernel<<<Blocks(x.numel()), kThreads, 0, context_.stream>>>(value, x.data(), x.numel());
     return Launched("fill");
   }
 
@@ -200,14 +197,15 @@ class CudaBackend final : public Backend {
     STRATA_RETURN_IF_ERROR(CheckOperands("copy", Device::kCuda, DType::kF32, {&src, &dst}));
     STRATA_RETURN_IF_ERROR(CheckSameSize("copy", src, dst));
     return STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.nbytes(),
-                                             cudaMemcpyDeviceToDevice, stream_));
+                                             cudaMemcpyDeviceToDevice, context_.stream));
   }
 
   absl::Status Relu(const Tensor& x, const Tensor& y) const override {
     STRATA_RETURN_IF_ERROR(CheckOperands("relu", Device::kCuda, DType::kF32, {&x, &y}));
     STRATA_RETURN_IF_ERROR(CheckSameSize("relu", x, y));
     if (x.numel() == 0) return absl::OkStatus();
-    ReluForwardKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(x.data(), y.data(), x.numel());
+    ReluForwardKernel<<<Blocks(x.numel()), kThreads, 0, context_.stream>>>(x.data(), y.data(),
+                                                                           x.numel());
     return Launched("relu");
   }
 
@@ -217,8 +215,8 @@ class CudaBackend final : public Backend {
     STRATA_RETURN_IF_ERROR(CheckSameSize("relu_backward", y, dy));
     STRATA_RETURN_IF_ERROR(CheckSameSize("relu_backward", y, dx));
     if (y.numel() == 0) return absl::OkStatus();
-    ReluBackwardKernel<<<Blocks(y.numel()), kThreads, 0, stream_>>>(y.data(), dy.data(), dx.data(),
-                                                                    y.numel());
+    ReluBackwardKernel<<<Blocks(y.numel()), kThreads, 0, context_.stream>>>(y.data(), dy.data(),
+                                                                            dx.data(), y.numel());
     return Launched("relu_backward");
   }
 
@@ -227,8 +225,8 @@ class CudaBackend final : public Backend {
     STRATA_RETURN_IF_ERROR(CheckSameSize("multiply", x, mask));
     STRATA_RETURN_IF_ERROR(CheckSameSize("multiply", x, y));
     if (x.numel() == 0) return absl::OkStatus();
-    MultiplyKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(x.data(), mask.data(), y.data(),
-                                                                x.numel());
+    MultiplyKernel<<<Blocks(x.numel()), kThreads, 0, context_.stream>>>(x.data(), mask.data(),
+                                                                        y.data(), x.numel());
     return Launched("multiply");
   }
 
@@ -237,8 +235,8 @@ class CudaBackend final : public Backend {
     STRATA_RETURN_IF_ERROR(CheckSameSize("add", a, b));
     STRATA_RETURN_IF_ERROR(CheckSameSize("add", a, out));
     if (a.numel() == 0) return absl::OkStatus();
-    AddKernel<<<Blocks(a.numel()), kThreads, 0, stream_>>>(a.data(), b.data(), out.data(),
-                                                           a.numel());
+    AddKernel<<<Blocks(a.numel()), kThreads, 0, context_.stream>>>(a.data(), b.data(), out.data(),
+                                                                   a.numel());
     return Launched("add");
   }
 
@@ -246,14 +244,15 @@ class CudaBackend final : public Backend {
     STRATA_RETURN_IF_ERROR(CheckOperands("axpy", Device::kCuda, DType::kF32, {&x, &y}));
     STRATA_RETURN_IF_ERROR(CheckSameSize("axpy", x, y));
     if (x.numel() == 0) return absl::OkStatus();
-    AxpyKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(alpha, x.data(), y.data(), x.numel());
+    AxpyKernel<<<Blocks(x.numel()), kThreads, 0, context_.stream>>>(alpha, x.data(), y.data(),
+                                                                    x.numel());
     return Launched("axpy");
   }
 
   absl::Status Scale(float alpha, const Tensor& x) const override {
     STRATA_RETURN_IF_ERROR(CheckOperands("scale", Device::kCuda, DType::kF32, {&x}));
     if (x.numel() == 0) return absl::OkStatus();
-    ScaleKernel<<<Blocks(x.numel()), kThreads, 0, stream_>>>(alpha, x.data(), x.numel());
+    ScaleKernel<<<Blocks(x.numel()), kThreads, 0, context_.stream>>>(alpha, x.data(), x.numel());
     return Launched("scale");
   }
 
@@ -262,8 +261,8 @@ class CudaBackend final : public Backend {
         CheckOperands("broadcast_rows", Device::kCuda, DType::kF32, {&bias, &out}));
     STRATA_RETURN_IF_ERROR(CheckRowShape("broadcast_rows", out, bias));
     if (out.numel() == 0) return absl::OkStatus();
-    BroadcastRowsKernel<<<Blocks(out.numel()), kThreads, 0, stream_>>>(bias.data(), out.data(),
-                                                                       out.dim(0), out.dim(1));
+    BroadcastRowsKernel<<<Blocks(out.numel()), kThreads, 0, context_.stream>>>(
+        bias.data(), out.data(), out.dim(0), out.dim(1));
     return Launched("broadcast_rows");
   }
 
@@ -271,8 +270,8 @@ class CudaBackend final : public Backend {
     STRATA_RETURN_IF_ERROR(CheckOperands("sum_rows", Device::kCuda, DType::kF32, {&m, &sums}));
     STRATA_RETURN_IF_ERROR(CheckRowShape("sum_rows", m, sums));
     if (sums.numel() == 0) return absl::OkStatus();
-    SumRowsKernel<<<Blocks(sums.numel()), kThreads, 0, stream_>>>(m.data(), sums.data(), m.dim(0),
-                                                                  m.dim(1), accumulate);
+    SumRowsKernel<<<Blocks(sums.numel()), kThreads, 0, context_.stream>>>(
+        m.data(), sums.data(), m.dim(0), m.dim(1), accumulate);
     return Launched("sum_rows");
   }
 
@@ -286,10 +285,10 @@ class CudaBackend final : public Backend {
     if (m == 0 || n == 0) return absl::OkStatus();
     if (k == 0) return beta == 0.0f ? Fill(0.0f, c) : Scale(beta, c);
     return STRATA_CUBLAS_CHECK(cublasSgemm(
-        blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-        static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b.data(),
-        static_cast<int>(b.dim(1)), a.data(), static_cast<int>(a.dim(1)), &beta, c.data(),
-        static_cast<int>(n)));
+        context_.blas, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+        static_cast<int>(k), &alpha, b.data(), static_cast<int>(b.dim(1)), a.data(),
+        static_cast<int>(a.dim(1)), &beta, c.data(), static_cast<int>(n)));
   }
 
   absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, float grad_scale,
@@ -302,7 +301,7 @@ class CudaBackend final : public Backend {
     STRATA_RETURN_IF_ERROR(CheckLossShapes(logits, labels, row_loss, row_correct, grad));
     const int64_t n = logits.dim(0);
     if (n == 0) return absl::OkStatus();
-    SoftmaxCrossEntropyKernel<<<Blocks(n), kThreads, 0, stream_>>>(
+    SoftmaxCrossEntropyKernel<<<Blocks(n), kThreads, 0, context_.stream>>>(
         logits.data(), labels.i32_data(), n, logits.dim(1), grad_scale / static_cast<float>(n),
         row_loss.data(), row_correct.data(), grad.defined() ? grad.data() : nullptr);
     return Launched("softmax_cross_entropy");
@@ -312,8 +311,8 @@ class CudaBackend final : public Backend {
                            const Tensor& mask) const override {
     STRATA_RETURN_IF_ERROR(CheckOperands("dropout_mask", Device::kCuda, DType::kF32, {&mask}));
     if (mask.numel() == 0) return absl::OkStatus();
-    DropoutMaskKernel<<<Blocks(mask.numel()), kThreads, 0, stream_>>>(seed, stream, p, mask.data(),
-                                                                      mask.numel());
+    DropoutMaskKernel<<<Blocks(mask.numel()), kThreads, 0, context_.stream>>>(
+        seed, stream, p, mask.data(), mask.numel());
     return Launched("dropout_mask");
   }
 
@@ -326,8 +325,8 @@ class CudaBackend final : public Backend {
     const int64_t n = param.numel();
     if (n == 0) return absl::OkStatus();
     const UpdateStep s = PrepareUpdate(rule, lr, step, grad_scale);
-    UpdateKernel<<<Blocks(n), kThreads, 0, stream_>>>(rule, s, param.data(), grad.data(),
-                                                      state.defined() ? state.data() : nullptr, n);
+    UpdateKernel<<<Blocks(n), kThreads, 0, context_.stream>>>(
+        rule, s, param.data(), grad.data(), state.defined() ? state.data() : nullptr, n);
     return Launched("apply_update");
   }
 
@@ -349,8 +348,6 @@ class CudaBackend final : public Backend {
   static absl::Status Launched(const char* op) { return CudaStatus(cudaGetLastError(), op); }
 
   const CudaContext context_;
-  cudaStream_t stream_;
-  cublasHandle_t blas_;
   std::unique_ptr<PinnedStaging> staging_;
 };
 

@@ -30,19 +30,14 @@ struct Version {
   std::string ToString() const { return absl::StrCat(major, ".", minor, ".", patch); }
 };
 
-Version LoadedCudnn() {
+// A library's version through its GetProperty function (cudnnGetProperty,
+// cublasGetProperty).
+template <typename Result>
+Version LoadedVersion(Result (*get_property)(libraryPropertyType, int*)) {
   Version v;
-  cudnnGetProperty(MAJOR_VERSION, &v.major);
-  cudnnGetProperty(MINOR_VERSION, &v.minor);
-  cudnnGetProperty(PATCH_LEVEL, &v.patch);
-  return v;
-}
-
-Version LoadedCublas() {
-  Version v;
-  cublasGetProperty(MAJOR_VERSION, &v.major);
-  cublasGetProperty(MINOR_VERSION, &v.minor);
-  cublasGetProperty(PATCH_LEVEL, &v.patch);
+  get_property(MAJOR_VERSION, &v.major);
+  get_property(MINOR_VERSION, &v.minor);
+  get_property(PATCH_LEVEL, &v.patch);
   return v;
 }
 
@@ -58,9 +53,9 @@ absl::Status CheckMajor(const char* library, const Version& built, const Version
 }
 
 absl::Status CheckLibraries() {
-  STRATA_RETURN_IF_ERROR(CheckMajor("cuBLAS", kBuiltCublas, LoadedCublas(),
+  STRATA_RETURN_IF_ERROR(CheckMajor("cuBLAS", kBuiltCublas, LoadedVersion(&cublasGetProperty),
                                     reinterpret_cast<const void*>(&cublasGetProperty)));
-  return CheckMajor("cuDNN", kBuiltCudnn, LoadedCudnn(),
+  return CheckMajor("cuDNN", kBuiltCudnn, LoadedVersion(&cudnnGetProperty),
                     reinterpret_cast<const void*>(&cudnnGetProperty));
 }
 
@@ -72,9 +67,9 @@ std::string DescribeLibraries() {
   auto cuda = [](int v) { return absl::StrCat(v / 1000, ".", (v % 1000) / 10); };
   return absl::StrCat("CUDA runtime ", cuda(runtime), " (driver ",
                       driver == 0 ? std::string("none") : cuda(driver), "), cuBLAS ",
-                      LoadedCublas().ToString(), " (",
+                      LoadedVersion(&cublasGetProperty).ToString(), " (",
                       LoadedFrom(reinterpret_cast<const void*>(&cublasGetProperty)), "), cuDNN ",
-                      LoadedCudnn().ToString(), " (",
+                      LoadedVersion(&cudnnGetProperty).ToString(), " (",
                       LoadedFrom(reinterpret_cast<const void*>(&cudnnGetProperty)), ")");
 }
 
