@@ -84,14 +84,21 @@ void GridworldPlanner::Solve(int wind_x, int wind_y, double gamma) {
   // or a billionth of the goal's reward, whichever is larger (steps may be
   // free).
   const double tolerance = std::max(1e-6 * world_.step_cost, 1e-9 * world_.goal_reward);
+  // Actions whose values differ by rounding alone tie (many do: moves that
+  // land alike), and a tie goes to the lowest action, so that the plan
+  // does not depend on the order a compiler gives a sum.
+  const auto better = [](double v, double top) {
+    return v > top + 1e-12 * std::max(1.0, std::abs(top));
+  };
   for (int sweep = 0; sweep < 100000; ++sweep) {
     double change = 0;
     for (int x = 0; x < size; ++x) {
       for (int y = 0; y < size; ++y) {
-        double top = -INFINITY;
-        for (int action = 0; action < WindyGridworld::kActions; ++action) {
+        double top = q(x, y, 0);
+        best[cell(x, y)] = 0;
+        for (int action = 1; action < WindyGridworld::kActions; ++action) {
           const double v = q(x, y, action);
-          if (v > top) {
+          if (better(v, top)) {
             top = v;
             best[cell(x, y)] = static_cast<uint8_t>(action);
           }

@@ -51,8 +51,13 @@ bool BatchNorm2d::AbsorbFollowingRelu() {
 }
 
 BatchNormKernel& BatchNorm2d::KernelFor(int64_t batch) {
-  auto it = kernels_.find(batch);
-  if (it != kernels_.end()) return *it->second;
+  absl::StatusOr<BatchNormKernel*> kernel =
+      kernels_.For(batch, [this](int64_t b) { return backend_.MakeBatchNorm(ShapeFor(b)); });
+  STRATA_CHECK_OK(kernel.status());
+  return **kernel;
+}
+
+BatchNormShape BatchNorm2d::ShapeFor(int64_t batch) const {
   BatchNormShape s;
   s.batch = batch;
   s.height = input_shape()[0];
@@ -61,9 +66,7 @@ BatchNormKernel& BatchNorm2d::KernelFor(int64_t batch) {
   s.epsilon = options_.epsilon;
   s.momentum = options_.momentum;
   s.fused_relu = fused_relu_;
-  absl::StatusOr<std::unique_ptr<BatchNormKernel>> kernel = backend_.MakeBatchNorm(s);
-  STRATA_CHECK_OK(kernel.status());
-  return *kernels_.emplace(batch, *std::move(kernel)).first->second;
+  return s;
 }
 
 Tensor BatchNorm2d::Forward(const Tensor& input, bool training) {

@@ -11,10 +11,10 @@
 #ifndef STRATA_CORE_LAYERS_BATCHNORM2D_H_
 #define STRATA_CORE_LAYERS_BATCHNORM2D_H_
 
-#include <map>
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "core/layers/kernel_cache.h"
 #include "core/layers/layer.h"
 #include "core/ops/backend.h"
 
@@ -43,6 +43,7 @@ class BatchNorm2d final : public Layer {
  private:
   BatchNorm2d(std::string name, const Shape& input_shape, const BatchNormOptions& options,
               const Backend& backend);
+  BatchNormShape ShapeFor(int64_t batch) const;
   BatchNormKernel& KernelFor(int64_t batch);
   // gamma 1, beta 0, running mean 0 and variance 1 (PyTorch's start).
   void ResetValues();
@@ -54,7 +55,7 @@ class BatchNorm2d final : public Layer {
   Parameter bias_;
   StateBuffer running_mean_;
   StateBuffer running_var_;
-  std::map<int64_t, std::unique_ptr<BatchNormKernel>> kernels_;
+  KernelCache<BatchNormKernel> kernels_;
   // Of the training Forward, for Backward (output_ with a fused ReLU only).
   Tensor input_, output_;
 };

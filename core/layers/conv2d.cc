@@ -98,11 +98,7 @@ ConvolutionShape Conv2d::ShapeFor(int64_t batch) const {
 }
 
 absl::StatusOr<ConvolutionKernel*> Conv2d::KernelFor(int64_t batch) {
-  auto it = kernels_.find(batch);
-  if (it != kernels_.end()) return it->second.get();
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ConvolutionKernel> kernel,
-                          backend_.MakeConvolution(ShapeFor(batch)));
-  return kernels_.emplace(batch, std::move(kernel)).first->second.get();
+  return kernels_.For(batch, [this](int64_t b) { return backend_.MakeConvolution(ShapeFor(b)); });
 }
 
 std::string Conv2d::AlgorithmFor(int64_t batch) {

@@ -11,11 +11,11 @@
 #ifndef STRATA_CORE_LAYERS_CONV2D_H_
 #define STRATA_CORE_LAYERS_CONV2D_H_
 
-#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/layers/kernel_cache.h"
 #include "core/layers/layer.h"
 #include "core/ops/backend.h"
 
@@ -69,7 +69,7 @@ class Conv2d final : public Layer {
   Shape output_shape_;
   Parameter weight_;
   Parameter bias_;
-  std::map<int64_t, std::unique_ptr<ConvolutionKernel>> kernels_;
+  KernelCache<ConvolutionKernel> kernels_;
   Tensor input_;  // saved by the training Forward for Backward
 };
 

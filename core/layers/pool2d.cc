@@ -37,9 +37,8 @@ absl::StatusOr<std::unique_ptr<Pool2d>> Pool2d::Create(std::string name, const S
 Pool2d::Pool2d(std::string name, const Shape& input_shape, const Pool2dOptions& options,
                const Backend& backend)
     : Layer(std::move(name), input_shape), backend_(backend), options_(options) {
-  const int64_t h = (input_shape[0] + 2 * options.padding - options.kernel) / options.stride + 1;
-  const int64_t w = (input_shape[1] + 2 * options.padding - options.kernel) / options.stride + 1;
-  spatial_output_ = Shape{h, w, input_shape[2]};
+  const PoolingShape s = ShapeFor(1);
+  spatial_output_ = Shape{s.out_height(), s.out_width(), input_shape[2]};
   output_shape_ = options.global ? Shape{input_shape[2]} : spatial_output_;
 }
 
@@ -50,9 +49,7 @@ const char* Pool2d::kind() const {
   return options_.kind == PoolKind::kMax ? "maxpool2d" : "avgpool2d";
 }
 
-PoolingKernel& Pool2d::KernelFor(int64_t batch) {
-  auto it = kernels_.find(batch);
-  if (it != kernels_.end()) return *it->second;
+PoolingShape Pool2d::ShapeFor(int64_t batch) const {
   PoolingShape s;
   s.batch = batch;
   s.height = input_shape()[0];
@@ -62,9 +59,14 @@ PoolingKernel& Pool2d::KernelFor(int64_t batch) {
   s.kernel = options_.kernel;
   s.stride = options_.stride;
   s.padding = options_.padding;
-  absl::StatusOr<std::unique_ptr<PoolingKernel>> kernel = backend_.MakePooling(s);
+  return s;
+}
+
+PoolingKernel& Pool2d::KernelFor(int64_t batch) {
+  absl::StatusOr<PoolingKernel*> kernel =
+      kernels_.For(batch, [this](int64_t b) { return backend_.MakePooling(ShapeFor(b)); });
   STRATA_CHECK_OK(kernel.status());
-  return *kernels_.emplace(batch, *std::move(kernel)).first->second;
+  return **kernel;
 }
 
 Tensor Pool2d::Forward(const Tensor& input, bool training) {

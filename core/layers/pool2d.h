@@ -8,10 +8,10 @@
 #ifndef STRATA_CORE_LAYERS_POOL2D_H_
 #define STRATA_CORE_LAYERS_POOL2D_H_
 
-#include <map>
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "core/layers/kernel_cache.h"
 #include "core/layers/layer.h"
 #include "core/ops/backend.h"
 
@@ -40,13 +40,14 @@ class Pool2d final : public Layer {
  private:
   Pool2d(std::string name, const Shape& input_shape, const Pool2dOptions& options,
          const Backend& backend);
+  PoolingShape ShapeFor(int64_t batch) const;
   PoolingKernel& KernelFor(int64_t batch);
 
   const Backend& backend_;
   Pool2dOptions options_;
   Shape output_shape_;    // per-sample output as reported ({C} when global)
   Shape spatial_output_;  // {H_out, W_out, C}
-  std::map<int64_t, std::unique_ptr<PoolingKernel>> kernels_;
+  KernelCache<PoolingKernel> kernels_;
   int64_t trained_batch_ = -1;  // batch of the last training Forward
 };
 
