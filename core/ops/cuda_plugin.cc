@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/process/subprocess.h"
@@ -82,6 +83,23 @@ struct FoundLibrary {
   int major = 0;
 };
 
+// cuDNN loads its parts (graph, ops, cnn, ...) from its own folder when
+// first called, and aborts the process where one is missing: the ones the
+// CUDA backend calls must be beside the libcudnn that is loaded.
+absl::Status CheckCudnnParts(const NeededLibrary& library, const FoundLibrary& found) {
+  const fs::path folder = fs::path(found.path).parent_path();
+  std::vector<std::string> missing;
+  for (const char* part : {"libcudnn_graph", "libcudnn_ops", "libcudnn_cnn"}) {
+    const std::string file = absl::StrCat(part, ".so.", library.major);
+    std::error_code error;
+    if (!fs::exists(folder / file, error)) missing.push_back(file);
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      library.name, " ", library.major, " at ", found.path, " (", found.origin, ") lacks ",
+      absl::StrJoin(missing, ", "), " beside it (cuDNN loads its parts from its own folder)"));
+}
+
 absl::Status PreloadLibraries(const std::vector<NeededLibrary>& needed,
                               const std::vector<std::vector<FoundLibrary>>& found,
                               const std::string& where) {
@@ -102,6 +120,7 @@ absl::Status PreloadLibraries(const std::vector<NeededLibrary>& needed,
       return absl::FailedPreconditionError(absl::StrCat(library.name, " ", library.major, " (",
                                                         library.soname(), ") is not in ", where));
     }
+    if (library.stem == "libcudnn") STRATA_RETURN_IF_ERROR(CheckCudnnParts(library, *match));
     if (dlopen(match->path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("could not load ", match->path, " (", match->origin, "): ", dlerror()));

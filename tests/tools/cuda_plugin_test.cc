@@ -62,15 +62,27 @@ class CudaPluginTest : public ::testing::Test {
     return folder;
   }
 
-  // Links in `folder` to the libraries the build was made with.
-  void LinkBuildLibraries(const std::string& folder) {
-    const std::string cublas = std::string(STRATA_BUILT_CUBLAS_VERSION);
-    for (const std::string& name :
-         {"libcublasLt.so." + Major(cublas), "libcublas.so." + Major(cublas)}) {
-      fs::create_symlink(std::string(kCublasFolder) + "/" + name, folder + "/" + name);
+  // Links in `folder` to the cuBLAS and cuDNN files the build was made
+  // with (libcudnn.so.N alone with `cudnn_parts` false), as a wheel holds
+  // them.
+  void LinkBuildLibraries(const std::string& folder, bool cudnn_parts = true) {
+    const std::string cublas_major = Major(STRATA_BUILT_CUBLAS_VERSION);
+    const std::string cudnn_major = Major(kBuiltCudnn);
+    for (const char* from : {kCublasFolder, kCudnnFolder}) {
+      for (const fs::directory_entry& entry : fs::directory_iterator(from)) {
+        const std::string name = entry.path().filename().string();
+        const bool cublas =
+            name.rfind("libcublas", 0) == 0 && name.size() > 3 &&
+            name.substr(name.size() - cublas_major.size() - 4) == ".so." + cublas_major;
+        const bool cudnn =
+            name.rfind("libcudnn", 0) == 0 &&
+            name.substr(name.size() - cudnn_major.size() - 4) == ".so." + cudnn_major &&
+            (cudnn_parts || name == "libcudnn.so." + cudnn_major);
+        if ((cublas || cudnn) && !fs::exists(folder + "/" + name)) {
+          fs::create_symlink(entry.path(), folder + "/" + name);
+        }
+      }
     }
-    const std::string cudnn = "libcudnn.so." + Major(kBuiltCudnn);
-    fs::create_symlink(std::string(kCudnnFolder) + "/" + cudnn, folder + "/" + cudnn);
   }
 
   // A python3 in its own folder that answers the wheel probe with
@@ -122,6 +134,20 @@ TEST_F(CudaPluginTest, TheLibraryPathIsUsedAndAFolderWithoutTheLibrariesIsNamed)
   const std::string libraries = Folder("libraries");
   LinkBuildLibraries(libraries);
   ExpectLoaded(RunOnGpu("STRATA_CUDA_LIBRARY_PATH=" + empty + ":" + libraries));
+
+  // cuDNN without its parts beside it: named, before cuDNN could abort.
+  const std::string lone = Folder("lone_cudnn");
+  LinkBuildLibraries(lone, /*cudnn_parts=*/false);
+  const auto partless = RunOnGpu("STRATA_CUDA_LIBRARY_PATH=" + lone);
+  EXPECT_EQ(partless.exit_code, 1);
+  const std::string cudnn_major = Major(kBuiltCudnn);
+  EXPECT_NE(
+      partless.output.find(std::string(kPrefix) + "cuDNN " + cudnn_major + " at " + lone +
+                           "/libcudnn.so." + cudnn_major + " (STRATA_CUDA_LIBRARY_PATH's " + lone +
+                           ") lacks libcudnn_graph.so." + cudnn_major + ", libcudnn_ops.so." +
+                           cudnn_major + ", libcudnn_cnn.so." + cudnn_major + " beside it"),
+      std::string::npos)
+      << partless.output;
 }
 
 TEST_F(CudaPluginTest, AWheelOfAnotherMajorVersionIsRefusedNamingBoth) {
