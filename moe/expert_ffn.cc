@@ -1,34 +1,33 @@
 #include "moe/expert_ffn.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "core/ops/backend.h"
-#include "core/ops/cpu/dnnl_runtime.h"
-#include "core/ops/cpu/elementwise.h"
 #include "core/status.h"
 
 namespace strata::moe {
 namespace {
 
-// out[r, :] += bias for the first `rows` rows of a {rows, cols} block.
-void AddBias(float* out, const float* bias, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = out + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) row[c] += bias[c];
-  }
+// Expert e's {rows, cols} block of a {E, C, cols} buffer (its first `rows`
+// of C rows), or of a {E, rows, cols} parameter.
+Tensor ExpertRows(const Tensor& t, int e, int64_t rows) {
+  const int64_t per_expert = t.numel() / t.dim(0);
+  const int64_t cols = t.dim(t.rank() - 1);
+  return t.Slice(e, e + 1).View({per_expert / cols, cols}).Slice(0, rows);
 }
+
+// Expert e's row of an {E, cols} bias.
+Tensor ExpertBias(const Tensor& t, int e) { return t.Slice(e, e + 1).View({t.dim(1)}); }
 
 }  // namespace
 
 ExpertFfn::ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden,
-                     bool output_bias)
-    : experts_(experts), dim_(dim), hidden_(hidden), output_bias_(output_bias) {
-  w1_ = ZeroParameter(name_prefix + ".w1", {experts, dim, hidden}, HostBackend());
-  b1_ = ZeroParameter(name_prefix + ".b1", {experts, hidden}, HostBackend());
-  w2_ = ZeroParameter(name_prefix + ".w2", {experts, hidden, dim}, HostBackend());
-  if (output_bias_) b2_ = ZeroParameter(name_prefix + ".b2", {experts, dim}, HostBackend());
+                     bool output_bias, const Backend& backend)
+    : backend_(backend), experts_(experts), dim_(dim), hidden_(hidden), output_bias_(output_bias) {
+  w1_ = ZeroParameter(name_prefix + ".w1", {experts, dim, hidden}, backend);
+  b1_ = ZeroParameter(name_prefix + ".b1", {experts, hidden}, backend);
+  w2_ = ZeroParameter(name_prefix + ".w2", {experts, hidden, dim}, backend);
+  if (output_bias_) b2_ = ZeroParameter(name_prefix + ".b2", {experts, dim}, backend);
 }
 
 std::vector<Parameter*> ExpertFfn::parameters() {
@@ -52,59 +51,59 @@ void ExpertFfn::Forward(const Tensor& slots, const std::vector<int64_t>& used, c
   const int64_t capacity = slots.numel() / (experts_ * dim_);
   saved->slots = slots;
   saved->used = used;
-  saved->hidden = Tensor::Empty({experts_, capacity, hidden_});
+  saved->hidden = backend_.Empty({experts_, capacity, hidden_});
   for (int e = 0; e < experts_; ++e) {
     const int64_t rows = used[e];
     if (rows == 0) continue;  // padded slots hold no token: nothing to compute
-    const float* x = slots.data() + e * capacity * dim_;
-    float* h = saved->hidden.data() + e * capacity * hidden_;
-    float* y = out.data() + e * capacity * dim_;
-    Sgemm('N', 'N', rows, hidden_, dim_, 1.0f, x, dim_, w1_.value.data() + e * dim_ * hidden_,
-          hidden_, 0.0f, h, hidden_);
-    AddBias(h, b1_.value.data() + e * hidden_, rows, hidden_);
-    ReluForward(h, h, rows * hidden_);
-    Sgemm('N', 'N', rows, dim_, hidden_, 1.0f, h, hidden_, w2_.value.data() + e * hidden_ * dim_,
-          dim_, 0.0f, y, dim_);
-    if (output_bias_) AddBias(y, b2_.value.data() + e * dim_, rows, dim_);
+    const Tensor x = ExpertRows(slots, e, rows);
+    const Tensor h = ExpertRows(saved->hidden, e, rows);
+    const Tensor y = ExpertRows(out, e, rows);
+    STRATA_CHECK_OK(backend_.BroadcastRows(ExpertBias(b1_.value, e), h));
+    STRATA_CHECK_OK(backend_.Gemm(false, false, 1.0f, x, ExpertRows(w1_.value, e, dim_), 1.0f, h));
+    STRATA_CHECK_OK(backend_.Relu(h, h));
+    if (output_bias_) {
+      STRATA_CHECK_OK(backend_.BroadcastRows(ExpertBias(b2_.value, e), y));
+    }
+    STRATA_CHECK_OK(backend_.Gemm(false, false, 1.0f, h, ExpertRows(w2_.value, e, hidden_),
+                                  output_bias_ ? 1.0f : 0.0f, y));
   }
 }
 
 void ExpertFfn::Backward(const Tensor& grad_out, const ExpertActivations& saved,
                          const Tensor& grad_slots, bool accumulate) {
   STRATA_CHECK(saved.slots.defined(), "ExpertFfn::Backward without Forward");
-  const int64_t capacity = saved.slots.numel() / (experts_ * dim_);
   const float beta = accumulate ? 1.0f : 0.0f;
-  Tensor grad_hidden = Tensor::Empty({capacity, hidden_});
+  const int64_t capacity = saved.slots.numel() / (experts_ * dim_);
+  const Tensor grad_hidden = backend_.Empty({capacity, hidden_});
   for (int e = 0; e < experts_; ++e) {
     const int64_t rows = saved.used[e];
-    float* dw1 = w1_.grad.data() + e * dim_ * hidden_;
-    float* db1 = b1_.grad.data() + e * hidden_;
-    float* dw2 = w2_.grad.data() + e * hidden_ * dim_;
-    float* db2 = output_bias_ ? b2_.grad.data() + e * dim_ : nullptr;
+    const Tensor dw1 = ExpertRows(w1_.grad, e, dim_);
+    const Tensor db1 = ExpertBias(b1_.grad, e);
+    const Tensor dw2 = ExpertRows(w2_.grad, e, hidden_);
+    const Tensor db2 = output_bias_ ? ExpertBias(b2_.grad, e) : Tensor();
     if (rows == 0) {  // an expert without tokens adds nothing
       if (!accumulate) {
-        std::memset(dw1, 0, static_cast<size_t>(dim_ * hidden_) * sizeof(float));
-        std::memset(db1, 0, static_cast<size_t>(hidden_) * sizeof(float));
-        std::memset(dw2, 0, static_cast<size_t>(hidden_ * dim_) * sizeof(float));
-        if (db2 != nullptr) std::memset(db2, 0, static_cast<size_t>(dim_) * sizeof(float));
+        for (const Tensor* g : {&dw1, &db1, &dw2, &db2}) {
+          if (g->defined()) STRATA_CHECK_OK(backend_.Fill(0.0f, *g));
+        }
       }
       continue;
     }
-    const float* x = saved.slots.data() + e * capacity * dim_;
-    const float* h = saved.hidden.data() + e * capacity * hidden_;
-    const float* dy = grad_out.data() + e * capacity * dim_;
-    float* dh = grad_hidden.data();
+    const Tensor x = ExpertRows(saved.slots, e, rows);
+    const Tensor h = ExpertRows(saved.hidden, e, rows);
+    const Tensor dy = ExpertRows(grad_out, e, rows);
+    const Tensor dh = grad_hidden.Slice(0, rows);
     // Second linear: dW2 = h^T dy, db2 = sum dy, dh = dy W2^T (through ReLU).
-    Sgemm('T', 'N', hidden_, dim_, rows, 1.0f, h, hidden_, dy, dim_, beta, dw2, dim_);
-    if (db2 != nullptr) SumRows(dy, db2, rows, dim_, accumulate);
-    Sgemm('N', 'T', rows, hidden_, dim_, 1.0f, dy, dim_, w2_.value.data() + e * hidden_ * dim_,
-          dim_, 0.0f, dh, hidden_);
-    ReluBackward(h, dh, dh, rows * hidden_);
+    STRATA_CHECK_OK(backend_.Gemm(true, false, 1.0f, h, dy, beta, dw2));
+    if (db2.defined()) STRATA_CHECK_OK(backend_.SumRows(dy, db2, accumulate));
+    STRATA_CHECK_OK(
+        backend_.Gemm(false, true, 1.0f, dy, ExpertRows(w2_.value, e, hidden_), 0.0f, dh));
+    STRATA_CHECK_OK(backend_.ReluBackward(h, dh, dh));
     // First linear: dW1 = x^T dh, db1 = sum dh, dx = dh W1^T.
-    Sgemm('T', 'N', dim_, hidden_, rows, 1.0f, x, dim_, dh, hidden_, beta, dw1, hidden_);
-    SumRows(dh, db1, rows, hidden_, accumulate);
-    Sgemm('N', 'T', rows, dim_, hidden_, 1.0f, dh, hidden_, w1_.value.data() + e * dim_ * hidden_,
-          hidden_, 0.0f, grad_slots.data() + e * capacity * dim_, dim_);
+    STRATA_CHECK_OK(backend_.Gemm(true, false, 1.0f, x, dh, beta, dw1));
+    STRATA_CHECK_OK(backend_.SumRows(dh, db1, accumulate));
+    STRATA_CHECK_OK(backend_.Gemm(false, true, 1.0f, dh, ExpertRows(w1_.value, e, dim_), 0.0f,
+                                  ExpertRows(grad_slots, e, rows)));
   }
 }
 

@@ -2,7 +2,8 @@
 // ReLU -> Linear each), run over slot buffers {experts, capacity, D} in
 // which expert e's tokens fill rows 0..used[e]-1. Only those rows are
 // computed: padded slots hold no token. Each expert is one GEMM per linear
-// over its used rows (oneDNN sgemm, threaded).
+// over its used rows, through the backend the FFN was made on (oneDNN
+// sgemm on the host, cuBLAS on a GPU); every tensor lives on its device.
 //
 // Parameters (names given by the owner): w1 {E, D, H}, b1 {E, H},
 // w2 {E, H, D}, b2 {E, D}. An MoE layer holds all E experts; with expert
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/layers/layer.h"
+#include "core/ops/backend.h"
 
 namespace strata::moe {
 
@@ -31,7 +33,7 @@ class ExpertFfn {
  public:
   // Without `output_bias` there is no b2 (a hidden slice other than the first).
   ExpertFfn(const std::string& name_prefix, int experts, int64_t dim, int64_t hidden,
-            bool output_bias = true);
+            bool output_bias = true, const Backend& backend = HostBackend());
 
   int experts() const { return experts_; }
   int64_t dim() const { return dim_; }
@@ -42,7 +44,7 @@ class ExpertFfn {
   void InitParameters(Rng& rng);
 
   // out[e, r] = FFN_e(slots[e, r]) for r < used[e] ({E, C, D} buffers, any
-  // C). Fills `saved` for Backward.
+  // C; used[e] <= C). Fills `saved` for Backward.
   void Forward(const Tensor& slots, const std::vector<int64_t>& used, const Tensor& out,
                ExpertActivations* saved) const;
   // From the gradient of the used output rows of the Forward that filled
@@ -52,6 +54,7 @@ class ExpertFfn {
                 bool accumulate);
 
  private:
+  const Backend& backend_;
   int experts_;
   int64_t dim_, hidden_;
   bool output_bias_;

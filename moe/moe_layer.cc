@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/ops/backend.h"
-#include "core/ops/cpu/dnnl_runtime.h"
 #include "core/status.h"
-#include "moe/dispatch.h"
 
 namespace strata::moe {
 namespace {
@@ -23,7 +22,8 @@ absl::Status CheckTopK(int k, int experts) {
 
 absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(std::string name,
                                                            const Shape& input_shape,
-                                                           const MoeOptions& o) {
+                                                           const MoeOptions& o,
+                                                           const Backend& backend) {
   if (input_shape.rank() != 1) {
     return absl::InvalidArgumentError(absl::StrCat("moe needs a vector input [D], got ",
                                                    input_shape.ToString(),
@@ -40,16 +40,19 @@ absl::StatusOr<std::unique_ptr<MoeLayer>> MoeLayer::Create(std::string name,
     return absl::InvalidArgumentError(
         absl::StrCat("moe capacity alignment must be >= 1, got ", o.capacity.alignment));
   }
-  return std::unique_ptr<MoeLayer>(new MoeLayer(std::move(name), input_shape, o));
+  return std::unique_ptr<MoeLayer>(new MoeLayer(std::move(name), input_shape, o, backend));
 }
 
-MoeLayer::MoeLayer(std::string name, const Shape& input_shape, const MoeOptions& o)
+MoeLayer::MoeLayer(std::string name, const Shape& input_shape, const MoeOptions& o,
+                   const Backend& backend)
     : Layer(std::move(name), input_shape),
+      backend_(backend),
       options_(o),
       dim_(input_shape[0]),
-      experts_(std::make_unique<ExpertFfn>(this->name(), o.experts, dim_, o.hidden)),
+      experts_(std::make_unique<ExpertFfn>(this->name(), o.experts, dim_, o.hidden,
+                                           /*output_bias=*/true, backend)),
       noise_(o.noise_seed) {
-  gate_ = ZeroParameter(this->name() + ".gate", {o.experts, dim_}, HostBackend());
+  gate_ = ZeroParameter(this->name() + ".gate", {o.experts, dim_}, backend);
 }
 
 std::vector<Parameter*> MoeLayer::expert_parameters() {
@@ -81,6 +84,11 @@ absl::Status MoeLayer::set_top_k(int k) {
 absl::Status MoeLayer::JoinExpertGroup(ExpertExchange* exchange, int layer) {
   if (parallel_ != nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("moe ", name(), " is already in a group"));
+  }
+  if (backend_.device() != Device::kCpu) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("moe ", name(), ": an expert group computes on the host (cpu), this layer on ",
+                     DeviceName(backend_.device())));
   }
   STRATA_ASSIGN_OR_RETURN(auto parallel,
                           ExpertParallel::Create(name(), *experts_, exchange, layer));
@@ -117,26 +125,73 @@ absl::Status MoeLayer::LeaveExpertGroup() {
   return absl::OkStatus();
 }
 
-absl::Status MoeLayer::Route() {
-  int64_t tokens = gate_out_.tokens;
-  // Only f <= 0 sizes the slots by the need.
-  int64_t need = options_.capacity.factor <= 0 ? LargestNeed(gate_out_, options_.experts) : 0;
-  if (parallel_ != nullptr && inference_replica_ == nullptr) {
-    STRATA_ASSIGN_OR_RETURN(std::tie(need, tokens), parallel_->AgreeCapacity(need, tokens));
+absl::Status MoeLayer::Route(int64_t tokens) {
+  const int experts = options_.experts;
+  // The need on the host: free there; on a device a wait, taken only when
+  // the capacity depends on it (f <= 0).
+  const bool sized_by_need = options_.capacity.factor <= 0;
+  std::vector<int64_t> need;
+  if (sized_by_need || need_.device() == Device::kCpu) {
+    STRATA_ASSIGN_OR_RETURN(const Tensor host, ToHost(need_));
+    need.assign(host.i32_data(), host.i32_data() + experts);
   }
-  const int64_t capacity =
-      CapacityFor(options_.capacity, tokens, options_.experts, gate_out_.k, need);
-  routing_ = AssignSlots(gate_out_, options_.experts, capacity, options_.batch_prioritized);
+  int64_t largest = sized_by_need ? *std::max_element(need.begin(), need.end()) : 0;
+  if (parallel_ != nullptr && inference_replica_ == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(std::tie(largest, tokens), parallel_->AgreeCapacity(largest, tokens));
+  }
+  capacity_ = CapacityFor(options_.capacity, tokens, experts, options_.top_k, largest);
+  padded_ = need.empty();
+  used_.assign(experts, capacity_);
+  for (size_t e = 0; e < need.size(); ++e) used_[e] = std::min(need[e], capacity_);
   return absl::OkStatus();
+}
+
+absl::StatusOr<Routing> MoeLayer::routing() const {
+  if (!expert_.defined()) {
+    return absl::FailedPreconditionError(absl::StrCat("moe ", name(), ": no Forward yet"));
+  }
+  STRATA_ASSIGN_OR_RETURN(const Tensor expert, ToHost(expert_));
+  STRATA_ASSIGN_OR_RETURN(const Tensor rank, ToHost(rank_));
+  STRATA_ASSIGN_OR_RETURN(const Tensor gate, ToHost(gate_weights_));
+  STRATA_ASSIGN_OR_RETURN(const Tensor need, ToHost(need_));
+  Routing r;
+  r.tokens = expert.dim(0);
+  r.experts = options_.experts;
+  r.k = static_cast<int>(expert.dim(1));
+  r.capacity = capacity_;
+  r.expert.assign(expert.i32_data(), expert.i32_data() + expert.numel());
+  r.gate.assign(gate.data(), gate.data() + gate.numel());
+  for (int64_t c = 0; c < rank.numel(); ++c) {
+    const int32_t at = rank.i32_data()[c];
+    r.slot.push_back(at < capacity_ ? at : -1);
+  }
+  for (int e = 0; e < r.experts; ++e) {
+    const int64_t received = need.i32_data()[e];
+    r.used.push_back(std::min(received, capacity_));
+    r.dropped += received - r.used.back();
+  }
+  return r;
+}
+
+absl::StatusOr<float> MoeLayer::aux_loss() const {
+  if (!load_.defined()) {
+    return absl::FailedPreconditionError(absl::StrCat("moe ", name(), ": no Forward yet"));
+  }
+  // E * sum_e mean_t(p[t, e]) * fraction of tokens whose top-1 is e.
+  STRATA_ASSIGN_OR_RETURN(const Tensor load, ToHost(load_));
+  const int experts = options_.experts;
+  double aux = 0.0;
+  for (int e = 0; e < experts; ++e) aux += double{load.data()[e]} * load.data()[experts + e];
+  return static_cast<float>(aux * experts);
 }
 
 bool MoeLayer::RunExperts(const Tensor& slots, const Tensor& out, bool training) {
   if (parallel_ == nullptr) {
-    experts_->Forward(slots, routing_.used, out, &experts_saved_);
+    experts_->Forward(slots, used_, out, &experts_saved_);
   } else if (!training && inference_replica_ != nullptr) {
-    inference_replica_->Forward(slots, routing_.used, out, &experts_saved_);
+    inference_replica_->Forward(slots, used_, out, &experts_saved_);
   } else {
-    status_ = parallel_->Forward(slots, routing_.used, out, training);
+    status_ = parallel_->Forward(slots, used_, out, training);
   }
   if (!training) experts_saved_ = ExpertActivations();
   return status_.ok();
@@ -155,42 +210,47 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   STRATA_CHECK(valid.ok(), std::string(valid.message()));
   const int64_t tokens = input.dim(0);
   const int experts = options_.experts;
-  Tensor output = Tensor::Empty({tokens, dim_});
+  const int k = options_.top_k;
+  Tensor output = backend_.Empty({tokens, dim_});
   // A failed group: zeros and no more work (see the header).
-  auto zeros = [&output] {
-    output.Fill(0.0f);
+  auto zeros = [&] {
+    STRATA_CHECK_OK(backend_.Fill(0.0f, output));
     return output;
   };
   if (!status_.ok()) return zeros();
   if (training) inference_replica_ = nullptr;
-  // Gate in fp32: logits = x G^T, plus training noise.
-  std::vector<float> logits(static_cast<size_t>(tokens * experts));
-  Sgemm('N', 'T', tokens, experts, dim_, 1.0f, input.data(), dim_, gate_.value.data(), dim_, 0.0f,
-        logits.data(), experts);
+  // Gate in fp32: logits = x G^T, plus training noise (drawn on the host:
+  // the same on every device).
+  Tensor logits = backend_.Empty({tokens, experts});
+  STRATA_CHECK_OK(backend_.Gemm(false, true, 1.0f, input, gate_.value, 0.0f, logits));
   if (training && options_.gate_noise > 0) {
-    for (float& l : logits) l += options_.gate_noise * noise_.Normal();
+    Tensor noise = Tensor::Empty({tokens, experts});
+    for (int64_t i = 0; i < noise.numel(); ++i) {
+      noise.data()[i] = options_.gate_noise * noise_.Normal();
+    }
+    absl::StatusOr<Tensor> on_device = ToDevice(backend_, noise);
+    STRATA_CHECK_OK(on_device.status());
+    STRATA_CHECK_OK(backend_.Add(logits, *on_device, logits));
   }
-  gate_out_ = TopKGate(logits.data(), tokens, experts, options_.top_k, options_.normalize_gate);
-  status_ = Route();
+  probs_ = backend_.Empty({tokens, experts});
+  expert_ = backend_.Empty({tokens, k}, DType::kI32);
+  gate_weights_ = backend_.Empty({tokens, k});
+  rank_ = backend_.Empty({tokens, k}, DType::kI32);
+  need_ = backend_.Empty({experts}, DType::kI32);
+  load_ = backend_.Empty({2, experts});
+  STRATA_CHECK_OK(
+      backend_.TopKGate(logits, options_.normalize_gate, probs_, expert_, gate_weights_));
+  STRATA_CHECK_OK(backend_.RankChoices(probs_, expert_, options_.batch_prioritized, rank_, need_));
+  STRATA_CHECK_OK(backend_.GateLoad(probs_, expert_, load_));
+  status_ = Route(tokens);
   if (!status_.ok()) return zeros();
-  const int64_t capacity = routing_.capacity;
 
-  // Load balance: E * sum_e mean_t(p[t, e]) * fraction of tokens whose top-1 is e.
-  top1_fraction_.assign(experts, 0.0f);
-  std::vector<double> mean_prob(experts, 0.0);
-  for (int64_t t = 0; t < tokens; ++t) {
-    top1_fraction_[gate_out_.expert[t * options_.top_k]] += 1.0f / static_cast<float>(tokens);
-    for (int e = 0; e < experts; ++e) mean_prob[e] += gate_out_.probs[t * experts + e];
-  }
-  double aux = 0.0;
-  for (int e = 0; e < experts; ++e) aux += mean_prob[e] / tokens * top1_fraction_[e];
-  aux_loss_ = static_cast<float>(aux * experts);
-
-  Tensor slots = Tensor::Empty({experts, capacity, dim_});
-  expert_out_ = Tensor::Empty({experts, capacity, dim_});
-  Encode(routing_, input.data(), dim_, slots.data());
+  Tensor slots = backend_.Empty({experts, capacity_, dim_});
+  if (padded_) STRATA_CHECK_OK(backend_.Fill(0.0f, slots));
+  expert_out_ = backend_.Empty({experts, capacity_, dim_});
+  STRATA_CHECK_OK(backend_.DispatchTokens(expert_, rank_, input, slots));
   if (!RunExperts(slots, expert_out_, training)) return zeros();
-  Decode(routing_, expert_out_.data(), dim_, output.data());
+  STRATA_CHECK_OK(backend_.CombineTokens(expert_, rank_, gate_weights_, expert_out_, output));
   if (training) {
     input_ = input;
   } else {
@@ -199,74 +259,48 @@ Tensor MoeLayer::Forward(const Tensor& input, bool training) {
   return output;
 }
 
-void MoeLayer::GateBackward(const float* grad_gate, float* grad_logits) const {
-  const int64_t tokens = routing_.tokens;
-  const int experts = options_.experts;
-  const int k = routing_.k;
-  const float aux_scale = loss_weight_ * options_.aux_loss_weight * static_cast<float>(experts) /
-                          static_cast<float>(tokens);
-  // The load-balancing loss's gradient, the same for every token (the top-1
-  // fractions are constants).
-  std::vector<float> aux_grad(experts);
-  for (int e = 0; e < experts; ++e) aux_grad[e] = aux_scale * top1_fraction_[e];
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < tokens; ++t) {
-    const float* p = gate_out_.probs.data() + t * experts;
-    // d(loss)/d(probs) first, in this token's row of grad_logits.
-    float* dp = grad_logits + t * experts;
-    std::fill(dp, dp + experts, 0.0f);
-    // Through the top-k weights (and their normalisation over the k chosen).
-    const float* dg = grad_gate + t * k;
-    const int32_t* chosen = gate_out_.expert.data() + t * k;
-    if (options_.normalize_gate) {
-      float sum = 0.0f, weighted = 0.0f;
-      for (int i = 0; i < k; ++i) sum += p[chosen[i]];
-      for (int i = 0; i < k; ++i) weighted += dg[i] * gate_out_.gate[t * k + i];
-      for (int i = 0; i < k; ++i) dp[chosen[i]] += (dg[i] - weighted) / sum;
-    } else {
-      for (int i = 0; i < k; ++i) dp[chosen[i]] += dg[i];
-    }
-    for (int e = 0; e < experts; ++e) dp[e] += aux_grad[e];
-    // Softmax: dz = p * (dp - <p, dp>).
-    float dot = 0.0f;
-    for (int e = 0; e < experts; ++e) dot += p[e] * dp[e];
-    for (int e = 0; e < experts; ++e) dp[e] = p[e] * (dp[e] - dot);
-  }
-}
-
 Tensor MoeLayer::Backward(const Tensor& grad_output, bool need_input_grad) {
-  const int64_t tokens = routing_.tokens;
-  if (!status_.ok()) return need_input_grad ? Tensor::Zeros({tokens, dim_}) : Tensor();
+  const int64_t tokens = expert_.defined() ? expert_.dim(0) : 0;
+  auto zero_input_grad = [&] {
+    input_ = expert_out_ = Tensor();
+    return need_input_grad ? backend_.Zeros({tokens, dim_}) : Tensor();
+  };
+  if (!status_.ok()) return zero_input_grad();
   STRATA_CHECK(input_.defined(), "MoeLayer::Backward without a training Forward");
   const int experts = options_.experts;
-  const int64_t capacity = routing_.capacity;
-  Tensor grad_out = Tensor::Empty({experts, capacity, dim_});
-  std::vector<float> grad_gate(static_cast<size_t>(tokens * routing_.k));
-  DecodeBackward(routing_, grad_output.data(), expert_out_.data(), dim_, grad_out.data(),
-                 grad_gate.data());
+  // Rows no choice reaches must hold zeros where the experts compute them.
+  Tensor grad_out = backend_.Empty({experts, capacity_, dim_});
+  if (padded_) STRATA_CHECK_OK(backend_.Fill(0.0f, grad_out));
+  Tensor grad_gate = backend_.Empty(expert_.shape());
+  STRATA_CHECK_OK(backend_.CombineTokensBackward(expert_, rank_, gate_weights_, grad_output,
+                                                 expert_out_, grad_out, grad_gate));
 
-  Tensor grad_slots = Tensor::Empty({experts, capacity, dim_});
+  Tensor grad_slots = backend_.Empty({experts, capacity_, dim_});
   if (parallel_ != nullptr) {
     status_ = parallel_->Backward(grad_out, grad_slots);
-    if (!status_.ok()) {
-      input_ = expert_out_ = Tensor();
-      return need_input_grad ? Tensor::Zeros({tokens, dim_}) : Tensor();
-    }
+    if (!status_.ok()) return zero_input_grad();
   } else {
     experts_->Backward(grad_out, experts_saved_, grad_slots, /*accumulate=*/false);
   }
   experts_saved_ = ExpertActivations();
 
-  std::vector<float> grad_logits(static_cast<size_t>(tokens * experts));
-  GateBackward(grad_gate.data(), grad_logits.data());
-  Sgemm('T', 'N', experts, dim_, tokens, 1.0f, grad_logits.data(), experts, input_.data(), dim_,
-        0.0f, gate_.grad.data(), dim_);
+  // The load-balancing loss's gradient with respect to every token's
+  // probabilities: loss weight * aux weight * E / T * top-1 fraction (the
+  // fractions are constants).
+  Tensor prob_grad = backend_.Empty({experts});
+  STRATA_CHECK_OK(backend_.Copy(load_.Slice(1, 2).View({experts}), prob_grad));
+  STRATA_CHECK_OK(backend_.Scale(loss_weight_ * options_.aux_loss_weight *
+                                     static_cast<float>(experts) / static_cast<float>(tokens),
+                                 prob_grad));
+  Tensor grad_logits = backend_.Empty({tokens, experts});
+  STRATA_CHECK_OK(backend_.TopKGateBackward(probs_, expert_, gate_weights_, grad_gate, prob_grad,
+                                            options_.normalize_gate, grad_logits));
+  STRATA_CHECK_OK(backend_.Gemm(true, false, 1.0f, grad_logits, input_, 0.0f, gate_.grad));
   Tensor grad_input;
   if (need_input_grad) {
-    grad_input = Tensor::Empty({tokens, dim_});
-    EncodeBackward(routing_, grad_slots.data(), dim_, grad_input.data());
-    Sgemm('N', 'N', tokens, dim_, experts, 1.0f, grad_logits.data(), experts, gate_.value.data(),
-          dim_, 1.0f, grad_input.data(), dim_);
+    grad_input = backend_.Empty({tokens, dim_});
+    STRATA_CHECK_OK(backend_.CombineTokens(expert_, rank_, Tensor(), grad_slots, grad_input));
+    STRATA_CHECK_OK(backend_.Gemm(false, false, 1.0f, grad_logits, gate_.value, 1.0f, grad_input));
   }
   input_ = expert_out_ = Tensor();
   return grad_input;

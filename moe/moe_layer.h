@@ -2,15 +2,21 @@
 // head: a linear gate picks the top-k of E experts for every token, the
 // tokens are dispatched by index into the experts' slots (capacity rules in
 // routing.h), each expert is an FFN (Linear -> ReLU -> Linear) run as one
-// GEMM over its used slots only, and the outputs are combined back weighted
-// by the gate.
+// GEMM per linear over its slots, and the outputs are combined back
+// weighted by the gate. Everything runs through the backend the layer is
+// built on (core/ops/backend.h's routing ops): on a GPU the gate, the
+// routing and the experts stay on the device, and the host waits only when
+// the capacity depends on the experts' need (capacity factor <= 0). With a
+// padded capacity (f > 0) on a device, the experts compute every slot, the
+// unused ones zeroed; on the host they compute their used slots alone.
 //
 // Parameters: <name>.gate {E, D} (fp32), <name>.w1 {E, D, H}, <name>.b1
 // {E, H}, <name>.w2 {E, H, D}, <name>.b2 {E, D}. Input and output {D} per
 // token (a batch of N samples is N tokens).
 //
-// In an expert group (JoinExpertGroup) this process keeps the gate and its
-// share of the experts (expert_parallel.h); Forward and Backward are then
+// In an expert group (JoinExpertGroup, host layers only) this process keeps
+// the gate and its share of the experts (expert_parallel.h); Forward and
+// Backward are then
 // collective over the group. A failed exchange (a peer died, timed out)
 // cannot be reported through Layer's interface: the layer then returns
 // zeros, keeps the error in status(), and does no more work — the caller
@@ -29,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/layers/layer.h"
+#include "core/ops/backend.h"
 #include "moe/expert_exchange.h"
 #include "moe/expert_ffn.h"
 #include "moe/expert_parallel.h"
@@ -55,7 +62,8 @@ class MoeLayer final : public Layer {
   // hidden < 1, naming the field.
   static absl::StatusOr<std::unique_ptr<MoeLayer>> Create(std::string name,
                                                           const Shape& input_shape,
-                                                          const MoeOptions& options);
+                                                          const MoeOptions& options,
+                                                          const Backend& backend = HostBackend());
 
   const char* kind() const override { return "moe"; }
   Shape output_shape() const override { return input_shape(); }
@@ -79,9 +87,11 @@ class MoeLayer final : public Layer {
   absl::Status set_top_k(int k);
   int top_k() const { return options_.top_k; }
   const MoeOptions& options() const { return options_; }
-  // From the last Forward: the routing, the load-balancing loss, the number
-  // of dropped choices.
-  const Routing& routing() const { return routing_; }
+  // From the last Forward, on the host (copied from a device, which waits
+  // for it): the routing and the load-balancing loss. FailedPrecondition
+  // before any Forward.
+  absl::StatusOr<Routing> routing() const;
+  absl::StatusOr<float> aux_loss() const;
   // OK unless an expert-group exchange failed (see above).
   const absl::Status& status() const { return status_; }
 
@@ -90,8 +100,9 @@ class MoeLayer final : public Layer {
   // than processes — expert_parallel.h) and makes Forward/Backward
   // collective over `exchange`'s group; `layer` numbers this layer among the
   // model's MoE layers. InvalidArgument, naming the layer, when the experts
-  // cannot be laid out over the group. Must precede any optimizer built
-  // over parameters(), which changes.
+  // cannot be laid out over the group; FailedPrecondition for a layer on
+  // a device other than the host. Must precede any optimizer built over
+  // parameters(), which changes.
   absl::Status JoinExpertGroup(ExpertExchange* exchange, int layer);
   bool in_expert_group() const { return parallel_ != nullptr; }
   // The group's pipelining degree and parallelism for the following calls
@@ -105,20 +116,20 @@ class MoeLayer final : public Layer {
   // holds all experts again (parameters() changes), e.g. to write the whole
   // model.
   absl::Status LeaveExpertGroup();
-  float aux_loss() const { return aux_loss_; }
-  int64_t dropped() const { return routing_.dropped; }
 
  private:
-  MoeLayer(std::string name, const Shape& input_shape, const MoeOptions& options);
-  void GateBackward(const float* grad_gate, float* grad_logits) const;
+  MoeLayer(std::string name, const Shape& input_shape, const MoeOptions& options,
+           const Backend& backend);
 
-  MoeOptions options_;
-  int64_t dim_;
   // Runs the experts over the slots; false (status_ set) on a failed exchange.
   bool RunExperts(const Tensor& slots, const Tensor& out, bool training);
-  // The routing of gate_out_, with the capacity agreed over the group.
-  absl::Status Route();
+  // The capacity for the ranked choices of `tokens` tokens (agreed over the
+  // group) and the rows each expert computes.
+  absl::Status Route(int64_t tokens);
 
+  const Backend& backend_;
+  MoeOptions options_;
+  int64_t dim_;
   Parameter gate_;
   std::unique_ptr<ExpertFfn> experts_;        // all experts (outside a group)
   std::unique_ptr<ExpertParallel> parallel_;  // this process's share (in a group)
@@ -126,13 +137,19 @@ class MoeLayer final : public Layer {
   ExpertActivations experts_saved_;
   absl::Status status_;
   Rng noise_;
+  // The last Forward's routing, on the backend's device.
+  Tensor probs_;         // {T, E}
+  Tensor expert_;        // int32 {T, k}
+  Tensor rank_;          // int32 {T, k}: rank in the expert's queue
+  Tensor gate_weights_;  // {T, k}
+  Tensor need_;          // int32 {E}: choices each expert received
+  Tensor load_;          // {2, E}: GateLoad's mean probabilities and top-1 fractions
+  int64_t capacity_ = 0;
+  std::vector<int64_t> used_;  // {E}: the slot rows each expert computes
+  bool padded_ = false;        // used_ is every row; the unused ones hold zeros
   // Kept from the training Forward for Backward.
   Tensor input_;
-  GateOutput gate_out_;
-  Routing routing_;
-  Tensor expert_out_;                 // {E, C, D}
-  std::vector<float> top1_fraction_;  // {E}
-  float aux_loss_ = 0.0f;
+  Tensor expert_out_;         // {E, C, D}
   float loss_weight_ = 1.0f;  // SetLossWeight's
 };
 

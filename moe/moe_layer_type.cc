@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<Layer>> Build(const LayerSpec& spec, const Shape&
   o.parallel.chunks = static_cast<int>(m.pipeline_chunks);
   o.parallel.parallelism = m.parallelism;
   o.noise_seed = context.seed;
-  return MoeLayer::Create(spec.name, input, o);
+  return MoeLayer::Create(spec.name, input, o, *context.backend);
 }
 
 // What every process must agree on: the layer's shape and routing. The
@@ -129,6 +129,7 @@ void RegisterMoe() {
     t.parse = Parse;
     t.build = Build;
     t.identity = Identity;
+    t.devices = kEveryDevice;
     bool ok = LayerRegistry::Global().Register(std::move(t)).ok();
     for (const char* name : {kPipelineChunksKnob, kParallelismKnob}) {
       KnobSpec spec;

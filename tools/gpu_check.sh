@@ -6,7 +6,8 @@
 # it finishes, correctness first:
 #   environment.json  the GPU, its driver, PyTorch, the bundle's build
 #   ops.json          the CUDA rows of the op tables (backend_ops_test,
-#                     layer_kernels_test) against the host, gtest's JSON
+#                     layer_kernels_test) and the MoE layer's training step
+#                     (moe_layer_test) against the host, gtest's JSON
 #                     beside it; STRATA_TEST_REQUIRE=cuda, so a CUDA backend
 #                     that does not load fails them
 #   accuracy.json     one epoch of the default job (Fashion-MNIST) in single
@@ -87,7 +88,7 @@ PYTHON
 # --- ops --------------------------------------------------------------------
 say "ops: the op tables' CUDA rows"
 ops_passed=true
-for table in backend_ops_test layer_kernels_test; do
+for table in backend_ops_test layer_kernels_test moe_layer_test; do
   if ! STRATA_TEST_REQUIRE=cuda "$bundle/tests/$table" --gtest_output="json:$out/ops_$table.json" \
     > "$out/ops_$table.log" 2>&1; then
     ops_passed=false
@@ -97,7 +98,7 @@ python3 - "$out" "$ops_passed" << 'PYTHON'
 import json, sys
 out, passed = sys.argv[1], sys.argv[2] == "true"
 tables = {}
-for table in ("backend_ops_test", "layer_kernels_test"):
+for table in ("backend_ops_test", "layer_kernels_test", "moe_layer_test"):
     try:
         report = json.load(open(f"{out}/ops_{table}.json"))
     except (OSError, ValueError):

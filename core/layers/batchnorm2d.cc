@@ -72,13 +72,9 @@ BatchNormShape BatchNorm2d::ShapeFor(int64_t batch) const {
 Tensor BatchNorm2d::Forward(const Tensor& input, bool training) {
   BatchNormKernel& kernel = KernelFor(input.dim(0));
   Tensor output = backend_.Empty(input.shape());
-  if (!training) {
-    STRATA_CHECK_OK(kernel.ForwardInference(input, weight_.value, bias_.value, running_mean_.value,
-                                            running_var_.value, output));
-    return output;
-  }
-  STRATA_CHECK_OK(kernel.ForwardTraining(input, weight_.value, bias_.value, running_mean_.value,
-                                         running_var_.value, output));
+  STRATA_CHECK_OK(kernel.Forward(input, weight_.value, bias_.value, running_mean_.value,
+                                 running_var_.value, output, training));
+  if (!training) return output;
   input_ = input;
   if (fused_relu_) output_ = output;  // the ReLU's mask, on a device that needs it
   return output;

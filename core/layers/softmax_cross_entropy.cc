@@ -60,16 +60,8 @@ absl::StatusOr<LossResult> SoftmaxCrossEntropy(const Tensor& logits,
     t.loss = total / static_cast<double>(n);
     return t;
   });
-  result.loss = PendingValue<double>([totals]() -> absl::StatusOr<double> {
-    const absl::StatusOr<Totals>& t = totals.Get();
-    if (!t.ok()) return t.status();
-    return t->loss;
-  });
-  result.correct = PendingValue<int64_t>([totals]() -> absl::StatusOr<int64_t> {
-    const absl::StatusOr<Totals>& t = totals.Get();
-    if (!t.ok()) return t.status();
-    return t->correct;
-  });
+  result.loss = totals.Then([](const Totals& t) { return t.loss; });
+  result.correct = totals.Then([](const Totals& t) { return t.correct; });
   return result;
 }
 

@@ -48,6 +48,34 @@ absl::Status Backend::SoftmaxCrossEntropy(const Tensor&, const Tensor&, float, c
 absl::Status Backend::DropoutMask(uint64_t, uint64_t, float, const Tensor&) const {
   return Lacks("dropout_mask");
 }
+absl::Status Backend::TopKGate(const Tensor&, bool, const Tensor&, const Tensor&,
+                               const Tensor&) const {
+  return Lacks("topk_gate");
+}
+absl::Status Backend::TopKGateBackward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                       const Tensor&, bool, const Tensor&) const {
+  return Lacks("topk_gate_backward");
+}
+absl::Status Backend::RankChoices(const Tensor&, const Tensor&, bool, const Tensor&,
+                                  const Tensor&) const {
+  return Lacks("rank_choices");
+}
+absl::Status Backend::GateLoad(const Tensor&, const Tensor&, const Tensor&) const {
+  return Lacks("gate_load");
+}
+absl::Status Backend::DispatchTokens(const Tensor&, const Tensor&, const Tensor&,
+                                     const Tensor&) const {
+  return Lacks("dispatch_tokens");
+}
+absl::Status Backend::CombineTokens(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                    const Tensor&) const {
+  return Lacks("combine_tokens");
+}
+absl::Status Backend::CombineTokensBackward(const Tensor&, const Tensor&, const Tensor&,
+                                            const Tensor&, const Tensor&, const Tensor&,
+                                            const Tensor&) const {
+  return Lacks("combine_tokens_backward");
+}
 absl::Status Backend::ApplyUpdate(const UpdateRule&, const Tensor&, const Tensor&, const Tensor&,
                                   float, int64_t, float) const {
   return Lacks("apply_update");
@@ -246,6 +274,88 @@ absl::Status CheckUpdateShapes(const UpdateRule& rule, const Tensor& param, cons
   if (want != have) {
     return absl::InvalidArgumentError(absl::StrCat(
         "apply_update: the rule keeps ", want, " floats of state for this parameter, got ", have));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGateShapes(const char* op, const Tensor& expert,
+                             std::initializer_list<const Tensor*> per_expert,
+                             std::initializer_list<const Tensor*> per_choice) {
+  auto describe = [&] {
+    std::string all = absl::StrCat("choices ", expert.shape().ToString());
+    for (const Tensor* t : per_expert) {
+      if (t->defined()) absl::StrAppend(&all, ", ", t->shape().ToString());
+    }
+    return all;
+  };
+  if (expert.rank() != 2 || expert.dim(1) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, " needs choices [T, k] with k >= 1, got ", expert.shape().ToString()));
+  }
+  for (const Tensor* t : per_expert) {
+    if (!t->defined()) continue;
+    if (t->rank() != 2 || t->dim(0) != expert.dim(0) || t->dim(1) < expert.dim(1) ||
+        t->shape() != (*per_expert.begin())->shape()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": token rows [T, E] with E >= k expected, got ", describe()));
+    }
+  }
+  for (const Tensor* t : per_choice) {
+    if (t->defined() && t->shape() != expert.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": every per-choice operand must be ",
+                                                     expert.shape().ToString(), ", got ",
+                                                     t->shape().ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGateBackwardShapes(const Tensor& probs, const Tensor& expert, const Tensor& gate,
+                                     const Tensor& grad_gate, const Tensor& prob_grad,
+                                     const Tensor& grad_logits) {
+  STRATA_RETURN_IF_ERROR(
+      CheckGateShapes("topk_gate_backward", expert, {&probs, &grad_logits}, {&gate, &grad_gate}));
+  if (!prob_grad.defined()) return absl::OkStatus();
+  return CheckRowShape("topk_gate_backward", probs, prob_grad);
+}
+
+absl::Status CheckGateLoadShapes(const Tensor& probs, const Tensor& expert, const Tensor& load) {
+  STRATA_RETURN_IF_ERROR(CheckGateShapes("gate_load", expert, {&probs}, {}));
+  if (load.numel() == 2 * probs.dim(1)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("gate_load needs a load of [2, ", probs.dim(1),
+                                                 "], got ", load.shape().ToString()));
+}
+
+absl::Status CheckCombineBackwardShapes(const Tensor& expert, const Tensor& rank,
+                                        const Tensor& gate, const Tensor& grad_y,
+                                        const Tensor& rows, const Tensor& grad_rows,
+                                        const Tensor& grad_gate) {
+  constexpr const char* kOp = "combine_tokens_backward";
+  STRATA_RETURN_IF_ERROR(CheckDispatchShapes(kOp, expert, rank, grad_y, rows));
+  STRATA_RETURN_IF_ERROR(CheckSameSize(kOp, rows, grad_rows));
+  STRATA_RETURN_IF_ERROR(CheckGateShapes(kOp, expert, {}, {&gate, &grad_gate}));
+  if (gate.defined() && grad_gate.defined()) return absl::OkStatus();
+  return absl::InvalidArgumentError("combine_tokens_backward needs the gate and its gradient");
+}
+
+RoutedChoices RoutedChoicesOf(const Tensor& expert, const Tensor& rank, int64_t capacity) {
+  RoutedChoices r;
+  r.expert = expert.i32_data();
+  r.rank = rank.i32_data();
+  r.tokens = expert.dim(0);
+  r.k = static_cast<int>(expert.dim(1));
+  r.capacity = capacity;
+  return r;
+}
+
+absl::Status CheckDispatchShapes(const char* op, const Tensor& expert, const Tensor& rank,
+                                 const Tensor& tokens, const Tensor& slots) {
+  if (expert.rank() != 2 || rank.shape() != expert.shape() || tokens.rank() != 2 ||
+      tokens.dim(0) != expert.dim(0) || slots.rank() != 3 || slots.dim(2) != tokens.dim(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, " needs choices [T, k], their ranks alike, tokens [T, D] and slots [E, C, D]; got ",
+        expert.shape().ToString(), ", ", rank.shape().ToString(), ", ", tokens.shape().ToString(),
+        " and ", slots.shape().ToString()));
   }
   return absl::OkStatus();
 }

@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/ops/layer_kernels.h"
+#include "core/ops/shared/routed_choices.h"
 #include "core/ops/shared/update_rules.h"
 #include "core/tensor/tensor.h"
 #include "core/util/pending_value.h"
@@ -94,6 +95,55 @@ class Backend {
   // so every backend draws the same mask.
   virtual absl::Status DropoutMask(uint64_t seed, uint64_t stream, float p,
                                    const Tensor& mask) const;
+
+  // Mixture-of-Experts routing (Tutel/GShard), by index: T tokens, E
+  // experts, k choices per token. expert and rank are int32 {T, k}: token
+  // t's i-th choice goes to expert[t, i] (in [0, E), as TopKGate leaves it)
+  // at row rank[t, i] of that expert's slots, and is kept when its rank is
+  // below the slot buffers' capacity C (slots {E, C, D}); the rest are
+  // dropped (core/ops/shared/routed_choices.h).
+  //
+  // probs {T, E} = softmax of each row of logits; expert = each row's k
+  // most probable experts, most probable first (ties: the lower index);
+  // gate {T, k} their probabilities, divided by their sum when `normalize`.
+  // Requires 1 <= k <= E.
+  virtual absl::Status TopKGate(const Tensor& logits, bool normalize, const Tensor& probs,
+                                const Tensor& expert, const Tensor& gate) const;
+  // grad_logits {T, E} from grad_gate {T, k} and prob_grad {E} (may be
+  // undefined), a gradient added to every token's probabilities alike.
+  virtual absl::Status TopKGateBackward(const Tensor& probs, const Tensor& expert,
+                                        const Tensor& gate, const Tensor& grad_gate,
+                                        const Tensor& prob_grad, bool normalize,
+                                        const Tensor& grad_logits) const;
+  // rank = each choice's place in its expert's queue, need (int32 {E}) the
+  // choices each expert received: every first choice before any second,
+  // tokens in order, or, with `prioritize_confident` (batch-prioritised
+  // routing), in decreasing order of probs[t, expert[t, 0]] (ties: the
+  // lower token).
+  virtual absl::Status RankChoices(const Tensor& probs, const Tensor& expert,
+                                   bool prioritize_confident, const Tensor& rank,
+                                   const Tensor& need) const;
+  // load {2, E}: row 0 the mean over tokens of probs[:, e], row 1 the
+  // fraction of tokens whose first choice is e (the load-balancing loss's
+  // factors).
+  virtual absl::Status GateLoad(const Tensor& probs, const Tensor& expert,
+                                const Tensor& load) const;
+  // slots[expert, rank] = x[t] ({T, D}) for every kept choice; other rows
+  // are left as they are.
+  virtual absl::Status DispatchTokens(const Tensor& expert, const Tensor& rank, const Tensor& x,
+                                      const Tensor& slots) const;
+  // y[t] = sum over t's kept choices of gate * rows[expert, rank] (weight 1
+  // when gate is undefined: the backward of DispatchTokens); zeros for a
+  // token without one.
+  virtual absl::Status CombineTokens(const Tensor& expert, const Tensor& rank, const Tensor& gate,
+                                     const Tensor& rows, const Tensor& y) const;
+  // The backward of CombineTokens with a gate: grad_rows[expert, rank] =
+  // gate * grad_y[t] (no other row written) and grad_gate = <grad_y[t],
+  // rows[expert, rank]> for kept choices, 0 for dropped ones.
+  virtual absl::Status CombineTokensBackward(const Tensor& expert, const Tensor& rank,
+                                             const Tensor& gate, const Tensor& grad_y,
+                                             const Tensor& rows, const Tensor& grad_rows,
+                                             const Tensor& grad_gate) const;
 
   // One optimizer update of `param` from `grad` (core/ops/shared/update_rules.h):
   // `state` holds rule.state_slots() * param.numel() floats (undefined when
@@ -181,6 +231,29 @@ absl::Status CheckGemmShapes(bool transpose_a, bool transpose_b, const Tensor& a
 // int32 {N}, row_loss and row_correct {N}, and grad (when defined) {N, K}.
 absl::Status CheckLossShapes(const Tensor& logits, const Tensor& labels, const Tensor& row_loss,
                              const Tensor& row_correct, const Tensor& grad);
+// InvalidArgument naming `op` and the shapes unless expert is {T, k} with
+// k >= 1, every defined tensor of `per_expert` {T, E} (one shape, E >= k)
+// and every defined one of `per_choice` {T, k}.
+absl::Status CheckGateShapes(const char* op, const Tensor& expert,
+                             std::initializer_list<const Tensor*> per_expert,
+                             std::initializer_list<const Tensor*> per_choice);
+// The shape checks of TopKGateBackward, GateLoad and CombineTokensBackward
+// (InvalidArgument naming the op and what is wrong).
+absl::Status CheckGateBackwardShapes(const Tensor& probs, const Tensor& expert, const Tensor& gate,
+                                     const Tensor& grad_gate, const Tensor& prob_grad,
+                                     const Tensor& grad_logits);
+absl::Status CheckGateLoadShapes(const Tensor& probs, const Tensor& expert, const Tensor& load);
+absl::Status CheckCombineBackwardShapes(const Tensor& expert, const Tensor& rank,
+                                        const Tensor& gate, const Tensor& grad_y,
+                                        const Tensor& rows, const Tensor& grad_rows,
+                                        const Tensor& grad_gate);
+// The choices of checked expert and rank tensors ({T, k}, int32) whose slot
+// buffers have `capacity` rows per expert, for a backend's kernels.
+RoutedChoices RoutedChoicesOf(const Tensor& expert, const Tensor& rank, int64_t capacity);
+// InvalidArgument naming `op` and the shapes unless expert and rank are
+// {T, k}, tokens {T, D} and slots {E, C, D}.
+absl::Status CheckDispatchShapes(const char* op, const Tensor& expert, const Tensor& rank,
+                                 const Tensor& tokens, const Tensor& slots);
 // InvalidArgument unless grad has param's size and state holds
 // rule.state_slots() floats per element (or is undefined for none).
 absl::Status CheckUpdateShapes(const UpdateRule& rule, const Tensor& param, const Tensor& grad,

@@ -6,6 +6,7 @@
 #include "core/ops/cpu/dnnl_runtime.h"
 #include "core/ops/cpu/elementwise.h"
 #include "core/ops/cpu/loss_rows.h"
+#include "core/ops/cpu/routing_kernels.h"
 #include "core/ops/shared/counter_random.h"
 #include "core/status.h"
 
@@ -140,6 +141,94 @@ absl::Status CpuBackend::ApplyUpdate(const UpdateRule& rule, const Tensor& param
                           OpenOperands("apply_update", {&param, &grad, &state}));
   ApplyUpdateRule(rule, param.data(), grad.data(), state.defined() ? state.data() : nullptr,
                   param.numel(), lr, step, grad_scale);
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::TopKGate(const Tensor& logits, bool normalize, const Tensor& probs,
+                                  const Tensor& expert, const Tensor& gate) const {
+  STRATA_RETURN_IF_ERROR(CheckGateShapes("topk_gate", expert, {&logits, &probs}, {&gate}));
+  STRATA_ASSIGN_OR_RETURN(OperandAccess access,
+                          OpenOperands("topk_gate", {&logits, &probs, &gate}, {&expert}));
+  TopKGateRows(logits.data(), logits.dim(0), static_cast<int>(logits.dim(1)),
+               static_cast<int>(expert.dim(1)), normalize, probs.data(), expert.i32_data(),
+               gate.data());
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::TopKGateBackward(const Tensor& probs, const Tensor& expert,
+                                          const Tensor& gate, const Tensor& grad_gate,
+                                          const Tensor& prob_grad, bool normalize,
+                                          const Tensor& grad_logits) const {
+  STRATA_RETURN_IF_ERROR(
+      CheckGateBackwardShapes(probs, expert, gate, grad_gate, prob_grad, grad_logits));
+  STRATA_ASSIGN_OR_RETURN(
+      OperandAccess access,
+      OpenOperands("topk_gate_backward", {&probs, &gate, &grad_gate, &prob_grad, &grad_logits},
+                   {&expert}));
+  TopKGateBackwardRows(probs.data(), expert.i32_data(), gate.data(), grad_gate.data(),
+                       prob_grad.defined() ? prob_grad.data() : nullptr, probs.dim(0),
+                       static_cast<int>(probs.dim(1)), static_cast<int>(expert.dim(1)), normalize,
+                       grad_logits.data());
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::RankChoices(const Tensor& probs, const Tensor& expert,
+                                     bool prioritize_confident, const Tensor& rank,
+                                     const Tensor& need) const {
+  STRATA_RETURN_IF_ERROR(CheckGateShapes("rank_choices", expert, {&probs}, {&rank}));
+  STRATA_RETURN_IF_ERROR(CheckRowShape("rank_choices", probs, need));
+  STRATA_ASSIGN_OR_RETURN(OperandAccess access,
+                          OpenOperands("rank_choices", {&probs}, {&expert, &rank, &need}));
+  strata::RankChoices(probs.data(), expert.i32_data(), probs.dim(0), static_cast<int>(probs.dim(1)),
+                      static_cast<int>(expert.dim(1)), prioritize_confident, rank.i32_data(),
+                      need.i32_data());
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::GateLoad(const Tensor& probs, const Tensor& expert,
+                                  const Tensor& load) const {
+  STRATA_RETURN_IF_ERROR(CheckGateLoadShapes(probs, expert, load));
+  STRATA_ASSIGN_OR_RETURN(OperandAccess access,
+                          OpenOperands("gate_load", {&probs, &load}, {&expert}));
+  strata::GateLoad(probs.data(), expert.i32_data(), probs.dim(0), static_cast<int>(probs.dim(1)),
+                   static_cast<int>(expert.dim(1)), load.data());
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::DispatchTokens(const Tensor& expert, const Tensor& rank, const Tensor& x,
+                                        const Tensor& slots) const {
+  STRATA_RETURN_IF_ERROR(CheckDispatchShapes("dispatch_tokens", expert, rank, x, slots));
+  STRATA_ASSIGN_OR_RETURN(OperandAccess access,
+                          OpenOperands("dispatch_tokens", {&x, &slots}, {&expert, &rank}));
+  strata::DispatchTokens(RoutedChoicesOf(expert, rank, slots.dim(1)), x.data(), x.dim(1),
+                         slots.data());
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::CombineTokens(const Tensor& expert, const Tensor& rank, const Tensor& gate,
+                                       const Tensor& rows, const Tensor& y) const {
+  STRATA_RETURN_IF_ERROR(CheckDispatchShapes("combine_tokens", expert, rank, y, rows));
+  STRATA_RETURN_IF_ERROR(CheckGateShapes("combine_tokens", expert, {}, {&gate}));
+  STRATA_ASSIGN_OR_RETURN(OperandAccess access,
+                          OpenOperands("combine_tokens", {&gate, &rows, &y}, {&expert, &rank}));
+  strata::CombineTokens(RoutedChoicesOf(expert, rank, rows.dim(1)),
+                        gate.defined() ? gate.data() : nullptr, rows.data(), y.dim(1), y.data());
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::CombineTokensBackward(const Tensor& expert, const Tensor& rank,
+                                               const Tensor& gate, const Tensor& grad_y,
+                                               const Tensor& rows, const Tensor& grad_rows,
+                                               const Tensor& grad_gate) const {
+  STRATA_RETURN_IF_ERROR(
+      CheckCombineBackwardShapes(expert, rank, gate, grad_y, rows, grad_rows, grad_gate));
+  STRATA_ASSIGN_OR_RETURN(
+      OperandAccess access,
+      OpenOperands("combine_tokens_backward", {&gate, &grad_y, &rows, &grad_rows, &grad_gate},
+                   {&expert, &rank}));
+  strata::CombineTokensBackward(RoutedChoicesOf(expert, rank, rows.dim(1)), gate.data(),
+                                grad_y.data(), rows.data(), grad_y.dim(1), grad_rows.data(),
+                                grad_gate.data());
   return absl::OkStatus();
 }
 

@@ -38,6 +38,24 @@ class CpuBackend : public Backend {
   absl::Status ApplyUpdate(const UpdateRule& rule, const Tensor& param, const Tensor& grad,
                            const Tensor& state, float lr, int64_t step,
                            float grad_scale) const override;
+  // Routing (core/ops/cpu/routing_kernels.h).
+  absl::Status TopKGate(const Tensor& logits, bool normalize, const Tensor& probs,
+                        const Tensor& expert, const Tensor& gate) const override;
+  absl::Status TopKGateBackward(const Tensor& probs, const Tensor& expert, const Tensor& gate,
+                                const Tensor& grad_gate, const Tensor& prob_grad, bool normalize,
+                                const Tensor& grad_logits) const override;
+  absl::Status RankChoices(const Tensor& probs, const Tensor& expert, bool prioritize_confident,
+                           const Tensor& rank, const Tensor& need) const override;
+  absl::Status GateLoad(const Tensor& probs, const Tensor& expert,
+                        const Tensor& load) const override;
+  absl::Status DispatchTokens(const Tensor& expert, const Tensor& rank, const Tensor& x,
+                              const Tensor& slots) const override;
+  absl::Status CombineTokens(const Tensor& expert, const Tensor& rank, const Tensor& gate,
+                             const Tensor& rows, const Tensor& y) const override;
+  absl::Status CombineTokensBackward(const Tensor& expert, const Tensor& rank, const Tensor& gate,
+                                     const Tensor& grad_y, const Tensor& rows,
+                                     const Tensor& grad_rows,
+                                     const Tensor& grad_gate) const override;
   // oneDNN's kernels (core/ops/host_layer_kernels.cc).
   absl::StatusOr<std::unique_ptr<ConvolutionKernel>> MakeConvolution(
       const ConvolutionShape& shape) const override;

@@ -68,24 +68,18 @@ class HostBatchNorm final : public BatchNormKernel {
  public:
   HostBatchNorm(const CpuBackend& backend, const BatchNormShape& shape)
       : backend_(backend), kernel_(shape) {}
-  absl::Status ForwardTraining(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                               const Tensor& running_mean, const Tensor& running_var,
-                               const Tensor& output) override {
+  absl::Status Forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, const Tensor& output,
+                       bool training) override {
     STRATA_ASSIGN_OR_RETURN(
         CpuBackend::OperandAccess access,
         backend_.OpenOperands("batchnorm",
                               {&input, &weight, &bias, &running_mean, &running_var, &output}));
-    kernel_.ForwardTraining(input, weight, bias, running_mean, running_var, output);
-    return absl::OkStatus();
-  }
-  absl::Status ForwardInference(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                                const Tensor& running_mean, const Tensor& running_var,
-                                const Tensor& output) override {
-    STRATA_ASSIGN_OR_RETURN(
-        CpuBackend::OperandAccess access,
-        backend_.OpenOperands("batchnorm",
-                              {&input, &weight, &bias, &running_mean, &running_var, &output}));
-    kernel_.ForwardInference(input, weight, bias, running_mean, running_var, output);
+    if (training) {
+      kernel_.ForwardTraining(input, weight, bias, running_mean, running_var, output);
+    } else {
+      kernel_.ForwardInference(input, weight, bias, running_mean, running_var, output);
+    }
     return absl::OkStatus();
   }
   absl::Status Backward(const Tensor& input, const Tensor& output, const Tensor& weight,

@@ -48,13 +48,12 @@ class PoolingKernel {
 class BatchNormKernel {
  public:
   virtual ~BatchNormKernel() = default;
-  // Normalises with the batch's statistics and moves the running ones.
-  virtual absl::Status ForwardTraining(const Tensor& input, const Tensor& weight,
-                                       const Tensor& bias, const Tensor& running_mean,
-                                       const Tensor& running_var, const Tensor& output) = 0;
-  virtual absl::Status ForwardInference(const Tensor& input, const Tensor& weight,
-                                        const Tensor& bias, const Tensor& running_mean,
-                                        const Tensor& running_var, const Tensor& output) = 0;
+  // With `training`, normalises with the batch's statistics, moves the
+  // running ones and keeps what Backward needs; else normalises with the
+  // running statistics.
+  virtual absl::Status Forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                               const Tensor& running_mean, const Tensor& running_var,
+                               const Tensor& output, bool training) = 0;
   // The gradients of weight and bias (overwritten) and of the input.
   // `output` is the training Forward's when the shape fuses a ReLU (which
   // masks with it), else undefined.

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,19 @@ class PendingValue {
   }
 
   bool has_value() const { return state_ != nullptr; }
+
+  // A pending value made from this one by `f` (const T& -> U) when first
+  // asked for; this one's error passes through. Getting it gets this one.
+  template <typename F>
+  auto Then(F f) const -> PendingValue<std::invoke_result_t<F, const T&>> {
+    using U = std::invoke_result_t<F, const T&>;
+    return PendingValue<U>(
+        typename PendingValue<U>::Wait([from = *this, f = std::move(f)]() -> absl::StatusOr<U> {
+          const absl::StatusOr<T>& value = from.Get();
+          if (!value.ok()) return value.status();
+          return f(*value);
+        }));
+  }
 
   const absl::StatusOr<T>& Get() const {
     if (state_ == nullptr) {

@@ -133,13 +133,14 @@ absl::Status RunGroupMember(const GroupMemberOptions& o) {
       }
     }
   }
+  STRATA_ASSIGN_OR_RETURN(const Routing routing, layer->routing());
   for (size_t i = 0; i < n; ++i) {
     nlohmann::json line = {{"rank", o.rank},
                            {"chunks", o.settings[i].chunks},
                            {"parallelism", ParallelismName(o.settings[i].parallelism)},
                            {"seconds", seconds[i].empty() ? 0.0 : Median(seconds[i])},
-                           {"dropped", layer->dropped()},
-                           {"capacity", layer->routing().capacity}};
+                           {"dropped", routing.dropped},
+                           {"capacity", routing.capacity}};
     std::printf("%s\n", line.dump().c_str());
   }
   std::fflush(stdout);

@@ -19,6 +19,8 @@
 #include "core/status.h"
 #include "tests/core/backend_test_support.h"
 #include "tests/core/gradient_check.h"
+#include "tests/core/op_table.h"
+#include "tests/core/routing_op_rows.h"
 
 namespace strata {
 namespace {
@@ -26,6 +28,9 @@ namespace {
 using strata::testing::RandomTensor;
 using strata::testing::Tensors;
 using strata::testing::UploadAll;
+using testing::Doubles;
+using testing::OnDevice;
+using testing::OpRow;
 
 constexpr int64_t kRows = 37, kCols = 129;  // odd sizes: no kernel gets a round shape
 constexpr float kAlpha = -0.75f;
@@ -39,37 +44,6 @@ Tensor AwayFromZero(const Shape& shape, uint64_t seed) {
     if (std::fabs(p[i]) < 0.05f) p[i] = p[i] < 0 ? -0.05f - p[i] : 0.05f + p[i];
   }
   return t;
-}
-
-struct OpRow {
-  std::string name;
-  std::function<Tensors()> inputs;  // host tensors
-  // The op on `b` over device copies of the inputs; returns its output(s) on the host.
-  std::function<absl::StatusOr<Tensors>(const Backend& b, const Tensors& in)> run;
-  std::function<std::vector<std::vector<double>>(const Tensors& in)> reference;
-  // Largest absolute difference allowed from the reference.
-  double tolerance = 1e-5;
-};
-
-// Runs `op` on device copies of `in` and downloads the tensors named by `outputs`.
-absl::StatusOr<Tensors> OnDevice(const Backend& b, const Tensors& in, std::vector<int> outputs,
-                                 const std::function<absl::Status(const Tensors&)>& op) {
-  absl::StatusOr<Tensors> d = UploadAll(b, in);
-  if (!d.ok()) return d.status();
-  if (absl::Status s = op(*d); !s.ok()) return s;
-  Tensors out;
-  for (int i : outputs) {
-    absl::StatusOr<Tensor> h = b.Download((*d)[i]);
-    if (!h.ok()) return h.status();
-    out.push_back(*std::move(h));
-  }
-  return out;
-}
-
-std::vector<double> Doubles(const Tensor& t) {
-  std::vector<double> v(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.data()[i];
-  return v;
 }
 
 // c = alpha op(a) op(b) + beta c for one choice of transposes.
@@ -418,6 +392,7 @@ std::vector<OpRow> Table() {
     rows.push_back(UpdateRow(kind, /*momentum=*/0.9f));
   }
   rows.push_back(UpdateRow(UpdateKind::kSgd, /*momentum=*/0.0f));
+  for (OpRow& routing : testing::RoutingRows()) rows.push_back(std::move(routing));
   return rows;
 }
 
@@ -554,9 +529,10 @@ TEST_F(BackendOpsTest, EveryOpOnEveryBackendMatchesTheReference) {
       ASSERT_EQ(got->size(), want.size());
       for (size_t o = 0; o < want.size(); ++o) {
         ASSERT_EQ((*got)[o].numel(), static_cast<int64_t>(want[o].size()));
+        const std::vector<double> values = Doubles((*got)[o]);
         double worst = 0;
         for (size_t i = 0; i < want[o].size(); ++i) {
-          worst = std::max(worst, std::fabs((*got)[o].data()[i] - want[o][i]));
+          worst = std::max(worst, std::fabs(values[i] - want[o][i]));
         }
         EXPECT_LE(worst, row.tolerance) << "output " << o;
       }

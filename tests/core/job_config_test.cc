@@ -6,6 +6,7 @@
 #include "core/model/job_config.h"
 #include "core/model/job_identity.h"
 #include "core/model/job_spec.h"
+#include "core/model/layer_registry.h"
 #include "core/model/model.h"
 #include "core/model/server_keys.h"
 #include "core/ops/cpu_backend.h"
@@ -126,16 +127,31 @@ TEST(ModelTest, LayersComputeThroughTheBackendTheModelIsBuiltOn) {
 }
 
 TEST(ModelTest, ALayerTypeThatDoesNotRunOnTheBackendsDeviceIsRefusedByName) {
-  auto config = LoadJobConfig(testing::kMoeConfig);
-  ASSERT_TRUE(config.ok()) << config.status();
-  // The MoE layer computes on the host only; every core layer type runs on
-  // every backend, the checking device included.
+  // Every shipped layer type, the MoE layer included, runs on every
+  // backend; a type registered for the host alone (here, a ReLU by another
+  // name) is refused on the checking device.
   const Backend& check = **BackendRegistry::Global().Find("check");
+  auto moe = LoadJobConfig(testing::kMoeConfig);
+  ASSERT_TRUE(moe.ok()) << moe.status();
+  EXPECT_TRUE(Model::Build(moe->model, 1, check).ok());
+  static const bool registered = [] {
+    LayerType host_only = *LayerRegistry::Global().Find("relu");
+    host_only.name = "host_only_relu";
+    host_only.devices = {Device::kCpu};
+    return LayerRegistry::Global().Register(std::move(host_only)).ok();
+  }();
+  ASSERT_TRUE(registered);
+  auto config = ParseJobConfig(Edited(R"({"type": "relu", "name": "relu2"})",
+                                      R"({"type": "host_only_relu", "name": "relu2"})"),
+                               "job.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(Model::Build(config->model, 1).ok());
   auto model = Model::Build(config->model, 1, check);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "model.layers[8] (moe \"moe\"): moe layers do not run on the check backend");
+            "model.layers[4] (host_only_relu \"relu2\"): host_only_relu layers do not run on the "
+            "check backend");
 }
 
 TEST(JobConfigTest, AugmentationIsOffByDefaultAndCheckedWhenAsked) {

@@ -136,7 +136,7 @@ KernelCase BatchNorm(const std::string& name, const BatchNormShape& s, uint64_t 
         Tensors d, UploadAll(b, {in[0], in[1], in[2], Tensor::Zeros({s.channels}), running_var}));
     STRATA_ASSIGN_OR_RETURN(auto kernel, b.MakeBatchNorm(s));
     Tensor y = b.Empty(x_shape);
-    STRATA_RETURN_IF_ERROR(kernel->ForwardTraining(d[0], d[1], d[2], d[3], d[4], y));
+    STRATA_RETURN_IF_ERROR(kernel->Forward(d[0], d[1], d[2], d[3], d[4], y, /*training=*/true));
     STRATA_ASSIGN_OR_RETURN(Tensors h, DownloadAll(b, {y, d[3], d[4]}));
     std::vector<float> all = h[0].ToVector();
     for (int i = 1; i < 3; ++i) {
@@ -155,7 +155,7 @@ KernelCase BatchNorm(const std::string& name, const BatchNormShape& s, uint64_t 
                                           Tensor::Full({s.channels}, 1.0f), dy_output}));
     STRATA_ASSIGN_OR_RETURN(auto kernel, b.MakeBatchNorm(s));
     Tensor y = b.Empty(x_shape);
-    STRATA_RETURN_IF_ERROR(kernel->ForwardTraining(d[0], d[1], d[2], d[3], d[4], y));
+    STRATA_RETURN_IF_ERROR(kernel->Forward(d[0], d[1], d[2], d[3], d[4], y, /*training=*/true));
     Tensor dx = b.Empty(x_shape), dgamma = b.Empty({s.channels}), dbeta = b.Empty({s.channels});
     STRATA_RETURN_IF_ERROR(
         kernel->Backward(d[0], s.fused_relu ? y : Tensor(), d[1], d[2], d[5], dgamma, dbeta, dx));
@@ -178,7 +178,7 @@ KernelCase BatchNormInference(const BatchNormShape& s, uint64_t seed) {
     STRATA_ASSIGN_OR_RETURN(Tensors d, UploadAll(b, in));
     STRATA_ASSIGN_OR_RETURN(auto kernel, b.MakeBatchNorm(s));
     Tensor y = b.Empty(x_shape);
-    STRATA_RETURN_IF_ERROR(kernel->ForwardInference(d[0], d[1], d[2], d[3], d[4], y));
+    STRATA_RETURN_IF_ERROR(kernel->Forward(d[0], d[1], d[2], d[3], d[4], y, /*training=*/false));
     return b.Download(y);
   };
   return c;  // no backward: evaluation only

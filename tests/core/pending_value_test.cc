@@ -1,5 +1,5 @@
 // PendingValue: ready values, values made once on the first Get, errors
-// kept like values, copies sharing what was made.
+// kept like values, copies sharing what was made, values made from others.
 #include "core/util/pending_value.h"
 
 #include <gtest/gtest.h>
@@ -35,6 +35,21 @@ TEST(PendingValueTest, AnErrorIsKeptAsTheOutcome) {
   EXPECT_EQ(v.Get().status(), absl::InternalError("the copy failed"));
   EXPECT_EQ(v.Get().status(), absl::InternalError("the copy failed"));
   EXPECT_EQ(waits, 1);
+}
+
+TEST(PendingValueTest, ThenMakesItsValueFromTheFirstOnlyWhenAskedAndPassesErrorsOn) {
+  int waits = 0;
+  const PendingValue<int> v([&waits]() -> absl::StatusOr<int> { return ++waits * 10; });
+  const PendingValue<std::string> text = v.Then([](const int& x) { return std::to_string(x + 1); });
+  const PendingValue<bool> big = v.Then([](const int& x) { return x > 5; });
+  EXPECT_EQ(waits, 0);
+  EXPECT_EQ(*text.Get(), "11");
+  EXPECT_TRUE(*big.Get());
+  EXPECT_EQ(waits, 1);  // both share the first's one wait
+  const PendingValue<int> failed(
+      []() -> absl::StatusOr<int> { return absl::InternalError("the copy failed"); });
+  EXPECT_EQ(failed.Then([](const int& x) { return x * 2; }).Get().status(),
+            absl::InternalError("the copy failed"));
 }
 
 TEST(PendingValueTest, NoValueIsRefusedByName) {

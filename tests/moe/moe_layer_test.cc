@@ -9,6 +9,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/ops/backend.h"
+#include "tests/core/backend_test_support.h"
 #include "tests/core/gradient_check.h"
 
 namespace strata::moe {
@@ -150,8 +152,8 @@ TEST_P(MoeForwardTest, MatchesTheDenseOneHotReference) {
   const Tensor x = RandomTensor({kTokens, kDim}, 11);
   const Tensor y = layer->Forward(x, /*training=*/false);
   const Dense ref = DenseReference(*layer, x);
-  EXPECT_EQ(layer->routing().capacity, ref.capacity);
-  EXPECT_EQ(layer->dropped(), ref.dropped);
+  EXPECT_EQ(layer->routing()->capacity, ref.capacity);
+  EXPECT_EQ(layer->routing()->dropped, ref.dropped);
   for (int64_t i = 0; i < y.numel(); ++i) {
     ASSERT_NEAR(y.data()[i], ref.y[i], 1e-4) << "element " << i << ", k " << k << ", f " << factor;
   }
@@ -174,14 +176,15 @@ TEST(MoeLayerTest, ShrinkingCapacityDropsTokensAndCountsThem) {
   auto layer = MakeLayer(2, 0.5);  // C = ceil(2 * 0.5 * 6) = 6 slots for 48 choices over 4 experts
   const Tensor x = RandomTensor({kTokens, kDim}, 11);
   layer->Forward(x, false);
-  EXPECT_EQ(layer->routing().capacity, 6);
+  EXPECT_EQ(layer->routing()->capacity, 6);
   int64_t kept = 0;
-  for (int64_t used : layer->routing().used) {
+  const Routing routing = *layer->routing();
+  for (int64_t used : routing.used) {
     EXPECT_LE(used, 6);
     kept += used;
   }
-  EXPECT_EQ(layer->dropped(), 2 * kTokens - kept);
-  EXPECT_GT(layer->dropped(), 0);
+  EXPECT_EQ(routing.dropped, 2 * kTokens - kept);
+  EXPECT_GT(routing.dropped, 0);
 }
 
 TEST(MoeLayerTest, ATokenWithEveryChoiceDroppedOutputsZeros) {
@@ -204,8 +207,8 @@ TEST(MoeLayerTest, ATokenWithEveryChoiceDroppedOutputsZeros) {
     for (int64_t j = 0; j < kDim; ++j) x.data()[t * kDim + j] = 0.1f * static_cast<float>(t + 1);
   }
   Tensor y = layer->Forward(x, false);
-  EXPECT_EQ(layer->routing().capacity, 3);
-  EXPECT_EQ(layer->dropped(), 7);
+  EXPECT_EQ(layer->routing()->capacity, 3);
+  EXPECT_EQ(layer->routing()->dropped, 7);
   for (int64_t t = 3; t < 10; ++t) {  // tokens 0-2 took the three slots
     for (int64_t j = 0; j < kDim; ++j) EXPECT_EQ(y.data()[t * kDim + j], 0.0f) << "token " << t;
   }
@@ -217,7 +220,7 @@ TEST(MoeLayerTest, ATokenWithEveryChoiceDroppedOutputsZeros) {
     prioritized->parameters()[i]->value.CopyFrom(layer->parameters()[i]->value);
   }
   prioritized->Forward(x, false);
-  const Routing& r = prioritized->routing();
+  const Routing r = *prioritized->routing();
   for (int64_t t = 0; t < 10; ++t) EXPECT_EQ(r.slot[t] >= 0, t >= 7) << "token " << t;
 }
 
@@ -244,7 +247,7 @@ TEST(MoeLayerTest, LoadBalancingLossGradientReachesTheGate) {
   auto layer = MakeLayer(2, 0.0, /*aux_weight=*/1.0f);
   const Tensor x = RandomTensor({kTokens, kDim}, 17);
   layer->Forward(x, true);
-  EXPECT_GT(layer->aux_loss(), 0.0f);
+  EXPECT_GT(*layer->aux_loss(), 0.0f);
   layer->Backward(Tensor::Zeros({kTokens, kDim}), false);  // only the aux loss remains
   Parameter* gate = layer->parameters()[0];
   const std::vector<float> analytic(gate->grad.data(), gate->grad.data() + gate->grad.numel());
@@ -253,10 +256,10 @@ TEST(MoeLayerTest, LoadBalancingLossGradientReachesTheGate) {
     const float h = 1e-3f;
     gate->value.data()[i] = saved + h;
     layer->Forward(x, false);
-    const double plus = layer->aux_loss();
+    const double plus = *layer->aux_loss();
     gate->value.data()[i] = saved - h;
     layer->Forward(x, false);
-    const double minus = layer->aux_loss();
+    const double minus = *layer->aux_loss();
     gate->value.data()[i] = saved;
     EXPECT_NEAR(analytic[i], (plus - minus) / (2 * h), 2e-2) << "gate element " << i;
   }
@@ -292,6 +295,112 @@ TEST(MoeLayerTest, TopKCanChangeBetweenCalls) {
     const Dense ref = DenseReference(*layer, x);
     for (int64_t i = 0; i < y.numel(); ++i) ASSERT_NEAR(y.data()[i], ref.y[i], 1e-4) << "k " << k;
   }
+}
+
+// One training step of the layer on every backend present (the checking
+// device: its tensors fault if the host touches them; CUDA where a GPU is)
+// against the same layer on the host: outputs, input gradient, every
+// parameter's gradient, the routing and the load-balancing loss. A padded
+// capacity makes a device compute every slot (the unused ones zeroed);
+// f <= 0 sizes it by the need, which the device then reports.
+struct DeviceCase {
+  double factor;
+  bool prioritized;
+};
+
+class MoeOnDevicesTest : public ::testing::TestWithParam<DeviceCase> {
+ protected:
+  static void SetUpTestSuite() { testing::JoinCudaBackendWherePresent(); }
+};
+
+std::vector<float> OnHost(const Tensor& t) {
+  absl::StatusOr<Tensor> host = ToHost(t);
+  EXPECT_TRUE(host.ok()) << host.status();
+  return host.ok() ? host->ToVector() : std::vector<float>();
+}
+
+void ExpectClose(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-5f + 1e-4f * std::abs(want[i])) << what << " element " << i;
+  }
+}
+
+TEST_P(MoeOnDevicesTest, ATrainingStepMatchesTheHost) {
+  const auto [factor, prioritized] = GetParam();
+  MoeOptions o;
+  o.experts = kExperts;
+  o.top_k = 2;
+  o.hidden = kHidden;
+  o.capacity.factor = factor;
+  o.aux_loss_weight = 0.5f;
+  o.gate_noise = 0.1f;
+  o.batch_prioritized = prioritized;
+  auto host = MoeLayer::Create("moe", Shape{kDim}, o);
+  ASSERT_TRUE(host.ok()) << host.status();
+  Rng rng(3);
+  (*host)->InitParameters(rng);
+  const Tensor x = RandomTensor({kTokens, kDim}, 11);
+  const Tensor grad_y = RandomTensor({kTokens, kDim}, 12);
+  const Tensor y = (*host)->Forward(x, /*training=*/true);
+  const Tensor dx = (*host)->Backward(grad_y, /*need_input_grad=*/true);
+  const Routing want = *(*host)->routing();
+  int devices = 0;
+  for (const Backend* b : BackendRegistry::Global().backends()) {
+    if (b->device() == Device::kCpu) continue;
+    SCOPED_TRACE(b->name());
+    auto layer = MoeLayer::Create("moe", Shape{kDim}, o, *b);
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    for (size_t i = 0; i < (*host)->parameters().size(); ++i) {
+      ASSERT_TRUE(
+          CopyFromHost((*host)->parameters()[i]->value, (*layer)->parameters()[i]->value).ok());
+    }
+    const Tensor device_y = (*layer)->Forward(*b->Upload(x), /*training=*/true);
+    const Tensor device_dx = (*layer)->Backward(*b->Upload(grad_y), /*need_input_grad=*/true);
+    ASSERT_TRUE((*layer)->status().ok()) << (*layer)->status();
+    ExpectClose(OnHost(device_y), y.ToVector(), "output");
+    ExpectClose(OnHost(device_dx), dx.ToVector(), "input gradient");
+    for (size_t i = 0; i < (*host)->parameters().size(); ++i) {
+      const Parameter* p = (*layer)->parameters()[i];
+      ExpectClose(OnHost(p->grad), (*host)->parameters()[i]->grad.ToVector(), p->name + ".grad");
+    }
+    const Routing got = *(*layer)->routing();
+    EXPECT_EQ(got.capacity, want.capacity);
+    EXPECT_EQ(got.expert, want.expert);
+    EXPECT_EQ(got.slot, want.slot);
+    EXPECT_EQ(got.used, want.used);
+    EXPECT_EQ(got.dropped, want.dropped);
+    EXPECT_NEAR(*(*layer)->aux_loss(), *(*host)->aux_loss(), 1e-6f);
+    ++devices;
+  }
+  EXPECT_GE(devices, 1);  // the checking device at least
+}
+
+INSTANTIATE_TEST_SUITE_P(Capacities, MoeOnDevicesTest,
+                         ::testing::Values(DeviceCase{1.25, false}, DeviceCase{0.5, false},
+                                           DeviceCase{0.5, true}, DeviceCase{0.0, false},
+                                           DeviceCase{-0.5, true}),
+                         [](const ::testing::TestParamInfo<DeviceCase>& info) {
+                           const double f = info.param.factor;
+                           return std::string(f > 0   ? "padded"
+                                              : f < 0 ? "capped"
+                                                      : "dropless") +
+                                  std::to_string(static_cast<int>(std::abs(f) * 100)) +
+                                  (info.param.prioritized ? "_prioritized" : "");
+                         });
+
+TEST(MoeLayerTest, AnExpertGroupRefusesALayerOnADevice) {
+  MoeOptions o;
+  o.experts = kExperts;
+  o.hidden = kHidden;
+  const Backend& check = **BackendRegistry::Global().Find("check");
+  auto layer = MoeLayer::Create("moe", Shape{kDim}, o, check);
+  ASSERT_TRUE(layer.ok()) << layer.status();
+  const absl::Status joined = (*layer)->JoinExpertGroup(nullptr, 0);
+  EXPECT_EQ(joined.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(joined.message(),
+            "moe moe: an expert group computes on the host (cpu), this layer on check");
 }
 
 TEST(MoeLayerTest, BadArgumentsAreRefusedWithTheirValue) {

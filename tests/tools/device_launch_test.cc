@@ -5,6 +5,8 @@
 // before training, by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -13,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/train/checkpoint.h"
 #include "core/util/scratch_directory.h"
 #include "tests/support/cluster_fixture.h"
 
@@ -98,6 +101,40 @@ TEST_F(DeviceLaunchTest, CheckpointsAndEvaluationOnTheCheckingDeviceMatchTheHost
   EXPECT_GT(host["test_accuracy"].get<double>(), 0.3);  // 16 steps learn something
   EXPECT_EQ(check["test_accuracy"], host["test_accuracy"]);
   EXPECT_EQ(check["test_loss"], host["test_loss"]);
+}
+
+// The MoE model on the checking device: its gate, routing and experts stay
+// on the device. With the shipped padded capacity the device's experts
+// compute every slot (the host's only the used ones), so the two agree to
+// rounding rather than to the bit.
+TEST_F(DeviceLaunchTest, TheMoeModelTrainsOnTheCheckingDeviceLikeTheHost) {
+  const std::string config = "fashion_mnist_moe.json";
+  const Result host = Train(config, "cpu", 6, "host", "--evaluate=false");
+  ASSERT_EQ(host.exit_code, 0) << host.output;
+  const Result check = Train(config, "check", 6, "check", "--evaluate=false");
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  const absl::StatusOr<Checkpoint> want = ReadCheckpoint(path("host.ckpt"));
+  const absl::StatusOr<Checkpoint> got = ReadCheckpoint(path("check.ckpt"));
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->tensors.size(), want->tensors.size());
+  int moe_tensors = 0;
+  for (size_t i = 0; i < want->tensors.size(); ++i) {
+    const NamedTensor& w = want->tensors[i];
+    const NamedTensor& g = got->tensors[i];
+    ASSERT_EQ(g.name, w.name);
+    ASSERT_EQ(g.value.shape(), w.value.shape()) << w.name;
+    double worst = 0;
+    for (int64_t j = 0; j < w.value.numel(); ++j) {
+      worst = std::max(worst, std::fabs(double{g.value.data()[j]} - w.value.data()[j]));
+    }
+    EXPECT_LT(worst, 1e-6) << w.name;
+    moe_tensors += w.name.rfind("moe.", 0) == 0;
+  }
+  EXPECT_EQ(moe_tensors, 5);  // the gate and the experts' w1, b1, w2, b2
+  std::ifstream host_in(path("host.json")), check_in(path("check.json"));
+  EXPECT_NEAR(nlohmann::json::parse(check_in)["train_loss"].get<double>(),
+              nlohmann::json::parse(host_in)["train_loss"].get<double>(), 1e-5);
 }
 
 TEST_F(DeviceLaunchTest, ADeviceThatIsNotThereOrNotForTheModeIsRefusedBeforeTraining) {

@@ -114,7 +114,7 @@ absl::Status RunMoeBench(const MoeBenchOptions& o) {
   const double gflops = MeasureSgemmGflops(2048, o.threads);
   SetCpuThreads(o.threads);
   STRATA_ASSIGN_OR_RETURN(MoeProblem problem, MakeProblem(o));
-  const moe::Routing& routing = problem.layer->routing();
+  STRATA_ASSIGN_OR_RETURN(const moe::Routing routing, problem.layer->routing());
   const int64_t kept = o.tokens * o.top_k - routing.dropped;
   // Each kept choice: two GEMMs forward (2 x 2DH), twice that backward.
   const double useful_flops =

@@ -16,6 +16,7 @@
 #include "core/ops/cuda/cuda_status.h"
 #include "core/ops/cuda/cudnn_layer_kernels.h"
 #include "core/ops/cuda/pinned_staging.h"
+#include "core/ops/cuda/routing_kernels.h"
 #include "core/ops/shared/counter_random.h"
 #include "core/ops/shared/loss_row.h"
 #include "core/ops/shared/update_rules.h"
@@ -330,6 +331,84 @@ class CudaBackend final : public Backend {
     return Launched("apply_update");
   }
 
+  absl::Status TopKGate(const Tensor& logits, bool normalize, const Tensor& probs,
+                        const Tensor& expert, const Tensor& gate) const override {
+    STRATA_RETURN_IF_ERROR(CheckRouting("topk_gate", {&logits, &probs, &gate}, {&expert}));
+    STRATA_RETURN_IF_ERROR(CheckGateShapes("topk_gate", expert, {&logits, &probs}, {&gate}));
+    return LaunchTopKGate(context_.stream, logits.data(), logits.dim(0),
+                          static_cast<int>(logits.dim(1)), static_cast<int>(expert.dim(1)),
+                          normalize, probs.data(), expert.i32_data(), gate.data());
+  }
+
+  absl::Status TopKGateBackward(const Tensor& probs, const Tensor& expert, const Tensor& gate,
+                                const Tensor& grad_gate, const Tensor& prob_grad, bool normalize,
+                                const Tensor& grad_logits) const override {
+    STRATA_RETURN_IF_ERROR(
+        CheckRouting("topk_gate_backward", {&probs, &gate, &grad_gate, &prob_grad, &grad_logits},
+                     {&expert}));
+    STRATA_RETURN_IF_ERROR(
+        CheckGateBackwardShapes(probs, expert, gate, grad_gate, prob_grad, grad_logits));
+    return LaunchTopKGateBackward(context_.stream, probs.data(), expert.i32_data(), gate.data(),
+                                  grad_gate.data(),
+                                  prob_grad.defined() ? prob_grad.data() : nullptr, probs.dim(0),
+                                  static_cast<int>(probs.dim(1)), static_cast<int>(expert.dim(1)),
+                                  normalize, grad_logits.data());
+  }
+
+  absl::Status RankChoices(const Tensor& probs, const Tensor& expert, bool prioritize_confident,
+                           const Tensor& rank, const Tensor& need) const override {
+    STRATA_RETURN_IF_ERROR(CheckRouting("rank_choices", {&probs}, {&expert, &rank, &need}));
+    STRATA_RETURN_IF_ERROR(CheckGateShapes("rank_choices", expert, {&probs}, {&rank}));
+    STRATA_RETURN_IF_ERROR(CheckRowShape("rank_choices", probs, need));
+    // Scratch for the tokens' order; the stream's order makes its reuse safe.
+    const Tensor order = Empty({prioritize_confident ? probs.dim(0) : 0}, DType::kI32);
+    return LaunchRankChoices(context_.stream, probs.data(), expert.i32_data(), probs.dim(0),
+                             static_cast<int>(probs.dim(1)), static_cast<int>(expert.dim(1)),
+                             prioritize_confident, order.numel() > 0 ? order.i32_data() : nullptr,
+                             rank.i32_data(), need.i32_data());
+  }
+
+  absl::Status GateLoad(const Tensor& probs, const Tensor& expert,
+                        const Tensor& load) const override {
+    STRATA_RETURN_IF_ERROR(CheckRouting("gate_load", {&probs, &load}, {&expert}));
+    STRATA_RETURN_IF_ERROR(CheckGateLoadShapes(probs, expert, load));
+    return LaunchGateLoad(context_.stream, probs.data(), expert.i32_data(), probs.dim(0),
+                          static_cast<int>(probs.dim(1)), static_cast<int>(expert.dim(1)),
+                          load.data());
+  }
+
+  absl::Status DispatchTokens(const Tensor& expert, const Tensor& rank, const Tensor& x,
+                              const Tensor& slots) const override {
+    STRATA_RETURN_IF_ERROR(CheckRouting("dispatch_tokens", {&x, &slots}, {&expert, &rank}));
+    STRATA_RETURN_IF_ERROR(CheckDispatchShapes("dispatch_tokens", expert, rank, x, slots));
+    return LaunchDispatchTokens(context_.stream, RoutedChoicesOf(expert, rank, slots.dim(1)),
+                                x.data(), x.dim(1), slots.data());
+  }
+
+  absl::Status CombineTokens(const Tensor& expert, const Tensor& rank, const Tensor& gate,
+                             const Tensor& rows, const Tensor& y) const override {
+    STRATA_RETURN_IF_ERROR(CheckRouting("combine_tokens", {&gate, &rows, &y}, {&expert, &rank}));
+    STRATA_RETURN_IF_ERROR(CheckDispatchShapes("combine_tokens", expert, rank, y, rows));
+    STRATA_RETURN_IF_ERROR(CheckGateShapes("combine_tokens", expert, {}, {&gate}));
+    return LaunchCombineTokens(context_.stream, RoutedChoicesOf(expert, rank, rows.dim(1)),
+                               gate.defined() ? gate.data() : nullptr, rows.data(), y.dim(1),
+                               y.data());
+  }
+
+  absl::Status CombineTokensBackward(const Tensor& expert, const Tensor& rank, const Tensor& gate,
+                                     const Tensor& grad_y, const Tensor& rows,
+                                     const Tensor& grad_rows,
+                                     const Tensor& grad_gate) const override {
+    STRATA_RETURN_IF_ERROR(CheckRouting("combine_tokens_backward",
+                                        {&gate, &grad_y, &rows, &grad_rows, &grad_gate},
+                                        {&expert, &rank}));
+    STRATA_RETURN_IF_ERROR(
+        CheckCombineBackwardShapes(expert, rank, gate, grad_y, rows, grad_rows, grad_gate));
+    return LaunchCombineTokensBackward(
+        context_.stream, RoutedChoicesOf(expert, rank, rows.dim(1)), gate.data(), grad_y.data(),
+        rows.data(), grad_y.dim(1), grad_rows.data(), grad_gate.data());
+  }
+
   absl::StatusOr<std::unique_ptr<ConvolutionKernel>> MakeConvolution(
       const ConvolutionShape& shape) const override {
     return MakeCudnnConvolution(context_, shape);
@@ -346,6 +425,13 @@ class CudaBackend final : public Backend {
  private:
   // A launch's own error (a bad configuration), without waiting for the kernel.
   static absl::Status Launched(const char* op) { return CudaStatus(cudaGetLastError(), op); }
+  // InvalidArgument naming `op` unless every defined operand is a CUDA
+  // tensor, float32 or, in `int32_operands`, int32.
+  static absl::Status CheckRouting(const char* op, std::initializer_list<const Tensor*> operands,
+                                   std::initializer_list<const Tensor*> int32_operands) {
+    STRATA_RETURN_IF_ERROR(CheckOperands(op, Device::kCuda, DType::kF32, operands));
+    return CheckOperands(op, Device::kCuda, DType::kI32, int32_operands);
+  }
 
   const CudaContext context_;
   std::unique_ptr<PinnedStaging> staging_;
@@ -375,20 +461,6 @@ absl::Status RegisterCudaAllocator() {
   }
   SetDeviceAllocator(Device::kCuda, &DeviceMemory());
   return absl::OkStatus();
-}
-
-absl::Status CopyToDevice(const Tensor& host, const Tensor& device) {
-  STRATA_RETURN_IF_ERROR(CheckCudaFloat(device, "destination"));
-  STRATA_RETURN_IF_ERROR(CheckSameSize("copy to device", host, device));
-  return STRATA_CUDA_CHECK(
-      cudaMemcpy(device.raw_data(), host.raw_data(), host.nbytes(), cudaMemcpyHostToDevice));
-}
-
-absl::Status CopyToHost(const Tensor& device, const Tensor& host) {
-  STRATA_RETURN_IF_ERROR(CheckCudaFloat(device, "source"));
-  STRATA_RETURN_IF_ERROR(CheckSameSize("copy to host", host, device));
-  return STRATA_CUDA_CHECK(
-      cudaMemcpy(host.raw_data(), device.raw_data(), host.nbytes(), cudaMemcpyDeviceToHost));
 }
 
 absl::Status RegisterCudaBackend(const CudaBackendOptions& options) {

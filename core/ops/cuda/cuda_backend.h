@@ -1,11 +1,11 @@
 // The CUDA backend: device memory for tensors and every op of
 // core/ops/backend.h on a GPU (element-wise kernels, cuBLAS for the matrix
 // products, the loss, dropout's counter-based masks, the optimizers' fused
-// updates, cuDNN for convolution, pooling and BatchNorm:
-// cudnn_layer_kernels.h), built when nvcc exists (STRATA_CUDA=AUTO|ON) and
-// run only where a GPU is present. Programs reach it through the plugin
-// (cuda_plugin.cu, loaded by core/ops/cuda_plugin.h); code linked with
-// these sources directly (the MoE dispatch kernels' test) calls it so:
+// updates, the MoE routing and dispatch: routing_kernels.h, cuDNN for
+// convolution, pooling and BatchNorm: cudnn_layer_kernels.h), built when
+// nvcc exists (STRATA_CUDA=AUTO|ON) and run only where a GPU is present.
+// Programs reach it through the plugin (cuda_plugin.cu, loaded by
+// core/ops/cuda_plugin.h), which calls it so:
 //
 //   if (CudaDeviceCount() > 0) {
 //     STRATA_RETURN_IF_ERROR(RegisterCudaBackend());
@@ -44,11 +44,6 @@ absl::Status RegisterCudaAllocator();
 // present; calls after the first do nothing, but one naming another device
 // fails (a process computes on one GPU).
 absl::Status RegisterCudaBackend(const CudaBackendOptions& options = {});
-
-// Host <-> device copies of equally sized float tensors, waiting for the
-// copy (and, through the default stream, for work before it).
-absl::Status CopyToDevice(const Tensor& host, const Tensor& device);
-absl::Status CopyToHost(const Tensor& device, const Tensor& host);
 
 }  // namespace strata
 

@@ -279,33 +279,26 @@ class CudnnBatchNorm final : public BatchNormKernel {
     return absl::OkStatus();
   }
 
-  absl::Status ForwardTraining(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                               const Tensor& running_mean, const Tensor& running_var,
-                               const Tensor& output) override {
+  absl::Status Forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Tensor& running_mean, const Tensor& running_var, const Tensor& output,
+                       bool training) override {
     STRATA_RETURN_IF_ERROR(
         CheckOperands("batchnorm", Device::kCuda, DType::kF32,
                       {&input, &weight, &bias, &running_mean, &running_var, &output}));
     const float one = 1.0f, zero = 0.0f;
-    // cuDNN keeps the running variance unbiased, as PyTorch does.
-    STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-        context_.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_.get(), input.data(), x_.get(),
-        output.data(), stats_.get(), weight.data(), bias.data(), shape_.momentum,
-        running_mean.data(), running_var.data(), shape_.epsilon, saved_mean_.data(),
-        saved_inv_std_.data())));
-    return shape_.fused_relu ? backend_.Relu(output, output) : absl::OkStatus();
-  }
-
-  absl::Status ForwardInference(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                                const Tensor& running_mean, const Tensor& running_var,
-                                const Tensor& output) override {
-    STRATA_RETURN_IF_ERROR(
-        CheckOperands("batchnorm", Device::kCuda, DType::kF32,
-                      {&input, &weight, &bias, &running_mean, &running_var, &output}));
-    const float one = 1.0f, zero = 0.0f;
-    STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
-        context_.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_.get(), input.data(), x_.get(),
-        output.data(), stats_.get(), weight.data(), bias.data(), running_mean.data(),
-        running_var.data(), shape_.epsilon)));
+    if (training) {
+      // cuDNN keeps the running variance unbiased, as PyTorch does.
+      STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+          context_.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_.get(), input.data(), x_.get(),
+          output.data(), stats_.get(), weight.data(), bias.data(), shape_.momentum,
+          running_mean.data(), running_var.data(), shape_.epsilon, saved_mean_.data(),
+          saved_inv_std_.data())));
+    } else {
+      STRATA_RETURN_IF_ERROR(STRATA_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+          context_.dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, x_.get(), input.data(), x_.get(),
+          output.data(), stats_.get(), weight.data(), bias.data(), running_mean.data(),
+          running_var.data(), shape_.epsilon)));
+    }
     return shape_.fused_relu ? backend_.Relu(output, output) : absl::OkStatus();
   }
 
