@@ -13,6 +13,7 @@
 #include "core/train/training_reporter.h"
 #include "core/util/log.h"
 #include "runtime/cluster_hooks.h"
+#include "runtime/device_backend.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
 #include "runtime/whole_model_program.h"
@@ -50,13 +51,13 @@ class PsProgram final : public WholeModelProgram {
     }
     // With the servers' state (the mean over the workers); training goes
     // on with our own.
-    StateSnapshot own(model());
+    STRATA_ASSIGN_OR_RETURN(StateSnapshot own, StateSnapshot::Take(model()));
     STRATA_RETURN_IF_ERROR_CTX(sync_.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, done),
                                "pulling the state for evaluation");
     STRATA_ASSIGN_OR_RETURN(
         EvalResult eval,
         Evaluate(model(), data_.splits.test, data_.loader_options, options_.run.eval_limit));
-    own.Restore();
+    STRATA_RETURN_IF_ERROR(own.Restore());
     reporter_.Evaluated(done, eval);
     return absl::OkStatus();
   }
@@ -82,7 +83,10 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   const JobConfig& config = options.config;
   const TrainingConfig& tc = config.training;
   SetCpuThreads(static_cast<int>(tc.threads));
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
+  STRATA_ASSIGN_OR_RETURN(const DeviceSpec device, ParseDeviceSpec(tc.device));
+  STRATA_ASSIGN_OR_RETURN(const Backend* backend, OpenDevice(device, tc.tf32));
+  STRATA_ASSIGN_OR_RETURN(auto model,
+                          Model::Build(config.model, static_cast<uint64_t>(tc.seed), *backend));
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));
   STRATA_ASSIGN_OR_RETURN(const KeyLayout layout, KeyLayoutFor(*model, "ps", 0));
   ParameterSync sync(client->kv(), *model, ServerKeys(*model, layout), KeyOwner::kConvWorkers);
@@ -133,6 +137,7 @@ absl::StatusOr<RunSummary> RunPsWorker(const WorkerOptions& options) {
   model->set_wait_observer(nullptr);
 
   reporter.Finish(step, &summary);
+  summary.device_peak_memory_bytes = backend->PeakMemoryBytes();
   if (rank == 0 && !options.parameters_out.empty()) {  // the model with the servers' state
     STRATA_RETURN_IF_ERROR_CTX(sync.PullInto(KeyOwner::kConvWorkers, KeyKind::kState, step),
                                "pulling the final state");

@@ -2,7 +2,9 @@
 // (what ps-lite and MXNet dist_sync users run). It trains the whole model
 // on its shard of every global batch, pushes every gradient layer by layer
 // as backward produces them (last layer first), and pulls every parameter
-// for the next iteration.
+// for the next iteration. The model computes on training.device (a GPU,
+// the checking device); the exchanges go through host copies
+// (runtime/parameter_sync.h).
 //
 // Worker 0 initialises the servers from its seeded model, evaluates the
 // test set after every epoch and writes the summary; with BSP every worker

@@ -10,6 +10,7 @@
 #include "core/net/admission.h"
 #include "core/status.h"
 #include "flags/cluster_flags.h"
+#include "flags/device_flags.h"
 #include "flags/training_flags.h"
 #include "scheduler/crossover.h"
 
@@ -48,7 +49,7 @@ absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode,
   STRATA_ASSIGN_OR_RETURN(o->config, LoadJobConfig(path));
   TrainingConfig& tc = o->config.training;
   ApplyTrainingFlags(&tc);
-  STRATA_RETURN_IF_ERROR(RequireHostDeviceOutsideSingleMode(tc, mode));
+  STRATA_RETURN_IF_ERROR(ApplyDeviceFlags(mode, &tc));
   if (absl::GetFlag(FLAGS_threads) > 0) tc.threads = absl::GetFlag(FLAGS_threads);
   tc.evaluate = absl::GetFlag(FLAGS_evaluate);
   STRATA_ASSIGN_OR_RETURN(const JobAddressFlags address, JobAddressFromFlags());

@@ -5,7 +5,8 @@
 // --policy, --weights, the shared
 // address, token and timeout flags (flags/cluster_flags.h:
 // --coordinator, --job-id, --chunk-elements, --job-token-file, --timeout)
-// and the training overrides (flags/training_flags.h). Each binary
+// and the training and device overrides (flags/training_flags.h,
+// flags/device_flags.h). Each binary
 // adds its own --rank.
 #ifndef STRATA_FLAGS_WORKER_FLAGS_H_
 #define STRATA_FLAGS_WORKER_FLAGS_H_

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -26,10 +27,30 @@ std::vector<uint32_t> ParameterSync::KeysOf(KeyOwner owner, KeyKind kind) const 
   return out;
 }
 
+Tensor ParameterSync::PullTarget(uint32_t k) {
+  const Tensor& value = keys_[k].value();
+  if (value.device() == Device::kCpu) return value;
+  Tensor& buffer = pulled_values_[k];
+  if (!buffer.defined()) buffer = Tensor::Empty(value.shape());
+  in_flight_pulls_.push_back(k);
+  return buffer;
+}
+
+absl::Status ParameterSync::CopyUpPulled() {
+  std::vector<uint32_t> pulled;
+  pulled.swap(in_flight_pulls_);
+  for (uint32_t k : pulled) {
+    STRATA_RETURN_IF_ERROR_CTX(CopyFromHost(pulled_values_[k], keys_[k].value()),
+                               absl::StrCat("copying ", keys_[k].name, " to the device"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> ParameterSync::Pull(const std::vector<uint32_t>& keys, int64_t iteration) {
   std::vector<Ticket> pulls;
-  for (uint32_t k : keys) pulls.push_back(client_.Pull(iteration, k, keys_[k].value()));
+  for (uint32_t k : keys) pulls.push_back(client_.Pull(iteration, k, PullTarget(k)));
   STRATA_RETURN_IF_ERROR(client_.WaitAll(pulls));
+  STRATA_RETURN_IF_ERROR(CopyUpPulled());
   int64_t version = -1;
   for (const Ticket& t : pulls)
     version = version < 0 ? t->version() : std::min(version, t->version());
@@ -50,9 +71,9 @@ absl::StatusOr<int64_t> ParameterSync::Join(bool initialise) {
   if (initialise) {
     std::vector<Ticket> inits;
     for (size_t k = 0; k < keys_.size(); ++k) {
-      if (keys_[k].owner == owner_) {
-        inits.push_back(client_.Init(static_cast<uint32_t>(k), keys_[k].value()));
-      }
+      if (keys_[k].owner != owner_) continue;
+      STRATA_ASSIGN_OR_RETURN(const Tensor value, ToHost(keys_[k].value()));
+      inits.push_back(client_.Init(static_cast<uint32_t>(k), value));
     }
     STRATA_RETURN_IF_ERROR_CTX(client_.WaitAll(inits), "initialising the servers");
   }
@@ -62,6 +83,8 @@ absl::StatusOr<int64_t> ParameterSync::Join(bool initialise) {
 absl::StatusOr<int64_t> ParameterSync::Rejoin() {
   client_.CancelAll();
   tickets_.clear();
+  in_flight_pulls_.clear();
+  copy_error_ = absl::OkStatus();
   return PullCurrent();
 }
 
@@ -72,19 +95,33 @@ std::function<void(int)> ParameterSync::AfterLayer(int64_t iteration) {
     if (it == keys_of_layer_.end()) return;  // no key of ours in this layer
     for (uint32_t k : it->second) {
       const ServerKey& key = keys_[k];
-      if (key.kind == KeyKind::kState) {
-        tickets_.push_back(client_.Push(iteration, k, key.state->value));
+      // What the wire sends: on a device, a host copy (the push keeps it).
+      absl::StatusOr<Tensor> sent =
+          ToHost(key.kind == KeyKind::kState ? key.state->value : key.parameter->grad);
+      if (!sent.ok()) {
+        if (copy_error_.ok()) {
+          copy_error_ =
+              WithContext(sent.status(), absl::StrCat("copying ", key.name, " to the host"));
+        }
         continue;
       }
-      KvClient::Exchange e =
-          client_.PushThenPull(iteration, k, key.parameter->grad, key.parameter->value);
+      if (key.kind == KeyKind::kState) {
+        tickets_.push_back(client_.Push(iteration, k, *sent));
+        continue;
+      }
+      KvClient::Exchange e = client_.PushThenPull(iteration, k, *sent, PullTarget(k));
       tickets_.push_back(e.push);
       tickets_.push_back(e.pull);
     }
   };
 }
 
-absl::Status ParameterSync::Finish() { return client_.WaitAll(tickets_); }
+absl::Status ParameterSync::Finish() {
+  absl::Status copied = std::exchange(copy_error_, absl::OkStatus());
+  STRATA_RETURN_IF_ERROR(client_.WaitAll(tickets_));
+  STRATA_RETURN_IF_ERROR(copied);
+  return CopyUpPulled();
+}
 
 absl::StatusOr<bool> ParameterSync::CompleteOrRewind(int64_t* iteration) {
   absl::Status exchanged = Finish();
@@ -106,13 +143,21 @@ absl::Status ParameterSync::PullInto(KeyOwner owner, KeyKind kind, int64_t itera
   return Pull(keys, iteration).status();
 }
 
-StateSnapshot::StateSnapshot(Model& model) : model_(model) {
-  for (StateBuffer* b : model_.state_buffers()) values_.push_back(b->value.Clone());
+absl::StatusOr<StateSnapshot> StateSnapshot::Take(Model& model) {
+  StateSnapshot snapshot(model);
+  for (StateBuffer* b : model.state_buffers()) {
+    STRATA_ASSIGN_OR_RETURN(Tensor copy, HostCopy(b->value));
+    snapshot.values_.push_back(std::move(copy));
+  }
+  return snapshot;
 }
 
-void StateSnapshot::Restore() {
+absl::Status StateSnapshot::Restore() {
   const std::vector<StateBuffer*> buffers = model_.state_buffers();
-  for (size_t i = 0; i < buffers.size(); ++i) buffers[i]->value.CopyFrom(values_[i]);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(CopyFromHost(values_[i], buffers[i]->value));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace strata

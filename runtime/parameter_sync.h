@@ -11,6 +11,12 @@
 //   model.Backward(grad, 0, split, false, sync.AfterLayer(step));
 //   absl::Status s = sync.Finish();   // Aborted: a server was restored; Rejoin()
 //
+// A model on a device (its backend's) reaches the wire through the host: a
+// gradient or state is copied down when its layer's backward hands it over
+// (waiting for that backward), and pulled values land in host buffers that
+// are copied up once their pulls complete (Finish, Join, PullInto), before
+// the next forward.
+//
 // Thread safety: one thread drives an instance; `client` and `model` must
 // outlive it.
 #ifndef STRATA_RUNTIME_PARAMETER_SYNC_H_
@@ -46,7 +52,8 @@ class ParameterSync {
   // A Model::Backward hook that pushes layer i's keys for `iteration` (and
   // queues the pull of its parameters for iteration + 1).
   std::function<void(int)> AfterLayer(int64_t iteration);
-  // Waits for this iteration's pushes and pulls (one deadline for all).
+  // Waits for this iteration's pushes and pulls (one deadline for all);
+  // the first error of a copy from the device, if any.
   absl::Status Finish();
   // Finish(), and when a server turns out to have been restored from a
   // checkpoint, Rejoin(): sets *iteration to the servers' iteration, logs it,
@@ -64,6 +71,11 @@ class ParameterSync {
   // Pulls `keys` at version >= iteration; returns the smallest version.
   absl::StatusOr<int64_t> Pull(const std::vector<uint32_t>& keys, int64_t iteration);
   absl::StatusOr<int64_t> PullCurrent();
+  // Where a pull of key k lands: the model's value on the host, else a
+  // host buffer of its own (noted, to be copied up by CopyUpPulled).
+  Tensor PullTarget(uint32_t k);
+  // Copies the noted pulled buffers into the model's device tensors.
+  absl::Status CopyUpPulled();
 
   KvClient& client_;
   Model& model_;
@@ -71,6 +83,11 @@ class ParameterSync {
   KeyOwner owner_;
   std::map<int, std::vector<uint32_t>> keys_of_layer_;  // our keys, by layer
   std::vector<Ticket> tickets_;
+  // For a model on a device: a host buffer per pulled key, the keys whose
+  // pulls are in flight, and the first failed copy down since Finish.
+  std::map<uint32_t, Tensor> pulled_values_;
+  std::vector<uint32_t> in_flight_pulls_;
+  absl::Status copy_error_;
 };
 
 // The model's state buffers (BatchNorm statistics), copied: evaluating
@@ -78,11 +95,13 @@ class ParameterSync {
 // with.
 class StateSnapshot {
  public:
-  explicit StateSnapshot(Model& model);
+  // Host copies of the state, from the model's device.
+  static absl::StatusOr<StateSnapshot> Take(Model& model);
   // Puts the copied values back.
-  void Restore();
+  absl::Status Restore();
 
  private:
+  explicit StateSnapshot(Model& model) : model_(model) {}
   Model& model_;
   std::vector<Tensor> values_;
 };

@@ -280,12 +280,11 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
   return ParseJobConfig(buffer.str(), path);
 }
 
-absl::Status RequireHostDeviceOutsideSingleMode(const TrainingConfig& training,
-                                                const std::string& mode) {
-  if (training.device == "cpu" || mode == "single") return absl::OkStatus();
+absl::Status RequireDeviceForMode(const TrainingConfig& training, const std::string& mode) {
+  if (training.device == "cpu" || mode == "single" || mode == "ps") return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("training.device \"", training.device,
-                                                 "\" applies to the single mode; the ", mode,
-                                                 " mode's processes compute on the cpu"));
+                                                 "\" applies to the single and ps modes; the ",
+                                                 mode, " mode's processes compute on the cpu"));
 }
 
 }  // namespace strata

@@ -43,11 +43,12 @@ class DeviceLaunchTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(dir.ok()) << dir.status();
     dir_.emplace(*std::move(dir));
   }
-  // Trains `config` for `steps` steps in single mode on `device`, writing
-  // its final parameters to <dir>/<tag>.ckpt; extra flags in `more`.
+  // Trains `config` for `steps` steps in `mode` on `device`, writing its
+  // final parameters to <dir>/<tag>.ckpt; extra flags in `more`.
   Result Train(const std::string& config, const std::string& device, int steps,
-               const std::string& tag, const std::string& more = "") {
-    return RunLaunch("--config " + Config(config) + " --mode single --device " + device +
+               const std::string& tag, const std::string& more = "",
+               const std::string& mode = "single") {
+    return RunLaunch("--config " + Config(config) + " --mode " + mode + " --device " + device +
                      " --max-steps " + std::to_string(steps) +
                      " --threads 2 --progress=false --parameters-out " + path(tag + ".ckpt") +
                      " --summary-out " + path(tag + ".json") + " " + more);
@@ -137,6 +138,30 @@ TEST_F(DeviceLaunchTest, TheMoeModelTrainsOnTheCheckingDeviceLikeTheHost) {
               nlohmann::json::parse(host_in)["train_loss"].get<double>(), 1e-5);
 }
 
+// The ps mode with both conv workers on the checking device: every
+// gradient and state push copies down from the device, every pull lands on
+// the host and is copied up before the next forward; a missing copy
+// crashes a worker. With BatchNorm (its state pushed, pulled back to
+// evaluate) and evaluation at the end, the run matches the host's to the
+// bit.
+TEST_F(DeviceLaunchTest, ThePsModeTrainsOnTheCheckingDeviceLikeTheHost) {
+  const std::string config = "fashion_mnist_bn.json";
+  const std::string layout = "--conv-workers 2 --servers 1 --evaluate=true";
+  const Result host = Train(config, "cpu", 8, "host", layout, "ps");
+  ASSERT_EQ(host.exit_code, 0) << host.output;
+  const Result check = Train(config, "check", 8, "check", layout, "ps");
+  ASSERT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_EQ(ReadBytes(path("check.ckpt")), ReadBytes(path("host.ckpt")));
+  std::ifstream host_in(path("host.json")), check_in(path("check.json"));
+  const nlohmann::json host_summary = nlohmann::json::parse(host_in),
+                       check_summary = nlohmann::json::parse(check_in);
+  EXPECT_EQ(check_summary["mode"], "ps");
+  EXPECT_EQ(check_summary["device"], "check");
+  EXPECT_GT(host_summary["test_accuracy"].get<double>(), 0.3);  // 8 steps learn something
+  EXPECT_EQ(check_summary["test_accuracy"], host_summary["test_accuracy"]);
+  EXPECT_GT(check_summary["device_peak_memory_bytes"].get<int64_t>(), 0);
+}
+
 TEST_F(DeviceLaunchTest, ADeviceThatIsNotThereOrNotForTheModeIsRefusedBeforeTraining) {
   const Result gpu = Train("fashion_mnist.json", "cuda:7", 5, "gpu");
   EXPECT_EQ(gpu.exit_code, 1) << gpu.output;
@@ -153,10 +178,10 @@ TEST_F(DeviceLaunchTest, ADeviceThatIsNotThereOrNotForTheModeIsRefusedBeforeTrai
       << unknown.output;
 
   const Result cluster = RunLaunch("--config " + Config("fashion_mnist.json") +
-                                   " --mode ps --device check --max-steps 5");
+                                   " --mode stanza --device check --max-steps 5");
   EXPECT_EQ(cluster.exit_code, 1);
-  EXPECT_NE(cluster.output.find("training.device \"check\" applies to the single mode; the ps "
-                                "mode's processes compute on the cpu"),
+  EXPECT_NE(cluster.output.find("training.device \"check\" applies to the single and ps modes; "
+                                "the stanza mode's processes compute on the cpu"),
             std::string::npos)
       << cluster.output;
 }

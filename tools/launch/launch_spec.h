@@ -35,8 +35,8 @@ struct LaunchSpec {
   int64_t epochs = 0;
   int64_t batch_size = 0;
   int threads = 0;
-  std::string device;  // single mode: cpu, cuda, cuda:N, check ("" = the config's)
-  bool tf32 = false;   // single mode on a GPU: TensorFloat-32 products
+  std::string device;  // single and ps modes: cpu, cuda, cuda:N, check ("" = the config's)
+  bool tf32 = false;   // on a GPU: TensorFloat-32 products
   bool evaluate = true;
   bool progress = true;
   // Conditions (ps and stanza): each host's link ("1gbit"; "" = loopback)

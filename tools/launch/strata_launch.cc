@@ -34,6 +34,7 @@
 #include "core/util/log.h"
 #include "core/util/scratch_directory.h"
 #include "flags/cluster_flags.h"
+#include "flags/device_flags.h"
 #include "flags/training_flags.h"
 #include "runtime/controller_choice.h"
 #include "runtime/single_trainer.h"
@@ -47,12 +48,6 @@ ABSL_FLAG(std::string, config, "", "job config JSON file (required)");
 ABSL_FLAG(std::string, mode, "", "single, ps or stanza (default: the config's cluster.mode)");
 ABSL_FLAG(int64_t, threads, 0, "CPU threads per process (overrides training.threads)");
 ABSL_FLAG(bool, evaluate, true, "evaluate on the test set after every epoch");
-ABSL_FLAG(std::string, device, "",
-          "single mode: where to compute: cpu, cuda, cuda:N or check (the checking device); "
-          "overrides training.device");
-ABSL_FLAG(bool, tf32, false,
-          "single mode on a GPU: TensorFloat-32 in matrix products and convolutions (sets "
-          "training.tf32)");
 ABSL_FLAG(std::string, metrics_out, "", "write metrics as JSON lines to this file");
 ABSL_FLAG(std::string, trace_out, "",
           "ps/stanza: write a Chrome trace (Perfetto, chrome://tracing) of every worker's "
@@ -119,12 +114,7 @@ absl::StatusOr<JobConfig> ConfigFromFlags(const std::string& path) {
   ApplyTrainingFlags(&config.training);
   if (absl::GetFlag(FLAGS_threads) > 0) config.training.threads = absl::GetFlag(FLAGS_threads);
   config.training.evaluate = absl::GetFlag(FLAGS_evaluate);
-  if (!absl::GetFlag(FLAGS_device).empty()) {
-    STRATA_RETURN_IF_ERROR_CTX(ParseDeviceSpec(absl::GetFlag(FLAGS_device)).status(), "--device");
-    config.training.device = absl::GetFlag(FLAGS_device);
-  }
-  if (absl::GetFlag(FLAGS_tf32)) config.training.tf32 = true;
-  STRATA_RETURN_IF_ERROR(RequireHostDeviceOutsideSingleMode(config.training, config.cluster.mode));
+  STRATA_RETURN_IF_ERROR(ApplyDeviceFlags(config.cluster.mode, &config.training));
   return config;
 }
 
@@ -266,6 +256,7 @@ absl::StatusOr<ClusterLaunchOptions> ClusterOptionsFromFlags(const JobConfig& co
   // Every worker: FC workers that split MoE experts gather them together
   // before the reporting one evaluates.
   if (!tc.evaluate) o.worker_flags.push_back("--evaluate=false");
+  for (std::string& flag : DeviceFlagArgs(tc)) o.worker_flags.push_back(std::move(flag));
   if (!absl::GetFlag(FLAGS_progress)) o.extra_worker_flags.push_back("--progress=false");
   if (!absl::GetFlag(FLAGS_shared_memory)) o.worker_flags.push_back("--shared-memory=false");
   if (!o.port_range.empty()) {
