@@ -13,6 +13,7 @@
 #include "core/train/metrics_writer.h"
 #include "core/util/log.h"
 #include "runtime/cluster_hooks.h"
+#include "runtime/device_backend.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
 
@@ -37,11 +38,17 @@ class StanzaConvProgram final : public StepProgram {
   // takes rows[r] (the FC worker weights the gradients it answers with).
   void TakeShare(const std::vector<int64_t>& rows, int rank) { slice_ = SliceOfRank(rows, rank); }
   absl::Status Forward(StepContext&) override {
-    activations_ = model_.Forward(batch_.images, /*training=*/true, 0, split_);
+    STRATA_ASSIGN_OR_RETURN(const Tensor images, ToDevice(model_.backend(), batch_.images));
+    activations_ = model_.Forward(images, /*training=*/true, 0, split_);
     return absl::OkStatus();
   }
+  // The link sends and receives host tensors: a model on a device copies
+  // its activations down and the gradients up.
   absl::Status Exchange(StepContext& ctx) override {
-    STRATA_ASSIGN_OR_RETURN(grad_, link_.Exchange(ctx.iteration, activations_, batch_.labels));
+    STRATA_ASSIGN_OR_RETURN(const Tensor sent, ToHost(activations_));
+    STRATA_ASSIGN_OR_RETURN(const Tensor received,
+                            link_.Exchange(ctx.iteration, sent, batch_.labels));
+    STRATA_ASSIGN_OR_RETURN(grad_, ToDevice(model_.backend(), received));
     return absl::OkStatus();
   }
   absl::Status Backward(StepContext& ctx) override {
@@ -80,7 +87,10 @@ absl::Status RunStanzaConvWorker(const WorkerOptions& options) {
   const JobConfig& config = options.config;
   const TrainingConfig& tc = config.training;
   SetCpuThreads(static_cast<int>(tc.threads));
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
+  STRATA_ASSIGN_OR_RETURN(const DeviceSpec device, ParseDeviceSpec(tc.device));
+  STRATA_ASSIGN_OR_RETURN(const Backend* backend, OpenDevice(device, tc.tf32));
+  STRATA_ASSIGN_OR_RETURN(auto model,
+                          Model::Build(config.model, static_cast<uint64_t>(tc.seed), *backend));
   STRATA_RETURN_IF_ERROR(model->RequireSplit());
   const int split = model->split_index();
   STRATA_ASSIGN_OR_RETURN(auto client, PsClient::Connect(options.client));

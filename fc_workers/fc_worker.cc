@@ -17,7 +17,6 @@
 #include "core/net/message_endpoint.h"
 #include "core/net/traffic.h"
 #include "core/ops/cpu/dnnl_runtime.h"
-#include "core/ops/cpu/elementwise.h"
 #include "core/optim/parameter_optimizer.h"
 #include "core/status.h"
 #include "core/train/checkpoint.h"
@@ -31,6 +30,7 @@
 #include "fc_workers/fc_server.h"
 #include "fc_workers/head_expert_group.h"
 #include "runtime/cluster_hooks.h"
+#include "runtime/device_backend.h"
 #include "runtime/parameter_sync.h"
 #include "runtime/step_loop.h"
 
@@ -175,7 +175,8 @@ class FcProgram final : public StepProgram {
   }
   absl::Status Forward(StepContext& ctx) override {
     if (batching_ == FcBatching::kArrival) return TrainOnEachArrival(ctx);
-    Tensor logits = p_.model.Forward(x_, /*training=*/true, p_.split, -1);
+    STRATA_ASSIGN_OR_RETURN(const Tensor x, ToDevice(p_.model.backend(), x_));
+    Tensor logits = p_.model.Forward(x, /*training=*/true, p_.split, -1);
     if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE forward");
     STRATA_ASSIGN_OR_RETURN(loss_, WeightedLoss(logits, labels_));
     ctx.loss = loss_.loss;
@@ -187,8 +188,8 @@ class FcProgram final : public StepProgram {
           loss_.grad_logits, p_.split, -1, /*need_input_grad=*/true,
           shared_head_ ? p_.sync.AfterLayer(ctx.iteration) : std::function<void(int)>());
       if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE backward");
-      ScaleForTheTrunk(grad_x);
-      p_.server.Answer(ctx.iteration, grad_x);
+      STRATA_ASSIGN_OR_RETURN(const Tensor answer, ForTheTrunk(grad_x));
+      p_.server.Answer(ctx.iteration, answer);
     } else if (shared_head_) {
       // The summed gradients are final: push the head's layers, last first,
       // as a gathered backward would have.
@@ -245,7 +246,8 @@ class FcProgram final : public StepProgram {
     const double global = static_cast<double>(options_.config.training.batch_size);
     const double weight = static_cast<double>(logits.dim(0)) * fc_workers_ / global;
     if (weight != 1.0) {
-      Scale(static_cast<float>(weight), loss.grad_logits.data(), loss.grad_logits.numel());
+      STRATA_RETURN_IF_ERROR(
+          p_.model.backend().Scale(static_cast<float>(weight), loss.grad_logits));
     }
     p_.model.SetLossWeight(static_cast<float>(weight), p_.split, -1);
     return loss;
@@ -255,9 +257,10 @@ class FcProgram final : public StepProgram {
   // with k = R / F conv workers each, k times that is R / G, so the
   // servers' mean over the R conv workers' trunk gradients is the mean
   // over the global batch G (with even shares: each conv worker's mean
-  // over its own samples).
-  void ScaleForTheTrunk(Tensor& grad_x) const {
-    Scale(static_cast<float>(k_), grad_x.data(), grad_x.numel());
+  // over its own samples). The answer goes out from the host.
+  absl::StatusOr<Tensor> ForTheTrunk(const Tensor& grad_x) {
+    STRATA_RETURN_IF_ERROR(p_.model.backend().Scale(static_cast<float>(k_), grad_x));
+    return ToHost(grad_x);
   }
 
   // Arrival batching's forward phase: every conv worker's rows through the
@@ -271,7 +274,8 @@ class FcProgram final : public StepProgram {
         STRATA_ASSIGN_OR_RETURN(next_,
                                 p_.server.NextArrival(ctx.iteration, options_.client.timeout));
       }
-      auto [x, labels] = p_.server.Rows(next_);
+      auto [rows, labels] = p_.server.Rows(next_);
+      STRATA_ASSIGN_OR_RETURN(const Tensor x, ToDevice(p_.model.backend(), rows));
       Tensor logits = p_.model.Forward(x, /*training=*/true, p_.split, -1);
       if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE forward");
       STRATA_ASSIGN_OR_RETURN(LossResult loss, WeightedLoss(logits, labels));
@@ -279,9 +283,9 @@ class FcProgram final : public StepProgram {
       loss_sum += arrival_loss * static_cast<double>(x.dim(0));
       Tensor grad_x = p_.model.Backward(loss.grad_logits, p_.split, -1, /*need_input_grad=*/true);
       if (p_.experts != nullptr) STRATA_RETURN_IF_ERROR_CTX(p_.experts->status(), "MoE backward");
-      ScaleForTheTrunk(grad_x);
-      p_.server.AnswerOne(next_, ctx.iteration, grad_x);
-      SumHeadGradients(n, arrivals);
+      STRATA_ASSIGN_OR_RETURN(const Tensor answer, ForTheTrunk(grad_x));
+      p_.server.AnswerOne(next_, ctx.iteration, answer);
+      STRATA_RETURN_IF_ERROR(SumHeadGradients(n, arrivals));
     }
     ctx.loss = loss_sum / static_cast<double>(p_.server.total_rows());
     return absl::OkStatus();
@@ -292,24 +296,26 @@ class FcProgram final : public StepProgram {
   // gradients, in sums_ for the parameters of those that overwrite them;
   // after the last, the total is in every parameter's gradient and the
   // layers overwrite again.
-  void SumHeadGradients(int n, int arrivals) {
-    if (arrivals == 1) return;
+  absl::Status SumHeadGradients(int n, int arrivals) {
+    if (arrivals == 1) return absl::OkStatus();
     if (n == 0) overwritten_ = p_.model.SetAccumulateGradients(true, p_.split, -1);
     if (n == arrivals - 1) p_.model.SetAccumulateGradients(false, p_.split, -1);
+    const Backend& backend = p_.model.backend();
     sums_.resize(overwritten_.size());
     for (size_t j = 0; j < overwritten_.size(); ++j) {
       const Tensor& grad = overwritten_[j]->grad;
       if (n == 0) {
         if (!sums_[j].defined() || sums_[j].numel() != grad.numel()) {
-          sums_[j] = Tensor::Empty(grad.shape());
+          sums_[j] = backend.Empty(grad.shape());
         }
-        sums_[j].CopyFrom(grad);
+        STRATA_RETURN_IF_ERROR(backend.Copy(grad, sums_[j]));
       } else if (n < arrivals - 1) {
-        Axpy(1.0f, grad.data(), sums_[j].data(), grad.numel());
+        STRATA_RETURN_IF_ERROR(backend.Axpy(1.0f, grad, sums_[j]));
       } else {
-        Axpy(1.0f, sums_[j].data(), grad.data(), grad.numel());
+        STRATA_RETURN_IF_ERROR(backend.Axpy(1.0f, sums_[j], grad));
       }
     }
+    return absl::OkStatus();
   }
 
   const WorkerOptions& options_;
@@ -339,7 +345,10 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   const JobConfig& config = options.config;
   const TrainingConfig& tc = config.training;
   SetCpuThreads(static_cast<int>(tc.threads));
-  STRATA_ASSIGN_OR_RETURN(auto model, Model::Build(config.model, static_cast<uint64_t>(tc.seed)));
+  STRATA_ASSIGN_OR_RETURN(const DeviceSpec device, ParseDeviceSpec(tc.device));
+  STRATA_ASSIGN_OR_RETURN(const Backend* backend, OpenDevice(device, tc.tf32));
+  STRATA_ASSIGN_OR_RETURN(auto model,
+                          Model::Build(config.model, static_cast<uint64_t>(tc.seed), *backend));
   STRATA_RETURN_IF_ERROR(model->RequireSplit());
   const int split = model->split_index();
   zmq::context_t context(1);
@@ -507,6 +516,7 @@ absl::StatusOr<RunSummary> RunFcWorker(const FcWorkerOptions& fc_options) {
   server.ServeUntilDone(total_steps, options.client.timeout);
   if (checkpoints != nullptr) checkpoints->Flush(client->membership());
   reporter.Finish(total_steps, &summary);
+  summary.device_peak_memory_bytes = backend->PeakMemoryBytes();
   if (expert_parallel) {  // every expert back in every FC worker, to write the model
     STRATA_RETURN_IF_ERROR_CTX(experts->Leave(), "gathering the MoE experts");
   }

@@ -6,20 +6,20 @@
 
 ABSL_FLAG(std::string, device, "",
           "where to compute: cpu, cuda, cuda:N or check (the checking device); overrides "
-          "training.device (the single and ps modes)");
+          "training.device");
 ABSL_FLAG(bool, tf32, false,
           "on a GPU: TensorFloat-32 in matrix products and convolutions (sets training.tf32)");
 
 namespace strata {
 
-absl::Status ApplyDeviceFlags(const std::string& mode, TrainingConfig* training) {
+absl::Status ApplyDeviceFlags(TrainingConfig* training) {
   const std::string device = absl::GetFlag(FLAGS_device);
   if (!device.empty()) {
     STRATA_RETURN_IF_ERROR_CTX(ParseDeviceSpec(device).status(), "--device");
     training->device = device;
   }
   if (absl::GetFlag(FLAGS_tf32)) training->tf32 = true;
-  return RequireDeviceForMode(*training, mode);
+  return absl::OkStatus();
 }
 
 std::vector<std::string> DeviceFlagArgs(const TrainingConfig& training) {

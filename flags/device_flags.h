@@ -12,10 +12,9 @@
 
 namespace strata {
 
-// Applies the flags that were given to `training`, then checks the device
-// against `mode` (RequireDeviceForMode). InvalidArgument naming --device for
-// a device that cannot be parsed.
-absl::Status ApplyDeviceFlags(const std::string& mode, TrainingConfig* training);
+// Applies the flags that were given to `training`. InvalidArgument naming
+// --device for a device that cannot be parsed.
+absl::Status ApplyDeviceFlags(TrainingConfig* training);
 
 // The device flags of `training` as arguments for another process (none for
 // the host without TF32).

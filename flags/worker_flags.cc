@@ -49,7 +49,7 @@ absl::Status WorkerOptionsFor(const std::string& path, const std::string& mode,
   STRATA_ASSIGN_OR_RETURN(o->config, LoadJobConfig(path));
   TrainingConfig& tc = o->config.training;
   ApplyTrainingFlags(&tc);
-  STRATA_RETURN_IF_ERROR(ApplyDeviceFlags(mode, &tc));
+  STRATA_RETURN_IF_ERROR(ApplyDeviceFlags(&tc));
   if (absl::GetFlag(FLAGS_threads) > 0) tc.threads = absl::GetFlag(FLAGS_threads);
   tc.evaluate = absl::GetFlag(FLAGS_evaluate);
   STRATA_ASSIGN_OR_RETURN(const JobAddressFlags address, JobAddressFromFlags());

@@ -280,11 +280,4 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
   return ParseJobConfig(buffer.str(), path);
 }
 
-absl::Status RequireDeviceForMode(const TrainingConfig& training, const std::string& mode) {
-  if (training.device == "cpu" || mode == "single" || mode == "ps") return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("training.device \"", training.device,
-                                                 "\" applies to the single and ps modes; the ",
-                                                 mode, " mode's processes compute on the cpu"));
-}
-
 }  // namespace strata

@@ -145,10 +145,6 @@ struct JobConfig {
 // Reads and validates a job config file. Errors name the file and the field.
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
 
-// InvalidArgument unless training.device is "cpu" or the job trains in a
-// `mode` whose processes compute on a device: "single" and "ps" (the
-// others' roles compute on the host).
-absl::Status RequireDeviceForMode(const TrainingConfig& training, const std::string& mode);
 // Same, from JSON text; `source` names it in errors.
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& text, const std::string& source);
 

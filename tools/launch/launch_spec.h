@@ -35,7 +35,7 @@ struct LaunchSpec {
   int64_t epochs = 0;
   int64_t batch_size = 0;
   int threads = 0;
-  std::string device;  // single and ps modes: cpu, cuda, cuda:N, check ("" = the config's)
+  std::string device;  // cpu, cuda, cuda:N, check ("" = the config's)
   bool tf32 = false;   // on a GPU: TensorFloat-32 products
   bool evaluate = true;
   bool progress = true;

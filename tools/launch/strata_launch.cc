@@ -114,7 +114,7 @@ absl::StatusOr<JobConfig> ConfigFromFlags(const std::string& path) {
   ApplyTrainingFlags(&config.training);
   if (absl::GetFlag(FLAGS_threads) > 0) config.training.threads = absl::GetFlag(FLAGS_threads);
   config.training.evaluate = absl::GetFlag(FLAGS_evaluate);
-  STRATA_RETURN_IF_ERROR(ApplyDeviceFlags(config.cluster.mode, &config.training));
+  STRATA_RETURN_IF_ERROR(ApplyDeviceFlags(&config.training));
   return config;
 }
 
