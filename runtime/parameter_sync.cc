@@ -36,9 +36,10 @@ Tensor ParameterSync::PullTarget(uint32_t k) {
   return buffer;
 }
 
-absl::Status ParameterSync::CopyUpPulled() {
+absl::Status ParameterSync::Completed(const absl::Status& waited) {
   std::vector<uint32_t> pulled;
   pulled.swap(in_flight_pulls_);
+  STRATA_RETURN_IF_ERROR(waited);  // what did arrive is not copied up
   for (uint32_t k : pulled) {
     STRATA_RETURN_IF_ERROR_CTX(CopyFromHost(pulled_values_[k], keys_[k].value()),
                                absl::StrCat("copying ", keys_[k].name, " to the device"));
@@ -49,8 +50,7 @@ absl::Status ParameterSync::CopyUpPulled() {
 absl::StatusOr<int64_t> ParameterSync::Pull(const std::vector<uint32_t>& keys, int64_t iteration) {
   std::vector<Ticket> pulls;
   for (uint32_t k : keys) pulls.push_back(client_.Pull(iteration, k, PullTarget(k)));
-  STRATA_RETURN_IF_ERROR(client_.WaitAll(pulls));
-  STRATA_RETURN_IF_ERROR(CopyUpPulled());
+  STRATA_RETURN_IF_ERROR(Completed(client_.WaitAll(pulls)));
   int64_t version = -1;
   for (const Ticket& t : pulls)
     version = version < 0 ? t->version() : std::min(version, t->version());
@@ -117,10 +117,9 @@ std::function<void(int)> ParameterSync::AfterLayer(int64_t iteration) {
 }
 
 absl::Status ParameterSync::Finish() {
-  absl::Status copied = std::exchange(copy_error_, absl::OkStatus());
-  STRATA_RETURN_IF_ERROR(client_.WaitAll(tickets_));
-  STRATA_RETURN_IF_ERROR(copied);
-  return CopyUpPulled();
+  const absl::Status copied = std::exchange(copy_error_, absl::OkStatus());
+  STRATA_RETURN_IF_ERROR(Completed(client_.WaitAll(tickets_)));
+  return copied;
 }
 
 absl::StatusOr<bool> ParameterSync::CompleteOrRewind(int64_t* iteration) {

@@ -72,10 +72,12 @@ class ParameterSync {
   absl::StatusOr<int64_t> Pull(const std::vector<uint32_t>& keys, int64_t iteration);
   absl::StatusOr<int64_t> PullCurrent();
   // Where a pull of key k lands: the model's value on the host, else a
-  // host buffer of its own (noted, to be copied up by CopyUpPulled).
+  // host buffer of its own (noted, to be copied up by Completed).
   Tensor PullTarget(uint32_t k);
-  // Copies the noted pulled buffers into the model's device tensors.
-  absl::Status CopyUpPulled();
+  // After waiting for the noted pulls (`waited`, the wait's outcome):
+  // copies their buffers into the model's device tensors, or, when the
+  // wait failed, returns its error and forgets them.
+  absl::Status Completed(const absl::Status& waited);
 
   KvClient& client_;
   Model& model_;

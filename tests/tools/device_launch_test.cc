@@ -174,6 +174,25 @@ TEST_F(DeviceLaunchTest, ThePsModeTrainsOnTheCheckingDeviceLikeTheHost) {
   EXPECT_GT(check_summary["device_peak_memory_bytes"].get<int64_t>(), 0);
 }
 
+// Two jobs sharing each worker process (ps mode, crossover sharing), every
+// worker's models on the checking device: each job's checkpoint matches the
+// host run's to the byte.
+TEST_F(DeviceLaunchTest, TwoJobsSharingTheirWorkersTrainOnTheCheckingDeviceLikeTheHost) {
+  for (const std::string device : {"cpu", "check"}) {
+    const Result run = RunLaunch("--jobs " + Config("fashion_mnist.json") + "," +
+                                 Config("fashion_mnist_bn.json") + " --mode ps --device " + device +
+                                 " --max-steps 6 --threads 2 --progress=false --evaluate=false "
+                                 "--parameters-out " +
+                                 path(device + ".ckpt"));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+  }
+  for (const std::string job : {"job1", "job2"}) {
+    const std::string host = ReadBytes(path("cpu." + job + ".ckpt"));
+    EXPECT_FALSE(host.empty()) << job;
+    EXPECT_EQ(ReadBytes(path("check." + job + ".ckpt")), host) << job;
+  }
+}
+
 // The stanza mode with every worker on the checking device: the conv
 // workers send their boundary activations from the host and take the
 // gradients up, the FC worker takes the activations up and answers from the
